@@ -1,0 +1,1 @@
+"""Subcommand groups of the `volratio` command line; see `volratio/cli.py`."""
