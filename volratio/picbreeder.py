@@ -1,0 +1,303 @@
+"""Picbreeder targets: genome XML → NEAT graph → layered network; where the data lives.
+
+The three genomes (skull, butterfly, apple) and the FER paper's networks come from the public
+repository `akarshkumar0101/fer` (Kumar, Clune, Lehman, Stanley 2025) at a pinned commit. They are
+not part of this repository: `data_dir()` finds them through `$VOLRATIO_DATA`, then
+`../shared/data/picbreeder` relative to the repository root, then the user cache that
+`fetch()` (`volratio data fetch`) fills by downloading the original files and checking them against
+`SOURCES.sha256`.
+
+Nothing is unpickled: genomes are parsed with `defusedxml`, the `.npz` networks with
+`allow_pickle=False`. Chapter: "Picbreeder networks and their SGD twins".
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import os
+import re
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .errors import DataNotFoundError, GenomeError
+from .graph import Graph, Layered, Node
+from .nets import CoordMLP
+
+NAMES = ("skull", "butterfly", "apple")
+REPO = "akarshkumar0101/fer"
+COMMIT = "23a9c452a57810c86db07c3ed23c1d1352011299"
+ENV_VAR = "VOLRATIO_DATA"
+
+# genome activation names -> volratio.nets.ACTIVATIONS keys
+_GENOME_ACTIVATIONS = {
+    "identity": "identity",
+    "sin": "sin",
+    "cos": "cos",
+    "tanh": "tanh",
+    "sigmoid": "sigmoid",
+    "gaussian": "gaussian",
+}
+_FIX_DATA = (
+    "set VOLRATIO_DATA to a folder holding skull/, butterfly/ and apple/, or run "
+    "`volratio data fetch` to download the files from github.com/akarshkumar0101/fer"
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the data is
+
+
+def _repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def cache_dir() -> Path:
+    """Where `fetch()` puts downloaded files (`$XDG_CACHE_HOME/volratio/picbreeder`)."""
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "volratio" / "picbreeder"
+
+
+def candidate_dirs() -> list[tuple[str, Path]]:
+    out = []
+    if os.environ.get(ENV_VAR):
+        out.append((f"${ENV_VAR}", Path(os.environ[ENV_VAR]).expanduser()))
+    out.append(("../shared/data/picbreeder", _repo_root().parent / "shared" / "data" / "picbreeder"))
+    out.append(("cwd ../shared/data/picbreeder", Path.cwd().parent / "shared" / "data" / "picbreeder"))
+    out.append(("download cache", cache_dir()))
+    return out
+
+
+def data_dir(required: bool = True) -> Path | None:
+    """The first candidate folder that holds all three genomes; raises `DataNotFoundError` (or
+    returns None with `required=False`) when none does."""
+    for _, d in candidate_dirs():
+        if all((d / n / "genome.xml").is_file() for n in NAMES):
+            return d
+    if required:
+        looked = ", ".join(str(d) for _, d in candidate_dirs())
+        raise DataNotFoundError(f"Picbreeder data not found (looked in {looked}); {_FIX_DATA}")
+    return None
+
+
+def available() -> bool:
+    return data_dir(required=False) is not None
+
+
+def _file(name: str, fname: str) -> Path:
+    if name not in NAMES:
+        raise DataNotFoundError(f"unknown Picbreeder target {name!r}; known: {', '.join(NAMES)}")
+    p = data_dir() / name / fname
+    if not p.is_file():
+        raise DataNotFoundError(f"{p} is missing; {_FIX_DATA}")
+    return p
+
+
+# ---------------------------------------------------------------------------------------------
+# Genomes
+
+
+def parse_genome(source: "str | Path | bytes", name: str | None = None) -> Graph:
+    """Parse a Picbreeder `genome.xml` (a path, or the XML as bytes/str) into a validated `Graph`.
+
+    Raises `GenomeError` naming the problem: not XML, a node without marking or activation, an
+    unknown activation, a dangling link, a cycle, a missing output.
+    """
+    from defusedxml import ElementTree as ET
+
+    if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith("<")):
+        path = Path(source)
+        name = name or (path.parent.name if path.name == "genome.xml" else path.stem)
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise GenomeError(f"{path}: cannot read genome ({e.strerror})") from e
+    else:
+        data = source.encode() if isinstance(source, str) else bytes(source)
+    name = name or "genome"
+    try:
+        root = ET.fromstring(data)
+    except Exception as e:  # ParseError, or defusedxml's refusal of entities/DTDs
+        raise GenomeError(f"{name}: not a readable genome XML ({type(e).__name__}: {e})") from e
+
+    def key(el, what: str, ctx: str) -> str:
+        if el is None or el.get("branch") is None or el.get("id") is None:
+            raise GenomeError(f"{name}: {ctx} has no <{what} branch=… id=…>")
+        return f"{el.get('branch')}_{el.get('id')}"
+
+    nodes: dict[str, Node] = {}
+    for i, el in enumerate(root.iter("node")):
+        k = key(el.find("marking"), "marking", f"node {i}")
+        act_el = el.find("activation")
+        if act_el is None or not (act_el.text or "").strip():
+            raise GenomeError(f"{name}: node {k} has no <activation>")
+        m = re.fullmatch(r"\s*([a-zA-Z_]+)\s*(\(\s*x\s*\))?\s*", act_el.text)
+        act = _GENOME_ACTIVATIONS.get(m.group(1).lower()) if m else None
+        if act is None:
+            raise GenomeError(
+                f"{name}: node {k} has unknown activation {act_el.text.strip()!r}; "
+                f"known: {', '.join(f'{a}(x)' for a in _GENOME_ACTIVATIONS)}"
+            )
+        kind = el.get("type", "hidden")
+        if kind not in ("in", "hidden", "out"):
+            raise GenomeError(f"{name}: node {k} has type {kind!r}; expected in, hidden or out")
+        if k in nodes:
+            raise GenomeError(f"{name}: node {k} is defined twice")
+        nodes[k] = Node(k, kind, act, el.get("label"))
+    if not nodes:
+        raise GenomeError(f"{name}: the genome has no <node> elements")
+    links = []
+    for i, el in enumerate(root.iter("link")):
+        s = key(el.find("source"), "source", f"link {i}")
+        t = key(el.find("target"), "target", f"link {i}")
+        w_el = el.find("weight")
+        try:
+            w = float(w_el.text)
+        except (AttributeError, TypeError, ValueError):
+            raise GenomeError(f"{name}: link {i} ({s} → {t}) has no numeric <weight>") from None
+        links.append((s, t, w))
+    return Graph(nodes, links, name=name)
+
+
+@functools.lru_cache(maxsize=None)
+def genome(name: str) -> Graph:
+    """The parsed genome of a Picbreeder target (`skull`, `butterfly`, `apple`)."""
+    return parse_genome(_file(name, "genome.xml"), name=name)
+
+
+def layerize(name: str, dtype=torch.float32) -> Layered:
+    """The genome of `name` layerized (see `volratio.graph.Graph.layerize`), with its placement."""
+    return genome(name).layerize(dtype=dtype)
+
+
+def layerized(name: str, dtype=torch.float32) -> CoordMLP:
+    """The layerized Picbreeder network of `name` as a `CoordMLP` (HSV head, K = 1)."""
+    net = layerize(name, dtype).net
+    net.provenance = {"made_by": "picbreeder.layerized", "target": name, "source": f"{REPO}@{COMMIT}"}
+    return net
+
+
+def target_image(name: str) -> torch.Tensor:
+    """`target.png` of `name` as `(256, 256, 3)` float in [0, 1] (the FER repository's rendering)."""
+    from PIL import Image
+
+    with Image.open(_file(name, "target.png")) as im:
+        arr = np.asarray(im.convert("RGB"), dtype=np.float32) / 255.0
+    return torch.from_numpy(arr)
+
+
+# ---------------------------------------------------------------------------------------------
+# The FER paper's networks
+
+
+def fer_network(name: str, kind: str = "sgd", dtype=torch.float32) -> CoordMLP:
+    """The FER repository's network for `name`: `kind="layered"` (its own layerization of the
+    genome) or `"sgd"` (the dense network it trained with Adam to reproduce `target.png`)."""
+    if kind not in ("sgd", "layered"):
+        raise DataNotFoundError(f"unknown FER network kind {kind!r}; use 'sgd' or 'layered'")
+    path = _file(name, f"fer_{kind}.npz")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arch = str(z["arch"])
+            n = int(z["n_layers"])
+            kernels = [np.asarray(z[f"W{i}"], dtype=np.float64) for i in range(n)]
+            losses = np.asarray(z["losses"]) if "losses" in z.files else None
+    except (KeyError, ValueError, OSError) as e:
+        raise DataNotFoundError(f"{path}: not a readable FER network ({e}); re-fetch with `volratio data fetch`") from e
+    masks = None if kind == "sgd" else [k != 0 for k in kernels]
+    if kind == "sgd":
+        masks = [np.ones_like(k) for k in kernels]  # dense: every weight is a parameter
+    net = CoordMLP.from_kernels(
+        arch, kernels, head="hsv", masks=masks, dtype=dtype,
+        provenance={"made_by": f"fer_{kind}", "target": name, "source": f"{REPO}@{COMMIT}"},
+    )
+    if losses is not None:
+        net.provenance["final_loss"] = float(losses[-1])
+    return net
+
+
+def fer_losses(name: str) -> np.ndarray:
+    """The per-step MSE of the FER repository's SGD run on `name` (100,000 steps)."""
+    with np.load(_file(name, "fer_sgd.npz"), allow_pickle=False) as z:
+        return np.asarray(z["losses"], dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Download and verification
+
+
+def sources_sha256() -> dict[str, str]:
+    """Checksums of the original files at the pinned commit (`SOURCES.sha256`)."""
+    path = Path(__file__).with_name("picbreeder_sources.sha256")
+    out = {}
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            digest, rel = line.split()
+            out[rel] = digest
+    return out
+
+
+def _download(rel: str) -> bytes:
+    import urllib.request
+
+    url = f"https://raw.githubusercontent.com/{REPO}/{COMMIT}/{rel}"
+    try:
+        with urllib.request.urlopen(url, timeout=60) as r:
+            return r.read()
+    except OSError as e:
+        raise DataNotFoundError(
+            f"could not download {url} ({e}); without network, copy the files by hand and set {ENV_VAR}"
+        ) from e
+
+
+def fetch(dest: "str | Path | None" = None, download=_download) -> Path:
+    """Download the genomes and images from the FER repository at the pinned commit, verify each
+    against `SOURCES.sha256`, and write `NAME/genome.xml` and `NAME/target.png` under `dest`
+    (default: `cache_dir()`). A checksum mismatch raises and writes nothing for that file.
+
+    The FER networks (`fer_sgd.npz`, `fer_layered.npz`) are pickles upstream; they are not
+    converted here (this library never unpickles). Everything except the FER-network comparisons
+    works with the fetched files.
+    """
+    from .fileio import atomic_path
+
+    dest = Path(dest) if dest else cache_dir()
+    sums = sources_sha256()
+    for name in NAMES:
+        zrel = f"picbreeder_genomes/{name}.zip"
+        blob = download(zrel)
+        _verify(zrel, blob, sums[zrel])
+        with zipfile.ZipFile(io.BytesIO(blob)) as zf:
+            xml_names = [n for n in zf.namelist() if n.endswith(".xml")]
+            if not xml_names:
+                raise DataNotFoundError(f"{zrel}: the archive holds no genome XML")
+            xml = zf.read(xml_names[0])
+        parse_genome(xml, name=name)  # refuse to install a genome we cannot read
+        irel = f"data/picbreeder_{name}/img.png"
+        img = download(irel)
+        _verify(irel, img, sums[irel])
+        for fname, blob_ in (("genome.xml", xml), ("target.png", img)):
+            with atomic_path(dest / name / fname) as tmp:
+                tmp.write_bytes(blob_)
+    return dest
+
+
+def _verify(rel: str, blob: bytes, expected: str) -> None:
+    got = hashlib.sha256(blob).hexdigest()
+    if got != expected:
+        raise DataNotFoundError(f"{rel}: sha256 {got} does not match the pinned {expected}; not installed")
+
+
+def where() -> str:
+    """A human-readable answer to "where is the data, or how do I get it?"."""
+    lines = []
+    found = data_dir(required=False)
+    for label, d in candidate_dirs():
+        ok = all((d / n / "genome.xml").is_file() for n in NAMES)
+        lines.append(f"  {'✓' if ok else '·'} {label}: {d}")
+    head = f"Picbreeder data: {found}" if found else f"Picbreeder data: not found. {_FIX_DATA}"
+    return head + "\n" + "\n".join(lines)
