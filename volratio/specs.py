@@ -1,0 +1,34 @@
+"""Network specs: the names the command line and the chapters use for networks.
+
+| spec | network |
+| --- | --- |
+| `picbreeder:NAME` | the layerized Picbreeder genome (`volratio.picbreeder.layerized`) |
+| `fer-sgd:NAME` | the FER paper's dense SGD network for NAME |
+| `fer-layered:NAME` | the FER repository's own layerization of NAME |
+| a path to a `.safetensors` file | a network saved with `CoordMLP.save` |
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import VolratioError
+from .nets import CoordMLP
+
+
+def load_network(spec: str, device: str = "cpu") -> CoordMLP:
+    """Resolve a network spec (see the module docstring)."""
+    from . import picbreeder
+
+    kind, sep, name = str(spec).partition(":")
+    if sep and kind == "picbreeder":
+        return picbreeder.layerized(name).to(device)
+    if sep and kind in ("fer-sgd", "fer-layered"):
+        return picbreeder.fer_network(name, kind.split("-")[1]).to(device)
+    p = Path(spec)
+    if p.suffix == ".safetensors" or p.exists():
+        return CoordMLP.load(p, device=device)
+    raise VolratioError(
+        f"network {spec!r} is neither picbreeder:NAME, fer-sgd:NAME, fer-layered:NAME nor an existing "
+        ".safetensors file"
+    )

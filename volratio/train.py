@@ -1,0 +1,208 @@
+"""Full-batch training of coordinate-network populations.
+
+Every network of the population sees every pixel at every step and has its own loss (mean squared
+error on RGB in [0, 1]); the population loss is their sum, so gradients — and Adam's/AdamW's
+per-element statistics — never mix networks. Optimizers:
+
+- `adam`, `adamw`, `sgd` (with momentum): `torch.optim` on all kernels;
+- `muon`: `torch.optim.Muon` on the hidden W×W matrices, one 2-D matrix per network (Muon accepts
+  only 2-D parameters), AdamW (betas 0.9, 0.95) on the input and output kernels — the standard
+  recipe (DESIGN §9).
+
+`grad_norm=True` divides each network's flattened gradient by its L2 norm before the step, as the
+FER paper's SGD baseline did. Masks are respected: masked weights are zero after every step (Muon's
+orthogonalised update would otherwise fill them). A NaN/Inf loss stops training with
+`TrainingDiverged`, which names the step and carries the last good weights (also restored into the
+network). Same seed, same device (CPU) → bit-identical results.
+
+Chapters: all of Part I; `benchmarks/population.py` measures the population speed-up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from .device import resolve_device
+from .errors import TrainingDiverged, VolratioError
+from .nets import CoordMLP, coords
+
+OPTIMIZERS = ("adam", "adamw", "sgd", "muon")
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 2000  # full-batch optimizer steps
+    optimizer: str = "adam"  # adam | adamw | sgd | muon
+    lr: float = 3e-3  # Adam/AdamW/SGD learning rate (FER baseline: 3e-3); AdamW part of Muon uses adamw_lr
+    muon_lr: float = 0.02  # Muon's learning rate on hidden matrices
+    adamw_lr: float = 3e-4  # AdamW's learning rate on the input/output kernels when optimizer="muon"
+    weight_decay: float = 0.0  # AdamW / Muon decoupled weight decay
+    momentum: float = 0.9  # SGD momentum
+    grad_norm: bool = False  # divide each network's gradient by its global L2 norm (FER baseline)
+    log_every: int = 1  # record the loss every this many steps
+    progress: bool = False  # show a tqdm progress bar
+    device: str = "auto"  # "auto" = CUDA when available, else CPU
+
+    @classmethod
+    def quick(cls, **kw) -> "TrainConfig":
+        """The book's default: a few hundred steps, minutes on a laptop."""
+        return cls(**{"steps": 600, **kw})
+
+    @classmethod
+    def full(cls, **kw) -> "TrainConfig":
+        """Paper-sized (FER's SGD baseline: 100,000 full-image steps)."""
+        return cls(**{"steps": 100_000, "grad_norm": True, **kw})
+
+
+@dataclass
+class TrainResult:
+    net: CoordMLP
+    losses: np.ndarray  # (n_logged, K) per-network MSE
+    steps: np.ndarray  # (n_logged,) the step of each logged loss
+    config: dict = field(default_factory=dict)
+
+    @property
+    def final_loss(self) -> np.ndarray:
+        """(K,) the MSE of each network after the last step."""
+        return self.losses[-1]
+
+
+def mse_per_network(net: CoordMLP, grid: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """(K,) mean squared RGB error of each network; target `(P, 3)` or `(K, P, 3)`."""
+    rgb = net.to_rgb(net(grid))  # (K, P, 3)
+    return ((rgb - target) ** 2).mean(dim=(1, 2))
+
+
+def _check_target(target: torch.Tensor, K: int) -> torch.Tensor:
+    from .targets import check_image
+
+    t = torch.as_tensor(target)
+    if t.dim() == 4:
+        if t.shape[0] != K:
+            raise VolratioError(f"target has {t.shape[0]} images for a population of {K}; give 1 or {K}")
+        for i in range(K):
+            check_image(t[i], f"target image {i}")
+        return t
+    return check_image(t, "target image")
+
+
+class _Optimizer:
+    """One optimizer step for a population, whatever the method (see the module docstring)."""
+
+    def __init__(self, net: CoordMLP, cfg: TrainConfig):
+        if cfg.optimizer not in OPTIMIZERS:
+            raise VolratioError(f"unknown optimizer {cfg.optimizer!r}; choose one of {', '.join(OPTIMIZERS)}")
+        self.net, self.cfg = net, cfg
+        params = list(net.weights)
+        self.muon_views: list[tuple[nn.Parameter, int, nn.Parameter]] = []
+        if cfg.optimizer == "adam":
+            self.opts = [torch.optim.Adam(params, lr=cfg.lr)]
+        elif cfg.optimizer == "adamw":
+            self.opts = [torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)]
+        elif cfg.optimizer == "sgd":
+            self.opts = [torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum)]
+        else:
+            hidden = list(range(1, net.n_kernels - 1))
+            if not hidden:
+                raise VolratioError("Muon needs at least 2 hidden layers (a hidden W×W matrix); use adam for depth 1")
+            # Muon takes 2-D parameters: give it one (W, W) view per network and hidden layer,
+            # sharing storage with the (K, W, W) kernel, and copy gradient slices in before a step.
+            for i in hidden:
+                w = net.weights[i]
+                for k in range(net.population):
+                    self.muon_views.append((w, k, nn.Parameter(w.data[k])))
+            self.opts = [
+                torch.optim.Muon(
+                    [v for _, _, v in self.muon_views], lr=cfg.muon_lr, weight_decay=cfg.weight_decay,
+                    adjust_lr_fn="match_rms_adamw",
+                ),
+                torch.optim.AdamW(
+                    [net.weights[0], net.weights[-1]], lr=cfg.adamw_lr, betas=(0.9, 0.95),
+                    weight_decay=cfg.weight_decay,
+                ),
+            ]
+
+    def zero_grad(self):
+        for o in self.opts:
+            o.zero_grad(set_to_none=True)
+
+    def step(self):
+        if self.cfg.grad_norm:
+            _normalise_per_network(self.net)
+        for w, k, v in self.muon_views:
+            v.grad = w.grad[k]
+        for o in self.opts:
+            o.step()
+        self.net.apply_masks_()
+
+
+@torch.no_grad()
+def _normalise_per_network(net: CoordMLP) -> None:
+    grads = [w.grad for w in net.weights if w.grad is not None]
+    sq = sum((g.reshape(g.shape[0], -1) ** 2).sum(1) for g in grads)  # (K,)
+    scale = 1.0 / sq.sqrt().clamp_min(1e-12)
+    for g in grads:
+        g.mul_(scale.view(-1, 1, 1))
+
+
+def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResult:
+    """Train `net` (in place) to draw `target` — an image `(res, res, 3)` shared by the population,
+    or `(K, res, res, 3)`, one per network. Returns the network and its loss history."""
+    cfg = config or TrainConfig()
+    dev = resolve_device(cfg.device)
+    net.to(dev)
+    t = _check_target(target, net.population)
+    res = t.shape[-2]
+    grid = coords(res, device=dev, dtype=net.weights[0].dtype)
+    flat = t.to(device=dev, dtype=grid.dtype).reshape(*t.shape[:-3], res * res, 3)
+    opt = _Optimizer(net, cfg)
+    log_steps, log_losses = [], []
+    last_good = [w.detach().clone() for w in net.weights]
+    bar = None
+    if cfg.progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=cfg.steps, desc="train", leave=False)
+    for step in range(cfg.steps + 1):
+        opt.zero_grad()
+        losses = mse_per_network(net, grid, flat)  # (K,)
+        if not torch.isfinite(losses).all():
+            bad = [int(i) for i in torch.nonzero(~torch.isfinite(losses)).flatten()]
+            with torch.no_grad():
+                for w, g in zip(net.weights, last_good):
+                    w.copy_(g)
+            raise TrainingDiverged(
+                f"loss became NaN/Inf at step {step} (network(s) {bad}); the weights from step "
+                f"{max(step - 1, 0)} were restored — lower the learning rate or enable grad_norm",
+                step=step,
+                state={f"weight{i}": g for i, g in enumerate(last_good)},
+            )
+        if step % cfg.log_every == 0 or step == cfg.steps:
+            log_steps.append(step)
+            log_losses.append(losses.detach().cpu().numpy().astype(np.float64))
+        if step == cfg.steps:
+            break
+        with torch.no_grad():
+            for g, w in zip(last_good, net.weights):
+                g.copy_(w)
+        losses.sum().backward()
+        opt.step()
+        if bar is not None:
+            bar.update(1)
+            if step % 50 == 0:
+                bar.set_postfix(loss=float(losses.mean()))
+    if bar is not None:
+        bar.close()
+    net.provenance = dict(net.provenance, trained=asdict(cfg), res=int(res))
+    return TrainResult(net, np.stack(log_losses), np.asarray(log_steps), asdict(cfg))
+
+
+def new_network(target, depth: int, width: int, activation: str = "gaussian", population: int = 1, seed: int = 0,
+                head: str | None = None, **kw) -> CoordMLP:
+    """A fresh dense network for a target object (its head chosen by the target unless given)."""
+    arch = activation if ";" in activation else f"{depth};{activation}:{width}"
+    return CoordMLP(arch, head=head or getattr(target, "head", "hsv"), population=population, seed=seed, **kw)
