@@ -1,0 +1,130 @@
+"""`volratio sweep` and `volratio results`: run a sweep spec into a results store, and summarise one.
+
+    volratio sweep examples/sweeps/quick.toml --out results/quick               # in-process
+    volratio sweep examples/sweeps/quick.toml --workers 4 --out results/quick   # Dask LocalCluster
+    volratio sweep SPEC.toml --scheduler tcp://HOST:8786 --resume --out DIR      # existing cluster
+    volratio results results/quick [--json]
+
+See `volratio.sweep` (the library) and the chapter "Rerunning at scale on a cluster".
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+from ._common import add_json_flag, emit
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="run a sweep spec (grid × seeds) into a resumable results store",
+        description="Run every config of a sweep spec (.toml or .yaml) that the store does not hold yet.",
+    )
+    p.add_argument("spec", help="sweep spec file (.toml, .yaml or .yml); see examples/sweeps/quick.toml")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDR", help="address of a running Dask scheduler, e.g. tcp://10.0.0.1:8786")
+    where.add_argument("--workers", type=int, metavar="N", help="start a Dask LocalCluster of N single-threaded workers")
+    where.add_argument("--processes", type=int, metavar="N", help="run on N local processes (no Dask)")
+    p.add_argument("--out", required=True, metavar="DIR", help="results store (created if absent)")
+    p.add_argument("--resume", action="store_true", help="continue in a store that already holds runs (done runs are skipped)")
+    p.add_argument("--retry-failed", action="store_true", help="rerun runs whose last attempt failed")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_json_flag(p)
+    p.set_defaults(func=_sweep)
+
+    r = sub.add_parser("results", help="summary table of a results store", description="Print the runs of a results store.")
+    r.add_argument("dir", metavar="DIR", help="results store written by `volratio sweep`")
+    r.add_argument("--tracebacks", action="store_true", help="print the traceback of every failed run")
+    add_json_flag(r)
+    r.set_defaults(func=_results)
+
+
+def _sweep(args) -> int:
+    from ..store import Store, StoreError
+    from ..sweep import Sweep, make_executor, run_sweep
+
+    sweep = Sweep.from_file(args.spec)
+    executor = make_executor(args.scheduler, args.workers, args.processes)
+    if not args.resume:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # run_sweep reports damage; here we only count rows
+            n = len(Store(args.out).rows)
+        if n:
+            raise StoreError(
+                f"{args.out} already holds {n} runs; pass --resume to continue (finished runs are skipped) or choose another --out"
+            )
+    progress = False if (args.no_progress or args.json) else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = _warn_line
+        report = run_sweep(sweep, args.out, executor, retry_failed=args.retry_failed, progress=progress)
+    payload = {
+        "name": report.name,
+        "store": str(report.store),
+        "executor": report.executor,
+        "total": report.total,
+        "ran": len(report.ran),
+        "skipped": report.skipped,
+        "failed": report.failed,
+        "seconds": round(report.seconds, 3),
+    }
+    text = report.summary()
+    if report.failed:
+        text += f"\n{len(report.failed)} failed; see `volratio results {args.out} --tracebacks`, rerun with --resume --retry-failed"
+    emit(args, payload, text)
+    return 1 if report.failed else 0
+
+
+def _results(args) -> int:
+    from ..store import Store, StoreError
+
+    if not Path(args.dir).is_dir():
+        raise StoreError(f"{args.dir}: no such results store (write one with `volratio sweep SPEC --out {args.dir}`)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = _warn_line
+        store = Store(args.dir)
+        records = store.records()
+        for r in records:  # verify artifacts, so damage is reported here too
+            if r["status"] == "done" and store.status(r["key"]) is None:
+                r["status"] = "damaged"
+    payload = [
+        {k: r[k] for k in ("key", "status", "config", "metrics", "artifacts", "error", "traceback", "attempts", "seconds")}
+        for r in records
+    ]
+    emit(args, payload, _table_text(store, records, args.tracebacks))
+    return 0
+
+
+def _table_text(store, records, tracebacks: bool) -> str:
+    import pandas as pd
+
+    from ..store import flatten
+
+    if not records:
+        return f"{store.root}: empty store"
+    frame = store.frame()
+    frame["status"] = [r["status"] for r in records]
+    config_cols = sorted({k for r in records for k in flatten(r["config"])})
+    fixed = {c: frame[c].iloc[0] for c in config_cols if c in frame and frame[c].astype(str).nunique() == 1 and len(frame) > 1}
+    shown = frame.drop(columns=[c for c in fixed if c != "seed"] + ["attempts"], errors="ignore")
+    if shown["error"].isna().all():
+        shown = shown.drop(columns=["error"])
+    counts = frame["status"].value_counts().to_dict()
+    lines = [f"{store.root}: {len(frame)} runs — " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))]
+    if fixed:
+        lines.append("every run: " + ", ".join(f"{k}={v}" for k, v in fixed.items()))
+    with pd.option_context("display.max_columns", None, "display.width", 160, "display.max_colwidth", 60):
+        lines.append(shown.to_string(index=False, float_format=lambda x: f"{x:.6g}"))
+    if tracebacks:
+        for r in records:
+            if r["traceback"]:
+                lines += [f"--- {r['key']} ---", r["traceback"].rstrip()]
+    return "\n".join(lines)
+
+
+def _warn_line(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"warning: {message}", file=sys.stderr)

@@ -1,0 +1,480 @@
+"""Sweeps: a grid of configs × seeds, run in-process, on local processes or on a Dask cluster.
+
+A sweep names a run function by import path, `"module:function"`, called as `run(config) -> dict`.
+Its configs are every combination of the `grid` lists (times each of `cases`, if given), each run
+once per seed; every config also holds the shared entries of `config` and its `"seed"`.
+
+    sweep = Sweep(run="volratio.runs:train", config={"steps": 200}, grid={"depth": [1, 2, 3]}, seeds=[0, 1])
+    report = run_sweep(sweep, "results/quick")                   # in-process
+    report = run_sweep(sweep, "results/quick", Dask(workers=4))  # a LocalCluster of 4 workers
+    report = run_sweep(sweep, "results/quick", Dask("tcp://host:8786"))  # an existing cluster
+    report.table                                                  # pandas, one row per run
+
+Results go to a `volratio.store.Store`; a rerun skips every run already done there (so an
+interrupted sweep resumes where it stopped), and failed runs are retried only on request
+(`retry_failed=True`). Chapters call `run_sweep` with their quick or full config: what is in the
+store is read, what is missing runs.
+
+Scheduling is left to `concurrent.futures` and `dask.distributed` (the driver only keeps as many
+runs in flight as there are worker slots, so the progress bar's "running" is true). Each run is
+executed by `execute`, which returns plain data — metrics, artifacts as bytes, or the error and
+its traceback — so that workers need no shared file system; only the driver writes the store.
+Each run executes with `threads` torch threads (default 1), which with seeded run functions makes
+results bitwise identical across executors on CPU.
+
+Used by `volratio sweep` / `volratio results` and by the chapter "Rerunning at scale on a cluster"
+(book/practice_cluster.md). Dask: https://distributed.dask.org (LocalCluster, Client.get_executor).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import copy
+import datetime
+import importlib
+import itertools
+import math
+import multiprocessing
+import socket
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import VolratioError
+from .store import Store, _plain, config_key, encode_array, encode_net
+
+
+class SweepSpecError(VolratioError, ValueError):
+    """A sweep spec (file or `Sweep`) that cannot be run as written."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The sweep
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A grid of configs × seeds and the function that runs one config."""
+
+    run: str  # "module:function", called as run(config: dict) -> dict of metrics (and artifacts)
+    config: dict = field(default_factory=dict)  # entries shared by every run
+    grid: dict = field(default_factory=dict)  # name -> list of values; every combination runs
+    seeds: tuple = (0,)  # each combination runs once per seed, as config["seed"]
+    cases: tuple = ()  # optional list of dicts, each crossed with the grid (for non-product designs)
+    name: str = "sweep"  # label of the progress bar and the report
+    threads: int | None = 1  # torch threads per run (1: bitwise repeatable anywhere); None: leave as is
+
+    def __post_init__(self):
+        if not isinstance(self.run, str) or ":" not in self.run:
+            raise SweepSpecError(f"run = {self.run!r}: name the run function as 'module:function', e.g. 'volratio.runs:train'")
+        if isinstance(self.seeds, int):  # `seeds = 3` means seeds 0, 1, 2
+            object.__setattr__(self, "seeds", tuple(range(self.seeds)))
+        object.__setattr__(self, "seeds", tuple(self.seeds))
+        if not self.seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in self.seeds):
+            raise SweepSpecError(f"seeds = {self.seeds!r}: give a list of integers (or a count, e.g. seeds = 3)")
+        for name, values in self.grid.items():
+            if not isinstance(values, (list, tuple)) or not values:
+                raise SweepSpecError(f"grid.{name} = {values!r}: each grid entry is a non-empty list of values")
+        object.__setattr__(self, "cases", tuple(self.cases))
+        if not all(isinstance(c, dict) for c in self.cases):
+            raise SweepSpecError("cases: give a list of tables (dicts), each a partial config")
+        clash = {"seed"} & (set(self.config) | set(self.grid) | {k for c in self.cases for k in c})
+        if clash:
+            raise SweepSpecError("'seed' is set by `seeds`; remove it from config, grid and cases")
+        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
+            raise SweepSpecError(f"threads = {self.threads!r}: give a positive integer")
+        _plain(self.config, "config")  # fail early on values a key cannot hash
+
+    def configs(self) -> list[dict]:
+        """Every run's config, in order: cases, then grid combinations (first entry slowest), then seeds."""
+        names = list(self.grid)
+        out = []
+        for case in self.cases or ({},):
+            for values in itertools.product(*(self.grid[n] for n in names)):
+                for seed in self.seeds:
+                    cfg = copy.deepcopy(dict(self.config))
+                    cfg.update(copy.deepcopy(case))
+                    cfg.update(zip(names, copy.deepcopy(values)))
+                    cfg["seed"] = seed
+                    out.append(cfg)
+        return out
+
+    def keys(self, version: str | None = None) -> list[str]:
+        return [config_key(self.run, c, version) for c in self.configs()]
+
+    @classmethod
+    def from_dict(cls, spec: dict, source: str = "spec") -> "Sweep":
+        known = {"run", "config", "grid", "seeds", "cases", "name", "threads"}
+        unknown = set(spec) - known
+        if unknown:
+            raise SweepSpecError(f"{source}: unknown entries {sorted(unknown)}; a sweep spec has {sorted(known)}")
+        if "run" not in spec:
+            raise SweepSpecError(f"{source}: no `run` entry; add e.g. run = \"volratio.runs:train\"")
+        return cls(**spec)
+
+    @classmethod
+    def from_file(cls, path: "str | Path") -> "Sweep":
+        """Read a `.toml` or `.yaml`/`.yml` spec; the sweep's name defaults to the file's stem."""
+        path = Path(path)
+        if not path.is_file():
+            raise SweepSpecError(f"{path}: no such sweep spec (see examples/sweeps/quick.toml for one)")
+        text = path.read_text()
+        try:
+            if path.suffix == ".toml":
+                try:
+                    import tomllib
+                except ImportError:  # Python 3.10
+                    import tomli as tomllib
+                spec = tomllib.loads(text)
+            elif path.suffix in (".yaml", ".yml"):
+                try:
+                    import yaml
+                except ImportError:
+                    raise SweepSpecError(f"{path}: YAML specs need PyYAML (`pip install pyyaml`), or write the spec as TOML") from None
+                spec = yaml.safe_load(text)
+            else:
+                raise SweepSpecError(f"{path}: unknown spec format {path.suffix!r}; use .toml, .yaml or .yml")
+        except SweepSpecError:
+            raise
+        except Exception as e:  # tomllib.TOMLDecodeError, yaml.YAMLError
+            raise SweepSpecError(f"{path}: not a valid spec ({e}); fix the syntax") from e
+        if not isinstance(spec, dict):
+            raise SweepSpecError(f"{path}: a spec is a table of entries (run, config, grid, seeds, …)")
+        spec.setdefault("name", path.stem)
+        return cls.from_dict(spec, source=str(path))
+
+
+def resolve_run(path: str) -> Callable[[dict], Any]:
+    """Import the run function named `"module:function"` (`SweepSpecError` if that fails)."""
+    module, _, attr = path.partition(":")
+    try:
+        obj = importlib.import_module(module)
+    except ImportError as e:
+        raise SweepSpecError(f"run = {path!r}: cannot import {module!r} ({e}); is it installed on every worker?") from e
+    for part in attr.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            raise SweepSpecError(f"run = {path!r}: {module!r} has no {attr!r}")
+    if not callable(obj):
+        raise SweepSpecError(f"run = {path!r}: {attr!r} is not a function")
+    return obj
+
+
+# ---------------------------------------------------------------------------------------------
+# One run (executed on a worker)
+
+
+def execute(run: str, config: dict, key: str, version: str, threads: int | None = 1) -> dict:
+    """Run one config and return its outcome as plain data (never raises for a failing run).
+
+    The result dict of the run function is split: numbers, strings, booleans and lists of them are
+    metrics; arrays (numpy, torch) become `.npy` artifacts and `CoordMLP`s `.safetensors`
+    artifacts, carried back as bytes.
+    """
+    t0 = time.perf_counter()
+    out = {"key": key, "run": run, "version": version, "config": config, "host": socket.gethostname()}
+    try:
+        fn = resolve_run(run)
+        with _torch_threads(threads):
+            result = fn(copy.deepcopy(config))
+        out["metrics"], out["artifacts"] = _split_result(result, run)
+        out["status"] = "done"
+    except Exception as e:  # a failing run is data, recorded with its traceback
+        out.update(status="failed", metrics={}, artifacts={}, error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
+    out["seconds"] = time.perf_counter() - t0
+    out["finished_at"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return out
+
+
+@contextlib.contextmanager
+def _torch_threads(n: int | None):
+    if n is None:
+        yield
+        return
+    try:
+        import torch
+    except ImportError:  # pure-numpy run functions do not need torch
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _split_result(result: Any, run: str) -> tuple[dict, dict]:
+    if not isinstance(result, dict):
+        raise TypeError(f"{run} returned {type(result).__name__}; a run function returns a dict of metrics")
+    metrics, artifacts = {}, {}
+    for name, value in result.items():
+        if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
+            raise TypeError(f"{run}: result name {name!r} must be letters, digits, '_' or '-'")
+        if type(value).__name__ == "CoordMLP":
+            artifacts[name] = encode_net(value)
+        elif getattr(value, "ndim", 0) >= 1 and hasattr(value, "shape"):
+            artifacts[name] = encode_array(value)
+        else:
+            metrics[name] = _metric(value, f"{run}: result {name!r}")
+    return metrics, artifacts
+
+
+def _metric(value: Any, where: str) -> Any:
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)  # "nan"/"inf" stay visible in JSON
+    if isinstance(value, (list, tuple)):
+        return [_metric(v, where) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _metric(v, where) for k, v in value.items()}
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "shape", None) == ():
+        return _metric(item(), where)
+    raise TypeError(f"{where} is a {type(value).__name__}; return numbers, strings, lists, arrays or CoordMLPs")
+
+
+# ---------------------------------------------------------------------------------------------
+# Executors: each is a context manager that yields (concurrent.futures.Executor, slots())
+
+
+class InProcess:
+    """Run in this process, one run at a time (the default)."""
+
+    @contextlib.contextmanager
+    def open(self):
+        yield _InlineExecutor(), lambda: 1
+
+    def __str__(self):
+        return "in-process"
+
+
+@dataclass
+class Processes:
+    """Run on `n` local worker processes (`concurrent.futures.ProcessPoolExecutor`, spawned)."""
+
+    n: int = 2  # worker processes
+
+    @contextlib.contextmanager
+    def open(self):
+        with cf.ProcessPoolExecutor(max_workers=self.n, mp_context=multiprocessing.get_context("spawn")) as ex:
+            yield ex, lambda: self.n
+
+    def __str__(self):
+        return f"{self.n} local processes"
+
+
+@dataclass
+class Dask:
+    """Run on Dask distributed: an existing scheduler (`address`) or a new `LocalCluster` of
+    `workers` single-threaded worker processes on loopback."""
+
+    address: str | None = None  # e.g. "tcp://10.0.0.1:8786" (from `dask scheduler`)
+    workers: int | None = None  # start a LocalCluster with this many workers instead
+    timeout: float = 30.0  # seconds to wait for the scheduler / cluster to come up
+
+    def __post_init__(self):
+        if (self.address is None) == (self.workers is None):
+            raise SweepSpecError("Dask: give either a scheduler address or a number of workers, not both")
+
+    @contextlib.contextmanager
+    def open(self):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise SweepSpecError("Dask executors need dask.distributed: pip install 'volratio[dask]'") from None
+        with contextlib.ExitStack() as stack:
+            if self.address is None:
+                cluster = stack.enter_context(
+                    LocalCluster(
+                        n_workers=self.workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        host="127.0.0.1",
+                        dashboard_address=None,
+                    )
+                )
+                client = stack.enter_context(Client(cluster, timeout=self.timeout))
+            else:
+                try:
+                    client = stack.enter_context(Client(self.address, timeout=self.timeout))
+                except OSError as e:
+                    raise SweepSpecError(
+                        f"cannot reach the Dask scheduler at {self.address} ({e}); start one with `dask scheduler` "
+                        "and workers with `dask worker ADDRESS`"
+                    ) from e
+            yield client.get_executor(pure=False), _DaskSlots(client)
+
+    def __str__(self):
+        return f"Dask scheduler {self.address}" if self.address else f"Dask LocalCluster of {self.workers} workers"
+
+
+class _DaskSlots:
+    """Total worker threads of the cluster, asked at most once a second (workers may come and go)."""
+
+    def __init__(self, client):
+        self.client, self.t, self.n = client, -1.0, 1
+
+    def __call__(self) -> int:
+        if time.monotonic() - self.t > 1.0:
+            self.n = max(1, sum(self.client.nthreads().values()))
+            self.t = time.monotonic()
+        return self.n
+
+
+class _InlineExecutor(cf.Executor):
+    def submit(self, fn, /, *args, **kwargs):
+        f = cf.Future()
+        try:
+            f.set_result(fn(*args, **kwargs))
+        except BaseException as e:
+            if not isinstance(e, Exception):  # KeyboardInterrupt, SystemExit: stop the sweep
+                raise
+            f.set_exception(e)
+        return f
+
+
+def make_executor(scheduler: str | None = None, workers: int | None = None, processes: int | None = None):
+    """The executor the command line's `--scheduler ADDR | --workers N | --processes N` ask for."""
+    given = [x is not None for x in (scheduler, workers, processes)]
+    if sum(given) > 1:
+        raise SweepSpecError("choose one of --scheduler, --workers and --processes")
+    if scheduler is not None:
+        return Dask(address=scheduler)
+    if workers is not None:
+        return Dask(workers=workers)
+    if processes is not None:
+        return Processes(processes)
+    return InProcess()
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a sweep
+
+
+@dataclass
+class SweepReport:
+    """What `run_sweep` did, and the sweep's rows."""
+
+    name: str
+    store: Path
+    executor: str
+    total: int  # distinct runs in the sweep
+    ran: list  # keys executed now (done or failed)
+    skipped: int  # runs already done (or failed, without retry) in the store
+    failed: list  # keys whose latest attempt failed
+    seconds: float  # wall time of this call
+    table: Any = None  # pandas DataFrame of the sweep's rows, in sweep order
+
+    def summary(self) -> str:
+        return (
+            f"sweep {self.name!r}: {self.total} runs — ran {len(self.ran)}, skipped {self.skipped} already in the store, "
+            f"failed {len(self.failed)} ({self.executor}, {self.seconds:.1f} s) → {self.store}"
+        )
+
+
+def run_sweep(
+    sweep: Sweep,
+    out: "str | Path",
+    executor: Any = None,
+    *,
+    retry_failed: bool = False,
+    progress: bool | None = None,
+) -> SweepReport:
+    """Run every config of `sweep` that `out` does not hold yet, and return the report.
+
+    `executor`: `InProcess()` (default), `Processes(n)` or `Dask(...)`. `retry_failed`: rerun runs
+    whose last attempt failed (otherwise they are reported, not rerun). `progress`: show a tqdm bar
+    (None: only on a terminal). A run interrupted by a crash or a kill is rerun next time; a run
+    recorded in the store is never run again.
+    """
+    from . import __version__
+    from tqdm.auto import tqdm
+
+    t0 = time.perf_counter()
+    executor = executor or InProcess()
+    resolve_run(sweep.run)  # fail before starting workers if the run function does not import
+    configs = sweep.configs()
+    keys = [config_key(sweep.run, c, __version__) for c in configs]
+    todo = dict(zip(keys, configs))  # duplicates collapse: one run per key
+    store = Store(out)
+    ran, failed = [], []
+    with store.writing():
+        skipped = 0
+        for key in list(todo):
+            status = store.status(key)
+            if status == "done" or (status == "failed" and not retry_failed):
+                skipped += 1
+                if status == "failed":
+                    failed.append(key)
+                del todo[key]
+        queue = list(todo.items())
+        bar = tqdm(total=len(queue), desc=sweep.name, unit="run", disable=(None if progress is None else not progress))
+        counts = {"done": 0, "running": 0, "failed": 0}
+        with executor.open() as (ex, slots):
+            inflight: dict[cf.Future, str] = {}
+            try:
+                while queue or inflight:
+                    while queue and len(inflight) < slots():
+                        key, cfg = queue.pop(0)
+                        counts["running"] = len(inflight) + 1
+                        bar.set_postfix(counts, refresh=True)
+                        inflight[ex.submit(execute, sweep.run, cfg, key, __version__, sweep.threads)] = key
+                    done, _ = cf.wait(list(inflight), return_when=cf.FIRST_COMPLETED)
+                    for fut in done:
+                        key = inflight.pop(fut)
+                        outcome = _outcome(fut, key, todo[key], sweep.run, __version__)
+                        store.record(outcome)
+                        ran.append(key)
+                        counts[outcome["status"]] += 1
+                        if outcome["status"] == "failed":
+                            failed.append(key)
+                        counts["running"] = len(inflight)
+                        bar.set_postfix(counts, refresh=False)
+                        bar.update(1)
+            finally:
+                for fut in inflight:
+                    fut.cancel()
+                bar.close()
+    table = store.frame(list(dict.fromkeys(keys)))
+    return SweepReport(sweep.name, Path(out), str(executor), len(set(keys)), ran, skipped, failed, time.perf_counter() - t0, table)
+
+
+def _outcome(fut: cf.Future, key: str, config: dict, run: str, version: str) -> dict:
+    """The outcome of a finished future; a worker that died (out of memory, killed) counts as a
+    failed run, so that the sweep goes on and the failure is on record."""
+    exc = fut.exception()
+    if exc is None:
+        return fut.result()
+    if isinstance(exc, cf.BrokenExecutor):  # the process pool is unusable now
+        raise VolratioError(
+            f"a worker process died while running {key} (out of memory?); the store keeps every finished run — "
+            "rerun the sweep with --resume to continue"
+        ) from exc
+    return {
+        "key": key,
+        "run": run,
+        "version": version,
+        "config": config,
+        "status": "failed",
+        "metrics": {},
+        "artifacts": {},
+        "error": f"{type(exc).__name__}: {exc}",
+        "traceback": "".join(traceback.format_exception(exc)),
+        "seconds": 0.0,
+        "host": None,
+        "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def load_results(out: "str | Path", sweep: Sweep | None = None):
+    """The rows of a store as a DataFrame — all of them, or those of `sweep` in its order."""
+    from . import __version__
+
+    store = Store(out)
+    keys = None if sweep is None else list(dict.fromkeys(sweep.keys(__version__)))
+    return store.frame(keys)
