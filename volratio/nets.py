@@ -254,7 +254,7 @@ class CoordMLP(nn.Module):
         """Replace kernel i's mask (broadcast over the population) and zero the masked weights."""
         cur = getattr(self, f"mask{i}")
         m = mask.to(device=cur.device, dtype=cur.dtype)
-        if m.dim() == 2:
+        if m.dim() == 2 and m.shape == cur.shape[1:]:
             m = m.expand_as(cur)
         if m.shape != cur.shape:
             raise ArchError(f"mask {i} has shape {tuple(m.shape)}, expected {tuple(cur.shape)}")

@@ -24,12 +24,12 @@ def train(config: dict) -> dict:
     """Train a population of coordinate MLPs on a target; return losses, size and artifacts.
 
     Config entries (defaults in brackets):
-    - `target` ["planted:0"]: a `volratio.targets.get_target` spec;
+    - `target` ["planted:0"]: a `volratio.targets.get_target` spec; `res` [32]: training resolution;
     - `arch` [none]: an arch string "L;act:n,…"; or else `depth` [3], `width` [8], `activation`
       ["gaussian"] for a uniform one;
     - `head` [the target's]: "hsv", "rgb" or "grey"; `population` [1]: K networks trained at once;
-    - `seed`: seeds both the initialisation and training;
-    - any field of `volratio.train.TrainConfig` (`steps`, `optimizer`, `lr`, `res`, `grad_norm`,
+    - `seed`: seeds the initialisation (training itself is full-batch and deterministic);
+    - any field of `volratio.train.TrainConfig` (`steps`, `optimizer`, `lr`, `grad_norm`,
       `device`, …) — unknown entries are an error, so a typo never runs silently;
     - `artifacts` [["net", "image", "losses"]]: which artifacts to return.
 
@@ -44,24 +44,26 @@ def train(config: dict) -> dict:
     cfg = dict(config)
     seed = int(cfg.pop("seed"))
     target = get_target(cfg.pop("target", "planted:0"))
+    res = int(cfg.pop("res", 32))
     if "arch" in cfg:
         arch = Arch.parse(cfg.pop("arch"))
-        for k in ("depth", "width", "activation"):
-            if k in cfg:
-                raise ValueError(f"config gives both `arch` and `{k}`; give one or the other")
+        given = sorted({"depth", "width", "activation"} & set(cfg))
+        if given:
+            raise ValueError(f"config gives both `arch` and {given}; give one or the other")
     else:
         arch = Arch.uniform(int(cfg.pop("depth", 3)), int(cfg.pop("width", 8)), cfg.pop("activation", "gaussian"))
     head = cfg.pop("head", getattr(target, "head", "hsv"))
     population = int(cfg.pop("population", 1))
     wanted = cfg.pop("artifacts", ["net", "image", "losses"])
-    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    fields = {f.name for f in dataclasses.fields(TrainConfig)} - {"progress"}
     unknown = set(cfg) - fields
     if unknown:
-        raise ValueError(f"unknown config entries {sorted(unknown)}; TrainConfig has {sorted(fields)}")
-    tc = TrainConfig(seed=seed, **cfg)
+        raise ValueError(f"unknown config entries {sorted(unknown)}; a train run takes target, res, arch or "
+                         f"depth/width/activation, head, population, artifacts and {sorted(fields)}")
+    tc = TrainConfig(**cfg)  # progress bars stay off on workers
     net = CoordMLP(arch, head=head, population=population, seed=seed)
-    result = train_net(net, target.image(tc.res), tc)
-    losses = np.asarray(result.losses, dtype=np.float64)  # (steps, K)
+    result = train_net(net, target.image(res), tc)
+    losses = np.asarray(result.losses, dtype=np.float64)  # (n_logged, K)
     final = losses[-1]  # (K,)
     out = {
         "final_loss": float(final.mean()),
@@ -70,12 +72,12 @@ def train(config: dict) -> dict:
         "n_params": int(sum(result.net.nonzero()) // population),
         "depth": arch.depth,
         "width": arch.width,
-        "steps": int(losses.shape[0]),
+        "steps": int(result.steps[-1]),
     }
     if "net" in wanted:
-        out["net"] = result.net
+        out["net"] = result.net.to("cpu")
     if "image" in wanted:
-        out["image"] = result.net.render(tc.res).detach().cpu().numpy()  # (K, res, res, 3)
+        out["image"] = result.net.render(res).detach().cpu().numpy()  # (K, res, res, 3)
     if "losses" in wanted:
         out["losses"] = losses
     return out

@@ -1,0 +1,17 @@
+"""Shared fixtures. The Picbreeder data lives outside the repository (DESIGN §5); tests that need
+it use `picbreeder_dir`, which skips with the reason when it is absent."""
+
+import pytest
+import torch
+
+torch.set_num_threads(1)  # the suite's numbers must not depend on the thread count
+
+
+@pytest.fixture(scope="session")
+def picbreeder_dir():
+    from volratio import picbreeder
+
+    d = picbreeder.data_dir(required=False)
+    if d is None:
+        pytest.skip("Picbreeder data not found: set VOLRATIO_DATA or run `volratio data fetch`")
+    return d

@@ -1,0 +1,153 @@
+"""Core commands: `targets`, `render`, `info`, `train`, `data fetch|where`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import add_json_flag, emit
+
+
+def register(sub) -> None:
+    p = sub.add_parser("targets", help="list the available targets")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_targets)
+
+    p = sub.add_parser("render", help="render a network or a target to a PNG")
+    p.add_argument("spec", help="picbreeder:NAME, fer-sgd:NAME, a saved network, or any target spec")
+    p.add_argument("--res", type=int, default=256)
+    p.add_argument("--out", required=True, help="output PNG path")
+    p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("info", help="structure of a network: depth, width, arch, non-zeros, live units")
+    p.add_argument("spec")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("train", help="train a dense coordinate network on a target")
+    p.add_argument("target", help="target spec, e.g. picbreeder:skull or planted:3")
+    p.add_argument("--depth", type=int, default=4)
+    p.add_argument("--width", type=int, default=16)
+    p.add_argument("--activation", default="gaussian", help="one activation, or a full arch 'L;act:n,…'")
+    p.add_argument("--optimizer", default="adam", choices=["adam", "adamw", "sgd", "muon"])
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--steps", type=int, default=1000)
+    p.add_argument("--res", type=int, default=64)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--grad-norm", action="store_true", help="normalise the gradient to unit L2 norm (FER baseline)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--out", required=True, help="where to save the network (.safetensors)")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("data", help="the Picbreeder reference data: where it is, or fetch it")
+    dsub = p.add_subparsers(dest="data_command", metavar="fetch|where")
+    dsub.required = True
+    q = dsub.add_parser("where", help="say where the data was found, or how to get it")
+    q.set_defaults(func=cmd_data_where)
+    q = dsub.add_parser("fetch", help="download the genomes and images from the FER repository and verify them")
+    q.add_argument("--dest", default=None, help="folder to write to (default: the user cache)")
+    q.set_defaults(func=cmd_data_fetch)
+
+
+def cmd_targets(args) -> int:
+    from ..targets import list_targets
+
+    rows = list_targets()
+    text = "\n".join(f"{r['spec']:<55} {r['kind']:<11} {'available' if r['available'] else 'data missing: volratio data where'}" for r in rows)
+    emit(args, rows, text)
+    return 0
+
+
+def _image_for(spec: str, res: int):
+    """A network spec renders its network; any other spec renders the target."""
+    from ..specs import load_network
+    from ..targets import TargetError, get_target
+
+    kind = spec.split(":", 1)[0]
+    if kind in ("fer-sgd", "fer-layered") or spec.endswith(".safetensors"):
+        return load_network(spec).render(res)[0]
+    if kind == "picbreeder":
+        return load_network(spec).render(res)[0]
+    try:
+        return get_target(spec).image(res)
+    except TargetError:
+        return load_network(spec).render(res)[0]
+
+
+def cmd_render(args) -> int:
+    from PIL import Image
+
+    from ..fileio import atomic_path
+
+    img = _image_for(args.spec, args.res)
+    arr = (img.detach().clamp(0, 1).cpu().numpy() * 255).round().astype(np.uint8)
+    with atomic_path(args.out) as tmp:
+        Image.fromarray(arr).save(tmp, format="PNG")
+    print(f"wrote {args.out} ({args.res}×{args.res})")
+    return 0
+
+
+def network_info(net) -> dict:
+    """The summary `volratio info` prints (first network of a population)."""
+    live = net.live_units()[0]
+    nz = net.nonzero()[0]
+    return {
+        "arch": str(net.arch),
+        "depth": net.depth,
+        "width": net.width,
+        "head": net.head,
+        "population": net.population,
+        "n_params": net.n_params(),
+        "nonzero": nz,
+        "sparsity": 1.0 - nz / net.n_params(),
+        "live_units": live,
+        "nonzero_per_layer": [int((w[0] != 0).sum()) for w in net.effective_weights()],
+        "provenance": net.provenance,
+    }
+
+
+def cmd_info(args) -> int:
+    from ..specs import load_network
+
+    info = network_info(load_network(args.spec))
+    text = (
+        f"{args.spec}: arch {info['arch']} (depth {info['depth']}, width {info['width']}, head {info['head']})\n"
+        f"  weights {info['n_params']}, non-zero {info['nonzero']} (sparsity {info['sparsity']:.3f})\n"
+        f"  live units per layer {info['live_units']}\n"
+        f"  non-zero per kernel  {info['nonzero_per_layer']}"
+    )
+    emit(args, info, text)
+    return 0
+
+
+def cmd_train(args) -> int:
+    from ..targets import get_target
+    from ..train import TrainConfig, new_network, train
+
+    target = get_target(args.target)
+    net = new_network(target, args.depth, args.width, args.activation, seed=args.seed)
+    cfg = TrainConfig(steps=args.steps, optimizer=args.optimizer, lr=args.lr, grad_norm=args.grad_norm,
+                      device=args.device, log_every=max(1, args.steps // 100), progress=not args.json)
+    result = train(net, target.image(args.res), cfg)
+    net.provenance = dict(net.provenance, target=target.spec, seed=args.seed)
+    net.cpu().save(args.out)
+    out = {"target": target.spec, "arch": str(net.arch), "optimizer": args.optimizer, "steps": args.steps,
+           "res": args.res, "seed": args.seed, "final_loss": float(result.final_loss[0]), "out": args.out}
+    emit(args, out, f"trained {out['arch']} on {out['target']} ({args.optimizer}, {args.steps} steps, "
+                    f"{args.res}px): final MSE {out['final_loss']:.5f} → {args.out}")
+    return 0
+
+
+def cmd_data_where(args) -> int:
+    from ..picbreeder import where
+
+    print(where())
+    return 0
+
+
+def cmd_data_fetch(args) -> int:
+    from ..picbreeder import fetch
+
+    dest = fetch(args.dest)
+    print(f"Picbreeder genomes and images verified and written to {dest}")
+    return 0

@@ -1,0 +1,345 @@
+"""The compositional volume ratio ρ(W, L): Monte Carlo, exact enumeration, and the basin model.
+
+**Boolean model** (DESIGN §3.5.1). A random masked threshold network on n input bits (±1) has
+L threshold layers: L−1 hidden layers of width W and one output unit; layer 1 reads the inputs,
+every later layer reads only the layer below. A unit computes `h = +1 if h_prev·(w⊙m) + b > 0 else
+−1`. Random configurations (`SamplerConfig`):
+- weights `ternary` (uniform on {−1, 0, +1}) or `gaussian` (N(0, 1/fan_in));
+- masks `bernoulli` (each connection kept with probability p) or `fanin` (each unit keeps exactly
+  `fan_in` incoming connections, chosen uniformly);
+- biases are never masked: uniform on {−1, 0, +1} (ternary) or N(0, 1/fan_in) (gaussian).
+
+For each sampled network the truth tables of all units on all 2ⁿ inputs come from batched matmuls.
+A network is a **solution** if its output table equals the target's. A solution is
+**compositional** when every unit that influences the output computes a node of the target's DAG
+(an input or a primitive) or its negation, and reads only units computing that node's children or
+the node itself (a copy). "Influences": flipping the unit alone changes, at some input, a unit
+that influences (the output influences by definition); constant units only shift biases and never
+influence. Other solutions are **fractured**. ρ(W, L) = P(compositional | solution); the absolute
+volumes P(solution) and P(compositional) are reported too, with Wilson or Clopper–Pearson
+intervals (`scipy.stats.binomtest`).
+
+Consequences of the definition proved in the chapter and checked by the tests: ρ = 0 when L < L*
+or when W is below the embedding width `target.min_width(L)`.
+
+**Basin model** (DESIGN §3.5.2): see `BasinConfig` / `basin_rho` below.
+
+References: Valle-Pérez et al. 2019 and Mingard et al. 2021 (sampling the parameter–function map
+of random networks on all Boolean inputs); Do et al. 2026 (the volume-ratio argument). Used by the
+chapter "The volume-ratio argument" (book/volume_ratio.md) and `volratio rho`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+import torch
+
+from .boolean import BooleanTarget, input_table
+from .device import generator, resolve_device
+from .errors import VolratioError
+
+
+class RhoError(VolratioError, ValueError):
+    """A ρ estimation request that cannot be carried out as asked."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Sampling configuration
+
+
+@dataclass(frozen=True)
+class SamplerConfig:
+    """How random masked threshold networks are drawn (see module docstring)."""
+
+    weights: str = "ternary"  # "ternary" (uniform {−1,0,+1}; exact enumeration possible) or "gaussian"
+    masks: str = "bernoulli"  # "bernoulli" (density p) or "fanin" (exactly fan_in inputs per unit)
+    p: float = 0.5  # mask density for "bernoulli"
+    fan_in: int = 2  # incoming connections per unit for "fanin" (capped at the layer's fan-in)
+    batch: int = 1 << 16  # networks per batched draw; part of the random stream (keep fixed to compare)
+    device: str = "auto"  # "auto" = CUDA if available
+    confidence: float = 0.95  # interval confidence level
+    interval: str = "wilson"  # "wilson" or "clopper-pearson"
+
+    def __post_init__(self):
+        if self.weights not in ("ternary", "gaussian"):
+            raise RhoError(f"weights={self.weights!r}: use 'ternary' or 'gaussian'")
+        if self.masks not in ("bernoulli", "fanin"):
+            raise RhoError(f"masks={self.masks!r}: use 'bernoulli' or 'fanin'")
+        if not 0.0 < self.p <= 1.0:
+            raise RhoError(f"mask density p={self.p} must lie in (0, 1]")
+        if self.fan_in < 1:
+            raise RhoError(f"fan_in={self.fan_in} must be ≥ 1")
+        if self.interval not in ("wilson", "clopper-pearson"):
+            raise RhoError(f"interval={self.interval!r}: use 'wilson' or 'clopper-pearson'")
+
+    def weight_probs(self) -> tuple[float, float, float]:
+        """P(effective weight = −1, 0, +1) for ternary weights under Bernoulli masks."""
+        q = self.p / 3.0
+        return (q, 1.0 - 2.0 * q, q)
+
+
+def layer_dims(n: int, W: int, L: int) -> list[tuple[int, int]]:
+    """(fan_in, fan_out) of each of the L threshold layers."""
+    if L < 1 or (L > 1 and W < 1):
+        raise RhoError(f"need L ≥ 1 layers and W ≥ 1 when L > 1 (got W={W}, L={L})")
+    dims = [n] + [W] * (L - 1) + [1]
+    return list(zip(dims[:-1], dims[1:]))
+
+
+@dataclass
+class Nets:
+    """A batch of B networks: `weights[l]` (B, fan_in, fan_out) effective (masked) weights,
+    `biases[l]` (B, fan_out)."""
+
+    weights: list[torch.Tensor]
+    biases: list[torch.Tensor]
+
+    @property
+    def batch(self) -> int:
+        return self.weights[0].shape[0]
+
+    def take(self, idx: torch.Tensor) -> "Nets":
+        return Nets([w[idx] for w in self.weights], [b[idx] for b in self.biases])
+
+
+def sample_networks(n: int, W: int, L: int, B: int, cfg: SamplerConfig, gen: torch.Generator,
+                    device=None, dtype=torch.float32) -> Nets:
+    """Draw B random masked threshold networks (on CPU from `gen`, then moved to `device`)."""
+    device = resolve_device(device or cfg.device)
+    ws, bs = [], []
+    for fi, fo in layer_dims(n, W, L):
+        if cfg.masks == "bernoulli" and cfg.weights == "ternary":
+            u = torch.rand(B, fi, fo, generator=gen)
+            q = cfg.p / 3.0  # one uniform per weight: mask and sign at once
+            w = (u > 1.0 - q).to(dtype) - (u < q).to(dtype)
+        else:
+            if cfg.masks == "bernoulli":
+                m = torch.rand(B, fi, fo, generator=gen) < cfg.p
+            else:  # exactly min(fan_in, fi) incoming connections per unit: top-k of uniform noise
+                k = min(cfg.fan_in, fi)
+                order = torch.rand(B, fi, fo, generator=gen).argsort(dim=1)
+                m = order < k
+            if cfg.weights == "ternary":
+                w = torch.randint(-1, 2, (B, fi, fo), generator=gen).to(dtype)
+            else:
+                w = torch.randn(B, fi, fo, generator=gen).to(dtype) / math.sqrt(fi)
+            w = w * m.to(dtype)
+        if cfg.weights == "ternary":
+            b = torch.randint(-1, 2, (B, fo), generator=gen).to(dtype)
+        else:
+            b = torch.randn(B, fo, generator=gen).to(dtype) / math.sqrt(fi)
+        ws.append(w.to(device))
+        bs.append(b.to(device))
+    return Nets(ws, bs)
+
+
+def inputs(n: int, device=None, dtype=torch.float32) -> torch.Tensor:
+    """All 2ⁿ inputs as ±1, (2ⁿ, n) — same row order as `BooleanTarget.table`."""
+    return torch.as_tensor(input_table(n), dtype=dtype, device=device)
+
+
+def forward(nets: Nets, X: torch.Tensor, keep: bool = False):
+    """Output tables (B, P) in ±1; with `keep=True` also the per-layer pre-activations
+    [(B, P, W_l)] and unit outputs [(B, P, W_l)] (the inputs, broadcast, first)."""
+    h = X  # (P, n) shared by every network
+    zs, hs = [], [X.expand(nets.batch, *X.shape)] if keep else []
+    for w, b in zip(nets.weights, nets.biases):
+        z = torch.matmul(h, w) + b[:, None, :]  # (B, P, fan_out)
+        if keep:
+            zs.append(z)
+            h = torch.where(z > 0, 1.0, -1.0).to(z.dtype)
+            hs.append(h)
+        else:
+            h = z.gt_(0).mul_(2).sub_(1)  # ±1 in place
+    out = h[..., 0]  # (B, P)
+    return (out, zs, hs) if keep else out
+
+
+# ---------------------------------------------------------------------------------------------
+# Classification
+
+
+def classify(nets: Nets, target: BooleanTarget, chunk: int = 1024) -> tuple[torch.Tensor, torch.Tensor]:
+    """(solution, compositional), two bool tensors (B,). Only solutions are examined in detail."""
+    dev = nets.weights[0].device
+    dtype = nets.weights[0].dtype
+    X = inputs(target.n, dev, dtype)
+    tab = torch.as_tensor(target.table, device=dev, dtype=dtype)
+    out = forward(nets, X)
+    sol = (out == tab).all(dim=1)
+    comp = torch.zeros_like(sol)
+    idx = torch.nonzero(sol).flatten()
+    for a in range(0, idx.numel(), chunk):
+        part = idx[a : a + chunk]
+        comp[part] = _compositional(nets.take(part), target, X)
+    return sol, comp
+
+
+def _compositional(nets: Nets, target: BooleanTarget, X: torch.Tensor) -> torch.Tensor:
+    """For networks already known to be solutions: is every influencing unit a consistent node?"""
+    dev, dtype = X.device, X.dtype
+    S, P, m = nets.batch, X.shape[0], target.n_nodes
+    _, zs, hs = forward(nets, X, keep=True)
+    T = torch.as_tensor(target.node_tables, device=dev, dtype=dtype)  # (P, m)
+    allowed = torch.zeros(m + 1, m + 1, dtype=torch.bool, device=dev)  # index m = unlabelled
+    allowed[:m, :m] = torch.as_tensor(target.allowed(), device=dev)
+    # labels and constancy of every layer's units: inputs, hidden layers, output
+    labels = [torch.arange(target.n, device=dev).expand(S, -1)]
+    const = [torch.zeros(S, target.n, dtype=torch.bool, device=dev)]
+    for h in hs[1:-1]:
+        match = torch.einsum("spw,pm->swm", h, T).abs() == P  # equal up to negation
+        lab = torch.where(match.any(-1), match.to(torch.int8).argmax(-1), m)
+        labels.append(lab)
+        const.append(h.sum(1).abs() == P)
+    labels.append(torch.full((S, 1), target.root, device=dev))
+    const.append(torch.zeros(S, 1, dtype=torch.bool, device=dev))
+    ok = torch.ones(S, dtype=torch.bool, device=dev)
+    infl = torch.ones(S, 1, dtype=torch.bool, device=dev)  # the output influences
+    for j in range(len(nets.weights) - 1, -1, -1):  # consumer layer j+1, producer layer j
+        z, h, w = zs[j], hs[j], nets.weights[j]  # (S,P,Wc), (S,P,Wp), (S,Wp,Wc)
+        fire = z > 0
+        flipped = (z[:, :, None, :] - 2.0 * h[..., None] * w[:, None]) > 0  # (S,P,Wp,Wc)
+        used = (flipped != fire[:, :, None, :]).any(dim=1)  # (S,Wp,Wc)
+        used &= ~const[j][:, :, None] & infl[:, None, :]
+        pair_ok = allowed[labels[j + 1][:, None, :], labels[j][:, :, None]]  # (S,Wp,Wc)
+        ok &= ~(used & ~pair_ok).flatten(1).any(dim=1)
+        infl = used.any(dim=2)  # (S, Wp)
+    return ok
+
+
+# ---------------------------------------------------------------------------------------------
+# Counting, intervals, exact enumeration
+
+
+def interval(k: int, n: int, confidence: float = 0.95, method: str = "wilson") -> tuple[float, float]:
+    """Confidence interval for a binomial proportion k/n (scipy). n = 0 gives (0, 1)."""
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return (0.0, 1.0)
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence, method="exact" if method == "clopper-pearson" else "wilson")
+    return (float(ci.low), float(ci.high))
+
+
+@dataclass
+class Counts:
+    samples: int = 0
+    solutions: int = 0
+    compositional: int = 0
+
+    def __iadd__(self, other: "Counts") -> "Counts":
+        self.samples += other.samples
+        self.solutions += other.solutions
+        self.compositional += other.compositional
+        return self
+
+
+def cell_seed(seed: int, W: int, L: int, chunk: int) -> int:
+    """Independent stream per (seed, W, L, chunk): results do not depend on the grid's order."""
+    return int(np.random.SeedSequence([int(seed), int(W), int(L), int(chunk)]).generate_state(1)[0])
+
+
+def count(target: BooleanTarget, W: int, L: int, samples: int, cfg: SamplerConfig = SamplerConfig(), seed: int = 0) -> Counts:
+    """Sample `samples` networks of width W and depth L and count solutions and compositional ones."""
+    if target.n > 8:
+        raise RhoError(f"{target.spec}: n={target.n} inputs; the Boolean model supports n ≤ 8")
+    c = Counts()
+    for i, a in enumerate(range(0, int(samples), cfg.batch)):
+        B = min(cfg.batch, int(samples) - a)
+        nets = sample_networks(target.n, W, L, B, cfg, generator(cell_seed(seed, W, L, i)))
+        sol, comp = classify(nets, target)
+        c += Counts(B, int(sol.sum()), int(comp.sum()))
+    return c
+
+
+def n_params(n: int, W: int, L: int) -> int:
+    return sum(fi * fo + fo for fi, fo in layer_dims(n, W, L))
+
+
+@dataclass
+class Exact:
+    p_solution: float
+    p_compositional: float
+    configurations: int
+
+    @property
+    def rho(self) -> float | None:
+        return self.p_compositional / self.p_solution if self.p_solution > 0 else None
+
+
+def exact(target: BooleanTarget, W: int, L: int, cfg: SamplerConfig = SamplerConfig(), max_configs: int = 3**15,
+          chunk: int = 1 << 17) -> Exact:
+    """Exact P(solution), P(compositional) by enumerating every effective weight and bias in
+    {−1, 0, +1} (ternary weights, Bernoulli masks: every mask and every weight), each
+    configuration weighted by its probability."""
+    if cfg.weights != "ternary" or cfg.masks != "bernoulli":
+        raise RhoError("exact enumeration needs weights='ternary' and masks='bernoulli'")
+    dims = layer_dims(target.n, W, L)
+    npar = n_params(target.n, W, L)
+    total = 3**npar
+    if total > max_configs:
+        raise RhoError(
+            f"exact enumeration of W={W}, L={L} on {target.spec} needs 3^{npar} = {total:.3g} configurations "
+            f"(limit {max_configs:.3g}); use Monte Carlo or a smaller cell"
+        )
+    pm, p0, _ = cfg.weight_probs()
+    dev = resolve_device(cfg.device)
+    powers = 3 ** torch.arange(npar, dtype=torch.int64)
+    is_weight = torch.cat([torch.cat([torch.ones(fi * fo), torch.zeros(fo)]) for fi, fo in dims]).bool()
+    p_sol = p_comp = 0.0
+    for a in range(0, total, chunk):
+        idx = torch.arange(a, min(a + chunk, total), dtype=torch.int64)
+        digits = (idx[:, None] // powers[None, :]) % 3 - 1  # (C, npar) in {−1, 0, 1}
+        nzw = (digits[:, is_weight] != 0).sum(1).double()
+        logp = nzw * math.log(pm) + (int(is_weight.sum()) - nzw) * math.log(p0) + (npar - int(is_weight.sum())) * math.log(1 / 3)
+        prob = logp.exp()
+        ws, bs, o = [], [], 0
+        for fi, fo in dims:
+            ws.append(digits[:, o : o + fi * fo].reshape(-1, fi, fo).float().to(dev))
+            o += fi * fo
+            bs.append(digits[:, o : o + fo].float().to(dev))
+            o += fo
+        sol, comp = classify(Nets(ws, bs), target)
+        p_sol += float(prob[sol.cpu()].sum())
+        p_comp += float(prob[comp.cpu()].sum())
+    return Exact(p_sol, p_comp, total)
+
+
+def row(target: BooleanTarget, W: int, L: int, c: Counts, cfg: SamplerConfig) -> dict:
+    """One result row (the JSON schema of `volratio rho boolean`)."""
+    rho = c.compositional / c.solutions if c.solutions else None
+    lo, hi = interval(c.compositional, c.solutions, cfg.confidence, cfg.interval)
+    s_lo, s_hi = interval(c.solutions, c.samples, cfg.confidence, cfg.interval)
+    k_lo, k_hi = interval(c.compositional, c.samples, cfg.confidence, cfg.interval)
+    return {
+        "W": W, "L": L, "samples": c.samples, "solutions": c.solutions, "compositional": c.compositional,
+        "rho": rho, "lo": lo, "hi": hi,
+        "p_solution": c.solutions / c.samples if c.samples else None, "p_solution_ci": [s_lo, s_hi],
+        "p_compositional": c.compositional / c.samples if c.samples else None, "p_compositional_ci": [k_lo, k_hi],
+        "confidence": cfg.confidence, "interval": cfg.interval,
+    }
+
+
+def boolean_grid(target: BooleanTarget, Ws, Ls, samples: int, cfg: SamplerConfig = SamplerConfig(), seed: int = 0,
+                 with_exact: bool = False, with_theory: bool = True, max_exact: int = 3**13) -> list[dict]:
+    """One row per (W, L): Monte Carlo counts, ρ with interval, absolute volumes, and where
+    available the exact values and the theory's closed-form lower bound (`volratio.theory`)."""
+    rows = []
+    for L in Ls:
+        for W in Ws:
+            r = row(target, W, L, count(target, W, L, samples, cfg, seed), cfg)
+            if with_exact:
+                try:
+                    e = exact(target, W, L, cfg, max_configs=max_exact)
+                    r["exact"] = {"rho": e.rho, "p_solution": e.p_solution, "p_compositional": e.p_compositional}
+                except RhoError:
+                    r["exact"] = None  # too large to enumerate
+            if with_theory:
+                from .theory import clean_volume_value
+
+                r["theory"] = clean_volume_value(target, W, L, cfg)
+            rows.append(r)
+    return rows
