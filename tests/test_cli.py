@@ -1,0 +1,54 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from volratio.cli import main
+
+
+def run(capsys, *argv):
+    rc = main(list(argv))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_info_json_on_picbreeder(picbreeder_dir, capsys):
+    rc, out, _ = run(capsys, "info", "picbreeder:skull", "--json")
+    info = json.loads(out)
+    assert rc == 0
+    assert (info["depth"], info["width"], info["nonzero"]) == (12, 22, 147)
+    assert info["arch"] == "12;cache:15,gaussian:4,identity:2,sin:1"
+    assert len(info["live_units"]) == 12 and info["n_params"] == 5478
+
+
+def test_train_then_info_and_render(tmp_path, capsys):
+    out_net = tmp_path / "n.safetensors"
+    rc, out, _ = run(capsys, "train", "planted:2", "--depth", "3", "--width", "6", "--steps", "30", "--res", "12",
+                     "--seed", "1", "--out", str(out_net), "--json")
+    res = json.loads(out)
+    assert rc == 0 and res["final_loss"] < 1 and out_net.exists()
+    rc, out, _ = run(capsys, "info", str(out_net), "--json")
+    assert json.loads(out)["arch"] == "3;gaussian:6"
+    png = tmp_path / "n.png"
+    assert run(capsys, "render", str(out_net), "--res", "20", "--out", str(png))[0] == 0
+    from PIL import Image
+
+    assert Image.open(png).size == (20, 20)
+
+
+def test_targets_lists_kinds(capsys):
+    rc, out, _ = run(capsys, "targets", "--json")
+    kinds = {r["kind"] for r in json.loads(out)}
+    assert rc == 0 and {"picbreeder", "image", "planted", "scene", "file"} <= kinds
+
+
+def test_errors_are_one_line_exit_2(capsys):
+    rc, _, err = run(capsys, "info", "no-such-network")
+    assert rc == 2 and "error:" in err and "Traceback" not in err
+
+
+def test_entry_points_run():
+    for cmd in ([sys.executable, "-m", "volratio", "--help"],):
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "train" in r.stdout
