@@ -20,6 +20,7 @@ from .errors import VolratioError
 COMMAND_MODULES = (
     "volratio.commands.core",  # targets, render, info, train, data
     "volratio.commands.sweep",  # sweep, results
+    "volratio.commands.rho",  # rho boolean, rho basin
 )
 
 
