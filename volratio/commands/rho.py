@@ -6,7 +6,8 @@ JSON output: a list of rows with keys `W, L, samples, solutions, compositional, 
 
 from __future__ import annotations
 
-from ..errors import VolratioError
+import argparse
+
 from ._common import add_json_flag, emit
 
 
@@ -22,9 +23,9 @@ def int_list(text: str) -> list[int]:
             elif part:
                 out.add(int(part))
     except ValueError:
-        raise VolratioError(f"{text!r} is not a list of integers; write e.g. '2,3,4' or '2-6'") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of integers; write e.g. '2,3,4' or '2-6'") from None
     if not out or min(out) < 1:
-        raise VolratioError(f"{text!r}: give at least one positive integer (e.g. '2,3,4' or '2-6')")
+        raise argparse.ArgumentTypeError(f"{text!r}: give at least one positive integer (e.g. '2,3,4' or '2-6')")
     return sorted(out)
 
 

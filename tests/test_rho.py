@@ -1,0 +1,219 @@
+"""Tests of the Boolean volume-ratio model (volratio.boolean, volratio.rho, volratio.theory)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from volratio.boolean import BooleanTargetError, get_boolean_target, input_table
+from volratio.rho import Nets, SamplerConfig, classify, count, exact, interval, row
+from volratio.theory import clean_volume_value, support_zero
+
+CPU = SamplerConfig(device="cpu")
+
+
+def nets_from(layers):
+    """One network from a list of (weights (fan_in, fan_out), bias (fan_out,)) pairs."""
+    ws = [torch.tensor(np.array(w, dtype=np.float32))[None] for w, _ in layers]
+    bs = [torch.tensor(np.array(b, dtype=np.float32))[None] for _, b in layers]
+    return Nets(ws, bs)
+
+
+# ---------------------------------------------------------------------------------------------
+# targets
+
+
+def test_tree_truth_table_and_shape():
+    t = get_boolean_target("tree:2:2")
+    x = input_table(4) > 0
+    want = (x[:, 0] | x[:, 1]) & (x[:, 2] | x[:, 3])
+    assert np.array_equal(t.table > 0, want)
+    assert (t.n, t.depth, t.width) == (4, 2, 2)
+
+
+def test_chain_and_dag_structure():
+    c = get_boolean_target("chain:3")
+    x = input_table(4) > 0
+    assert np.array_equal(c.table > 0, ((x[:, 0] & x[:, 1]) | x[:, 2]) & x[:, 3])
+    assert (c.depth, c.width) == (3, 3)  # gate + two carried inputs in layer 1
+    d1, d2 = get_boolean_target("dag:0"), get_boolean_target("dag:0")
+    assert d1 == d2 and d1.depth == 3 and d1.n == 6
+    assert get_boolean_target("dag:1:depth=2,arity=3,inputs=5,primitives=3").depth == 2
+
+
+@pytest.mark.parametrize("spec", ["tree:3:3", "chain:0", "dag:0:depth=9", "mystery:1", "tree:a:2", "dag:0:colour=3"])
+def test_bad_target_specs_raise_clear_errors(spec):
+    with pytest.raises(BooleanTargetError):
+        get_boolean_target(spec)
+
+
+# ---------------------------------------------------------------------------------------------
+# the classifier on hand-built networks
+
+
+def test_hand_built_compositional_network():
+    t = get_boolean_target("tree:2:2")  # (x0 ∨ x1) ∧ (x2 ∨ x3)
+    # layer 1: OR(x0,x1), NOR(x2,x3) (a negation is allowed), and an unused junk unit
+    w1 = [[1, 0, 1], [1, 0, -1], [0, -1, 1], [0, -1, 0]]
+    layers = [(w1, [1, -1, 0]), ([[1], [-1], [0]], [-1])]
+    sol, comp = classify(nets_from(layers), t)
+    assert sol.item() and comp.item()
+
+
+def test_hand_built_fractured_networks():
+    t = get_boolean_target("chain:2")  # (x0 ∧ x1) ∨ x2, itself one threshold gate
+    # one hidden unit computes the whole target from the inputs, the output copies it
+    layers = [([[1], [1], [2]], [1]), ([[1]], [0])]
+    sol, comp = classify(nets_from(layers), t)
+    assert sol.item() and not comp.item()
+    # the output computes the target in one unit: a solution, but L=1 < L*=2
+    sol, comp = classify(nets_from([([[1], [1], [2]], [1])]), t)
+    assert sol.item() and not comp.item()
+    # compositional version of the same target: AND(x0,x1) and a copy of x2, then OR
+    layers = [([[1, 0], [1, 0], [0, 1]], [-1, 0]), ([[1], [1]], [1])]
+    sol, comp = classify(nets_from(layers), t)
+    assert sol.item() and comp.item()
+    # distributive form (x0 ∨ x2) ∧ (x1 ∨ x2): right output, hidden units that are no node
+    layers = [([[1, 0], [0, 1], [1, 1]], [1, 1]), ([[1], [1]], [-1])]
+    sol, comp = classify(nets_from(layers), t)
+    assert sol.item() and not comp.item()
+
+
+def test_non_solution_is_never_compositional():
+    t = get_boolean_target("chain:2")
+    layers = [([[1, 0], [1, 0], [0, 1]], [-1, 0]), ([[1], [1]], [-1])]  # AND instead of OR on top
+    sol, comp = classify(nets_from(layers), t)
+    assert not sol.item() and not comp.item()
+
+
+# ---------------------------------------------------------------------------------------------
+# enumeration against an independent brute force
+
+
+def _brute_force(t, W, L, p):
+    """Plain-Python reference: enumerate every ternary configuration one at a time; solutions
+    only (the classifier of a solution is checked by the hand-built tests)."""
+    dims = [t.n] + [W] * (L - 1) + [1]
+    shapes = list(zip(dims[:-1], dims[1:]))
+    npar = sum(a * b + b for a, b in shapes)
+    X = input_table(t.n).astype(np.int64)
+    pw = {-1: p / 3, 0: 1 - 2 * p / 3, 1: p / 3}
+    total = 0.0
+    for cfg in itertools.product((-1, 0, 1), repeat=npar):
+        h, o, prob = X, 0, 1.0
+        for a, b in shapes:
+            w = np.array(cfg[o : o + a * b]).reshape(a, b)
+            prob *= np.prod([pw[v] for v in w.flat])
+            o += a * b
+            bias = np.array(cfg[o : o + b])
+            prob *= (1 / 3) ** b
+            o += b
+            h = np.where(h @ w + bias > 0, 1, -1)
+        if np.array_equal(h[:, 0], t.table):
+            total += prob
+    return total
+
+
+@pytest.mark.parametrize("W,L", [(1, 1), (1, 2)])
+def test_exact_enumeration_matches_brute_force(W, L):
+    t = get_boolean_target("tree:1:2")
+    e = exact(t, W, L, CPU)
+    assert e.p_solution == pytest.approx(_brute_force(t, W, L, CPU.p), rel=1e-12)
+    assert e.configurations == 3 ** (3 if L == 1 else W * 3 + W + 1)
+
+
+def test_exact_tiny_cell_by_hand():
+    # L = 1 on AND(x0, x1): only w = (1, 1) with b ∈ {−1, 0} computes it (z > 0 is strict):
+    # 2 · (p/3)^2 · 1/3
+    e = exact(get_boolean_target("tree:1:2"), 1, 1, CPU)
+    assert e.p_solution == pytest.approx(2 * (0.5 / 3) ** 2 / 3, rel=1e-12)
+    assert e.rho == 1.0
+
+
+CELLS = [("tree:1:2", 1, 1), ("tree:1:2", 1, 2), ("tree:1:2", 2, 2), ("tree:1:2", 1, 3), ("chain:2", 2, 2), ("chain:2", 1, 2)]
+
+
+@pytest.mark.parametrize("spec,W,L", CELLS)
+def test_monte_carlo_inside_interval_around_exact(spec, W, L):
+    t = get_boolean_target(spec)
+    e = exact(t, W, L, CPU)
+    c = count(t, W, L, 60_000, CPU, seed=1)
+    lo, hi = interval(c.solutions, c.samples, 0.999)
+    assert lo <= e.p_solution <= hi
+    lo, hi = interval(c.compositional, c.samples, 0.999)
+    assert lo <= e.p_compositional <= hi
+    if e.rho is not None and c.solutions:
+        lo, hi = interval(c.compositional, c.solutions, 0.999)
+        assert lo <= e.rho <= hi
+
+
+# ---------------------------------------------------------------------------------------------
+# the theorem's exact parts
+
+
+def test_rho_is_zero_below_target_depth():
+    t = get_boolean_target("chain:3")  # a threshold function: shallow solutions exist
+    c = count(t, 4, 2, 100_000, CPU, seed=0)
+    assert c.solutions > 0  # ... they are found
+    assert c.compositional == 0  # ... and none is compositional
+    assert support_zero(t, 4, 2) and clean_volume_value(t, 4, 2, CPU) == 0.0
+
+
+def test_rho_is_zero_below_min_width():
+    t = get_boolean_target("tree:2:2")
+    assert support_zero(t, 1, 2)
+    assert count(t, 1, 2, 50_000, CPU, seed=0).compositional == 0
+
+
+@pytest.mark.parametrize("spec,W,L", CELLS)
+def test_closed_form_is_a_lower_bound_of_the_exact_volume(spec, W, L):
+    t = get_boolean_target(spec)
+    v = clean_volume_value(t, W, L, CPU)
+    e = exact(t, W, L, CPU)
+    assert v <= e.p_compositional * (1 + 1e-12)
+    if (spec, W, L) == ("tree:1:2", 1, 1):  # a single unit: the bound is the exact value
+        assert v == pytest.approx(e.p_compositional, rel=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# reproducibility, intervals, CLI
+
+
+def test_same_seed_same_counts():
+    t = get_boolean_target("tree:2:2")
+    a = count(t, 3, 2, 40_000, CPU, seed=7)
+    b = count(t, 3, 2, 40_000, CPU, seed=7)
+    assert a == b and a.solutions > 0
+
+
+def test_intervals_contain_the_estimate():
+    lo, hi = interval(3, 40, 0.95, "wilson")
+    lo2, hi2 = interval(3, 40, 0.95, "clopper-pearson")
+    assert lo < 3 / 40 < hi and lo2 < 3 / 40 < hi2 and hi2 - lo2 > hi - lo  # C–P is conservative
+    assert interval(0, 0) == (0.0, 1.0)
+
+
+def test_cli_json_rows(capsys):
+    from volratio.cli import main
+
+    rc = main(["rho", "boolean", "--target", "tree:1:2", "--W", "1,2", "--L", "2", "--samples", "3000",
+               "--exact", "--seed", "3", "--device", "cpu", "--json"])
+    assert rc == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["W"], r["L"]) for r in rows] == [(1, 2), (2, 2)]
+    for r in rows:
+        assert {"W", "L", "samples", "solutions", "compositional", "rho", "lo", "hi", "exact", "theory"} <= set(r)
+        assert r["samples"] == 3000 and r["lo"] <= (r["rho"] or 0) <= r["hi"]
+
+
+def test_cli_bad_list_is_one_line_error(capsys):
+    from volratio.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["rho", "boolean", "--target", "tree:1:2", "--W", "two", "--L", "2"])
+    assert main(["rho", "boolean", "--target", "tree:5:5", "--W", "1", "--L", "2"]) == 2
+    assert "tree:5:5" in capsys.readouterr().err
