@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "volratio.commands.core",  # targets, render, info, train, data
     "volratio.commands.sweep",  # sweep, results
     "volratio.commands.rho",  # rho boolean, rho basin
+    "volratio.commands.welch",  # welch bound, welch frame, welch net
 )
 
 
