@@ -251,7 +251,10 @@ class Store:
             row = {"key": r["key"], "status": r["status"]}
             row.update(flatten(r["config"]))
             for name, value in flatten(r["metrics"]).items():
-                row[name if name not in row else f"metrics.{name}"] = value
+                if name not in row:
+                    row[name] = value
+                elif row[name] != value:  # a metric that repeats its config entry is shown once
+                    row[f"metrics.{name}"] = value
             row.update(error=r["error"], attempts=r["attempts"], seconds=r["seconds"])
             flat.append(row)
         return pd.DataFrame(flat)

@@ -51,6 +51,10 @@ class SweepSpecError(VolratioError, ValueError):
     """A sweep spec (file or `Sweep`) that cannot be run as written."""
 
 
+class SweepStalled(VolratioError, TimeoutError):
+    """No run of a sweep finished within its `timeout`."""
+
+
 # ---------------------------------------------------------------------------------------------
 # The sweep
 
@@ -261,8 +265,20 @@ class Processes:
 
     @contextlib.contextmanager
     def open(self):
-        with cf.ProcessPoolExecutor(max_workers=self.n, mp_context=multiprocessing.get_context("spawn")) as ex:
+        ex = cf.ProcessPoolExecutor(max_workers=self.n, mp_context=multiprocessing.get_context("spawn"))
+        try:
             yield ex, lambda: self.n
+        except BaseException:
+            # stopping early (stall, Ctrl-C, error): do not wait for runs in flight, end the workers
+            workers = list((getattr(ex, "_processes", None) or {}).values())
+            ex.shutdown(wait=False, cancel_futures=True)
+            for p in workers:
+                p.terminate()
+            for p in workers:
+                p.join(timeout=10)
+            raise
+        else:
+            ex.shutdown(wait=True)
 
     def __str__(self):
         return f"{self.n} local processes"
@@ -384,12 +400,14 @@ def run_sweep(
     *,
     retry_failed: bool = False,
     progress: bool | None = None,
+    timeout: float | None = None,
 ) -> SweepReport:
     """Run every config of `sweep` that `out` does not hold yet, and return the report.
 
     `executor`: `InProcess()` (default), `Processes(n)` or `Dask(...)`. `retry_failed`: rerun runs
     whose last attempt failed (otherwise they are reported, not rerun). `progress`: show a tqdm bar
-    (None: only on a terminal). A run interrupted by a crash or a kill is rerun next time; a run
+    (None: only on a terminal). `timeout`: give up (`SweepStalled`) when no run has finished for
+    this many seconds — finished runs stay in the store (None: wait forever). A run interrupted by a crash or a kill is rerun next time; a run
     recorded in the store is never run again.
     """
     from . import __version__
@@ -424,7 +442,12 @@ def run_sweep(
                         counts["running"] = len(inflight) + 1
                         bar.set_postfix(counts, refresh=True)
                         inflight[ex.submit(execute, sweep.run, cfg, key, __version__, sweep.threads)] = key
-                    done, _ = cf.wait(list(inflight), return_when=cf.FIRST_COMPLETED)
+                    done, _ = cf.wait(list(inflight), timeout=timeout, return_when=cf.FIRST_COMPLETED)
+                    if not done:
+                        raise SweepStalled(
+                            f"no run finished in {timeout} s ({len(inflight)} running on {executor}); finished runs "
+                            "are in the store — check the workers, then rerun to resume"
+                        )
                     for fut in done:
                         key = inflight.pop(fut)
                         outcome = _outcome(fut, key, todo[key], sweep.run, __version__)
