@@ -112,9 +112,11 @@ def sample_networks(n: int, W: int, L: int, B: int, cfg: SamplerConfig, gen: tor
     ws, bs = [], []
     for fi, fo in layer_dims(n, W, L):
         if cfg.masks == "bernoulli" and cfg.weights == "ternary":
-            u = torch.rand(B, fi, fo, generator=gen)
-            q = cfg.p / 3.0  # one uniform per weight: mask and sign at once
-            w = (u > 1.0 - q).to(dtype) - (u < q).to(dtype)
+            # one uniform per weight gives mask and sign at once, in place:
+            # u − ½ scaled so that |·| ≥ 1 exactly when |u − ½| ≥ ½ − p/3, then truncated to {−1, 0, 1}
+            q = cfg.p / 3.0
+            w = torch.rand(B, fi, fo, generator=gen).sub_(0.5)
+            w = w.mul_(1.0 / (0.5 - q)).trunc_().clamp_(-1.0, 1.0).to(dtype)  # q ≤ 1/3 < 1/2
         else:
             if cfg.masks == "bernoulli":
                 m = torch.rand(B, fi, fo, generator=gen) < cfg.p
@@ -147,7 +149,7 @@ def forward(nets: Nets, X: torch.Tensor, keep: bool = False):
     h = X  # (P, n) shared by every network
     zs, hs = [], [X.expand(nets.batch, *X.shape)] if keep else []
     for w, b in zip(nets.weights, nets.biases):
-        z = torch.matmul(h, w) + b[:, None, :]  # (B, P, fan_out)
+        z = torch.baddbmm(b[:, None, :], h.expand(nets.batch, *h.shape[-2:]), w)  # (B, P, fan_out)
         if keep:
             zs.append(z)
             h = torch.where(z > 0, 1.0, -1.0).to(z.dtype)
