@@ -34,6 +34,7 @@ import copy
 import datetime
 import importlib
 import itertools
+import logging
 import math
 import multiprocessing
 import socket
@@ -312,6 +313,7 @@ class Dask:
                         processes=True,
                         host="127.0.0.1",
                         dashboard_address=None,
+                        silence_logs=logging.ERROR,  # no worker start/stop chatter on stderr
                     )
                 )
                 client = stack.enter_context(Client(cluster, timeout=self.timeout))
@@ -410,8 +412,9 @@ def run_sweep(
     this many seconds — finished runs stay in the store (None: wait forever). A run interrupted by a crash or a kill is rerun next time; a run
     recorded in the store is never run again.
     """
+    from tqdm import tqdm  # plain text bar: works in terminals and notebooks without ipywidgets
+
     from . import __version__
-    from tqdm.auto import tqdm
 
     t0 = time.perf_counter()
     executor = executor or InProcess()
