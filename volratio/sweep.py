@@ -497,6 +497,19 @@ def _outcome(fut: cf.Future, key: str, config: dict, run: str, version: str) -> 
     }
 
 
+def results_dir(name: str) -> Path:
+    """Where a chapter keeps the store of its sweep `name`: `$VOLRATIO_RESULTS/name` when that
+    variable is set (e.g. a store filled at full scale on a cluster, so the chapter only reads it),
+    else a fresh temporary directory (the chapter computes its runs itself)."""
+    import os
+    import tempfile
+
+    root = os.environ.get("VOLRATIO_RESULTS")
+    if root:
+        return Path(root).expanduser() / name
+    return Path(tempfile.mkdtemp(prefix=f"volratio-{name}-"))
+
+
 def load_results(out: "str | Path", sweep: Sweep | None = None):
     """The rows of a store as a DataFrame — all of them, or those of `sweep` in its order."""
     from . import __version__
