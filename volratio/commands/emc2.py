@@ -1,0 +1,127 @@
+"""EMC2-Bench commands: `emc2` (the δ-curve of a network) and `sweep-weights` (a weight-sweep grid)."""
+
+from __future__ import annotations
+
+from ._common import add_json_flag, emit
+
+
+def register(sub) -> None:
+    p = sub.add_parser("emc2", help="EMC2-Bench: S(θ; δ) over the non-zero parameters, per δ, and its AUC")
+    p.add_argument("spec", help="network: picbreeder:NAME, fer-sgd:NAME, fer-layered:NAME or a saved .safetensors")
+    p.add_argument("--target", required=True, help="the target the network draws (gives the label), e.g. picbreeder:skull")
+    p.add_argument("--judge", default="ssim", choices=["ssim", "clip", "vlm"])
+    p.add_argument("--judge-model", default=None, help="local folder or cached model id for the clip/vlm judges")
+    p.add_argument("--label", default=None, help="what the judge is asked about (default: the target's name)")
+    p.add_argument("--deltas", default="-2,-1,-0.5,-0.25,0.25,0.5,1,2", help="comma-separated perturbation sizes")
+    p.add_argument("--res", type=int, default=64)
+    p.add_argument("--which", default="all", choices=["all", "genome"],
+                   help="all non-zero weights, or (picbreeder:NAME only) the genome's connections without cache copies")
+    p.add_argument("--max-params", type=int, default=None, help="score a seeded random subsample of this many parameters")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--dtype", default="float64", choices=["float32", "float64"])
+    add_json_flag(p)
+    p.set_defaults(func=cmd_emc2)
+
+    p = sub.add_parser("sweep-weights", help="grid of images as single weights move over Δw ∈ [−1, 1] (+ random-direction control)")
+    p.add_argument("spec", help="network spec (as for emc2)")
+    p.add_argument("--out", required=True, help="output PNG")
+    p.add_argument("--params", nargs="*", default=None, metavar="K:R:C",
+                   help="parameters as kernel:row:col (default: the --n with the largest effect)")
+    p.add_argument("--n", type=int, default=6, help="how many parameters when --params is not given")
+    p.add_argument("--how", default="effect", choices=["effect", "random"])
+    p.add_argument("--offsets", default="-1,-0.5,0,0.5,1")
+    p.add_argument("--controls", type=int, default=1, help="random-direction control rows")
+    p.add_argument("--res", type=int, default=64)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_sweep)
+
+
+def _floats(text: str, what: str) -> list[float]:
+    from ..errors import VolratioError
+
+    try:
+        vals = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise VolratioError(f"{what} must be comma-separated numbers, got {text!r}") from None
+    if not vals:
+        raise VolratioError(f"{what} is empty")
+    return vals
+
+
+def target_label(target_spec: str) -> str:
+    """`picbreeder:skull` → `skull`, `image:camera` → `camera`, otherwise the spec itself."""
+    kind, _, rest = target_spec.partition(":")
+    return rest if kind in ("picbreeder", "image") and rest else target_spec
+
+
+def make_judge(name: str, reference, target_spec: str, model: str | None = None, seed: int = 0, device: str = "auto"):
+    """The judge `name` for a network whose unperturbed image is `reference`."""
+    from .. import judges
+
+    if name == "ssim":
+        return judges.calibrated_ssim_judge(reference, exclude=target_spec, seed=seed)
+    kw = {"model": model} if model else {}
+    if name == "clip":
+        return judges.CLIPJudge(device=device, **kw)
+    return judges.VLMJudge(device=device, **kw)
+
+
+def cmd_emc2(args) -> int:
+    from .. import emc2
+    from ..errors import VolratioError
+    from ..specs import load_network
+    from ..targets import get_target
+
+    get_target(args.target)  # validate early
+    deltas = _floats(args.deltas, "--deltas")
+    net = load_network(args.spec)
+    layered = None
+    if args.which == "genome":
+        kind, _, name = args.spec.partition(":")
+        if kind != "picbreeder":
+            raise VolratioError("--which genome applies to picbreeder:NAME networks only (their cache copies are known)")
+        from ..picbreeder import layerize
+
+        layered = layerize(name)
+    cfg = emc2.EMC2Config(deltas=tuple(deltas), res=args.res, which=args.which, max_params=args.max_params,
+                          seed=args.seed, device=args.device, dtype=args.dtype)
+    eng = emc2.PerturbationEngine(net, args.res, device=args.device)
+    judge = make_judge(args.judge, eng.base.cpu(), args.target, args.judge_model, args.seed, args.device)
+    res = emc2.score(net, judge, args.label or target_label(args.target), cfg, layered=layered)
+    payload = {**res.to_json(), "network": args.spec, "target": args.target}
+    lines = [f"EMC2 {args.spec} on {args.target} — judge {res.judge}, {res.n_params} of {res.n_nonzero} parameters, res {args.res}"]
+    lines += [f"  δ = {d:+.3g}: S = {s:.3f}" for d, s in zip(res.deltas, res.scores)]
+    lines.append(f"  AUC (normalised) = {res.auc:.3f}")
+    emit(args, payload, "\n".join(lines))
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    import numpy as np
+
+    from .. import emc2
+    from ..errors import VolratioError
+    from ..fileio import atomic_path
+    from ..specs import load_network
+
+    net = load_network(args.spec)
+    if args.params:
+        try:
+            params = np.array([[int(v) for v in p.split(":")] for p in args.params], dtype=np.int64)
+        except ValueError:
+            raise VolratioError(f"--params must be kernel:row:col triples, got {args.params}") from None
+        if params.shape[1] != 3:
+            raise VolratioError(f"--params must be kernel:row:col triples, got {args.params}")
+    else:
+        params = emc2.pick_params(net, args.n, args.how, res=min(args.res, 32), seed=args.seed, device=args.device)
+    sw = emc2.weight_sweep(net, params, _floats(args.offsets, "--offsets"), res=args.res, controls=args.controls,
+                           seed=args.seed, device=args.device)
+    fig = emc2.sweep_figure(sw, title=f"weight sweep: {args.spec}")
+    with atomic_path(args.out) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    emit(args, {"out": args.out, "params": params.tolist(), "offsets": sw.offsets.tolist(), "rows": sw.labels},
+         f"wrote {args.out}: {len(sw.labels)} rows × {len(sw.offsets)} columns")
+    return 0
