@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "volratio.commands.sweep",  # sweep, results
     "volratio.commands.rho",  # rho boolean, rho basin
     "volratio.commands.welch",  # welch bound, welch frame, welch net
+    "volratio.commands.prune",  # prune (SP and the baselines)
     "volratio.commands.emc2",  # emc2, sweep-weights
 )
 

@@ -1,0 +1,148 @@
+"""Pruning: similarity-based pruning (SP) and the baselines, behind one interface (DESIGN §3.3, §9).
+
+The paper's connectivity claim (Do, Shah, Le, Liu 2026): compositionality depends on *which*
+connections remain, not on how many — standard pruners (Lottery Ticket, Wanda, LLM-Pruner) score 0
+on EMC2-Bench and only SP scores above 0. This package builds the tools that test it.
+
+Layout (shaped like `torch.nn.utils.prune` / Torch-Pruning, STYLE.md):
+
+- `criteria` — importance criteria: small objects returning a score per weight or unit;
+- `masks` — pure functions from scores and the previous mask to the new mask (exact counts),
+  unit ↔ weight masks, and the sparsity accounting (`sparsity_report`);
+- `schedules` — `(ratio, steps) -> list[float]`;
+- `sp` — SP; `baselines` — IMP with rewinding, Wanda, LLM-Pruner-style Taylor, magnitude, random,
+  random units matched to another network.
+
+Every method is `fn(net, image, config) -> PruneResult`; it prunes the population `net` in place
+(each member independently; masks are `net.masks`, the weights under them exactly zero) and
+retrains with `volratio.train.train`. `prune(net, image, "sp", tau=0.9)` dispatches by name.
+
+Chapter: "Connectivity: which connections remain"; command: `volratio prune`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+import torch
+
+from ..nets import CoordMLP
+from ..train import TrainConfig, mse_per_network
+from .baselines import (
+    IMPConfig,
+    LLMPrunerConfig,
+    MagnitudeConfig,
+    RandomConfig,
+    RandomUnitsConfig,
+    WandaConfig,
+    imp,
+    llm_pruner,
+    magnitude,
+    matched_counts,
+    random_units,
+    random_weights,
+    wanda,
+)
+from .criteria import Calibration, Magnitude, RandomScore, Taylor, Wanda, feature_maps
+from .masks import (
+    PruneError,
+    apportion,
+    masks_with_units,
+    sparsity_report,
+    unit_alive,
+    unit_masks,
+    weight_masks,
+    weight_sparsity,
+)
+from .schedules import geometric, linear, one_shot, steps_for_rate
+from .sp import SPConfig, redundant_pairs, similarity, sp
+
+# method name -> (config class, function)
+METHODS = {
+    "sp": (SPConfig, sp),
+    "imp": (IMPConfig, imp),
+    "wanda": (WandaConfig, wanda),
+    "llm-pruner": (LLMPrunerConfig, llm_pruner),
+    "magnitude": (MagnitudeConfig, magnitude),
+    "random": (RandomConfig, random_weights),
+    "random-units": (RandomUnitsConfig, random_units),
+}
+
+
+@dataclass
+class PruneResult:
+    net: CoordMLP  # the pruned population (the same object that was passed in)
+    method: str
+    config: dict
+    history: list[dict]  # one entry per round/level: round, nonzero, sparsity, live_units, loss (per network)
+    extras: dict = field(default_factory=dict)  # method-specific (SP: stop reasons; IMP: θ_k, rewound weights)
+
+    @property
+    def final_loss(self) -> np.ndarray:
+        """(K,) MSE of each network at the end."""
+        return np.asarray(self.history[-1]["loss"])
+
+    def summary(self) -> dict:
+        """What `volratio prune` prints: method, sparsity reached, live units per layer, final loss."""
+        rep = sparsity_report(self.net)
+        out = {
+            "method": self.method,
+            "rounds": len(self.history) - 1,
+            "sparsity": [m["sparsity"] for m in rep["members"]],
+            "nonzero": [m["nonzero"] for m in rep["members"]],
+            "weights": rep["members"][0]["weights"],
+            "live_units": [m["live_units"] for m in rep["members"]],
+            "unit_sparsity": [m["unit_sparsity"] for m in rep["members"]],
+            "final_loss": [float(x) for x in self.final_loss],
+        }
+        if "stop" in self.extras:
+            out["stop"] = self.extras["stop"]
+        return out
+
+
+@torch.no_grad()
+def record(net: CoordMLP, calib: Calibration, round_: int, **extra) -> dict:
+    """One history entry: the state of every network after a round."""
+    loss = mse_per_network(net, calib.grid, calib.target).cpu().numpy().astype(np.float64)
+    return {
+        "round": round_,
+        "nonzero": net.nonzero(),
+        "sparsity": [float(s) for s in weight_sparsity(net.masks)],
+        "live_units": net.live_units(),
+        "loss": [float(x) for x in loss],
+        **extra,
+    }
+
+
+def make_config(method: str, **options):
+    """The config of `method` with `options` set (unknown options raise, naming the valid ones)."""
+    if method not in METHODS:
+        raise PruneError(f"unknown pruning method {method!r}; choose one of {', '.join(METHODS)}")
+    cls = METHODS[method][0]
+    names = {f.name for f in fields(cls)}
+    bad = sorted(set(options) - names)
+    if bad:
+        raise PruneError(f"method {method!r} has no option {', '.join(bad)}; its options: {', '.join(sorted(names))}")
+    return cls(**options)
+
+
+def prune(net: CoordMLP, image, method: str, config=None, **options) -> PruneResult:
+    """Prune `net` in place with `method` ("sp", "imp", "wanda", "llm-pruner", "magnitude",
+    "random", "random-units") against the target `image`; options override the config's fields."""
+    cfg = config if config is not None else make_config(method, **options)
+    if config is not None and options:
+        from dataclasses import replace
+
+        cfg = replace(config, **options)
+    return METHODS[method][1](net, image, cfg)
+
+
+__all__ = [
+    "METHODS", "PruneResult", "PruneError", "prune", "make_config", "record", "sparsity_report",
+    "SPConfig", "IMPConfig", "WandaConfig", "LLMPrunerConfig", "MagnitudeConfig", "RandomConfig",
+    "RandomUnitsConfig", "sp", "imp", "wanda", "llm_pruner", "magnitude", "random_weights", "random_units",
+    "Calibration", "Magnitude", "Wanda", "Taylor", "RandomScore", "feature_maps", "similarity", "redundant_pairs",
+    "weight_masks", "unit_masks", "unit_alive", "masks_with_units", "apportion", "weight_sparsity", "matched_counts",
+    "one_shot", "linear", "geometric", "steps_for_rate", "TrainConfig",
+]
