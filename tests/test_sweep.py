@@ -350,6 +350,18 @@ def test_a_stalled_sweep_raises_instead_of_hanging(tmp_path):
     assert time.monotonic() - t0 < 30
 
 
+def test_train_run_function_reports_metrics_and_refuses_typos():
+    from volratio.runs import train
+
+    out = train({"seed": 3, "target": "planted:1:depth=2,width=3", "res": 8, "steps": 5, "depth": 2, "width": 3,
+                 "device": "cpu", "artifacts": ["losses"]})
+    assert out["steps"] == 5 and out["depth"] == 2 and out["width"] == 3 and out["device"] == "cpu"
+    assert out["losses"].shape == (6, 1) and out["final_loss"] == out["losses"][-1, 0]
+    assert out["best_loss"] <= out["losses"][0, 0] and "net" not in out
+    with pytest.raises(ValueError, match="stpes"):
+        train({"seed": 0, "stpes": 5})
+
+
 # ---------------------------------------------------------------------------------------------
 # Command line
 

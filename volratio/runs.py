@@ -34,8 +34,11 @@ def train(config: dict) -> dict:
     - `artifacts` [["net", "image", "losses"]]: which artifacts to return.
 
     Metrics: `final_loss` and `best_loss` (mean over the population), `final_loss_min` (best
-    network), `n_params` (non-zero weights per network), `depth`, `width`, `steps`.
+    network), `n_params` (non-zero weights per network), `depth`, `width`, `steps`, `device`
+    (where it trained: "cpu" or "cuda"). Artifacts: `net` (the trained population), `image`
+    (its render, `(K, res, res, 3)`), `losses` (`(steps + 1, K)` loss curve).
     """
+    from .device import resolve_device
     from .nets import Arch, CoordMLP
     from .targets import get_target
     from .train import TrainConfig
@@ -73,6 +76,9 @@ def train(config: dict) -> dict:
         "depth": arch.depth,
         "width": arch.width,
         "steps": int(result.steps[-1]),
+        # the device that trained it: with device="auto" the key does not say, and CPU and CUDA
+        # results differ in the last bits (and, through chaotic training, sometimes more)
+        "device": resolve_device(tc.device).type,
     }
     if "net" in wanted:
         out["net"] = result.net.to("cpu")
