@@ -179,6 +179,7 @@ class PerturbationEngine:
         L = len(W) - 1  # hidden layers
         self.n_kernels = L + 1
         self.shapes = [tuple(w.shape) for w in W]
+        self._mask = [m.numpy() for m in M]
         # per-unit activation of the hidden layers, as ids into self.fns
         names = net.arch.unit_activations()
         self.fns = sorted(set(names))
@@ -257,6 +258,10 @@ class PerturbationEngine:
                 raise PerturbationError(
                     f"parameter (kernel {i}, row {r}, col {c}) is outside the network (kernel shapes {self.shapes})"
                 )
+            if not self._mask[i][r, c]:
+                raise PerturbationError(
+                    f"weight (kernel {i}, row {r}, col {c}) is masked out; only unmasked weights can be perturbed"
+                )
 
     @torch.no_grad()
     def iter_images(self, params, deltas) -> Iterator[tuple[np.ndarray, torch.Tensor]]:
@@ -272,11 +277,7 @@ class PerturbationEngine:
             cc, rr = self.pos[i + 1][c], self.pos[i][r]
             if cc < 0:  # target cannot reach the output: the image does not change
                 unchanged.append(n)
-            elif rr < 0:
-                raise PerturbationError(
-                    f"weight (kernel {i}, row {r}, col {c}) is masked out; only unmasked weights can be perturbed"
-                )
-            else:
+            else:  # an unmasked weight into a live unit comes from a live unit (rr ≥ 0)
                 groups[(i, int(cc))].append(n)
         if unchanged:
             idx = np.asarray(unchanged)

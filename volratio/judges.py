@@ -307,11 +307,12 @@ def _load(auto_model: str, model: str, cls_name: str, cache_dir=None):
     return m, p
 
 
-def _pil_batch(images, size: int | None):
+def _pil_batch(images_u8: np.ndarray, size: int | None):
+    """PIL images from a uint8 batch `(B, H, W, 3)`, resized to size×size (bicubic) when given."""
     from PIL import Image
 
     out = []
-    for a in to_uint8(images):
+    for a in images_u8:
         im = Image.fromarray(a)
         if size and im.size != (size, size):
             im = im.resize((size, size), Image.Resampling.BICUBIC)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ._common import add_json_flag, emit
 
 
@@ -12,7 +14,9 @@ def register(sub) -> None:
     p.add_argument("--judge", default="ssim", choices=["ssim", "clip", "vlm"])
     p.add_argument("--judge-model", default=None, help="local folder or cached model id for the clip/vlm judges")
     p.add_argument("--label", default=None, help="what the judge is asked about (default: the target's name)")
-    p.add_argument("--deltas", default="-2,-1,-0.5,-0.25,0.25,0.5,1,2", help="comma-separated perturbation sizes")
+    p.add_argument("--deltas", default="-2,-1,-0.5,-0.25,0.25,0.5,1,2",
+                   help="comma-separated perturbation sizes, e.g. --deltas -1,-0.5,0.5,1")
+    _allow_negative_lists(p)
     p.add_argument("--res", type=int, default=64)
     p.add_argument("--which", default="all", choices=["all", "genome"],
                    help="all non-zero weights, or (picbreeder:NAME only) the genome's connections without cache copies")
@@ -30,13 +34,20 @@ def register(sub) -> None:
                    help="parameters as kernel:row:col (default: the --n with the largest effect)")
     p.add_argument("--n", type=int, default=6, help="how many parameters when --params is not given")
     p.add_argument("--how", default="effect", choices=["effect", "random"])
-    p.add_argument("--offsets", default="-1,-0.5,0,0.5,1")
+    p.add_argument("--offsets", default="-1,-0.5,0,0.5,1", help="comma-separated Δw of the columns")
+    _allow_negative_lists(p)
     p.add_argument("--controls", type=int, default=1, help="random-direction control rows")
     p.add_argument("--res", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto")
     add_json_flag(p)
     p.set_defaults(func=cmd_sweep)
+
+
+def _allow_negative_lists(p) -> None:
+    """Let a value such as `-1,0.5,1` follow an option: argparse only recognises plain negative
+    numbers (`-1`) as values, and would read `-1,0.5,1` as an unknown option."""
+    p._negative_number_matcher = re.compile(r"^-\d[\d.,eE+-]*$|^-\.\d[\d.,eE+-]*$")
 
 
 def _floats(text: str, what: str) -> list[float]:

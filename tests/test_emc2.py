@@ -1,0 +1,324 @@
+"""EMC2-Bench: the engine against re-rendering from scratch, the score, sweeps, judges, the CLI."""
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from volratio import emc2, judges
+from volratio.errors import VolratioError
+from volratio.nets import CoordMLP
+
+ARCH = "4;gaussian:3,sin:2,sigmoid:1,identity:2"
+
+
+def _net(sparse: bool, dtype=torch.float64, seed=1, head="hsv"):
+    net = CoordMLP(ARCH, head=head, seed=seed, dtype=dtype, init_scale=1.5)
+    if sparse:
+        g = torch.Generator().manual_seed(seed + 10)
+        for i, w in enumerate(net.weights):
+            net.set_mask(i, (torch.rand(w.shape[1:], generator=g) < 0.35).float())
+    return net
+
+
+def _naive(net, P, D, res):
+    return torch.stack([emc2.naive_render(net, p, d, res) for p, d in zip(P, D)]).double()
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("head", ["hsv", "grey"])
+def test_engine_equals_rerendering_every_layer(sparse, head):
+    net = _net(sparse, head=head)
+    P = emc2.nonzero_params(net)
+    assert set(P[:, 0]) == set(range(net.n_kernels))  # first, hidden and last kernels all perturbed
+    D = np.linspace(-2, 2, len(P))
+    eng = emc2.PerturbationEngine(net, 20, device="cpu", dtype=torch.float64, memory_bytes=200_000)
+    got = eng.render(P, D).double()
+    err = (got - _naive(net, P, D, 20)).abs().max().item()
+    assert err <= 1e-6
+    assert (eng.base.double() - net.render(20)[0].detach().double()).abs().max() <= 1e-12
+
+
+def test_engine_float32_and_memory_cap_do_not_change_images():
+    net = _net(False, dtype=torch.float32)
+    P = emc2.nonzero_params(net)[::3]
+    D = np.full(len(P), 0.7)
+    a = emc2.PerturbationEngine(net, 16, device="cpu", dtype=torch.float32, memory_bytes=50_000).render(P, D)
+    b = emc2.PerturbationEngine(net, 16, device="cpu", dtype=torch.float32, memory_bytes=2**30).render(P, D)
+    assert torch.equal(a, b)  # chunking never changes a number
+    assert (a.double() - _naive(net, P, D, 16)).abs().max() <= 1e-5
+
+
+def test_compaction_drops_dead_units_and_keeps_their_images_exact():
+    net = _net(False)
+    with torch.no_grad():  # unit 2 of hidden layer 2 loses its outgoing weights: it is dead
+        m = net.masks[2][0].clone()
+        m[2, :] = 0
+        net.set_mask(2, m)
+    eng = emc2.PerturbationEngine(net, 12, device="cpu")
+    assert eng.width_kept[1] == net.width - 1
+    P = np.array([[1, 0, 2], [1, 3, 2], [2, 0, 1], [4, 5, 0]])  # two weights into the dead unit
+    D = np.array([1.5, -2.0, 1.0, 0.5])
+    got = eng.render(P, D)
+    assert torch.equal(got[0], eng.base) and torch.equal(got[1], eng.base)
+    assert (got.double() - _naive(net, P, D, 12)).abs().max() <= 1e-6
+
+
+def test_engine_rejects_masked_and_out_of_range_weights():
+    net = _net(True)
+    ew = net.effective_weights()[1][0]
+    r, c = [int(v) for v in torch.nonzero(ew == 0)[0]]
+    eng = emc2.PerturbationEngine(net, 8, device="cpu")
+    with pytest.raises(emc2.PerturbationError, match="masked"):
+        eng.render([[1, r, c]], [1.0])
+    with pytest.raises(emc2.PerturbationError, match="masked"):
+        emc2.naive_render(net, (1, r, c), 1.0, 8)
+    with pytest.raises(emc2.PerturbationError, match="outside"):
+        eng.render([[9, 0, 0]], [1.0])
+
+
+class DistanceJudge(judges.Judge):
+    """Kept ⇔ RMS distance to the reference below `tol` (a judge with a known answer)."""
+
+    name = "distance"
+
+    def __init__(self, ref, tol):
+        self.ref, self.tol = ref, tol
+
+    def settings(self):
+        return {"tol": self.tol}
+
+    def _judge(self, images, label):
+        d = ((judges.as_images(images) - self.ref.double()) ** 2).mean(dim=(1, 2, 3)).sqrt().numpy()
+        return d < self.tol, d
+
+
+def test_score_is_the_fraction_of_kept_perturbations_per_delta():
+    net = _net(True)
+    cfg = emc2.EMC2Config(deltas=(-1.0, 0.5, 2.0), res=12, device="cpu")
+    eng = emc2.PerturbationEngine(net, 12, device="cpu")
+    res = emc2.score(net, DistanceJudge(eng.base, 0.05), "thing", cfg)
+    t = res.table
+    assert list(t.columns[:8]) == ["layer", "row", "col", "weight", "delta", "verdict", "score", "distance"]
+    assert len(t) == 3 * len(emc2.nonzero_params(net)) and res.n_params == res.n_nonzero
+    assert np.allclose(t["score"], t["distance"])
+    for d, s in zip(res.deltas, res.scores):
+        assert s == pytest.approx((t[t.delta == d].distance < 0.05).mean())
+    assert res.judge == "distance" and res.judge_settings["tol"] == 0.05
+    assert res.auc == pytest.approx(emc2.normalised_auc(res.deltas, res.scores))
+    # bigger perturbations move the image further
+    assert t[t.delta.abs() == 2].distance.mean() > t[t.delta.abs() == 0.5].distance.mean()
+
+
+def test_normalised_auc_and_subsample():
+    assert emc2.normalised_auc([-1, 1], [1, 1]) == 1.0
+    assert emc2.normalised_auc([1, -1, 0], [0, 0, 1]) == pytest.approx(0.5)
+    P = np.arange(30).reshape(10, 3)
+    a, b = emc2.subsample(P, 4, seed=3), emc2.subsample(P, 4, seed=3)
+    assert np.array_equal(a, b) and len(a) == 4 and np.all(np.diff(a[:, 0]) > 0)
+
+
+def test_weight_sweep_rows_columns_and_control():
+    net = _net(True, dtype=torch.float32)
+    P = emc2.pick_params(net, 3, "effect", res=12, device="cpu")
+    sw = emc2.weight_sweep(net, P, offsets=(-1, 0, 1), res=12, controls=1, device="cpu")
+    assert sw.images.shape == (4, 3, 12, 12, 3) and len(sw.labels) == 4
+    base = net.render(12)[0].detach().numpy()
+    assert np.allclose(sw.images[:, 1], base, atol=1e-6)  # Δw = 0 is the network itself
+    assert not np.allclose(sw.images[0, 0], base)
+    fig = emc2.sweep_figure(sw)
+    assert len(fig.axes) == 12
+
+
+def test_picbreeder_genome_and_cache_parameters(picbreeder_dir):
+    from volratio import picbreeder
+
+    lay = picbreeder.layerize("skull")
+    allp = emc2.params_of(lay.net, "all")
+    gen = emc2.params_of(lay.net, "genome", lay)
+    cache = emc2.cache_params(lay)
+    assert (len(allp), len(gen), len(cache)) == (147, lay.n_genome_weights, lay.n_cache_weights) == (147, 57, 90)
+    W = [w.detach() for w in lay.net.effective_weights()]
+    assert all(float(W[i][0, r, c]) == 1.0 for i, r, c in cache.tolist())
+    with pytest.raises(VolratioError, match="layerize"):
+        emc2.params_of(lay.net, "genome")
+    # the engine on the Picbreeder skull equals re-rendering (a sample of every kernel)
+    P = np.concatenate([allp[allp[:, 0] == k][:2] for k in range(lay.net.n_kernels)])
+    D = np.linspace(-2, 2, len(P))
+    eng = emc2.PerturbationEngine(lay.net, 24, device="cpu", dtype=torch.float64)
+    assert (eng.render(P, D).double() - _naive(lay.net.double(), P, D, 24)).abs().max() <= 1e-6
+
+
+# ---------------------------------------------------------------------------------------------
+# judges
+
+
+def test_batched_ssim_equals_skimage():
+    from skimage.metrics import structural_similarity
+
+    g = torch.Generator().manual_seed(0)
+    ref = torch.rand(17, 17, 3, generator=g, dtype=torch.float64)
+    imgs = (ref + 0.2 * torch.randn(4, 17, 17, 3, generator=g, dtype=torch.float64)).clamp(0, 1)
+    want = [structural_similarity(i.numpy(), ref.numpy(), data_range=1.0, channel_axis=-1) for i in imgs]
+    assert np.allclose(judges.ssim(imgs, ref), want, atol=1e-10)
+    assert judges.ssim(ref, ref)[0] == pytest.approx(1.0)
+
+
+def test_threshold_choice_and_roc():
+    pos, neg = np.array([0.6, 0.7, 0.9]), np.array([0.1, 0.2, 0.5])
+    t = judges.choose_threshold(pos, neg)
+    assert 0.5 < t < 0.6
+    fpr, tpr, th, auc = judges.roc(pos, neg)
+    assert auc == 1.0 and fpr[0] == tpr[0] == 0 and fpr[-1] == tpr[-1] == 1
+    assert np.all(np.diff(fpr) >= 0) and np.all(np.diff(tpr) >= 0)
+    _, _, _, auc2 = judges.roc(np.array([0.1, 0.2]), np.array([0.8, 0.9]))
+    assert auc2 == 0.0
+
+
+def test_ssim_calibration_separates_edits_from_other_images():
+    net = CoordMLP("5;gaussian:4,sin:2,sigmoid:2", seed=7, init_scale=2.0)
+    ref = net.render(32)[0].detach()
+    negs = {**judges.random_cppn_images(32, n=6, seed=1), **judges.noise_images(32, n=2)}
+    cal = judges.calibrate(ref, negatives=negs)
+    assert set(cal.positive) == set(judges.identity_edits(ref))
+    j = judges.SSIMJudge(ref, cal.threshold, cal)
+    v = j(torch.stack([ref, torch.rand(32, 32, 3)]), "pattern")
+    assert v.verdicts.tolist() == [True, False] and v.judge == "ssim"
+    assert v.settings["threshold"] == cal.threshold and v.settings["label"] == "pattern"
+    assert v.settings["calibration"]["roc_auc"] == cal.auc
+
+
+class FakeProcessor:
+    """Follows the transformers processor interface the VLM judge uses."""
+
+    def __init__(self):
+        self.tokenizer = argparse.Namespace(padding_side="right")
+        self.seen = []
+
+    def apply_chat_template(self, messages, add_generation_prompt, tokenize):
+        assert add_generation_prompt and not tokenize
+        return "USER: <image> " + messages[0]["content"][1]["text"] + " ASSISTANT:"
+
+    def __call__(self, text, images, return_tensors, padding):
+        self.seen.append((text, images))
+        means = torch.tensor([float(np.asarray(im).mean()) for im in images])
+        return {"input_ids": torch.zeros(len(images), 5, dtype=torch.long), "brightness": means}
+
+    def batch_decode(self, ids, skip_special_tokens):
+        return ["<think>is it bright?</think> Yes." if int(i[0]) == 1 else "no" for i in ids]
+
+
+class FakeVLM:
+    def __init__(self):
+        self.calls = 0
+
+    def to(self, device):
+        return self
+
+    def generate(self, input_ids, brightness, max_new_tokens, do_sample):
+        self.calls += 1
+        ans = (brightness > 127).long()[:, None]
+        return torch.cat([input_ids, ans, ans], dim=1)
+
+
+def test_vlm_prompt_parsing_batching_and_cache():
+    msgs = judges.vlm_messages("skull")
+    assert msgs[0]["content"][0] == {"type": "image"} and "picture of a skull?" in msgs[0]["content"][1]["text"]
+    assert judges.parse_answer("<think>maybe no</think>\nYes, it is.") is True
+    assert judges.parse_answer("No.") is False
+    assert judges.parse_answer("<think>still thinking, yes") is None
+    assert judges.parse_answer("I cannot tell") is None
+    model, proc = FakeVLM(), FakeProcessor()
+    j = judges.VLMJudge(model="fake", model_obj=model, processor_obj=proc, batch_size=2, device="cpu")
+    assert proc.tokenizer.padding_side == "left"
+    imgs = torch.stack([torch.full((8, 8, 3), v) for v in (0.9, 0.1, 0.9, 0.8)])
+    v = j(imgs, "skull")
+    assert v.verdicts.tolist() == [True, False, True, True] and v.scores.tolist() == [1.0, 0.0, 1.0, 1.0]
+    assert model.calls == 2  # 3 distinct images in batches of 2
+    assert "skull" in proc.seen[0][0][0] and proc.seen[0][1][0].size == (224, 224)
+    j(imgs, "skull")
+    assert model.calls == 2 and j.cache_hits == 4  # the second call comes from the cache
+    assert v.judge == "vlm" and v.settings["model"] == "fake" and v.settings["decoding"] == "greedy"
+
+
+def _tiny_clip(path):
+    transformers = pytest.importorskip("transformers")
+    vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1}
+    for ch in "abcdefghijklmnopqrstuvwxyz":
+        vocab[ch] = len(vocab)
+        vocab[ch + "</w>"] = len(vocab)
+    (path / "vocab.json").write_text(json.dumps(vocab))
+    (path / "merges.txt").write_text("#version: 0.2\n")
+    tok = transformers.CLIPTokenizer(str(path / "vocab.json"), str(path / "merges.txt"))
+    ip = transformers.CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    cfg = transformers.CLIPConfig(
+        text_config=dict(vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, max_position_embeddings=40, bos_token_id=0, eos_token_id=1, pad_token_id=1),
+        vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                           image_size=32, patch_size=8),
+        projection_dim=8,
+    )
+    torch.manual_seed(0)
+    out = path / "clip"
+    transformers.CLIPModel(cfg).save_pretrained(out)
+    transformers.CLIPProcessor(image_processor=ip, tokenizer=tok).save_pretrained(out)
+    return out
+
+
+def test_clip_judge_with_a_tiny_random_model(tmp_path):
+    folder = _tiny_clip(tmp_path)
+    j = judges.CLIPJudge(model=str(folder), distractors=("dog", "cat"), image_size=32, device="cpu", batch_size=2)
+    assert judges.clip_prompts("skull", ("dog", "skull", "cat")) == ["a picture of a skull", "a picture of a dog", "a picture of a cat"]
+    g = torch.Generator().manual_seed(0)
+    imgs = torch.rand(3, 16, 16, 3, generator=g)
+    v = j(imgs, "skull")
+    assert v.verdicts.shape == (3,) and np.all((v.scores > 0) & (v.scores < 1))
+    # verdict = the label's prompt wins the softmax over the three prompts
+    assert v.judge == "clip" and v.settings["model"] == str(folder) and v.settings["distractors"] == ["dog", "cat"]
+    again = j(imgs, "skull")
+    assert j.cache_hits == 3 and np.array_equal(again.scores, v.scores)
+    jt = judges.CLIPJudge(model=str(folder), distractors=("dog", "cat"), image_size=32, device="cpu", threshold=0.0)
+    assert jt(imgs, "skull").verdicts.all()
+
+
+def test_model_judges_without_weights_say_how_to_provide_them(tmp_path):
+    pytest.importorskip("transformers")
+    for cls in (judges.CLIPJudge, judges.VLMJudge):
+        with pytest.raises(judges.JudgeWeightsMissing, match="hf download") as e:
+            cls(model=str(tmp_path / "no-such-model"), device="cpu")
+        assert isinstance(e.value, VolratioError) and "--judge ssim" in str(e.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# command line
+
+
+def _cli(argv):
+    from volratio.commands import emc2 as cmd
+
+    p = argparse.ArgumentParser()
+    cmd.register(p.add_subparsers(dest="command"))
+    args = p.parse_args(argv)
+    return args.func(args)
+
+
+def test_cli_emc2_json_and_sweep(tmp_path, capsys):
+    net = CoordMLP("3;gaussian:4,sin:2", seed=3, init_scale=2.0)
+    f = tmp_path / "net.safetensors"
+    net.save(f)
+    assert _cli(["emc2", str(f), "--target", "image:camera", "--deltas", "-1,0.5,1", "--res", "16",
+                 "--max-params", "12", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"judge", "deltas", "scores", "auc", "n_params"} <= set(out)
+    assert out["judge"] == "ssim" and out["deltas"] == [-1.0, 0.5, 1.0] and out["n_params"] == 12
+    assert len(out["scores"]) == 3 and all(0 <= s <= 1 for s in out["scores"])
+    assert 0 < out["judge_settings"]["threshold"] < 1
+    assert _cli(["emc2", str(f), "--target", "image:camera", "--deltas=-0.5", "--res", "16", "--max-params", "3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["deltas"] == [-0.5]
+    png = tmp_path / "sweep.png"
+    assert _cli(["sweep-weights", str(f), "--out", str(png), "--params", "0:0:1", "1:2:3", "--res", "16"]) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(VolratioError, match="genome"):
+        _cli(["emc2", str(f), "--target", "image:camera", "--which", "genome"])
