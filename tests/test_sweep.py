@@ -342,6 +342,23 @@ def test_dask_localcluster_and_processes_equal_in_process_bitwise(tmp_path):
     assert np.array_equal(net.render(12).detach().numpy(), image)  # the stored network draws the stored image
 
 
+def test_an_existing_scheduler_by_address(tmp_path, capsys):
+    from distributed import LocalCluster
+
+    spec = tmp_path / "toy.toml"
+    spec.write_text('run = "volratio.runs:toy"\nseeds = 3\n[grid]\nn = [4, 9]\n')
+    run_sweep(Sweep.from_file(spec), tmp_path / "inproc")
+    # a scheduler with one in-process worker of 3 threads: cheap to start, and runs overlap in threads
+    with LocalCluster(n_workers=1, threads_per_worker=3, processes=False, dashboard_address=None) as cluster:
+        argv = ["sweep", str(spec), "--scheduler", cluster.scheduler_address, "--out", str(tmp_path / "remote"), "--json"]
+        assert cli_main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["ran"] == 6 and summary["executor"] == f"Dask scheduler {cluster.scheduler_address}"
+    assert _fingerprint(tmp_path / "remote") == _fingerprint(tmp_path / "inproc")
+    with pytest.raises(SweepSpecError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
+        run_sweep(Sweep.from_file(spec), tmp_path / "x", Dask("tcp://127.0.0.1:9", timeout=2))
+
+
 def test_a_stalled_sweep_raises_instead_of_hanging(tmp_path):
     sweep = Sweep(run="test_sweep:logged", config={"sleep": 5.0, "n": 2})
     t0 = time.monotonic()

@@ -202,8 +202,8 @@ class Store:
             return None
         if row["status"] == "done":
             for name, art in json.loads(row["artifacts"]).items():
-                path = self.root / art["file"]
-                if not path.is_file() or _sha256_file(path) != art["sha256"]:
+                path = self._artifact_file(key, art)
+                if path is None or not path.is_file() or _sha256_file(path) != art["sha256"]:
                     warnings.warn(
                         f"{path}: artifact {name!r} of run {key} is missing or damaged; the run will be recomputed",
                         CorruptResultWarning,
@@ -266,9 +266,9 @@ class Store:
         if name not in arts:
             have = ", ".join(arts) or "none"
             raise StoreError(f"{self.root}: run {key} has no artifact {name!r} (it has: {have})")
-        path = self.root / arts[name]["file"]
-        if not path.is_file() or _sha256_file(path) != arts[name]["sha256"]:
-            raise StoreError(f"{path}: artifact is missing or damaged; rerun the sweep to recompute run {key}")
+        path = self._artifact_file(key, arts[name])
+        if path is None or not path.is_file() or _sha256_file(path) != arts[name]["sha256"]:
+            raise StoreError(f"{self.root}: artifact {name!r} of run {key} is missing or damaged; rerun the sweep to recompute it")
         return path
 
     def artifact(self, key: str, name: str):
@@ -281,6 +281,13 @@ class Store:
         from .nets import CoordMLP
 
         return CoordMLP.load(path)
+
+    def _artifact_file(self, key: str, art: dict) -> Path | None:
+        # a row may only name files in its own artifact folder (never ../ anything)
+        parts = Path(art.get("file", "")).parts
+        if len(parts) != 3 or parts[:2] != (ARTIFACTS, key) or parts[2].startswith("."):
+            return None
+        return self.root.joinpath(*parts)
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -379,19 +386,20 @@ class _Corrupt(Exception):
 
 
 def _read_table(path: Path) -> list[dict]:
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         table = pq.read_table(path, page_checksum_verification=True)
-    except (pa.ArrowException, OSError, ValueError) as e:
-        raise _Corrupt(f"unreadable Parquet: {e}") from e
-    meta = table.schema.metadata or {}
-    if meta.get(b"volratio.format") != FORMAT.encode():
-        raise _Corrupt(f"not a {FORMAT} table")
-    if table.column_names != list(COLUMNS):
-        raise _Corrupt(f"unexpected columns {table.column_names}")
-    rows = table.to_pylist()
+        meta = table.schema.metadata or {}
+        if meta.get(b"volratio.format") != FORMAT.encode():
+            raise _Corrupt(f"not a {FORMAT} table")
+        if table.column_names != list(COLUMNS):
+            raise _Corrupt(f"unexpected columns {table.column_names}")
+        rows = table.to_pylist()
+    except _Corrupt:
+        raise
+    except Exception as e:  # whatever a damaged file makes pyarrow raise (ArrowInvalid, OSError, …)
+        raise _Corrupt(f"unreadable Parquet: {type(e).__name__}: {e}") from e
     if _rows_digest(rows).encode() != meta.get(b"volratio.rows_sha256"):
         raise _Corrupt("row checksum mismatch")
     return rows

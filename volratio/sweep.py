@@ -38,6 +38,7 @@ import logging
 import math
 import multiprocessing
 import socket
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -209,7 +210,11 @@ def _torch_threads(n: int | None):
     try:
         yield
     finally:
-        torch.set_num_threads(before)
+        # Restore only in a main thread (in-process runs, process-pool workers). A Dask worker runs
+        # tasks in several threads of one process, and restoring there would change the setting
+        # under a run still going in another thread.
+        if threading.current_thread() is threading.main_thread():
+            torch.set_num_threads(before)
 
 
 def _split_result(result: Any, run: str) -> tuple[dict, dict]:
@@ -264,6 +269,10 @@ class Processes:
 
     n: int = 2  # worker processes
 
+    def __post_init__(self):
+        if self.n < 1:
+            raise SweepSpecError(f"Processes: n = {self.n}; give at least 1 worker process")
+
     @contextlib.contextmanager
     def open(self):
         ex = cf.ProcessPoolExecutor(max_workers=self.n, mp_context=multiprocessing.get_context("spawn"))
@@ -296,7 +305,9 @@ class Dask:
 
     def __post_init__(self):
         if (self.address is None) == (self.workers is None):
-            raise SweepSpecError("Dask: give either a scheduler address or a number of workers, not both")
+            raise SweepSpecError("Dask: give a scheduler address or a number of workers (exactly one of them)")
+        if self.workers is not None and self.workers < 1:
+            raise SweepSpecError(f"Dask: workers = {self.workers}; a LocalCluster needs at least 1 worker")
 
     @contextlib.contextmanager
     def open(self):
@@ -409,8 +420,10 @@ def run_sweep(
     `executor`: `InProcess()` (default), `Processes(n)` or `Dask(...)`. `retry_failed`: rerun runs
     whose last attempt failed (otherwise they are reported, not rerun). `progress`: show a tqdm bar
     (None: only on a terminal). `timeout`: give up (`SweepStalled`) when no run has finished for
-    this many seconds — finished runs stay in the store (None: wait forever). A run interrupted by a crash or a kill is rerun next time; a run
-    recorded in the store is never run again.
+    this many seconds — finished runs stay in the store (None: wait forever).
+
+    A run interrupted by a crash or a kill is rerun next time; a run recorded in the store is never
+    run again.
     """
     from tqdm import tqdm  # plain text bar: works in terminals and notebooks without ipywidgets
 
