@@ -202,6 +202,15 @@ class Layered:
     n_genome_weights: int  # non-zero weights that are graph links
     n_cache_weights: int  # non-zero weights of 1 that carry values (cache chains + output selection)
 
+    def node_units(self) -> dict[int, list[tuple[str, int]]]:
+        """Hidden layer (1..L) → `(node, column)` of the graph's own nodes there (caches excluded),
+        ordered by column."""
+        out: dict[int, list[tuple[str, int]]] = defaultdict(list)
+        for k, (l, c) in self.placement.items():
+            if l > 0 and not k.startswith("_"):  # "_hue"/"_saturation": constant padding units
+                out[l].append((k, c))
+        return {l: sorted(v, key=lambda t: t[1]) for l, v in sorted(out.items())}
+
 
 def _layerize(g: Graph, dtype) -> Layered:
     layer = g.layers()

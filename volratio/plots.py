@@ -1,0 +1,113 @@
+"""The figures the book shows. Each function takes data, draws on a new figure, and returns it.
+
+Large grids of feature maps are composed into one mosaic array and drawn with a single `imshow`
+(a thousand sub-axes would take matplotlib minutes).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+
+def _np(img) -> np.ndarray:
+    if isinstance(img, torch.Tensor):
+        img = img.detach().cpu().numpy()
+    return np.asarray(img)
+
+
+def image_row(images: Sequence, titles: Sequence[str] | None = None, size: float = 2.2, suptitle: str | None = None):
+    """Images `(H, W, 3)` side by side."""
+    import matplotlib.pyplot as plt
+
+    n = len(images)
+    fig, axes = plt.subplots(1, n, figsize=(size * n, size * 1.1), squeeze=False)
+    for i, ax in enumerate(axes[0]):
+        ax.imshow(np.clip(_np(images[i]), 0, 1), interpolation="nearest")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        if titles:
+            ax.set_title(titles[i], fontsize=9)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def image_grid(rows: Sequence[Sequence], row_labels: Sequence[str] | None = None,
+               col_labels: Sequence[str] | None = None, size: float = 1.2, title: str | None = None):
+    """A grid of images: `rows[i][j]` is `(H, W, 3)` (weight sweeps and similar figures)."""
+    import matplotlib.pyplot as plt
+
+    nr, nc = len(rows), max(len(r) for r in rows)
+    fig, axes = plt.subplots(nr, nc, figsize=(size * nc + 1.0, size * nr + 0.4), squeeze=False)
+    for i in range(nr):
+        for j in range(nc):
+            ax = axes[i][j]
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if j < len(rows[i]):
+                ax.imshow(np.clip(_np(rows[i][j]), 0, 1), interpolation="nearest")
+            else:
+                ax.axis("off")
+            if row_labels is not None and j == 0:
+                ax.set_ylabel(row_labels[i], fontsize=7, rotation=0, ha="right", va="center")
+            if col_labels is not None and i == 0:
+                ax.set_title(col_labels[j], fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def mosaic(maps: Sequence[np.ndarray], pad: int = 1, fill: float = np.nan) -> np.ndarray:
+    """Stack rows of feature maps into one array. `maps[i]` is `(n_i, H, W)`; rows are padded to
+    the longest with `fill` (drawn as background)."""
+    maps = [_np(m) for m in maps]
+    H, W = maps[0].shape[1:3]
+    ncol = max(m.shape[0] for m in maps)
+    out = np.full((len(maps) * (H + pad) - pad, ncol * (W + pad) - pad), fill, dtype=np.float64)
+    for i, row in enumerate(maps):
+        for j in range(row.shape[0]):
+            out[i * (H + pad) : i * (H + pad) + H, j * (W + pad) : j * (W + pad) + W] = row[j]
+    return out
+
+
+def feature_mosaic(layers: Sequence, title: str = "", ax=None, row_label: str = "layer"):
+    """Draw per-layer feature maps (`layers[l]` is `(n_units, H, W)`, values in [-1, 1] or so) as one
+    mosaic: one row per layer, one tile per unit, a diverging colour map centred at 0."""
+    import matplotlib.pyplot as plt
+
+    m = mosaic(layers)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(min(14, 0.35 * m.shape[1] / layers[0].shape[1] + 2), 0.35 * len(layers) + 1))
+    lim = np.nanmax(np.abs(m)) or 1.0
+    cmap = plt.get_cmap("RdBu_r").copy()
+    cmap.set_bad("white")
+    ax.imshow(m, cmap=cmap, vmin=-lim, vmax=lim, interpolation="nearest")
+    H = layers[0].shape[1]
+    ax.set_yticks([(H + 1) * i + H / 2 for i in range(len(layers))])
+    ax.set_yticklabels([f"{row_label} {i + 1}" for i in range(len(layers))], fontsize=6)
+    ax.set_xticks([])
+    ax.set_title(title, fontsize=9)
+    return ax.figure
+
+
+def loss_curves(curves: dict, title: str = "", logy: bool = True):
+    """`curves` maps a label to `(steps, losses)`."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    for label, (x, y) in curves.items():
+        ax.plot(_np(x), _np(y), label=label, lw=1.2)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("MSE (RGB)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
