@@ -130,7 +130,7 @@ def test_exact_tiny_cell_by_hand():
     # L = 1 on AND(x0, x1): only w = (1, 1) with b ∈ {−1, 0} computes it (z > 0 is strict):
     # 2 · (p/3)^2 · 1/3
     e = exact(get_boolean_target("tree:1:2"), 1, 1, CPU)
-    assert e.p_solution == pytest.approx(2 * (0.5 / 3) ** 2 / 3, rel=1e-12)
+    assert e.p_solution == pytest.approx(2 * (CPU.p / 3) ** 2 / 3, rel=1e-12)
     assert e.rho == 1.0
 
 

@@ -56,7 +56,7 @@ class SamplerConfig:
 
     weights: str = "ternary"  # "ternary" (uniform {−1,0,+1}; exact enumeration possible) or "gaussian"
     masks: str = "bernoulli"  # "bernoulli" (density p) or "fanin" (exactly fan_in inputs per unit)
-    p: float = 0.5  # mask density for "bernoulli"
+    p: float = 0.8  # mask density for "bernoulli" (0.8: P(weight = 0) = 0.47; the largest volumes on the book's targets)
     fan_in: int = 2  # incoming connections per unit for "fanin" (capped at the layer's fan-in)
     batch: int = 1 << 16  # networks per batched draw; part of the random stream (keep fixed to compare)
     device: str = "auto"  # "auto" = CUDA if available
@@ -345,3 +345,188 @@ def boolean_grid(target: BooleanTarget, Ws, Ls, samples: int, cfg: SamplerConfig
                 r["theory"] = clean_volume_value(target, W, L, cfg)
             rows.append(r)
     return rows
+
+
+@dataclass(frozen=True)
+class BooleanRhoConfig:
+    """One ρ(W, L) grid of the Boolean model — the experiment of the chapter's heatmaps."""
+
+    target: str = "chain:2"  # a Boolean target spec (volratio.boolean)
+    Ws: tuple = (1, 2, 3, 4, 6)  # widths
+    Ls: tuple = (1, 2, 3, 4)  # depths (threshold layers, output included)
+    samples: int = 100_000  # networks per (W, L)
+    sampler: SamplerConfig = SamplerConfig()  # weights, masks, density, intervals
+    seed: int = 0
+    exact: bool = False  # also enumerate exactly where ≤ 3^13 configurations
+    scale: str = "quick"
+
+    @classmethod
+    def quick(cls, **kw) -> "BooleanRhoConfig":
+        """The book's scale: 10^5 networks per cell."""
+        return cls(**kw)
+
+    @classmethod
+    def full(cls, **kw) -> "BooleanRhoConfig":
+        """10^7 networks per cell (a GPU makes this minutes)."""
+        return cls(**{"samples": 10_000_000, "scale": "full", **kw})
+
+
+def run_boolean(cfg: BooleanRhoConfig) -> dict:
+    """Run a grid; the result carries its config, the target's L* and W_min, and the rows."""
+    from . import __version__
+    from .boolean import get_boolean_target
+
+    t = get_boolean_target(cfg.target)
+    rows = boolean_grid(t, cfg.Ws, cfg.Ls, cfg.samples, cfg.sampler, cfg.seed, with_exact=cfg.exact)
+    return {"target": t.spec, "L_star": t.depth, "W_min": t.width, "rows": rows,
+            "config": asdict(cfg), "version": __version__}
+
+
+def rows_to_grid(rows: list[dict], key: str, Ws, Ls) -> np.ndarray:
+    """Values of `key` from grid rows as an array (len(Ls), len(Ws)); None → NaN."""
+    out = np.full((len(Ls), len(Ws)), np.nan)
+    for r in rows:
+        v = r.get(key)
+        if v is not None and r["W"] in Ws and r["L"] in Ls:
+            out[list(Ls).index(r["L"]), list(Ws).index(r["W"])] = v
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Basin model (the image setting)
+
+
+@dataclass(frozen=True)
+class BasinConfig:
+    """Train K random masked initialisations per (W, L) on a planted target and classify them.
+
+    A trained network is a *solution* when its final MSE is ≤ `loss_tol`. A solution is
+    *compositional* when all planted primitives (the output node included: in a network of depth
+    L* a hidden unit of the last layer computes it and the linear head rescales it) can be
+    assigned to distinct hidden units (any layer; optimal assignment by
+    `scipy.optimize.linear_sum_assignment`) each with |Pearson correlation| ≥ `threshold` between
+    the unit's feature map and the primitive's ground-truth map — and, with `use_emc2`, when its
+    EMC2 area under the δ-curve (`volratio.emc2.score`) is ≥ `emc2_threshold`.
+    """
+
+    population: int = 16  # K networks per (W, L), trained as one population
+    steps: int = 800  # Adam steps
+    lr: float = 1e-2  # Adam learning rate (higher than FER's 3e-3: short runs)
+    res: int = 32  # training and feature resolution
+    p: float = 0.75  # Bernoulli density of the masks on every hidden-layer kernel (the head stays dense)
+    activations: tuple = ("gaussian", "sin", "sigmoid")  # the planted targets' activation cycle
+    loss_tol: float = 2e-3  # MSE (grey, [0, 1]) below which a network counts as a solution
+    threshold: float = 0.9  # |correlation| a unit needs to carry a primitive
+    use_emc2: bool = False  # also require the EMC2 criterion (needs volratio.emc2 and a judge)
+    emc2_threshold: float = 0.5  # minimum normalised EMC2 AUC when use_emc2
+    seed: int = 0
+    device: str = "auto"
+    confidence: float = 0.95
+    interval: str = "wilson"
+
+    @classmethod
+    def quick(cls, **kw) -> "BasinConfig":
+        """The book's scale: K = 16, 800 steps at 32×32."""
+        return cls(**kw)
+
+    @classmethod
+    def full(cls, **kw) -> "BasinConfig":
+        """K = 256, 5000 steps at 64×64."""
+        return cls(**{"population": 256, "steps": 5000, "res": 64, **kw})
+
+
+def _arch(W: int, L: int, activations) -> str:
+    counts = [sum(1 for j in range(W) if j % len(activations) == i) for i in range(len(activations))]
+    return f"{L};" + ",".join(f"{a}:{c}" for a, c in zip(activations, counts) if c)
+
+
+def primitive_correlations(feats: list[torch.Tensor], prims: dict[str, torch.Tensor]) -> np.ndarray:
+    """|Pearson correlation| between every primitive map and every hidden unit: (K, n_prim, n_units).
+    `feats`: per layer (K, res, res, W); `prims`: name → (res, res). Constant maps correlate 0."""
+    F = torch.cat([f.flatten(1, 2) for f in feats], dim=-1).double()  # (K, P, U)
+    Pm = torch.stack([p.flatten() for p in prims.values()], dim=-1).double()  # (P, n_prim)
+    F = F - F.mean(1, keepdim=True)
+    Pm = Pm - Pm.mean(0, keepdim=True)
+    fn, pn = F.norm(dim=1), Pm.norm(dim=0)  # (K, U), (n_prim,)
+    C = torch.einsum("kpu,pq->kqu", F, Pm) / (pn[None, :, None] * fn[:, None, :]).clamp_min(1e-12)
+    C = torch.where((fn[:, None, :] > 1e-9) & (pn[None, :, None] > 1e-9), C, torch.zeros_like(C))
+    return C.abs().cpu().numpy()
+
+
+def assigned_correlations(C: np.ndarray) -> np.ndarray:
+    """Per network, the |correlation| of each primitive with the unit an optimal one-to-one
+    assignment gives it, (K, n_prim); 0 where there are fewer units than primitives."""
+    from scipy.optimize import linear_sum_assignment
+
+    K, n_prim, U = C.shape
+    out = np.zeros((K, n_prim))
+    for k in range(K):
+        r, c = linear_sum_assignment(-C[k])
+        out[k, r] = C[k, r, c]
+    return out
+
+
+def basin_cell(target, W: int, L: int, cfg: BasinConfig, judge=None) -> dict:
+    """Train K masked networks of width W, depth L on a planted target; one result row."""
+    from .nets import CoordMLP
+    from .targets import get_target
+    from .train import TrainConfig, train
+
+    if isinstance(target, str):
+        target = get_target(target)
+    if not hasattr(target, "primitive_maps"):
+        raise RhoError(f"{getattr(target, 'spec', target)}: the basin model needs a planted target (planted:SEED[:…])")
+    K = cfg.population
+    s = cell_seed(cfg.seed, W, L, 0)
+    g = generator(s)
+    arch = _arch(W, L, cfg.activations)
+    dims = [4] + [W] * L + [1]
+    masks = [(torch.rand(K, fi, fo, generator=g) < cfg.p).float() if i < L else torch.ones(K, fi, fo)
+             for i, (fi, fo) in enumerate(zip(dims[:-1], dims[1:]))]
+    net = CoordMLP(arch, head="grey", population=K, seed=s, masks=masks)
+    res = train(net, target.image(cfg.res), TrainConfig(steps=cfg.steps, lr=cfg.lr, device=cfg.device,
+                                                        log_every=max(cfg.steps, 1)))
+    net = res.net
+    loss = res.final_loss
+    sol = loss <= cfg.loss_tol
+    prims = target.primitive_maps(cfg.res)  # name → (res, res), the output node included
+    with torch.no_grad():
+        feats = [f.cpu() for f in net.features(cfg.res)]
+    A = assigned_correlations(primitive_correlations(feats, prims))  # (K, n_prim)
+    comp = sol & (A.min(axis=1) >= cfg.threshold)
+    emc2_auc = None
+    if cfg.use_emc2:
+        emc2_auc = _emc2_aucs(net, np.nonzero(comp)[0], judge, cfg)
+        comp = comp & np.array([a is not None and a >= cfg.emc2_threshold for a in emc2_auc])
+    c = Counts(K, int(sol.sum()), int(comp.sum()))
+    r = row(None, W, L, c, SamplerConfig(confidence=cfg.confidence, interval=cfg.interval))
+    r.update(final_loss=loss.tolist(), primitive_corr=A.tolist(), emc2_auc=emc2_auc,
+             criterion="correlation+emc2" if cfg.use_emc2 else "correlation")
+    return r
+
+
+def _emc2_aucs(net, members, judge, cfg: BasinConfig) -> list:
+    """Normalised EMC2 AUC of the chosen members (None for the others). Default judge: the
+    offline SSIM judge calibrated on each member's own image (`volratio.judges`)."""
+    try:
+        from . import emc2
+        from .judges import calibrated_ssim_judge
+    except ImportError:
+        raise RhoError("use_emc2=True but volratio.emc2 / volratio.judges are not available; "
+                       "run with use_emc2=False (the correlation criterion alone)") from None
+    out = [None] * net.population
+    with torch.no_grad():
+        images = net.render(cfg.res).cpu()
+    for k in members:
+        j = judge if judge is not None else calibrated_ssim_judge(images[int(k)], seed=cfg.seed)
+        res = emc2.score(net, j, "target", emc2.EMC2Config.quick(member=int(k), res=cfg.res, device=cfg.device))
+        out[int(k)] = res.auc
+    return out
+
+
+def basin_grid(target, Ws, Ls, cfg: BasinConfig = BasinConfig(), judge=None) -> list[dict]:
+    """`basin_cell` over a (W, L) grid."""
+    from .targets import get_target
+
+    t = get_target(target) if isinstance(target, str) else target
+    return [basin_cell(t, W, L, cfg, judge) for L in Ls for W in Ws]

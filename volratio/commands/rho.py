@@ -43,7 +43,7 @@ def register(sub) -> None:
     q.add_argument("--exact", action="store_true", help="also enumerate every configuration where feasible (≤ 3^13)")
     q.add_argument("--weights", default="ternary", choices=["ternary", "gaussian"])
     q.add_argument("--masks", default="bernoulli", choices=["bernoulli", "fanin"])
-    q.add_argument("--p", type=float, default=0.5, help="mask density (bernoulli masks)")
+    q.add_argument("--p", type=float, default=0.8, help="mask density (bernoulli masks)")
     q.add_argument("--fan-in", type=int, default=2, help="incoming connections per unit (fanin masks)")
     q.add_argument("--confidence", type=float, default=0.95)
     q.add_argument("--interval", default="wilson", choices=["wilson", "clopper-pearson"])
