@@ -61,6 +61,19 @@ def test_weight_methods_reach_sparsity_exactly(dense, method, opts, s):
     assert np.allclose(res.history[-1]["sparsity"], 1 - np.array(masked) / n_weights(net))
 
 
+@pytest.mark.parametrize("method", ["magnitude", "wanda", "imp", "llm-pruner"])
+def test_one_sparsity_per_member(dense, method):
+    net = fresh(dense)
+    opts = {"imp": dict(train_steps=3)}.get(method, dict(retrain_steps=0) if method != "wanda" else {})
+    P.prune(net, image(), method, sparsity=[0.25, 0.5], **opts)
+    if method == "llm-pruner":
+        assert [net.depth * net.width - sum(r) for r in net.live_units()] == [round(0.25 * 18), round(0.5 * 18)]
+    else:
+        assert [int(sum(m[k].sum() for m in net.masks)) for k in range(2)] == [114 - round(0.25 * 114), 114 - 57]
+    with pytest.raises(P.PruneError, match="population of 2"):
+        P.prune(fresh(dense), image(), method, sparsity=[0.1, 0.2, 0.3], **opts)
+
+
 def test_sparsity_respects_a_previous_mask(dense):
     net = fresh(dense)
     P.prune(net, image(), "random", sparsity=0.2, retrain_steps=0, seed=1)

@@ -25,14 +25,16 @@ import torch
 from ..nets import CoordMLP
 from ..train import TrainConfig, train
 from .criteria import Calibration, Magnitude, RandomScore, Taylor, Wanda
-from .masks import PruneError, check_not_empty, kernel_counts, row_mask, unit_alive, unit_masks, weight_masks
+from .masks import PruneError, check_not_empty, per_member, kernel_counts, row_mask, unit_alive, unit_masks, weight_masks
 from .schedules import SCHEDULES, geometric, steps_for_rate
 
 
-def _schedule(name: str, sparsity: float, steps: int) -> list[float]:
+def _schedule(name: str, sparsity, steps: int, K: int, what: str = "sparsity") -> list[list[float]]:
+    """Per step, the sparsity of each of the K networks (`sparsity`: one number or one per network)."""
     if name not in SCHEDULES:
         raise PruneError(f"unknown schedule {name!r}; use one of {', '.join(SCHEDULES)}")
-    return SCHEDULES[name](sparsity, steps)
+    per = [SCHEDULES[name](s, steps) for s in per_member(sparsity, K, what)]
+    return [list(level) for level in zip(*per)]
 
 
 def _retrain(net: CoordMLP, image, base: TrainConfig, steps: int) -> None:
@@ -55,7 +57,7 @@ def _prunable(net: CoordMLP, exclude_output: bool) -> list[bool]:
 
 @dataclass
 class MagnitudeConfig:
-    sparsity: float = 0.5  # fraction of all weights masked at the end
+    sparsity: float = 0.5  # fraction of all weights masked at the end (or one value per network)
     scope: str = "global"  # global | layer
     schedule: str = "one_shot"  # one_shot | linear | geometric
     steps: int = 1  # pruning steps of the schedule
@@ -66,7 +68,7 @@ class MagnitudeConfig:
 
 @dataclass
 class RandomConfig:
-    sparsity: float = 0.5  # fraction of all weights masked
+    sparsity: float = 0.5  # fraction of all weights masked (or one value per network)
     retrain_steps: int = 200  # fine-tuning after pruning
     seed: int = 0  # which weights
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -74,7 +76,7 @@ class RandomConfig:
 
 @dataclass
 class WandaConfig:
-    sparsity: float = 0.5  # fraction of all weights masked; the same in every kernel and output unit
+    sparsity: float = 0.5  # fraction of all weights masked, the same in every kernel and output unit (or one per network)
     retrain_steps: int = 0  # Wanda itself updates no weight; > 0 adds fine-tuning afterwards
     train: TrainConfig = field(default_factory=TrainConfig)
 
@@ -85,7 +87,7 @@ def _weight_loop(net, image, criterion, cfg, scope, prunable, name):
     calib = Calibration.from_image(image, net)
     history = [record(net, calib, 0)]
     steps = getattr(cfg, "steps", 1)
-    for r, s in enumerate(_schedule(getattr(cfg, "schedule", "one_shot"), cfg.sparsity, steps), 1):
+    for r, s in enumerate(_schedule(getattr(cfg, "schedule", "one_shot"), cfg.sparsity, steps, net.population), 1):
         _set_masks(net, weight_masks(criterion.scores(net, calib), net.masks, s, scope, prunable))
         _retrain(net, image, cfg.train, cfg.retrain_steps)
         history.append(record(net, calib, r))
@@ -132,7 +134,7 @@ def wanda(net: CoordMLP, image, cfg: WandaConfig | None = None):
 
 @dataclass
 class IMPConfig:
-    sparsity: float = 0.8  # final fraction of all weights masked
+    sparsity: float = 0.8  # final fraction of all weights masked (or one value per network)
     rate: float = 0.2  # fraction of the remaining weights removed per level (Frankle & Carbin: 20 %)
     rewind_step: int = 0  # k: survivors are reset to their value after k training steps (0 = original LTH)
     train_steps: int = 600  # T: training per level (the first level trains 0 → T, later ones k → T)
@@ -158,7 +160,9 @@ def imp(net: CoordMLP, image, cfg: IMPConfig | None = None):
     theta_k = [w.detach().clone() for w in net.weights]
     _retrain(net, image, cfg.train, cfg.train_steps - k_steps)
     history = [record(net, calib, 0)]
-    levels = geometric(cfg.sparsity, steps_for_rate(cfg.sparsity, cfg.rate))
+    svec = per_member(cfg.sparsity, net.population)
+    n_levels = steps_for_rate(max(svec), cfg.rate)
+    levels = [list(lv) for lv in zip(*[geometric(s, n_levels) for s in svec])]  # per level, per network
     prunable = _prunable(net, cfg.exclude_output)
     rewound = None
     for r, s in enumerate(levels, 1):
@@ -180,7 +184,7 @@ def imp(net: CoordMLP, image, cfg: IMPConfig | None = None):
 
 @dataclass
 class LLMPrunerConfig:
-    sparsity: float = 0.5  # fraction of the hidden units (L·W) dead at the end
+    sparsity: float = 0.5  # fraction of the hidden units (L·W) dead at the end (or one value per network)
     variant: str = "first"  # Taylor importance: first | param_mix
     n_batches: int = 16  # calibration batches for param_mix's Fisher term
     scope: str = "layer"  # layer: the same fraction of units in every layer (LLM-Pruner) | global
@@ -207,7 +211,7 @@ def llm_pruner(net: CoordMLP, image, cfg: LLMPrunerConfig | None = None):
     crit = Taylor(cfg.variant, cfg.n_batches)
     calib = Calibration.from_image(image, net)
     history = [record(net, calib, 0)]
-    for r, s in enumerate(_schedule(cfg.schedule, cfg.sparsity, cfg.steps), 1):
+    for r, s in enumerate(_schedule(cfg.schedule, cfg.sparsity, cfg.steps, net.population, "unit sparsity"), 1):
         _set_masks(net, unit_masks(crit.scores(net, calib), net.masks, sparsity=s, scope=cfg.scope))
         _retrain(net, image, cfg.train, cfg.retrain_steps)
         history.append(record(net, calib, r))

@@ -44,6 +44,17 @@ def check_sparsity(s: float, what: str = "sparsity") -> float:
     return s
 
 
+def per_member(sparsity, K: int, what: str = "sparsity") -> list[float]:
+    """One sparsity per network: a number (shared) or a sequence of K numbers (e.g. matched to
+    another population member by member)."""
+    if np.ndim(sparsity) == 0:
+        return [check_sparsity(sparsity, what)] * K
+    vals = [check_sparsity(x, what) for x in list(sparsity)]
+    if len(vals) != K:
+        raise PruneError(f"got {len(vals)} {what} values for a population of {K}; give one or {K}")
+    return vals
+
+
 def check_finite_features(feats: list[torch.Tensor]) -> None:
     """Raise when any hidden activation is NaN/Inf: similarities and norms would be meaningless."""
     for l, f in enumerate(feats):
@@ -156,17 +167,17 @@ def lowest(scores: torch.Tensor, alive: torch.Tensor, counts: torch.Tensor) -> t
 def kernel_counts(masks: list[torch.Tensor], sparsity: float, prunable: list[bool] | None = None) -> np.ndarray:
     """`(K, n_kernels)` ints: how many weights each kernel should have masked so that the network
     reaches `sparsity` exactly (`round(s · n)` in all) with every kernel as near s as integers allow.
-    Kernels with `prunable[i] = False` keep what they have."""
-    sparsity = check_sparsity(sparsity)
+    Kernels with `prunable[i] = False` keep what they have. `sparsity`: one number or one per network."""
+    svec = per_member(sparsity, masks[0].shape[0])
     prunable = prunable or [True] * len(masks)
     sizes = [m[0].numel() for m in masks]
     rows = []
-    for k in range(masks[0].shape[0]):
+    for k, sk in enumerate(svec):
         dead = [int((m[k] == 0).sum()) for m in masks]
-        total = int(round(sparsity * sum(sizes)))
-        _check_reachable(k, sum(dead), total, sum(sizes), sparsity)
+        total = int(round(sk * sum(sizes)))
+        _check_reachable(k, sum(dead), total, sum(sizes), sk)
         hi = [n if p else d for n, d, p in zip(sizes, dead, prunable)]
-        rows.append(apportion([sparsity * n for n in sizes], dead, hi, total))
+        rows.append(apportion([sk * n for n in sizes], dead, hi, total))
     return np.stack(rows)
 
 
@@ -204,31 +215,32 @@ def weight_masks(
     - `"layer"`: every kernel reaches (as nearly as integers allow) the same sparsity;
     - `"row"`: as "layer", and within a kernel every output unit too (Wanda's comparison group) —
       all kernels at once here; Wanda's layer-by-layer order lives in `baselines.wanda`.
-    `prunable[i] = False` protects kernel i. Already-masked weights stay masked.
+    `prunable[i] = False` protects kernel i. Already-masked weights stay masked. `sparsity`: one
+    number, or one per network of the population.
     """
-    sparsity = check_sparsity(sparsity)
+    svec = per_member(sparsity, masks[0].shape[0])
     if scope not in ("global", "layer", "row"):
         raise PruneError(f"unknown scope {scope!r}; use global, layer or row")
     prunable = prunable or [True] * len(masks)
     sizes = [m[0].numel() for m in masks]
     new = [m.clone() for m in masks]
     if scope == "global":
-        for k in range(masks[0].shape[0]):
+        for k, sk in enumerate(svec):
             dead = sum(int((m[k] == 0).sum()) for m in masks)
-            total = int(round(sparsity * sum(sizes)))
-            _check_reachable(k, dead, total, sum(sizes), sparsity)
+            total = int(round(sk * sum(sizes)))
+            _check_reachable(k, dead, total, sum(sizes), sk)
             inf = float("inf")
             flat_s = torch.cat([s[k].flatten() if p else torch.full_like(s[k].flatten(), inf)
                                 for s, p in zip(scores, prunable)])
             flat_a = torch.cat([(m[k] != 0).flatten() for m in masks])
             protected = sum(int((masks[i][k] != 0).sum()) for i in range(len(masks)) if not prunable[i])
             if total - dead > int(flat_a.sum()) - protected:
-                raise PruneError(f"sparsity {sparsity} needs more weights than the prunable kernels hold")
+                raise PruneError(f"sparsity {sk} needs more weights than the prunable kernels hold")
             keep = lowest(flat_s, flat_a, torch.tensor(total - dead, device=flat_a.device))
             for i, part in enumerate(torch.split(keep, sizes)):
                 new[i][k] = part.reshape(masks[i][k].shape).to(new[i].dtype)
     else:
-        counts = kernel_counts(masks, sparsity, prunable)
+        counts = kernel_counts(masks, svec, prunable)
         for k in range(masks[0].shape[0]):
             for i, (s, m) in enumerate(zip(scores, masks)):
                 if scope == "layer":
@@ -252,12 +264,16 @@ def unit_masks(
 
     `scores`: per hidden layer `(K, W)`, higher = more important. Either `counts[k][l]` (units to
     keep alive in layer l of network k — the "matched" form) or `sparsity`, the fraction of the
-    network's hidden units (L·W) to be dead afterwards, spread by `scope` ("layer": the same
-    fraction in every layer; "global": the lowest-scored units anywhere).
+    network's hidden units (L·W) to be dead afterwards (one number or one per network), spread by
+    `scope` ("layer": the same fraction in every layer; "global": the lowest-scored units anywhere).
     """
     alive = unit_alive(masks)
     K, W = alive[0].shape
     L = len(alive)
+    if counts is None:
+        if sparsity is None:
+            raise PruneError("unit pruning needs either matched unit counts or a unit sparsity")
+        svec = per_member(sparsity, K, "unit sparsity")
     new_alive = [a.clone() for a in alive]
     for k in range(K):
         n_alive = [int(a[k].sum()) for a in alive]
@@ -272,7 +288,7 @@ def unit_masks(
                     )
             remove = [n - c for n, c in zip(n_alive, keep)]
         else:
-            s = check_sparsity(sparsity, "unit sparsity")
+            s = svec[k]
             total = int(round(s * L * W))
             dead = [W - n for n in n_alive]
             if total < sum(dead):
