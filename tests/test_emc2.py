@@ -28,13 +28,15 @@ def _naive(net, P, D, res):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-@pytest.mark.parametrize("head", ["hsv", "grey"])
-def test_engine_equals_rerendering_every_layer(sparse, head):
+@pytest.mark.parametrize("head,merge_below", [("hsv", 1), ("hsv", 10**6), ("grey", 4)])
+def test_engine_equals_rerendering_every_layer(sparse, head, merge_below):
+    # merge_below=1: one batch per target unit; 10**6: one batch per kernel (union of cones)
     net = _net(sparse, head=head)
-    P = emc2.nonzero_params(net)
+    P = np.repeat(emc2.nonzero_params(net), 2, axis=0)
     assert set(P[:, 0]) == set(range(net.n_kernels))  # first, hidden and last kernels all perturbed
     D = np.linspace(-2, 2, len(P))
-    eng = emc2.PerturbationEngine(net, 20, device="cpu", dtype=torch.float64, memory_bytes=200_000)
+    eng = emc2.PerturbationEngine(net, 20, device="cpu", dtype=torch.float64, memory_bytes=200_000,
+                                  merge_below=merge_below)
     got = eng.render(P, D).double()
     err = (got - _naive(net, P, D, 20)).abs().max().item()
     assert err <= 1e-6

@@ -142,11 +142,22 @@ def naive_render(net: CoordMLP, param: Sequence[int], delta: float, res: int, me
 # The engine
 
 
+# In-place forms of volratio.nets.ACTIVATIONS, operation for operation (so bit-identical results).
+_INPLACE = {
+    "gaussian": lambda t: t.mul_(t).neg_().exp_().mul_(2.0).sub_(1.0),  # 2·exp(−z²) − 1
+    "sigmoid": lambda t: t.sigmoid_().mul_(2.0).sub_(1.0),  # 2σ(z) − 1
+    "sin": lambda t: t.sin_(),
+    "cos": lambda t: t.cos_(),
+    "tanh": lambda t: t.tanh_(),
+    "relu": lambda t: t.relu_(),
+}
+
+
 @dataclass
 class _Layer:
     """One kernel of the compacted network."""
 
-    w: torch.Tensor  # (n_in_kept, n_out_kept)
+    wt: torch.Tensor  # (n_out_kept, n_in_kept): the kernel, transposed
     conn: np.ndarray  # (n_in_kept, n_out_kept) bool: mask != 0
     act_ids: np.ndarray | None  # (n_out_kept,) index into `fns` per output unit; None for the output kernel
 
@@ -156,7 +167,9 @@ class PerturbationEngine:
 
     Parameters: `net` (member `member` is used), `res` (images are res×res), `device`, `dtype`
     (computation dtype; float64 makes the images equal re-rendering to ~1e-12, float32 is faster),
-    `memory_bytes` (cap on the working memory of one batch), `compact` (drop dead units).
+    `memory_bytes` (cap on the working memory of one batch; None = 16 MiB on CPU, 1 GiB on CUDA),
+    `compact` (drop dead units),
+    `merge_below` (target units with fewer perturbations than this share one batch per kernel).
     """
 
     def __init__(
@@ -166,11 +179,15 @@ class PerturbationEngine:
         member: int = 0,
         device: str = "auto",
         dtype: torch.dtype = torch.float64,
-        memory_bytes: int = 512 * 2**20,
+        memory_bytes: int | None = None,
         compact: bool = True,
+        merge_below: int = 32,
     ):
         self.res, self.head = int(res), net.head
+        self.merge_below = int(merge_below)  # targets with fewer perturbations share a batch
         self.device, self.dtype = resolve_device(device), dtype
+        if memory_bytes is None:  # CPU: cache-sized batches are fastest; CUDA: large batches
+            memory_bytes = 2**30 if self.device.type == "cuda" else 16 * 2**20
         self.memory_bytes = int(memory_bytes)
         self.flops = 0.0  # floating-point operations of the recomputations so far (2·m·k·n per matmul)
         W = [w.detach()[member].to(device="cpu", dtype=torch.float64) for w in net.weights]
@@ -204,50 +221,75 @@ class PerturbationEngine:
         self.layers: list[_Layer] = []
         for i in range(L + 1):
             rows, cols = torch.as_tensor(keep[i]), torch.as_tensor(keep[i + 1])
-            w = W[i][rows][:, cols].to(device=self.device, dtype=dtype)
+            wt = W[i][rows][:, cols].T.contiguous().to(device=self.device, dtype=dtype)  # (n_out, n_in)
             conn = M[i].numpy()[np.ix_(keep[i], keep[i + 1])]
             acts = unit_act[keep[i + 1]] if i < L else None
-            self.layers.append(_Layer(w, conn, acts))
+            self.layers.append(_Layer(wt, conn, acts))
 
-        # base pass: H[i] = input of kernel i (P, n_i), Z[i] = its pre-activation output (P, n_{i+1})
-        grid = coords(self.res, device=self.device, dtype=dtype)
+        # Units-major layout: a layer's activations are (n_units, P), so the units of one
+        # activation function form one contiguous block and are activated in place.
+        # Base pass: H[i] = input of kernel i (n_i, P), Z[i] = its pre-activation output (n_{i+1}, P).
+        grid = coords(self.res, device=self.device, dtype=dtype).T.contiguous()  # (4, P)
         self.H, self.Z = [grid], []
         h = grid
         for i, lay in enumerate(self.layers):
-            z = h @ lay.w
+            z = lay.wt @ h
             self.Z.append(z)
             if i < L:
-                h = self._act(z, lay.act_ids)
+                h = self._act_(z.clone(), lay.act_ids)
                 self.H.append(h)
-        self.raw = self.Z[L]  # (P, n_out)
-        self.base = head_to_rgb(self.raw, self.head).reshape(self.res, self.res, 3)
-        self._cones: dict[tuple[int, int], list[np.ndarray]] = {}
+        self.raw = self.Z[L]  # (n_out, P)
+        self.base = self._rgb(self.raw[None])[0]  # (res, res, 3)
+        self._cones: dict[tuple[int, int], list[tuple]] = {}
+
+    def _rgb(self, raw: torch.Tensor) -> torch.Tensor:
+        """Raw outputs `(B, n_out, P)` → images `(B, res, res, 3)`."""
+        return head_to_rgb(raw.transpose(1, 2), self.head).reshape(raw.shape[0], self.res, self.res, 3)
 
     @property
     def width_kept(self) -> list[int]:
         """Units kept per hidden layer after compaction."""
         return [len(k) for k in self.keep[1:-1]]
 
-    def _act(self, z: torch.Tensor, act_ids: np.ndarray) -> torch.Tensor:
-        """Per-unit activations of pre-activations `(..., n)`; `act_ids` `(n,)`. Units of one
-        activation are contiguous (also in any sorted subset), so each run is one slice."""
+    def _act_(self, z: torch.Tensor, act_ids: np.ndarray) -> torch.Tensor:
+        """Activate pre-activations `(..., n, P)` in place; `act_ids` `(n,)`. Units of one activation
+        are contiguous (also in any sorted subset), so each run is one block; identities are free."""
         cuts = np.flatnonzero(np.diff(act_ids)) + 1
-        if len(cuts) == 0:
-            return ACTIVATIONS[self.fns[act_ids[0]]](z)
-        out = torch.empty_like(z)
         for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(act_ids)]):
-            out[..., a:b] = ACTIVATIONS[self.fns[act_ids[a]]](z[..., a:b])
-        return out
+            name = self.fns[act_ids[a]]
+            blk = z[..., a:b, :]
+            if name in _INPLACE:
+                _INPLACE[name](blk)
+            elif name not in ("cache", "identity"):
+                blk.copy_(ACTIVATIONS[name](blk))
+        return z
 
-    def _cone(self, i: int, c: int) -> list[np.ndarray]:
-        """Compacted unit indices that change, per layer i+1 … L+1, when kernel i's column c changes."""
-        key = (i, c)
+    def _cone(self, i: int, units: tuple) -> list[np.ndarray]:
+        """Compacted unit indices that can change, per layer i+1 … L+1, when kernel i's output
+        units `units` change (the union of their forward cones through non-zero connections)."""
+        cone = [np.asarray(units)]
+        for l in range(i + 1, self.n_kernels):
+            cone.append(np.nonzero(self.layers[l].conn[cone[-1]].any(axis=0))[0])
+        return cone
+
+    def _plan(self, i: int, units: tuple) -> list[tuple]:
+        """Per layer above kernel i: (layer, full, dst index tensor, W rows for a full input,
+        W[dst, src] for a partial one, activation ids of dst) — cached per (kernel, units)."""
+        key = (i, units)
         if key not in self._cones:
-            cone = [np.array([c])]
+            cone, steps = self._cone(i, units), []
             for l in range(i + 1, self.n_kernels):
-                nxt = self.layers[l].conn[cone[-1]].any(axis=0)
-                cone.append(np.nonzero(nxt)[0])
-            self._cones[key] = cone
+                src, dst = cone[l - i - 1], cone[l - i]
+                if len(dst) == 0:
+                    break
+                lay = self.layers[l]
+                full = len(dst) == lay.wt.shape[0]
+                t = None if full else torch.as_tensor(dst, device=self.device)
+                wt = lay.wt if full else lay.wt.index_select(0, t)  # (|dst|, n_in)
+                ws = wt.index_select(1, torch.as_tensor(src, device=self.device))  # (|dst|, |src|)
+                acts = None if lay.act_ids is None else lay.act_ids[dst]
+                steps.append((l, full, t, wt, ws, acts))
+            self._cones[key] = steps
         return self._cones[key]
 
     def _check(self, params: np.ndarray) -> None:
@@ -284,66 +326,83 @@ class PerturbationEngine:
             for a in range(0, len(idx), 4096):
                 part = idx[a : a + 4096]
                 yield part, self.base.expand(len(part), -1, -1, -1)
-        itemsize = torch.finfo(self.dtype).bits // 8
-        for (i, c), members in groups.items():
+        # Batches: the perturbations of one target unit form a batch of their own when there are
+        # at least `merge_below` of them (a dense network); the rest of a kernel's targets share
+        # one batch through the union of their cones (a sparse network: few weights per unit).
+        # Units outside an element's own cone get Δh = 0 exactly, so sharing never changes a number.
+        batches: list[tuple[int, tuple, np.ndarray]] = []
+        by_kernel: dict[int, list[int]] = defaultdict(list)
+        for (i, c), members in sorted(groups.items()):
+            if len(members) >= self.merge_below:
+                batches.append((i, (c,), np.asarray(members)))
+            else:
+                by_kernel[i] += members
+        for i, members in sorted(by_kernel.items()):
             members = np.asarray(members)
-            cone = self._cone(i, c)
-            widest = max(len(s) for s in cone) + 3
+            units = tuple(np.unique(self.pos[i + 1][params[members, 2]]).tolist())
+            batches.append((i, units, members))
+        itemsize = torch.finfo(self.dtype).bits // 8
+        for i, units, members in batches:
+            widest = max(len(s) for s in self._cone(i, units)) + 3
             per = P * itemsize * (4 * widest + 6)  # z, h, Δh, temporaries + the RGB output
             B = max(1, self.memory_bytes // per)
             for a in range(0, len(members), B):
                 part = members[a : a + B]
                 rows = torch.as_tensor(self.pos[i][params[part, 1]], device=self.device)
+                cols = torch.as_tensor(self.pos[i + 1][params[part, 2]], device=self.device)
                 d = torch.as_tensor(deltas[part], device=self.device, dtype=self.dtype)
-                yield part, self._run(i, c, cone, rows, d)
+                yield part, self._run(i, units, cols, rows, d)
 
-    def _run(self, i: int, c: int, cone: list[np.ndarray], rows: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
-        """Images `(B, res, res, 3)` for perturbations of kernel i, column c, rows `rows`, sizes `d`."""
+    def _run(self, i: int, units: tuple, cols: torch.Tensor, rows: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+        """Images `(B, res, res, 3)` for perturbations of kernel i at (rows, cols) by d; `units`
+        (sorted) holds every col of the batch."""
         B, P, L = len(rows), self.res * self.res, self.n_kernels - 1
-        # column c of kernel i's output: z_c + δ · h_i[:, r]   (B, P)
-        zc = self.Z[i][:, c] + d[:, None] * self.H[i].index_select(1, rows).T
+        # unit c of kernel i's output: z_c + δ · h_i[r]   (B, P)
+        zc = torch.addcmul(self.Z[i].index_select(0, cols), d[:, None], self.H[i].index_select(0, rows))
         self.flops += 2.0 * B * P
+        arangeB = torch.arange(B, device=self.device)
         if i == L:
-            out = self.raw.expand(B, P, -1).clone()  # (B, P, n_out)
-            out[:, :, c] = zc
+            out = self.raw.expand(B, -1, -1).clone()  # (B, n_out, P)
+            out[arangeB, cols] = zc
+            return self._rgb(out)
+        # Walk up the cone. While it covers part of a layer we carry the *change* of its
+        # activations (dh, and z' = z + W[cone', cone] @ dh); once it covers a whole layer we carry
+        # the activations themselves (h, and z' = W @ h) — a plain forward pass from there on.
+        col_np = cols.cpu().numpy()
+        acts = self.layers[i].act_ids[col_np]
+        if len(units) == 1:
+            h = self._act_(zc[:, None, :], acts[:1])  # (B, 1, P)
+            dh = h.sub_(self.H[i + 1][units[0]])
         else:
-            # Walk up the cone. While it covers part of a layer we carry the *change* of the
-            # activations (dh, recomputing z' = z + dh @ W[cone, cone']); once it covers a whole
-            # layer we carry the activations themselves (h, z' = h @ W) as a plain forward pass.
-            out = None
-            h = self._act(zc[..., None], self.layers[i].act_ids[[c]])  # (B, P, 1)
-            dh, hfull = h - self.H[i + 1][:, [c]], None
-            for l in range(i + 1, L + 1):
-                src, dst = cone[l - i - 1], cone[l - i]
-                if len(dst) == 0:  # nothing above changes (cannot happen for a live unit)
-                    break
-                lay = self.layers[l]
-                full_out = len(dst) == lay.w.shape[1]
-                t = None if full_out else torch.as_tensor(dst, device=self.device)
-                w = lay.w if full_out else lay.w.index_select(1, t)
-                if hfull is not None:  # the whole layer below is known
-                    z = torch.matmul(hfull, w)  # (B, P, |dst|)
-                    self.flops += 2.0 * B * P * w.shape[0] * w.shape[1]
+            for a in np.unique(acts):  # each element's own activation
+                sel = torch.as_tensor(np.flatnonzero(acts == a), device=self.device)
+                zc[sel] = self._act_(zc[sel][:, None, :], np.array([a]))[:, 0]
+            dh = torch.zeros(B, len(units), P, device=self.device, dtype=self.dtype)  # (B, |units|, P)
+            slot = torch.as_tensor(np.searchsorted(np.asarray(units), col_np), device=self.device)
+            dh[arangeB, slot] = zc.sub_(self.H[i + 1].index_select(0, cols))
+        out, hfull = None, None
+        for l, full, t, wt, ws, acts in self._plan(i, units):
+            if hfull is not None:  # the whole layer below is known
+                z = torch.matmul(wt, hfull)  # (B, |dst|, P)
+                self.flops += 2.0 * B * P * wt.shape[0] * wt.shape[1]
+            else:
+                z = torch.matmul(ws, dh).add_(self.Z[l] if full else self.Z[l].index_select(0, t))
+                self.flops += 2.0 * B * P * ws.shape[0] * ws.shape[1]
+            if l == L:
+                if full:
+                    out = z
                 else:
-                    s = torch.as_tensor(src, device=self.device)
-                    z = torch.matmul(dh, w.index_select(0, s))
-                    z.add_(self.Z[l] if full_out else self.Z[l].index_select(1, t))
-                    self.flops += 2.0 * B * P * len(src) * w.shape[1]
-                if l == L:
-                    if full_out:
-                        out = z
-                    else:
-                        out = self.raw.expand(B, P, -1).clone()
-                        out[:, :, t] = z
-                    break
-                h = self._act(z, lay.act_ids[dst])  # (B, P, |dst|)
-                if full_out:
-                    hfull, dh = h, None
-                else:
-                    hfull, dh = None, h.sub_(self.H[l + 1].index_select(1, t))
-            if out is None:
-                out = self.raw.expand(B, P, -1).clone()
-        return head_to_rgb(out, self.head).reshape(B, self.res, self.res, 3)
+                    out = self.raw.expand(B, -1, -1).clone()
+                    out[:, t] = z
+                break
+            h = self._act_(z, acts)  # (B, |dst|, P)
+            if full:
+                hfull, dh = h, None
+            else:
+                hfull, dh = None, h.sub_(self.H[l + 1].index_select(0, t))
+        if out is None:
+            out = self.raw.expand(B, -1, -1).clone()
+        return self._rgb(out)
 
     def render(self, params, deltas) -> torch.Tensor:
         """All perturbed images at once, `(N, res, res, 3)` on the engine's device (small N only)."""
@@ -368,7 +427,7 @@ class EMC2Config:
     member: int = 0  # which network of a population
     device: str = "auto"  # CUDA when available, else CPU
     dtype: str = "float64"  # engine arithmetic; float64 = the exact reference, float32 = faster
-    memory_bytes: int = 512 * 2**20  # working-memory cap of one perturbation batch
+    memory_bytes: int | None = None  # working-memory cap of one batch (None: 16 MiB CPU, 1 GiB CUDA)
 
     @classmethod
     def quick(cls, **kw) -> "EMC2Config":

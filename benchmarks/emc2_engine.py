@@ -1,0 +1,135 @@
+"""EMC2 perturbation engine vs re-rendering each perturbed network from scratch.
+
+On the FER paper's dense SGD skull (`fer-sgd:skull`) and on the layerized Picbreeder skull
+(`picbreeder:skull`), at 64×64 (DESIGN §6, issue 4):
+
+- perturbations per second of `volratio.emc2.PerturbationEngine` and of the way one would write it
+  without the library (`naive_render`: copy the network, move one weight, render from scratch), on
+  the same perturbations; the engine's images are checked against the naive ones;
+- the engine's achieved floating-point rate (the matrix-multiply work it does, 2·m·k·n per product,
+  over its whole run time, activations and colour conversion included) against the machine's
+  measured matrix-multiply rate on the engine's own shapes (`(W, W) @ (B, W, P)`, the batched
+  product of one dense layer in the engine's units-major layout): the roofline.
+
+Ratios are measured in one run (absolute times on shared machines are noisy). The last line is
+`dense …x  picbreeder …x  roofline …%`.
+
+    python benchmarks/emc2_engine.py --quick     # under a minute on 2 cores
+    python benchmarks/emc2_engine.py             # every parameter, 8 δ (a few minutes)
+
+`--quick` perturbs, on the dense network, every incoming weight of 8 randomly drawn units (the
+same per-unit batches as the full run, fewer of them) and all 147 weights of the Picbreeder skull.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+from volratio import emc2
+from volratio.device import resolve_device
+from volratio.specs import load_network
+
+
+def unit_sample(params: np.ndarray, n_units: int | None, seed: int = 0) -> np.ndarray:
+    """Every incoming weight of `n_units` target units drawn at random (seeded): a smaller workload
+    with the same per-unit structure as perturbing every weight (None = all parameters)."""
+    if n_units is None:
+        return params
+    units = np.unique(params[:, [0, 2]], axis=0)
+    pick = units[np.random.default_rng(seed).choice(len(units), size=min(n_units, len(units)), replace=False)]
+    keep = (params[:, None, [0, 2]] == pick[None]).all(-1).any(1)
+    return params[keep]
+
+
+def bench(spec: str, res: int, n_units: int | None, deltas, n_naive: int, device, dtype, memory_bytes, repeats: int):
+    net = load_network(spec).to(dtype=dtype, device=device)
+    params = unit_sample(emc2.nonzero_params(net), n_units, seed=0)
+    P = np.repeat(params, len(deltas), axis=0)
+    D = np.tile(np.asarray(deltas, float), len(params))
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+
+    t_eng, t_naive = float("inf"), float("inf")
+    sub = np.linspace(0, len(P) - 1, min(n_naive, len(P))).astype(int)
+    for _ in range(repeats):  # best of `repeats`, alternating, against the machine's noise
+        t0 = time.perf_counter()
+        eng = emc2.PerturbationEngine(net, res, device=device, dtype=dtype, memory_bytes=memory_bytes)
+        n = 0
+        for idx, img in eng.iter_images(P, D):
+            n += len(idx)
+        sync()
+        t_eng = min(t_eng, time.perf_counter() - t0)
+        flops = eng.flops
+        # naive: the same perturbations (an evenly spaced subset), copy → perturb → render
+        t0 = time.perf_counter()
+        ref = [emc2.naive_render(net, P[k], D[k], res) for k in sub]
+        sync()
+        t_naive = min(t_naive, (time.perf_counter() - t0) / len(sub))
+    eng_rate = n / t_eng
+    check = eng.render(P[sub], D[sub])
+    err = max(float((a.double() - b.double()).abs().max()) for a, b in zip(check, ref))
+    return {
+        "spec": spec, "n": n, "engine_per_s": eng_rate, "naive_per_s": 1.0 / t_naive,
+        "speedup": eng_rate * t_naive, "engine_gflops": flops / t_eng / 1e9, "max_abs_diff": err,
+        "width_kept": eng.width_kept, "width": net.width, "res": res,
+        "batch": max(1, eng.memory_bytes // (res * res * torch.finfo(dtype).bits // 8 * (4 * (net.width + 3) + 6))),
+    }
+
+
+def matmul_rate(batch: int, pixels: int, width: int, device, dtype, seconds: float = 1.0, repeats: int = 3) -> float:
+    """Measured FLOP/s of `(W, W) @ (B, W, P)`: the engine's product on a dense layer (units-major)."""
+    x = torch.randn(batch, width, pixels, device=device, dtype=dtype)
+    w = torch.randn(width, width, device=device, dtype=dtype)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    for _ in range(3):
+        torch.matmul(w, x)
+    sync()
+    best = 0.0
+    for _ in range(repeats):  # best of `repeats` windows of `seconds`
+        reps, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            torch.matmul(w, x)
+            reps += 1
+        sync()
+        best = max(best, 2.0 * batch * pixels * width * width * reps / (time.perf_counter() - t0))
+    return best
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="dense net: the incoming weights of 8 random units (Picbreeder: all); 4 δ")
+    ap.add_argument("--res", type=int, default=64)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (shared machines: 1 is the stable choice)")
+    ap.add_argument("--memory-mib", type=int, default=None, help="engine working-memory cap per batch (default: the engine's)")
+    ap.add_argument("--repeats", type=int, default=3, help="best of this many timings of each method")
+    a = ap.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    device, dtype = resolve_device(a.device), getattr(torch, a.dtype)
+    deltas = (-1.0, -0.25, 0.25, 1.0) if a.quick else emc2.DEFAULT_DELTAS
+    n_dense, n_naive = (8, 60) if a.quick else (None, 300)  # quick: 8 units' incoming weights of the dense net
+    mem = None if a.memory_mib is None else a.memory_mib * 2**20
+    print(f"device {device}, {a.dtype}, {a.threads} thread(s), res {a.res}, δ {list(deltas)}, "
+          f"{'quick' if a.quick else 'full'} scale")
+    rows = []
+    for spec, n_units in (("fer-sgd:skull", n_dense), ("picbreeder:skull", None)):
+        r = bench(spec, a.res, n_units, deltas, n_naive, device, dtype, mem, a.repeats)
+        rows.append(r)
+        print(f"{spec:<18} {r['n']:>6} perturbations  engine {r['engine_per_s']:9.1f}/s  naive {r['naive_per_s']:7.1f}/s  "
+              f"speed-up {r['speedup']:6.1f}x  engine {r['engine_gflops']:.2f} GFLOP/s  "
+              f"max |engine − naive| {r['max_abs_diff']:.1e}  units kept/layer {r['width_kept']}")
+    dense = rows[0]
+    peak = matmul_rate(dense["batch"], a.res * a.res, dense["width"], device, dtype)
+    roof = 100.0 * dense["engine_gflops"] * 1e9 / peak
+    print(f"matmul ({dense['width']}, {dense['width']}) @ ({dense['batch']}, {dense['width']}, {a.res * a.res}): "
+          f"{peak / 1e9:.2f} GFLOP/s; dense engine reaches {roof:.0f}% of it")
+    print(f"dense {dense['speedup']:.1f}x  picbreeder {rows[1]['speedup']:.1f}x  roofline {roof:.0f}%")
+
+
+if __name__ == "__main__":
+    main()
