@@ -13,8 +13,9 @@ Named targets (`get_boolean_target(spec)`):
 - `chain:D` — D gates, gate i combining gate i−1 with a fresh input (gate 1 combines x0 and x1),
   alternating AND (gate 1) and OR; n = D + 1 inputs.
 - `dag:SEED[:depth=3,arity=2,inputs=6,primitives=5]` — a random DAG of threshold gates, redrawn
-  deterministically from SEED until every gate depends on all its arguments, reaches the root, and
-  computes a function distinct (also up to negation) from every other node.
+  deterministically from SEED until every gate depends strongly on all its arguments
+  (`strongly_depends`), reaches the root, and computes a function distinct (also up to negation)
+  from every other node.
 
 Each target knows its depth L* (gates on the longest input→root path) and the minimal width
 `min_width(L)` of a layered network of L threshold layers (L−1 hidden layers and one output unit,
@@ -282,8 +283,8 @@ def random_dag(seed: int, depth: int = 3, arity: int = 2, inputs: int = 6, primi
 
 
 def _is_proper(t: BooleanTarget) -> bool:
-    """Every gate depends on each argument, every node reaches the root, all node functions are
-    distinct up to negation and none is constant, and the depth is the requested one."""
+    """Every gate depends strongly on each argument (`strongly_depends`), every node reaches the
+    root, and all node functions are distinct up to negation and not constant."""
     tab = t.node_tables.astype(np.int64)
     if any(abs(int(tab[:, v].sum())) == tab.shape[0] for v in range(t.n_nodes)):
         return False
@@ -295,13 +296,20 @@ def _is_proper(t: BooleanTarget) -> bool:
         _ = t.height
     except ValueError:  # a node without consumers (max of empty)
         return False
-    for g in t.gates:
-        for i in range(len(g.args)):
-            z = sum(w * tab[:, a] for w, a in zip(g.weights, g.args)) + g.bias
-            z_flip = z - 2 * g.weights[i] * tab[:, g.args[i]]
-            if np.array_equal(z > 0, z_flip > 0):
-                return False
-    return True
+    return all(strongly_depends(t, v, i) for v in range(t.n, t.n_nodes) for i in range(len(t.children(v))))
+
+
+def strongly_depends(t: BooleanTarget, v: int, i: int) -> bool:
+    """Does gate v depend on its i-th argument *among realisable inputs*: are there inputs x, x'
+    on which v's other arguments agree, the i-th differs and v differs? (Then no function of the
+    other arguments alone computes v — the hypothesis of the theorem's width bound.)"""
+    tab = t.node_tables
+    args = t.children(v)
+    others = [a for j, a in enumerate(args) if j != i]
+    seen: dict[tuple, set] = {}
+    for r in range(tab.shape[0]):
+        seen.setdefault(tuple(tab[r, others]), set()).add((int(tab[r, args[i]]), int(tab[r, v])))
+    return any(len({c for c, _ in s}) == 2 and len({o for _, o in s}) == 2 for s in seen.values())
 
 
 def get_boolean_target(spec: str) -> BooleanTarget:

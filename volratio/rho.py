@@ -419,6 +419,7 @@ class BasinConfig:
     threshold: float = 0.9  # |correlation| a unit needs to carry a primitive
     use_emc2: bool = False  # also require the EMC2 criterion (needs volratio.emc2 and a judge)
     emc2_threshold: float = 0.5  # minimum normalised EMC2 AUC when use_emc2
+    emc2_params: int | None = 100  # EMC2 scores a seeded subsample of this many non-zero weights per network
     seed: int = 0
     device: str = "auto"
     confidence: float = 0.95
@@ -431,8 +432,8 @@ class BasinConfig:
 
     @classmethod
     def full(cls, **kw) -> "BasinConfig":
-        """K = 256, 5000 steps at 64×64."""
-        return cls(**{"population": 256, "steps": 5000, "res": 64, **kw})
+        """K = 256, 5000 steps at 64×64, EMC2 on every non-zero weight."""
+        return cls(**{"population": 256, "steps": 5000, "res": 64, "emc2_params": None, **kw})
 
 
 def _arch(W: int, L: int, activations) -> str:
@@ -519,7 +520,8 @@ def _emc2_aucs(net, members, judge, cfg: BasinConfig) -> list:
         images = net.render(cfg.res).cpu()
     for k in members:
         j = judge if judge is not None else calibrated_ssim_judge(images[int(k)], seed=cfg.seed)
-        res = emc2.score(net, j, "target", emc2.EMC2Config.quick(member=int(k), res=cfg.res, device=cfg.device))
+        res = emc2.score(net, j, "target", emc2.EMC2Config.quick(member=int(k), res=cfg.res, device=cfg.device,
+                                                               max_params=cfg.emc2_params, seed=cfg.seed))
         out[int(k)] = res.auc
     return out
 
