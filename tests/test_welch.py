@@ -127,6 +127,14 @@ def test_construction_within_one_percent_at_etf_sizes(m, n):
     assert r.ratio <= 1.01
 
 
+def test_complex_construction_reaches_a_complex_only_etf():
+    # 4 vectors in C^2 (a SIC): beyond the real Gerzon limit 3, so only a complex frame meets the bound
+    r = welch.low_coherence_frame(4, 2, seed=0, config=welch.FrameConfig(field="complex", ap_iters=300, restarts=2))
+    assert np.iscomplexobj(r.vectors)
+    assert r.max_sq_inner >= r.bound - 1e-12 and r.ratio <= 1.01
+    assert welch.low_coherence_frame(4, 2, seed=0).ratio >= 1.5 - 1e-9  # over R the orthoplex bound 1/2 binds
+
+
 @pytest.mark.parametrize("m,n", [(5, 3), (7, 4), (5, 2)])
 def test_construction_never_beats_the_bound_without_an_etf(m, n):
     r = welch.low_coherence_frame(m, n, seed=1, config=welch.FrameConfig(ap_iters=300, restarts=2, descent_steps=300))
