@@ -116,8 +116,10 @@ class Graph:
             raise GenomeError(f"{self.name}: the links form a cycle through node(s) {', '.join(stuck[:5])}")
         return order
 
-    def layers(self) -> dict[str, int]:
-        """Layer of each node: 0 for inputs, else 1 + the longest path from the inputs."""
+    def layers(self, mode: str = "asap") -> dict[str, int]:
+        """Layer of each node. `asap` (the default, and the FER convention): 0 for inputs, else
+        1 + the longest path from the inputs. `alap`: as late as the depth allows — the depth minus
+        the longest path to an output node (outputs stay at their `asap` layer)."""
         preds = self.predecessors()
         layer: dict[str, int] = {}
         for k in self.topological_order():
@@ -125,7 +127,19 @@ class Graph:
                 layer[k] = 0
             else:
                 layer[k] = 1 + max((layer[s] for s, _ in preds[k]), default=0)
-        return layer
+        if mode == "asap":
+            return layer
+        if mode != "alap":
+            raise GenomeError(f"unknown layering mode {mode!r}; use 'asap' or 'alap'")
+        succ = defaultdict(list)
+        for s, t, _ in self.links:
+            succ[s].append(t)
+        late = dict(layer)
+        for k in reversed(self.topological_order()):
+            n = self.nodes[k]
+            if n.kind == "hidden" and succ[k]:
+                late[k] = min(late[t] for t in succ[k]) - 1
+        return late
 
     def depth(self) -> int:
         """Longest path from the inputs to an output (in links): the minimal number of hidden layers."""
@@ -167,19 +181,20 @@ class Graph:
 
     # -- layerization --------------------------------------------------------------------------
 
-    def layerize(self, ink_as_hsv: bool = True, dtype=torch.float32) -> "Layered":
+    def layerize(self, ink_as_hsv: bool = True, dtype=torch.float32, mode: str = "asap") -> "Layered":
         """The layered network: see the module docstring and `Layered`.
 
         `ink_as_hsv`: a greyscale genome (one `ink` output) is given hue and saturation outputs that
         are constant 0 (identity units without inputs) in a layer of their own above `ink`, with an
         HSV head — the convention of the FER repository's converted networks, which is why the
         layered skull has 12 layers while its longest path has 11 links. With `False` the grey head
-        is used and the depth is the longest path.
+        is used and the depth is the longest path. `mode` chooses the layering (see `layers`); both
+        give the minimal depth, their widths can differ.
         """
         g = self
         if ink_as_hsv and self.head == "grey":
             g = self._with_constant_hue_saturation()
-        return _layerize(g, dtype)
+        return _layerize(g, dtype, mode)
 
     def _with_constant_hue_saturation(self) -> "Graph":
         outs = self.outputs()
@@ -212,8 +227,8 @@ class Layered:
         return {l: sorted(v, key=lambda t: t[1]) for l, v in sorted(out.items())}
 
 
-def _layerize(g: Graph, dtype) -> Layered:
-    layer = g.layers()
+def _layerize(g: Graph, dtype, mode: str = "asap") -> Layered:
+    layer = g.layers(mode)
     for k, l in g.meta.get("pinned", {}).items():
         layer[k] = l
     outs = g.outputs()
