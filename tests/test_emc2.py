@@ -4,6 +4,7 @@ import argparse
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -110,6 +111,13 @@ def test_score_is_the_fraction_of_kept_perturbations_per_delta():
         assert s == pytest.approx((t[t.delta == d].distance < 0.05).mean())
     assert res.judge == "distance" and res.judge_settings["tol"] == 0.05
     assert res.auc == pytest.approx(emc2.normalised_auc(res.deltas, res.scores))
+    d, sc, auc = emc2.summarise(t)
+    assert np.array_equal(d, res.deltas) and np.allclose(sc, res.scores) and auc == res.auc
+    sub = emc2.nonzero_params(net)[:5]
+    _, sc5, _ = emc2.summarise(t, params=sub, threshold=0.01)
+    rows5 = t.merge(pd.DataFrame(sub, columns=["layer", "row", "col"]))
+    assert len(rows5) == 5 * 3
+    assert np.allclose(sc5, (rows5.score >= 0.01).groupby(rows5.delta).mean().to_numpy())
     # bigger perturbations move the image further
     assert t[t.delta.abs() == 2].distance.mean() > t[t.delta.abs() == 0.5].distance.mean()
 

@@ -475,6 +475,20 @@ def normalised_auc(deltas, scores) -> float:
     return float(np.trapezoid(s, d) / (d[-1] - d[0]))
 
 
+def summarise(table, params=None, threshold: float | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+    """`(deltas, S per δ, normalised AUC)` from a score table (`EMC2Result.table`), over the rows
+    of `params` only (e.g. the genome connections of a Picbreeder network) and, when `threshold`
+    is given, with verdicts recomputed as `score ≥ threshold` (no re-rendering needed)."""
+    t = table
+    if params is not None:
+        keys = {tuple(p) for p in np.asarray(params, np.int64).reshape(-1, 3).tolist()}
+        mask = [k in keys for k in zip(t.layer.tolist(), t.row.tolist(), t.col.tolist())]
+        t = t[np.asarray(mask, bool)]
+    verdict = t.verdict if threshold is None else t.score >= threshold
+    s = verdict.groupby(t.delta).mean()
+    return s.index.to_numpy(), s.to_numpy(), normalised_auc(s.index.to_numpy(), s.to_numpy())
+
+
 def _dtype(name) -> torch.dtype:
     if isinstance(name, torch.dtype):
         return name
