@@ -217,3 +217,34 @@ def test_cli_bad_list_is_one_line_error(capsys):
         main(["rho", "boolean", "--target", "tree:1:2", "--W", "two", "--L", "2"])
     assert main(["rho", "boolean", "--target", "tree:5:5", "--W", "1", "--L", "2"]) == 2
     assert "tree:5:5" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# basin model
+
+
+def test_primitive_correlations_and_assignment():
+    from volratio.rho import assigned_correlations, primitive_correlations
+
+    g = torch.linspace(-1, 1, 8)
+    a, b = torch.outer(g, torch.ones(8)), torch.outer(torch.ones(8), g).sin()
+    # one network, one layer of 3 units: −a (a negation), a constant, b
+    feats = [torch.stack([-a, torch.ones(8, 8), b], dim=-1)[None]]
+    C = primitive_correlations(feats, {"a": a, "b": b})
+    assert C.shape == (1, 2, 3)
+    assert C[0, 0, 0] == pytest.approx(1.0) and C[0, 1, 2] == pytest.approx(1.0) and C[0, :, 1].max() == 0.0
+    A = assigned_correlations(np.array([[[0.95, 0.9], [0.94, 0.1]]]))  # both want unit 0
+    assert A.tolist() == [[0.9, 0.94]]  # one-to-one: the best total, not each primitive's best
+
+
+def test_basin_cell_runs_and_repeats():
+    from volratio.rho import BasinConfig, basin_cell
+
+    cfg = BasinConfig.quick(population=3, steps=5, res=8, device="cpu")
+    r1 = basin_cell("planted:0:depth=2,width=3", 2, 2, cfg)
+    r2 = basin_cell("planted:0:depth=2,width=3", 2, 2, cfg)
+    assert {"W", "L", "samples", "solutions", "compositional", "rho", "lo", "hi"} <= set(r1)
+    assert r1["samples"] == 3 and r1["criterion"] == "correlation"
+    assert r1["final_loss"] == r2["final_loss"] and r1["primitive_corr"] == r2["primitive_corr"]
+    with pytest.raises(Exception, match="planted"):
+        basin_cell("image:camera", 2, 2, cfg)
