@@ -321,8 +321,10 @@ class CoordMLP(nn.Module):
     def to_rgb(self, raw: torch.Tensor) -> torch.Tensor:
         return head_to_rgb(raw, self.head)
 
+    @torch.no_grad()
     def render(self, res: int = 64, chunk: int | None = None) -> torch.Tensor:
-        """Images `(K, res, res, 3)` in [0, 1]. `chunk` bounds the pixels evaluated at once."""
+        """Images `(K, res, res, 3)` in [0, 1] (no autograd graph is kept; use `forward` and
+        `to_rgb` to differentiate). `chunk` bounds the pixels evaluated at once."""
         dev = self.weights[0].device
         grid = coords(res, device=dev, dtype=self.weights[0].dtype)
         if chunk is None or chunk >= grid.shape[0]:
@@ -331,8 +333,9 @@ class CoordMLP(nn.Module):
             rgb = torch.cat([self.to_rgb(self(grid[a : a + chunk])) for a in range(0, grid.shape[0], chunk)], 1)
         return rgb.reshape(self.population, res, res, 3)
 
+    @torch.no_grad()
     def features(self, res: int = 64) -> list[torch.Tensor]:
-        """Hidden activations as images: a list over layers of `(K, res, res, W)`."""
+        """Hidden activations as images: a list over layers of `(K, res, res, W)` (no autograd)."""
         grid = coords(res, device=self.weights[0].device, dtype=self.weights[0].dtype)
         _, feats = self(grid, return_features=True)
         return [f.reshape(self.population, res, res, -1) for f in feats]

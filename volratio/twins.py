@@ -23,7 +23,7 @@ from .train import TrainConfig, train
 class TwinsConfig:
     targets: tuple = ("skull", "butterfly", "apple")  # Picbreeder targets
     res: int = 32  # training resolution (FER: 256)
-    steps: int = 1000  # Adam steps (FER: 100,000)
+    steps: int = 800  # Adam steps (FER: 100,000)
     lr: float = 3e-3  # FER: 3e-3 (apple 3e-4); with grad_norm the step size is lr-sized
     lr_apple: float = 3e-4  # FER used a lower rate for apple
     grad_norm: bool = True  # FER: gradient divided by its global L2 norm before each step
