@@ -177,10 +177,11 @@ def test_depth_point_is_repeatable_and_scored():
 
     cfg = {"target": "planted:2:depth=2,width=3", "depth": 2, "seed": 0, "width": 4, "res": 8, "steps": 20,
            "retrain_steps": 5, "sp_rounds": 1, "max_params": 6, "keep_net": False}
-    a, b = depth_point(dict(cfg)), depth_point(dict(cfg))
-    assert a == b
-    assert 0.0 <= a["score"] <= 1.0 and len(a["scores"]) == 4 and a["judge"] == "ssim"
-    assert a["nonzero"] > 0 and a["loss"] >= 0
+    a, b = depth_point(dict(cfg)), depth_point({**cfg, "members": 2})
+    assert a == depth_point(dict(cfg))
+    assert 0.0 <= a["score"][0] <= 1.0 and len(a["scores"][0]) == 4 and a["judge"] == "ssim"
+    assert a["nonzero"][0] > 0 and a["loss"][0] >= 0
+    assert len(b["score"]) == 2 and b["nonzero"][0] > 0
     with pytest.raises(ValueError, match="unknown config"):
         depth_point({**cfg, "stepz": 3})
 
@@ -201,6 +202,19 @@ def test_cli_predict_json(capsys):
     assert main(["depth", "predict", "planted:9:depth=3", "--res", "16", "--calibration", *cal, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["fit"]["n"] == 4 and out["band"][0] <= out["depth"] <= out["band"][1]
+
+
+def test_sweep_curves_from_runner(tmp_path):
+    cfg = depth.DepthSweepConfig.quick(depths=(1, 2), seeds=2, members=2, width=3, res=8, steps=10, sp_rounds=1,
+                                       retrain_steps=3, max_params=4)
+    curves, report = depth.depth_sweep("planted:5:depth=2,width=2", cfg, out=tmp_path / "s")
+    c = curves["planted:5:depth=2,width=2"]
+    assert report.total == 2 and not report.failed
+    assert c.score.shape == (2, 2) and c.depths == [1, 2]
+    again, rep2 = depth.depth_sweep("planted:5:depth=2,width=2", cfg, out=tmp_path / "s")
+    assert rep2.skipped == 2 and np.array_equal(again["planted:5:depth=2,width=2"].score, c.score)
+    with pytest.raises(DepthError, match="multiple"):
+        depth.make_sweep("planted:5", depth.DepthSweepConfig.quick(seeds=4, members=3))
 
 
 def test_cli_bad_target_is_one_line(capsys):

@@ -237,25 +237,26 @@ def fit_predictor(ratios, depths, names=None, level: float = 0.95) -> DepthPredi
 
 @dataclass
 class DepthSweepConfig:
-    depths: tuple = (1, 2, 3, 4, 5, 6)  # hidden layers tried
-    seeds: int = 3  # initialisation seeds per depth (the interval comes from them)
+    depths: tuple = (1, 2, 3, 4, 5)  # hidden layers tried
+    seeds: int = 3  # independent initialisations per depth (the interval comes from them)
+    members: int = 3  # of these, how many train together as one population (a multiple of `seeds`; speed only)
     width: int = 8  # units per hidden layer before pruning
     activation: str = "gaussian"  # one activation for every hidden unit
     res: int = 16  # training, pruning and scoring resolution
-    steps: int = 150  # dense training steps (Adam, full batch)
+    steps: int = 120  # dense training steps (Adam, full batch)
     lr: float = 0.01  # Adam learning rate
     optimizer: str = "adam"  # adam | adamw | sgd | muon (training and SP retraining)
     tau: float = 0.9  # SP cosine-similarity threshold (the paper gives none; ours)
     sp_rounds: int = 2  # SP prune → retrain rounds
-    retrain_steps: int = 40  # training steps after each SP round
+    retrain_steps: int = 30  # training steps after each SP round
     deltas: tuple = (-1.0, -0.5, 0.5, 1.0)  # EMC2 perturbation sizes (both signs, FER's |Δw| ≤ 1)
-    max_params: int | None = 24  # EMC2 scores a seeded subsample of this many non-zero weights (None = all)
+    max_params: int | None = 20  # EMC2 scores a seeded subsample of this many non-zero weights (None = all)
     judge: str = "ssim"  # the offline default judge, calibrated per network
     device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
 
     @classmethod
     def quick(cls, **kw) -> "DepthSweepConfig":
-        """The book's scale: 16×16, 3 seeds, short training, 2 SP rounds, 24 scored weights."""
+        """The book's scale: 16×16, 3 seeds, short training, 2 SP rounds, 20 scored weights."""
         return cls(**kw)
 
     @classmethod
@@ -263,13 +264,15 @@ class DepthSweepConfig:
         """Closer to the paper: 64×64, 10 seeds, long training, every weight scored."""
         return cls(**{"depths": tuple(range(1, 13)), "seeds": 10, "width": 16, "res": 64, "steps": 5000,
                       "lr": 3e-3, "sp_rounds": 10, "retrain_steps": 500, "deltas": (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0),
-                      "max_params": None, **kw})
+                      "max_params": None, "members": 1, **kw})
 
     def run_config(self) -> dict:
         """The config shared by every run of the sweep (without depth, seed and target)."""
         c = asdict(self)
         for k in ("depths", "seeds"):
             c.pop(k)
+        if self.seeds % self.members:
+            raise DepthError(f"seeds = {self.seeds} is not a multiple of members = {self.members}; make it one")
         c["deltas"] = [float(x) for x in self.deltas]
         return c
 
@@ -295,7 +298,7 @@ def make_sweep(targets, cfg: DepthSweepConfig, name: str = "depth"):
 
     targets = [targets] if isinstance(targets, str) else list(targets)
     return Sweep(run="volratio.depth_runs:depth_point", config=cfg.run_config(),
-                 grid={"target": targets, "depth": list(cfg.depths)}, seeds=int(cfg.seeds), name=name)
+                 grid={"target": targets, "depth": list(cfg.depths)}, seeds=int(cfg.seeds) // int(cfg.members), name=name)
 
 
 @dataclass
@@ -334,19 +337,35 @@ def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
     return m, m - h, m + h
 
 
+def _explode(done):
+    """One row per network: a run that trained `members` networks holds lists; network id =
+    (seed, member)."""
+    rows = []
+    for _, r in done.iterrows():
+        vals = {c: r[c] for c in ("score", "loss", "dense_loss", "nonzero")}
+        n = len(vals["score"]) if isinstance(vals["score"], (list, tuple, np.ndarray)) else None
+        for k in range(n or 1):
+            rows.append({"target": r["target"], "depth": int(r["depth"]), "net": f"{r['seed']}.{k}",
+                         **{c: (v[k] if n else v) for c, v in vals.items()}})
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
 def curves_from_table(table, tol: float = 1e-9) -> dict[str, DepthCurve]:
-    """Depth curves from a depth sweep's results table (one per target)."""
+    """Depth curves from a depth sweep's results table (one per target; one column per network)."""
     done = table[table["status"] == "done"]
     if done.empty:
         raise DepthError("the depth sweep has no finished runs; see `volratio results DIR --tracebacks`")
+    flat = _explode(done)
     out = {}
-    for tgt, g in done.groupby("target", sort=False):
+    for tgt, g in flat.groupby("target", sort=False):
         depths = sorted(g["depth"].unique().tolist())
-        seeds = sorted(g["seed"].unique().tolist())
+        nets = sorted(g["net"].unique().tolist())
 
         def grid(col):
-            p = g.pivot_table(index="depth", columns="seed", values=col, aggfunc="first")
-            return p.reindex(index=depths, columns=seeds).to_numpy(dtype=np.float64)
+            p = g.pivot_table(index="depth", columns="net", values=col, aggfunc="first")
+            return p.reindex(index=depths, columns=nets).to_numpy(dtype=np.float64)
 
         sc = grid("score")
         out[tgt] = DepthCurve(tgt, depths, sc, grid("loss"), grid("dense_loss"), grid("nonzero"),
@@ -385,3 +404,53 @@ def planted_predictor(specs=None, res: int = 64, level: float = 0.95) -> tuple[D
     cx = [png_ratio(s, res) for s in specs]
     depths = [get_target(s).depth for s in specs]
     return fit_predictor([c.ratio for c in cx], depths, names=list(specs), level=level), cx
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures
+
+
+def plot_curves(curves: dict, ax=None, title: str = "", true_depths: dict | None = None):
+    """Mean EMC2 score vs depth per target with 95% t-intervals over seeds; the sweet spot marked
+    (and the true depth L*, dashed, where `true_depths` gives it)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 3.6))
+    for i, (name, c) in enumerate(curves.items()):
+        rows = c.summary()
+        d = [r["depth"] for r in rows]
+        m = np.array([r["score"] for r in rows])
+        lo, hi = np.array([r["score_lo"] for r in rows]), np.array([r["score_hi"] for r in rows])
+        line, = ax.plot(d, m, "o-", label=name, ms=4)
+        ax.fill_between(d, lo, hi, color=line.get_color(), alpha=0.15)
+        if c.spot.depth is not None:
+            ax.plot([c.spot.depth], [m[d.index(c.spot.depth)]], "*", color=line.get_color(), ms=12)
+        if true_depths and name in true_depths:
+            ax.axvline(true_depths[name], color=line.get_color(), ls="--", lw=0.8)
+    ax.set_xlabel("depth L (hidden layers)")
+    ax.set_ylabel("EMC2 score (AUC)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    return ax
+
+
+def plot_predictor(pred: DepthPredictor, ax=None, title: str = "", xlabel: str = "PNG compression ratio",
+                   ylabel: str = "depth"):
+    """The points, the fitted line, its confidence band and the prediction interval."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 3.6))
+    x = np.asarray(pred.x)
+    grid = np.linspace(x.min() - 0.05 * np.ptp(x), x.max() + 0.05 * np.ptp(x), 100)
+    p = pred.predict(grid)
+    ax.fill_between(grid, p["pi_lo"], p["pi_hi"], color="C0", alpha=0.1, label=f"{pred.level:.0%} prediction interval")
+    ax.fill_between(grid, p["band_lo"], p["band_hi"], color="C0", alpha=0.25, label=f"{pred.level:.0%} confidence band")
+    ax.plot(grid, p["depth"], "C0-", label=f"{pred.a:.2f} + {pred.b:.3f}·ratio (R² = {pred.r2:.2f})")
+    ax.plot(x, pred.y, "ko", ms=4)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    return ax

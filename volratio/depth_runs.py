@@ -21,9 +21,9 @@ import functools
 import numpy as np
 
 DEFAULTS = {
-    "width": 8, "activation": "gaussian", "res": 16, "steps": 150, "lr": 0.01, "optimizer": "adam",
-    "tau": 0.9, "sp_rounds": 2, "retrain_steps": 40, "deltas": [-1.0, -0.5, 0.5, 1.0], "max_params": 24,
-    "judge": "ssim", "device": "cpu",
+    "width": 8, "activation": "gaussian", "res": 16, "steps": 120, "lr": 0.01, "optimizer": "adam",
+    "tau": 0.9, "sp_rounds": 2, "retrain_steps": 30, "deltas": [-1.0, -0.5, 0.5, 1.0], "max_params": 20,
+    "judge": "ssim", "device": "cpu", "members": 1,
 }
 
 
@@ -58,7 +58,8 @@ def _config(config: dict, extra: tuple = ()) -> dict:
 
 
 def sp_network(cfg: dict):
-    """Train a dense network and prune it with SP; returns `(net, target, image, dense_loss, sp_result)`."""
+    """Train a population of `members` dense networks (independent initialisations drawn from
+    `seed`) and prune each with SP; returns `(net, target, image, dense_loss (K,), sp_result)`."""
     from .nets import Arch, CoordMLP
     from .prune import SPConfig, sp
     from .targets import get_target
@@ -68,45 +69,48 @@ def sp_network(cfg: dict):
     res = int(cfg["res"])
     img = target.image(res)  # (res, res, 3)
     net = CoordMLP(Arch.uniform(int(cfg["depth"]), int(cfg["width"]), cfg["activation"]),
-                   head=getattr(target, "head", "hsv"), population=1, seed=int(cfg["seed"]))
+                   head=getattr(target, "head", "hsv"), population=int(cfg["members"]), seed=int(cfg["seed"]))
     tc = TrainConfig(steps=int(cfg["steps"]), optimizer=cfg["optimizer"], lr=float(cfg["lr"]), device=cfg["device"])
     dense = train(net, img, tc).final_loss
     spc = SPConfig(tau=float(cfg["tau"]), rounds=int(cfg["sp_rounds"]), retrain_steps=int(cfg["retrain_steps"]),
                    seed=int(cfg["seed"]), train=tc)
     pr = sp(net, img, spc) if int(cfg["sp_rounds"]) > 0 else None
-    return net, target, img, float(dense[0]), pr
+    return net, target, img, np.asarray(dense, dtype=np.float64), pr
 
 
-def emc2_score(net, target_spec: str, cfg: dict):
-    """The EMC2 result of a population-1 network under the config's judge."""
+def emc2_score(net, target_spec: str, cfg: dict, member: int = 0):
+    """The EMC2 result of one member of `net` under the config's judge."""
     import torch
 
     from . import emc2
 
     res = int(cfg["res"])
     with torch.no_grad():
-        ref = net.render(res)[0].detach().cpu().double()  # (res, res, 3)
+        ref = net.render(res)[member].detach().cpu().double()  # (res, res, 3)
     judge = judge_for(ref, target_spec, res, cfg["judge"])
     ec = emc2.EMC2Config(deltas=tuple(float(d) for d in cfg["deltas"]), res=res, max_params=cfg["max_params"],
-                         seed=int(cfg["seed"]), device=cfg["device"], dtype="float64")
+                         seed=int(cfg["seed"]), member=member, device=cfg["device"], dtype="float64")
     return emc2.score(net, judge, target_spec, ec)
 
 
 def depth_point(config: dict) -> dict:
-    """One SP network at one depth and seed. Config: `target`, `depth`, `seed` and the entries of
-    `DEFAULTS` (`volratio.depth.DepthSweepConfig` documents them). Metrics: `score` (EMC2 AUC),
-    `scores` (S per δ), `loss` (MSE after SP), `dense_loss`, `nonzero`, `live_units`, `judge`,
-    `ratio` (the target's PNG compression ratio at `res`). Artifact: `net`."""
+    """SP networks at one depth: `members` of them (default 1) trained together as one population
+    from `seed`. Config: `target`, `depth`, `seed` and the entries of `DEFAULTS`
+    (`volratio.depth.DepthSweepConfig` documents them). Metrics, one list entry per member:
+    `score` (EMC2 AUC), `scores` (S per δ), `loss` (MSE after SP), `dense_loss`, `nonzero`; and
+    `live_units` (first member), `judge`, `ratio` (the target's PNG compression ratio at `res`).
+    Artifact: `net` (the population)."""
     cfg = _config(config, ("keep_net",))
     net, target, img, dense_loss, pr = sp_network(cfg)
-    loss = float(pr.final_loss[0]) if pr is not None else dense_loss
-    res = emc2_score(net, cfg["target"], cfg)
+    loss = pr.final_loss if pr is not None else dense_loss
+    results = [emc2_score(net, cfg["target"], cfg, k) for k in range(net.population)]
     from .depth import png_ratio
 
     out = {
-        "score": float(res.auc), "scores": [float(s) for s in res.scores], "loss": loss, "dense_loss": dense_loss,
-        "nonzero": int(net.nonzero()[0]), "live_units": [int(u) for u in net.live_units()[0]], "judge": res.judge,
-        "ratio": float(png_ratio(target, int(cfg["res"])).ratio),
+        "score": [float(r.auc) for r in results], "scores": [[float(s) for s in r.scores] for r in results],
+        "loss": [float(x) for x in loss], "dense_loss": [float(x) for x in dense_loss],
+        "nonzero": [int(n) for n in net.nonzero()], "live_units": [int(u) for u in net.live_units()[0]],
+        "judge": results[0].judge, "ratio": float(png_ratio(target, int(cfg["res"])).ratio),
     }
     if cfg.get("keep_net", True):
         out["net"] = net.to("cpu")
@@ -120,13 +124,15 @@ def optimizer_point(config: dict) -> dict:
     from .flatness import top_eigenvalue
 
     cfg = _config(config, ("hessian_iters", "keep_net"))
+    if int(cfg["members"]) != 1:
+        raise ValueError("optimizer_point trains one network per run (members = 1); use more seeds")
     net, target, img, dense_loss, pr = sp_network(cfg)
-    loss = float(pr.final_loss[0]) if pr is not None else dense_loss
+    loss = float(pr.final_loss[0]) if pr is not None else float(dense_loss[0])
     res = emc2_score(net, cfg["target"], cfg)
     eig = top_eigenvalue(net, img, iters=int(cfg.get("hessian_iters", 30)), seed=int(cfg["seed"]))
     out = {
-        "score": float(res.auc), "scores": [float(s) for s in res.scores], "loss": loss, "dense_loss": dense_loss,
-        "nonzero": int(net.nonzero()[0]), "sharpness": float(eig.value), "sharpness_iters": int(eig.iters),
+        "score": float(res.auc), "scores": [float(s) for s in res.scores], "loss": loss,
+        "dense_loss": float(dense_loss[0]), "nonzero": int(net.nonzero()[0]), "sharpness": float(eig.value), "sharpness_iters": int(eig.iters),
         "judge": res.judge,
     }
     if cfg.get("keep_net", False):

@@ -48,7 +48,7 @@ def make_sweep(cfg: OptimizerStudyConfig, name: str = "optimizers"):
     base = cfg.base.run_config()
     base.pop("optimizer")
     base.pop("lr")
-    base.update(target=cfg.target, depth=int(cfg.depth), hessian_iters=int(cfg.hessian_iters), lr=0.01)
+    base.update(target=cfg.target, depth=int(cfg.depth), hessian_iters=int(cfg.hessian_iters), lr=0.01, members=1)
     return Sweep(run="volratio.depth_runs:optimizer_point", config=base, cases=tuple(dict(c) for c in cfg.cases),
                  seeds=int(cfg.seeds), name=name)
 

@@ -64,7 +64,8 @@ def cmd_sweep(args) -> int:
 
     cfg = (DepthSweepConfig.quick if args.scale == "quick" else DepthSweepConfig.full)()
     over = {k: getattr(args, k) for k in ("width", "res", "steps") if getattr(args, k) is not None}
-    cfg = replace(cfg, depths=parse_depths(args.depths), seeds=args.seeds, **over)
+    members = cfg.members if args.seeds % cfg.members == 0 else 1  # population training is a speed-up only
+    cfg = replace(cfg, depths=parse_depths(args.depths), seeds=args.seeds, members=members, **over)
     ex = make_executor(args.scheduler, args.workers, args.processes)
     curves, report = depth_sweep(args.target, cfg, args.out, ex, progress=False if args.json else None)
     curve = curves[args.target]
