@@ -246,6 +246,7 @@ class DepthSweepConfig:
     steps: int = 120  # dense training steps (Adam, full batch)
     lr: float = 0.01  # Adam learning rate
     optimizer: str = "adam"  # adam | adamw | sgd | muon (training and SP retraining)
+    muon_lr: float = 0.02  # Muon's learning rate on the hidden matrices (DESIGN §9); its AdamW part: TrainConfig
     tau: float = 0.9  # SP cosine-similarity threshold (the paper gives none; ours)
     sp_rounds: int = 2  # SP prune → retrain rounds
     retrain_steps: int = 30  # training steps after each SP round

@@ -23,7 +23,7 @@ import numpy as np
 DEFAULTS = {
     "width": 8, "activation": "gaussian", "res": 16, "steps": 120, "lr": 0.01, "optimizer": "adam",
     "tau": 0.9, "sp_rounds": 2, "retrain_steps": 30, "deltas": [-1.0, -0.5, 0.5, 1.0], "max_params": 20,
-    "judge": "ssim", "device": "cpu", "members": 1,
+    "judge": "ssim", "device": "cpu", "members": 1, "muon_lr": 0.02,
 }
 
 
@@ -70,7 +70,8 @@ def sp_network(cfg: dict):
     img = target.image(res)  # (res, res, 3)
     net = CoordMLP(Arch.uniform(int(cfg["depth"]), int(cfg["width"]), cfg["activation"]),
                    head=getattr(target, "head", "hsv"), population=int(cfg["members"]), seed=int(cfg["seed"]))
-    tc = TrainConfig(steps=int(cfg["steps"]), optimizer=cfg["optimizer"], lr=float(cfg["lr"]), device=cfg["device"])
+    tc = TrainConfig(steps=int(cfg["steps"]), optimizer=cfg["optimizer"], lr=float(cfg["lr"]),
+                     muon_lr=float(cfg["muon_lr"]), device=cfg["device"])
     dense = train(net, img, tc).final_loss
     spc = SPConfig(tau=float(cfg["tau"]), rounds=int(cfg["sp_rounds"]), retrain_steps=int(cfg["retrain_steps"]),
                    seed=int(cfg["seed"]), train=tc)
