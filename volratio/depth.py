@@ -313,10 +313,12 @@ class DepthCurve:
     spot: SweetSpot
 
     def summary(self, level: float = 0.95) -> list[dict]:
-        """One row per depth: mean score and loss with t-intervals over seeds."""
+        """One row per depth: mean score and loss with t-intervals over seeds (the score's interval
+        clipped to [0, 1], the range of an EMC2 score)."""
         rows = []
         for i, d in enumerate(self.depths):
             s, sl, ss = mean_ci(self.score[i], level)
+            sl, ss = max(sl, 0.0), min(ss, 1.0)
             l, ll, lh = mean_ci(self.loss[i], level)
             rows.append({"target": self.target, "depth": int(d), "score": s, "score_lo": sl, "score_hi": ss,
                          "loss": l, "loss_lo": ll, "loss_hi": lh, "nonzero": float(np.mean(self.nonzero[i]))})
