@@ -77,6 +77,8 @@ from volratio.nets import CoordMLP
 from volratio.targets import get_target
 from volratio.train import TrainConfig, train
 
+torch.set_num_threads(1)  # the networks here are tiny: one thread is fastest
+
 print(picbreeder.where())
 g = picbreeder.genome("skull")  # a volratio.graph.Graph
 print(len(g.nodes), "nodes,", len(g.links), "links; longest path", g.depth(), "links")
@@ -178,6 +180,7 @@ from volratio import coursework, emc2, judges
 from volratio.device import generator
 from volratio.nets import CoordMLP
 
+torch.set_num_threads(1)  # the networks here are tiny: one thread is fastest
 RES, DELTA, THRESHOLD = 24, 0.5, 0.9
 net = CoordMLP("2;gaussian:4", head="grey", seed=1)
 g = generator(0)
@@ -259,6 +262,7 @@ from volratio.prune import SPConfig, prune
 from volratio.targets import get_target
 from volratio.train import TrainConfig, train
 
+torch.set_num_threads(1)  # the networks here are tiny: one thread is fastest
 RES, LAYER, TAU = 24, 0, 0.85
 target = get_target("planted:3:depth=3")
 image = target.image(RES)
@@ -460,6 +464,7 @@ import torch
 from volratio import coursework
 from volratio.boolean import get_boolean_target, input_table
 
+torch.set_num_threads(1)  # the batches here are small: one thread is fastest
 t = get_boolean_target("chain:2")
 print(t.describe())
 X = input_table(t.n)  # (2^n, n) in ±1; row r has x_i = +1 iff bit i of r is set
@@ -569,8 +574,11 @@ chapter: "Feature interference and the Welch bound"; library: `volratio.welch`,
     md(HOW_TO),
     code("""
 import numpy as np
+import torch
 from volratio import coursework, welch
 from volratio.superposition import ToyConfig, train_toy
+
+torch.set_num_threads(1)  # the toy model is tiny: one thread is fastest
 
 M, N = 6, 3
 """),

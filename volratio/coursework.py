@@ -734,7 +734,7 @@ def check_welch_bound(answer, m: int, n: int, k: int = 1) -> Check:
 
     got = _number(answer, "your bound")
     ref = welch_bound(m, n, k)
-    if _close(got, ref, rtol=1e-9, atol=1e-12):
+    if _close(got, ref, rtol=1e-6, atol=1e-9):
         return Check("check_welch_bound", True, f"Welch bound (k={k}) for m={m}, n={n}: {ref:.6g}", ref, got)
     raw = (m / math.comb(n + k - 1, k) - 1) / (m - 1) if m > 1 else 0.0
     wrong = {
@@ -745,7 +745,7 @@ def check_welch_bound(answer, m: int, n: int, k: int = 1) -> Check:
     if k == 1:
         wrong["you divided by n·m instead of n·(m − 1)"] = (m - n) / (n * m)
     for why, v in wrong.items():
-        if math.isfinite(v) and _close(got, v, rtol=1e-9, atol=1e-12) and not _close(v, ref, rtol=1e-9, atol=1e-12):
+        if math.isfinite(v) and _close(got, v, rtol=1e-6, atol=1e-9) and not _close(v, ref, rtol=1e-6, atol=1e-9):
             return Check("check_welch_bound", False, f"your bound {got:.6g} ≠ {ref:.6g}: {why}", ref, got)
     return Check("check_welch_bound", False,
                  f"your bound {got:.6g} ≠ {ref:.6g}: for k = 1 it is (m − n) / (n (m − 1)), clipped at 0", ref, got)
@@ -802,7 +802,8 @@ def check_frame(vectors, m: int, n: int, slack: float = 0.02, seed: int = 0) -> 
         return Check("check_frame", False, f"row(s) {np.flatnonzero(norms < 1e-12).tolist()} are zero vectors; they have no direction")
     got = max_sq_inner(V)
     bound, which = best_bound(m, n)
-    target = max(bound, low_coherence_frame(m, n, seed=seed).max_sq_inner)
+    # the numerical frame is only needed when the answer does not already meet the lower bound
+    target = bound if got <= bound * (1 + slack) + 1e-12 else max(bound, low_coherence_frame(m, n, seed=seed).max_sq_inner)
     note = "" if np.allclose(norms, 1, atol=1e-6) else " (rows were normalised before comparing)"
     if got <= target * (1 + slack) + 1e-12:
         etf = " — an equiangular tight frame: it meets the Welch bound" if is_etf(V, 1e-6) else ""
