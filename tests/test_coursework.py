@@ -60,6 +60,19 @@ def test_check_object_and_placeholders():
     assert ok.expected == pytest.approx(0.2) and ok.got == pytest.approx(0.2)
 
 
+def test_checkers_leave_global_state_alone():
+    """Same answer, same verdict; the global torch and numpy random streams are not touched."""
+    from volratio.welch import icosahedron_frame
+
+    torch_state, np_state = torch.get_rng_state(), np.random.get_state()
+    net = _masked_net()
+    first = [cw.check_frame(icosahedron_frame() + 0.05, 6, 3), cw.check_perturbation_score(0.5, net, 0.5, 16)]
+    second = [cw.check_frame(icosahedron_frame() + 0.05, 6, 3), cw.check_perturbation_score(0.5, net, 0.5, 16)]
+    assert [repr(c) for c in first] == [repr(c) for c in second]
+    assert torch.equal(torch.get_rng_state(), torch_state)
+    assert all(np.array_equal(a, b) for a, b in zip(np.random.get_state()[1:2], np_state[1:2]))
+
+
 # ---------------------------------------------------------------------------------------------
 # 01 Picbreeder
 
@@ -82,9 +95,14 @@ def _shortest(graph):
     return layer
 
 
-def test_layers_function(picbreeder_dir):
+def test_layers_function_on_the_skull(picbreeder_dir):
     _passes(cw.check_layers(_longest))
+    # the planted test graphs happen to have no skip links; the skull genome does
     _fails(cw.check_layers(_shortest), "shortest path", "max")
+
+
+def test_layers_function():
+    _passes(cw.check_layers(_longest))
     _fails(cw.check_layers(lambda g: {k: v + 1 for k, v in g.layers().items()}), "one too high")
 
     def nyi(g):
@@ -276,13 +294,16 @@ def test_target_shape():
 
 
 def test_p_solution():
-    from volratio.rho import exact
+    from volratio.rho import SamplerConfig, exact
 
     t = get_boolean_target("chain:1")
     e = exact(t, 2, 2)
     _passes(cw.check_p_solution(e.p_solution, "chain:1", 2, 2, 20_000))
     _fails(cw.check_p_solution(e.p_compositional, "chain:1", 2, 2, 200_000), "P(compositional)")
     _fails(cw.check_p_solution(0.5, "chain:1", 2, 2, 20_000), "standard errors")
+    unmasked = exact(t, 2, 2, SamplerConfig(p=1.0, device="cpu")).p_solution
+    assert abs(unmasked - e.p_solution) > 0.005
+    _fails(cw.check_p_solution(unmasked, "chain:1", 2, 2, 200_000), "unmasked")
     with pytest.raises(cw.CourseworkError, match="smaller"):
         cw.check_p_solution(0.1, "tree:2:2", 4, 4, 1000)
 
