@@ -15,7 +15,8 @@ const { chromium } = require("playwright-core");
 const mathjaxDir = path.join(path.resolve(tools), "node_modules", "mathjax");
 
 const htmlRoot = "_build/html";
-const pages = ["index.html", ...fs.readdirSync(path.join(htmlRoot, "book"))
+// index.html only redirects to book/intro.html
+const pages = [...fs.readdirSync(path.join(htmlRoot, "book"))
   .filter((f) => f.endsWith(".html")).sort().map((f) => `book/${f}`)];
 fs.mkdirSync("_build/screenshots", { recursive: true });
 

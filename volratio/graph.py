@@ -8,7 +8,7 @@ up by `cache` (identity) units. The result is a `CoordMLP` with the same image, 
 and only the graph's links (plus the cache copies of weight 1) non-zero.
 
 Picbreeder genomes (`volratio.picbreeder`) and planted compositional targets (`volratio.targets`)
-are both `Graph`s. Chapters: "Picbreeder networks and their SGD twins", "Compositional sparsity".
+are both graphs of this kind. Chapters: "Picbreeder networks and their SGD twins", "Compositional sparsity".
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ stored as `(K, fan_in, fan_out)` and evaluated with one batched matmul per layer
 ordinary network. ρ estimation, seed sweeps and multi-start training use K > 1.
 
 Conventions (from the FER repository's Picbreeder renderer, `../shared/data/picbreeder/README.md`):
+
 - grid: `lin = linspace(-1, 1, res)`, `x, y = meshgrid(lin, lin, indexing="ij")`,
   `d = 1.4 * sqrt(x² + y²)`, `bias = 1`; inputs in the order `(y, x, d, bias)`;
 - activations `sigmoid(z) = 2σ(z) − 1`, `gaussian(z) = 2·exp(−z²) − 1`; `cache` is the identity

@@ -1,19 +1,38 @@
-"""Sphinx extension: the student edition of the book.
+"""Sphinx extension with the book's build tweaks.
 
-Set `VOLRATIO_STUDENT=1` when building and every `{solution}` block is left out
-(sphinx-exercise's `hide_solutions`), so that exercises appear without their answers:
+1. The student edition: set `VOLRATIO_STUDENT=1` when building and every `{solution}` block is
+   left out (sphinx-exercise's `hide_solutions`), so that exercises appear without answers:
 
-    VOLRATIO_STUDENT=1 jupyter-book build . --path-output _build/student
+       VOLRATIO_STUDENT=1 jupyter-book build . --path-output _build/student
+
+2. Inline scripts that extensions register late (sphinx-thebe's `THEBE_JS_URL`, sphinx-togglebutton's
+   settings) were written twice into every page — a JavaScript error in the reader's console.
+   The duplicates are dropped before pages are written (see `_dedupe_scripts`).
 """
 
 import os
 
 
-def _apply(app, config):
+def _config(app, config):
     if os.environ.get("VOLRATIO_STUDENT", "").strip() not in ("", "0"):
         config.hide_solutions = True
 
 
+def _dedupe_scripts(app, env):
+    """Sphinx's HTML builder re-adds every script registered after its start when it prepares to
+    write (`prepare_writing`), turning an inline script's filename `None` into `''`, so its own
+    de-duplication misses inline scripts. Drop the registry's copies of inline scripts the builder
+    already has, so that each is written once, in its original place."""
+    builder = getattr(app, "builder", None)
+    files = getattr(builder, "_js_files", None)
+    if files is None:
+        return
+    have = {js.attributes.get("body") for js in files if not js.filename}
+    app.registry.js_files[:] = [(fn, attrs) for fn, attrs in app.registry.js_files
+                                if fn or attrs.get("body") not in have]
+
+
 def setup(app):
-    app.connect("config-inited", _apply, priority=900)
+    app.connect("config-inited", _config, priority=900)
+    app.connect("env-updated", _dedupe_scripts, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
