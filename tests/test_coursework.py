@@ -111,6 +111,7 @@ def test_layers_function():
     _fails(cw.check_layers(nyi), "not implemented")
     _fails(cw.check_layers(lambda g: 1 / 0), "ZeroDivisionError")
     _fails(cw.check_layers(lambda g: {}), "no layer")
+    _fails(cw.check_layers(lambda g: {k: None for k in g.nodes}), "integers")
 
 
 def test_twin_rejects(picbreeder_dir):
@@ -124,6 +125,9 @@ def test_twin_rejects(picbreeder_dir):
         untrained.weights[-1].mul_(0).add_(5.0)  # saturated output: far from the image
     _fails(cw.check_twin(untrained, "skull", res=16), "mean colour")
     _fails(cw.check_twin("net", "skull"), "CoordMLP")
+    from volratio.train import TrainResult
+
+    _fails(cw.check_twin(TrainResult(pb, np.zeros((1, 1)), np.zeros(1)), "skull"), ".net")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -147,7 +147,8 @@ def _net(x, what: str = "your network"):
 
     _answered(x, what)
     if not isinstance(x, CoordMLP):
-        raise _BadAnswer(f"{what} should be a volratio.nets.CoordMLP, got {type(x).__name__}")
+        hint = " — train() returns a TrainResult; its .net is the network" if isinstance(getattr(x, "net", None), CoordMLP) else ""
+        raise _BadAnswer(f"{what} should be a volratio.nets.CoordMLP, got {type(x).__name__}{hint}")
     return x
 
 
@@ -241,12 +242,16 @@ def check_layers(fn, seed: int = 0) -> Check:
         missing = [k for k in ref if k not in got]
         if missing:
             return Check("check_layers", False, f"on {label}: no layer for node(s) {missing[:5]} — every node needs one, inputs too")
-        wrong = [k for k in g.topological_order() if int(got[k]) != ref[k]]
+        try:
+            got = {k: int(got[k]) for k in ref}
+        except (TypeError, ValueError):
+            return Check("check_layers", False, f"on {label}: layers should be integers, got e.g. {next(iter(got.values()))!r}")
+        wrong = [k for k in g.topological_order() if got[k] != ref[k]]
         if wrong:
             k = wrong[0]
-            if all(int(got[j]) == ref[j] + 1 for j in ref):
+            if all(got[j] == ref[j] + 1 for j in ref):
                 why = "every layer is one too high: inputs are at layer 0"
-            elif all(int(got[j]) == v for j, v in _shortest_layers(g).items()):
+            elif all(got[j] == v for j, v in _shortest_layers(g).items()):
                 why = "you took the shortest path from the inputs (min over predecessors); a node must come after *all* its inputs: take the max"
             else:
                 preds = [s for s, _ in g.predecessors()[k]]
