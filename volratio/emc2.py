@@ -295,14 +295,22 @@ class PerturbationEngine:
     def _check(self, params: np.ndarray) -> None:
         if params.ndim != 2 or params.shape[1] != 3:
             raise PerturbationError(f"params must be an (N, 3) array of (kernel, row, col), got shape {params.shape}")
-        for i, r, c in params.tolist():
-            if not 0 <= i < self.n_kernels or not 0 <= r < self.shapes[i][0] or not 0 <= c < self.shapes[i][1]:
+        i, r, c = params.T
+        bad = (i < 0) | (i >= self.n_kernels)
+        shp = np.array(self.shapes + [(0, 0)])[np.clip(i, 0, self.n_kernels)]  # (N, 2)
+        bad |= (r < 0) | (r >= shp[:, 0]) | (c < 0) | (c >= shp[:, 1])
+        if bad.any():
+            k, rr, cc = params[np.argmax(bad)]
+            raise PerturbationError(
+                f"parameter (kernel {k}, row {rr}, col {cc}) is outside the network (kernel shapes {self.shapes})"
+            )
+        for k in np.unique(i):
+            sel = i == k
+            off = ~self._mask[k][r[sel], c[sel]].astype(bool)
+            if off.any():
+                _, rr, cc = params[sel][np.argmax(off)]
                 raise PerturbationError(
-                    f"parameter (kernel {i}, row {r}, col {c}) is outside the network (kernel shapes {self.shapes})"
-                )
-            if not self._mask[i][r, c]:
-                raise PerturbationError(
-                    f"weight (kernel {i}, row {r}, col {c}) is masked out; only unmasked weights can be perturbed"
+                    f"weight (kernel {k}, row {rr}, col {cc}) is masked out; only unmasked weights can be perturbed"
                 )
 
     @torch.no_grad()
@@ -528,8 +536,11 @@ def score(net: CoordMLP, judge, label: str, config: EMC2Config | None = None, pa
         verdict[idx] = v.verdicts
         jscore[idx] = v.scores
         dist[idx] = ((imgs - base) ** 2).mean(dim=(1, 2, 3)).sqrt().cpu().numpy()
-    W = [w.detach()[cfg.member].cpu() for w in net.effective_weights()]
-    weight = np.array([float(W[i][r, c]) for i, r, c in P_all.tolist()])
+    W = [w.detach()[cfg.member].cpu().double().numpy() for w in net.effective_weights()]
+    weight = np.zeros(len(P_all))
+    for k in np.unique(P_all[:, 0]):
+        sel = P_all[:, 0] == k
+        weight[sel] = W[k][P_all[sel, 1], P_all[sel, 2]]
     table = pd.DataFrame(
         {
             "layer": P_all[:, 0], "row": P_all[:, 1], "col": P_all[:, 2], "weight": weight,
@@ -542,6 +553,20 @@ def score(net: CoordMLP, judge, label: str, config: EMC2Config | None = None, pa
         n_nonzero=n_nonzero, judge=judge.name, judge_settings=judge.settings(), table=table,
         config={**asdict(cfg), "deltas": [float(x) for x in deltas]},
     )
+
+
+def score_ssim(net: CoordMLP, target_spec: str, config: EMC2Config | None = None, layered=None,
+               label: str | None = None):
+    """`(EMC2Result, SSIMJudge)`: S(θ; δ) under the offline judge, its threshold calibrated for
+    this network's own unperturbed image (`volratio.judges.calibrated_ssim_judge`, the target
+    `target_spec` excluded from the identity-destroying set)."""
+    from .judges import calibrated_ssim_judge
+
+    cfg = config or EMC2Config()
+    eng = PerturbationEngine(net, cfg.res, cfg.member, cfg.device, _dtype(cfg.dtype), cfg.memory_bytes)
+    judge = calibrated_ssim_judge(eng.base.cpu(), exclude=target_spec, seed=cfg.seed)
+    label = label or target_spec.partition(":")[2] or target_spec
+    return score(net, judge, label, cfg, layered=layered), judge
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ Chapter: "EMC2-Bench" (book/emc2.md).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -107,13 +108,17 @@ def ssim(images, reference) -> np.ndarray:
     y = as_images(reference).permute(0, 3, 1, 2).expand_as(x)
     if x.shape[-1] < SSIM_WIN or x.shape[-2] < SSIM_WIN:
         raise JudgeError(f"SSIM needs images of at least {SSIM_WIN}×{SSIM_WIN}; got {tuple(x.shape[-2:])}")
-    pool = lambda t: torch.nn.functional.avg_pool2d(t, SSIM_WIN, stride=1)  # noqa: E731 — the valid (cropped) region
     n = SSIM_WIN * SSIM_WIN
+    # window means over the valid (cropped) region, all five statistics at once, by summed-area tables
+    stats = torch.stack([x, y, x * x, y * y, x * y], dim=1)  # (B, 5, 3, H, W)
+    S = torch.nn.functional.pad(stats.cumsum(-1).cumsum(-2), (1, 0, 1, 0))
+    k = SSIM_WIN
+    m = (S[..., k:, k:] - S[..., :-k, k:] - S[..., k:, :-k] + S[..., :-k, :-k]) / n
+    ux, uy, uxx, uyy, uxy = m.unbind(1)
     cov = n / (n - 1.0)
-    ux, uy = pool(x), pool(y)
-    vx = cov * (pool(x * x) - ux * ux)
-    vy = cov * (pool(y * y) - uy * uy)
-    vxy = cov * (pool(x * y) - ux * uy)
+    vx = cov * (uxx - ux * ux)
+    vy = cov * (uyy - uy * uy)
+    vxy = cov * (uxy - ux * uy)
     c1, c2 = (SSIM_K1 * 1.0) ** 2, (SSIM_K2 * 1.0) ** 2
     s = ((2 * ux * uy + c1) * (2 * vxy + c2)) / ((ux * ux + uy * uy + c1) * (vx + vy + c2))
     return s.mean(dim=(1, 2, 3)).numpy()
@@ -204,12 +209,18 @@ OTHER_IMAGES = ("image:camera", "image:astronaut", "image:coffee", "image:chelse
 def other_target_images(res: int, exclude: str | None = None) -> dict[str, torch.Tensor]:
     """Images of other targets: the Picbreeder targets (when the data is available) and a few
     scikit-image photographs, all but `exclude`."""
+    return {s: img.clone() for s, img in _target_images(res) if s != exclude}
+
+
+@functools.lru_cache(maxsize=8)
+def _target_images(res: int) -> tuple:
+    """`((spec, image), …)` of every candidate target at `res` (rendered once per resolution)."""
     from . import picbreeder
     from .targets import get_target
 
     specs = [f"picbreeder:{n}" for n in picbreeder.NAMES] if picbreeder.available() else []
     specs += list(OTHER_IMAGES)
-    return {s: get_target(s).image(res).double() for s in specs if s != exclude}
+    return tuple((s, get_target(s).image(res).double()) for s in specs)
 
 
 @dataclass
