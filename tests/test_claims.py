@@ -35,3 +35,13 @@ def test_bad_records_are_refused_or_flagged(tmp_path):
     (tmp_path / "welch-r-le-d.json").write_text("{broken")
     t = claims.table(tmp_path)
     assert "corrupt record" in t.loc["welch-r-le-d", "we measured"]
+
+
+def test_combine_and_lower_is_better():
+    assert claims.combine(["reproduced", "reproduced"]) == "reproduced"
+    assert claims.combine(["reproduced", "not reproduced"]) == "partly"
+    assert claims.combine(["not reproduced", "not reproduced"]) == "not reproduced"
+    assert claims.combine(["not measured"]) == "not measured"
+    E = claims.Estimate
+    # a loss of 0.1 ± 0.01 is lower than 0.5 ± 0.01
+    assert claims.compare_estimates(claims.lower_is_better(E(0.1, 0.09, 0.11)), claims.lower_is_better(E(0.5, 0.49, 0.51))) == "reproduced"

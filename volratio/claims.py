@@ -102,6 +102,24 @@ def verdict_from_fraction(passed: int, total: int, all_needed: bool = True) -> s
     return "partly" if passed > 0 else "not reproduced"
 
 
+def combine(verdicts) -> str:
+    """One verdict from the verdicts of a claim's parts: all reproduced → reproduced, none
+    reproduced or partly → not reproduced, otherwise partly."""
+    vs = [v for v in verdicts if v != "not measured"]
+    if not vs:
+        return "not measured"
+    if all(v == "reproduced" for v in vs):
+        return "reproduced"
+    if all(v == "not reproduced" for v in vs):
+        return "not reproduced"
+    return "partly"
+
+
+def lower_is_better(e: Estimate) -> Estimate:
+    """Negate an estimate so that `compare_estimates` can test "lower than"."""
+    return Estimate(-e.mean, -e.hi, -e.lo)
+
+
 def record(key: str, verdict: str, measured: str, evidence: dict | None = None, scale: str = "quick",
            directory: Path | None = None) -> Path:
     """Store what a chapter measured for claim `key` and the verdict computed from it."""
