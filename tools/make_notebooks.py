@@ -301,7 +301,7 @@ Remove unit `UNIT` of hidden layer `LAYER` the SP way: mask its incoming weights
 `net.masks[LAYER + 1]`), using `net.set_mask(i, new_mask)` (which also zeroes the weights).
 """),
     code("""
-UNIT = pairs[0][1] if pairs else 0
+UNIT = 4  # the unit to remove (SP would pick one unit of each redundant pair at random)
 """),
     task("remove", """
 # YOUR CODE HERE
@@ -514,14 +514,22 @@ p_hat = ...
 """),
     check("coursework.check_p_solution(p_hat, SPEC, W, L, SAMPLES, p=P)"),
     md("""
-## Task 4 — a confidence interval
+## Task 4 — ρ with a confidence interval
 
-Give the 95% Wilson score interval for `k = round(p_hat · SAMPLES)` successes out of `SAMPLES`
-(e.g. `scipy.stats.binomtest(k, n).proportion_ci(0.95, method="wilson")`). Why is the normal
-(Wald) interval a bad idea when solutions are rare?
+`volratio.rho.count` samples networks for `chain:2` at (W, L) = (2, 2) and counts the solutions
+and, among them, the compositional ones. ρ̂ = k / n with k compositional out of n solutions. Give
+the 95% Wilson score interval for it (e.g. `scipy.stats.binomtest(k, n).proportion_ci(0.95,
+method="wilson")`). Why is the normal (Wald) interval p̂ ± 1.96·√(p̂(1 − p̂)/n) a bad idea when n
+is small or p̂ is near 0 or 1?
+"""),
+    code("""
+from volratio import rho
+
+c = rho.count(get_boolean_target("chain:2"), 2, 2, samples=50_000, seed=0)
+k, n = c.compositional, c.solutions
+print(f"{c.samples} networks: {n} solutions, {k} compositional; rho_hat = {k / n:.3f}")
 """),
     task("interval", """
-k, n = int(round(p_hat * SAMPLES)), SAMPLES
 # YOUR CODE HERE
 lo, hi = ..., ...
 """),
@@ -552,7 +560,6 @@ p_hat = solved.float().mean().item()
 """,
     "interval": """
 from scipy.stats import binomtest
-k, n = int(round(p_hat * SAMPLES)), SAMPLES
 ci = binomtest(k, n).proportion_ci(0.95, method="wilson")
 lo, hi = ci.low, ci.high
 """,
