@@ -10,16 +10,22 @@ show Picbreeder parts moving at |Δw| ≈ 1), its normalised area under the curv
 table. Only non-zero parameters count, so a pruned network is scored on what it keeps.
 
 **The engine** (`PerturbationEngine`) renders every perturbed network exactly as re-rendering it
-from scratch would (up to floating-point summation order; tested to ≤ 1e-6 in float64):
+from scratch would, up to floating-point summation order (tested to ≤ 1e-6 in float64, the
+default; float32 is faster and differs by up to ~1e-5 on long cache chains):
 
-- changing `W_i[r, c]` by δ changes only column `c` of layer i's pre-activation, by `δ · h_i[:, r]`;
+- changing `W_i[r, c]` by δ changes only unit `c` of layer i+1's pre-activation, by `δ · h_i[r]`;
   the activations *below* kernel i are computed once (base pass) and reused;
 - above it only the *forward cone* of unit c changes: a set of units per layer, grown through the
-  non-zero connections. Each layer is recomputed as `z' = z + Δh_cone @ W[cone, cone']`, so a sparse
-  (Picbreeder) network recomputes a few units, a dense one whole layers;
+  non-zero connections. A partial layer is recomputed as `z' = z + W[cone', cone] @ Δh_cone`; once
+  the cone covers a whole layer the pass continues as a plain forward pass `z' = W @ h'`. So a
+  sparse (Picbreeder) network recomputes a few units, a dense one whole layers;
 - units that cannot reach the output (no non-zero path) are dropped before anything is computed
   (*dead-unit compaction*); perturbing a weight into such a unit leaves the image unchanged, exactly;
-- perturbations sharing kernel and target unit are batched, in chunks under a memory cap (bytes);
+- perturbations sharing kernel and target unit are batched; target units with few perturbations
+  (sparse networks) share one batch per kernel through the union of their cones (units outside an
+  element's own cone get Δh = 0 exactly); batches are chunked under a memory cap (bytes);
+- activations are stored units-major `(units, pixels)`, so each activation function acts in place
+  on one contiguous block;
 - everything runs on CPU or CUDA (`device="auto"`).
 
 `naive_render` is the reference it is tested and benchmarked against (copy, perturb, render).
@@ -39,7 +45,6 @@ Chapter: "EMC2-Bench" (book/emc2.md); benchmark: benchmarks/emc2_engine.py.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
