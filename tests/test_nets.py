@@ -111,3 +111,12 @@ def test_render_any_resolution_and_chunking():
     assert full.shape == (1, 17, 17, 3)
     assert torch.allclose(net.render(17, chunk=50), full)
     assert 0 <= full.min() and full.max() <= 1
+
+
+def test_gaussian_values_and_gradient():
+    from volratio.nets import ACTIVATIONS
+
+    z = torch.randn(6, 5, dtype=torch.float64, requires_grad=True)
+    g = ACTIVATIONS["gaussian"]
+    assert torch.allclose(g(z), 2 * torch.exp(-z * z) - 1, atol=1e-15)
+    assert torch.autograd.gradcheck(g, (z,))
