@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
 import torch
 
 from ..device import generator

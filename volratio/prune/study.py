@@ -77,6 +77,7 @@ class ConnectivityResult:
     nets: dict  # method -> CoordMLP population (member = target index · seeds + seed)
     images: torch.Tensor  # (K, res, res, 3) the targets, member by member
     seconds: float  # wall-clock time of the run
+    version: str = ""  # volratio version that produced it
 
 
 def _copy(net: CoordMLP) -> CoordMLP:
@@ -143,10 +144,14 @@ def run(config: ConnectivityConfig | None = None, progress=None) -> Connectivity
             r = score_network(nets[row["method"]], row["member"], row["target"], cfg)
             auc.append(r.auc)
             curves.append([float(x) for x in r.scores])
+            judge = r.judge
         table["emc2_auc"] = auc
         table["emc2_scores"] = curves
+        table["judge"] = judge
         say("EMC2 scored")
-    return ConnectivityResult(asdict(cfg), table, nets, images, time.time() - t0)
+    from .. import __version__
+
+    return ConnectivityResult(asdict(cfg), table, nets, images, time.time() - t0, __version__)
 
 
 @torch.no_grad()
