@@ -248,3 +248,30 @@ def test_basin_cell_runs_and_repeats():
     assert r1["final_loss"] == r2["final_loss"] and r1["primitive_corr"] == r2["primitive_corr"]
     with pytest.raises(Exception, match="planted"):
         basin_cell("image:camera", 2, 2, cfg)
+
+
+def test_sampler_variants():
+    from volratio.device import generator
+    from volratio.rho import sample_networks
+
+    cfg = SamplerConfig(weights="gaussian", masks="fanin", fan_in=3, device="cpu")
+    nets = sample_networks(6, 8, 3, 2000, cfg, generator(0))
+    w = nets.weights[1]  # (B, 8, 8)
+    assert ((w != 0).sum(dim=1) == 3).all()  # exactly fan_in inputs per unit
+    assert float(w[w != 0].std()) == pytest.approx(1 / np.sqrt(8), rel=0.05)
+    t = SamplerConfig(p=0.6, device="cpu")
+    e = torch.cat([x.flatten() for x in sample_networks(4, 6, 3, 4000, t, generator(1)).weights])
+    assert float((e == 0).float().mean()) == pytest.approx(1 - 2 * 0.6 / 3, abs=0.01)
+    with pytest.raises(Exception, match="density"):
+        SamplerConfig(p=0.0)
+
+
+def test_theory_grid_shapes_and_decay():
+    from volratio.theory import W_SYM, copy_factor, theory_grid
+
+    t = get_boolean_target("tree:2:2")
+    exprs, vals = theory_grid(t, [1, 2, 4, 8, 16], [1, 2, 3], CPU)
+    assert vals.shape == (3, 5) and exprs[1] == 0 and W_SYM in exprs[2].free_symbols
+    assert (vals[0] == 0).all() and vals[1, 0] == 0  # L < L*, W < W_min
+    assert vals[1, 4] < vals[1, 3] < vals[1, 2]  # decays in W past the peak
+    assert float(copy_factor(16, 0.8)) < float(copy_factor(4, 0.8))
