@@ -332,3 +332,11 @@ def test_cli_emc2_json_and_sweep(tmp_path, capsys):
     assert png.read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(VolratioError, match="genome"):
         _cli(["emc2", str(f), "--target", "image:camera", "--which", "genome"])
+
+
+def test_inplace_activations_match_the_network_bit_for_bit():
+    from volratio.nets import ACTIVATIONS
+
+    z = torch.linspace(-6, 6, 1001, dtype=torch.float32)
+    for name, f in emc2._INPLACE.items():
+        assert torch.equal(f(z.clone()), ACTIVATIONS[name](z)), name
