@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from volratio.boolean import BooleanTargetError, get_boolean_target, input_table
-from volratio.rho import Nets, SamplerConfig, classify, count, exact, interval, row
+from volratio.rho import Nets, SamplerConfig, classify, count, exact, interval
 from volratio.theory import clean_volume_value, support_zero
 
 CPU = SamplerConfig(device="cpu")

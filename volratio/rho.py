@@ -32,7 +32,7 @@ chapter "The volume-ratio argument" (book/volume_ratio.md) and `volratio rho`.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
