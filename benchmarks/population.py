@@ -14,6 +14,7 @@ import argparse
 import resource
 import time
 
+import numpy as np
 import torch
 
 from volratio.nets import CoordMLP
@@ -43,25 +44,33 @@ def main(argv=None) -> float:
 
     pop = CoordMLP.stack([CoordMLP(arch, head="grey", seed=s) for s in range(args.K)])
     t0, c0 = time.perf_counter(), cpu()
-    train(pop, img, cfg)
+    pop_loss = train(pop, img, cfg).final_loss
     t_pop, c_pop = time.perf_counter() - t0, cpu() - c0
 
     singles = [CoordMLP(arch, head="grey", seed=s) for s in range(args.K)]
     t0, c0 = time.perf_counter(), cpu()
-    for net in singles:
-        train(net, img, cfg)
+    sep_loss = np.array([train(net, img, cfg).final_loss[0] for net in singles])
     t_sep, c_sep = time.perf_counter() - t0, cpu() - c0
 
-    diff = max(
-        (pop.weights[i][k] - singles[k].weights[i][0]).abs().max().item()
-        for k in range(args.K)
-        for i in range(pop.n_kernels)
-    )
+    # Same results: one step gives the same weights to rounding (the batched matmul only changes
+    # the order of additions); over many Adam steps rounding differences in near-zero gradients
+    # are amplified to lr-sized weight differences, so the final losses are compared instead.
+    one = TrainConfig(steps=1, optimizer="adam", lr=3e-3, device="cpu")
+    pop1 = CoordMLP.stack([CoordMLP(arch, head="grey", seed=s) for s in range(args.K)])
+    train(pop1, img, one)
+    diff = 0.0
+    for k in range(args.K):
+        single = CoordMLP(arch, head="grey", seed=k)
+        train(single, img, one)
+        diff = max(diff, max((pop1.weights[i][k] - single.weights[i][0]).abs().max().item() for i in range(pop1.n_kernels)))
+    loss_gap = float(np.max(np.abs(pop_loss - sep_loss) / sep_loss))
     print(f"K={args.K} arch={arch} res={args.res} steps={steps} threads={torch.get_num_threads()}")
     print(f"population: {t_pop:.2f} s wall, {c_pop:.2f} s CPU   separate runs: {t_sep:.2f} s wall, {c_sep:.2f} s CPU")
-    print(f"max |Δw| between them: {diff:.2e};  CPU-time ratio {c_sep / c_pop:.1f}x (less sensitive to other load)")
-    if diff > 1e-4:
-        raise SystemExit(f"population and separate runs disagree (max |Δw| = {diff:.2e})")
+    print(f"after one step max |Δw| = {diff:.1e}; after {steps} steps max relative |Δ final MSE| = {loss_gap:.1e} "
+          f"(mean final MSE {pop_loss.mean():.4f})")
+    print(f"CPU-time ratio {c_sep / c_pop:.1f}x (less sensitive to other load)")
+    if diff > 1e-5 or loss_gap > 0.05:
+        raise SystemExit(f"population and separate runs disagree (one-step |Δw| {diff:.1e}, final-loss gap {loss_gap:.1e})")
     speedup = t_sep / t_pop
     print(f"{speedup:.1f}x")
     return speedup
