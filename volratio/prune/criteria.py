@@ -48,6 +48,14 @@ class Calibration:
         return cls(grid, img.to(device=w.device, dtype=w.dtype).reshape(*img.shape[:-3], res * res, 3))
 
 
+def place(net: CoordMLP, train_config) -> CoordMLP:
+    """Move `net` to the device its retraining will use (`TrainConfig.device`, "auto" = CUDA when
+    present), so that calibration data and retraining live on one device."""
+    from ..device import resolve_device
+
+    return net.to(resolve_device(train_config.device))
+
+
 @torch.no_grad()
 def feature_maps(net: CoordMLP, grid: torch.Tensor) -> list[torch.Tensor]:
     """Hidden activations `(K, P, W)` per layer; raises `PruneError` if any is NaN/Inf."""

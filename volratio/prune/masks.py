@@ -156,6 +156,7 @@ def lowest(scores: torch.Tensor, alive: torch.Tensor, counts: torch.Tensor) -> t
     ranks = torch.empty_like(order)
     ranks.scatter_(-1, order, torch.arange(order.shape[-1], device=order.device).expand_as(order))
     n_dead = (~alive).sum(dim=-1, keepdim=True)
+    counts = torch.as_tensor(counts, device=order.device)
     remove = (ranks >= n_dead) & (ranks < n_dead + counts.unsqueeze(-1))
     return alive & ~remove
 

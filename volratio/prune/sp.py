@@ -25,7 +25,7 @@ import torch
 from ..device import generator
 from ..nets import CoordMLP
 from ..train import TrainConfig, mse_per_network, train
-from .criteria import Calibration, feature_maps
+from .criteria import Calibration, feature_maps, place
 from .masks import PruneError, masks_with_units, unit_alive
 
 
@@ -125,7 +125,7 @@ def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None):
     from . import PruneResult, record
 
     cfg = cfg or SPConfig()
-    calib = Calibration.from_image(image, net)
+    calib = Calibration.from_image(image, place(net, cfg.train))
     gen = generator(cfg.seed)
     K = net.population
     active = [True] * K
