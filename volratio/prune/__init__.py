@@ -10,7 +10,7 @@ Layout (shaped like `torch.nn.utils.prune` / Torch-Pruning, STYLE.md):
 - `masks` — pure functions from scores and the previous mask to the new mask (exact counts),
   unit ↔ weight masks, and the sparsity accounting (`sparsity_report`);
 - `schedules` — `(ratio, steps) -> list[float]`;
-- `sp` — SP; `baselines` — IMP with rewinding, Wanda, LLM-Pruner-style Taylor, magnitude, random,
+- `similarity_pruning` — SP; `baselines` — IMP with rewinding, Wanda, LLM-Pruner-style Taylor, magnitude, random,
   random units matched to another network.
 
 Every method is `fn(net, image, config) -> PruneResult`; it prunes the population `net` in place
@@ -56,7 +56,7 @@ from .masks import (
     weight_sparsity,
 )
 from .schedules import geometric, linear, one_shot, steps_for_rate
-from .sp import SPConfig, redundant_pairs, similarity, sp
+from .similarity_pruning import SPConfig, redundant_pairs, similarity, sp
 
 # method name -> (config class, function)
 METHODS = {

@@ -115,10 +115,12 @@ class Taylor:
 
     The group of hidden unit j in layer l is {incoming weights `W_l[:, j]`, outgoing weights
     `W_{l+1}[j, :]`}. With g the gradient of the (full-image) loss:
+
     - `variant="first"`: element importance `|w·g|` (first-order Taylor estimate of the loss change
       when w is set to 0);
     - `variant="param_mix"`: `|w·g − ½·w²·F|`, F the mean over calibration batches of the squared
       per-batch gradient (the diagonal Fisher estimate of the Hessian LLM-Pruner uses).
+
     The group's importance is the sum over its elements (LLM-Pruner's "sum" aggregation).
     Calibration batches: the pixels split into `n_batches` interleaved sets (pixel p goes to batch
     p mod n_batches), each covering the whole image; LLM-Pruner uses its calibration sentences.

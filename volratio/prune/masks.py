@@ -212,10 +212,12 @@ def weight_masks(
     """The new weight masks that reach `sparsity` (fraction of all weights masked, per network).
 
     `scores`: per kernel `(K, fan_in, fan_out)`, higher = more important. `scope`:
+
     - `"global"`: the lowest-scored weights anywhere in the network;
     - `"layer"`: every kernel reaches (as nearly as integers allow) the same sparsity;
     - `"row"`: as "layer", and within a kernel every output unit too (Wanda's comparison group) —
       all kernels at once here; Wanda's layer-by-layer order lives in `baselines.wanda`.
+
     `prunable[i] = False` protects kernel i. Already-masked weights stay masked. `sparsity`: one
     number, or one per network of the population.
     """

@@ -30,7 +30,7 @@ from ..nets import CoordMLP
 from ..train import TrainConfig, train
 from . import prune
 from .masks import unit_alive, weight_sparsity
-from .sp import SPConfig
+from .similarity_pruning import SPConfig
 
 BASELINES = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units")
 

@@ -66,7 +66,7 @@ def similarity(maps: torch.Tensor, centred: bool = False) -> torch.Tensor:
 
 
 def redundant_pairs(sim: torch.Tensor, tau: float, opposite_sign: bool = False) -> list[tuple[int, int, float]]:
-    """Pairs `(i, j, s)`, i < j, with s > τ (or |s| > τ), the most similar first."""
+    """Pairs `(i, j, s)`, i < j, with s > τ (or abs(s) > τ), the most similar first."""
     s = sim.abs() if opposite_sign else sim
     iu = torch.triu_indices(s.shape[0], s.shape[0], offset=1)
     vals = s[iu[0], iu[1]]
