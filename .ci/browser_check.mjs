@@ -58,6 +58,14 @@ for (const page_ of pages) {
   });
   await page.screenshot({ path: `_build/screenshots/${page_.replace(/[\/]/g, "_")}.png`, fullPage: false });
   const problems = [];
+  // figures the executed notebook produced must reach the page
+  const nbPath = path.join("_build", "jupyter_execute", page_.replace(/\.html$/, ".ipynb"));
+  const expected = fs.existsSync(nbPath) ? (fs.readFileSync(nbPath, "utf8").match(/"image\/png"/g) || []).length : 0;
+  if (expected > 0 && info.images === 0) problems.push(`the notebook made ${expected} figures, the page shows none`);
+  // a chapter whose code draws (matplotlib) must show at least one figure
+  const src = path.join(page_.replace(/\.html$/, ".md"));
+  const draws = fs.existsSync(src) && /\bplt\.|\bplots\.|\.imshow\(|_figure\(|\bplot_\w+\(/.test(fs.readFileSync(src, "utf8"));
+  if (draws && info.images === 0) problems.push("its code draws figures, but the page shows none");
   if (info.hasMath && info.typeset === 0) problems.push(`math not typeset (MathJax loaded: ${info.mathjaxLoaded})`);
   if (info.broken.length) problems.push(`broken images: ${info.broken.join(", ")}`);
   const realErrors = errors.filter((e) => !/net::ERR_FAILED|ERR_BLOCKED|Failed to load resource/.test(e));
