@@ -75,11 +75,14 @@ def mosaic(maps: Sequence[np.ndarray], pad: int = 1, fill: float = np.nan) -> np
     return out
 
 
-def feature_mosaic(layers: Sequence, title: str = "", ax=None, row_label: str = "layer"):
-    """Draw per-layer feature maps (`layers[l]` is `(n_units, H, W)`, values in [-1, 1] or so) as one
-    mosaic: one row per layer, one tile per unit, a diverging colour map centred at 0."""
+def feature_mosaic(layers: Sequence, title: str = "", ax=None, row_label: str = "layer", per_unit: bool = True):
+    """Draw per-layer feature maps (`layers[l]` is `(n_units, H, W)`) as one mosaic: one row per
+    layer, one tile per unit, a diverging colour map centred at 0. With `per_unit` each tile is
+    scaled by its own largest |value|, so that a unit's *pattern* is visible whatever its size."""
     import matplotlib.pyplot as plt
 
+    if per_unit:
+        layers = [_np(l) / np.maximum(np.abs(_np(l)).max(axis=(1, 2), keepdims=True), 1e-12) for l in layers]
     m = mosaic(layers)
     if ax is None:
         fig, ax = plt.subplots(figsize=(min(14, 0.35 * m.shape[1] / layers[0].shape[1] + 2), 0.35 * len(layers) + 1))
