@@ -71,16 +71,13 @@ class Estimate:
     def from_samples(cls, xs, level: float = 0.95) -> "Estimate":
         """Mean with a Student-t interval over the samples (a point when there is one sample)."""
         import numpy as np
-        from scipy import stats
+
+        from .stats import mean_ci
 
         a = np.asarray(list(xs), dtype=float)
         if a.size == 0:
             raise VolratioError("an estimate needs at least one sample")
-        m = float(a.mean())
-        if a.size == 1 or float(a.std()) == 0.0:
-            return cls(m, m, m)
-        half = float(stats.t.ppf(0.5 + level / 2, a.size - 1) * a.std(ddof=1) / np.sqrt(a.size))
-        return cls(m, m - half, m + half)
+        return cls(*mean_ci(a, level))
 
 
 def compare_estimates(higher: Estimate, lower: Estimate) -> str:

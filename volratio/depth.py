@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .errors import VolratioError
+from .stats import mean_ci  # noqa: F401  (also re-exported: chapters call depth.mean_ci)
 
 
 class DepthError(VolratioError, ValueError):
@@ -323,21 +324,6 @@ class DepthCurve:
             rows.append({"target": self.target, "depth": int(d), "score": s, "score_lo": sl, "score_hi": ss,
                          "loss": l, "loss_lo": ll, "loss_hi": lh, "nonzero": float(np.mean(self.nonzero[i]))})
         return rows
-
-
-def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and Student-t interval of the mean (the mean itself when there is one value)."""
-    from scipy import stats
-
-    x = np.asarray(x, dtype=np.float64)
-    x = x[np.isfinite(x)]
-    if len(x) == 0:
-        return float("nan"), float("nan"), float("nan")
-    m = float(x.mean())
-    if len(x) < 2:
-        return m, m, m
-    h = float(stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
-    return m, m - h, m + h
 
 
 def _explode(done):

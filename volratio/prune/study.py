@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from ..nets import CoordMLP
+from ..stats import mean_ci
 from ..train import TrainConfig, train
 from . import prune
 from .masks import unit_alive, weight_sparsity
@@ -173,18 +174,6 @@ def score_network(net: CoordMLP, member: int, target: str, cfg: ConnectivityConf
     ec = emc2.EMC2Config(deltas=tuple(cfg.deltas), res=cfg.emc2_res, max_params=cfg.emc2_params, seed=cfg.seed,
                          member=member, device=cfg.device, dtype="float32")
     return emc2.score(net, judge, target, ec)
-
-
-def mean_ci(values, level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and a Student-t confidence interval over seeds (the interval is the mean when n = 1)."""
-    from scipy import stats
-
-    x = np.asarray(values, dtype=np.float64)
-    m = float(x.mean())
-    if len(x) < 2 or float(x.std(ddof=1)) == 0.0:
-        return m, m, m
-    h = float(stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
-    return m, m - h, m + h
 
 
 def summary(table, columns=("loss", "sparsity", "unit_sparsity", "emc2_auc"), level: float = 0.95):
