@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ._common import add_json_flag, emit
@@ -44,8 +46,17 @@ def register(sub) -> None:
     dsub.required = True
     q = dsub.add_parser("where", help="say where the data was found, or how to get it")
     q.set_defaults(func=cmd_data_where)
-    q = dsub.add_parser("fetch", help="download the genomes and images from the FER repository and verify them")
-    q.add_argument("--dest", default=None, help="folder to write to (default: the user cache)")
+    q = dsub.add_parser(
+        "fetch",
+        help="download the genomes, images and FER networks (1.8 MB) from the FER repository, verify and convert them",
+    )
+    q.add_argument("--dest", default=None, help="folder to install into (default: the user cache)")
+    q.add_argument(
+        "--url",
+        default=None,
+        help="base URL to download from instead of the repository at the pinned commit "
+        "(a mirror; also $VOLRATIO_FER_URL)",
+    )
     q.set_defaults(func=cmd_data_fetch)
 
 
@@ -146,8 +157,10 @@ def cmd_data_where(args) -> int:
 
 
 def cmd_data_fetch(args) -> int:
-    from ..picbreeder import fetch
+    from ..fer_data import base_url, download_bytes, fetch
 
-    dest = fetch(args.dest)
-    print(f"Picbreeder genomes and images verified and written to {dest}")
+    url = base_url(args.url)
+    print(f"downloading {download_bytes() / 1e6:.1f} MB from {url} …", file=sys.stderr, flush=True)
+    dest = fetch(args.dest, url=url)
+    print(f"Picbreeder genomes, images and FER networks verified, converted and installed in {dest}")
     return 0
