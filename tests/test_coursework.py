@@ -4,6 +4,7 @@ The chapters' exercise sections and the notebooks derived from them: tests/test_
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from pathlib import Path
 
@@ -503,3 +504,108 @@ def test_flattened():
     _fails(cw.own_target.check_flattened.verdict(np.clip(ref + 0.1, 0, 1), rgba), "pixel")
     with pytest.raises(cw.CourseworkError, match="uint8"):
         cw.own_target.check_flattened.verdict(ref, rgba.astype(float))
+
+
+# ---------------------------------------------------------------------------------------------
+# The chapters' exercise sections and the notebooks derived from them (tools/derive_notebooks.py)
+
+
+def _load_derive():
+    spec = importlib.util.spec_from_file_location("derive_notebooks", ROOT / "tools" / "derive_notebooks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+DERIVE = _load_derive()
+CHAPTERS = DERIVE.chapters()
+NEEDS_DATA = {"picbreeder", "emc2"}  # exercises on the Picbreeder genomes and FER's networks
+
+
+def _needs_data(chapter, request):
+    if chapter.stem in NEEDS_DATA:
+        request.getfixturevalue("picbreeder_dir")  # skips with its reason when the data is absent
+
+
+def test_notebooks_are_derived_and_up_to_date():
+    """notebooks/ holds exactly one notebook per chapter of Parts I–III, each what the script derives
+    from the chapter's exercise section now. A failure here after a merge: run the script."""
+    assert len(CHAPTERS) >= 11 and all(p.is_file() for p in CHAPTERS)
+    want = {DERIVE.target(p) for p in CHAPTERS}
+    assert set((ROOT / "notebooks").glob("*.ipynb")) == want, "run: python tools/derive_notebooks.py"
+    stale = [p.name for p in CHAPTERS if DERIVE.target(p).read_text() != DERIVE.render(p)]
+    assert not stale, f"notebooks of {stale} are out of date with their chapters: run python tools/derive_notebooks.py"
+    assert not (ROOT / "tools" / "make_notebooks.py").exists()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_every_chapter_has_graded_exercises_without_solutions(chapter):
+    """Setup cell first, at least one task cell followed by a check cell, no solution left in the
+    student's notebook, no outputs."""
+    student, full = DERIVE.derive(chapter), DERIVE.derive(chapter, solutions=True)
+    code = [c for c in student.cells if c.cell_type == "code"]
+    assert f"from volratio.coursework import {chapter.stem} as cw" in code[0].source
+    kinds = ["task" if "task" in c.metadata.get("volratio", {}) else "check" if c.metadata.get("volratio", {}).get("check")
+             else "code" for c in code]
+    assert "check" in kinds and kinds.index("task") < kinds.index("check")
+    for i, k in enumerate(kinds):
+        if k == "check":
+            assert "task" in kinds[:i], f"{chapter.name}: a check cell before any task cell"
+    text = "\n".join(c.source for c in student.cells)
+    for c_s, c_f in zip(student.cells, full.cells):
+        if "task" in c_s.metadata.get("volratio", {}) and c_f.source != c_s.source:
+            assert c_f.source not in text
+            assert "# YOUR CODE HERE" in c_s.source, f"{chapter.name}: a task cell without the placeholder marker"
+    assert "{solution" not in text and "{exercise" not in text and ":::" not in text  # directives stripped or made plain
+    assert all(not c.get("outputs") for c in code)
+
+
+def test_every_theorem_of_part_two_has_an_exercise():
+    import re
+
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    part2 = next(p for p in toc["parts"] if p["caption"].startswith("Part II "))
+    for c in part2["chapters"]:
+        text = (ROOT / f"{c['file']}.md").read_text()
+        exercises = text[text.index("## Exercises"):]
+        labels = re.findall(r":::\{prf:(?:theorem|proposition)\}[^\n]*\n:label: ([\w-]+)", text)
+        assert labels, c["file"]
+        for label in labels:
+            assert f"{{prf:ref}}`{label}`" in exercises, f"{c['file']}: no exercise on {label}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_unanswered_notebook_fails_politely(chapter, request):
+    """The student's notebook as derived, run in this process up to its first check: the check raises
+    CheckFailed whose one-line message says the answer is missing — not a NameError or TypeError."""
+    _needs_data(chapter, request)
+    ns: dict = {}
+    for c in DERIVE.derive(chapter).cells:
+        if c.cell_type != "code":
+            continue
+        if c.metadata.get("volratio", {}).get("check"):
+            with pytest.raises(cw.CheckFailed) as e:
+                exec(c.source, ns)  # noqa: S102 — the notebook's own cells
+            assert "not answered" in str(e.value) or "not implemented" in str(e.value), str(e.value)
+            assert str(e.value).startswith("[FAIL] check_")
+            break
+        exec(c.source, ns)  # noqa: S102
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_notebook_with_reference_solutions_passes_every_check(chapter, request):
+    """The derived notebook with the chapter's reference solutions in its task cells runs in a fresh
+    kernel and every check cell shows [PASS] (a failed check raises, so the run stops there)."""
+    from nbclient import NotebookClient
+
+    _needs_data(chapter, request)
+    nb = DERIVE.derive(chapter, solutions=True)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    checks = [c for c in nb.cells if c.metadata.get("volratio", {}).get("check")]
+    assert checks
+    for c in checks:
+        text = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in c.outputs)
+        assert text.strip().startswith("[PASS]"), f"{chapter.name}: {c.source} → {text.strip()}"
