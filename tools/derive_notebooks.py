@@ -6,7 +6,9 @@ Run `python tools/derive_notebooks.py` after changing an exercise (`--check` onl
 Every chapter ends with a section `## Exercises` (book/*.md, MyST notebooks read with jupytext).
 Only that section goes into the notebook, so edits elsewhere in a chapter never make it stale:
 
-- its first code cell is the *setup* (imports, `from volratio.coursework import <chapter> as cw`):
+- the text between the heading and the first code cell is the book's introduction to the section
+  (it points to the notebook) and is left out; the notebook opens with its own title cell;
+- the section's first code cell is the *setup* (imports, `from volratio.coursework import <chapter> as cw`):
   every exercise needs only it and the cells of its own exercise, never the chapter's state;
 - `exercise-start`/`exercise-end` and `{exercise}` blocks become "Exercise N" headings with their
   text; code cells between them (given data) are kept;
@@ -87,9 +89,9 @@ def _exercise_section(path: Path):
                 raise ValueError(f"{path.name}: '{line.strip()}' follows '{HEADING}'; the exercises must be the last section")
     if start is None:
         raise ValueError(f"{path.name}: no '{HEADING}' section")
-    first = nb.cells[start].source
-    intro = first[first.index(HEADING) + len(HEADING):]  # the heading itself is the notebook's title
-    cells = [nbformat.v4.new_markdown_cell(intro)] + nb.cells[start + 1:]
+    # the heading and the section's introduction (written for the book's reader) give way to the
+    # notebook's own title cell; everything from the setup cell on is kept
+    cells = nb.cells[start + 1:]
     for c in cells[1:]:
         if c.cell_type == "markdown" and any(ln.startswith("## ") for ln in c.source.splitlines()):
             raise ValueError(f"{path.name}: a second '## ' heading inside the exercise section")
