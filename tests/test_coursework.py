@@ -387,6 +387,16 @@ def test_frame():
     _fails(cw.welch.check_frame.verdict(Z, 6, 3), "zero vector")
 
 
+def test_first_higher_order():
+    from volratio.welch import gerzon_limit, welch_bound, welch_bound_sq
+
+    m = next(m for m in range(5, 200) if max(welch_bound_sq(m, 4, k) for k in (2, 3, 4)) > welch_bound(m, 4))
+    _passes(cw.welch.check_first_higher_order.verdict(m, 4))
+    _fails(cw.welch.check_first_higher_order.verdict(gerzon_limit(4), 4), "gerzon")
+    _fails(cw.welch.check_first_higher_order.verdict(m - 1, 4), "still at least")
+    _fails(cw.welch.check_first_higher_order.verdict(m + 1, 4), "smaller m")
+
+
 def test_represented():
     from volratio.superposition import feature_interference
 

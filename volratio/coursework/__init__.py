@@ -18,7 +18,7 @@ notebooks in `notebooks/` are derived from those sections by `tools/derive_noteb
 | `unknown_targets` | Unknown targets | `check_scene_image` |
 | `compositional_sparsity` | Compositional sparsity | `check_layers`, `check_dag_shape` |
 | `volume_ratio` | The volume-ratio argument | `check_truth_table`, `check_target_shape`, `check_p_solution`, `check_interval` |
-| `welch` | Feature interference and the Welch bound | `check_welch_bound`, `check_coherence`, `check_frame`, `check_represented` |
+| `welch` | Feature interference and the Welch bound | `check_welch_bound`, `check_coherence`, `check_frame`, `check_represented`, `check_first_higher_order` |
 | `practice_cluster` | Rerunning at scale on a cluster | `check_sweep_table` |
 | `own_target` | Bringing your own target | `check_flattened` |
 

@@ -17,7 +17,7 @@ from .check import (
     number,
 )
 
-__all__ = ["check_coherence", "check_frame", "check_represented", "check_welch_bound"]
+__all__ = ["check_coherence", "check_first_higher_order", "check_frame", "check_represented", "check_welch_bound"]
 
 
 @checker
@@ -139,3 +139,41 @@ def check_represented(r, max_sq, W, threshold: float = 0.5) -> Check:
                  f"{side} the Welch bound {ref['bound']:.4f}", ref, {"r": got_r, "max_sq": mx})
 
 
+
+
+def _first_higher(n: int, kmax: int, bound_of) -> int | None:
+    for m in range(n + 1, 10 * n * n + 10):
+        if max(bound_of(m, n, k) for k in range(2, kmax + 1)) > bound_of(m, n, 1):
+            return m
+    return None
+
+
+@checker
+def check_first_higher_order(answer, n: int, kmax: int = 4) -> Check:
+    """The smallest m at which an order-k Welch bound (2 ≤ k ≤ `kmax`), read as a bound on μ²
+    (`volratio.welch.welch_bound_sq`), exceeds the k = 1 bound for m vectors in ℝⁿ."""
+    from ..welch import gerzon_limit, welch_bound, welch_bound_sq
+
+    ref = _first_higher(n, kmax, welch_bound_sq)
+    if ref is None:
+        raise CourseworkError(f"no higher order up to k = {kmax} beats k = 1 for n = {n}; raise kmax")
+    got = int(number(answer, "your m"))
+    g = gerzon_limit(n)
+    if got == ref:
+        k = max(range(2, kmax + 1), key=lambda k: welch_bound_sq(ref, n, k))
+        return Check("check_first_higher_order", True,
+                     f"m = {ref} for n = {n}: order {k} gives μ² ≥ {welch_bound_sq(ref, n, k):.4f} > {welch_bound(ref, n):.4f} "
+                     f"(k = 1); Gerzon's limit is {g}", ref, got)
+    raw = _first_higher(n, kmax, welch_bound)
+    if raw is not None and got == raw and raw != ref:
+        why = ("you compared bounds on different quantities: the order-k bound is on μ^{2k}; take its k-th root to "
+               "compare it with the k = 1 bound on μ² (welch_bound_sq)")
+    elif got in (g, g + 1):
+        why = (f"{got} is Gerzon's limit {g} (or just past it): there the k = 1 bound stops being attainable, but a "
+               "higher order need not beat it yet — compare the bounds themselves")
+    elif got < ref:
+        best = max(welch_bound_sq(got, n, k) for k in range(2, kmax + 1)) if got > n else 0.0
+        why = f"at m = {got} the k = 1 bound {welch_bound(got, n):.4f} is still at least every higher order's ({best:.4f})"
+    else:
+        why = "a smaller m already works: search upwards from m = n + 1"
+    return Check("check_first_higher_order", False, f"your m = {got} ≠ {ref}: {why}", ref, got)
