@@ -1,6 +1,7 @@
 """Checks for the exercises of "Feature interference and the Welch bound" (book/welch.md): the
 bound itself, the coherence of a set of vectors, a frame that meets the bound, and the interference
-of the superposition toy model's features (`volratio.welch`, `volratio.superposition`)."""
+of the superposition toy model's features, and the first m at which a higher-order bound beats
+k = 1 (proposition prop-welch-gerzon) (`volratio.welch`, `volratio.superposition`)."""
 
 from __future__ import annotations
 
