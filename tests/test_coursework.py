@@ -619,3 +619,18 @@ def test_notebook_with_reference_solutions_passes_every_check(chapter, request):
     for c in checks:
         text = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in c.outputs)
         assert text.strip().startswith("[PASS]"), f"{chapter.name}: {c.source} → {text.strip()}"
+
+
+@pytest.mark.slow
+def test_failed_check_shows_in_jupyter_as_one_line():
+    """What the student sees for a wrong answer: the verdict with its hint, no traceback."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("from volratio.coursework import welch as cw\ncw.check_welch_bound(0.3, 6, 3)")]
+    NotebookClient(nb, allow_errors=True, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
+    (out,) = nb.cells[0].outputs
+    assert out.output_type == "error" and out.ename == "CheckFailed"
+    assert len(out.traceback) == 1 and "[FAIL] check_welch_bound" in out.traceback[0] and "clipped at 0" in out.traceback[0]
