@@ -1,6 +1,8 @@
 """volratio.coursework: every checker accepts the reference answer and rejects typical wrong ones
 with a message that names the problem, and a failed check raises `CheckFailed` with that message.
-The chapters' exercise sections and the notebooks derived from them: tests/test_notebooks.py."""
+Then the chapters' exercise sections and the notebooks derived from them (tools/derive_notebooks.py):
+up to date, graded, without solutions, polite when unanswered, and passing every check with the
+chapters' reference solutions inserted."""
 
 from __future__ import annotations
 
