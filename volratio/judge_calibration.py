@@ -155,6 +155,9 @@ def fit_rule(values, truth, labels=None, per_label: bool = False, score: str = "
 def agreement(pred, truth) -> dict:
     """Accuracy, Cohen's κ and the confusion matrix of predicted against reference verdicts."""
     p, y = np.asarray(pred, bool), np.asarray(truth, bool)
+    if len(y) == 0:
+        return {"n": 0, "accuracy": float("nan"), "kappa": float("nan"), "kept_kept": 0, "kept_notkept": 0,
+                "notkept_kept": 0, "notkept_notkept": 0}
     return {
         "n": int(len(y)), "accuracy": float((p == y).mean()), "kappa": cohen_kappa(p, y),
         "kept_kept": int((p & y).sum()), "kept_notkept": int((p & ~y).sum()),  # judge_reference
@@ -165,6 +168,8 @@ def agreement(pred, truth) -> dict:
 def roc_auc(values, truth) -> float:
     """Probability that a kept image scores higher than a not-kept one (ties count half)."""
     v, y = np.asarray(values, float), np.asarray(truth, bool)
+    ok = np.isfinite(v)
+    v, y = v[ok], y[ok]
     pos, neg = v[y], v[~y]
     if len(pos) == 0 or len(neg) == 0:
         return float("nan")
@@ -201,10 +206,8 @@ def judge_table(verdicts=None, nets=None) -> JudgeTable:
     from .reference_verdicts import base_images, load_verdicts, networks, render_rows
 
     df = load_verdicts() if verdicts is None else verdicts
-    nets = nets or networks()
-    base_kept = df[df.kernel < 0].set_index("network")["pass1"].astype(bool)
-    rows = df[df.kernel >= 0].reset_index(drop=True).copy()
-    rows["base_kept"] = rows["network"].map(base_kept).fillna(True).astype(bool)
+    nets = nets or networks(groups=sorted(set(df["group"])))
+    rows = perturbation_rows(df)
     imgs = render_rows(rows, nets)
     base = base_images(rows, nets)
     for k, v in scores(imgs, base).items():
@@ -215,6 +218,59 @@ def judge_table(verdicts=None, nets=None) -> JudgeTable:
         th[name] = calibrate(base[i], exclude=rows.loc[i, "target"]).threshold
     other = rows["ssim@1"].to_numpy() >= rows["network"].map(th).to_numpy()
     return JudgeTable(rows, other, th)
+
+
+def perturbation_rows(verdicts):
+    """The perturbation rows of a verdict table (δ ≠ 0), with `base_kept`: whether the network's
+    own unperturbed image was judged to show the object (True when its row is not in the table)."""
+    base_kept = verdicts[verdicts.kernel < 0].set_index("network")["pass1"].astype(bool)
+    rows = verdicts[verdicts.kernel >= 0].reset_index(drop=True).copy()
+    rows["base_kept"] = rows["network"].map(base_kept).fillna(True).astype(bool)
+    return rows
+
+
+def judge_rows(make_judge, rows, nets) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Run a judge over `rows` (regenerating their images): `make_judge(base_image)` returns the
+    judge for one network (model judges may ignore the base). Returns `(verdicts, scores, settings)`."""
+    from .reference_verdicts import render_rows
+
+    rows = rows.reset_index(drop=True)
+    imgs = render_rows(rows, nets)
+    v, sc, settings = np.zeros(len(rows), bool), np.zeros(len(rows)), {}
+    from .emc2 import PerturbationEngine
+
+    for name, part in rows.groupby("network", sort=False):
+        rn = nets[name]
+        base = PerturbationEngine(rn.net, int(part["res"].iloc[0]), rn.member, device="cpu").base.cpu().double()
+        j = make_judge(base)
+        idx = part.index.to_numpy().copy()
+        out = j(imgs[torch.from_numpy(idx)], part["label"].iloc[0])
+        v[idx], sc[idx] = out.verdicts, out.scores
+        settings = {"judge": out.judge, **{k: val for k, val in out.settings.items() if k != "label"}}
+    return v, sc, settings
+
+
+def check_judge(make_judge, verdicts=None, groups=None, max_images: int | None = None, seed: int = 0) -> dict:
+    """Agreement of a judge with the reference verdicts (what `volratio judge-check` prints):
+    over all perturbations of `groups` (default: all), and over those of networks whose own image
+    shows the object; `max_images`: a seeded random subsample of the perturbations."""
+    from .reference_verdicts import load_verdicts, networks
+
+    df = load_verdicts() if verdicts is None else verdicts
+    if groups:
+        df = df[df["group"].isin(groups)]
+        if df.empty:
+            raise VolratioError(f"no reference rows in groups {groups}")
+    rows = perturbation_rows(df)
+    if max_images is not None and max_images < len(rows):
+        keep = np.sort(np.random.default_rng(seed).choice(len(rows), int(max_images), replace=False))
+        rows = rows.iloc[keep].reset_index(drop=True)
+    nets = networks(groups=sorted(set(rows["group"])))
+    v, sc, settings = judge_rows(make_judge, rows, nets)
+    y = rows["pass1"].to_numpy().astype(bool)
+    bk = rows["base_kept"].to_numpy()
+    return {"settings": settings, "all": agreement(v, y), "base kept": agreement(v[bk], y[bk]),
+            "auc": roc_auc(sc, y), "groups": sorted(set(rows["group"]))}
 
 
 def compare(table: JudgeTable, population: str = "base kept", test_fraction: float = 0.4, seed: int = 0):

@@ -105,28 +105,34 @@ def _key(cfg: ReferenceSetConfig) -> tuple:
     return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in asdict(cfg).items()))
 
 
-def networks(cfg: ReferenceSetConfig | None = None) -> dict[str, RefNet]:
+def networks(cfg: ReferenceSetConfig | None = None, groups=None) -> dict[str, RefNet]:
     """Every network of the set, keyed `GROUP:TARGET` (e.g. `picbreeder:skull`, `sp:apple`,
-    `scene-dense:scene`). Deterministic: trained on CPU with fixed seeds (a few seconds)."""
+    `scene-dense:scene`), or only those of `groups`. Deterministic: trained on CPU with fixed
+    seeds (about a minute on one core, cached per config; the Picbreeder and FER networks need
+    no training)."""
     from .specs import load_network
 
     cfg = cfg or ReferenceSetConfig()
+    if groups is not None and (unknown := set(groups) - set(GROUPS)):
+        raise VolratioError(f"unknown reference-set groups {sorted(unknown)}; known: {', '.join(GROUPS)}")
+    want = set(GROUPS if groups is None else groups)
     torch.set_num_threads(1)
     out = {}
     for kind in ("picbreeder", "fer-sgd"):
         for t in TARGETS:
             out[f"{kind}:{t}"] = RefNet(load_network(f"{kind}:{t}"), 0, f"picbreeder:{t}", t, f"{kind}:{t}")
-    conn, dense, sp_net = _trained(_key(cfg))
-    cc = _connectivity_config(cfg)
-    for method, net in conn.items():
-        for k in range(net.population):
-            t = cc.targets[k // cc.seeds]
-            src = f"volratio.prune.study.run(reference_verdicts._connectivity_config(cfg)).nets['{method}'] member {k}"
-            out[f"{method}:{t}" + (f"/{k % cc.seeds}" if cc.seeds > 1 else "")] = RefNet(net, k, f"picbreeder:{t}", t, src)
-    scene_src = f"dense depth 6 width 16 gaussian, Adam {cfg.scene_steps} steps on {SCENE} at {cfg.scene_res}px, seed {cfg.seed}"
-    out["scene-dense:scene"] = RefNet(dense, 0, SCENE, SCENE_LABEL, scene_src)
-    out["scene-sp:scene"] = RefNet(sp_net, 0, SCENE, SCENE_LABEL, scene_src + "; then SP (SPConfig.quick)")
-    return out
+    if want - {"picbreeder", "fer-sgd"}:
+        conn, dense, sp_net = _trained(_key(cfg))
+        cc = _connectivity_config(cfg)
+        for method, net in conn.items():
+            for k in range(net.population):
+                t = cc.targets[k // cc.seeds]
+                src = f"volratio.prune.study.run(reference_verdicts._connectivity_config(cfg)).nets['{method}'] member {k}"
+                out[f"{method}:{t}" + (f"/{k % cc.seeds}" if cc.seeds > 1 else "")] = RefNet(net, k, f"picbreeder:{t}", t, src)
+        scene_src = f"dense depth 6 width 16 gaussian, Adam {cfg.scene_steps} steps on {SCENE} at {cfg.scene_res}px, seed {cfg.seed}"
+        out["scene-dense:scene"] = RefNet(dense, 0, SCENE, SCENE_LABEL, scene_src)
+        out["scene-sp:scene"] = RefNet(sp_net, 0, SCENE, SCENE_LABEL, scene_src + "; then SP (SPConfig.quick)")
+    return {k: v for k, v in out.items() if k.split(":")[0] in want}
 
 
 def _count(cfg: ReferenceSetConfig, name: str) -> int:
