@@ -397,3 +397,46 @@ def emc2_from_verdicts(rows, judge_verdicts: dict | None = None):
             row[f"S ({j})"] = float(np.asarray(v)[part.index.to_numpy()].mean())
         out.append(row)
     return pd.DataFrame(out).set_index("network")
+
+
+KINDS = {"picbreeder": "Picbreeder", "fer-sgd": "FER SGD", "dense": "dense (ours)", "sp": "SP (ours)",
+         "scene-dense": "scene", "scene-sp": "scene"}  # every other group: a baseline pruner
+
+
+def kind_of(group: str) -> str:
+    """The comparison kind of a reference-set group: Picbreeder, FER SGD, dense, SP, baselines, scene."""
+    return KINDS.get(group, "baselines")
+
+
+CLAIM_CHECKS = (  # (claim, higher kind, lower kind): the comparisons EMC2-Bench's claims rest on
+    ("Picbreeder above FER SGD", "Picbreeder", "FER SGD"),
+    ("Picbreeder above dense (ours)", "Picbreeder", "dense (ours)"),
+    ("SP above the baseline pruners", "SP (ours)", "baselines"),
+    ("SP above dense (ours)", "SP (ours)", "dense (ours)"),
+)
+
+
+def claims_under_judges(rows, judge_verdicts: dict):
+    """For each comparison of `CLAIM_CHECKS`, S of both kinds (pooled over their networks' sampled
+    perturbations, 95% Wilson intervals) under each judge (`name -> (n,) bool` aligned with
+    `rows`), and the verdict of `volratio.claims.compare_estimates` ("reproduced" = intervals
+    separated in the claimed direction). A DataFrame, one row per comparison × judge."""
+    import pandas as pd
+
+    from .claims import Estimate, compare_estimates
+
+    kinds = rows["group"].map(kind_of).to_numpy()
+    out = []
+    for claim, hi_kind, lo_kind in CLAIM_CHECKS:
+        for name, v in judge_verdicts.items():
+            v = np.asarray(v, bool)
+            est = {}
+            for k in (hi_kind, lo_kind):
+                sel = kinds == k
+                n, kept = int(sel.sum()), int(v[sel].sum())
+                est[k] = Estimate(kept / n, *wilson(kept, n)) if n else Estimate(np.nan, np.nan, np.nan)
+            out.append({"comparison": claim, "judge": name,
+                        f"S higher": f"{est[hi_kind].mean:.2f} [{est[hi_kind].lo:.2f}, {est[hi_kind].hi:.2f}]",
+                        f"S lower": f"{est[lo_kind].mean:.2f} [{est[lo_kind].lo:.2f}, {est[lo_kind].hi:.2f}]",
+                        "verdict": compare_estimates(est[hi_kind], est[lo_kind])})
+    return pd.DataFrame(out).set_index(["comparison", "judge"])
