@@ -202,7 +202,7 @@ class JudgeTable:
 def judge_table(verdicts=None, nets=None) -> JudgeTable:
     """Regenerate every perturbation's image and compute each candidate score and the current
     default judge's verdict (a minute: the trained networks are rebuilt on CPU)."""
-    from .judges import calibrate
+    from .judges import calibrate, noise_images, other_target_images, random_cppn_images
     from .reference_verdicts import base_images, load_verdicts, networks, render_rows
 
     df = load_verdicts() if verdicts is None else verdicts
@@ -212,10 +212,14 @@ def judge_table(verdicts=None, nets=None) -> JudgeTable:
     base = base_images(rows, nets)
     for k, v in scores(imgs, base).items():
         rows[k] = v
-    th = {}
+    th, negatives = {}, {}
     for name in rows["network"].unique():
         i = int(np.flatnonzero(rows["network"].to_numpy() == name)[0])
-        th[name] = calibrate(base[i], exclude=rows.loc[i, "target"]).threshold
+        tgt = rows.loc[i, "target"]
+        if tgt not in negatives:  # calibrate()'s default negatives, built once per target
+            res = base.shape[1]
+            negatives[tgt] = {**other_target_images(res, tgt), **random_cppn_images(res), **noise_images(res)}
+        th[name] = calibrate(base[i], negatives=negatives[tgt]).threshold
     other = rows["ssim@1"].to_numpy() >= rows["network"].map(th).to_numpy()
     return JudgeTable(rows, other, th)
 

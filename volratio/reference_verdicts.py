@@ -268,3 +268,27 @@ def cohen_kappa(a, b) -> float:
     pa, pb = a.mean(), b.mean()
     pe = pa * pb + (1 - pa) * (1 - pb)
     return 1.0 if pe >= 1 else float((po - pe) / (1 - pe))
+
+
+def verdict_figure(images, rows, columns: dict, cols: int = 8, title: str | None = None):
+    """A matplotlib figure: one tile per image with its row's label and, under it, one line per
+    judge in `columns` (name -> `(B,)` bool), ✓ kept / ✗ not kept."""
+    import matplotlib.pyplot as plt
+
+    from .judges import to_uint8
+
+    u8 = to_uint8(images)
+    n = len(u8)
+    nrows = -(-n // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(1.45 * cols, 1.75 * nrows), squeeze=False)
+    for ax in axes.ravel():
+        ax.axis("off")
+    for i in range(n):
+        ax = axes.ravel()[i]
+        ax.imshow(u8[i], interpolation="nearest")
+        marks = " ".join(f"{k} {'✓' if bool(np.asarray(v)[i]) else '✗'}" for k, v in columns.items())
+        ax.set_title(f"{rows['label'].iloc[i]}\n{marks}", fontsize=6.5)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
