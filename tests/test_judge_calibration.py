@@ -137,7 +137,8 @@ def test_change_structure_measures():
     y, x = np.mgrid[:20, :20]
     checker = base[:1] + (((y + x) % 2) * 0.2)[None, :, :, None]
     smooth = base[:1] + (0.2 * np.sin(2 * np.pi * x / 20))[None, :, :, None]
-    assert cs.measure(checker, base[:1]).hf_share[0] > 0.9 > 0.1 > cs.measure(smooth, base[:1]).hf_share[0]
+    assert cs.measure(checker, base[:1]).hf_share[0] > 0.9
+    assert cs.measure(smooth, base[:1]).hf_share[0] < 0.1
 
 
 @pytest.mark.slow

@@ -1,6 +1,5 @@
 """The reference verdict set: stored rows regenerate the same images; the protocol's counts."""
 
-import numpy as np
 import pytest
 import torch
 

@@ -21,7 +21,6 @@ section "A second lens: how the image changes".
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 MEASURES = ("concentration", "regions", "hf_share", "change")
 TOP_FRACTION = 0.10  # concentration: share of energy in this fraction of pixels
@@ -40,7 +39,7 @@ def difference(images, bases) -> np.ndarray:
 def concentration(D: np.ndarray, top: float = TOP_FRACTION) -> np.ndarray:
     """`(B,)` share of Σ D² in the top `top` fraction of pixels (NaN for an unchanged image)."""
     e = (D.reshape(len(D), -1) ** 2)
-    k = max(1, int(round(top * e.shape[1])))
+    k = max(1, round(top * e.shape[1]))
     tot = e.sum(1)
     topk = -np.sort(-e, axis=1)[:, :k].sum(1)
     return np.where(tot > 0, topk / np.where(tot > 0, tot, 1), np.nan)
@@ -61,7 +60,7 @@ def regions(D: np.ndarray, level: float = REGION_LEVEL, min_size: int = 2) -> np
 
 def hf_share(D: np.ndarray, cutoff: float = HF_CUTOFF) -> np.ndarray:
     """`(B,)` share of the (mean-removed) difference image's power above `cutoff` cycles/pixel."""
-    B, H, W = D.shape
+    _, H, W = D.shape
     P = np.abs(np.fft.fft2(D - D.mean(axis=(1, 2), keepdims=True))) ** 2  # (B, H, W)
     fy, fx = np.fft.fftfreq(H)[:, None], np.fft.fftfreq(W)[None, :]
     hi = np.sqrt(fy**2 + fx**2) > cutoff

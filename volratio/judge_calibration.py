@@ -145,11 +145,11 @@ def fit_rule(values, truth, labels=None, per_label: bool = False, score: str = "
     one threshold for all, used for labels the fit did not see)."""
     v, y = np.asarray(values, float), np.asarray(truth, bool)
     if not per_label:
-        return Rule(score, {"*": best_threshold(v, y)}, {"n": int(len(v))})
+        return Rule(score, {"*": best_threshold(v, y)}, {"n": len(v)})
     labels = np.asarray(labels)
     th = {str(lab): best_threshold(v[labels == lab], y[labels == lab]) for lab in np.unique(labels)}
     th["*"] = best_threshold(v, y)
-    return Rule(score, th, {"n": int(len(v))})
+    return Rule(score, th, {"n": len(v)})
 
 
 def agreement(pred, truth) -> dict:
@@ -159,8 +159,8 @@ def agreement(pred, truth) -> dict:
         return {"n": 0, "accuracy": float("nan"), "kappa": float("nan"), "kept_kept": 0, "kept_notkept": 0,
                 "notkept_kept": 0, "notkept_notkept": 0}
     return {
-        "n": int(len(y)), "accuracy": float((p == y).mean()), "kappa": cohen_kappa(p, y),
-        "kept_kept": int((p & y).sum()), "kept_notkept": int((p & ~y).sum()),  # judge_reference
+        "n": len(y), "accuracy": float((p == y).mean()), "kappa": cohen_kappa(p, y),
+        "kept_kept": int((p & y).sum()), "kept_notkept": int((p & ~y).sum()),  # keys: judge verdict _ reference verdict
         "notkept_kept": int((~p & y).sum()), "notkept_notkept": int((~p & ~y).sum()),
     }
 
@@ -182,7 +182,7 @@ def split(n: int, test_fraction: float = 0.4, seed: int = 0) -> np.ndarray:
     """`(n,)` bool: True for the held-out rows (a seeded random `test_fraction` of them)."""
     rng = np.random.default_rng(seed)
     test = np.zeros(n, bool)
-    test[rng.permutation(n)[: int(round(test_fraction * n))]] = True
+    test[rng.permutation(n)[: round(test_fraction * n)]] = True
     return test
 
 
@@ -348,10 +348,9 @@ def write_rule(rule: Rule, path=None) -> None:
     from .fileio import atomic_path
 
     p = path or RULE_JSON
-    with atomic_path(p) as tmp:
-        with open(tmp, "w") as f:
-            json.dump(asdict(rule), f, indent=2, sort_keys=True)
-            f.write("\n")
+    with atomic_path(p) as tmp, open(tmp, "w") as f:
+        json.dump(asdict(rule), f, indent=2, sort_keys=True)
+        f.write("\n")
 
 
 def read_rule(path=None) -> Rule:
@@ -440,7 +439,7 @@ def claims_under_judges(rows, judge_verdicts: dict):
                 n, kept = int(sel.sum()), int(v[sel].sum())
                 est[k] = Estimate(kept / n, *wilson(kept, n)) if n else Estimate(np.nan, np.nan, np.nan)
             out.append({"comparison": claim, "judge": name,
-                        f"S higher": f"{est[hi_kind].mean:.2f} [{est[hi_kind].lo:.2f}, {est[hi_kind].hi:.2f}]",
-                        f"S lower": f"{est[lo_kind].mean:.2f} [{est[lo_kind].lo:.2f}, {est[lo_kind].hi:.2f}]",
+                        "S higher": f"{est[hi_kind].mean:.2f} [{est[hi_kind].lo:.2f}, {est[hi_kind].hi:.2f}]",
+                        "S lower": f"{est[lo_kind].mean:.2f} [{est[lo_kind].lo:.2f}, {est[lo_kind].hi:.2f}]",
                         "verdict": compare_estimates(est[hi_kind], est[lo_kind])})
     return pd.DataFrame(out).set_index(["comparison", "judge"])

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -73,8 +73,8 @@ class RefNet:
 
 
 def _connectivity_config(cfg: ReferenceSetConfig):
-    from .prune.study import ConnectivityConfig
     from .prune.similarity_pruning import SPConfig
+    from .prune.study import ConnectivityConfig
 
     sp = SPConfig(tau=0.9, opposite_sign=True, rounds=3, retrain_steps=cfg.retrain_steps)
     return ConnectivityConfig(seeds=cfg.connectivity_seeds, res=cfg.connectivity_res, dense_steps=cfg.dense_steps,
