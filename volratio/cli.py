@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "volratio.commands.welch",  # welch bound, welch frame, welch net
     "volratio.commands.prune",  # prune (SP and the baselines)
     "volratio.commands.emc2",  # emc2, sweep-weights
+    "volratio.commands.judge",  # judge, judge-check
     "volratio.commands.depth",  # depth ratio, depth sweep, depth predict
 )
 
