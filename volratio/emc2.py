@@ -115,6 +115,8 @@ def params_of(net: CoordMLP, which: str = "all", layered=None, member: int = 0) 
 
 def subsample(params: np.ndarray, n: int | None, seed: int = 0) -> np.ndarray:
     """At most `n` rows of `params`, drawn uniformly without replacement (seeded), in original order."""
+    if n is not None and (int(n) != n or n < 1):
+        raise VolratioError(f"max_params must be a positive integer or None (all parameters), got {n!r}")
     if n is None or n >= len(params):
         return params
     g = generator(seed)
@@ -520,6 +522,8 @@ def score(net: CoordMLP, judge, label: str, config: EMC2Config | None = None, pa
 
     cfg = config or EMC2Config()
     deltas = np.sort(np.asarray(cfg.deltas, dtype=np.float64))
+    if deltas.size == 0 or not np.isfinite(deltas).all():
+        raise VolratioError(f"deltas must be finite numbers, at least one, got {list(cfg.deltas)}")
     if params is None:
         allp = params_of(net, cfg.which, layered, cfg.member)
         params = subsample(allp, cfg.max_params, cfg.seed)

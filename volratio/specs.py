@@ -15,6 +15,8 @@ from pathlib import Path
 from .errors import VolratioError
 from .nets import CoordMLP
 
+NETWORK_KINDS = ("picbreeder", "fer-sgd", "fer-layered")  # spec prefixes that name networks
+
 
 def load_network(spec: str, device: str = "cpu") -> CoordMLP:
     """Resolve a network spec (see the module docstring)."""
