@@ -44,6 +44,14 @@ class Parser(argparse.ArgumentParser):
         e.prog = self.prog
         raise e
 
+    def _get_values(self, action, arg_strings):
+        # Python < 3.12 drops a literal "--" value (`--res=--`), leaving [] as the option's value
+        if action.option_strings and action.nargs is None and arg_strings == ["--"]:
+            value = self._get_value(action, "--")
+            self._check_value(action, value)
+            return value
+        return super()._get_values(action, arg_strings)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(

@@ -225,7 +225,7 @@ class Store:
             if ok:
                 self.rows[row["key"]] = {c: row[c] for c in COLUMNS}
         self.rebuilt = len(self.rows) - before
-        if not quiet:
+        if not quiet and (self.rebuilt or self._lock_file is not None):  # a reader with nothing rebuilt: see .damage
             warnings.warn(
                 f"{self.table_path}: {self.damage}; rebuilt {self.rebuilt} run(s) from their records in {ARTIFACTS}/ "
                 "(runs without an intact record will be recomputed)",
