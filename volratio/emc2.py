@@ -236,6 +236,13 @@ class PerturbationEngine:
         # Units-major layout: a layer's activations are (n_units, P), so the units of one
         # activation function form one contiguous block and are activated in place.
         # Base pass: H[i] = input of kernel i (n_i, P), Z[i] = its pre-activation output (n_{i+1}, P).
+        from . import budget
+
+        item = torch.empty((), dtype=dtype).element_size()
+        cached = 2 * sum(len(k) for k in keep) + 4 * 3  # H and Z of every layer, the grid, the base image
+        budget.check(self.res**2 * item * cached + self.memory_bytes,
+                     f"perturbing a network of {sum(len(k) for k in keep[1:-1])} live units at {self.res}×{self.res} pixels",
+                     "lower the resolution (--res)")
         grid = coords(self.res, device=self.device, dtype=dtype).T.contiguous()  # (4, P)
         self.H, self.Z = [grid], []
         h = grid
@@ -613,6 +620,13 @@ def weight_sweep(net: CoordMLP, params, offsets=(-1.0, -0.5, 0.0, 0.5, 1.0), res
     `controls` rows moving all non-zero parameters along a random unit direction (seeded)."""
     params = np.asarray(params, np.int64).reshape(-1, 3)
     offsets = np.asarray(offsets, np.float64)
+    if int(controls) < 0 or not np.isfinite(offsets).all() or offsets.size == 0:
+        raise VolratioError(f"weight_sweep needs controls ≥ 0 and finite offsets, got {controls}, {offsets.tolist()}")
+    from . import budget
+
+    budget.check((len(params) + int(controls)) * len(offsets) * int(res) ** 2 * 3 * 4 * 3,
+                 f"a weight-sweep grid of {len(params) + int(controls)} rows × {len(offsets)} images at {res}×{res}",
+                 "sweep fewer parameters (--n, --params), fewer --controls or a lower --res")
     eng = PerturbationEngine(net, res, device=device, dtype=torch.float32)
     P = np.repeat(params, len(offsets), axis=0)
     D = np.tile(offsets, len(params))

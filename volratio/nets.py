@@ -551,16 +551,16 @@ def _check_header(path: Path) -> tuple[dict, list[str]]:
     with open(path, "rb") as f:
         head = f.read(8)
         if len(head) < 8:
-            raise bad("not a safetensors file (shorter than its 8-byte header length); re-create it")
+            raise bad("not a readable safetensors file (shorter than its 8-byte header length); re-create it")
         (n,) = struct.unpack("<Q", head)
         if n > min(_MAX_HEADER, size - 8):
-            raise bad(f"not a safetensors file (header length {n} does not fit the {size}-byte file); re-create it")
+            raise bad(f"not a readable safetensors file (header length {n} does not fit the {size}-byte file); re-create it")
         try:
             header = json.loads(f.read(n))
         except (UnicodeDecodeError, ValueError):
-            raise bad("not a safetensors file (its header is not JSON); re-create it") from None
+            raise bad("not a readable safetensors file (its header is not JSON); re-create it") from None
     if not isinstance(header, dict):
-        raise bad("not a safetensors file (its header is not a JSON object); re-create it")
+        raise bad("not a readable safetensors file (its header is not a JSON object); re-create it")
     raw = (header.get("__metadata__") or {}).get("volratio") if isinstance(header.get("__metadata__"), dict) else None
     if raw is None:
         raise bad("safetensors file without volratio metadata; not a saved CoordMLP (save networks with CoordMLP.save)")

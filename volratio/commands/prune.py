@@ -88,10 +88,11 @@ def cmd_prune(args) -> int:
 
     from ..fileio import check_out
 
+    opts = options_for(args)  # the method's own option errors first
     check_out(args.out, args.force, inputs=[args.net, args.match])
     net = load_network(args.net)
     image = get_target(args.target).image(args.res)
-    result = prune(net, image, args.method, **options_for(args))
+    result = prune(net, image, args.method, **opts)
     net.provenance = dict(net.provenance, pruned={"method": args.method, "target": args.target, "res": args.res,
                                                   "seed": args.seed, "net": args.net})
     net.save(args.out)

@@ -91,6 +91,19 @@ def _check_boolean_budget(n: int, widths, depths, batch: int) -> None:
     budget.check(need, f"sampling width-{W}, depth-{L} threshold networks ({batch} per batch)", "use smaller --W/--L")
 
 
+def _check_basin_budget(widths, depths, population: int, res: int) -> None:
+    """The largest cell trains `population` networks at once: their weights, masks and Adam state,
+    and the activations autograd keeps (float32)."""
+    from .. import budget
+
+    W, L = max(widths), max(depths)
+    n_params = 4 * W + (L - 1) * W * W + W
+    need = budget.network_bytes(n_params, population, 4, training=True) + budget.forward_bytes(
+        res * res, W, L, population, 4, training=True)
+    budget.check(need, f"training {population} networks of width {W}, depth {L} at {res}×{res}",
+                 "use fewer --samples, smaller --W/--L or a lower --res")
+
+
 def cmd_boolean(args) -> int:
     from ..boolean import get_boolean_target
     from ..rho import SamplerConfig, boolean_grid
@@ -124,6 +137,7 @@ def cmd_basin(args) -> int:
     over = {k: v for k, v in dict(steps=args.steps, res=args.res, p=args.p, threshold=args.threshold,
                                    emc2_threshold=args.emc2_threshold).items() if v is not None}
     cfg = replace(cfg, population=args.samples, seed=args.seed, device=args.device, use_emc2=args.emc2, **over)
+    _check_basin_budget(args.W, args.L, cfg.population, cfg.res)
     rows = basin_grid(args.target, args.W, args.L, cfg)
     lines = [f"{args.target}: basin model, scale {args.scale}, K={cfg.population} per cell, {cfg.steps} steps at "
              f"{cfg.res}×{cfg.res}, |corr| ≥ {cfg.threshold}" + (f", EMC2 ≥ {cfg.emc2_threshold}" if cfg.use_emc2 else ", correlation criterion only"),
