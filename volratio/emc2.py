@@ -519,11 +519,13 @@ def _dtype(name) -> torch.dtype:
     return getattr(torch, name)
 
 
-def score(net: CoordMLP, judge, label: str, config: EMC2Config | None = None, params=None, layered=None) -> EMC2Result:
+def score(net: CoordMLP, judge, label: str, config: EMC2Config | None = None, params=None, layered=None,
+          progress: bool = False) -> EMC2Result:
     """S(θ; δ) for every δ of `config.deltas` under `judge` (see `volratio.judges`).
 
     `params`: explicit `(N, 3)` parameters; default `params_of(net, config.which, layered)`,
     subsampled to `config.max_params`. The judge sees batches of perturbed images with `label`.
+    `progress=True` shows a progress bar over the perturbed images (on a terminal only).
     """
     import pandas as pd
 
@@ -547,11 +549,20 @@ def score(net: CoordMLP, judge, label: str, config: EMC2Config | None = None, pa
     jscore = np.zeros(len(P_all))
     dist = np.zeros(len(P_all))
     base = eng.base
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(P_all), desc="EMC2", unit="img", leave=False, disable=None)  # None: off unless a terminal
     for idx, imgs in eng.iter_images(P_all, D_all):
+        if bar is not None:
+            bar.update(len(idx))
         v = judge(imgs, label)
         verdict[idx] = v.verdicts
         jscore[idx] = v.scores
         dist[idx] = ((imgs - base) ** 2).mean(dim=(1, 2, 3)).sqrt().cpu().numpy()
+    if bar is not None:
+        bar.close()
     W = [w.detach()[cfg.member].cpu().double().numpy() for w in net.effective_weights()]
     weight = np.zeros(len(P_all))
     for k in np.unique(P_all[:, 0]):

@@ -509,6 +509,8 @@ class CoordMLP(nn.Module):
         from safetensors import safe_open
 
         path = Path(path)
+        if path.is_dir():
+            raise VolratioError(f"{path} is a folder, not a network file; give the path of a .safetensors file")
         if not path.is_file():
             raise VolratioError(f"{path}: no such network file (save one with `volratio train … --out {path}`)")
         meta, names = _check_header(path)

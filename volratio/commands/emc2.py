@@ -90,7 +90,7 @@ def cmd_emc2(args) -> int:
                           seed=args.seed, device=args.device, dtype=args.dtype)
     eng = emc2.PerturbationEngine(net, args.res, device=args.device)
     judge = make_judge(args.judge, eng.base.cpu(), args.target, args.judge_model, args.seed, args.device)
-    res = emc2.score(net, judge, args.label or target_label(args.target), cfg, layered=layered)
+    res = emc2.score(net, judge, args.label or target_label(args.target), cfg, layered=layered, progress=not args.json)
     payload = {**res.to_json(), "network": args.spec, "target": args.target}
     lines = [f"EMC2 {args.spec} on {args.target} — judge {res.judge}, {res.n_params} of {res.n_nonzero} parameters, res {args.res}"]
     lines += [f"  δ = {d:+.3g}: S = {s:.3f}" for d, s in zip(res.deltas, res.scores)]
