@@ -241,7 +241,7 @@ def test_force_overwrites_and_saved_files_have_ordinary_modes(files, tmp_path, c
 def test_prune_force_may_replace_its_input(files, tmp_path, capsys):
     src = tmp_path / "n.safetensors"
     src.write_bytes((files / "net.safetensors").read_bytes())
-    rc, out, err = run(capsys, "prune", src, "--target", "planted:1", "--method", "magnitude", "--sparsity", "0.2",
+    rc, _, err = run(capsys, "prune", src, "--target", "planted:1", "--method", "magnitude", "--sparsity", "0.2",
                        "--exclude-output", "--steps", "0", "--res", "8", "--out", src, "--force", "--json")
     assert rc == 0, err
     assert CoordMLP.load(src).provenance["pruned"]["method"] == "magnitude"
@@ -284,7 +284,7 @@ def test_budget_can_be_raised_and_lowered(files, tmp_path, capsys, monkeypatch):
 
 
 def test_cli_interrupt_and_broken_pipe_are_one_line(monkeypatch, capsys):
-    import volratio.commands.core as core
+    from volratio.commands import core
 
     def interrupted(args):
         raise KeyboardInterrupt
@@ -297,7 +297,7 @@ def test_cli_interrupt_and_broken_pipe_are_one_line(monkeypatch, capsys):
         raise BrokenPipeError
 
     monkeypatch.setattr(core, "cmd_targets", closed)
-    rc, out, err = run(capsys, "targets")
+    rc, _, err = run(capsys, "targets")
     assert rc == 141 and err == ""
 
 
@@ -311,7 +311,7 @@ def test_targets_into_a_closed_pipe_exits_quietly():
     os.close(r)
     try:
         p = subprocess.run([sys.executable, "-m", "volratio", "targets"], stdout=w, stderr=subprocess.PIPE,
-                           text=True, env=env, timeout=120)
+                           text=True, env=env, timeout=120, check=False)
     finally:
         os.close(w)
     assert p.returncode == 141 and p.stderr == "", p.stderr
@@ -409,7 +409,7 @@ def _subparsers(parser, path=()):
 def _valid(action) -> str:
     """A value inside the domain of `action` (to fill required arguments)."""
     if action.choices:
-        return str(list(action.choices)[0])
+        return str(next(iter(action.choices)))
     t = action.type
     if isinstance(t, A.Int):
         return str(max(t.lo or 1, 2))

@@ -193,7 +193,7 @@ def test_corrupt_parquet_is_rebuilt_from_run_records(tmp_path, damage):
 def test_damaged_table_and_record_recomputes_that_run_only(tmp_path):
     sweep, out, before = _toy_store(tmp_path)
     (out / "results.parquet").write_bytes(b"not parquet at all")
-    victim = sorted(before)[0]
+    victim = min(before)
     (out / "artifacts" / victim / "_row.json").write_text('{"key": "tampered"}')
     with pytest.warns(CorruptResultWarning, match="rebuilt 5 run"):
         report = run_sweep(sweep, out)

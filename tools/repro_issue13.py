@@ -126,9 +126,9 @@ def run_case(argv, timeout=60, pipe_head=False) -> dict:
     try:
         if pipe_head:
             r = subprocess.run(f"{' '.join(cmd)} | head -1", shell=True, capture_output=True, text=True,
-                               timeout=timeout, env=env, preexec_fn=limit)
+                               timeout=timeout, env=env, preexec_fn=limit, check=False)
         else:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, preexec_fn=limit)
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, preexec_fn=limit, check=False)
     except subprocess.TimeoutExpired:
         return {"class": "TIMEOUT", "rc": None, "err": ""}
     err = r.stderr.strip()

@@ -82,7 +82,8 @@ def _command_name(args, argv) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .budget import ENV as BUDGET_ENV, parse_size
+    from .budget import ENV as BUDGET_ENV
+    from .budget import parse_size
 
     parser = build_parser()
     args = None

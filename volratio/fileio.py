@@ -24,7 +24,7 @@ FILE_MODE = 0o666 & ~_UMASK  # what open() would give a new file: results are me
 
 
 @contextlib.contextmanager
-def atomic_path(path: "str | Path", parents: bool = True):
+def atomic_path(path: str | Path, parents: bool = True):
     """Yield a temporary path next to `path`; on success it is renamed over `path` (atomic on
     POSIX) with the mode of an ordinary new file, on error it is removed. A crash never leaves a
     half-written `path` behind. `parents=False` refuses a missing folder instead of creating it."""
@@ -51,20 +51,20 @@ def atomic_path(path: "str | Path", parents: bool = True):
         raise
 
 
-def write_text_atomic(path: "str | Path", text: str) -> Path:
+def write_text_atomic(path: str | Path, text: str) -> Path:
     with atomic_path(path) as tmp:
         Path(tmp).write_text(text)
     return Path(path)
 
 
-def _same_file(a: Path, b: "str | Path") -> bool:
+def _same_file(a: Path, b: str | Path) -> bool:
     try:
         return a.exists() and Path(b).exists() and os.path.samefile(a, b)
     except OSError:
         return False
 
 
-def check_out(path: "str | Path", force: bool = False, inputs=(), folder: bool = False, option: str = "--out") -> Path:
+def check_out(path: str | Path, force: bool = False, inputs=(), folder: bool = False, option: str = "--out") -> Path:
     """Check an output path before any work is done (see the module docstring); returns it.
 
     `folder=True` is for a results store: an existing folder is fine (it is resumed), an existing
@@ -80,11 +80,10 @@ def check_out(path: "str | Path", force: bool = False, inputs=(), folder: bool =
         if p.is_dir():
             raise OutputError(f"{option} {p} is a folder; give a file path inside it, e.g. {p / 'out'}")
         for inp in inputs:
-            if inp is not None and _same_file(p, inp):
-                if not force:
-                    raise OutputError(
-                        f"{option} {p} is the input {inp}; write to another file (or pass --force to replace the input)"
-                    )
+            if inp is not None and not force and _same_file(p, inp):
+                raise OutputError(
+                    f"{option} {p} is the input {inp}; write to another file (or pass --force to replace the input)"
+                )
         if p.exists() and not force:
             raise OutputError(f"{option} {p} already exists; choose another path or pass --force to overwrite it")
     parent = p.parent if str(p.parent) else Path(".")

@@ -23,6 +23,7 @@ introduces it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -238,7 +239,7 @@ class CoordMLP(nn.Module):
         g = generator(seed)
         K, W = self.population, self.arch.width
         dims = [self.n_inputs] + [W] * self.arch.depth + [HEADS[head]]
-        n_params = sum(fi * fo for fi, fo in zip(dims[:-1], dims[1:]))
+        n_params = sum(fi * fo for fi, fo in itertools.pairwise(dims))
         budget.check(budget.network_bytes(n_params, K, torch.empty((), dtype=dtype).element_size()),
                      f"a population of {K} network(s) {self.arch} ({n_params} weights each)",
                      "use a smaller width, depth or population")
@@ -587,7 +588,7 @@ def _check_header(path: Path) -> tuple[dict, list[str]]:
         raise bad(f"population {K!r} / n_inputs {n_in!r} in its metadata are not positive integers; re-create it")
     dims = [n_in] + [arch.width] * arch.depth + [HEADS[meta["head"]]]
     names, total, data = [], 0, size - 8 - n
-    for i, (fi, fo) in enumerate(zip(dims[:-1], dims[1:])):
+    for i, (fi, fo) in enumerate(itertools.pairwise(dims)):
         for name, dtypes in ((f"weight{i}", ("F32", "F64")), (f"mask{i}", ("U8", "BOOL", "F32", "F64"))):
             info = header.get(name)
             if not isinstance(info, dict):

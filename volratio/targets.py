@@ -288,7 +288,7 @@ class PlantedTarget:
 PLANTED_MAX = {"depth": 64, "width": 256, "arity": 16}  # bounds of planted:SEED:… options
 
 
-def _check_graph_budget(t: "PlantedTarget", res: int) -> None:
+def _check_graph_budget(t: PlantedTarget, res: int) -> None:
     from . import budget
 
     nodes = t.depth * t.width if t.primitives is None else int(t.primitives)

@@ -86,9 +86,7 @@ class Float:
             return False
         if v < self.lo or (self.lo_open and v == self.lo):
             return False
-        if v > self.hi or (self.hi_open and v == self.hi):
-            return False
-        return True
+        return not (v > self.hi or (self.hi_open and v == self.hi))
 
     def __call__(self, text: str) -> float:
         v = _number(text)

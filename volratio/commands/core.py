@@ -126,10 +126,9 @@ def cmd_info(args) -> int:
 
 
 def cmd_train(args) -> int:
+    from ..fileio import check_out
     from ..targets import get_target
     from ..train import TrainConfig, new_network, train
-
-    from ..fileio import check_out
 
     check_out(args.out, args.force)
     target = get_target(args.target)

@@ -61,9 +61,8 @@ def cmd_sweep(args) -> int:
     from dataclasses import replace
 
     from ..depth import DepthSweepConfig, depth_sweep, parse_depths
-    from ..sweep import make_executor
-
     from ..fileio import check_out
+    from ..sweep import make_executor
 
     if args.out is not None:
         check_out(args.out, folder=True)

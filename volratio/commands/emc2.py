@@ -104,10 +104,8 @@ def cmd_sweep(args) -> int:
 
     from .. import emc2
     from ..errors import VolratioError
-    from ..fileio import atomic_path
+    from ..fileio import atomic_path, check_out
     from ..specs import load_network
-
-    from ..fileio import check_out
 
     check_out(args.out, args.force, inputs=[args.spec])
     net = load_network(args.spec)

@@ -82,11 +82,10 @@ def options_for(args) -> dict:
 
 
 def cmd_prune(args) -> int:
+    from ..fileio import check_out
     from ..prune import prune
     from ..specs import load_network
     from ..targets import get_target
-
-    from ..fileio import check_out
 
     opts = options_for(args)  # the method's own option errors first
     check_out(args.out, args.force, inputs=[args.net, args.match])

@@ -11,7 +11,6 @@ import argparse
 from . import _args as A
 from ._common import add_json_flag, emit
 
-
 MAX_LIST = 1000  # values in one --W/--L list
 
 
