@@ -268,8 +268,10 @@ def test_json_is_strict():
 
 
 def test_budget_can_be_raised_and_lowered(files, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv(budget.ENV, raising=False)
     rc, _, err = run(capsys, "--memory-budget", "1M", "render", "planted:1", "--res", "256", "--out", tmp_path / "a.png")
     assert_one_line_error(rc, err, "1.05 MB", "--memory-budget")
+    assert budget.ENV not in os.environ  # the flag holds for that command only
     monkeypatch.setenv(budget.ENV, "none")
     assert budget.budget_bytes() is None
     budget.check(1e30, "anything", "nothing")  # unlimited

@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args = None
+    budget_before = os.environ.get(BUDGET_ENV)
     try:
         args = parser.parse_args(argv)
         if args.memory_budget is not None:
@@ -117,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError):  # stdout is not a real file (tests capture it)
             pass
         return 141
+    finally:  # `--memory-budget` holds for this command (and the workers it starts), not after it
+        if budget_before is None:
+            os.environ.pop(BUDGET_ENV, None)
+        else:
+            os.environ[BUDGET_ENV] = budget_before
     return int(rc or 0)
 
 
