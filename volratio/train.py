@@ -154,18 +154,19 @@ def _check_config(cfg: TrainConfig) -> None:
     """Refuse settings outside their domain before any work (a negative step count or a NaN
     learning rate would otherwise fail deep inside torch, or silently train nothing)."""
     import math
+    from numbers import Integral, Real
 
-    if not (isinstance(cfg.steps, int) and cfg.steps >= 0):
+    if not (isinstance(cfg.steps, Integral) and cfg.steps >= 0):
         raise VolratioError(f"TrainConfig.steps must be an integer ≥ 0, got {cfg.steps!r}")
-    if not (isinstance(cfg.log_every, int) and cfg.log_every >= 1):
+    if not (isinstance(cfg.log_every, Integral) and cfg.log_every >= 1):
         raise VolratioError(f"TrainConfig.log_every must be a positive integer, got {cfg.log_every!r}")
     for name in ("lr", "muon_lr", "adamw_lr"):
         v = getattr(cfg, name)
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+        if not (isinstance(v, Real) and math.isfinite(v) and v > 0):
             raise VolratioError(f"TrainConfig.{name} must be a finite number > 0, got {v!r}")
     for name in ("weight_decay", "momentum"):
         v = getattr(cfg, name)
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+        if not (isinstance(v, Real) and math.isfinite(v) and v >= 0):
             raise VolratioError(f"TrainConfig.{name} must be a finite number ≥ 0, got {v!r}")
 
 
