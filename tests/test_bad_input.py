@@ -192,6 +192,7 @@ def issue_cases(d: Path):
         ("out exists", ["render", "planted:1", "--res", "8", "--out", d / "spec.toml"], ["already exists", "--force"]),
         ("out is the input", ["prune", n, *t, "--method", "random", "--sparsity", "0.5", "--out", n], ["is the input", "--force"]),
         ("out parent missing", ["render", "planted:1", "--res", "8", "--out", d / "a" / "b" / "x.png"], ["does not exist", "mkdir"]),
+        ("data fetch --dest missing parent", ["data", "fetch", "--dest", d / "no" / "where"], ["--dest", "does not exist"]),
         ("store --out is a file", ["sweep", "x.toml", "--out", d / "spec.toml"], ["is a file"]),
         # stores
         ("results of a non-store folder", ["results", d / "notastore"], ["not a results store"]),

@@ -109,8 +109,9 @@ def forward_bytes(pixels: int, width: int, depth: int, population: int = 1, item
 
 
 def graph_render_bytes(pixels: int, nodes: int) -> int:
-    """A NEAT/planted graph evaluated on `pixels` inputs keeps one float64 map per node."""
-    return int(pixels) * (int(nodes) + 8) * 8 * 2
+    """A NEAT/planted graph evaluated on `pixels` inputs keeps one float64 map per node (plus a
+    few temporaries and the image)."""
+    return int(pixels) * (int(nodes) + 16) * 8
 
 
 def image_bytes(width: int, height: int, bands: int = 3) -> int:

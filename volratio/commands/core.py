@@ -153,8 +153,11 @@ def cmd_data_where(args) -> int:
 
 
 def cmd_data_fetch(args) -> int:
+    from ..fileio import check_out
     from ..picbreeder import fetch
 
+    if args.dest is not None:
+        check_out(args.dest, folder=True, option="--dest")
     dest = fetch(args.dest)
     print(f"Picbreeder genomes and images verified and written to {dest}")
     return 0
