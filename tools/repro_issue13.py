@@ -45,17 +45,17 @@ def fixtures(d: Path) -> dict:
     ti.update({f"mask{i}": m.to(torch.uint8) for i, m in enumerate(net.masks)})
     meta = {"format": "volratio.CoordMLP/1", "arch": "2;gaussian:4", "head": "grey", "population": 1, "n_inputs": 4}
     save_file(ti, str(d / "int32.safetensors"), metadata={"volratio": json.dumps(meta)})
-    # a sparse file whose header declares a 1.6 GB kernel
+    # a sparse file whose header declares a 1.6 GB kernel (shapes consistent with its arch)
     n = 20000
-    header = {
-        "__metadata__": {"volratio": json.dumps(dict(meta, arch=f"1;gaussian:{n}"))},
-        "weight0": {"dtype": "F32", "shape": [1, 4, n], "data_offsets": [0, 16 * n]},
-        "weight1": {"dtype": "F32", "shape": [1, n, n], "data_offsets": [16 * n, 16 * n + 4 * n * n]},
-    }
+    header, off = {"__metadata__": {"volratio": json.dumps(dict(meta, arch=f"2;gaussian:{n}"))}}, 0
+    for i, (fi, fo) in enumerate([(4, n), (n, n), (n, 1)]):
+        for name, dt, item in ((f"weight{i}", "F32", 4), (f"mask{i}", "U8", 1)):
+            header[name] = {"dtype": dt, "shape": [1, fi, fo], "data_offsets": [off, off + fi * fo * item]}
+            off += fi * fo * item
     hb = json.dumps(header).encode()
     with open(d / "huge.safetensors", "wb") as f:
         f.write(struct.pack("<Q", len(hb)) + hb)
-        f.truncate(8 + len(hb) + 16 * n + 4 * n * n)
+        f.truncate(8 + len(hb) + off)
     (d / "notimage.png").write_text("this is not a PNG\n")
     Image.new("1", (20000, 20000)).save(d / "bomb.png")
     Image.fromarray(np.zeros((1, 100000), np.uint8)).save(d / "wide.png")
