@@ -11,6 +11,7 @@ import torch
 os.environ.setdefault("VOLRATIO_OFFLINE", "1")
 
 torch.set_num_threads(1)  # the suite's numbers must not depend on the thread count
+os.environ["VOLRATIO_THREADS"] = "1"  # … also inside the CLI, which sets its threads (volratio.threads)
 
 
 @pytest.fixture(scope="session")

@@ -213,8 +213,9 @@ def test_cli_json_rows(capsys):
 def test_cli_bad_list_is_one_line_error(capsys):
     from volratio.cli import main
 
-    with pytest.raises(SystemExit):
-        main(["rho", "boolean", "--target", "tree:1:2", "--W", "two", "--L", "2"])
+    assert main(["rho", "boolean", "--target", "tree:1:2", "--W", "two", "--L", "2"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--W" in err and "'two'" in err
     assert main(["rho", "boolean", "--target", "tree:5:5", "--W", "1", "--L", "2"]) == 2
     assert "tree:5:5" in capsys.readouterr().err
 

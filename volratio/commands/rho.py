@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import argparse
 
+from . import _args as A
 from ._common import add_json_flag, emit
+
+MAX_LIST = 1000  # values in one --W/--L list
 
 
 def int_list(text: str) -> list[int]:
@@ -19,6 +22,8 @@ def int_list(text: str) -> list[int]:
             part = part.strip()
             if "-" in part[1:]:
                 a, b = part.split("-", 1) if not part.startswith("-") else (part, part)
+                if int(b) - int(a) > MAX_LIST:
+                    raise argparse.ArgumentTypeError(f"{text!r}: the range {part} has more than {MAX_LIST} values; give a shorter one")
                 out.update(range(int(a), int(b) + 1))
             elif part:
                 out.add(int(part))
@@ -38,16 +43,16 @@ def register(sub) -> None:
     q.add_argument("--target", required=True, help="tree:D:K, chain:D or dag:SEED[:depth=…,arity=…,inputs=…,primitives=…]")
     q.add_argument("--W", required=True, type=int_list, help="widths, e.g. '2,3,4' or '2-6'")
     q.add_argument("--L", required=True, type=int_list, help="depths (threshold layers, output included)")
-    q.add_argument("--samples", type=int, default=100_000, help="networks sampled per (W, L)")
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--samples", type=A.positive_int, default=100_000, help="networks sampled per (W, L)")
+    q.add_argument("--seed", type=A.seed, default=0)
     q.add_argument("--exact", action="store_true", help="also enumerate every configuration where feasible (≤ 3^13)")
     q.add_argument("--weights", default="ternary", choices=["ternary", "gaussian"])
     q.add_argument("--masks", default="bernoulli", choices=["bernoulli", "fanin"])
-    q.add_argument("--p", type=float, default=0.8, help="mask density (bernoulli masks)")
-    q.add_argument("--fan-in", type=int, default=2, help="incoming connections per unit (fanin masks)")
-    q.add_argument("--confidence", type=float, default=0.95)
+    q.add_argument("--p", type=A.probability, default=0.8, help="mask density (bernoulli masks)")
+    q.add_argument("--fan-in", type=A.positive_int, default=2, help="incoming connections per unit (fanin masks)")
+    q.add_argument("--confidence", type=A.open_unit, default=0.95, help="confidence level of the intervals, in (0, 1)")
     q.add_argument("--interval", default="wilson", choices=["wilson", "clopper-pearson"])
-    q.add_argument("--device", default="auto")
+    q.add_argument("--device", type=A.device, default="auto")
     add_json_flag(q)
     q.set_defaults(func=cmd_boolean)
 
@@ -55,22 +60,47 @@ def register(sub) -> None:
     q.add_argument("--target", required=True, help="planted:SEED[:depth=…,width=…,arity=…]")
     q.add_argument("--W", required=True, type=int_list)
     q.add_argument("--L", required=True, type=int_list, help="hidden layers")
-    q.add_argument("--samples", type=int, default=16, help="K: networks trained (as one population) per cell")
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--samples", type=A.positive_int, default=16, help="K: networks trained (as one population) per cell")
+    q.add_argument("--seed", type=A.seed, default=0)
     q.add_argument("--scale", default="quick", choices=["quick", "full"])
-    q.add_argument("--steps", type=int, default=None, help="override the scale's training steps")
-    q.add_argument("--res", type=int, default=None, help="override the scale's resolution")
-    q.add_argument("--p", type=float, default=None, help="override the mask density")
-    q.add_argument("--threshold", type=float, default=None, help="override the |correlation| threshold")
+    q.add_argument("--steps", type=A.positive_int, default=None, help="override the scale's training steps")
+    q.add_argument("--res", type=A.res, default=None, help="override the scale's resolution")
+    q.add_argument("--p", type=A.probability, default=None, help="override the mask density")
+    q.add_argument("--threshold", type=A.probability, default=None, help="override the |correlation| threshold, in [0, 1]")
     q.add_argument("--emc2", action="store_true", help="also require an EMC2 score above --emc2-threshold (needs volratio.emc2)")
-    q.add_argument("--emc2-threshold", type=float, default=None)
-    q.add_argument("--device", default="auto")
+    q.add_argument("--emc2-threshold", type=A.probability, default=None, help="EMC2 score threshold, in [0, 1]")
+    q.add_argument("--device", type=A.device, default="auto")
     add_json_flag(q)
     q.set_defaults(func=cmd_basin)
 
 
 def _fmt(x, spec=".3f"):
     return "—" if x is None else format(x, spec)
+
+
+def _check_boolean_budget(n: int, widths, depths, batch: int) -> None:
+    """Networks are drawn `batch` at a time; one draw holds their weights and masks (float32, ~3
+    copies while drawing) and, while classifying, ~3 truth tables per unit. Refuse a grid whose
+    largest cell would not fit the memory budget."""
+    from .. import budget
+    from ..rho import n_params
+
+    W, L = max(widths), max(depths)
+    need = batch * (n_params(n, W, L) * 4 * 3 + (2**n) * W * L * 4 * 3)
+    budget.check(need, f"sampling width-{W}, depth-{L} threshold networks ({batch} per batch)", "use smaller --W/--L")
+
+
+def _check_basin_budget(widths, depths, population: int, res: int) -> None:
+    """The largest cell trains `population` networks at once: their weights, masks and Adam state,
+    and the activations autograd keeps (float32)."""
+    from .. import budget
+
+    W, L = max(widths), max(depths)
+    n_params = 4 * W + (L - 1) * W * W + W
+    need = budget.network_bytes(n_params, population, 4, training=True) + budget.forward_bytes(
+        res * res, W, L, population, 4, training=True)
+    budget.check(need, f"training {population} networks of width {W}, depth {L} at {res}×{res}",
+                 "use fewer --samples, smaller --W/--L or a lower --res")
 
 
 def cmd_boolean(args) -> int:
@@ -80,6 +110,7 @@ def cmd_boolean(args) -> int:
     target = get_boolean_target(args.target)
     cfg = SamplerConfig(weights=args.weights, masks=args.masks, p=args.p, fan_in=args.fan_in,
                         confidence=args.confidence, interval=args.interval, device=args.device)
+    _check_boolean_budget(target.n, args.W, args.L, cfg.batch)
     rows = boolean_grid(target, args.W, args.L, args.samples, cfg, seed=args.seed, with_exact=args.exact)
     head = (f"{target.spec}: n={target.n}, L*={target.depth}, W_min={target.width}; weights={cfg.weights}, "
             f"masks={cfg.masks} (p={cfg.p}), {int(cfg.confidence * 100)}% {cfg.interval} intervals, seed {args.seed}")
@@ -105,6 +136,7 @@ def cmd_basin(args) -> int:
     over = {k: v for k, v in dict(steps=args.steps, res=args.res, p=args.p, threshold=args.threshold,
                                    emc2_threshold=args.emc2_threshold).items() if v is not None}
     cfg = replace(cfg, population=args.samples, seed=args.seed, device=args.device, use_emc2=args.emc2, **over)
+    _check_basin_budget(args.W, args.L, cfg.population, cfg.res)
     rows = basin_grid(args.target, args.W, args.L, cfg)
     lines = [f"{args.target}: basin model, scale {args.scale}, K={cfg.population} per cell, {cfg.steps} steps at "
              f"{cfg.res}×{cfg.res}, |corr| ≥ {cfg.threshold}" + (f", EMC2 ≥ {cfg.emc2_threshold}" if cfg.use_emc2 else ", correlation criterion only"),
