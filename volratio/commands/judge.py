@@ -3,6 +3,7 @@ reference verdicts of `data/judge_reference/`)."""
 
 from __future__ import annotations
 
+from . import _args as A
 from ._common import add_json_flag, emit
 
 
@@ -14,7 +15,7 @@ def register(sub) -> None:
     p.add_argument("--judge", default="ssim", choices=["ssim", "clip", "vlm"],
                    help="ssim: the offline judge calibrated on the reference verdicts (default); clip, vlm: local model weights")
     p.add_argument("--model", default=None, help="local folder or cached model id for --judge clip/vlm")
-    p.add_argument("--device", default="auto")
+    p.add_argument("--device", default="auto", type=A.device, help="auto, cpu, cuda or cuda:N")
     add_json_flag(p)
     p.set_defaults(func=cmd_judge)
 
@@ -24,9 +25,9 @@ def register(sub) -> None:
     p.add_argument("--groups", default=None,
                    help="comma-separated network groups to check, e.g. picbreeder,fer-sgd (default: all; "
                         "the others need about a minute of training)")
-    p.add_argument("--max-images", type=int, default=None, help="a seeded random subsample of this many perturbations")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="auto")
+    p.add_argument("--max-images", type=A.positive_int, default=None, help="a seeded random subsample of this many perturbations")
+    p.add_argument("--seed", type=A.seed, default=0, help="seed of the subsample")
+    p.add_argument("--device", default="auto", type=A.device, help="auto, cpu, cuda or cuda:N")
     add_json_flag(p)
     p.set_defaults(func=cmd_check)
 
