@@ -58,10 +58,13 @@ class SamplerConfig:
     masks: str = "bernoulli"  # "bernoulli" (density p) or "fanin" (exactly fan_in inputs per unit)
     p: float = 0.8  # mask density for "bernoulli" (0.8: P(weight = 0) = 0.47; the largest volumes on the book's targets)
     fan_in: int = 2  # incoming connections per unit for "fanin" (capped at the layer's fan-in)
-    batch: int = 1 << 16  # networks per batched draw; part of the random stream (keep fixed to compare)
-    device: str = "auto"  # "auto" = CUDA if available
+    batch: int = 1 << 16  # float engine: networks per batched draw; part of its random stream
+    device: str = "auto"  # float engine: "auto" = CUDA if available (the bits engine runs on CPU)
     confidence: float = 0.95  # interval confidence level
     interval: str = "wilson"  # "wilson" or "clopper-pearson"
+    engine: str = "bits"  # "bits": bit-sliced uint64 truth tables (volratio.bitslice); "float": batched matmuls
+    chunk: int = 4096  # bits engine: networks per independent random stream; part of its random stream
+    workers: int = 1  # bits engine: worker processes (1 = in-process); the counts do not depend on it
 
     def __post_init__(self):
         if self.weights not in ("ternary", "gaussian"):
@@ -74,6 +77,18 @@ class SamplerConfig:
             raise RhoError(f"fan_in={self.fan_in} must be ≥ 1")
         if self.interval not in ("wilson", "clopper-pearson"):
             raise RhoError(f"interval={self.interval!r}: use 'wilson' or 'clopper-pearson'")
+        if self.engine not in ("bits", "float"):
+            raise RhoError(f"engine={self.engine!r}: use 'bits' (bit-sliced, CPU) or 'float' (batched matmuls)")
+        if not 1 <= self.chunk <= 1 << 16:
+            raise RhoError(f"chunk={self.chunk}: networks per random stream must lie in 1..65536")
+        if not 1 <= self.workers <= 64:
+            raise RhoError(f"workers={self.workers}: use 1..64 worker processes (at most the free cores)")
+
+    def draw_spec(self):
+        """The fields the bit-sliced sampler needs (`volratio.bitslice.DrawSpec`)."""
+        from .bitslice import DrawSpec
+
+        return DrawSpec(self.weights, self.masks, self.p, self.fan_in)
 
     def weight_probs(self) -> tuple[float, float, float]:
         """P(effective weight = −1, 0, +1) for ternary weights under Bernoulli masks."""
@@ -244,17 +259,155 @@ def cell_seed(seed: int, W: int, L: int, chunk: int) -> int:
     return int(np.random.SeedSequence([int(seed), int(W), int(L), int(chunk)]).generate_state(1)[0])
 
 
-def count(target: BooleanTarget, W: int, L: int, samples: int, cfg: SamplerConfig = SamplerConfig(), seed: int = 0) -> Counts:
-    """Sample `samples` networks of width W and depth L and count solutions and compositional ones."""
-    if target.n > 8:
-        raise RhoError(f"{target.spec}: n={target.n} inputs; the Boolean model supports n ≤ 8")
+MAX_INPUTS = 10  # the bits engine packs up to 2^10 rows (16 words) per truth table
+
+
+def count(target: BooleanTarget, W: int, L: int, samples: int, cfg: SamplerConfig = SamplerConfig(), seed: int = 0,
+          **stop) -> Counts:
+    """Sample up to `samples` networks of width W and depth L and count solutions and
+    compositional ones (`cfg.engine`; `stop`: `until_width`, `budget_s`, `progress` of `estimate`)."""
+    return estimate(target, W, L, samples, cfg, seed, **stop)[0]
+
+
+def _check_cell(target: BooleanTarget, W: int, L: int, samples: int, cfg: SamplerConfig) -> None:
+    if target.n > MAX_INPUTS:
+        raise RhoError(f"{target.spec}: n={target.n} inputs; the Boolean model supports n ≤ {MAX_INPUTS}")
+    dims = layer_dims(target.n, W, L)
+    if samples < 0:
+        raise RhoError(f"samples={samples} must be ≥ 0")
+    # memory of one chunk (bits) or batch (float): parameters and the tables of the widest layer
+    per_net = (sum(fi * fo for fi, fo in dims) * 6 + max(fo for _, fo in dims) * 48 * max(1, 2**target.n // 64)
+               if cfg.engine == "bits" else (n_params(target.n, W, L) + 3 * 2**target.n * max(W, target.n)) * 4)
+    need = per_net * (cfg.chunk if cfg.engine == "bits" else cfg.batch)
+    if need > 2 << 30:
+        raise RhoError(f"W={W}, L={L} on {target.spec}: one {'chunk' if cfg.engine == 'bits' else 'batch'} needs "
+                       f"about {need / 2**30:.1f} GiB; lower SamplerConfig.{'chunk' if cfg.engine == 'bits' else 'batch'}")
+
+
+def estimate(target: BooleanTarget, W: int, L: int, samples: int, cfg: SamplerConfig = SamplerConfig(), seed: int = 0,
+             until_width: float | None = None, budget_s: float | None = None, progress: bool = False) -> tuple[Counts, dict]:
+    """Counts for one cell, and how the run went: `{"chunks", "elapsed_s", "stopped", "rel_width"}`.
+
+    Stops at `samples` networks, or earlier — with the bits engine — once the relative width
+    (hi − lo) / ρ̂ of ρ's interval is ≤ `until_width` (checked after every chunk in chunk order, so
+    the answer does not depend on the number of workers), or once `budget_s` seconds have passed
+    (then the answer depends on the machine's speed; the row says so). `progress`: a tqdm bar on
+    stderr."""
+    import sys
+    import time
+
+    from tqdm.auto import tqdm
+
+    _check_cell(target, W, L, samples, cfg)
+    if until_width is not None and not until_width > 0:
+        raise RhoError(f"until_width={until_width} must be a positive relative interval width (e.g. 0.2)")
+    if budget_s is not None and not budget_s > 0:
+        raise RhoError(f"budget_s={budget_s} must be a positive number of seconds")
+    t0 = time.perf_counter()
     c = Counts()
-    for i, a in enumerate(range(0, int(samples), cfg.batch)):
-        B = min(cfg.batch, int(samples) - a)
-        nets = sample_networks(target.n, W, L, B, cfg, generator(cell_seed(seed, W, L, i)))
-        sol, comp = classify(nets, target)
-        c += Counts(B, int(sol.sum()), int(comp.sum()))
-    return c
+    info = {"chunks": 0, "stopped": "samples"}
+    bar = tqdm(total=int(samples), disable=not progress, file=sys.stderr, unit="net", unit_scale=True, leave=False,
+               desc=f"{target.spec} W={W} L={L}")
+    if cfg.engine == "float":
+        if until_width is not None or budget_s is not None:
+            raise RhoError("until_width / budget_s need engine='bits' (the float engine draws fixed batches)")
+        for i, a in enumerate(range(0, int(samples), cfg.batch)):
+            B = min(cfg.batch, int(samples) - a)
+            nets = sample_networks(target.n, W, L, B, cfg, generator(cell_seed(seed, W, L, i)))
+            sol, comp = classify(nets, target)
+            c += Counts(B, int(sol.sum()), int(comp.sum()))
+            info["chunks"] += 1
+            bar.update(B)
+    else:
+        for part in _bits_chunks(target, W, L, int(samples), cfg, seed):
+            c += part
+            info["chunks"] += 1
+            bar.update(part.samples)
+            bar.set_postfix(sol=c.solutions, comp=c.compositional, refresh=False)
+            if until_width is not None and _rel_width(c, cfg) <= until_width:
+                info["stopped"] = "width"
+                break
+            if budget_s is not None and time.perf_counter() - t0 > budget_s:
+                info["stopped"] = "budget"
+                break
+    bar.close()
+    info["elapsed_s"] = time.perf_counter() - t0
+    info["rel_width"] = _rel_width(c, cfg)
+    return c, info
+
+
+def _bits_chunks(target: BooleanTarget, W: int, L: int, samples: int, cfg: SamplerConfig, seed: int):
+    """Counts of each chunk of the bits engine, in chunk order (workers run ahead by a window)."""
+    from . import bitslice as bs
+
+    dims = layer_dims(target.n, W, L)
+    tw = bs.pack_bits((target.table > 0)[None])[0]
+    spec = cfg.draw_spec()
+    chunks = [(c, min(cfg.chunk, samples - a)) for c, a in enumerate(range(0, samples, cfg.chunk))]
+    per_task = max(1, (1 << 15) // cfg.chunk)  # a task of ~32k networks: IPC cost ≪ work
+    tasks = [chunks[i : i + per_task] for i in range(0, len(chunks), per_task)]
+    args = (target.n, dims, tw, spec, seed, W, L)
+
+    def results():
+        if cfg.workers == 1 or len(tasks) == 1:
+            for job in tasks:
+                yield bs.run_chunks(*args, job)
+            return
+        ex = bs.pool(cfg.workers)
+        window = 2 * cfg.workers
+        futures = [ex.submit(bs.run_chunks, *args, job) for job in tasks[:window]]
+        done = 0
+        try:
+            for i in range(len(tasks)):
+                yield futures[i].result()
+                done = i + 1
+                if len(futures) < len(tasks):
+                    futures.append(ex.submit(bs.run_chunks, *args, tasks[len(futures)]))
+        finally:  # stopped early: drop what is still queued
+            for f in futures[done:]:
+                f.cancel()
+
+    for res in results():
+        for _, B, n_sol, sols in res:
+            comp = int(_compositional(_nets_from_block(sols), target, inputs(target.n)).sum()) if n_sol else 0
+            yield Counts(B, n_sol, comp)
+
+
+def _nets_from_block(block) -> Nets:
+    """A `bitslice.Block` (networks on the last axis) as float32 `Nets` (networks first)."""
+    ws = [torch.from_numpy(np.ascontiguousarray(np.moveaxis(w, -1, 0)).astype(np.float32)) for w in block.weights]
+    bs_ = [torch.from_numpy(np.ascontiguousarray(b.T).astype(np.float32)) for b in block.biases]
+    return Nets(ws, bs_)
+
+
+def _rel_width(c: Counts, cfg: SamplerConfig) -> float:
+    """(hi − lo) / ρ̂ of ρ's interval; inf while no compositional solution is seen."""
+    if not c.compositional:
+        return math.inf
+    lo, hi = interval(c.compositional, c.solutions, cfg.confidence, cfg.interval)
+    return (hi - lo) / (c.compositional / c.solutions)
+
+
+def networks_for_width(c: Counts, width: float, confidence: float = 0.95) -> float | None:
+    """Networks a cell needs for a relative width `width` of ρ's Wilson interval, at the cell's
+    current estimates of ρ and P(solution); None while no compositional solution is seen."""
+    from scipy.stats import norm
+
+    if not c.compositional:
+        return None
+    rho, p_sol = c.compositional / c.solutions, c.solutions / c.samples
+    z = float(norm.ppf(0.5 + confidence / 2))
+
+    def rel(s):  # Wilson width / rho at s solutions
+        return 2 * z * math.sqrt(rho * (1 - rho) / s + z * z / (4 * s * s)) / (1 + z * z / s) / rho
+
+    lo, hi = 1.0, 2.0
+    while rel(hi) > width:
+        lo, hi = hi, hi * 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if rel(mid) > width else (lo, mid)
+    return hi / p_sol
 
 
 def n_params(n: int, W: int, L: int) -> int:
@@ -326,13 +479,23 @@ def row(target: BooleanTarget, W: int, L: int, c: Counts, cfg: SamplerConfig) ->
 
 
 def boolean_grid(target: BooleanTarget, Ws, Ls, samples: int, cfg: SamplerConfig = SamplerConfig(), seed: int = 0,
-                 with_exact: bool = False, with_theory: bool = True, max_exact: int = 3**13) -> list[dict]:
+                 with_exact: bool = False, with_theory: bool = True, max_exact: int = 3**13,
+                 until_width: float | None = None, budget_s: float | None = None, width: float = 0.5,
+                 progress: bool = False) -> list[dict]:
     """One row per (W, L): Monte Carlo counts, ρ with interval, absolute volumes, and where
-    available the exact values and the theory's closed-form lower bound (`volratio.theory`)."""
+    available the exact values and the theory's closed-form lower bound (`volratio.theory`).
+    `until_width`, `budget_s` (per cell): see `estimate`; every row also reports its run
+    (`elapsed_s`, `stopped`, `rel_width`) and the networks it would need for a relative interval
+    width `width` (`until_width` when given) at its current estimates (`networks_for_width`)."""
     rows = []
+    width = until_width or width
     for L in Ls:
         for W in Ws:
-            r = row(target, W, L, count(target, W, L, samples, cfg, seed), cfg)
+            c, info = estimate(target, W, L, samples, cfg, seed, until_width, budget_s, progress)
+            r = row(target, W, L, c, cfg)
+            r.update(engine=cfg.engine, elapsed_s=info["elapsed_s"], stopped=info["stopped"],
+                     rel_width=None if math.isinf(info["rel_width"]) else info["rel_width"],
+                     width_target=width, networks_for_width=networks_for_width(c, width, cfg.confidence))
             if with_exact:
                 try:
                     e = exact(target, W, L, cfg, max_configs=max_exact)
@@ -359,6 +522,8 @@ class BooleanRhoConfig:
     seed: int = 0
     exact: bool = False  # also enumerate exactly where ≤ 3^13 configurations
     scale: str = "quick"
+    until_width: float | None = None  # stop a cell once ρ's relative interval width is ≤ this (bits engine)
+    budget_s: float | None = None  # stop a cell after this many seconds (bits engine)
 
     @classmethod
     def quick(cls, **kw) -> "BooleanRhoConfig":
@@ -377,7 +542,8 @@ def run_boolean(cfg: BooleanRhoConfig) -> dict:
     from .boolean import get_boolean_target
 
     t = get_boolean_target(cfg.target)
-    rows = boolean_grid(t, cfg.Ws, cfg.Ls, cfg.samples, cfg.sampler, cfg.seed, with_exact=cfg.exact)
+    rows = boolean_grid(t, cfg.Ws, cfg.Ls, cfg.samples, cfg.sampler, cfg.seed, with_exact=cfg.exact,
+                        until_width=cfg.until_width, budget_s=cfg.budget_s)
     return {"target": t.spec, "L_star": t.depth, "W_min": t.width, "rows": rows,
             "config": asdict(cfg), "version": __version__}
 

@@ -1,0 +1,402 @@
+"""Bit-sliced evaluation of random threshold networks: truth tables as uint64 words.
+
+With n input bits a unit's whole truth table has 2ⁿ rows: one 64-bit word for n ≤ 6, ⌈2ⁿ/64⌉
+words for n = 7..10. Row r of a table is bit r % 64 of word r // 64 (the row order of
+`volratio.boolean.input_table`); a set bit means +1. For n < 6 only the low 2ⁿ bits are
+meaningful (`valid_mask`).
+
+**Ternary weights** (effective weights in {−1, 0, +1}, the Boolean model's default): a unit's
+pre-activation on row r is z = Σ_active s_i x_i + b = 2c − k + b, where k is the number of active
+(non-zero) inputs and c counts the active *literals* that are +1 — literal i is `x_i XOR neg_i`
+(neg_i: the weight is −1) masked by `w_i ≠ 0`. So the unit fires iff c ≥ T with the per-unit
+threshold T = ⌊(k − b)/2⌋ + 1. The evaluator adds the literal words into a bit-sliced counter
+(planes c₀, c₁, … of the count, one word each, ripple-carry), then compares the counter with T
+bit-serially, all networks of a block at once along the last array axis. Layer 1 reads the fixed
+input words, so each of its units is one of 3ⁿ⁺¹ functions of its codes: it is looked up in a
+table built once by the same bit-sliced evaluator (n ≤ 8).
+
+**Gaussian weights** are not a popcount: their pre-activations are computed in floating point by
+the same batched matmul as the float path (`torch.baddbmm`, float32, same operands), and only the
+outputs are packed into words. So both paths agree bit for bit on every unit.
+
+**Sampler and random-stream contract** (`sample_block`). Networks are drawn in *chunks* of
+`chunk` networks (a fixed part of the contract, default 4096); chunk c of cell (seed, W, L) draws
+from `numpy.random.Generator(PCG64(SeedSequence([seed, W, L], spawn_key=(c,))))` — the c-th child
+of `SeedSequence([seed, W, L]).spawn` — so a count depends only on (seed, W, L, chunk size,
+number of networks), never on the number of worker processes or the order of the grid. Inside a
+chunk, layer by layer, the draws are (uniform 32-bit integers are the low then high halves of the
+PCG64 raw outputs, `Generator.bit_generator.random_raw`):
+
+- ternary weights, Bernoulli masks: one uint32 u per weight (shape (fan_in, fan_out, B)):
+  −1 if u < t, +1 if u ≥ 2³² − t, else 0, with t = round(p/3 · 2³²);
+- otherwise first the mask — Bernoulli: u < round(p · 2³²); fan-in: the `fan_in` inputs with the
+  smallest keys u (ties to the lower index) — then the weights: ternary ⌊3u / 2³²⌋ − 1, Gaussian
+  `standard_normal(float32) / sqrt(fan_in)`;
+- then the biases (shape (fan_out, B)): ternary ⌊3u / 2³²⌋ − 1, Gaussian as the weights.
+
+The distribution is that of `volratio.rho.sample_networks` (the float path, whose torch stream
+differs): every probability is exact to 2⁻³² (the float path's float32 uniforms: 2⁻²⁴).
+
+Reference: the bit-slicing technique of Biham (1997, "A fast new DES implementation in
+software"), applied to threshold gates; DESIGN §3.5 and §6. Used by `volratio.rho.count` (the
+default engine), the chapter "The volume-ratio argument" and `benchmarks/rho_sampling.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+MAX_BITS_INPUTS = 10  # 2^10 rows = 16 words per table
+LUT_MAX_ENTRIES = 1 << 20  # layer-1 lookup table size cap (3^(n+1) · words)
+
+
+def n_words(n: int) -> int:
+    """Words per truth table on n inputs."""
+    return max(1, (1 << n) // 64)
+
+
+@lru_cache(maxsize=None)
+def input_words(n: int) -> np.ndarray:
+    """Truth tables of the n inputs, (n, n_words) uint64: bit r set iff x_i = +1 on row r."""
+    r = np.arange(1 << n)
+    bits = ((r[None, :] >> np.arange(n)[:, None]) & 1).astype(np.uint64)  # (n, 2^n)
+    return pack_bits(bits)
+
+
+def pack_bits(bits: np.ndarray) -> np.ndarray:
+    """(..., P) array of 0/1 (or bool) rows → (..., n_words) uint64 words."""
+    P = bits.shape[-1]
+    nw = max(1, P // 64)
+    b = np.zeros(bits.shape[:-1] + (nw * 64,), dtype=np.uint64)
+    b[..., :P] = bits
+    b = b.reshape(bits.shape[:-1] + (nw, 64))
+    return (b << np.arange(64, dtype=np.uint64)).sum(axis=-1, dtype=np.uint64)
+
+
+def unpack_bits(words: np.ndarray, n: int) -> np.ndarray:
+    """(..., n_words) uint64 → (..., 2^n) bool rows."""
+    bits = (words[..., None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)  # (..., nw, 64)
+    return bits.reshape(words.shape[:-1] + (-1,))[..., : 1 << n].astype(bool)
+
+
+def valid_mask(n: int) -> np.ndarray:
+    """(n_words,) uint64: the meaningful bits of a table (all of them for n ≥ 6)."""
+    if n >= 6:
+        return np.full(n_words(n), ONES)
+    return np.array([(1 << (1 << n)) - 1], dtype=np.uint64)
+
+
+# ---------------------------------------------------------------------------------------------
+# A block of networks
+
+
+@dataclass
+class Block:
+    """B networks, networks along the last axis: `weights[l]` (fan_in, fan_out, B) effective
+    weights — int8 in {−1, 0, 1} when `ternary`, else float32 — and `biases[l]` (fan_out, B)."""
+
+    weights: list[np.ndarray]
+    biases: list[np.ndarray]
+    ternary: bool
+
+    @property
+    def batch(self) -> int:
+        return self.biases[0].shape[-1]
+
+    def take(self, idx) -> "Block":
+        return Block([w[..., idx] for w in self.weights], [b[..., idx] for b in self.biases], self.ternary)
+
+
+def _uniform32(rng: np.random.Generator, shape) -> np.ndarray:
+    size = int(np.prod(shape))
+    raw = rng.bit_generator.random_raw((size + 1) // 2)  # uint64, low half first (little-endian)
+    return raw.view("<u4")[:size].reshape(shape)
+
+
+def _thirds(u: np.ndarray) -> np.ndarray:
+    """⌊3u / 2³²⌋ − 1 ∈ {−1, 0, 1}, int8."""
+    return ((u.astype(np.uint64) * np.uint64(3)) >> np.uint64(32)).astype(np.int8) - np.int8(1)
+
+
+def _fanin_mask(u: np.ndarray, k: int) -> np.ndarray:
+    """Keep the k inputs with the smallest keys along axis 0 (stable: ties to the lower index)."""
+    order = np.argsort(u, axis=0, kind="stable")[:k]
+    m = np.zeros(u.shape, dtype=bool)
+    np.put_along_axis(m, order, True, axis=0)
+    return m
+
+
+def chunk_rng(seed: int, W: int, L: int, chunk: int) -> np.random.Generator:
+    """The stream of chunk `chunk` of cell (seed, W, L) (see the module docstring)."""
+    ss = np.random.SeedSequence([int(seed), int(W), int(L)], spawn_key=(int(chunk),))
+    return np.random.Generator(np.random.PCG64(ss))
+
+
+@dataclass(frozen=True)
+class DrawSpec:
+    """What `sample_block` draws (the fields of `volratio.rho.SamplerConfig` it needs; kept here
+    so that worker processes need not import torch)."""
+
+    weights: str = "ternary"  # "ternary" or "gaussian"
+    masks: str = "bernoulli"  # "bernoulli" or "fanin"
+    p: float = 0.8  # Bernoulli mask density
+    fan_in: int = 2  # inputs kept per unit for "fanin"
+
+
+def sample_block(dims, B: int, cfg: DrawSpec, rng: np.random.Generator) -> Block:
+    """Draw B networks with layer shapes `dims` [(fan_in, fan_out), …] from `rng` (the order of
+    draws is the stream contract of the module docstring)."""
+    ternary = cfg.weights == "ternary"
+    ws, bs = [], []
+    for fi, fo in dims:
+        shape = (fi, fo, B)
+        if ternary and cfg.masks == "bernoulli":
+            t = np.uint32(round(cfg.p / 3.0 * 2**32))  # p ≤ 1: t ≤ 2^32 / 3
+            u = _uniform32(rng, shape)
+            w = (u >= np.uint32(2**32 - int(t))).view(np.int8) - (u < t).view(np.int8)
+        else:
+            if cfg.masks == "bernoulli":
+                thr = round(cfg.p * 2**32)
+                m = _uniform32(rng, shape) < thr if thr < 2**32 else np.ones(shape, dtype=bool)
+            else:
+                m = _fanin_mask(_uniform32(rng, shape), min(cfg.fan_in, fi))
+            if ternary:
+                w = _thirds(_uniform32(rng, shape)) * m.view(np.int8)
+            else:
+                w = rng.standard_normal(shape, dtype=np.float32) / np.float32(np.sqrt(fi))
+                w = w * m
+        if ternary:
+            b = _thirds(_uniform32(rng, (fo, B)))
+        else:
+            b = rng.standard_normal((fo, B), dtype=np.float32) / np.float32(np.sqrt(fi))
+        ws.append(w)
+        bs.append(b)
+    return Block(ws, bs, ternary)
+
+
+# ---------------------------------------------------------------------------------------------
+# Ternary layers: bit-sliced popcount and threshold
+
+
+def _slot_masks(w: np.ndarray, b: np.ndarray):
+    """The majority form of a ternary layer (see `ternary_layer`): w (F, U, B), b (U, B) int8 →
+    `act` (F, U, B) bool (non-zero weight) and `flip` (F + 1, U, B) bool (the literal of slot i is
+    `(x_i AND act_i) XOR flip_i`; slot F is the bias, whose literal is the constant `flip_F`)."""
+    F = w.shape[0]
+    zero = np.concatenate([w == 0, (b == 0)[None]])  # (F+1, U, B): slots contributing 0
+    # zero slots are filled alternately with 1 and 0 by their rank; the first gets 1 iff N is even
+    parity = np.full(zero.shape[1:], (F + 1) % 2 == 0)  # (U, B): the next zero slot gets 1
+    fill = np.empty_like(zero)
+    for i in range(F + 1):  # (a cumulative sum along axis 0 is slow in numpy: short inner loops)
+        np.logical_and(zero[i], parity, out=fill[i])
+        np.logical_xor(parity, zero[i], out=parity)
+    sign = np.concatenate([w < 0, (b > 0)[None]])  # literal inverted / bias literal set
+    return ~zero[:F], sign | fill
+
+
+def ternary_layer(h: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One threshold layer on packed tables. h (F, nw, B) uint64 input tables, w (F, U, B) int8
+    codes, b (U, B) int8 biases → (U, nw, B) uint64 output tables.
+
+    Majority form: a unit fires iff z = Σ w_i x_i + b > 0. Give each of the N = F + 1 slots
+    (inputs and bias) a literal bit whose ±1 value is its term: an active input's literal is
+    `x_i XOR [w_i < 0]`, a bias ±1 is the constant 1 / 0. Slots whose term is 0 (zero weights, a
+    zero bias) are filled alternately with 1 and 0, so their ±1 values cancel in pairs; when their
+    number is odd, the odd one is 1 if N is even and 0 if N is odd. Then z > 0 iff the count C of
+    literals that are 1 satisfies C ≥ ⌊N/2⌋ + 1 — a fixed threshold: when the odd filler adds
+    ±1 to 2C − N = z ± 1, the parity of z makes the strict comparison come out the same. (The
+    equivalence test against the float path checks every unit.) C is computed by a carry-save
+    adder tree on the literal words, then compared with the constant."""
+    F, nw, B = h.shape
+    act, flip = _slot_masks(w, b)
+    lits = []
+    for i in range(F):
+        lit = np.bitwise_and(h[i][None], np.multiply(act[i], ONES)[:, None, :])  # (U, nw, B)
+        np.bitwise_xor(lit, np.multiply(flip[i], ONES)[:, None, :], out=lit)
+        lits.append(lit)
+    lits.append(np.repeat(np.multiply(flip[F], ONES)[:, None, :], nw, axis=1))  # the bias slot
+    return _ge_const(_popcount(lits), (F + 1) // 2 + 1)
+
+
+def _popcount(lits: list[np.ndarray]) -> list[np.ndarray | None]:
+    """Bit-sliced population count of the words in `lits` (consumed): planes, least significant
+    first (None: an always-zero plane). Full adders (5 operations, 3 words → 2) and half adders
+    (2 operations) compress each column of equal weight (a Wallace tree)."""
+    cols = [list(lits)]
+    planes = []
+    j = 0
+    while j < len(cols):
+        col = cols[j]
+        while len(col) > 1:
+            if len(col) >= 3:
+                a, b, c = col.pop(0), col.pop(0), col.pop(0)
+                carry = np.bitwise_and(a, b)
+                np.bitwise_xor(a, b, out=a)
+                np.bitwise_and(a, c, out=b)
+                np.bitwise_or(carry, b, out=carry)
+                np.bitwise_xor(a, c, out=a)
+            else:
+                a, b = col.pop(0), col.pop(0)
+                carry = np.bitwise_and(a, b)
+                np.bitwise_xor(a, b, out=a)
+            col.append(a)
+            if j + 1 == len(cols):
+                cols.append([])
+            cols[j + 1].append(carry)
+        planes.append(col[0] if col else None)
+        j += 1
+    return planes
+
+
+def _ge_const(planes: list, t: int) -> np.ndarray:
+    """Words with a bit set where the bit-sliced count (`planes`) is ≥ the constant t: from the
+    least significant plane up, ge = plane AND ge (threshold bit 1) or plane OR ge (bit 0)."""
+    shape = next(p.shape for p in planes if p is not None)
+    r = None  # None: all ones (the empty low part of t is 0)
+    for j in range(max(len(planes), t.bit_length())):
+        p = planes[j] if j < len(planes) else None
+        if (t >> j) & 1:
+            r = np.zeros(shape, np.uint64) if p is None else (p if r is None else np.bitwise_and(p, r, out=r))
+        elif p is not None and r is not None:
+            np.bitwise_or(p, r, out=r)
+    return np.full(shape, ONES) if r is None else r
+
+
+@lru_cache(maxsize=8)
+def first_layer_table(n: int) -> np.ndarray | None:
+    """(3^(n+1), nw) uint64: the table of a layer-1 unit for every code vector, indexed by
+    Σ_i (w_i + 1)·3^i + (b + 1)·3^n — computed by `ternary_layer` itself. None when too large."""
+    size = 3 ** (n + 1)
+    if size * n_words(n) > LUT_MAX_ENTRIES:
+        return None
+    idx = np.arange(size)
+    codes = ((idx[None, :] // 3 ** np.arange(n + 1)[:, None]) % 3 - 1).astype(np.int8)  # (n+1, size)
+    h = np.broadcast_to(input_words(n)[:, :, None], (n, n_words(n), size))
+    out = ternary_layer(h, codes[:n, None, :], codes[n][None, :])  # (1, nw, size)
+    return np.ascontiguousarray(out[0].T)
+
+
+def _first_layer(n: int, w: np.ndarray, b: np.ndarray, lut: np.ndarray) -> np.ndarray:
+    """Layer 1 by table lookup: w (n, U, B) int8, b (U, B) → (U, nw, B)."""
+    idx = (b.astype(np.int32) + 1) * 3**n
+    for i in range(n):
+        idx += (w[i].astype(np.int32) + 1) * 3**i
+    return np.moveaxis(lut[idx], -1, 1)  # (U, B, nw) → (U, nw, B)
+
+
+# ---------------------------------------------------------------------------------------------
+# Forward pass
+
+
+def _float_layer(h: np.ndarray, w: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+    """Gaussian weights: pre-activations by the float path's own batched matmul, outputs packed."""
+    import torch
+
+    x = np.where(unpack_bits(np.moveaxis(h, -1, 0), n), 1.0, -1.0).astype(np.float32)  # (B, F, P)
+    x = torch.from_numpy(np.ascontiguousarray(np.swapaxes(x, 1, 2)))  # (B, P, F)
+    wt = torch.from_numpy(np.ascontiguousarray(np.moveaxis(w, -1, 0)))  # (B, F, U)
+    bt = torch.from_numpy(np.ascontiguousarray(b.T))  # (B, U)
+    z = torch.baddbmm(bt[:, None, :], x, wt)  # (B, P, U)
+    fire = (z > 0).numpy().transpose(2, 0, 1)  # (U, B, P)
+    return np.moveaxis(pack_bits(fire), 1, 2)  # (U, nw, B)
+
+
+def forward(n: int, block: Block, keep: bool = False):
+    """Output tables (nw, B) uint64 of every network of the block; with `keep`, the list of all
+    layers' tables [(n, nw, B) inputs, (W, nw, B) …, (1, nw, B)]."""
+    B = block.batch
+    h = np.ascontiguousarray(np.broadcast_to(input_words(n)[:, :, None], (n, n_words(n), B)))
+    hs = [h]
+    for li, (w, b) in enumerate(zip(block.weights, block.biases)):
+        if not block.ternary:
+            h = _float_layer(h, w, b, n)
+        elif li == 0 and (lut := first_layer_table(n)) is not None:
+            h = _first_layer(n, w, b, lut)
+        else:
+            h = ternary_layer(h, w, b)
+        hs.append(h)
+    return hs if keep else h[0]
+
+
+def solutions(n: int, block: Block, table_words: np.ndarray) -> np.ndarray:
+    """bool (B,): does the network's output table equal the target's (`table_words` (nw,))?"""
+    out = forward(n, block)  # (nw, B)
+    diff = (out ^ table_words[:, None]) & valid_mask(n)[:, None]
+    return ~diff.any(axis=0)
+
+
+def op_count(n: int, W: int, L: int) -> dict:
+    """uint64 word operations the ternary evaluator performs per network (per table word), by
+    the loops above: mask building (4 per weight), literal (2 per weight), ripple carry (2 per
+    plane touched), threshold compare (5 per counter plane, 1 per padding plane); layer 1 by
+    lookup (no word operations but one gather per unit). Returns the parts and the total."""
+    dims = [n] + [W] * (L - 1) + [1]
+    masks = lit = ripple = compare = gathers = 0
+    for li, (F, U) in enumerate(zip(dims[:-1], dims[1:])):
+        if li == 0 and 3 ** (n + 1) * n_words(n) <= LUT_MAX_ENTRIES:
+            gathers += U
+            continue
+        masks += 4 * F * U
+        lit += 2 * F * U
+        ripple += 2 * U * sum(i.bit_length() for i in range(1, F + 1))
+        tbits = ((F + 1) // 2 + 1).bit_length()
+        compare += U * (5 * F.bit_length() + max(0, tbits - F.bit_length()))
+    total = masks + lit + ripple + compare
+    return {"masks": masks, "literals": lit, "ripple": ripple, "compare": compare, "total": total,
+            "layer1_gathers": gathers}
+
+
+# ---------------------------------------------------------------------------------------------
+# Chunks and worker processes
+
+
+def run_chunks(n: int, dims, table_words: np.ndarray, spec: DrawSpec, seed: int, W: int, L: int,
+               jobs) -> list[tuple[int, int, int, Block]]:
+    """Sample and evaluate the chunks `jobs` [(chunk index, networks)] of cell (seed, W, L):
+    per chunk (index, networks, solutions, the solution networks as a Block). Runs in a worker
+    process or in-process; the answer depends only on the arguments."""
+    out = []
+    for c, B in jobs:
+        block = sample_block(dims, B, spec, chunk_rng(seed, W, L, c))
+        sol = solutions(n, block, table_words)
+        out.append((c, B, int(sol.sum()), block.take(np.nonzero(sol)[0])))
+    return out
+
+
+def _init_worker() -> None:
+    # one thread per worker process: workers × threads never exceed the cores asked for
+    import os
+
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = "1"
+
+
+_POOLS: dict = {}
+
+
+def pool(workers: int):
+    """A process pool of `workers` single-threaded workers, kept for reuse (forkserver start:
+    safe after torch has started threads in the parent)."""
+    import atexit
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    ex = _POOLS.get(workers)
+    if ex is None:
+        method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+        ex = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method), initializer=_init_worker)
+        _POOLS[workers] = ex
+        if len(_POOLS) == 1:
+            atexit.register(shutdown_pools)
+    return ex
+
+
+def shutdown_pools() -> None:
+    """End the worker processes started by `pool`."""
+    while _POOLS:
+        _, ex = _POOLS.popitem()
+        ex.shutdown(wait=True, cancel_futures=True)
