@@ -6,14 +6,14 @@ words for n = 7..10. Row r of a table is bit r % 64 of word r // 64 (the row ord
 meaningful (`valid_mask`).
 
 **Ternary weights** (effective weights in {−1, 0, +1}, the Boolean model's default): a unit's
-pre-activation on row r is z = Σ_active s_i x_i + b = 2c − k + b, where k is the number of active
-(non-zero) inputs and c counts the active *literals* that are +1 — literal i is `x_i XOR neg_i`
-(neg_i: the weight is −1) masked by `w_i ≠ 0`. So the unit fires iff c ≥ T with the per-unit
-threshold T = ⌊(k − b)/2⌋ + 1. The evaluator adds the literal words into a bit-sliced counter
-(planes c₀, c₁, … of the count, one word each, ripple-carry), then compares the counter with T
-bit-serially, all networks of a block at once along the last array axis. Layer 1 reads the fixed
-input words, so each of its units is one of 3ⁿ⁺¹ functions of its codes: it is looked up in a
-table built once by the same bit-sliced evaluator (n ≤ 8).
+pre-activation on a row is z = Σ w_i x_i + b, a sum of ±1 and 0 terms. Each input's *literal* is
+the word `(x_i AND [w_i ≠ 0]) XOR flip_i` — `x_i XOR [w_i < 0]` for an active input, a constant for
+an inactive one — and the bias is one more constant literal; the constants are chosen so that the
+unit fires iff at least ⌊N/2⌋ + 1 of its N = fan_in + 1 literals are 1 (a fixed majority, proved
+in `ternary_layer`). The count is a carry-save adder tree on the literal words (bit-sliced
+popcount), compared with the constant; all networks of a block at once along the last array
+axis. Layer 1 reads the fixed input words, so each of its units is one of 3ⁿ⁺¹ functions of its
+codes: it is looked up in a table built once by the same evaluator (n ≤ 8).
 
 **Gaussian weights** are not a popcount: their pre-activations are computed in floating point by
 the same batched matmul as the float path (`torch.baddbmm`, float32, same operands), and only the
@@ -21,11 +21,12 @@ outputs are packed into words. So both paths agree bit for bit on every unit.
 
 **Sampler and random-stream contract** (`sample_block`). Networks are drawn in *chunks* of
 `chunk` networks (a fixed part of the contract, default 4096); chunk c of cell (seed, W, L) draws
-from `numpy.random.Generator(PCG64(SeedSequence([seed, W, L], spawn_key=(c,))))` — the c-th child
+from `numpy.random.Generator(SFC64(SeedSequence([seed, W, L], spawn_key=(c,))))` — the c-th child
 of `SeedSequence([seed, W, L]).spawn` — so a count depends only on (seed, W, L, chunk size,
 number of networks), never on the number of worker processes or the order of the grid. Inside a
 chunk, layer by layer, the draws are (uniform 32-bit integers are the low then high halves of the
-PCG64 raw outputs, `Generator.bit_generator.random_raw`):
+SFC64 raw outputs, `Generator.bit_generator.random_raw`; SFC64 rather than PCG64 because the draws
+are a third of the run time and it is ~1.4× faster here):
 
 - ternary weights, Bernoulli masks: one uint32 u per weight (shape (fan_in, fan_out, B)):
   −1 if u < t, +1 if u ≥ 2³² − t, else 0, with t = round(p/3 · 2³²);
@@ -133,7 +134,7 @@ def _fanin_mask(u: np.ndarray, k: int) -> np.ndarray:
 def chunk_rng(seed: int, W: int, L: int, chunk: int) -> np.random.Generator:
     """The stream of chunk `chunk` of cell (seed, W, L) (see the module docstring)."""
     ss = np.random.SeedSequence([int(seed), int(W), int(L)], spawn_key=(int(chunk),))
-    return np.random.Generator(np.random.PCG64(ss))
+    return np.random.Generator(np.random.SFC64(ss))
 
 
 @dataclass(frozen=True)
@@ -212,14 +213,43 @@ def ternary_layer(h: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     equivalence test against the float path checks every unit.) C is computed by a carry-save
     adder tree on the literal words, then compared with the constant."""
     F, nw, B = h.shape
+    U = w.shape[1]
     act, flip = _slot_masks(w, b)
+    mask = _get((U, 1, B))
     lits = []
     for i in range(F):
-        lit = np.bitwise_and(h[i][None], np.multiply(act[i], ONES)[:, None, :])  # (U, nw, B)
-        np.bitwise_xor(lit, np.multiply(flip[i], ONES)[:, None, :], out=lit)
+        lit = _get((U, nw, B))
+        np.multiply(act[i][:, None, :], ONES, out=mask)
+        np.bitwise_and(h[i][None], mask, out=lit)  # x_i where w_i ≠ 0
+        np.multiply(flip[i][:, None, :], ONES, out=mask)
+        np.bitwise_xor(lit, mask, out=lit)
         lits.append(lit)
-    lits.append(np.repeat(np.multiply(flip[F], ONES)[:, None, :], nw, axis=1))  # the bias slot
-    return _ge_const(_popcount(lits), (F + 1) // 2 + 1)
+    lit = _get((U, nw, B))  # the bias slot: a constant word
+    np.multiply(flip[F][:, None, :], ONES, out=lit)
+    lits.append(lit)
+    _put(mask)
+    planes = _popcount(lits)
+    out = _ge_const(planes, (F + 1) // 2 + 1)
+    _put(*[p for p in planes if p is not None and p is not out])
+    return out
+
+
+# Scratch words: the evaluator's temporaries are reused instead of allocated per operation (fresh
+# arrays of a few hundred kB cost page faults and cache misses that outweigh the operation).
+_FREE: dict[tuple, list[np.ndarray]] = {}
+
+
+def _get(shape) -> np.ndarray:
+    free = _FREE.get(shape)
+    return free.pop() if free else np.empty(shape, dtype=np.uint64)
+
+
+def _put(*arrays) -> None:
+    for a in arrays:
+        if a.base is None and a.flags.c_contiguous and a.dtype == np.uint64:
+            free = _FREE.setdefault(a.shape, [])
+            if len(free) < 64:
+                free.append(a)
 
 
 def _popcount(lits: list[np.ndarray]) -> list[np.ndarray | None]:
@@ -232,17 +262,20 @@ def _popcount(lits: list[np.ndarray]) -> list[np.ndarray | None]:
     while j < len(cols):
         col = cols[j]
         while len(col) > 1:
+            carry = _get(col[0].shape)
             if len(col) >= 3:
                 a, b, c = col.pop(0), col.pop(0), col.pop(0)
-                carry = np.bitwise_and(a, b)
+                np.bitwise_and(a, b, out=carry)
                 np.bitwise_xor(a, b, out=a)
                 np.bitwise_and(a, c, out=b)
                 np.bitwise_or(carry, b, out=carry)
                 np.bitwise_xor(a, c, out=a)
+                _put(b, c)
             else:
                 a, b = col.pop(0), col.pop(0)
-                carry = np.bitwise_and(a, b)
+                np.bitwise_and(a, b, out=carry)
                 np.bitwise_xor(a, b, out=a)
+                _put(b)
             col.append(a)
             if j + 1 == len(cols):
                 cols.append([])
@@ -254,16 +287,24 @@ def _popcount(lits: list[np.ndarray]) -> list[np.ndarray | None]:
 
 def _ge_const(planes: list, t: int) -> np.ndarray:
     """Words with a bit set where the bit-sliced count (`planes`) is ≥ the constant t: from the
-    least significant plane up, ge = plane AND ge (threshold bit 1) or plane OR ge (bit 0)."""
+    least significant plane up, ge = plane AND ge (threshold bit 1) or plane OR ge (bit 0).
+    Works in place on one of the planes (returned)."""
     shape = next(p.shape for p in planes if p is not None)
     r = None  # None: all ones (the empty low part of t is 0)
     for j in range(max(len(planes), t.bit_length())):
         p = planes[j] if j < len(planes) else None
         if (t >> j) & 1:
-            r = np.zeros(shape, np.uint64) if p is None else (p if r is None else np.bitwise_and(p, r, out=r))
+            if p is None:
+                r = _get(shape)
+                r.fill(0)
+            else:
+                r = p if r is None else np.bitwise_and(p, r, out=r)
         elif p is not None and r is not None:
             np.bitwise_or(p, r, out=r)
-    return np.full(shape, ONES) if r is None else r
+    if r is None:
+        r = _get(shape)
+        r.fill(ONES)
+    return r
 
 
 @lru_cache(maxsize=8)
@@ -317,7 +358,10 @@ def forward(n: int, block: Block, keep: bool = False):
         elif li == 0 and (lut := first_layer_table(n)) is not None:
             h = _first_layer(n, w, b, lut)
         else:
-            h = ternary_layer(h, w, b)
+            h_next = ternary_layer(h, w, b)
+            if not keep:
+                _put(h)
+            h = h_next
         hs.append(h)
     return hs if keep else h[0]
 
@@ -326,28 +370,61 @@ def solutions(n: int, block: Block, table_words: np.ndarray) -> np.ndarray:
     """bool (B,): does the network's output table equal the target's (`table_words` (nw,))?"""
     out = forward(n, block)  # (nw, B)
     diff = (out ^ table_words[:, None]) & valid_mask(n)[:, None]
+    if out.base is not None:
+        _put(out.base)
     return ~diff.any(axis=0)
 
 
+def _popcount_ops(N: int) -> tuple[int, list[bool]]:
+    """Word operations of `_popcount` on N words, and which planes it leaves non-zero."""
+    cols, ops, present, j = [N], 0, [], 0
+    while j < len(cols):
+        while cols[j] > 1:
+            k = 3 if cols[j] >= 3 else 2
+            ops += 5 if k == 3 else 2
+            cols[j] -= k - 1
+            if j + 1 == len(cols):
+                cols.append(0)
+            cols[j + 1] += 1
+        present.append(cols[j] == 1)
+        j += 1
+    return ops, present
+
+
+def _ge_ops(present: list[bool], t: int) -> int:
+    """Word operations of `_ge_const` (as it runs: None planes cost nothing)."""
+    ops, r = 0, False  # r: the running result is a real array (not "all ones")
+    for j in range(max(len(present), t.bit_length())):
+        p = j < len(present) and present[j]
+        if (t >> j) & 1:
+            ops += 1 if (p and r) else 0
+            r = True
+        elif p and r:
+            ops += 1
+    return ops
+
+
 def op_count(n: int, W: int, L: int) -> dict:
-    """uint64 word operations the ternary evaluator performs per network (per table word), by
-    the loops above: mask building (4 per weight), literal (2 per weight), ripple carry (2 per
-    plane touched), threshold compare (5 per counter plane, 1 per padding plane); layer 1 by
-    lookup (no word operations but one gather per unit). Returns the parts and the total."""
+    """uint64 word operations the ternary evaluator performs per network and table word, by the
+    loops above: per weight 2 mask words (act, flip) and 2 for the literal (AND, XOR), per unit
+    1 bias word, the carry-save popcount (5 per full adder, 2 per half adder) and the constant
+    compare, and 2 per network for the solution test. Layer 1 is a table lookup (one gather per
+    unit, not counted as word operations). Not counted: the byte-wide work on the int8 codes
+    (`_slot_masks`) and the random draws."""
     dims = [n] + [W] * (L - 1) + [1]
-    masks = lit = ripple = compare = gathers = 0
+    masks = lit = popc = compare = gathers = 0
     for li, (F, U) in enumerate(zip(dims[:-1], dims[1:])):
         if li == 0 and 3 ** (n + 1) * n_words(n) <= LUT_MAX_ENTRIES:
             gathers += U
             continue
-        masks += 4 * F * U
+        masks += U * (2 * F + 1)
         lit += 2 * F * U
-        ripple += 2 * U * sum(i.bit_length() for i in range(1, F + 1))
-        tbits = ((F + 1) // 2 + 1).bit_length()
-        compare += U * (5 * F.bit_length() + max(0, tbits - F.bit_length()))
-    total = masks + lit + ripple + compare
-    return {"masks": masks, "literals": lit, "ripple": ripple, "compare": compare, "total": total,
-            "layer1_gathers": gathers}
+        ops, present = _popcount_ops(F + 1)
+        popc += U * ops
+        compare += U * _ge_ops(present, (F + 1) // 2 + 1)
+    total = masks + lit + popc + compare + 2
+    return {"masks": masks, "literals": lit, "popcount": popc, "compare": compare, "solution_test": 2,
+            "total": total, "layer1_gathers": gathers}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -347,30 +347,47 @@ def _bits_chunks(target: BooleanTarget, W: int, L: int, samples: int, cfg: Sampl
     per_task = max(1, (1 << 15) // cfg.chunk)  # a task of ~32k networks: IPC cost ≪ work
     tasks = [chunks[i : i + per_task] for i in range(0, len(chunks), per_task)]
     args = (target.n, dims, tw, spec, seed, W, L)
+    if cfg.workers == 1 or len(tasks) == 1:
+        for job in tasks:
+            yield from _count_task(target, *args, job)
+        return
+    ex = bs.pool(cfg.workers)
+    window = 2 * cfg.workers
+    futures = [ex.submit(_count_task, target, *args, job) for job in tasks[:window]]
+    done = 0
+    try:
+        for i in range(len(tasks)):
+            yield from futures[i].result()
+            done = i + 1
+            if len(futures) < len(tasks):
+                futures.append(ex.submit(_count_task, target, *args, tasks[len(futures)]))
+    finally:  # stopped early: drop what is still queued
+        for f in futures[done:]:
+            f.cancel()
 
-    def results():
-        if cfg.workers == 1 or len(tasks) == 1:
-            for job in tasks:
-                yield bs.run_chunks(*args, job)
-            return
-        ex = bs.pool(cfg.workers)
-        window = 2 * cfg.workers
-        futures = [ex.submit(bs.run_chunks, *args, job) for job in tasks[:window]]
-        done = 0
-        try:
-            for i in range(len(tasks)):
-                yield futures[i].result()
-                done = i + 1
-                if len(futures) < len(tasks):
-                    futures.append(ex.submit(bs.run_chunks, *args, tasks[len(futures)]))
-        finally:  # stopped early: drop what is still queued
-            for f in futures[done:]:
-                f.cancel()
 
-    for res in results():
-        for _, B, n_sol, sols in res:
-            comp = int(_compositional(_nets_from_block(sols), target, inputs(target.n)).sum()) if n_sol else 0
-            yield Counts(B, n_sol, comp)
+def _count_task(target: BooleanTarget, n, dims, tw, spec, seed, W, L, jobs) -> list[Counts]:
+    """Counts of the chunks `jobs` (a worker's task): bit-sliced solutions, then one batched
+    compositional check of all their solutions (the float classifier, on solutions only)."""
+    import multiprocessing
+
+    from . import bitslice as bs
+
+    if multiprocessing.parent_process() is not None:
+        torch.set_num_threads(1)  # a worker process: one thread (workers × threads ≤ cores)
+    res = bs.run_chunks(n, dims, tw, spec, seed, W, L, jobs)
+    sols = [blk for *_, blk in res]
+    n_sol = [k for _, _, k, _ in res]
+    comp = np.zeros(0, dtype=bool)
+    if sum(n_sol):
+        allsol = bs.Block([np.concatenate([b.weights[i] for b in sols], axis=-1) for i in range(len(dims))],
+                          [np.concatenate([b.biases[i] for b in sols], axis=-1) for i in range(len(dims))],
+                          sols[0].ternary)
+        X = inputs(target.n)
+        comp = np.concatenate([_compositional(_nets_from_block(allsol.take(slice(a, a + 1024))), target, X).numpy()
+                               for a in range(0, allsol.batch, 1024)])
+    splits = np.cumsum(n_sol)[:-1]
+    return [Counts(B, k, int(c.sum())) for (_, B, k, _), c in zip(res, np.split(comp, splits))]
 
 
 def _nets_from_block(block) -> Nets:
