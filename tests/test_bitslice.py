@@ -213,3 +213,43 @@ def test_float_engine_still_available_and_agrees_in_distribution():
     lo2, hi2 = interval(b.solutions, b.samples, 0.999)
     assert max(lo, lo2) <= min(hi, hi2)  # the two intervals overlap
     assert torch.get_num_threads() >= 1
+
+
+# ---------------------------------------------------------------------------------------------
+# the decay fit
+
+
+def _rows(rho_of, target, Ws, Ls, solutions=4000):
+    rows = []
+    for L in Ls:
+        for W in Ws:
+            rho = rho_of(W, L)
+            k = int(round(rho * solutions))
+            rows.append({"W": W, "L": L, "solutions": solutions, "compositional": k, "rho": k / solutions if k else None})
+    return rows
+
+
+def test_decay_fit_recovers_planted_rates_and_decides():
+    from volratio.rho import decay_fit, decay_verdict
+
+    t = get_boolean_target("chain:2")  # W_min = 2, L* = 2
+    def planted(W, L):  # logit ρ linear in the distance from the peak
+        return 1 / (1 + math.exp(-(0.0 - 0.3 * (W - 2) - 0.7 * (L - 2))))
+
+    rows = _rows(planted, t, (1, 2, 3, 4, 6), (1, 2, 3, 4))
+    f = decay_fit(rows, t)
+    assert f["lambda_W"]["rate"] == pytest.approx(0.3, abs=0.02) and f["lambda_L"]["rate"] == pytest.approx(0.7, abs=0.03)
+    assert f["lambda_W"]["lo"] < 0.3 < f["lambda_W"]["hi"] and f["peak_rho"] == pytest.approx(0.5, rel=0.05)
+    assert decay_verdict(f["lambda_W"]) == "decays" and (1, 2) not in f["cells"]  # W < W_min(2) left out
+    flat = decay_fit(_rows(lambda W, L: 0.3, t, (2, 3, 4, 6), (2, 3, 4)), t)
+    assert decay_verdict(flat["lambda_W"]) == "no decay shown" and decay_verdict(flat["lambda_L"]) == "no decay shown"
+    along_w = decay_fit(rows, t, along="W")  # L = L* only
+    assert {L for _, L in along_w["cells"]} == {2} and along_w["lambda_L"] is None
+    assert along_w["lambda_W"]["rate"] == pytest.approx(0.3, abs=0.05)
+    along_l = decay_fit(rows, t, along="L")
+    assert {W for W, _ in along_l["cells"]} == {2} and along_l["lambda_L"]["rate"] == pytest.approx(0.7, abs=0.05)
+    grows = decay_fit(_rows(lambda W, L: 0.05 * math.exp(0.2 * (W - 2)), t, (2, 3, 4, 6), (2, 3)), t)
+    zeros = [dict(r, compositional=0, rho=0.0) if r["W"] == 6 else r for r in rows]  # k = 0 cells count
+    assert decay_fit(zeros, t)["lambda_W"]["rate"] > f["lambda_W"]["rate"]
+    assert decay_verdict(grows["lambda_W"]) == "grows"
+    assert decay_verdict(decay_fit(rows[:1], t)["lambda_W"]) == "not measured"

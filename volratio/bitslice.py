@@ -447,24 +447,29 @@ def run_chunks(n: int, dims, table_words: np.ndarray, spec: DrawSpec, seed: int,
 def _init_worker() -> None:
     # one thread per worker process: workers × threads never exceed the cores asked for
     import os
+    import sys
 
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = "1"
+    if "torch" in sys.modules:  # inherited from a forked parent: no parallel region may start here
+        sys.modules["torch"].set_num_threads(1)
 
 
 _POOLS: dict = {}
 
 
 def pool(workers: int):
-    """A process pool of `workers` single-threaded workers, kept for reuse (forkserver start:
-    safe after torch has started threads in the parent)."""
+    """A process pool of `workers` single-threaded workers, kept for reuse. Started by `fork`
+    where the platform has it (fast, and works from notebooks, scripts without a main guard and
+    stdin; the workers set one torch thread before any torch call, so no OpenMP pool inherited
+    from the parent is used), else by `spawn`."""
     import atexit
     import concurrent.futures as cf
     import multiprocessing as mp
 
     ex = _POOLS.get(workers)
     if ex is None:
-        method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+        method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
         ex = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method), initializer=_init_worker)
         _POOLS[workers] = ex
         if len(_POOLS) == 1:

@@ -9,7 +9,18 @@ every later layer reads only the layer below. A unit computes `h = +1 if h_prev�
   `fan_in` incoming connections, chosen uniformly);
 - biases are never masked: uniform on {−1, 0, +1} (ternary) or N(0, 1/fan_in) (gaussian).
 
-For each sampled network the truth tables of all units on all 2ⁿ inputs come from batched matmuls.
+Two engines compute each sampled network's truth tables on all 2ⁿ inputs (n ≤ 10):
+`engine="bits"` (the default; `volratio.bitslice`) packs every unit's table into uint64 words and
+evaluates ternary units by bit-sliced popcount, numpy only, on CPU, in chunks with their own
+random streams (`SeedSequence([seed, W, L]).spawn`), optionally in worker processes;
+`engine="float"` uses batched matmuls (torch, CUDA if available) and draws from a torch generator
+per (seed, W, L, batch). They sample the same distribution and give identical tables and verdicts
+on the same networks (tests/test_bitslice.py); their random streams differ, so the counts for a
+seed differ between engines. Only solutions reach the compositional check (float, batched).
+`estimate` can stop a cell once ρ's relative interval width reaches a target or a time budget
+runs out, and reports what a cell would need for a given width (`networks_for_width`);
+`decay_fit` fits the decay rate of ρ away from (W_min, L*).
+
 A network is a **solution** if its output table equals the target's. A solution is
 **compositional** when every unit that influences the output computes a node of the target's DAG
 (an input or a primitive) or its negation, and reads only units computing that node's children or
@@ -544,13 +555,24 @@ class BooleanRhoConfig:
 
     @classmethod
     def quick(cls, **kw) -> "BooleanRhoConfig":
-        """The book's scale: 10^5 networks per cell."""
-        return cls(**kw)
+        """The book's scale: up to 2·10⁶ networks per cell, each cell stopping once ρ's relative
+        interval width is ≤ 0.2, on 2 worker processes."""
+        return cls(**{"samples": 2_000_000, "until_width": 0.2, "sampler": SamplerConfig(workers=2), **kw})
+
+    @classmethod
+    def reference(cls, **kw) -> "BooleanRhoConfig":
+        """Up to 10^8 networks per cell, each cell stopping once ρ's relative interval width is
+        ≤ 0.1 (deterministic: the stopping rule is checked in chunk order), on 2 worker
+        processes. Pass `budget_s` to cap each cell's time instead (then the counts depend on the
+        machine). About an hour for a 30-cell grid on 2 cores (bits engine, ~3·10⁶ networks/s)."""
+        return cls(**{"samples": 100_000_000, "until_width": 0.1, "scale": "reference",
+                      "sampler": SamplerConfig(workers=2), **kw})
 
     @classmethod
     def full(cls, **kw) -> "BooleanRhoConfig":
-        """10^7 networks per cell (a GPU makes this minutes)."""
-        return cls(**{"samples": 10_000_000, "scale": "full", **kw})
+        """10^9 networks per cell, stopping at relative width 0.05 (hours on 2 cores)."""
+        return cls(**{"samples": 1_000_000_000, "until_width": 0.05, "scale": "full",
+                      "sampler": SamplerConfig(workers=2), **kw})
 
 
 def run_boolean(cfg: BooleanRhoConfig) -> dict:
@@ -563,6 +585,75 @@ def run_boolean(cfg: BooleanRhoConfig) -> dict:
                         until_width=cfg.until_width, budget_s=cfg.budget_s)
     return {"target": t.spec, "L_star": t.depth, "W_min": t.width, "rows": rows,
             "config": asdict(cfg), "version": __version__}
+
+
+def decay_fit(rows: list[dict], target: BooleanTarget, along: str = "WL", confidence: float = 0.95) -> dict:
+    """Fit the decay of ρ away from (W_min, L*): a binomial regression of the compositional
+    count k on the solution count s of each cell (maximum likelihood, logit link),
+
+        logit ρ(W, L) = a − λ_W·(W − W_min) − λ_L·(L − L*),
+
+    so where ρ is small, ρ ∝ exp(−λ_W ΔW − λ_L ΔL): λ is the exponential decay rate per unit of
+    width or depth (the logit keeps ρ ≤ 1 near the peak, where ρ can be close to 1). Cells with
+    solutions but no compositional one count (as k = 0), cells without solutions carry no
+    information. `along="W"`: the cells at L = L*, W ≥ W_min (the width axis through the peak);
+    `"L"`: W = W_min, L ≥ L* (the depth axis); `"WL"`: the whole support (L ≥ L*,
+    W ≥ W_min(L)), both rates at once. The covariance (inverse Fisher information) is scaled by
+    the Pearson χ²/dof when that exceeds 1 — the cells scatter more than binomial counts allow,
+    i.e. the log-linear form does not fit them — so the intervals are not narrower than the data
+    support. Returns the rates with `confidence` t-intervals, ρ at the peak from the fit, χ²/dof
+    and the cells used. Used by the chapter's verdicts (`decay_verdict`)."""
+    from scipy.special import expit
+    from scipy.stats import t as student_t
+
+    if along not in ("W", "L", "WL"):
+        raise RhoError(f"along={along!r}: use 'W', 'L' or 'WL'")
+    Wm, Ls_ = target.width, target.depth
+
+    def in_scope(r):
+        if along == "W":
+            return r["L"] == Ls_ and r["W"] >= Wm
+        if along == "L":
+            return r["W"] == Wm and r["L"] >= Ls_
+        return r["L"] >= Ls_ and r["W"] >= (target.min_width(r["L"]) or 0)
+
+    cells = [r for r in rows if in_scope(r) and r["solutions"] > 0]
+    names = [n for n in ("W", "L") if n in along]
+    res = {"W_min": Wm, "L_star": Ls_, "along": along, "cells": [(r["W"], r["L"]) for r in cells],
+           "confidence": confidence, "lambda_W": None, "lambda_L": None, "dof": len(cells) - 1 - len(names)}
+    X = np.array([[1.0] + [-(r[n] - (Wm if n == "W" else Ls_)) for n in names] for r in cells]).reshape(-1, 1 + len(names))
+    k = np.array([r["compositional"] for r in cells], dtype=float)
+    s = np.array([r["solutions"] for r in cells], dtype=float)
+    if res["dof"] < 1 or np.linalg.matrix_rank(X) < X.shape[1] or k.sum() == 0:
+        return {**res, "note": f"{len(cells)} cells with solutions, {int(k.sum())} compositional: too few to fit"}
+    beta = np.zeros(X.shape[1])
+    for _ in range(100):  # iteratively reweighted least squares (Newton's method for the logit model)
+        p = expit(X @ beta)
+        w = np.maximum(s * p * (1 - p), 1e-12)
+        step = np.linalg.solve(X.T @ (X * w[:, None]), X.T @ (k - s * p))
+        beta = beta + step
+        if np.abs(step).max() < 1e-10:
+            break
+    else:
+        return {**res, "note": "the fit does not converge (the counts separate perfectly along an axis)"}
+    p = expit(X @ beta)
+    info = X.T @ (X * (s * p * (1 - p))[:, None])
+    chi2 = float(((k - s * p) ** 2 / np.maximum(s * p * (1 - p), 1e-300)).sum())
+    cov = np.linalg.inv(info) * max(1.0, chi2 / res["dof"])
+    tq = float(student_t.ppf(0.5 + confidence / 2, res["dof"]))
+    res.update(chi2_per_dof=chi2 / res["dof"], peak_rho=float(expit(beta[0])))
+    for i, n in enumerate(names, start=1):
+        se = float(np.sqrt(cov[i, i]))
+        res[f"lambda_{n}"] = {"rate": float(beta[i]), "lo": float(beta[i] - tq * se), "hi": float(beta[i] + tq * se), "se": se}
+    return res
+
+
+def decay_verdict(rate: dict | None) -> str:
+    """From a fitted rate's interval: 'decays' (above 0), 'grows' (below 0), 'no decay shown'
+    (contains 0: any decay is slower than the interval's upper end) or 'not measured'."""
+    if rate is None:
+        return "not measured"
+    return "decays" if rate["lo"] > 0 else "grows" if rate["hi"] < 0 else "no decay shown"
 
 
 def rows_to_grid(rows: list[dict], key: str, Ws, Ls) -> np.ndarray:
