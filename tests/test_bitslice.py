@@ -253,3 +253,19 @@ def test_decay_fit_recovers_planted_rates_and_decides():
     assert decay_fit(zeros, t)["lambda_W"]["rate"] > f["lambda_W"]["rate"]
     assert decay_verdict(grows["lambda_W"]) == "grows"
     assert decay_verdict(decay_fit(rows[:1], t)["lambda_W"]) == "not measured"
+
+
+def test_cli_until_width_rows(capsys):
+    import json
+
+    from volratio.cli import main
+
+    rc = main(["rho", "boolean", "--target", "chain:2", "--W", "2,4", "--L", "2", "--samples", "3000000",
+               "--until-width", "0.6", "--no-progress", "--json"])
+    assert rc == 0
+    rows = json.loads(capsys.readouterr().out)
+    for r in rows:
+        assert r["stopped"] == "width" and r["samples"] < 3_000_000 and r["rel_width"] <= 0.6
+        assert r["networks_for_width"] == pytest.approx(r["samples"], rel=0.6) and r["engine"] == "bits"
+    assert main(["rho", "boolean", "--target", "chain:2", "--W", "2", "--L", "2", "--budget-s", "-3"]) == 2
+    assert "budget_s" in capsys.readouterr().err

@@ -24,8 +24,10 @@ runs out, and reports what a cell would need for a given width (`networks_for_wi
 A network is a **solution** if its output table equals the target's. A solution is
 **compositional** when every unit that influences the output computes a node of the target's DAG
 (an input or a primitive) or its negation, and reads only units computing that node's children or
-the node itself (a copy). "Influences": flipping the unit alone changes, at some input, a unit
-that influences (the output influences by definition); constant units only shift biases and never
+the node itself (a copy). "Influences": the unit has a non-zero weight into a unit that
+influences (the output does, by definition), and flipping the unit's function — in every unit of
+its layer that computes the same function or its negation, together, so that redundant copies
+count — changes that consumer at some input; constant units only shift biases and never
 influence. Other solutions are **fractured**. ρ(W, L) = P(compositional | solution); the absolute
 volumes P(solution) and P(compositional) are reported too, with Wilson or Clopper–Pearson
 intervals (`scipy.stats.binomtest`).
@@ -229,9 +231,14 @@ def _compositional(nets: Nets, target: BooleanTarget, X: torch.Tensor) -> torch.
     for j in range(len(nets.weights) - 1, -1, -1):  # consumer layer j+1, producer layer j
         z, h, w = zs[j], hs[j], nets.weights[j]  # (S,P,Wc), (S,P,Wp), (S,Wp,Wc)
         fire = z > 0
-        flipped = (z[:, :, None, :] - 2.0 * h[..., None] * w[:, None]) > 0  # (S,P,Wp,Wc)
-        used = (flipped != fire[:, :, None, :]).any(dim=1)  # (S,Wp,Wc)
-        used &= ~const[j][:, :, None] & infl[:, None, :]
+        # the producers computing the same function up to negation flip together (a node's value
+        # changes in every unit that carries it: single flips would miss redundant copies)
+        same = (torch.einsum("spu,spv->suv", h, h).abs() == P) & ~const[j][:, :, None] & ~const[j][:, None, :]
+        contrib = h[..., None] * w[:, None]  # (S,P,Wp,Wc)
+        group = torch.einsum("suv,spvc->spuc", same.to(dtype), contrib)  # (S,P,Wp,Wc)
+        flipped = (z[:, :, None, :] - 2.0 * group) > 0
+        used = (flipped != fire[:, :, None, :]).any(dim=1)  # (S,Wp,Wc): the group changes the consumer
+        used &= (w != 0) & ~const[j][:, :, None] & infl[:, None, :]
         pair_ok = allowed[labels[j + 1][:, None, :], labels[j][:, :, None]]  # (S,Wp,Wc)
         ok &= ~(used & ~pair_ok).flatten(1).any(dim=1)
         infl = used.any(dim=2)  # (S, Wp)
