@@ -314,7 +314,7 @@ def estimate(target: BooleanTarget, W: int, L: int, samples: int, cfg: SamplerCo
     import sys
     import time
 
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     _check_cell(target, W, L, samples, cfg)
     if until_width is not None and not until_width > 0:
