@@ -187,16 +187,22 @@ def _slot_masks(w: np.ndarray, b: np.ndarray):
     """The majority form of a ternary layer (see `ternary_layer`): w (F, U, B), b (U, B) int8 →
     `act` (F, U, B) bool (non-zero weight) and `flip` (F + 1, U, B) bool (the literal of slot i is
     `(x_i AND act_i) XOR flip_i`; slot F is the bias, whose literal is the constant `flip_F`)."""
-    F = w.shape[0]
-    zero = np.concatenate([w == 0, (b == 0)[None]])  # (F+1, U, B): slots contributing 0
+    F, U, B = w.shape
+    zero = np.empty((F + 1, U, B), dtype=bool)  # slots contributing 0
+    np.equal(w, 0, out=zero[:F])
+    np.equal(b, 0, out=zero[F])
+    flip = np.empty_like(zero)  # literal inverted / bias literal set
+    np.less(w, 0, out=flip[:F])
+    np.greater(b, 0, out=flip[F])
     # zero slots are filled alternately with 1 and 0 by their rank; the first gets 1 iff N is even
-    parity = np.full(zero.shape[1:], (F + 1) % 2 == 0)  # (U, B): the next zero slot gets 1
-    fill = np.empty_like(zero)
+    z8, f8 = zero.view(np.uint8), flip.view(np.uint8)
+    parity = np.full((U, B), (F + 1) % 2 == 0, dtype=np.uint8)  # the next zero slot gets 1
+    fill = np.empty((U, B), dtype=np.uint8)
     for i in range(F + 1):  # (a cumulative sum along axis 0 is slow in numpy: short inner loops)
-        np.logical_and(zero[i], parity, out=fill[i])
-        np.logical_xor(parity, zero[i], out=parity)
-    sign = np.concatenate([w < 0, (b > 0)[None]])  # literal inverted / bias literal set
-    return ~zero[:F], sign | fill
+        np.bitwise_and(z8[i], parity, out=fill)
+        np.bitwise_or(f8[i], fill, out=f8[i])
+        np.bitwise_xor(parity, z8[i], out=parity)
+    return ~zero[:F], flip
 
 
 def ternary_layer(h: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -217,21 +223,28 @@ def ternary_layer(h: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     act, flip = _slot_masks(w, b)
     mask = _get((U, 1, B))
     lits = []
+    act8, flip8 = act.view(np.int8), flip.view(np.int8)  # bool as 0/1 bytes
     for i in range(F):
         lit = _get((U, nw, B))
-        np.multiply(act[i][:, None, :], ONES, out=mask)
+        _word_mask(act8[i], mask)
         np.bitwise_and(h[i][None], mask, out=lit)  # x_i where w_i ≠ 0
-        np.multiply(flip[i][:, None, :], ONES, out=mask)
+        _word_mask(flip8[i], mask)
         np.bitwise_xor(lit, mask, out=lit)
         lits.append(lit)
     lit = _get((U, nw, B))  # the bias slot: a constant word
-    np.multiply(flip[F][:, None, :], ONES, out=lit)
+    _word_mask(flip8[F], lit)
     lits.append(lit)
     _put(mask)
     planes = _popcount(lits)
     out = _ge_const(planes, (F + 1) // 2 + 1)
     _put(*[p for p in planes if p is not None and p is not out])
     return out
+
+
+def _word_mask(b8: np.ndarray, out: np.ndarray) -> None:
+    """0/1 bytes (U, B) → words of all zeros / all ones in `out` (U, nw, B): −1 as int8 cast to
+    uint64 is all ones (a widening cast, cheaper than a multiply by the all-ones word)."""
+    np.negative(b8[:, None, :], out=out, casting="unsafe")
 
 
 # Scratch words: the evaluator's temporaries are reused instead of allocated per operation (fresh
