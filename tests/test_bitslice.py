@@ -14,9 +14,24 @@ import torch
 from volratio import bitslice as bs
 from volratio.boolean import get_boolean_target, input_table
 from volratio.device import generator
-from volratio.rho import (Counts, Nets, RhoError, SamplerConfig, _compositional, _nets_from_block, classify, count,
-                          estimate, exact, forward, inputs, interval, layer_dims, networks_for_width,
-                          sample_networks)
+from volratio.rho import (
+    Counts,
+    Nets,
+    RhoError,
+    SamplerConfig,
+    _compositional,
+    _nets_from_block,
+    classify,
+    count,
+    estimate,
+    exact,
+    forward,
+    inputs,
+    interval,
+    layer_dims,
+    networks_for_width,
+    sample_networks,
+)
 
 
 def block_from_nets(nets: Nets, ternary: bool) -> bs.Block:
@@ -186,7 +201,7 @@ def test_networks_for_width():
     c = Counts(1_000_000, 400, 100)  # ρ = 0.25, P(sol) = 4e-4
     n = networks_for_width(c, 0.2)
     s = n * 4e-4  # solutions needed
-    lo, hi = interval(int(round(s * 0.25)), int(round(s)))
+    lo, hi = interval(round(s * 0.25), round(s))
     assert (hi - lo) / 0.25 == pytest.approx(0.2, rel=0.03)
     assert networks_for_width(Counts(10, 0, 0), 0.2) is None
 
@@ -224,7 +239,7 @@ def _rows(rho_of, target, Ws, Ls, solutions=4000):
     for L in Ls:
         for W in Ws:
             rho = rho_of(W, L)
-            k = int(round(rho * solutions))
+            k = round(rho * solutions)
             rows.append({"W": W, "L": L, "solutions": solutions, "compositional": k, "rho": k / solutions if k else None})
     return rows
 

@@ -45,8 +45,9 @@ default engine), the chapter "The volume-ratio argument" and `benchmarks/rho_sam
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -60,7 +61,7 @@ def n_words(n: int) -> int:
     return max(1, (1 << n) // 64)
 
 
-@lru_cache(maxsize=None)
+@cache
 def input_words(n: int) -> np.ndarray:
     """Truth tables of the n inputs, (n, n_words) uint64: bit r set iff x_i = +1 on row r."""
     r = np.arange(1 << n)
@@ -108,7 +109,7 @@ class Block:
     def batch(self) -> int:
         return self.biases[0].shape[-1]
 
-    def take(self, idx) -> "Block":
+    def take(self, idx) -> Block:
         return Block([w[..., idx] for w in self.weights], [b[..., idx] for b in self.biases], self.ternary)
 
 
@@ -426,7 +427,7 @@ def op_count(n: int, W: int, L: int) -> dict:
     (`_slot_masks`) and the random draws."""
     dims = [n] + [W] * (L - 1) + [1]
     masks = lit = popc = compare = gathers = 0
-    for li, (F, U) in enumerate(zip(dims[:-1], dims[1:])):
+    for li, (F, U) in enumerate(itertools.pairwise(dims)):
         if li == 0 and 3 ** (n + 1) * n_words(n) <= LUT_MAX_ENTRIES:
             gathers += U
             continue
