@@ -284,3 +284,14 @@ def test_cli_until_width_rows(capsys):
         assert r["networks_for_width"] == pytest.approx(r["samples"], rel=0.6) and r["engine"] == "bits"
     assert main(["rho", "boolean", "--target", "chain:2", "--W", "2", "--L", "2", "--budget-s", "-3"]) == 2
     assert "budget_s" in capsys.readouterr().err
+
+
+def test_reference_preset_runs_a_small_grid():
+    from volratio.rho import BooleanRhoConfig, run_boolean
+
+    cfg = BooleanRhoConfig.reference(target="chain:2", Ws=(2,), Ls=(2,), samples=40_000)
+    assert cfg.until_width == 0.1 and cfg.sampler.workers == 2 and cfg.scale == "reference"
+    res = run_boolean(cfg)
+    (r,) = res["rows"]
+    assert r["samples"] == 40_000 and r["stopped"] == "samples" and r["networks_for_width"] > 40_000
+    assert res["config"]["until_width"] == 0.1

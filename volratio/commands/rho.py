@@ -1,7 +1,12 @@
 """`volratio rho boolean|basin` — the compositional volume ratio ρ(W, L) over a grid (DESIGN §3.5).
 
 JSON output: a list of rows with keys `W, L, samples, solutions, compositional, rho, lo, hi`
-(plus `exact` with `--exact`, `theory` where the closed form applies, and the absolute volumes).
+(plus `exact` with `--exact`, `theory` where the closed form applies, and the absolute volumes),
+and for `boolean` how each cell ran: `engine, elapsed_s, stopped` ("samples", "width" or
+"budget"), `rel_width` and `networks_for_width` (networks needed for a relative interval width of
+`--width`, or `--until-width` when given). A reference-scale run of one target:
+`volratio rho boolean --target chain:2 --W 1-8 --L 1-5 --samples 100000000 --until-width 0.1
+--workers 2` (add `--budget-s` to cap each cell's time).
 """
 
 from __future__ import annotations
