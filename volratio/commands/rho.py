@@ -1,7 +1,12 @@
 """`volratio rho boolean|basin` — the compositional volume ratio ρ(W, L) over a grid (DESIGN §3.5).
 
 JSON output: a list of rows with keys `W, L, samples, solutions, compositional, rho, lo, hi`
-(plus `exact` with `--exact`, `theory` where the closed form applies, and the absolute volumes).
+(plus `exact` with `--exact`, `theory` where the closed form applies, and the absolute volumes),
+and for `boolean` how each cell ran: `engine, elapsed_s, stopped` ("samples", "width" or
+"budget"), `rel_width` and `networks_for_width` (networks needed for a relative interval width of
+`--width`, or `--until-width` when given). A reference-scale run of one target:
+`volratio rho boolean --target chain:2 --W 1-8 --L 1-5 --samples 100000000 --until-width 0.1
+--workers 2` (add `--budget-s` to cap each cell's time).
 """
 
 from __future__ import annotations
@@ -43,8 +48,19 @@ def register(sub) -> None:
     q.add_argument("--target", required=True, help="tree:D:K, chain:D or dag:SEED[:depth=…,arity=…,inputs=…,primitives=…]")
     q.add_argument("--W", required=True, type=int_list, help="widths, e.g. '2,3,4' or '2-6'")
     q.add_argument("--L", required=True, type=int_list, help="depths (threshold layers, output included)")
-    q.add_argument("--samples", type=A.positive_int, default=100_000, help="networks sampled per (W, L)")
+    q.add_argument("--samples", type=A.positive_int, default=100_000,
+                   help="networks sampled per (W, L) (the most, with --until-width/--budget-s)")
     q.add_argument("--seed", type=A.seed, default=0)
+    q.add_argument("--until-width", type=A.positive_float, default=None,
+                   help="stop a cell once ρ's relative interval width (hi − lo)/ρ is ≤ this, e.g. 0.2")
+    q.add_argument("--budget-s", type=A.positive_float, default=None, help="stop a cell after this many seconds")
+    q.add_argument("--width", type=A.positive_float, default=0.5,
+                   help="report the networks each cell needs for this relative width (default 0.5; --until-width overrides)")
+    q.add_argument("--engine", default="bits", choices=["bits", "float"],
+                   help="bits: bit-sliced uint64 tables on CPU (default); float: batched matmuls (CUDA if --device allows)")
+    q.add_argument("--workers", type=A.Int(1, 64), default=1,
+                   help="worker processes for the bits engine (counts do not depend on it)")
+    q.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     q.add_argument("--exact", action="store_true", help="also enumerate every configuration where feasible (≤ 3^13)")
     q.add_argument("--weights", default="ternary", choices=["ternary", "gaussian"])
     q.add_argument("--masks", default="bernoulli", choices=["bernoulli", "fanin"])
@@ -109,19 +125,24 @@ def cmd_boolean(args) -> int:
 
     target = get_boolean_target(args.target)
     cfg = SamplerConfig(weights=args.weights, masks=args.masks, p=args.p, fan_in=args.fan_in,
-                        confidence=args.confidence, interval=args.interval, device=args.device)
+                        confidence=args.confidence, interval=args.interval, device=args.device,
+                        engine=args.engine, workers=args.workers)
     _check_boolean_budget(target.n, args.W, args.L, cfg.batch)
-    rows = boolean_grid(target, args.W, args.L, args.samples, cfg, seed=args.seed, with_exact=args.exact)
+    rows = boolean_grid(target, args.W, args.L, args.samples, cfg, seed=args.seed, with_exact=args.exact,
+                        until_width=args.until_width, budget_s=args.budget_s, width=args.width,
+                        progress=not args.no_progress)
     head = (f"{target.spec}: n={target.n}, L*={target.depth}, W_min={target.width}; weights={cfg.weights}, "
             f"masks={cfg.masks} (p={cfg.p}), {int(cfg.confidence * 100)}% {cfg.interval} intervals, seed {args.seed}")
-    lines = [head, f"{'W':>3} {'L':>3} {'samples':>10} {'solutions':>9} {'comp':>6} {'rho':>6} {'interval':>15} "
-             f"{'exact':>6} {'theory V':>10}"]
+    w = args.until_width or args.width
+    lines = [head, f"{'W':>3} {'L':>3} {'samples':>11} {'solutions':>9} {'comp':>7} {'rho':>6} {'interval':>15} "
+             f"{'exact':>6} {'theory V':>10} {'time s':>7} {'stop':>7} {'nets for ±' + format(w, 'g'):>14}"]
     for r in rows:
         ex = r.get("exact")
+        need = r.get("networks_for_width")
         lines.append(
-            f"{r['W']:>3} {r['L']:>3} {r['samples']:>10} {r['solutions']:>9} {r['compositional']:>6} "
+            f"{r['W']:>3} {r['L']:>3} {r['samples']:>11} {r['solutions']:>9} {r['compositional']:>7} "
             f"{_fmt(r['rho']):>6} [{r['lo']:.3f}, {r['hi']:.3f}] {_fmt(ex and ex['rho']):>6} "
-            f"{_fmt(r.get('theory'), '.3g'):>10}"
+            f"{_fmt(r.get('theory'), '.3g'):>10} {r['elapsed_s']:>7.1f} {r['stopped']:>7} {_fmt(need, '.3g'):>14}"
         )
     emit(args, rows, "\n".join(lines))
     return 0
