@@ -283,7 +283,7 @@ def test_cli_until_width_rows(capsys):
         assert r["stopped"] == "width" and r["samples"] < 3_000_000 and r["rel_width"] <= 0.6
         assert r["networks_for_width"] == pytest.approx(r["samples"], rel=0.6) and r["engine"] == "bits"
     assert main(["rho", "boolean", "--target", "chain:2", "--W", "2", "--L", "2", "--budget-s", "-3"]) == 2
-    assert "budget_s" in capsys.readouterr().err
+    assert "--budget-s" in capsys.readouterr().err
 
 
 def test_reference_preset_runs_a_small_grid():
