@@ -551,7 +551,7 @@ def score(net: CoordMLP, judge, label: str, config: EMC2Config | None = None, pa
     base = eng.base
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm  # plain text bar: tqdm.auto warns in kernels without ipywidgets
 
         bar = tqdm(total=len(P_all), desc="EMC2", unit="img", leave=False, disable=None)  # None: off unless a terminal
     for idx, imgs in eng.iter_images(P_all, D_all):

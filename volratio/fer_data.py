@@ -31,6 +31,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import warnings
 import zipfile
 from pathlib import Path
 from urllib.parse import urlparse
@@ -97,8 +98,11 @@ def offline() -> bool:
 
 def _download_all(url: str) -> dict[str, bytes]:
     """Every source file's bytes, each verified against its pinned SHA-256 by pooch."""
-    import pooch
     import requests
+
+    with warnings.catch_warnings():  # pooch imports tqdm.auto, which warns in a kernel without ipywidgets
+        warnings.filterwarnings("ignore", message=".*IProgress not found.*")
+        import pooch
 
     pooch.get_logger().setLevel("WARNING")  # one notice line for the whole download, not one per file
     registry = {rel: f"sha256:{digest}" for rel, (digest, _) in sources().items()}

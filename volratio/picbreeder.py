@@ -56,9 +56,9 @@ def _repo_root() -> Path:
 def cache_dir() -> Path:
     """Where `volratio.fer_data.fetch()` installs the data: the user cache (on Linux
     `$XDG_CACHE_HOME/volratio/picbreeder`, by default `~/.cache/volratio/picbreeder`)."""
-    import pooch
+    import platformdirs  # what pooch.os_cache uses; importing pooch itself here would pull in tqdm.auto
 
-    return Path(pooch.os_cache("volratio")) / "picbreeder"
+    return Path(platformdirs.user_cache_dir("volratio")) / "picbreeder"
 
 
 def candidate_dirs() -> list[tuple[str, Path]]:

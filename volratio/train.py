@@ -189,7 +189,7 @@ def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResu
     last_good = [w.detach().clone() for w in net.weights]
     bar = None
     if cfg.progress:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm  # plain text bar: tqdm.auto warns in kernels without ipywidgets
 
         bar = tqdm(total=cfg.steps, desc="train", leave=False)
     for step in range(cfg.steps + 1):
