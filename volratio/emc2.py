@@ -328,8 +328,8 @@ class PerturbationEngine:
         P = self.res * self.res
         unchanged = []
         groups: dict[tuple[int, int], list[int]] = defaultdict(list)
-        for n, (i, r, c) in enumerate(params.tolist()):
-            cc, rr = self.pos[i + 1][c], self.pos[i][r]
+        for n, (i, _r, c) in enumerate(params.tolist()):
+            cc = self.pos[i + 1][c]
             if cc < 0:  # target cannot reach the output: the image does not change
                 unchanged.append(n)
             else:  # an unmasked weight into a live unit comes from a live unit (rr ≥ 0)
@@ -560,18 +560,28 @@ def score(net: CoordMLP, judge, label: str, config: EMC2Config | None = None, pa
     )
 
 
-def score_ssim(net: CoordMLP, target_spec: str, config: EMC2Config | None = None, layered=None,
-               label: str | None = None):
-    """`(EMC2Result, SSIMJudge)`: S(θ; δ) under the offline judge, its threshold calibrated for
-    this network's own unperturbed image (`volratio.judges.calibrated_ssim_judge`, the target
-    `target_spec` excluded from the identity-destroying set)."""
-    from .judges import calibrated_ssim_judge
+def target_label(target_spec: str) -> str:
+    """What a judge is asked about: `picbreeder:skull` → `skull`, `image:camera` → `camera`,
+    otherwise the spec itself."""
+    kind, _, rest = str(target_spec).partition(":")
+    return rest if kind in ("picbreeder", "image") and rest else str(target_spec)
+
+
+def score_network(net: CoordMLP, target_spec: str, config: EMC2Config | None = None, judge: str = "ssim",
+                  layered=None, label: str | None = None, judge_model: str | None = None, params=None,
+                  calibration_seed: int | None = None) -> EMC2Result:
+    """The one EMC2 path every experiment, chapter and command takes: S(θ; δ) of member
+    `config.member` under judge `judge` built by `volratio.judges.make_judge` for this network's own
+    unperturbed image (the engine's base render; for SSIM the threshold is calibrated on it with
+    `target_spec` left out of the identity-destroying set and the calibration seeded by
+    `calibration_seed`, default `config.seed`). `label` defaults to `target_label(target_spec)`."""
+    from .judges import make_judge
 
     cfg = config or EMC2Config()
     eng = PerturbationEngine(net, cfg.res, cfg.member, cfg.device, _dtype(cfg.dtype), cfg.memory_bytes)
-    judge = calibrated_ssim_judge(eng.base.cpu(), exclude=target_spec, seed=cfg.seed)
-    label = label or target_spec.partition(":")[2] or target_spec
-    return score(net, judge, label, cfg, layered=layered), judge
+    seed = cfg.seed if calibration_seed is None else calibration_seed
+    j = make_judge(judge, eng.base.cpu(), target_spec, judge_model, seed, cfg.device)
+    return score(net, j, label or target_label(target_spec), cfg, params=params, layered=layered)
 
 
 # ---------------------------------------------------------------------------------------------
