@@ -157,8 +157,8 @@ def run(config: Config | None = None, progress=None) -> Result:
 
 @torch.no_grad()
 def _losses(net: CoordMLP, images: torch.Tensor) -> np.ndarray:
-    from ..train import mse_per_network
     from ..prune.criteria import Calibration
+    from ..train import mse_per_network
 
     calib = Calibration.from_image(images, net)
     return mse_per_network(net, calib.grid, calib.target).cpu().numpy()
