@@ -32,13 +32,13 @@ from ..prune.masks import unit_alive, weight_sparsity
 from ..prune.similarity_pruning import SPConfig
 from ..stats import mean_ci
 from ..train import TrainConfig, train
-from ._base import Result
+from ._base import Presets, Result
 
 BASELINES = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units")
 
 
 @dataclass
-class Config:
+class Config(Presets):
     targets: tuple = ("skull", "butterfly", "apple")  # Picbreeder targets
     seeds: int = 3  # networks per target (seed = index within the target)
     arch: str = "6;gaussian:10,sin:3,identity:3"  # dense arch shared by all targets (width 16, depth 6)
@@ -59,27 +59,15 @@ class Config:
     device: str = "auto"  # CUDA when available
     scale: str = "quick"  # the preset this config came from
 
-    @classmethod
-    def quick(cls, **kw) -> "Config":
-        """The book's scale: 24×24, 300 dense steps, 3 seeds — a minute or two on 2 cores."""
-        return cls(**kw)
+    # reference (issue 16): skull and butterfly, 5 seeds, 64×64, 2,000 dense steps, equal fine-tuning
+    # budgets of 300 steps, 8 δ on 300 weights per network — ~2 CPU-hours on 2 cores
+    REFERENCE = dict(targets=("skull", "butterfly"), seeds=5, res=64, dense_steps=2000, retrain_steps=300,
+                     imp_steps=300, imp_rewind=30, sp=SPConfig(tau=0.9, opposite_sign=True, rounds=5, retrain_steps=300),
+                     emc2_res=64, emc2_params=300)
+    # larger: 128×128, long training, 10 seeds, every parameter scored (hours on a CPU)
+    FULL = dict(seeds=10, res=128, dense_steps=10_000, retrain_steps=2000, imp_steps=3000, imp_rewind=300,
+                sp=SPConfig(tau=0.9, opposite_sign=True, rounds=20, retrain_steps=2000), emc2_res=128, emc2_params=None)
 
-    @classmethod
-    def reference(cls, **kw) -> "Config":
-        """Reference scale (issue 16): skull and butterfly, 5 seeds, 64×64, 2,000 dense steps, equal
-        fine-tuning budgets of 300 steps, 8 δ on 300 weights per network; ~2 CPU-hours on 2 cores."""
-        base = dict(targets=("skull", "butterfly"), seeds=5, res=64, dense_steps=2000, retrain_steps=300,
-                    imp_steps=300, imp_rewind=30, sp=SPConfig(tau=0.9, opposite_sign=True, rounds=5, retrain_steps=300),
-                    emc2_res=64, emc2_params=300, scale="reference")
-        return cls(**{**base, **kw})
-
-    @classmethod
-    def full(cls, **kw) -> "Config":
-        """Larger: 128×128, long training, 10 seeds, every parameter scored (hours on a CPU)."""
-        base = dict(seeds=10, res=128, dense_steps=10_000, retrain_steps=2000, imp_steps=3000, imp_rewind=300,
-                    sp=SPConfig(tau=0.9, opposite_sign=True, rounds=20, retrain_steps=2000),
-                    emc2_res=128, emc2_params=None, scale="full")
-        return cls(**{**base, **kw})
 
 
 def _copy(net: CoordMLP) -> CoordMLP:

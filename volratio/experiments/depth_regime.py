@@ -23,7 +23,7 @@ import numpy as np
 
 from ..depth import DepthError, sweet_spot
 from ..stats import mean_ci
-from ._base import Result, Timer, configure
+from ._base import Presets, Result, Timer, configure
 
 # The planted targets of the chapter: true depth L* known, PNG ratio computable (width 3 each)
 PLANTED = ("planted:1:depth=2,width=3", "planted:2:depth=3,width=3", "planted:3:depth=4,width=3")
@@ -67,7 +67,7 @@ class Point(Settings):
 
 
 @dataclass(frozen=True)
-class Config(Settings):
+class Config(Presets, Settings):
     targets: tuple = PLANTED  # targets swept
     depths: tuple = (1, 2, 3, 4, 5)  # hidden layers tried
     seeds: int = 3  # networks per depth (the interval comes from them); a multiple of `members`
@@ -76,25 +76,15 @@ class Config(Settings):
     processes: int = 1  # local worker processes (1: in-process); results do not depend on it
     scale: str = "quick"  # the preset this config came from
 
-    @classmethod
-    def quick(cls, **kw) -> "Config":
-        """The book's scale: 16×16, 3 networks per depth, 120 steps, 2 SP rounds, 20 scored weights."""
-        return cls(**kw)
-
-    @classmethod
-    def reference(cls, **kw) -> "Config":
-        """Reference scale (issue 16): 64×64, depths 1..8, 5 seeds, 2,000 steps, 5 SP rounds of 200
-        steps, 8 δ on 200 weights; ~1.5 CPU-hours for the three planted targets on 2 cores."""
-        return cls(**{"depths": tuple(range(1, 9)), "seeds": 5, "members": 5, "width": 12, "res": 64, "steps": 2000,
-                      "lr": 3e-3, "sp_rounds": 5, "retrain_steps": 200, "max_params": 200,
-                      "deltas": (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0), "scale": "reference", **kw})
-
-    @classmethod
-    def full(cls, **kw) -> "Config":
-        """Closer to the paper: 64×64, depths 1..12, 10 seeds, long training, every weight scored."""
-        return cls(**{"depths": tuple(range(1, 13)), "seeds": 10, "width": 16, "res": 64, "steps": 5000,
-                      "lr": 3e-3, "sp_rounds": 10, "retrain_steps": 500, "deltas": (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0),
-                      "max_params": None, "members": 1, "scale": "full", **kw})
+    # reference (issue 16): 64×64, depths 1..8, 5 seeds, 2,000 steps, 5 SP rounds of 200 steps, 8 δ
+    # on 200 weights — ~1.5 CPU-hours for the three planted targets on 2 cores
+    REFERENCE = {"depths": tuple(range(1, 9)), "seeds": 5, "members": 5, "width": 12, "res": 64, "steps": 2000,
+                 "lr": 3e-3, "sp_rounds": 5, "retrain_steps": 200, "max_params": 200,
+                 "deltas": (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)}
+    # closer to the paper: depths 1..12, 10 seeds, long training, every weight scored
+    FULL = {"depths": tuple(range(1, 13)), "seeds": 10, "width": 16, "res": 64, "steps": 5000, "lr": 3e-3,
+            "sp_rounds": 10, "retrain_steps": 500, "deltas": (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0),
+            "max_params": None, "members": 1}
 
     def __post_init__(self):
         if self.seeds % self.members:

@@ -20,13 +20,13 @@ from dataclasses import asdict, dataclass, field
 
 from ..emc2 import DEFAULT_DELTAS
 from ..prune.similarity_pruning import SPConfig
-from ._base import Result
+from ._base import Presets, Result
 
 KINDS = ("Picbreeder", "FER SGD", "dense (ours)", "SP (ours)")
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(Presets):
     targets: tuple = ("skull", "butterfly", "apple")  # Picbreeder targets
     res: int = 32  # image size of the EMC2 renders (the paper's is unknown; FER renders 256)
     deltas: tuple = DEFAULT_DELTAS  # perturbation sizes δ, both signs
@@ -40,23 +40,13 @@ class Config:
     device: str = "cpu"  # CPU: bit-for-bit repeatable
     scale: str = "quick"  # the preset this config came from
 
-    @classmethod
-    def quick(cls, **kw) -> "Config":
-        """The book's scale: 32×32, 150 weights per network, 600 dense steps."""
-        return cls(**kw)
-
-    @classmethod
-    def reference(cls, **kw) -> "Config":
-        """Reference scale (issue 16): 64×64, 5,000 weights per network (≥ 5,000 asked), 8 δ,
-        2,000 dense steps; ~1.5 CPU-hours on 2 cores."""
-        return cls(**{"res": 64, "max_params": 5000, "dense_steps": 2000, "sp": SPConfig(rounds=5, retrain_steps=300),
-                      "scale": "reference", **kw})
-
-    @classmethod
-    def full(cls, **kw) -> "Config":
-        """Every non-zero weight at 256×256, in float64 (a GPU)."""
-        return cls(**{"res": 256, "max_params": None, "dtype": "float64", "dense_steps": 10_000,
-                      "sp": SPConfig.full(), "scale": "full", **kw})
+    # reference (issue 16): 64×64, 5,000 weights per network (≥ 5,000 asked), 8 δ, 2,000 dense
+    # steps — ~1.5 CPU-hours on 2 cores
+    REFERENCE = staticmethod(lambda: {"res": 64, "max_params": 5000, "dense_steps": 2000,
+                                      "sp": SPConfig(rounds=5, retrain_steps=300)})
+    # every non-zero weight at 256×256, in float64 (a GPU)
+    FULL = staticmethod(lambda: {"res": 256, "max_params": None, "dtype": "float64", "dense_steps": 10_000,
+                                 "sp": SPConfig.full()})
 
 
 def _emc2_config(cfg: Config, member: int = 0):

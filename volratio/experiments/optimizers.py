@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from ..stats import mean_ci
 from . import depth_regime
-from ._base import ExperimentError, Result, Timer, configure
+from ._base import ExperimentError, Presets, Result, Timer, configure
 
 # learning rates per optimizer (Muon's own lr and its AdamW lr are TrainConfig's defaults, DESIGN §9)
 DEFAULT_CASES = (
@@ -63,7 +63,7 @@ def point(config: dict) -> dict:
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(Presets):
     target: str = "planted:1:depth=3,width=3"  # the target
     depth: int = 3  # the depth studied (the sweet spot of the target's depth sweep; Muon needs ≥ 2)
     seeds: int = 3  # seeds per optimizer
@@ -72,20 +72,9 @@ class Config:
     base: depth_regime.Config = field(default_factory=depth_regime.Config.quick)  # width, res, steps, SP, EMC2
     scale: str = "quick"  # the preset this config came from
 
-    @classmethod
-    def quick(cls, **kw) -> "Config":
-        return cls(**kw)
-
-    @classmethod
-    def reference(cls, **kw) -> "Config":
-        """Reference scale (issue 16): 5 seeds at 64×64, 2,000 steps, each optimizer at the best of a
-        3-point learning-rate grid is chosen by the chapter; ~0.5 CPU-hours on 2 cores."""
-        return cls(**{"seeds": 5, "hessian_iters": 50, "base": depth_regime.Config.reference(members=1),
-                      "scale": "reference", **kw})
-
-    @classmethod
-    def full(cls, **kw) -> "Config":
-        return cls(**{"seeds": 10, "hessian_iters": 100, "base": depth_regime.Config.full(), "scale": "full", **kw})
+    # reference (issue 16): 5 seeds on the depth-regime reference settings — ~0.5 CPU-hours on 2 cores
+    REFERENCE = staticmethod(lambda: {"seeds": 5, "hessian_iters": 50, "base": depth_regime.Config.reference(members=1)})
+    FULL = staticmethod(lambda: {"seeds": 10, "hessian_iters": 100, "base": depth_regime.Config.full()})
 
 
 def make_sweep(cfg: Config, name: str = "optimizers"):

@@ -33,14 +33,9 @@ class Config(depth_regime.Config):
     n_boot: int = 1000  # bootstrap resamples of the networks
     level: float = 0.90  # bootstrap interval of scene − parts
 
-    @classmethod
-    def reference(cls, **kw) -> "Config":
-        """Reference scale (issue 16): the depth-regime reference settings, 64×64; ~1.5 CPU-hours."""
-        return cls(**{**_shared(depth_regime.Config.reference()), "scale": "reference", **kw})
-
-    @classmethod
-    def full(cls, **kw) -> "Config":
-        return cls(**{**_shared(depth_regime.Config.full()), "scale": "full", **kw})
+    # reference / full: the depth-regime presets' training and scoring, on these targets (~1.5 CPU-hours)
+    REFERENCE = staticmethod(lambda: _shared(depth_regime.Config.reference()))
+    FULL = staticmethod(lambda: _shared(depth_regime.Config.full()))
 
 
 def _shared(base: depth_regime.Config) -> dict:

@@ -13,11 +13,11 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 
 from ..rho import BasinConfig, BooleanRhoConfig, SamplerConfig, basin_grid, run_boolean
-from ._base import Result
+from ._base import Presets, Result
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(Presets):
     targets: tuple = ("chain:2", "tree:2:2")  # Boolean targets (volratio.boolean specs)
     samples: tuple = (300_000, 600_000)  # networks per (W, L) cell, one entry per target
     Ws: tuple = (1, 2, 3, 4, 6)  # widths
@@ -31,22 +31,12 @@ class Config:
     basin: BasinConfig = field(default_factory=lambda: BasinConfig.quick(device="cpu", use_emc2=True))  # basin model
     scale: str = "quick"  # the preset this config came from
 
-    @classmethod
-    def quick(cls, **kw) -> "Config":
-        """The book's scale: 3·10⁵ / 6·10⁵ networks per cell; basin K = 16."""
-        return cls(**kw)
-
-    @classmethod
-    def reference(cls, **kw) -> "Config":
-        """Reference scale (issue 16 asks ≥ 10⁸ networks per target: with the bit-sliced sampler of
-        the ρ engine issue that is minutes; here 10⁷ per cell, ~1 CPU-hour on 2 cores); basin K = 64."""
-        return cls(**{"samples": (10_000_000, 10_000_000), "basin": BasinConfig.quick(device="cpu", use_emc2=True, population=64),
-                      "scale": "reference", **kw})
-
-    @classmethod
-    def full(cls, **kw) -> "Config":
-        """10⁸ networks per cell (a GPU), basin K = 256 at 64×64."""
-        return cls(**{"samples": (100_000_000, 100_000_000), "basin": BasinConfig.full(use_emc2=True), "scale": "full", **kw})
+    # reference: issue 16 asks ≥ 10⁸ networks per target (with the bit-sliced sampler of the ρ
+    # engine issue, minutes); here 10⁷ per cell (~1 CPU-hour on 2 cores) and basin K = 64
+    REFERENCE = staticmethod(lambda: {"samples": (10_000_000, 10_000_000),
+                                      "basin": BasinConfig.quick(device="cpu", use_emc2=True, population=64)})
+    # 10⁸ networks per cell (a GPU), basin K = 256 at 64×64
+    FULL = staticmethod(lambda: {"samples": (100_000_000, 100_000_000), "basin": BasinConfig.full(use_emc2=True)})
 
 
 def boolean_configs(cfg: Config) -> list[BooleanRhoConfig]:
