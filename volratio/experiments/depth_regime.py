@@ -250,6 +250,27 @@ def depth_sweep(targets, cfg: Config | None = None, out=None, executor=None, tol
     return curves_from_table(report.table, cfg.tol if tol is None else tol), report
 
 
+def spot_table(curves: dict, true_depths: dict | None = None):
+    """One row per target: its sweet spot, bootstrap interval, per-seed argmax, best mean score, peak
+    contrast, the score drop one layer shallower and one deeper, and the MSE at the spot."""
+    import pandas as pd
+
+    rows = []
+    for t, c in curves.items():
+        sp, m = c.spot, np.array(c.spot.means)
+        i = None if sp.depth is None else c.depths.index(sp.depth)
+
+        def drop(j, i=i, m=m):
+            return (m[i] - m[j]) if i is not None and 0 <= j < len(m) else np.nan
+
+        rows.append({"target": t, "L*": (true_depths or {}).get(t), "sweet spot": sp.depth, "bootstrap 90%": sp.interval,
+                     "per seed": sp.per_seed, "best score": m.max(), "peak − rest": sp.peak_contrast,
+                     "score drop, one layer less": drop(i - 1) if i is not None else np.nan,
+                     "score drop, one layer more": drop(i + 1) if i is not None else np.nan,
+                     "MSE at spot": np.nanmean(c.loss[i]) if i is not None else np.nan})
+    return pd.DataFrame(rows).set_index("target")
+
+
 def curve_frame(curves: dict):
     """Tidy rows: one per target × depth (means and intervals over seeds)."""
     import pandas as pd

@@ -64,22 +64,25 @@ def point(config: dict) -> dict:
 
 @dataclass(frozen=True)
 class Config(Presets):
-    target: str = "planted:1:depth=3,width=3"  # the target
-    depth: int = 3  # the depth studied (the sweet spot of the target's depth sweep; Muon needs ≥ 2)
+    target: str = "planted:3:depth=3,width=3"  # the target (planted: known depth L* = 3)
+    depth: int | None = None  # the depth studied; None: the sweet spot of an Adam depth sweep over base.depths
     seeds: int = 3  # seeds per optimizer
     cases: tuple = DEFAULT_CASES  # optimizers and their learning rates
     hessian_iters: int = 20  # power-iteration steps for the sharpness
-    base: depth_regime.Config = field(default_factory=depth_regime.Config.quick)  # width, res, steps, SP, EMC2
+    base: depth_regime.Config = field(default_factory=lambda: depth_regime.Config.quick(depths=(2, 3, 4, 5)))  # width, res, steps, SP, EMC2
     scale: str = "quick"  # the preset this config came from
 
     # reference (issue 16): 5 seeds on the depth-regime reference settings — ~0.5 CPU-hours on 2 cores
-    REFERENCE = staticmethod(lambda: {"seeds": 5, "hessian_iters": 50, "base": depth_regime.Config.reference(members=1)})
-    FULL = staticmethod(lambda: {"seeds": 10, "hessian_iters": 100, "base": depth_regime.Config.full()})
+    REFERENCE = staticmethod(lambda: {"seeds": 5, "hessian_iters": 50,
+                                      "base": depth_regime.Config.reference(depths=(2, 3, 4, 5, 6), members=1)})
+    FULL = staticmethod(lambda: {"seeds": 10, "hessian_iters": 100, "base": depth_regime.Config.full(depths=(2, 3, 4, 5, 6))})
 
 
 def make_sweep(cfg: Config, name: str = "optimizers"):
     from ..sweep import Sweep
 
+    if cfg.depth is None:
+        raise ExperimentError("make_sweep needs the depth: give Config(depth=…) or let run() find the sweet spot")
     base = replace(cfg.base, members=1).shared()
     base.pop("optimizer")
     base.pop("lr")
@@ -102,13 +105,31 @@ def summarise(table, level: float = 0.95):
     return pd.DataFrame(rows)
 
 
+def sweet_spot(cfg: Config, out=None):
+    """`(depth, curve, report)`: the sweet spot of an Adam depth sweep of `cfg.target` over
+    `cfg.base.depths` (a flat curve falls back to the target's true depth, else the middle depth)."""
+    from ..sweep import results_dir
+    from ..targets import get_target
+
+    curves, report = depth_regime.depth_sweep(cfg.target, cfg.base, out=out or results_dir("optimizers-depth"))
+    curve = curves[cfg.target]
+    fallback = getattr(get_target(cfg.target), "depth", None) or curve.depths[len(curve.depths) // 2]
+    return (curve.spot.depth if curve.spot.depth is not None else fallback), curve, report
+
+
 def run(cfg: Config | None = None, out=None, executor=None, progress: bool | None = False) -> Result:
-    """Run (or read) the study. `Result.table`: one row per optimizer (means and intervals);
-    extras: `runs` (one row per run), `report`."""
+    """Run (or read) the study, at `cfg.depth` or at the sweet spot found first (`sweet_spot`).
+    `Result.table`: one row per optimizer (means and intervals); extras: `runs` (one row per run),
+    `report`, `depth` (the depth studied), `curve` (the depth curve, when it was swept)."""
     from ..sweep import results_dir, run_sweep
 
     cfg = cfg or Config.quick()
     with Timer() as t:
+        curve = spot_report = None
+        if cfg.depth is None:
+            spot, curve, spot_report = sweet_spot(cfg)
+            cfg = replace(cfg, depth=spot)
         report = run_sweep(make_sweep(cfg), out or results_dir("optimizers"), executor, progress=progress)
     return Result("optimizers", asdict(cfg), summarise(report.table), list(range(cfg.seeds)), t.seconds,
-                  extras={"runs": report.table, "report": report})
+                  extras={"runs": report.table, "report": report, "depth": cfg.depth, "curve": curve,
+                          "depth_report": spot_report})

@@ -78,3 +78,37 @@ def run(config: Config | None = None) -> Result:
     table = pd.DataFrame([{"target": t.name, "network": label, "mse": v, "res": cfg.res}
                           for t in out.values() for label, v in t.mse.items()])
     return Result("twins", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0, extras={"twins": out})
+
+
+TwinsConfig = Config  # the name before volratio.experiments (exercises and old notebooks use it)
+
+
+def layerization_table(res: int = 256):
+    """One row per Picbreeder target: the genome's size, the layerized network's shape and how
+    exactly it reproduces the genome's own graph evaluation and `target.png` (float64)."""
+    import pandas as pd
+
+    rows = []
+    for name in picbreeder.NAMES:
+        lay = picbreeder.layerize(name, dtype=torch.float64)
+        fer = picbreeder.fer_network(name, "layered")
+        g = picbreeder.genome(name)
+        img = lay.net.render(res)[0]  # (res, res, 3)
+        rows.append({
+            "target": name, "genome nodes": len(g.nodes), "genome links": len(g.links), "longest path": g.depth(),
+            "depth": lay.net.depth, "width": lay.net.width, "non-zero": lay.net.nonzero()[0],
+            "cache copies": lay.n_cache_weights,
+            "FER layered (depth, width, non-zero)": (fer.depth, fer.width, fer.nonzero()[0]),
+            "max |layered − graph|": float((img - g.render(res)).abs().max()),
+            "MAE vs target.png": float((img - picbreeder.target_image(name).double()).abs().mean()),
+        })
+    return pd.DataFrame(rows).set_index("target")
+
+
+@torch.no_grad()
+def genome_maps(name: str, res: int = 32) -> list[np.ndarray]:
+    """Feature maps of the genome's own nodes (cache copies left out), per layer `(n_nodes, res, res)`."""
+    lay = picbreeder.layerize(name)
+    feats = lay.net.features(res)  # per layer (1, res, res, W)
+    return [feats[layer - 1][0][..., [c for _, c in units]].permute(2, 0, 1).numpy()
+            for layer, units in lay.node_units().items()]
