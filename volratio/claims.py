@@ -236,3 +236,11 @@ def muon_above_adam(summary, detail: str = "", scale: str = "quick") -> Verdict:
     return record("muon-above-adam", combine(parts.values()),
                   f"final MSE Muon {m['loss']:.3g} vs Adam {a['loss']:.3g}; EMC2 AUC Muon {m['score']:.3f} vs Adam "
                   f"{a['score']:.3f} ({detail}); per part: {parts}", {"muon": m.to_dict(), "adam": a.to_dict()}, scale)
+
+
+def scenes_weaker(rows, detail: str = "", scale: str = "quick") -> Verdict:
+    """Claim "scenes-weaker" from `volratio.experiments.unknown_targets.scene_vs_parts` rows (one per
+    effect size, each with its own verdict from the bootstrap interval of scene − parts)."""
+    texts = [f"{r['effect']}: scene − parts {r['difference']:+.3f} ({r['lo']:+.3f}..{r['hi']:+.3f})" for r in rows]
+    return record("scenes-weaker", combine(r["verdict"] for r in rows), "; ".join(texts) + (f" — {detail}" if detail else ""),
+                  {r["effect"]: {"scene": r["scene"], "parts": r["parts"]} for r in rows}, scale)

@@ -300,3 +300,14 @@ def run(cfg: Config | None = None, out=None, executor=None) -> Result:
     seeds = sorted({int(s) for s in report.table["seed"]}) if "seed" in report.table else []
     return Result("depth_regime", asdict(cfg), table, seeds, t.seconds,
                   extras={"curves": curves, "report": report, "ratios": ratios, "predictor": predictor})
+
+
+def load_nets(report) -> dict:
+    """`(target, depth) -> CoordMLP`: the population of the first finished run of each grid point,
+    read from the sweep's store (the runs keep their networks: `keep_net`)."""
+    from ..store import Store
+
+    store, out = Store(report.store), {}
+    for _, r in report.table[report.table["status"] == "done"].iterrows():
+        out.setdefault((r["target"], int(r["depth"])), store.artifact(r["key"], "net"))
+    return out

@@ -105,3 +105,12 @@ def auc_table(result: Result):
     """AUC per network kind (rows, in `KINDS` order) × target (columns)."""
     t = result.table.drop_duplicates(["network", "target"]).pivot(index="network", columns="target", values="auc")
     return t.reindex([k for k in KINDS if k in t.index])
+
+
+def mse(net, images):
+    """`(K,)` MSE of each member of `net` against `images` `(K, res, res, 3)` (numpy)."""
+    from ..nets import coords
+    from ..train import mse_per_network
+
+    K, res = images.shape[0], images.shape[1]
+    return mse_per_network(net, coords(res), images.reshape(K, -1, 3)).detach().cpu().numpy()
