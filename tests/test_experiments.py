@@ -197,3 +197,14 @@ def test_workers_die_with_a_sigkilled_driver(tmp_path):
     for p in left:  # do not leave them running if the test fails
         os.kill(p, signal.SIGKILL)
     assert not left, f"workers {left} outlived their SIGKILLed driver"
+
+
+def test_a_chapter_experiment_runs_as_a_sweep(tmp_path):
+    tiny = {"dims": [2], "extra": 0, "also": [], "frame": {"restarts": 1, "ap_iters": 20, "descent_steps": 20}}
+    with pytest.raises(SweepSpecError, match="unknown entry 'dimz'"):
+        run_sweep(Sweep(run="frames", config={"dimz": [2]}), tmp_path / "bad")
+    rep = run_sweep(Sweep(run="frames", config=tiny, seeds=[0, 1]), tmp_path / "s")
+    assert not rep.failed and len(rep.table) == 2
+    rows = rep.table["rows"].tolist()
+    assert [r[0]["experiment"] for r in rows] == ["frames", "frames"] and rows[0][0]["m"] == 3
+    assert rows[0][0]["max_sq_inner"] >= rows[0][0]["bound"] - 1e-12
