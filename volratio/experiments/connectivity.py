@@ -140,7 +140,7 @@ def run(config: Config | None = None, progress=None) -> Result:
         table["judge"] = judge
         say("EMC2 scored")
     return Result("connectivity", asdict(cfg), table, list(range(S)), time.time() - t0,
-                  extras={"nets": nets, "images": images})
+                  extras={"nets": nets, "images": images, "config": cfg})
 
 
 @torch.no_grad()
@@ -178,3 +178,25 @@ def summary(table, columns=("loss", "sparsity", "unit_sparsity", "emc2_auc"), le
     df = pd.DataFrame(out)
     df["method"] = pd.Categorical(df["method"], order)
     return df.sort_values(["target", "method"], kind="stable").reset_index(drop=True)
+
+
+def tau_sensitivity(result: Result, taus=(0.8, 0.95)):
+    """SP's threshold τ moved: the dense networks of `result` pruned again with each τ (the run's
+    own τ included from its table), one row per τ with the mean sparsity, unit sparsity, loss,
+    EMC2 AUC and how many networks stopped for lack of a redundant pair."""
+    import pandas as pd
+
+    cfg = result["config"]
+    t, dense = result.table, result["nets"]["dense"]
+    sp_main = t[t.method == "sp"]
+    rows = [{"τ": cfg.sp.tau, "sparsity": sp_main.sparsity.mean(), "unit sparsity": sp_main.unit_sparsity.mean(),
+             "loss": sp_main.loss.mean(), "EMC2 AUC": sp_main.emc2_auc.mean(),
+             "stopped: no redundant pair": int((sp_main.sp_stop == "no redundant pair").sum())}]
+    for tau in taus:
+        net = _copy(dense)
+        s = prune(net, result["images"], "sp", replace(cfg.sp, tau=tau, train=TrainConfig(lr=cfg.lr, device=cfg.device))).summary()
+        aucs = [score_network(net, k, cfg.targets[k // cfg.seeds], cfg).auc for k in range(net.population)]
+        rows.append({"τ": tau, "sparsity": np.mean(s["sparsity"]), "unit sparsity": np.mean(s["unit_sparsity"]),
+                     "loss": np.mean(s["final_loss"]), "EMC2 AUC": np.mean(aucs),
+                     "stopped: no redundant pair": sum(x == "no redundant pair" for x in s["stop"])})
+    return pd.DataFrame(rows).set_index("τ").sort_index()
