@@ -40,6 +40,7 @@ EXPERIMENTS = {
     "volume_ratio": "volume_ratio",  # ρ(W, L): Boolean model and basin model
     "frames": "frames",  # low-coherence frames against the Welch bound
     "superposition": "superposition_toy",  # the superposition toy model
+    "interference": "interference",  # learned features (Picbreeder, dense, SP) against the Welch bound
 }
 
 
