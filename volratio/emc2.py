@@ -643,21 +643,7 @@ def weight_sweep(net: CoordMLP, params, offsets=(-1.0, -0.5, 0.0, 0.5, 1.0), res
 
 
 def sweep_figure(sweep: WeightSweep, title: str | None = None, scale: float = 1.1):
-    """The sweep as a grid of images (rows: parameters, then controls; columns: Δw)."""
-    import matplotlib.pyplot as plt
+    """The sweep as a grid of images (`volratio.plots.weight_sweep`)."""
+    from .plots import weight_sweep as draw
 
-    R, C = sweep.images.shape[:2]
-    fig, axes = plt.subplots(R, C, figsize=(scale * C + 1.6, scale * R + 0.4), squeeze=False)
-    for a in range(R):
-        for b in range(C):
-            ax = axes[a, b]
-            ax.imshow(sweep.images[a, b], interpolation="nearest")
-            ax.set_xticks([]), ax.set_yticks([])
-            if a == 0:
-                ax.set_title(f"Δw={sweep.offsets[b]:+.2g}", fontsize=8)
-            if b == 0:
-                ax.set_ylabel(sweep.labels[a], fontsize=6, rotation=0, ha="right", va="center")
-    if title:
-        fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    return fig
+    return draw(sweep, title, scale)

@@ -164,3 +164,29 @@ def plot_predictor(pred, ax=None, title: str = "", xlabel: str = "PNG compressio
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
     return ax
+
+
+# ---------------------------------------------------------------------------------------------
+# EMC2 weight sweeps
+
+
+def weight_sweep(sweep, title: str | None = None, scale: float = 1.1):
+    """A weight sweep (`volratio.emc2.WeightSweep`) as a grid of images (rows: parameters, then
+    controls; columns: Δw). Chapters "EMC2-Bench", "Unknown targets", "Your own target"."""
+    import matplotlib.pyplot as plt
+
+    R, C = sweep.images.shape[:2]
+    fig, axes = plt.subplots(R, C, figsize=(scale * C + 1.6, scale * R + 0.4), squeeze=False)
+    for a in range(R):
+        for b in range(C):
+            ax = axes[a, b]
+            ax.imshow(sweep.images[a, b], interpolation="nearest")
+            ax.set_xticks([]), ax.set_yticks([])
+            if a == 0:
+                ax.set_title(f"Δw={sweep.offsets[b]:+.2g}", fontsize=8)
+            if b == 0:
+                ax.set_ylabel(sweep.labels[a], fontsize=6, rotation=0, ha="right", va="center")
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
