@@ -19,6 +19,12 @@ A spec can only name what is registered here, or what a user registers in code w
 `register_run(name, fn, parse)`; the library never imports a module named in a config file.
 Store keys hash a run function's `key` — for the run functions that existed before this package,
 their old import path (`"volratio.runs:train"`, …), so stores written then still resume.
+
+The reference scale (issue 16) is budgeted at ≤ 8 CPU-hours for all claims on a 2-core machine:
+emc2_bench 1.5, connectivity 1.5, depth_regime 1.5, unknown_targets 1.5, optimizers 0.5,
+volume_ratio 0.5, twins 0.3, frames + superposition + interference 0.5 (CPU-hours). These are
+budgets the presets were sized to from the quick-scale timings, not measurements: the reference
+runs themselves (and the per-experiment costs the chapters state) belong to issue 16.
 """
 
 from __future__ import annotations

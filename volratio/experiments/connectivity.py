@@ -60,7 +60,7 @@ class Config(Presets):
     scale: str = "quick"  # the preset this config came from
 
     # reference (issue 16): skull and butterfly, 5 seeds, 64×64, 2,000 dense steps, equal fine-tuning
-    # budgets of 300 steps, 8 δ on 300 weights per network — ~2 CPU-hours on 2 cores
+    # budgets of 300 steps, 8 δ on 300 weights per network — budget ~1.5 CPU-hours (an estimate: not run here)
     REFERENCE = dict(targets=("skull", "butterfly"), seeds=5, res=64, dense_steps=2000, retrain_steps=300,
                      imp_steps=300, imp_rewind=30, sp=SPConfig(tau=0.9, opposite_sign=True, rounds=5, retrain_steps=300),
                      emc2_res=64, emc2_params=300)

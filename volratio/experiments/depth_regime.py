@@ -77,7 +77,7 @@ class Config(Presets, Settings):
     scale: str = "quick"  # the preset this config came from
 
     # reference (issue 16): 64×64, depths 1..8, 5 seeds, 2,000 steps, 5 SP rounds of 200 steps, 8 δ
-    # on 200 weights — ~1.5 CPU-hours for the three planted targets on 2 cores
+    # on 200 weights — budget ~1.5 CPU-hours for three planted targets (an estimate: not run here)
     REFERENCE = {"depths": tuple(range(1, 9)), "seeds": 5, "members": 5, "width": 12, "res": 64, "steps": 2000,
                  "lr": 3e-3, "sp_rounds": 5, "retrain_steps": 200, "max_params": 200,
                  "deltas": (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)}

@@ -41,7 +41,7 @@ class Config(Presets):
     scale: str = "quick"  # the preset this config came from
 
     # reference (issue 16): 64×64, 5,000 weights per network (≥ 5,000 asked), 8 δ, 2,000 dense
-    # steps — ~1.5 CPU-hours on 2 cores
+    # steps — budget ~1.5 CPU-hours (an estimate: not run here)
     REFERENCE = staticmethod(lambda: {"res": 64, "max_params": 5000, "dense_steps": 2000,
                                       "sp": SPConfig(rounds=5, retrain_steps=300)})
     # every non-zero weight at 256×256, in float64 (a GPU)

@@ -72,7 +72,7 @@ class Config(Presets):
     base: depth_regime.Config = field(default_factory=lambda: depth_regime.Config.quick(depths=(2, 3, 4, 5)))  # width, res, steps, SP, EMC2
     scale: str = "quick"  # the preset this config came from
 
-    # reference (issue 16): 5 seeds on the depth-regime reference settings — ~0.5 CPU-hours on 2 cores
+    # reference (issue 16): 5 seeds on the depth-regime reference settings — budget ~0.5 CPU-hours (an estimate: not run here)
     REFERENCE = staticmethod(lambda: {"seeds": 5, "hessian_iters": 50,
                                       "base": depth_regime.Config.reference(depths=(2, 3, 4, 5, 6), members=1)})
     FULL = staticmethod(lambda: {"seeds": 10, "hessian_iters": 100, "base": depth_regime.Config.full(depths=(2, 3, 4, 5, 6))})

@@ -23,7 +23,7 @@ class Config(ToyConfig):
 
     @classmethod
     def reference(cls, **kw) -> "Config":
-        """Elhage et al.'s training length (10,000 steps, batch 1024), 3 replicas (~10 CPU-minutes)."""
+        """Elhage et al.'s training length (10,000 steps, batch 1024), 3 replicas (budget ~10 CPU-minutes, an estimate)."""
         return cls(**{"replicas": 3, "scale": "reference", **kw})
 
 

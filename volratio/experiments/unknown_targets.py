@@ -33,7 +33,7 @@ class Config(depth_regime.Config):
     n_boot: int = 1000  # bootstrap resamples of the networks
     level: float = 0.90  # bootstrap interval of scene − parts
 
-    # reference / full: the depth-regime presets' training and scoring, on these targets (~1.5 CPU-hours)
+    # reference / full: the depth-regime presets' training and scoring, on these targets (budget ~1.5 CPU-hours, an estimate)
     REFERENCE = staticmethod(lambda: _shared(depth_regime.Config.reference()))
     FULL = staticmethod(lambda: _shared(depth_regime.Config.full()))
 

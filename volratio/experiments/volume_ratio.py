@@ -32,7 +32,7 @@ class Config(Presets):
     scale: str = "quick"  # the preset this config came from
 
     # reference: issue 16 asks ≥ 10⁸ networks per target (with the bit-sliced sampler of the ρ
-    # engine issue, minutes); here 10⁷ per cell (~1 CPU-hour on 2 cores) and basin K = 64
+    # engine issue, minutes); here 10⁷ per cell (budget ~0.5 CPU-hours, an estimate) and basin K = 64
     REFERENCE = staticmethod(lambda: {"samples": (10_000_000, 10_000_000),
                                       "basin": BasinConfig.quick(device="cpu", use_emc2=True, population=64)})
     # 10⁸ networks per cell (a GPU), basin K = 256 at 64×64
