@@ -176,7 +176,7 @@ def check_configs(entry, configs: list[dict]) -> None:
     for i, cfg in enumerate(configs):
         try:
             entry.parse(copy.deepcopy(cfg))
-        except VolratioError as e:
+        except (VolratioError, TypeError, ValueError) as e:  # a user's parse may raise the plain kinds
             raise SweepSpecError(f"run {i + 1} of {len(configs)} ({entry.name}, seed {cfg.get('seed')}): {e}") from None
 
 
