@@ -57,8 +57,25 @@ def test_configure_rejects_unknown_names_and_wrong_types():
 
 def test_cli_run_an_experiment_with_overrides(tmp_path, capsys):
     out = tmp_path / "frames.csv"
-    args = ["run", "frames", "--set", "dims=[2]", "--set", "extra=0", "--set", "also=[]", "--set", "frame.restarts=1",
-            "--set", "frame.ap_iters=20", "--set", "frame.descent_steps=20", "--out", str(out), "--json"]
+    args = [
+        "run",
+        "frames",
+        "--set",
+        "dims=[2]",
+        "--set",
+        "extra=0",
+        "--set",
+        "also=[]",
+        "--set",
+        "frame.restarts=1",
+        "--set",
+        "frame.ap_iters=20",
+        "--set",
+        "frame.descent_steps=20",
+        "--out",
+        str(out),
+        "--json",
+    ]
     assert main(args) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["experiment"] == "frames" and payload["scale"] == "quick" and payload["versions"]["volratio"]
@@ -103,7 +120,11 @@ def _double(config: dict) -> dict:
 
 
 def test_user_registered_run_function(tmp_path):
-    register_run("double", _double, parse=lambda c: c if isinstance(c.get("x"), int) else (_ for _ in ()).throw(ExperimentError("x: give an int")))
+    register_run(
+        "double",
+        _double,
+        parse=lambda c: c if isinstance(c.get("x"), int) else (_ for _ in ()).throw(ExperimentError("x: give an int")),
+    )
     try:
         rep = run_sweep(Sweep(run="double", grid={"x": [1, 2]}, seeds=[0, 10]), tmp_path / "s")
         assert sorted(rep.table["y"]) == [2, 4, 12, 14]
@@ -132,8 +153,9 @@ def test_an_old_store_resumes_without_recomputing(tmp_path):
     assert toy.ran == [] and toy.skipped == 4
     legacy = run_sweep(Sweep(run="volratio.runs:toy", grid={"n": [3, 5]}, seeds=[0, 1], config={"steps": 5}), out)
     assert legacy.ran == []  # an old spec, unchanged, still runs (through the alias) and resumes
-    cfg = depth_regime.Config.quick(depths=(1, 2), seeds=1, members=1, width=3, res=8, steps=5, sp_rounds=1,
-                                    retrain_steps=2, max_params=3)
+    cfg = depth_regime.Config.quick(
+        depths=(1, 2), seeds=1, members=1, width=3, res=8, steps=5, sp_rounds=1, retrain_steps=2, max_params=3
+    )
     curves, rep = depth_regime.depth_sweep("planted:5:depth=2,width=2", cfg, out=out)
     assert rep.ran == [] and rep.skipped == 2 and curves["planted:5:depth=2,width=2"].score.shape == (2, 1)
     assert Store(out).records() == before  # nothing was rewritten
@@ -143,7 +165,9 @@ def test_store_keys_hash_the_old_run_paths():
     config = {"depth": 3, "lr": 0.003, "target": "planted:0", "grid": {"b": [1, 2], "a": None}}
     sweep = Sweep(run="train", config=config, seeds=[7])
     assert sweep.keys("0.1.0") == ["3aff57c367deb845"]  # the literal of test_sweep's key test
-    assert Sweep(run="depth_point", seeds=[0]).keys("0.1.0") == [config_key("volratio.depth_runs:depth_point", {"seed": 0}, "0.1.0")]
+    assert Sweep(run="depth_point", seeds=[0]).keys("0.1.0") == [
+        config_key("volratio.depth_runs:depth_point", {"seed": 0}, "0.1.0")
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -176,9 +200,23 @@ def test_workers_die_with_a_sigkilled_driver(tmp_path):
     spec = tmp_path / "slow.toml"
     spec.write_text('run = "toy"\nseeds = [0, 1, 2, 3]\n[config]\nn = 64\nsteps = 50000000\n')
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-m", "volratio", "sweep", str(spec), "--processes", "2", "--out",
-                             str(tmp_path / "store"), "--no-progress"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "volratio",
+            "sweep",
+            str(spec),
+            "--processes",
+            "2",
+            "--out",
+            str(tmp_path / "store"),
+            "--no-progress",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 120
         workers = []

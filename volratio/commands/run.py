@@ -19,9 +19,16 @@ def register(sub) -> None:
         description="Run a registered experiment: its Config preset for --scale, changed by --set KEY=VALUE.",
     )
     p.add_argument("name", nargs="?", help="experiment name (see --list)")
-    p.add_argument("--scale", default="quick", choices=["quick", "reference", "full"], help="the Config preset (default quick)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config entry (JSON values: 5, 0.1, true, [1,2]; dotted names reach nested configs: sp.tau=0.8)")
+    p.add_argument(
+        "--scale", default="quick", choices=["quick", "reference", "full"], help="the Config preset (default quick)"
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config entry (JSON values: 5, 0.1, true, [1,2]; dotted names reach nested configs: sp.tau=0.8)",
+    )
     p.add_argument("--out", metavar="FILE", help="write the tidy result table (.parquet or .csv)")
     p.add_argument("--list", action="store_true", help="list the experiments and exit")
     p.add_argument("--dry-run", action="store_true", help="print the config that would run, and exit")
@@ -49,8 +56,15 @@ def cmd_run(args) -> int:
     frame = res.to_frame()
     if args.out:
         _write(frame, args.out)
-    payload = {"experiment": args.name, "scale": res.scale, "seconds": res.seconds, "versions": res.versions,
-               "seeds": res.seeds, "rows": frame.to_dict("records"), "out": args.out}
+    payload = {
+        "experiment": args.name,
+        "scale": res.scale,
+        "seconds": res.seconds,
+        "versions": res.versions,
+        "seeds": res.seeds,
+        "rows": frame.to_dict("records"),
+        "out": args.out,
+    }
     import pandas as pd
 
     with pd.option_context("display.max_columns", None, "display.width", 160, "display.max_colwidth", 40):

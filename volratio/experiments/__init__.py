@@ -95,16 +95,19 @@ def get_run(name: str) -> RunFunction:
         return RunFunction(name, getattr(m, fn), getattr(m, f"parse_{fn}"), key)
     if name in EXPERIMENTS:
         return RunFunction(name, _WholeRun(name), _WholeParse(name), f"volratio.experiments:{name}")
-    raise ExperimentError(f"unknown run {name!r}; a sweep runs one of {', '.join(run_names())} "
-                          "(or a function registered in code with volratio.experiments.register_run)")
+    raise ExperimentError(
+        f"unknown run {name!r}; a sweep runs one of {', '.join(run_names())} "
+        "(or a function registered in code with volratio.experiments.register_run)"
+    )
 
 
 def known_run(name: str) -> bool:
     return ALIASES.get(name, name) in set(run_names())
 
 
-def register_run(name: str, fn: Callable[[dict], dict], parse: Callable[[dict], Any] | None = None,
-                 key: str | None = None) -> RunFunction:
+def register_run(
+    name: str, fn: Callable[[dict], dict], parse: Callable[[dict], Any] | None = None, key: str | None = None
+) -> RunFunction:
     """Make `fn(config) -> dict` runnable by sweeps as `run = name`. `parse(config)` validates a
     config before any run starts (default: accept any). On local processes and Dask the function
     is sent by reference, so it must be importable there (a module, not a notebook cell)."""

@@ -41,8 +41,13 @@ def versions() -> dict:
 
     from .. import __version__
 
-    return {"volratio": __version__, "torch": torch.__version__, "numpy": numpy.__version__,
-            "pillow": PIL.__version__, "python": platform.python_version()}
+    return {
+        "volratio": __version__,
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "pillow": PIL.__version__,
+        "python": platform.python_version(),
+    }
 
 
 @dataclass

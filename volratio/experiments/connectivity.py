@@ -61,13 +61,30 @@ class Config(Presets):
 
     # reference (issue 16): skull and butterfly, 5 seeds, 64×64, 2,000 dense steps, equal fine-tuning
     # budgets of 300 steps, 8 δ on 300 weights per network — budget ~1.5 CPU-hours (an estimate: not run here)
-    REFERENCE = dict(targets=("skull", "butterfly"), seeds=5, res=64, dense_steps=2000, retrain_steps=300,
-                     imp_steps=300, imp_rewind=30, sp=SPConfig(tau=0.9, opposite_sign=True, rounds=5, retrain_steps=300),
-                     emc2_res=64, emc2_params=300)
+    REFERENCE = dict(
+        targets=("skull", "butterfly"),
+        seeds=5,
+        res=64,
+        dense_steps=2000,
+        retrain_steps=300,
+        imp_steps=300,
+        imp_rewind=30,
+        sp=SPConfig(tau=0.9, opposite_sign=True, rounds=5, retrain_steps=300),
+        emc2_res=64,
+        emc2_params=300,
+    )
     # larger: 128×128, long training, 10 seeds, every parameter scored (hours on a CPU)
-    FULL = dict(seeds=10, res=128, dense_steps=10_000, retrain_steps=2000, imp_steps=3000, imp_rewind=300,
-                sp=SPConfig(tau=0.9, opposite_sign=True, rounds=20, retrain_steps=2000), emc2_res=128, emc2_params=None)
-
+    FULL = dict(
+        seeds=10,
+        res=128,
+        dense_steps=10_000,
+        retrain_steps=2000,
+        imp_steps=3000,
+        imp_rewind=300,
+        sp=SPConfig(tau=0.9, opposite_sign=True, rounds=20, retrain_steps=2000),
+        emc2_res=128,
+        emc2_params=None,
+    )
 
 
 def _copy(net: CoordMLP) -> CoordMLP:
@@ -121,12 +138,20 @@ def run(config: Config | None = None, progress=None) -> Result:
         nz = net.nonzero()
         ws = weight_sparsity(net.masks)
         for k in range(T * S):
-            rows.append({
-                "target": cfg.targets[k // S], "seed": k % S, "member": k, "method": method,
-                "loss": float(rep_loss[k]), "sparsity": float(ws[k]), "nonzero": nz[k],
-                "live_units": live[k], "unit_sparsity": 1.0 - sum(live[k]) / (L * W),
-                "sp_stop": stop[k] if method == "sp" else "",
-            })
+            rows.append(
+                {
+                    "target": cfg.targets[k // S],
+                    "seed": k % S,
+                    "member": k,
+                    "method": method,
+                    "loss": float(rep_loss[k]),
+                    "sparsity": float(ws[k]),
+                    "nonzero": nz[k],
+                    "live_units": live[k],
+                    "unit_sparsity": 1.0 - sum(live[k]) / (L * W),
+                    "sp_stop": stop[k] if method == "sp" else "",
+                }
+            )
     table = pd.DataFrame(rows)
     if cfg.emc2:
         auc, curves = [], []
@@ -139,8 +164,14 @@ def run(config: Config | None = None, progress=None) -> Result:
         table["emc2_scores"] = curves
         table["judge"] = judge
         say("EMC2 scored")
-    return Result("connectivity", asdict(cfg), table, list(range(S)), time.time() - t0,
-                  extras={"nets": nets, "images": images, "config": cfg})
+    return Result(
+        "connectivity",
+        asdict(cfg),
+        table,
+        list(range(S)),
+        time.time() - t0,
+        extras={"nets": nets, "images": images, "config": cfg},
+    )
 
 
 @torch.no_grad()
@@ -156,8 +187,15 @@ def score_network(net: CoordMLP, member: int, target: str, cfg: Config):
     """EMC2 of one member (`volratio.emc2.score_network`, SSIM judge calibrated on its own image)."""
     from .. import emc2
 
-    ec = emc2.EMC2Config(deltas=tuple(cfg.deltas), res=cfg.emc2_res, max_params=cfg.emc2_params, seed=cfg.seed,
-                         member=member, device=cfg.device, dtype="float32")
+    ec = emc2.EMC2Config(
+        deltas=tuple(cfg.deltas),
+        res=cfg.emc2_res,
+        max_params=cfg.emc2_params,
+        seed=cfg.seed,
+        member=member,
+        device=cfg.device,
+        dtype="float32",
+    )
     return emc2.score_network(net, f"picbreeder:{target}", ec, label=target)
 
 
@@ -189,14 +227,30 @@ def tau_sensitivity(result: Result, taus=(0.8, 0.95)):
     cfg = result["config"]
     t, dense = result.table, result["nets"]["dense"]
     sp_main = t[t.method == "sp"]
-    rows = [{"τ": cfg.sp.tau, "sparsity": sp_main.sparsity.mean(), "unit sparsity": sp_main.unit_sparsity.mean(),
-             "loss": sp_main.loss.mean(), "EMC2 AUC": sp_main.emc2_auc.mean(),
-             "stopped: no redundant pair": int((sp_main.sp_stop == "no redundant pair").sum())}]
+    rows = [
+        {
+            "τ": cfg.sp.tau,
+            "sparsity": sp_main.sparsity.mean(),
+            "unit sparsity": sp_main.unit_sparsity.mean(),
+            "loss": sp_main.loss.mean(),
+            "EMC2 AUC": sp_main.emc2_auc.mean(),
+            "stopped: no redundant pair": int((sp_main.sp_stop == "no redundant pair").sum()),
+        }
+    ]
     for tau in taus:
         net = _copy(dense)
-        s = prune(net, result["images"], "sp", replace(cfg.sp, tau=tau, train=TrainConfig(lr=cfg.lr, device=cfg.device))).summary()
+        s = prune(
+            net, result["images"], "sp", replace(cfg.sp, tau=tau, train=TrainConfig(lr=cfg.lr, device=cfg.device))
+        ).summary()
         aucs = [score_network(net, k, cfg.targets[k // cfg.seeds], cfg).auc for k in range(net.population)]
-        rows.append({"τ": tau, "sparsity": np.mean(s["sparsity"]), "unit sparsity": np.mean(s["unit_sparsity"]),
-                     "loss": np.mean(s["final_loss"]), "EMC2 AUC": np.mean(aucs),
-                     "stopped: no redundant pair": sum(x == "no redundant pair" for x in s["stop"])})
+        rows.append(
+            {
+                "τ": tau,
+                "sparsity": np.mean(s["sparsity"]),
+                "unit sparsity": np.mean(s["unit_sparsity"]),
+                "loss": np.mean(s["final_loss"]),
+                "EMC2 AUC": np.mean(aucs),
+                "stopped: no redundant pair": sum(x == "no redundant pair" for x in s["stop"]),
+            }
+        )
     return pd.DataFrame(rows).set_index("τ").sort_index()

@@ -78,13 +78,33 @@ class Config(Presets, Settings):
 
     # reference (issue 16): 64×64, depths 1..8, 5 seeds, 2,000 steps, 5 SP rounds of 200 steps, 8 δ
     # on 200 weights — budget ~1.5 CPU-hours for three planted targets (an estimate: not run here)
-    REFERENCE = {"depths": tuple(range(1, 9)), "seeds": 5, "members": 5, "width": 12, "res": 64, "steps": 2000,
-                 "lr": 3e-3, "sp_rounds": 5, "retrain_steps": 200, "max_params": 200,
-                 "deltas": (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)}
+    REFERENCE = {
+        "depths": tuple(range(1, 9)),
+        "seeds": 5,
+        "members": 5,
+        "width": 12,
+        "res": 64,
+        "steps": 2000,
+        "lr": 3e-3,
+        "sp_rounds": 5,
+        "retrain_steps": 200,
+        "max_params": 200,
+        "deltas": (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0),
+    }
     # closer to the paper: depths 1..12, 10 seeds, long training, every weight scored
-    FULL = {"depths": tuple(range(1, 13)), "seeds": 10, "width": 16, "res": 64, "steps": 5000, "lr": 3e-3,
-            "sp_rounds": 10, "retrain_steps": 500, "deltas": (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0),
-            "max_params": None, "members": 1}
+    FULL = {
+        "depths": tuple(range(1, 13)),
+        "seeds": 10,
+        "width": 16,
+        "res": 64,
+        "steps": 5000,
+        "lr": 3e-3,
+        "sp_rounds": 10,
+        "retrain_steps": 500,
+        "deltas": (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0),
+        "max_params": None,
+        "members": 1,
+    }
 
     def __post_init__(self):
         if self.seeds % self.members:
@@ -109,8 +129,12 @@ def sp_network(cfg: Point):
 
     target = get_target(cfg.target)
     img = target.image(cfg.res)  # (res, res, 3)
-    net = CoordMLP(Arch.uniform(cfg.depth, cfg.width, cfg.activation), head=getattr(target, "head", "hsv"),
-                   population=cfg.members, seed=cfg.seed)
+    net = CoordMLP(
+        Arch.uniform(cfg.depth, cfg.width, cfg.activation),
+        head=getattr(target, "head", "hsv"),
+        population=cfg.members,
+        seed=cfg.seed,
+    )
     tc = TrainConfig(steps=cfg.steps, optimizer=cfg.optimizer, lr=cfg.lr, muon_lr=cfg.muon_lr, device=cfg.device)
     dense = train(net, img, tc).final_loss
     spc = SPConfig(tau=cfg.tau, rounds=cfg.sp_rounds, retrain_steps=cfg.retrain_steps, seed=cfg.seed, train=tc)
@@ -122,8 +146,15 @@ def emc2_of(net, cfg: Point, member: int = 0):
     """The EMC2 result of one member (`volratio.emc2.score_network`; SSIM calibration seeded by 0)."""
     from .. import emc2
 
-    ec = emc2.EMC2Config(deltas=tuple(cfg.deltas), res=cfg.res, max_params=cfg.max_params, seed=cfg.seed,
-                         member=member, device=cfg.device, dtype="float64")
+    ec = emc2.EMC2Config(
+        deltas=tuple(cfg.deltas),
+        res=cfg.res,
+        max_params=cfg.max_params,
+        seed=cfg.seed,
+        member=member,
+        device=cfg.device,
+        dtype="float64",
+    )
     return emc2.score_network(net, cfg.target, ec, cfg.judge, calibration_seed=0)
 
 
@@ -143,10 +174,14 @@ def point(config: dict) -> dict:
     loss = pr.final_loss if pr is not None else dense_loss
     results = [emc2_of(net, cfg, k) for k in range(net.population)]
     out = {
-        "score": [float(r.auc) for r in results], "scores": [[float(s) for s in r.scores] for r in results],
-        "loss": [float(x) for x in loss], "dense_loss": [float(x) for x in dense_loss],
-        "nonzero": [int(n) for n in net.nonzero()], "live_units": [int(u) for u in net.live_units()[0]],
-        "judge": results[0].judge, "ratio": _png_ratio(cfg.target, cfg.res),
+        "score": [float(r.auc) for r in results],
+        "scores": [[float(s) for s in r.scores] for r in results],
+        "loss": [float(x) for x in loss],
+        "dense_loss": [float(x) for x in dense_loss],
+        "nonzero": [int(n) for n in net.nonzero()],
+        "live_units": [int(u) for u in net.live_units()[0]],
+        "judge": results[0].judge,
+        "ratio": _png_ratio(cfg.target, cfg.res),
     }
     if cfg.keep_net:
         out["net"] = net.to("cpu")
@@ -177,8 +212,13 @@ def make_sweep(targets, cfg: Config, name: str = "depth"):
     from ..sweep import Sweep
 
     targets = [targets] if isinstance(targets, str) else list(targets)
-    return Sweep(run="depth_point", config=cfg.shared(), grid={"target": targets, "depth": list(cfg.depths)},
-                 seeds=int(cfg.seeds) // int(cfg.members), name=name)
+    return Sweep(
+        run="depth_point",
+        config=cfg.shared(),
+        grid={"target": targets, "depth": list(cfg.depths)},
+        seeds=int(cfg.seeds) // int(cfg.members),
+        name=name,
+    )
 
 
 @dataclass
@@ -199,8 +239,19 @@ class DepthCurve:
             s, sl, ss = mean_ci(self.score[i], level)
             sl, ss = max(sl, 0.0), min(ss, 1.0)
             m, ml, mh = mean_ci(self.loss[i], level)
-            rows.append({"target": self.target, "depth": int(d), "score": s, "score_lo": sl, "score_hi": ss,
-                         "loss": m, "loss_lo": ml, "loss_hi": mh, "nonzero": float(np.mean(self.nonzero[i]))})
+            rows.append(
+                {
+                    "target": self.target,
+                    "depth": int(d),
+                    "score": s,
+                    "score_lo": sl,
+                    "score_hi": ss,
+                    "loss": m,
+                    "loss_lo": ml,
+                    "loss_hi": mh,
+                    "nonzero": float(np.mean(self.nonzero[i])),
+                }
+            )
         return rows
 
 
@@ -214,8 +265,16 @@ def networks_table(table):
         vals = {c: r[c] for c in ("score", "loss", "dense_loss", "nonzero")}
         n = len(vals["score"]) if isinstance(vals["score"], (list, tuple, np.ndarray)) else None
         for k in range(n or 1):
-            rows.append({"target": r["target"], "depth": int(r["depth"]), "net": f"{r['seed']}.{k}", "key": r["key"],
-                         "member": k, **{c: (v[k] if n else v) for c, v in vals.items()}})
+            rows.append(
+                {
+                    "target": r["target"],
+                    "depth": int(r["depth"]),
+                    "net": f"{r['seed']}.{k}",
+                    "key": r["key"],
+                    "member": k,
+                    **{c: (v[k] if n else v) for c, v in vals.items()},
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -228,16 +287,27 @@ def curves_from_table(table, tol: float = 1e-9) -> dict[str, DepthCurve]:
     for tgt, g in flat.groupby("target", sort=False):
         depths = sorted(g["depth"].unique().tolist())
         nets = sorted(g["net"].unique().tolist())
-        grids = {col: g.pivot_table(index="depth", columns="net", values=col, aggfunc="first")
-                 .reindex(index=depths, columns=nets).to_numpy(dtype=np.float64)
-                 for col in ("score", "loss", "dense_loss", "nonzero")}  # each (n_depths, n_networks)
-        out[tgt] = DepthCurve(tgt, depths, grids["score"], grids["loss"], grids["dense_loss"], grids["nonzero"],
-                              sweet_spot(depths, grids["score"], tol=tol))
+        grids = {
+            col: g.pivot_table(index="depth", columns="net", values=col, aggfunc="first")
+            .reindex(index=depths, columns=nets)
+            .to_numpy(dtype=np.float64)
+            for col in ("score", "loss", "dense_loss", "nonzero")
+        }  # each (n_depths, n_networks)
+        out[tgt] = DepthCurve(
+            tgt,
+            depths,
+            grids["score"],
+            grids["loss"],
+            grids["dense_loss"],
+            grids["nonzero"],
+            sweet_spot(depths, grids["score"], tol=tol),
+        )
     return out
 
 
-def depth_sweep(targets, cfg: Config | None = None, out=None, executor=None, tol: float | None = None,
-                progress: bool | None = False):
+def depth_sweep(
+    targets, cfg: Config | None = None, out=None, executor=None, tol: float | None = None, progress: bool | None = False
+):
     """Run (or read) the depth sweep of `targets`; returns `(curves: dict target -> DepthCurve, report)`.
     `out`: the results store (default `volratio.sweep.results_dir("depth")`); `executor`: default
     `Processes(cfg.processes)`."""
@@ -263,11 +333,20 @@ def spot_table(curves: dict, true_depths: dict | None = None):
         def drop(j, i=i, m=m):
             return (m[i] - m[j]) if i is not None and 0 <= j < len(m) else np.nan
 
-        rows.append({"target": t, "L*": (true_depths or {}).get(t), "sweet spot": sp.depth, "bootstrap 90%": sp.interval,
-                     "per seed": sp.per_seed, "best score": m.max(), "peak − rest": sp.peak_contrast,
-                     "score drop, one layer less": drop(i - 1) if i is not None else np.nan,
-                     "score drop, one layer more": drop(i + 1) if i is not None else np.nan,
-                     "MSE at spot": np.nanmean(c.loss[i]) if i is not None else np.nan})
+        rows.append(
+            {
+                "target": t,
+                "L*": (true_depths or {}).get(t),
+                "sweet spot": sp.depth,
+                "bootstrap 90%": sp.interval,
+                "per seed": sp.per_seed,
+                "best score": m.max(),
+                "peak − rest": sp.peak_contrast,
+                "score drop, one layer less": drop(i - 1) if i is not None else np.nan,
+                "score drop, one layer more": drop(i + 1) if i is not None else np.nan,
+                "MSE at spot": np.nanmean(c.loss[i]) if i is not None else np.nan,
+            }
+        )
     return pd.DataFrame(rows).set_index("target")
 
 
@@ -291,15 +370,24 @@ def run(cfg: Config | None = None, out=None, executor=None) -> Result:
         curves, report = depth_sweep(cfg.targets, cfg, out=out, executor=executor)
         ratios = {tg: png_ratio(tg, cfg.ratio_res) for tg in cfg.targets}
         spots = {tg: c.spot.depth for tg, c in curves.items() if c.spot.depth is not None}
-        predictor = (fit_predictor([ratios[tg].ratio for tg in spots], list(spots.values()), names=list(spots))
-                     if len(spots) >= 3 and np.ptp([ratios[tg].ratio for tg in spots]) > 0 else None)
+        predictor = (
+            fit_predictor([ratios[tg].ratio for tg in spots], list(spots.values()), names=list(spots))
+            if len(spots) >= 3 and np.ptp([ratios[tg].ratio for tg in spots]) > 0
+            else None
+        )
     table = curve_frame(curves)
     table["ratio"] = [ratios[tg].ratio for tg in table["target"]]
     table["true_depth"] = [getattr(get_target(tg), "depth", None) for tg in table["target"]]
     table["sweet_spot"] = [curves[tg].spot.depth for tg in table["target"]]
     seeds = sorted({int(s) for s in report.table["seed"]}) if "seed" in report.table else []
-    return Result("depth_regime", asdict(cfg), table, seeds, t.seconds,
-                  extras={"curves": curves, "report": report, "ratios": ratios, "predictor": predictor})
+    return Result(
+        "depth_regime",
+        asdict(cfg),
+        table,
+        seeds,
+        t.seconds,
+        extras={"curves": curves, "report": report, "ratios": ratios, "predictor": predictor},
+    )
 
 
 def load_nets(report) -> dict:

@@ -42,18 +42,27 @@ class Config(Presets):
 
     # reference (issue 16): 64×64, 5,000 weights per network (≥ 5,000 asked), 8 δ, 2,000 dense
     # steps — budget ~1.5 CPU-hours (an estimate: not run here)
-    REFERENCE = staticmethod(lambda: {"res": 64, "max_params": 5000, "dense_steps": 2000,
-                                      "sp": SPConfig(rounds=5, retrain_steps=300)})
+    REFERENCE = staticmethod(
+        lambda: {"res": 64, "max_params": 5000, "dense_steps": 2000, "sp": SPConfig(rounds=5, retrain_steps=300)}
+    )
     # every non-zero weight at 256×256, in float64 (a GPU)
-    FULL = staticmethod(lambda: {"res": 256, "max_params": None, "dtype": "float64", "dense_steps": 10_000,
-                                 "sp": SPConfig.full()})
+    FULL = staticmethod(
+        lambda: {"res": 256, "max_params": None, "dtype": "float64", "dense_steps": 10_000, "sp": SPConfig.full()}
+    )
 
 
 def _emc2_config(cfg: Config, member: int = 0):
     from ..emc2 import EMC2Config
 
-    return EMC2Config(deltas=tuple(cfg.deltas), res=cfg.res, max_params=cfg.max_params, seed=cfg.seed, member=member,
-                      device=cfg.device, dtype=cfg.dtype)
+    return EMC2Config(
+        deltas=tuple(cfg.deltas),
+        res=cfg.res,
+        max_params=cfg.max_params,
+        seed=cfg.seed,
+        member=member,
+        device=cfg.device,
+        dtype=cfg.dtype,
+    )
 
 
 def train_ours(cfg: Config):
@@ -65,8 +74,13 @@ def train_ours(cfg: Config):
     from ..train import TrainConfig, new_network, train
 
     images = torch.stack([get_target(f"picbreeder:{n}").image(cfg.res) for n in cfg.targets])  # (T, res, res, 3)
-    dense = new_network(get_target(f"picbreeder:{cfg.targets[0]}"), depth=cfg.dense_depth, width=cfg.dense_width,
-                        population=len(cfg.targets), seed=cfg.seed)
+    dense = new_network(
+        get_target(f"picbreeder:{cfg.targets[0]}"),
+        depth=cfg.dense_depth,
+        width=cfg.dense_width,
+        population=len(cfg.targets),
+        seed=cfg.seed,
+    )
     tc = TrainConfig(steps=cfg.dense_steps, device=cfg.device)
     train(dense, images, tc)
     sp_net = copy.deepcopy(dense)
@@ -93,12 +107,29 @@ def run(cfg: Config | None = None) -> Result:
     for k, name in enumerate(cfg.targets):
         results[("dense (ours)", name)] = emc2.score_network(dense, f"picbreeder:{name}", _emc2_config(cfg, k))
         results[("SP (ours)", name)] = emc2.score_network(sp_net, f"picbreeder:{name}", _emc2_config(cfg, k))
-    rows = [{"network": kind, "target": name, "delta": float(d), "S": float(s), "auc": float(r.auc),
-             "n_params": int(r.n_params), "n_nonzero": int(r.n_nonzero), "judge": r.judge,
-             "threshold": float(r.judge_settings.get("threshold", float("nan")))}
-            for (kind, name), r in results.items() for d, s in zip(r.deltas, r.scores)]
-    return Result("emc2_bench", asdict(cfg), pd.DataFrame(rows), [cfg.seed], time.perf_counter() - t0,
-                  extras={"results": results, "genome": genome, "dense": dense, "sp": sp_net, "images": images})
+    rows = [
+        {
+            "network": kind,
+            "target": name,
+            "delta": float(d),
+            "S": float(s),
+            "auc": float(r.auc),
+            "n_params": int(r.n_params),
+            "n_nonzero": int(r.n_nonzero),
+            "judge": r.judge,
+            "threshold": float(r.judge_settings.get("threshold", float("nan"))),
+        }
+        for (kind, name), r in results.items()
+        for d, s in zip(r.deltas, r.scores)
+    ]
+    return Result(
+        "emc2_bench",
+        asdict(cfg),
+        pd.DataFrame(rows),
+        [cfg.seed],
+        time.perf_counter() - t0,
+        extras={"results": results, "genome": genome, "dense": dense, "sp": sp_net, "images": images},
+    )
 
 
 def auc_table(result: Result):

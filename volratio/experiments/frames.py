@@ -24,7 +24,15 @@ class Config(FrameSweepConfig):
     @classmethod
     def reference(cls, **kw) -> "Config":
         """Reference scale: dims 2..5, Elhage-size ETFs, full frame search (budget ~5 CPU-minutes, an estimate)."""
-        return cls(**{"dims": (2, 3, 4, 5), "also": ((10, 5), (16, 6), (14, 7)), "frame": FrameConfig(), "scale": "reference", **kw})
+        return cls(
+            **{
+                "dims": (2, 3, 4, 5),
+                "also": ((10, 5), (16, 6), (14, 7)),
+                "frame": FrameConfig(),
+                "scale": "reference",
+                **kw,
+            }
+        )
 
 
 def run(cfg: Config | None = None) -> Result:

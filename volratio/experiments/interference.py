@@ -53,13 +53,20 @@ def networks(cfg: Config) -> tuple[dict, dict]:
         nets[f"Picbreeder {name}"] = load_network(f"picbreeder:{name}")
         nets[f"FER SGD {name}"] = load_network(f"fer-sgd:{name}")
     image = get_target(target_spec).image(cfg.dense_res)
-    dense = train(CoordMLP(cfg.dense_arch, head="rgb", seed=cfg.seed), image, TrainConfig(steps=cfg.steps, device=cfg.device))
+    dense = train(
+        CoordMLP(cfg.dense_arch, head="rgb", seed=cfg.seed), image, TrainConfig(steps=cfg.steps, device=cfg.device)
+    )
     nets[f"dense {cfg.dense_arch}"] = dense.net
     notes["dense_mse"] = float(dense.final_loss[0])
     notes["target"] = target_spec
     for tau in cfg.taus:
-        scfg = SPConfig(tau=tau, rounds=cfg.sp_rounds, retrain_steps=cfg.sp_retrain, seed=cfg.seed,
-                        train=TrainConfig(device=cfg.device))
+        scfg = SPConfig(
+            tau=tau,
+            rounds=cfg.sp_rounds,
+            retrain_steps=cfg.sp_retrain,
+            seed=cfg.seed,
+            train=TrainConfig(device=cfg.device),
+        )
         pruned = sp(dense.net.select(0), image, scfg)  # select() copies: the dense network stays as it is
         nets[f"SP τ={tau}"] = pruned.net
         notes[f"SP τ={tau}"] = pruned.summary()
@@ -76,5 +83,6 @@ def run(cfg: Config | None = None) -> Result:
     t0 = time.perf_counter()
     nets, notes = networks(cfg)
     table = pd.DataFrame(network_interference(nets, res=cfg.res))
-    return Result("interference", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0,
-                  extras={"nets": nets, "notes": notes})
+    return Result(
+        "interference", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0, extras={"nets": nets, "notes": notes}
+    )

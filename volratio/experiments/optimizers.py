@@ -53,9 +53,14 @@ def point(config: dict) -> dict:
     res = depth_regime.emc2_of(net, cfg)
     eig = top_eigenvalue(net, img, iters=cfg.hessian_iters, seed=cfg.seed)
     out = {
-        "score": float(res.auc), "scores": [float(s) for s in res.scores], "loss": loss,
-        "dense_loss": float(dense_loss[0]), "nonzero": int(net.nonzero()[0]), "sharpness": float(eig.value),
-        "sharpness_iters": int(eig.iters), "judge": res.judge,
+        "score": float(res.auc),
+        "scores": [float(s) for s in res.scores],
+        "loss": loss,
+        "dense_loss": float(dense_loss[0]),
+        "nonzero": int(net.nonzero()[0]),
+        "sharpness": float(eig.value),
+        "sharpness_iters": int(eig.iters),
+        "judge": res.judge,
     }
     if cfg.keep_net:
         out["net"] = net.to("cpu")
@@ -69,13 +74,22 @@ class Config(Presets):
     seeds: int = 3  # seeds per optimizer
     cases: tuple = DEFAULT_CASES  # optimizers and their learning rates
     hessian_iters: int = 20  # power-iteration steps for the sharpness
-    base: depth_regime.Config = field(default_factory=lambda: depth_regime.Config.quick(depths=(2, 3, 4, 5)))  # width, res, steps, SP, EMC2
+    base: depth_regime.Config = field(
+        default_factory=lambda: depth_regime.Config.quick(depths=(2, 3, 4, 5))
+    )  # width, res, steps, SP, EMC2
     scale: str = "quick"  # the preset this config came from
 
     # reference (issue 16): 5 seeds on the depth-regime reference settings — budget ~0.5 CPU-hours (an estimate: not run here)
-    REFERENCE = staticmethod(lambda: {"seeds": 5, "hessian_iters": 50,
-                                      "base": depth_regime.Config.reference(depths=(2, 3, 4, 5, 6), members=1)})
-    FULL = staticmethod(lambda: {"seeds": 10, "hessian_iters": 100, "base": depth_regime.Config.full(depths=(2, 3, 4, 5, 6))})
+    REFERENCE = staticmethod(
+        lambda: {
+            "seeds": 5,
+            "hessian_iters": 50,
+            "base": depth_regime.Config.reference(depths=(2, 3, 4, 5, 6), members=1),
+        }
+    )
+    FULL = staticmethod(
+        lambda: {"seeds": 10, "hessian_iters": 100, "base": depth_regime.Config.full(depths=(2, 3, 4, 5, 6))}
+    )
 
 
 def make_sweep(cfg: Config, name: str = "optimizers"):
@@ -87,7 +101,9 @@ def make_sweep(cfg: Config, name: str = "optimizers"):
     base.pop("optimizer")
     base.pop("lr")
     base.update(target=cfg.target, depth=int(cfg.depth), hessian_iters=int(cfg.hessian_iters), lr=0.01, members=1)
-    return Sweep(run="optimizer_point", config=base, cases=tuple(dict(c) for c in cfg.cases), seeds=int(cfg.seeds), name=name)
+    return Sweep(
+        run="optimizer_point", config=base, cases=tuple(dict(c) for c in cfg.cases), seeds=int(cfg.seeds), name=name
+    )
 
 
 def summarise(table, level: float = 0.95):
@@ -130,6 +146,17 @@ def run(cfg: Config | None = None, out=None, executor=None, progress: bool | Non
             spot, curve, spot_report = sweet_spot(cfg)
             cfg = replace(cfg, depth=spot)
         report = run_sweep(make_sweep(cfg), out or results_dir("optimizers"), executor, progress=progress)
-    return Result("optimizers", asdict(cfg), summarise(report.table), list(range(cfg.seeds)), t.seconds,
-                  extras={"runs": report.table, "report": report, "depth": cfg.depth, "curve": curve,
-                          "depth_report": spot_report})
+    return Result(
+        "optimizers",
+        asdict(cfg),
+        summarise(report.table),
+        list(range(cfg.seeds)),
+        t.seconds,
+        extras={
+            "runs": report.table,
+            "report": report,
+            "depth": cfg.depth,
+            "curve": curve,
+            "depth_report": spot_report,
+        },
+    )

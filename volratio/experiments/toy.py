@@ -23,7 +23,9 @@ class Config:
 
     def __post_init__(self):
         if self.n < 1 or self.steps < 0 or not self.lr > 0:
-            raise ExperimentError(f"toy: need n ≥ 1, steps ≥ 0, lr > 0 (got n={self.n}, steps={self.steps}, lr={self.lr})")
+            raise ExperimentError(
+                f"toy: need n ≥ 1, steps ≥ 0, lr > 0 (got n={self.n}, steps={self.steps}, lr={self.lr})"
+            )
 
 
 def parse_toy(config: dict) -> Config:

@@ -55,8 +55,9 @@ def parse_train(config: dict) -> Config:
     own = {f.name for f in dataclasses.fields(Config)} - {"train"}
     unknown = set(cfg) - tfields - own
     if unknown:
-        raise ExperimentError(f"train: unknown config entries {sorted(unknown)}; a train run takes {sorted(own)} "
-                              f"and {sorted(tfields)}")
+        raise ExperimentError(
+            f"train: unknown config entries {sorted(unknown)}; a train run takes {sorted(own)} and {sorted(tfields)}"
+        )
     tc = configure(TrainConfig(), {k: cfg.pop(k) for k in list(cfg) if k in tfields}, "train")
     return configure(Config(train=tc), cfg, "train")
 

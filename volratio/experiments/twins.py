@@ -62,9 +62,13 @@ def run(config: Config | None = None) -> Result:
     for name in cfg.targets:
         pb = picbreeder.layerized(name)
         sgd = picbreeder.fer_network(name, "sgd")
-        target = torch.nn.functional.interpolate(
-            picbreeder.target_image(name).permute(2, 0, 1)[None], size=cfg.res, mode="bilinear", antialias=True
-        )[0].permute(1, 2, 0).clamp(0, 1)
+        target = (
+            torch.nn.functional.interpolate(
+                picbreeder.target_image(name).permute(2, 0, 1)[None], size=cfg.res, mode="bilinear", antialias=True
+            )[0]
+            .permute(1, 2, 0)
+            .clamp(0, 1)
+        )
         ours = CoordMLP(pb.arch, head="hsv", seed=cfg.seed)
         ours.provenance = {"made_by": "volratio.experiments.twins.run", "target": name, "config": asdict(cfg)}
         lr = cfg.lr_apple if name == "apple" else cfg.lr
@@ -75,8 +79,13 @@ def run(config: Config | None = None) -> Result:
             for label, net in (("picbreeder", pb), ("fer_sgd", sgd), ("ours", ours)):
                 mse[label] = float(((net.render(cfg.res)[0] - target) ** 2).mean())
         out[name] = Twins(name, pb, sgd, ours, r.steps, r.losses[:, 0], picbreeder.fer_losses(name), mse)
-    table = pd.DataFrame([{"target": t.name, "network": label, "mse": v, "res": cfg.res}
-                          for t in out.values() for label, v in t.mse.items()])
+    table = pd.DataFrame(
+        [
+            {"target": t.name, "network": label, "mse": v, "res": cfg.res}
+            for t in out.values()
+            for label, v in t.mse.items()
+        ]
+    )
     return Result("twins", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0, extras={"twins": out})
 
 
@@ -94,14 +103,21 @@ def layerization_table(res: int = 256):
         fer = picbreeder.fer_network(name, "layered")
         g = picbreeder.genome(name)
         img = lay.net.render(res)[0]  # (res, res, 3)
-        rows.append({
-            "target": name, "genome nodes": len(g.nodes), "genome links": len(g.links), "longest path": g.depth(),
-            "depth": lay.net.depth, "width": lay.net.width, "non-zero": lay.net.nonzero()[0],
-            "cache copies": lay.n_cache_weights,
-            "FER layered (depth, width, non-zero)": (fer.depth, fer.width, fer.nonzero()[0]),
-            "max |layered − graph|": float((img - g.render(res)).abs().max()),
-            "MAE vs target.png": float((img - picbreeder.target_image(name).double()).abs().mean()),
-        })
+        rows.append(
+            {
+                "target": name,
+                "genome nodes": len(g.nodes),
+                "genome links": len(g.links),
+                "longest path": g.depth(),
+                "depth": lay.net.depth,
+                "width": lay.net.width,
+                "non-zero": lay.net.nonzero()[0],
+                "cache copies": lay.n_cache_weights,
+                "FER layered (depth, width, non-zero)": (fer.depth, fer.width, fer.nonzero()[0]),
+                "max |layered − graph|": float((img - g.render(res)).abs().max()),
+                "MAE vs target.png": float((img - picbreeder.target_image(name).double()).abs().mean()),
+            }
+        )
     return pd.DataFrame(rows).set_index("target")
 
 
@@ -110,5 +126,7 @@ def genome_maps(name: str, res: int = 32) -> list[np.ndarray]:
     """Feature maps of the genome's own nodes (cache copies left out), per layer `(n_nodes, res, res)`."""
     lay = picbreeder.layerize(name)
     feats = lay.net.features(res)  # per layer (1, res, res, W)
-    return [feats[layer - 1][0][..., [c for _, c in units]].permute(2, 0, 1).numpy()
-            for layer, units in lay.node_units().items()]
+    return [
+        feats[layer - 1][0][..., [c for _, c in units]].permute(2, 0, 1).numpy()
+        for layer, units in lay.node_units().items()
+    ]

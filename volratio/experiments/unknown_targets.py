@@ -39,11 +39,27 @@ class Config(depth_regime.Config):
 
 
 def _shared(base: depth_regime.Config) -> dict:
-    return {k: getattr(base, k) for k in ("depths", "seeds", "members", "width", "res", "steps", "lr", "sp_rounds",
-                                          "retrain_steps", "deltas", "max_params")}
+    return {
+        k: getattr(base, k)
+        for k in (
+            "depths",
+            "seeds",
+            "members",
+            "width",
+            "res",
+            "steps",
+            "lr",
+            "sp_rounds",
+            "retrain_steps",
+            "deltas",
+            "max_params",
+        )
+    }
 
 
-def scene_vs_parts(curves: dict, scene: str, parts, n_boot: int = 1000, level: float = 0.90, seed: int = 0) -> list[dict]:
+def scene_vs_parts(
+    curves: dict, scene: str, parts, n_boot: int = 1000, level: float = 0.90, seed: int = 0
+) -> list[dict]:
     """Per effect (`EFFECTS`): scene, mean of the parts, their difference and its bootstrap interval
     (networks resampled within each target), and the verdict on "weaker for the scene"."""
     rng = np.random.default_rng(seed)
@@ -51,17 +67,31 @@ def scene_vs_parts(curves: dict, scene: str, parts, n_boot: int = 1000, level: f
     def pick(c):
         return c.score[:, rng.integers(0, c.score.shape[1], c.score.shape[1])]
 
-    boot = np.array([np.subtract(peak_effect(pick(curves[scene])), np.mean([peak_effect(pick(curves[p])) for p in parts], axis=0))
-                     for _ in range(n_boot)])  # (n_boot, 2)
+    boot = np.array(
+        [
+            np.subtract(
+                peak_effect(pick(curves[scene])), np.mean([peak_effect(pick(curves[p])) for p in parts], axis=0)
+            )
+            for _ in range(n_boot)
+        ]
+    )  # (n_boot, 2)
     sc = peak_effect(curves[scene].score)
     pa = np.mean([peak_effect(curves[p].score) for p in parts], axis=0)
     rows = []
     for k, name in enumerate(EFFECTS):
         lo, hi = np.percentile(boot[:, k], [50 - 50 * level, 50 + 50 * level])
         d = sc[k] - pa[k]
-        rows.append({"effect": name, "scene": float(sc[k]), "parts": float(pa[k]), "difference": float(d),
-                     "lo": float(lo), "hi": float(hi),
-                     "verdict": "reproduced" if hi < 0 else ("partly" if d < 0 else "not reproduced")})
+        rows.append(
+            {
+                "effect": name,
+                "scene": float(sc[k]),
+                "parts": float(pa[k]),
+                "difference": float(d),
+                "lo": float(lo),
+                "hi": float(hi),
+                "verdict": "reproduced" if hi < 0 else ("partly" if d < 0 else "not reproduced"),
+            }
+        )
     return rows
 
 
@@ -80,13 +110,29 @@ def run(cfg: Config | None = None, out=None, executor=None) -> Result:
     for t in cfg.targets:
         c, p = curves[t], pred.predict(png_ratio(t, cfg.ratio_res).ratio)
         s = pd.DataFrame(c.summary())
-        rows.append({"target": t, "ratio": png_ratio(t, cfg.ratio_res).ratio, "predicted depth": p["depth"],
-                     "band": (p["band_lo"], p["band_hi"]), "prediction interval": (p["pi_lo"], p["pi_hi"]),
-                     "sweet spot": c.spot.depth, "bootstrap 90%": c.spot.interval, "per seed": c.spot.per_seed,
-                     "best score": max(c.spot.means), "peak − rest": c.spot.peak_contrast,
-                     "mean CI width": float((s.score_hi - s.score_lo).mean()),
-                     "MSE at spot": float(np.nanmean(c.loss[c.depths.index(c.spot.depth)])) if c.spot.depth else np.nan})
+        rows.append(
+            {
+                "target": t,
+                "ratio": png_ratio(t, cfg.ratio_res).ratio,
+                "predicted depth": p["depth"],
+                "band": (p["band_lo"], p["band_hi"]),
+                "prediction interval": (p["pi_lo"], p["pi_hi"]),
+                "sweet spot": c.spot.depth,
+                "bootstrap 90%": c.spot.interval,
+                "per seed": c.spot.per_seed,
+                "best score": max(c.spot.means),
+                "peak − rest": c.spot.peak_contrast,
+                "mean CI width": float((s.score_hi - s.score_lo).mean()),
+                "MSE at spot": float(np.nanmean(c.loss[c.depths.index(c.spot.depth)])) if c.spot.depth else np.nan,
+            }
+        )
     svp = scene_vs_parts(curves, cfg.scene, cfg.parts, cfg.n_boot, cfg.level) if cfg.scene in curves else []
     seeds = sorted({int(s) for s in report.table["seed"]})
-    return Result("unknown_targets", asdict(cfg), pd.DataFrame(rows), seeds, time.perf_counter() - t0,
-                  extras={"curves": curves, "report": report, "predictor": pred, "scene_vs_parts": svp})
+    return Result(
+        "unknown_targets",
+        asdict(cfg),
+        pd.DataFrame(rows),
+        seeds,
+        time.perf_counter() - t0,
+        extras={"curves": curves, "report": report, "predictor": pred, "scene_vs_parts": svp},
+    )

@@ -33,8 +33,12 @@ class Config(Presets):
 
     # reference: issue 16 asks ≥ 10⁸ networks per target (with the bit-sliced sampler of the ρ
     # engine issue, minutes); here 10⁷ per cell (budget ~0.5 CPU-hours, an estimate) and basin K = 64
-    REFERENCE = staticmethod(lambda: {"samples": (10_000_000, 10_000_000),
-                                      "basin": BasinConfig.quick(device="cpu", use_emc2=True, population=64)})
+    REFERENCE = staticmethod(
+        lambda: {
+            "samples": (10_000_000, 10_000_000),
+            "basin": BasinConfig.quick(device="cpu", use_emc2=True, population=64),
+        }
+    )
     # 10⁸ networks per cell (a GPU), basin K = 256 at 64×64
     FULL = staticmethod(lambda: {"samples": (100_000_000, 100_000_000), "basin": BasinConfig.full(use_emc2=True)})
 
@@ -44,9 +48,23 @@ def boolean_configs(cfg: Config) -> list[BooleanRhoConfig]:
     if len(cfg.samples) != len(cfg.targets):
         from ._base import ExperimentError
 
-        raise ExperimentError(f"samples has {len(cfg.samples)} entries for {len(cfg.targets)} targets; give one per target")
-    return [replace(BooleanRhoConfig(), target=t, Ws=tuple(cfg.Ws), Ls=tuple(cfg.Ls), samples=int(n), sampler=cfg.sampler,
-                    seed=cfg.seed, exact=cfg.exact, scale=cfg.scale) for t, n in zip(cfg.targets, cfg.samples)]
+        raise ExperimentError(
+            f"samples has {len(cfg.samples)} entries for {len(cfg.targets)} targets; give one per target"
+        )
+    return [
+        replace(
+            BooleanRhoConfig(),
+            target=t,
+            Ws=tuple(cfg.Ws),
+            Ls=tuple(cfg.Ls),
+            samples=int(n),
+            sampler=cfg.sampler,
+            seed=cfg.seed,
+            exact=cfg.exact,
+            scale=cfg.scale,
+        )
+        for t, n in zip(cfg.targets, cfg.samples)
+    ]
 
 
 def run(cfg: Config | None = None) -> Result:
@@ -60,5 +78,11 @@ def run(cfg: Config | None = None) -> Result:
     basin = basin_grid(cfg.basin_target, cfg.basin_Ws, cfg.basin_Ls, cfg.basin) if cfg.basin_target else []
     rows = [{"model": "boolean", "target": t, **r} for t, res in boolean.items() for r in res["rows"]]
     rows += [{"model": "basin", "target": cfg.basin_target, **r} for r in basin]
-    return Result("volume_ratio", asdict(cfg), pd.DataFrame(rows), [cfg.seed, cfg.basin.seed], time.perf_counter() - t0,
-                  extras={"boolean": boolean, "basin": basin})
+    return Result(
+        "volume_ratio",
+        asdict(cfg),
+        pd.DataFrame(rows),
+        [cfg.seed, cfg.basin.seed],
+        time.perf_counter() - t0,
+        extras={"boolean": boolean, "basin": basin},
+    )
