@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -441,6 +441,17 @@ class EMC2Config:
     device: str = "auto"  # CUDA when available, else CPU
     dtype: str = "float64"  # engine arithmetic; float64 = the exact reference, float32 = faster
     memory_bytes: int | None = None  # working-memory cap of one batch (None: 16 MiB CPU, 1 GiB CUDA)
+
+    @classmethod
+    def like(cls, settings, **overrides) -> "EMC2Config":
+        """An EMC2Config from the same-named fields of an experiment's config (`deltas`, `res`,
+        `max_params`, `seed`, `device`, `dtype`, …), then `overrides`."""
+        names = [f.name for f in fields(cls)]
+        kw = {n: getattr(settings, n) for n in names if hasattr(settings, n)}
+        kw.update(overrides)
+        if "deltas" in kw:
+            kw["deltas"] = tuple(float(d) for d in kw["deltas"])
+        return cls(**kw)
 
     @classmethod
     def quick(cls, **kw) -> "EMC2Config":

@@ -61,30 +61,14 @@ class Config(Presets):
 
     # reference (issue 16): skull and butterfly, 5 seeds, 64×64, 2,000 dense steps, equal fine-tuning
     # budgets of 300 steps, 8 δ on 300 weights per network — budget ~1.5 CPU-hours (an estimate: not run here)
-    REFERENCE = dict(
-        targets=("skull", "butterfly"),
-        seeds=5,
-        res=64,
-        dense_steps=2000,
-        retrain_steps=300,
-        imp_steps=300,
-        imp_rewind=30,
-        sp=SPConfig(tau=0.9, opposite_sign=True, rounds=5, retrain_steps=300),
-        emc2_res=64,
-        emc2_params=300,
-    )
+    # fmt: off
+    REFERENCE = dict(targets=("skull", "butterfly"), seeds=5, res=64, dense_steps=2000, retrain_steps=300,
+                     imp_steps=300, imp_rewind=30, sp=SPConfig(tau=0.9, opposite_sign=True, rounds=5, retrain_steps=300),
+                     emc2_res=64, emc2_params=300)
     # larger: 128×128, long training, 10 seeds, every parameter scored (hours on a CPU)
-    FULL = dict(
-        seeds=10,
-        res=128,
-        dense_steps=10_000,
-        retrain_steps=2000,
-        imp_steps=3000,
-        imp_rewind=300,
-        sp=SPConfig(tau=0.9, opposite_sign=True, rounds=20, retrain_steps=2000),
-        emc2_res=128,
-        emc2_params=None,
-    )
+    FULL = dict(seeds=10, res=128, dense_steps=10_000, retrain_steps=2000, imp_steps=3000, imp_rewind=300,
+                sp=SPConfig(tau=0.9, opposite_sign=True, rounds=20, retrain_steps=2000), emc2_res=128, emc2_params=None)
+    # fmt: on
 
 
 def _copy(net: CoordMLP) -> CoordMLP:
@@ -187,15 +171,7 @@ def score_network(net: CoordMLP, member: int, target: str, cfg: Config):
     """EMC2 of one member (`volratio.emc2.score_network`, SSIM judge calibrated on its own image)."""
     from .. import emc2
 
-    ec = emc2.EMC2Config(
-        deltas=tuple(cfg.deltas),
-        res=cfg.emc2_res,
-        max_params=cfg.emc2_params,
-        seed=cfg.seed,
-        member=member,
-        device=cfg.device,
-        dtype="float32",
-    )
+    ec = emc2.EMC2Config.like(cfg, res=cfg.emc2_res, max_params=cfg.emc2_params, member=member, dtype="float32")
     return emc2.score_network(net, f"picbreeder:{target}", ec, label=target)
 
 

@@ -25,6 +25,8 @@ from ..depth import DepthError, sweet_spot
 from ..stats import mean_ci
 from ._base import Presets, Result, Timer, configure
 
+DELTAS_8 = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # the reference and full δ grid (FER's |Δw| ≤ 1, and 2)
+
 # The planted targets of the chapter: true depth L* known, PNG ratio computable (width 3 each)
 PLANTED = ("planted:1:depth=2,width=3", "planted:2:depth=3,width=3", "planted:3:depth=4,width=3")
 
@@ -78,33 +80,13 @@ class Config(Presets, Settings):
 
     # reference (issue 16): 64×64, depths 1..8, 5 seeds, 2,000 steps, 5 SP rounds of 200 steps, 8 δ
     # on 200 weights — budget ~1.5 CPU-hours for three planted targets (an estimate: not run here)
-    REFERENCE = {
-        "depths": tuple(range(1, 9)),
-        "seeds": 5,
-        "members": 5,
-        "width": 12,
-        "res": 64,
-        "steps": 2000,
-        "lr": 3e-3,
-        "sp_rounds": 5,
-        "retrain_steps": 200,
-        "max_params": 200,
-        "deltas": (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0),
-    }
+    # fmt: off
+    REFERENCE = {"depths": tuple(range(1, 9)), "seeds": 5, "members": 5, "width": 12, "res": 64, "steps": 2000,
+                 "lr": 3e-3, "sp_rounds": 5, "retrain_steps": 200, "max_params": 200, "deltas": DELTAS_8}
     # closer to the paper: depths 1..12, 10 seeds, long training, every weight scored
-    FULL = {
-        "depths": tuple(range(1, 13)),
-        "seeds": 10,
-        "width": 16,
-        "res": 64,
-        "steps": 5000,
-        "lr": 3e-3,
-        "sp_rounds": 10,
-        "retrain_steps": 500,
-        "deltas": (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0),
-        "max_params": None,
-        "members": 1,
-    }
+    FULL = {"depths": tuple(range(1, 13)), "seeds": 10, "width": 16, "res": 64, "steps": 5000, "lr": 3e-3,
+            "sp_rounds": 10, "retrain_steps": 500, "deltas": DELTAS_8, "max_params": None, "members": 1}
+    # fmt: on
 
     def __post_init__(self):
         if self.seeds % self.members:
@@ -146,15 +128,7 @@ def emc2_of(net, cfg: Point, member: int = 0):
     """The EMC2 result of one member (`volratio.emc2.score_network`; SSIM calibration seeded by 0)."""
     from .. import emc2
 
-    ec = emc2.EMC2Config(
-        deltas=tuple(cfg.deltas),
-        res=cfg.res,
-        max_params=cfg.max_params,
-        seed=cfg.seed,
-        member=member,
-        device=cfg.device,
-        dtype="float64",
-    )
+    ec = emc2.EMC2Config.like(cfg, member=member, dtype="float64")
     return emc2.score_network(net, cfg.target, ec, cfg.judge, calibration_seed=0)
 
 

@@ -54,15 +54,7 @@ class Config(Presets):
 def _emc2_config(cfg: Config, member: int = 0):
     from ..emc2 import EMC2Config
 
-    return EMC2Config(
-        deltas=tuple(cfg.deltas),
-        res=cfg.res,
-        max_params=cfg.max_params,
-        seed=cfg.seed,
-        member=member,
-        device=cfg.device,
-        dtype=cfg.dtype,
-    )
+    return EMC2Config.like(cfg, member=member)
 
 
 def train_ours(cfg: Config):
