@@ -1,9 +1,11 @@
-import json
+from pathlib import Path
 
 import pytest
 
 from volratio import claims
 from volratio.errors import VolratioError
+
+BOOK = Path(__file__).resolve().parent.parent / "book"
 
 
 def test_compare_estimates():
@@ -19,22 +21,37 @@ def test_estimate_from_samples_interval_contains_mean():
     assert claims.Estimate.from_samples([5.0]) == claims.Estimate(5.0, 5.0, 5.0)
 
 
-def test_record_and_table_roundtrip(tmp_path):
-    claims.record("muon-above-adam", "partly", "loss 0.01 vs 0.02", {"adam": 0.02}, directory=tmp_path)
-    t = claims.table(tmp_path)
-    assert t.loc["muon-above-adam", "verdict"] == "partly"
-    assert t.loc["depth-optimum", "verdict"] == "not measured"
-    assert len(t) == len(claims.CLAIMS)
-
-
-def test_bad_records_are_refused_or_flagged(tmp_path):
+def test_record_checks_and_returns_the_verdict():
+    v = claims.record("muon-above-adam", "partly", "loss 0.01 vs 0.02", {"adam": 0.02})
+    assert v.verdict == "partly" and v.scale == "quick" and "<b>partly</b>" in v.html()
     with pytest.raises(VolratioError, match="unknown claim"):
-        claims.record("nope", "reproduced", "", directory=tmp_path)
+        claims.record("nope", "reproduced", "")
     with pytest.raises(VolratioError, match="verdict must be"):
-        claims.record("muon-above-adam", "yes", "", directory=tmp_path)
-    (tmp_path / "welch-r-le-d.json").write_text("{broken")
-    t = claims.table(tmp_path)
-    assert "corrupt record" in t.loc["welch-r-le-d", "we measured"]
+        claims.record("muon-above-adam", "yes", "")
+    assert list(claims.table().index) == list(claims.CLAIMS)
+
+
+def test_claims_page_pastes_every_verdict_from_its_chapter():
+    """The page (book/claims.md) pastes `claim-<key>` from each claim's chapter, and that chapter
+    records it: the verdicts cannot drift from the list of claims, whatever the build order."""
+    page = (BOOK / "claims.md").read_text()
+    for key, c in claims.CLAIMS.items():
+        assert f"{{glue}}`{c.doc}.md::claim-{key}`" in page, key
+        assert c.statement in page, key
+        chapter = (BOOK / f"{c.doc}.md").read_text()
+        assert f'"{key}"' in chapter or f"claims.{key.replace('-', '_')}(" in chapter, (key, c.doc)
+
+
+def test_sp_vs_pruners_verdict_from_a_table():
+    import pandas as pd
+
+    rows = [{"method": m, "emc2_auc": v} for m, vals in
+            {"sp": [0.5, 0.6, 0.55], "imp": [0.0, 0.01, 0.0], "wanda": [0.0, 0.0, 0.02], "llm-pruner": [0.01, 0.0, 0.0]}.items()
+            for v in vals]
+    v, t = claims.sp_vs_pruners(pd.DataFrame(rows))
+    assert v.verdict == "reproduced" and list(t.index) == ["sp", "imp", "wanda", "llm-pruner"]
+    rows = [{**r, "emc2_auc": 0.4 if r["method"] == "wanda" else r["emc2_auc"]} for r in rows]
+    assert claims.sp_vs_pruners(pd.DataFrame(rows))[0].verdict == "partly"
 
 
 def test_combine_and_lower_is_better():

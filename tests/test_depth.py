@@ -9,10 +9,10 @@ import torch
 
 from volratio import depth
 from volratio.depth import DepthError, fit_predictor, png_ratio, sweet_spot
+from volratio.experiments import depth_regime
 from volratio.flatness import explicit_hessian, top_eigenvalue
 from volratio.nets import CoordMLP
 from volratio.targets import get_target
-
 
 # -- PNG compression ratio ---------------------------------------------------------------------
 
@@ -43,7 +43,9 @@ def test_ratio_orders_flat_below_noise():
 
 
 def test_ratio_rejects_bad_shape():
-    with pytest.raises(DepthError, match="shape"):
+    from volratio.errors import ImageError
+
+    with pytest.raises(ImageError, match="shape"):
         depth.png_bytes(np.zeros((4, 4, 2)))
 
 
@@ -173,7 +175,7 @@ def test_hvp_matches_explicit_hessian_product():
 
 
 def test_depth_point_is_repeatable_and_scored():
-    from volratio.depth_runs import depth_point
+    from volratio.experiments.depth_regime import point as depth_point
 
     cfg = {"target": "planted:2:depth=2,width=3", "depth": 2, "seed": 0, "width": 4, "res": 8, "steps": 20,
            "retrain_steps": 5, "sp_rounds": 1, "max_params": 6, "keep_net": False}
@@ -182,7 +184,7 @@ def test_depth_point_is_repeatable_and_scored():
     assert 0.0 <= a["score"][0] <= 1.0 and len(a["scores"][0]) == 4 and a["judge"] == "ssim"
     assert a["nonzero"][0] > 0 and a["loss"][0] >= 0
     assert len(b["score"]) == 2 and b["nonzero"][0] > 0
-    with pytest.raises(ValueError, match="unknown config"):
+    with pytest.raises(ValueError, match="unknown entry 'stepz'"):
         depth_point({**cfg, "stepz": 3})
 
 
@@ -205,16 +207,16 @@ def test_cli_predict_json(capsys):
 
 
 def test_sweep_curves_from_runner(tmp_path):
-    cfg = depth.DepthSweepConfig.quick(depths=(1, 2), seeds=2, members=2, width=3, res=8, steps=10, sp_rounds=1,
-                                       retrain_steps=3, max_params=4)
-    curves, report = depth.depth_sweep("planted:5:depth=2,width=2", cfg, out=tmp_path / "s")
+    cfg = depth_regime.Config.quick(depths=(1, 2), seeds=2, members=2, width=3, res=8, steps=10, sp_rounds=1,
+                                    retrain_steps=3, max_params=4)
+    curves, report = depth_regime.depth_sweep("planted:5:depth=2,width=2", cfg, out=tmp_path / "s")
     c = curves["planted:5:depth=2,width=2"]
     assert report.total == 2 and not report.failed
     assert c.score.shape == (2, 2) and c.depths == [1, 2]
-    again, rep2 = depth.depth_sweep("planted:5:depth=2,width=2", cfg, out=tmp_path / "s")
+    again, rep2 = depth_regime.depth_sweep("planted:5:depth=2,width=2", cfg, out=tmp_path / "s")
     assert rep2.skipped == 2 and np.array_equal(again["planted:5:depth=2,width=2"].score, c.score)
     with pytest.raises(DepthError, match="multiple"):
-        depth.make_sweep("planted:5", depth.DepthSweepConfig.quick(seeds=4, members=3))
+        depth_regime.make_sweep("planted:5", depth_regime.Config.quick(seeds=4, members=3))
 
 
 def test_cli_bad_target_is_one_line(capsys):

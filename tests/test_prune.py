@@ -377,15 +377,15 @@ def test_cli_prune(tmp_path, dense, capsys):
 
 
 def test_connectivity_study_matches_sparsity(picbreeder_dir):
-    from volratio.prune import study
+    from volratio.experiments import connectivity as study
 
-    cfg = study.ConnectivityConfig(
+    cfg = study.Config(
         targets=("skull",), seeds=2, arch="3;gaussian:6", res=8, dense_steps=5, retrain_steps=2, imp_steps=3,
         imp_rewind=1, sp=P.SPConfig(tau=0.3, opposite_sign=True, rounds=1, retrain_steps=2),
         emc2_res=16, emc2_params=3, deltas=(-1.0, 1.0), device="cpu")
     r = study.run(cfg)
     t = r.table.set_index(["method", "member"])
-    assert set(r.nets) == {"dense", "sp", *study.BASELINES}
+    assert set(r["nets"]) == {"dense", "sp", *study.BASELINES}
     for k in range(2):
         assert t.loc[("sp", k), "sparsity"] > 0  # τ = 0.3 always finds pairs
         for m in ("imp", "wanda", "magnitude", "random"):
@@ -394,4 +394,5 @@ def test_connectivity_study_matches_sparsity(picbreeder_dir):
         assert t.loc[("random-units", k), "live_units"] == t.loc[("sp", k), "live_units"]
     assert r.table["emc2_auc"].between(0, 1).all() and (r.table["judge"] != "").all()
     s = study.summary(r.table)
-    assert list(s["method"].astype(str)) == list(r.nets)
+    assert list(s["method"].astype(str)) == list(r["nets"])
+    assert {"experiment", "scale", "method", "emc2_auc"} <= set(r.to_frame().columns) and r.seeds == [0, 1]

@@ -26,6 +26,7 @@ from .errors import UsageError, VolratioError
 # One module per command group; order = order in `volratio --help`.
 COMMAND_MODULES = (
     "volratio.commands.core",  # targets, render, info, train, data
+    "volratio.commands.run",  # run (one experiment of the registry)
     "volratio.commands.sweep",  # sweep, results
     "volratio.commands.rho",  # rho boolean, rho basin
     "volratio.commands.welch",  # welch bound, welch frame, welch net

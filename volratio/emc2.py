@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -337,8 +337,8 @@ class PerturbationEngine:
         P = self.res * self.res
         unchanged = []
         groups: dict[tuple[int, int], list[int]] = defaultdict(list)
-        for n, (i, r, c) in enumerate(params.tolist()):
-            cc, rr = self.pos[i + 1][c], self.pos[i][r]
+        for n, (i, _r, c) in enumerate(params.tolist()):
+            cc = self.pos[i + 1][c]
             if cc < 0:  # target cannot reach the output: the image does not change
                 unchanged.append(n)
             else:  # an unmasked weight into a live unit comes from a live unit (rr ≥ 0)
@@ -450,6 +450,17 @@ class EMC2Config:
     device: str = "auto"  # CUDA when available, else CPU
     dtype: str = "float64"  # engine arithmetic; float64 = the exact reference, float32 = faster
     memory_bytes: int | None = None  # working-memory cap of one batch (None: 16 MiB CPU, 1 GiB CUDA)
+
+    @classmethod
+    def like(cls, settings, **overrides) -> "EMC2Config":
+        """An EMC2Config from the same-named fields of an experiment's config (`deltas`, `res`,
+        `max_params`, `seed`, `device`, `dtype`, …), then `overrides`."""
+        names = [f.name for f in fields(cls)]
+        kw = {n: getattr(settings, n) for n in names if hasattr(settings, n)}
+        kw.update(overrides)
+        if "deltas" in kw:
+            kw["deltas"] = tuple(float(d) for d in kw["deltas"])
+        return cls(**kw)
 
     @classmethod
     def quick(cls, **kw) -> "EMC2Config":
@@ -582,18 +593,28 @@ def score(net: CoordMLP, judge, label: str, config: EMC2Config | None = None, pa
     )
 
 
-def score_ssim(net: CoordMLP, target_spec: str, config: EMC2Config | None = None, layered=None,
-               label: str | None = None):
-    """`(EMC2Result, SSIMJudge)`: S(θ; δ) under the offline judge, its threshold calibrated for
-    this network's own unperturbed image (`volratio.judges.calibrated_ssim_judge`, the target
-    `target_spec` excluded from the identity-destroying set)."""
-    from .judges import calibrated_ssim_judge
+def target_label(target_spec: str) -> str:
+    """What a judge is asked about: `picbreeder:skull` → `skull`, `image:camera` → `camera`,
+    otherwise the spec itself."""
+    kind, _, rest = str(target_spec).partition(":")
+    return rest if kind in ("picbreeder", "image") and rest else str(target_spec)
+
+
+def score_network(net: CoordMLP, target_spec: str, config: EMC2Config | None = None, judge: str = "ssim",
+                  layered=None, label: str | None = None, judge_model: str | None = None, params=None,
+                  calibration_seed: int | None = None, progress: bool = False) -> EMC2Result:
+    """The one EMC2 path every experiment, chapter and command takes: S(θ; δ) of member
+    `config.member` under judge `judge` built by `volratio.judges.make_judge` for this network's own
+    unperturbed image (the engine's base render; for SSIM the threshold is calibrated on it with
+    `target_spec` left out of the identity-destroying set and the calibration seeded by
+    `calibration_seed`, default `config.seed`). `label` defaults to `target_label(target_spec)`."""
+    from .judges import make_judge
 
     cfg = config or EMC2Config()
     eng = PerturbationEngine(net, cfg.res, cfg.member, cfg.device, _dtype(cfg.dtype), cfg.memory_bytes)
-    judge = calibrated_ssim_judge(eng.base.cpu(), exclude=target_spec, seed=cfg.seed)
-    label = label or target_spec.partition(":")[2] or target_spec
-    return score(net, judge, label, cfg, layered=layered), judge
+    seed = cfg.seed if calibration_seed is None else calibration_seed
+    j = make_judge(judge, eng.base.cpu(), target_spec, judge_model, seed, cfg.device)
+    return score(net, j, label or target_label(target_spec), cfg, params=params, layered=layered, progress=progress)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -662,21 +683,7 @@ def weight_sweep(net: CoordMLP, params, offsets=(-1.0, -0.5, 0.0, 0.5, 1.0), res
 
 
 def sweep_figure(sweep: WeightSweep, title: str | None = None, scale: float = 1.1):
-    """The sweep as a grid of images (rows: parameters, then controls; columns: Δw)."""
-    import matplotlib.pyplot as plt
+    """The sweep as a grid of images (`volratio.plots.weight_sweep`)."""
+    from .plots import weight_sweep as draw
 
-    R, C = sweep.images.shape[:2]
-    fig, axes = plt.subplots(R, C, figsize=(scale * C + 1.6, scale * R + 0.4), squeeze=False)
-    for a in range(R):
-        for b in range(C):
-            ax = axes[a, b]
-            ax.imshow(sweep.images[a, b], interpolation="nearest")
-            ax.set_xticks([]), ax.set_yticks([])
-            if a == 0:
-                ax.set_title(f"Δw={sweep.offsets[b]:+.2g}", fontsize=8)
-            if b == 0:
-                ax.set_ylabel(sweep.labels[a], fontsize=6, rotation=0, ha="right", va="center")
-    if title:
-        fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    return fig
+    return draw(sweep, title, scale)

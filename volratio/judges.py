@@ -67,8 +67,10 @@ def as_images(images) -> torch.Tensor:
 
 
 def to_uint8(images) -> np.ndarray:
-    """`(B, H, W, 3)` uint8, rounding as PNG export does."""
-    return (as_images(images).clamp(0, 1).numpy() * 255.0 + 0.5).astype(np.uint8)
+    """`(B, H, W, 3)` uint8 (`volratio.images.to_uint8`, rounding as PNG export does)."""
+    from .images import to_uint8 as quantise
+
+    return quantise(as_images(images))
 
 
 def image_hash(img_u8: np.ndarray) -> str:
@@ -260,14 +262,27 @@ def choose_threshold(pos: np.ndarray, neg: np.ndarray) -> float:
     return float(cands[best[len(best) // 2]])
 
 
+@functools.lru_cache(maxsize=16)
+def _negatives(res: int, seed: int) -> tuple:
+    """`((name, image), …)`: every identity-destroying image at `res` (computed once per process)."""
+    images = {**dict(_target_images(res)), **random_cppn_images(res, seed=seed), **noise_images(res, seed=seed)}
+    return tuple(images.items())
+
+
+def negative_images(res: int, exclude: str | None = None, seed: int = 0) -> dict[str, torch.Tensor]:
+    """The identity-destroying set of `calibrate`: other targets (all but `exclude`), random CPPN
+    images and noise, seeded by `seed` (shared tensors: do not modify them)."""
+    return {k: v for k, v in _negatives(int(res), int(seed)) if k != exclude}
+
+
 def calibrate(reference, negatives: dict | None = None, exclude: str | None = None, seed: int = 0) -> Calibration:
     """Calibrate the SSIM threshold for one reference image (see the module docstring).
-    `negatives` default: `other_target_images` (minus `exclude`) + random CPPN images + noise."""
+    `negatives` default: `negative_images(res, exclude, seed)`."""
     ref = as_images(reference)[0]
     res = ref.shape[0]
     pos = identity_edits(ref)
     if negatives is None:
-        negatives = {**other_target_images(res, exclude), **random_cppn_images(res, seed=seed), **noise_images(res, seed=seed)}
+        negatives = negative_images(res, exclude, seed)
     ps = dict(zip(pos, ssim(torch.stack(list(pos.values())), ref).tolist()))
     ns = dict(zip(negatives, ssim(torch.stack([as_images(v)[0] for v in negatives.values()]), ref).tolist()))
     fpr, tpr, th, auc = roc(np.array(list(ps.values())), np.array(list(ns.values())))
@@ -279,6 +294,25 @@ def calibrated_ssim_judge(reference, exclude: str | None = None, seed: int = 0) 
     """An `SSIMJudge` for `reference` with its threshold from `calibrate(reference, exclude=…)`."""
     cal = calibrate(reference, exclude=exclude, seed=seed)
     return SSIMJudge(reference, cal.threshold, cal)
+
+
+JUDGES = ("ssim", "clip", "vlm")
+
+
+def make_judge(name: str, reference, target_spec: str | None = None, model: str | None = None, seed: int = 0,
+               device: str = "auto") -> Judge:
+    """The one judge factory (command line, experiments, chapters): judge `name` for a network whose
+    unperturbed image is `reference` — the SSIM judge calibrated on it (`target_spec` left out of
+    the identity-destroying set), or a CLIP / VLM judge loaded from `model` (a local folder or a
+    cached id; default the judge's own)."""
+    if name == "ssim":
+        return calibrated_ssim_judge(reference, exclude=target_spec, seed=seed)
+    kw = {"model": model} if model else {}
+    if name == "clip":
+        return CLIPJudge(device=device, **kw)
+    if name == "vlm":
+        return VLMJudge(device=device, **kw)
+    raise JudgeError(f"judge {name!r}: choose one of {', '.join(JUDGES)}")
 
 
 # ---------------------------------------------------------------------------------------------

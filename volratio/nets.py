@@ -199,6 +199,18 @@ def head_to_rgb(raw: torch.Tensor, head: str) -> torch.Tensor:
 # The network
 
 
+def live_unit_mask(kernels: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The one rule for a *live* hidden unit: it has a non-zero incoming and a non-zero outgoing
+    entry. `kernels`: per layer `(K, fan_in, fan_out)` — masks or effective weights. Returns per
+    hidden layer a `(K, W)` bool tensor. A unit missing either side cannot influence the output."""
+    out = []
+    for l in range(len(kernels) - 1):
+        fan_in = (kernels[l] != 0).any(dim=1)  # (K, W)
+        fan_out = (kernels[l + 1] != 0).any(dim=2)  # (K, W)
+        out.append(fan_in & fan_out)
+    return out
+
+
 class CoordMLP(nn.Module):
     """A population of K masked coordinate MLPs of one architecture.
 
@@ -244,7 +256,7 @@ class CoordMLP(nn.Module):
                      f"a population of {K} network(s) {self.arch} ({n_params} weights each)",
                      "use a smaller width, depth or population")
         weights = []
-        for i, (fi, fo) in enumerate(zip(dims[:-1], dims[1:])):
+        for fi, fo in zip(dims[:-1], dims[1:]):
             w = torch.randn(K, fi, fo, generator=g, dtype=torch.float64) * (init_scale / math.sqrt(fi))
             weights.append(nn.Parameter(w.to(device=device, dtype=dtype)))
         self.weights = nn.ParameterList(weights)
@@ -390,17 +402,24 @@ class CoordMLP(nn.Module):
 
     @torch.no_grad()
     def live_units(self) -> list[list[int]]:
-        """Per network, per hidden layer: units with a non-zero incoming and a non-zero outgoing
-        effective weight (a unit missing either cannot influence the output)."""
-        ew = self.effective_weights()
+        """Per network, per hidden layer: the number of live units (`live_unit_mask` of the
+        effective weights)."""
+        alive = live_unit_mask(self.effective_weights())  # per hidden layer (K, W)
+        return [[int(a[k].sum()) for a in alive] for k in range(self.population)]
+
+    @torch.no_grad()
+    def live_features(self, res: int = 64, member: int = 0) -> list:
+        """Feature maps of one network, per hidden layer `(W, res, res)` float64 numpy, dead units
+        (`live_unit_mask`) set to NaN — drawn blank by `volratio.plots.feature_mosaic`."""
+        import numpy as np
+
+        net = self.select(member)
+        alive = live_unit_mask(net.effective_weights())  # per hidden layer (1, W)
         out = []
-        for k in range(self.population):
-            row = []
-            for l in range(self.arch.depth):
-                fan_in = (ew[l][k] != 0).any(dim=0)
-                fan_out = (ew[l + 1][k] != 0).any(dim=1)
-                row.append(int((fan_in & fan_out).sum()))
-            out.append(row)
+        for f, a in zip(net.features(res), alive):  # f: (1, res, res, W)
+            maps = f[0].permute(2, 0, 1).cpu().numpy().astype(np.float64)  # (W, res, res)
+            maps[~a[0].cpu().numpy()] = np.nan
+            out.append(maps)
         return out
 
     def n_params(self) -> int:

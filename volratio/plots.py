@@ -114,3 +114,79 @@ def loss_curves(curves: dict, title: str = "", logy: bool = True):
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Depth (chapters "Depth", "Unknown targets", "Your own target")
+
+
+def plot_curves(curves: dict, ax=None, title: str = "", true_depths: dict | None = None):
+    """Mean EMC2 score vs depth per target with 95% t-intervals over seeds; the sweet spot marked
+    (and the true depth L*, dashed, where `true_depths` gives it)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 3.6))
+    for name, c in curves.items():
+        rows = c.summary()
+        d = [r["depth"] for r in rows]
+        m = np.array([r["score"] for r in rows])
+        lo, hi = np.array([r["score_lo"] for r in rows]), np.array([r["score_hi"] for r in rows])
+        line, = ax.plot(d, m, "o-", label=name, ms=4)
+        ax.fill_between(d, lo, hi, color=line.get_color(), alpha=0.15)
+        if c.spot.depth is not None:
+            ax.plot([c.spot.depth], [m[d.index(c.spot.depth)]], "*", color=line.get_color(), ms=12)
+        if true_depths and name in true_depths:
+            ax.axvline(true_depths[name], color=line.get_color(), ls="--", lw=0.8)
+    ax.set_xlabel("depth L (hidden layers)")
+    ax.set_ylabel("EMC2 score (AUC)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    return ax
+
+
+def plot_predictor(pred, ax=None, title: str = "", xlabel: str = "PNG compression ratio",
+                   ylabel: str = "depth"):
+    """The points, the fitted line, its confidence band and the prediction interval."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 3.6))
+    x = np.asarray(pred.x)
+    grid = np.linspace(x.min() - 0.05 * np.ptp(x), x.max() + 0.05 * np.ptp(x), 100)
+    p = pred.predict(grid)
+    ax.fill_between(grid, p["pi_lo"], p["pi_hi"], color="C0", alpha=0.1, label=f"{pred.level:.0%} prediction interval")
+    ax.fill_between(grid, p["band_lo"], p["band_hi"], color="C0", alpha=0.25, label=f"{pred.level:.0%} confidence band")
+    ax.plot(grid, p["depth"], "C0-", label=f"{pred.a:.2f} + {pred.b:.3f}·ratio (R² = {pred.r2:.2f})")
+    ax.plot(x, pred.y, "ko", ms=4)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    return ax
+
+
+# ---------------------------------------------------------------------------------------------
+# EMC2 weight sweeps
+
+
+def weight_sweep(sweep, title: str | None = None, scale: float = 1.1):
+    """A weight sweep (`volratio.emc2.WeightSweep`) as a grid of images (rows: parameters, then
+    controls; columns: Δw). Chapters "EMC2-Bench", "Unknown targets", "Your own target"."""
+    import matplotlib.pyplot as plt
+
+    R, C = sweep.images.shape[:2]
+    fig, axes = plt.subplots(R, C, figsize=(scale * C + 1.6, scale * R + 0.4), squeeze=False)
+    for a in range(R):
+        for b in range(C):
+            ax = axes[a, b]
+            ax.imshow(sweep.images[a, b], interpolation="nearest")
+            ax.set_xticks([]), ax.set_yticks([])
+            if a == 0:
+                ax.set_title(f"Δw={sweep.offsets[b]:+.2g}", fontsize=8)
+            if b == 0:
+                ax.set_ylabel(sweep.labels[a], fontsize=6, rotation=0, ha="right", va="center")
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -1,10 +1,13 @@
 """Sweeps: a grid of configs × seeds, run in-process, on local processes or on a Dask cluster.
 
-A sweep names a run function by import path, `"module:function"`, called as `run(config) -> dict`.
-Its configs are every combination of the `grid` lists (times each of `cases`, if given), each run
-once per seed; every config also holds the shared entries of `config` and its `"seed"`.
+A sweep names a run function of the registry `volratio.experiments` (`"train"`, `"toy"`,
+`"depth_point"`, `"optimizer_point"`, any chapter experiment, or a function registered in code with
+`volratio.experiments.register_run`), called as `run(config) -> dict`. Nothing named in a spec is
+ever imported. Its configs are every combination of the `grid` lists (times each of `cases`, if
+given), each run once per seed; every config also holds the shared entries of `config` and its
+`"seed"`. Every config is validated against the run function's `Config` before the first run.
 
-    sweep = Sweep(run="volratio.runs:train", config={"steps": 200}, grid={"depth": [1, 2, 3]}, seeds=[0, 1])
+    sweep = Sweep(run="train", config={"steps": 200}, grid={"depth": [1, 2, 3]}, seeds=[0, 1])
     report = run_sweep(sweep, "results/quick")                   # in-process
     report = run_sweep(sweep, "results/quick", Dask(workers=4))  # a LocalCluster of 4 workers
     report = run_sweep(sweep, "results/quick", Dask("tcp://host:8786"))  # an existing cluster
@@ -32,11 +35,11 @@ import concurrent.futures as cf
 import contextlib
 import copy
 import datetime
-import importlib
 import itertools
 import logging
 import math
 import multiprocessing
+import os
 import socket
 import threading
 import time
@@ -65,7 +68,7 @@ class SweepStalled(VolratioError, TimeoutError):
 class Sweep:
     """A grid of configs × seeds and the function that runs one config."""
 
-    run: str  # "module:function", called as run(config: dict) -> dict of metrics (and artifacts)
+    run: str  # a registered run function (volratio.experiments.run_names()), called as run(config) -> dict
     config: dict = field(default_factory=dict)  # entries shared by every run
     grid: dict = field(default_factory=dict)  # name -> list of values; every combination runs
     seeds: tuple = (0,)  # each combination runs once per seed, as config["seed"]
@@ -74,8 +77,11 @@ class Sweep:
     threads: int | None = 1  # torch threads per run (1: bitwise repeatable anywhere); None: leave as is
 
     def __post_init__(self):
-        if not isinstance(self.run, str) or ":" not in self.run:
-            raise SweepSpecError(f"run = {self.run!r}: name the run function as 'module:function', e.g. 'volratio.runs:train'")
+        from .experiments import known_run, run_names
+
+        if not isinstance(self.run, str) or not known_run(self.run):
+            raise SweepSpecError(f"run = {self.run!r}: not a registered run function; choose one of {', '.join(run_names())} "
+                                 "(or register your own in code with volratio.experiments.register_run)")
         if isinstance(self.seeds, int):  # `seeds = 3` means seeds 0, 1, 2
             object.__setattr__(self, "seeds", tuple(range(self.seeds)))
         object.__setattr__(self, "seeds", tuple(self.seeds))
@@ -109,7 +115,8 @@ class Sweep:
         return out
 
     def keys(self, version: str | None = None) -> list[str]:
-        return [config_key(self.run, c, version) for c in self.configs()]
+        run_key = resolve_run(self.run).key
+        return [config_key(run_key, c, version) for c in self.configs()]
 
     @classmethod
     def from_dict(cls, spec: dict, source: str = "spec") -> "Sweep":
@@ -118,7 +125,7 @@ class Sweep:
         if unknown:
             raise SweepSpecError(f"{source}: unknown entries {sorted(unknown)}; a sweep spec has {sorted(known)}")
         if "run" not in spec:
-            raise SweepSpecError(f"{source}: no `run` entry; add e.g. run = \"volratio.runs:train\"")
+            raise SweepSpecError(f"{source}: no `run` entry; add e.g. run = \"train\"")
         return cls(**spec)
 
     @classmethod
@@ -153,27 +160,31 @@ class Sweep:
         return cls.from_dict(spec, source=str(path))
 
 
-def resolve_run(path: str) -> Callable[[dict], Any]:
-    """Import the run function named `"module:function"` (`SweepSpecError` if that fails)."""
-    module, _, attr = path.partition(":")
+def resolve_run(name: str):
+    """The registered run function `name` (`volratio.experiments.RunFunction`); `SweepSpecError`
+    naming the known ones when there is none."""
+    from .experiments import ExperimentError, get_run
+
     try:
-        obj = importlib.import_module(module)
-    except ImportError as e:
-        raise SweepSpecError(f"run = {path!r}: cannot import {module!r} ({e}); is it installed on every worker?") from e
-    for part in attr.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            raise SweepSpecError(f"run = {path!r}: {module!r} has no {attr!r}")
-    if not callable(obj):
-        raise SweepSpecError(f"run = {path!r}: {attr!r} is not a function")
-    return obj
+        return get_run(name)
+    except ExperimentError as e:
+        raise SweepSpecError(str(e)) from None
+
+
+def check_configs(entry, configs: list[dict]) -> None:
+    """Validate every config of a sweep against its run function before anything runs."""
+    for i, cfg in enumerate(configs):
+        try:
+            entry.parse(copy.deepcopy(cfg))
+        except (VolratioError, TypeError, ValueError) as e:  # a user's parse may raise the plain kinds
+            raise SweepSpecError(f"run {i + 1} of {len(configs)} ({entry.name}, seed {cfg.get('seed')}): {e}") from None
 
 
 # ---------------------------------------------------------------------------------------------
 # One run (executed on a worker)
 
 
-def execute(run: str, config: dict, key: str, version: str, threads: int | None = 1) -> dict:
+def execute(fn: Callable[[dict], Any], run: str, config: dict, key: str, version: str, threads: int | None = 1) -> dict:
     """Run one config and return its outcome as plain data (never raises for a failing run).
 
     The result dict of the run function is split: numbers, strings, booleans and lists of them are
@@ -183,7 +194,6 @@ def execute(run: str, config: dict, key: str, version: str, threads: int | None 
     t0 = time.perf_counter()
     out = {"key": key, "run": run, "version": version, "config": config, "host": socket.gethostname()}
     try:
-        fn = resolve_run(run)
         with _torch_threads(threads):
             result = fn(copy.deepcopy(config))
         out["metrics"], out["artifacts"] = _split_result(result, run)
@@ -275,7 +285,8 @@ class Processes:
 
     @contextlib.contextmanager
     def open(self):
-        ex = cf.ProcessPoolExecutor(max_workers=self.n, mp_context=multiprocessing.get_context("spawn"))
+        ex = cf.ProcessPoolExecutor(max_workers=self.n, mp_context=multiprocessing.get_context("spawn"),
+                                    initializer=die_with_parent, initargs=(os.getpid(),))
         try:
             yield ex, lambda: self.n
         except BaseException:
@@ -292,6 +303,32 @@ class Processes:
 
     def __str__(self):
         return f"{self.n} local processes"
+
+
+def die_with_parent(parent: int) -> None:
+    """Worker initialiser: end this worker when the sweep's driver process dies, however it dies
+    (SIGKILL included), so that no orphaned worker goes on computing. Linux: the kernel sends
+    SIGKILL on the parent's death (prctl PR_SET_PDEATHSIG); everywhere: a daemon thread checks
+    every second that the parent is still the parent."""
+    import ctypes
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass  # the watcher thread below still ends the worker
+    if os.getppid() != parent:  # the parent died before the setting took effect
+        os._exit(1)
+
+    def watch():
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
 
 
 @dataclass
@@ -431,9 +468,10 @@ def run_sweep(
 
     t0 = time.perf_counter()
     executor = executor or InProcess()
-    resolve_run(sweep.run)  # fail before starting workers if the run function does not import
+    entry = resolve_run(sweep.run)
     configs = sweep.configs()
-    keys = [config_key(sweep.run, c, __version__) for c in configs]
+    check_configs(entry, configs)  # a bad config fails here, before any run or worker starts
+    keys = [config_key(entry.key, c, __version__) for c in configs]
     todo = dict(zip(keys, configs))  # duplicates collapse: one run per key
     store = Store(out)
     ran, failed = [], []
@@ -457,7 +495,7 @@ def run_sweep(
                         key, cfg = queue.pop(0)
                         counts["running"] = len(inflight) + 1
                         bar.set_postfix(counts, refresh=True)
-                        inflight[ex.submit(execute, sweep.run, cfg, key, __version__, sweep.threads)] = key
+                        inflight[ex.submit(execute, entry.fn, entry.key, cfg, key, __version__, sweep.threads)] = key
                     done, _ = cf.wait(list(inflight), timeout=timeout, return_when=cf.FIRST_COMPLETED)
                     if not done:
                         raise SweepStalled(
@@ -466,7 +504,7 @@ def run_sweep(
                         )
                     for fut in done:
                         key = inflight.pop(fut)
-                        outcome = _outcome(fut, key, todo[key], sweep.run, __version__)
+                        outcome = _outcome(fut, key, todo[key], entry.key, __version__)
                         store.record(outcome)
                         ran.append(key)
                         counts[outcome["status"]] += 1

@@ -578,17 +578,13 @@ class LayerInterference:
         return asdict(self)
 
 
-def _live_mask(ew: list, k: int, layer: int):
-    fan_in = (ew[layer][k] != 0).any(dim=0)
-    fan_out = (ew[layer + 1][k] != 0).any(dim=1)
-    return fan_in & fan_out  # (W,)
-
-
 def layer_interference(net, vectors: str = "weights", res: int = 64, member: int = 0) -> list[LayerInterference]:
     """Per hidden layer of `net` (a `volratio.nets.CoordMLP`, population member `member`), the
     interference of its features against the Welch bound; see `LayerInterference` for what the
     vectors, r and d are in each mode."""
     import torch
+
+    from .nets import live_unit_mask
 
     if vectors not in ("weights", "maps"):
         raise VolratioError(f"vectors must be 'weights' or 'maps', got {vectors!r}")
@@ -598,9 +594,10 @@ def layer_interference(net, vectors: str = "weights", res: int = 64, member: int
     with torch.no_grad():
         ew = [w.detach().to("cpu", torch.float64) for w in net.effective_weights()]  # (K, fan_in, fan_out)
         feats = net.features(int(res)) if vectors == "maps" else None  # list of (K, res, res, W)
+    alive = live_unit_mask(ew)  # per hidden layer (K, W)
     out = []
     for layer in range(net.depth):
-        live = _live_mask(ew, k, layer)
+        live = alive[layer][k]  # (W,)
         n_const = 0
         if vectors == "weights":
             cols = ew[layer][k][:, live]  # (fan_in, r)

@@ -99,7 +99,9 @@ def cmd_render(args) -> int:
 
     check_out(args.out, args.force, inputs=[args.spec, args.spec.partition(":")[2]])
     img = _image_for(args.spec, args.res)
-    arr = (img.detach().clamp(0, 1).cpu().numpy() * 255).round().astype(np.uint8)
+    from ..images import to_uint8
+
+    arr = to_uint8(img)  # (res, res, 3)
     with atomic_path(args.out) as tmp:
         Image.fromarray(arr).save(tmp, format="PNG")
     print(f"wrote {args.out} ({args.res}×{args.res})")

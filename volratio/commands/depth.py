@@ -60,13 +60,13 @@ def cmd_ratio(args) -> int:
 def cmd_sweep(args) -> int:
     from dataclasses import replace
 
-    from ..depth import DepthSweepConfig, depth_sweep, parse_depths
+    from ..experiments.depth_regime import Config, depth_sweep, parse_depths
     from ..fileio import check_out
     from ..sweep import make_executor
 
     if args.out is not None:
         check_out(args.out, folder=True)
-    cfg = (DepthSweepConfig.quick if args.scale == "quick" else DepthSweepConfig.full)()
+    cfg = (Config.quick if args.scale == "quick" else Config.full)()
     over = {k: getattr(args, k) for k in ("width", "res", "steps") if getattr(args, k) is not None}
     members = cfg.members if args.seeds % cfg.members == 0 else 1  # population training is a speed-up only
     cfg = replace(cfg, depths=parse_depths(args.depths), seeds=args.seeds, members=members, **over)
@@ -74,7 +74,7 @@ def cmd_sweep(args) -> int:
     curves, report = depth_sweep(args.target, cfg, args.out, ex, progress=False if args.json else None)
     curve = curves[args.target]
     payload = {
-        "target": args.target, "scale": args.scale, "config": cfg.run_config(), "seeds": cfg.seeds,
+        "target": args.target, "scale": args.scale, "config": cfg.shared(), "seeds": cfg.seeds,
         "store": str(report.store), "failed": report.failed, "per_depth": curve.summary(), "sweet_spot": curve.spot.to_json(),
     }
     lines = [report.summary(), f"{args.target} ({args.scale} scale): depth, EMC2 score [95% CI], loss"]

@@ -51,22 +51,6 @@ def _allow_negative_lists(p) -> None:
     p._negative_number_matcher = re.compile(r"^-\d[\d.,eE+-]*$|^-\.\d[\d.,eE+-]*$")
 
 
-def target_label(target_spec: str) -> str:
-    """`picbreeder:skull` → `skull`, `image:camera` → `camera`, otherwise the spec itself."""
-    kind, _, rest = target_spec.partition(":")
-    return rest if kind in ("picbreeder", "image") and rest else target_spec
-
-
-def make_judge(name: str, reference, target_spec: str, model: str | None = None, seed: int = 0, device: str = "auto"):
-    """The judge `name` for a network whose unperturbed image is `reference`."""
-    from .. import judges
-
-    if name == "ssim":
-        return judges.calibrated_ssim_judge(reference, exclude=target_spec, seed=seed)
-    kw = {"model": model} if model else {}
-    if name == "clip":
-        return judges.CLIPJudge(device=device, **kw)
-    return judges.VLMJudge(device=device, **kw)
 
 
 def cmd_emc2(args) -> int:
@@ -88,9 +72,8 @@ def cmd_emc2(args) -> int:
         layered = layerize(name)
     cfg = emc2.EMC2Config(deltas=tuple(deltas), res=args.res, which=args.which, max_params=args.max_params,
                           seed=args.seed, device=args.device, dtype=args.dtype)
-    eng = emc2.PerturbationEngine(net, args.res, device=args.device)
-    judge = make_judge(args.judge, eng.base.cpu(), args.target, args.judge_model, args.seed, args.device)
-    res = emc2.score(net, judge, args.label or target_label(args.target), cfg, layered=layered, progress=not args.json)
+    res = emc2.score_network(net, args.target, cfg, args.judge, layered=layered, label=args.label,
+                             judge_model=args.judge_model, progress=not args.json)
     payload = {**res.to_json(), "network": args.spec, "target": args.target}
     lines = [f"EMC2 {args.spec} on {args.target} — judge {res.judge}, {res.n_params} of {res.n_nonzero} parameters, res {args.res}"]
     lines += [f"  δ = {d:+.3g}: S = {s:.3f}" for d, s in zip(res.deltas, res.scores)]

@@ -22,7 +22,9 @@ def register(sub) -> None:
     p = sub.add_parser(
         "sweep",
         help="run a sweep spec (grid × seeds) into a resumable results store",
-        description="Run every config of a sweep spec (.toml or .yaml) that the store does not hold yet.",
+        description="Run every config of a sweep spec (.toml or .yaml) that the store does not hold yet. The spec's "
+        "`run` names a registered run function (train, toy, depth_point, optimizer_point, or an experiment of "
+        "`volratio run --list`); every run's config is checked before the first one starts.",
     )
     p.add_argument("spec", help="sweep spec file (.toml, .yaml or .yml); see examples/sweeps/quick.toml")
     where = p.add_mutually_exclusive_group()

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from ..errors import VolratioError
+from ..nets import live_unit_mask
 
 
 class PruneError(VolratioError, ValueError):
@@ -83,13 +84,9 @@ def check_not_empty(masks: list[torch.Tensor]) -> None:
 
 
 def unit_alive(masks: list[torch.Tensor]) -> list[torch.Tensor]:
-    """Per hidden layer, `(K, W)` bool: the unit has an incoming and an outgoing connection."""
-    out = []
-    for l in range(len(masks) - 1):
-        fan_in = (masks[l] != 0).any(dim=1)  # (K, W)
-        fan_out = (masks[l + 1] != 0).any(dim=2)  # (K, W)
-        out.append(fan_in & fan_out)
-    return out
+    """Per hidden layer, `(K, W)` bool: the unit has an incoming and an outgoing connection
+    (`volratio.nets.live_unit_mask` of the masks)."""
+    return live_unit_mask(masks)
 
 
 def masks_with_units(masks: list[torch.Tensor], alive: list[torch.Tensor]) -> list[torch.Tensor]:

@@ -1,0 +1,248 @@
+"""The experiments package: one run contract, one registry, sweeps that run only registered code
+and validate before they start, old stores that still resume, workers that die with their driver."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from volratio import experiments
+from volratio.cli import main
+from volratio.experiments import ExperimentError, configure, register_run, unregister_run
+from volratio.store import Store, config_key
+from volratio.sweep import Sweep, SweepSpecError, run_sweep
+
+ROOT = Path(__file__).resolve().parent.parent
+OLD_STORE = Path(__file__).resolve().parent / "data" / "old_store"
+
+
+# ---------------------------------------------------------------------------------------------
+# The contract
+
+
+@pytest.mark.parametrize("name", list(experiments.EXPERIMENTS))
+def test_every_experiment_has_the_contract(name):
+    mod = experiments.module(name)
+    assert mod.__doc__ and callable(mod.run)
+    for scale in experiments.SCALES:
+        cfg = experiments.make_config(name, scale)
+        assert dataclasses.is_dataclass(cfg) and cfg.scale == scale, (name, scale)
+    q, r = experiments.make_config(name, "quick"), experiments.make_config(name, "reference")
+    assert q != r  # the reference scale is a different, larger run
+
+
+def test_configure_rejects_unknown_names_and_wrong_types():
+    from volratio.experiments import connectivity
+
+    cfg = configure(connectivity.Config.quick(), {"seeds": 5, "sp.tau": 0.8, "deltas": [-1, 1]})
+    assert cfg.seeds == 5 and cfg.sp.tau == 0.8 and cfg.deltas == (-1, 1) and cfg.sp.rounds == 3
+    with pytest.raises(ExperimentError, match="unknown entry 'sedes'"):
+        configure(cfg, {"sedes": 5})
+    with pytest.raises(ExperimentError, match="seeds = 0.5: expected a int"):
+        configure(cfg, {"seeds": 0.5})
+    with pytest.raises(ExperimentError, match="config.sp: unknown entry .tua."):
+        configure(cfg, {"sp.tua": 0.5})
+    with pytest.raises(ExperimentError, match="scale 'huge'"):
+        experiments.make_config("connectivity", "huge")
+
+
+def test_cli_run_an_experiment_with_overrides(tmp_path, capsys):
+    out = tmp_path / "frames.csv"
+    args = [
+        "run",
+        "frames",
+        "--set",
+        "dims=[2]",
+        "--set",
+        "extra=0",
+        "--set",
+        "also=[]",
+        "--set",
+        "frame.restarts=1",
+        "--set",
+        "frame.ap_iters=20",
+        "--set",
+        "frame.descent_steps=20",
+        "--out",
+        str(out),
+        "--json",
+    ]
+    assert main(args) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["experiment"] == "frames" and payload["scale"] == "quick" and payload["versions"]["volratio"]
+    assert [(r["m"], r["n"]) for r in payload["rows"]] == [(3, 2)]
+    assert payload["rows"][0]["max_sq_inner"] >= payload["rows"][0]["bound"] - 1e-12  # never beats Welch
+    assert out.read_text().startswith("experiment,scale,")
+    assert main(["run", "frames", "--set", "dimz=[2]"]) == 2
+    assert "unknown entry 'dimz'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# Sweeps: registered code only, validated before the first run
+
+
+def test_a_spec_cannot_name_code(tmp_path):
+    spec = tmp_path / "evil.toml"
+    spec.write_text('run = "os:system"\n[config]\ncommand = "touch pwned"\n')
+    with pytest.raises(SweepSpecError, match="not a registered run function"):
+        Sweep.from_file(spec)
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_bad_config_or_artifact_fails_before_any_run(tmp_path):
+    out = tmp_path / "store"
+    bad = Sweep(run="toy", grid={"n": [4, 8, -1]}, seeds=[0])  # the third run is invalid
+    with pytest.raises(SweepSpecError, match="run 3 of 3.*n ≥ 1"):
+        run_sweep(bad, out)
+    typo = Sweep(run="train", config={"stpes": 5, "res": 8}, seeds=[0])
+    with pytest.raises(SweepSpecError, match="stpes"):
+        run_sweep(typo, out)
+    art = Sweep(run="train", config={"steps": 1, "res": 8, "artifacts": ["net", "weights"]}, seeds=[0])
+    with pytest.raises(SweepSpecError, match="unknown artifacts \\['weights'\\]"):
+        run_sweep(art, out)
+    wrong_type = Sweep(run="depth_point", config={"target": "planted:0", "depth": "three"}, seeds=[0])
+    with pytest.raises(SweepSpecError, match="depth = 'three'"):
+        run_sweep(wrong_type, out)
+    assert not (out / "results.parquet").exists()  # nothing ran
+
+
+def _double(config: dict) -> dict:
+    return {"y": 2 * config["x"] + config["seed"]}
+
+
+def test_user_registered_run_function(tmp_path):
+    register_run(
+        "double",
+        _double,
+        parse=lambda c: c if isinstance(c.get("x"), int) else (_ for _ in ()).throw(ExperimentError("x: give an int")),
+    )
+    try:
+        rep = run_sweep(Sweep(run="double", grid={"x": [1, 2]}, seeds=[0, 10]), tmp_path / "s")
+        assert sorted(rep.table["y"]) == [2, 4, 12, 14]
+        with pytest.raises(SweepSpecError, match="x: give an int"):
+            run_sweep(Sweep(run="double", config={"x": "1"}), tmp_path / "t")
+        with pytest.raises(ExperimentError, match="taken by the library"):
+            register_run("toy", _double)
+    finally:
+        unregister_run("double")
+    with pytest.raises(SweepSpecError, match="not a registered"):
+        Sweep(run="double")
+
+
+# ---------------------------------------------------------------------------------------------
+# Stores written before the registry still resume
+
+
+def test_an_old_store_resumes_without_recomputing(tmp_path):
+    from volratio.experiments import depth_regime
+
+    out = tmp_path / "old"
+    shutil.copytree(OLD_STORE, out)
+    before = Store(out).records()
+    assert len(before) == 6 and {r["run"] for r in before} == {"volratio.runs:toy", "volratio.depth_runs:depth_point"}
+    toy = run_sweep(Sweep(run="toy", grid={"n": [3, 5]}, seeds=[0, 1], config={"steps": 5}), out)
+    assert toy.ran == [] and toy.skipped == 4
+    legacy = run_sweep(Sweep(run="volratio.runs:toy", grid={"n": [3, 5]}, seeds=[0, 1], config={"steps": 5}), out)
+    assert legacy.ran == []  # an old spec, unchanged, still runs (through the alias) and resumes
+    cfg = depth_regime.Config.quick(
+        depths=(1, 2), seeds=1, members=1, width=3, res=8, steps=5, sp_rounds=1, retrain_steps=2, max_params=3
+    )
+    curves, rep = depth_regime.depth_sweep("planted:5:depth=2,width=2", cfg, out=out)
+    assert rep.ran == [] and rep.skipped == 2 and curves["planted:5:depth=2,width=2"].score.shape == (2, 1)
+    assert Store(out).records() == before  # nothing was rewritten
+
+
+def test_store_keys_hash_the_old_run_paths():
+    config = {"depth": 3, "lr": 0.003, "target": "planted:0", "grid": {"b": [1, 2], "a": None}}
+    sweep = Sweep(run="train", config=config, seeds=[7])
+    assert sweep.keys("0.1.0") == ["3aff57c367deb845"]  # the literal of test_sweep's key test
+    assert Sweep(run="depth_point", seeds=[0]).keys("0.1.0") == [
+        config_key("volratio.depth_runs:depth_point", {"seed": 0}, "0.1.0")
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# A SIGKILLed driver leaves no worker behind
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(d.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find the worker processes")
+def test_workers_die_with_a_sigkilled_driver(tmp_path):
+    spec = tmp_path / "slow.toml"
+    spec.write_text('run = "toy"\nseeds = [0, 1, 2, 3]\n[config]\nn = 64\nsteps = 50000000\n')
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "volratio",
+            "sweep",
+            str(spec),
+            "--processes",
+            "2",
+            "--out",
+            str(tmp_path / "store"),
+            "--no-progress",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        workers = []
+        while time.monotonic() < deadline and len(workers) < 2:  # the pool's two workers (plus the resource tracker)
+            workers = [p for p in _children(proc.pid) if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()]
+            time.sleep(0.2)
+        assert len(workers) == 2, "the sweep did not start its workers"
+        time.sleep(1.0)  # the workers are computing
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in workers):
+        time.sleep(0.2)
+    left = [p for p in workers if _alive(p)]
+    for p in left:  # do not leave them running if the test fails
+        os.kill(p, signal.SIGKILL)
+    assert not left, f"workers {left} outlived their SIGKILLed driver"
+
+
+def test_a_chapter_experiment_runs_as_a_sweep(tmp_path):
+    tiny = {"dims": [2], "extra": 0, "also": [], "frame": {"restarts": 1, "ap_iters": 20, "descent_steps": 20}}
+    with pytest.raises(SweepSpecError, match="unknown entry 'dimz'"):
+        run_sweep(Sweep(run="frames", config={"dimz": [2]}), tmp_path / "bad")
+    rep = run_sweep(Sweep(run="frames", config=tiny, seeds=[0, 1]), tmp_path / "s")
+    assert not rep.failed and len(rep.table) == 2
+    rows = rep.table["rows"].tolist()
+    assert [r[0]["experiment"] for r in rows] == ["frames", "frames"] and rows[0][0]["m"] == 3
+    assert rows[0][0]["max_sq_inner"] >= rows[0][0]["bound"] - 1e-12

@@ -1,0 +1,156 @@
+"""The experiments of the book, one module per chapter experiment, and the registry that names them.
+
+Every experiment follows one contract (`volratio.experiments._base`): a dataclass `Config` with
+`quick()`, `reference()` and `full()` presets, and `run(cfg) -> Result` with `Result.to_frame()`.
+
+    from volratio.experiments import depth_regime as X
+    res = X.run(X.Config.quick())
+    res.to_frame()
+
+The registry maps names to code, for the command line (`volratio run NAME --scale S --set k=v`),
+sweep specs (`run = "NAME"` in a `.toml`) and the book:
+
+- `EXPERIMENTS`: chapter experiments (whole runs: a `Config` and `run`);
+- `RUNS`: *run functions* for sweeps — `fn(config: dict) -> dict` of metrics and artifacts, with a
+  `parse(config) -> Config` that validates one run's config before anything runs. Every chapter
+  experiment is a run function too (its config: `scale` plus overrides of that preset).
+
+A spec can only name what is registered here, or what a user registers in code with
+`register_run(name, fn, parse)`; the library never imports a module named in a config file.
+Store keys hash a run function's `key` — for the run functions that existed before this package,
+their old import path (`"volratio.runs:train"`, …), so stores written then still resume.
+
+The reference scale (issue 16) is budgeted at ≤ 8 CPU-hours for all claims on a 2-core machine:
+emc2_bench 1.5, connectivity 1.5, depth_regime 1.5, unknown_targets 1.5, optimizers 0.5,
+volume_ratio 0.5, twins 0.3, frames + superposition + interference 0.5 (CPU-hours). These are
+budgets the presets were sized to from the quick-scale timings, not measurements: the reference
+runs themselves (and the per-experiment costs the chapters state) belong to issue 16.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ._base import SCALES, ExperimentError, Result, configure, parse_sets, preset  # noqa: F401
+
+# name -> module (under volratio.experiments) of each chapter experiment, in book order
+EXPERIMENTS = {
+    "twins": "twins",  # Picbreeder networks and their SGD twins
+    "emc2_bench": "emc2_bench",  # EMC2-Bench: Picbreeder vs dense SGD vs SP
+    "connectivity": "connectivity",  # SP against the pruning baselines at matched sparsity
+    "depth_regime": "depth_regime",  # EMC2 score vs depth, sweet spot, PNG-ratio predictor
+    "optimizers": "optimizers",  # Adam vs Muon vs SGD at the sweet spot
+    "unknown_targets": "unknown_targets",  # natural images and a scene against its parts
+    "volume_ratio": "volume_ratio",  # ρ(W, L): Boolean model and basin model
+    "frames": "frames",  # low-coherence frames against the Welch bound
+    "superposition": "superposition_toy",  # the superposition toy model
+    "interference": "interference",  # learned features (Picbreeder, dense, SP) against the Welch bound
+}
+
+
+@dataclass(frozen=True)
+class RunFunction:
+    """A function a sweep can run: `fn(config dict) -> dict`, validated by `parse(config dict)`."""
+
+    name: str  # the name a spec uses
+    fn: Callable[[dict], dict]
+    parse: Callable[[dict], Any]  # raises ExperimentError (a VolratioError) for a bad config
+    key: str  # hashed into store keys (old import path for run functions older than the registry)
+
+
+# name -> (module, function, key) of the built-in run functions; `parse_<function>` validates
+_BUILTIN_RUNS = {
+    "train": ("training", "train", "volratio.runs:train"),
+    "toy": ("toy", "toy", "volratio.runs:toy"),
+    "depth_point": ("depth_regime", "point", "volratio.depth_runs:depth_point"),
+    "optimizer_point": ("optimizers", "point", "volratio.depth_runs:optimizer_point"),
+}
+# old spec names (import paths) → registry names; a spec may still say run = "volratio.runs:train"
+ALIASES = {key: name for name, (_, _, key) in _BUILTIN_RUNS.items()}
+
+_USER_RUNS: dict[str, RunFunction] = {}
+
+
+def module(name: str):
+    """The module of experiment `name` (`ExperimentError` listing the known ones otherwise)."""
+    if name not in EXPERIMENTS:
+        raise ExperimentError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
+    return importlib.import_module(f"{__name__}.{EXPERIMENTS[name]}")
+
+
+def run_names() -> list[str]:
+    return [*_BUILTIN_RUNS, *EXPERIMENTS, *_USER_RUNS]
+
+
+def get_run(name: str) -> RunFunction:
+    """The run function a sweep spec names (a registry name or an old alias)."""
+    name = ALIASES.get(name, name)
+    if name in _USER_RUNS:
+        return _USER_RUNS[name]
+    if name in _BUILTIN_RUNS:
+        mod, fn, key = _BUILTIN_RUNS[name]
+        m = importlib.import_module(f"{__name__}.{mod}")
+        return RunFunction(name, getattr(m, fn), getattr(m, f"parse_{fn}"), key)
+    if name in EXPERIMENTS:
+        return RunFunction(name, _WholeRun(name), _WholeParse(name), f"volratio.experiments:{name}")
+    raise ExperimentError(
+        f"unknown run {name!r}; a sweep runs one of {', '.join(run_names())} "
+        "(or a function registered in code with volratio.experiments.register_run)"
+    )
+
+
+def known_run(name: str) -> bool:
+    return ALIASES.get(name, name) in set(run_names())
+
+
+def register_run(
+    name: str, fn: Callable[[dict], dict], parse: Callable[[dict], Any] | None = None, key: str | None = None
+) -> RunFunction:
+    """Make `fn(config) -> dict` runnable by sweeps as `run = name`. `parse(config)` validates a
+    config before any run starts (default: accept any). On local processes and Dask the function
+    is sent by reference, so it must be importable there (a module, not a notebook cell)."""
+    if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
+        raise ExperimentError(f"run name {name!r}: use letters, digits, '_' or '-'")
+    if name in _BUILTIN_RUNS or name in EXPERIMENTS or name in ALIASES:
+        raise ExperimentError(f"run name {name!r} is taken by the library; choose another")
+    entry = RunFunction(name, fn, parse or (lambda config: config), key or f"user:{name}")
+    _USER_RUNS[name] = entry
+    return entry
+
+
+def unregister_run(name: str) -> None:
+    _USER_RUNS.pop(name, None)
+
+
+def make_config(name: str, scale: str = "quick", overrides: dict | None = None):
+    """`Config.<scale>()` of experiment `name` with `overrides` (validated)."""
+    return preset(module(name).Config, scale, **(overrides or {}))
+
+
+def run(name: str, scale: str = "quick", overrides: dict | None = None, **kw) -> Result:
+    """Run experiment `name` at `scale` with `overrides` (what `volratio run` does)."""
+    return module(name).run(make_config(name, scale, overrides), **kw)
+
+
+class _WholeParse:
+    """A chapter experiment as a sweep run: its config is `scale` (default quick) plus overrides,
+    `seed` included."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, config: dict):
+        over = dict(config)
+        return make_config(self.name, over.pop("scale", "quick"), over)
+
+
+class _WholeRun:
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, config: dict) -> dict:
+        cfg = _WholeParse(self.name)(config)
+        res = module(self.name).run(cfg)
+        return {"rows": res.to_frame().to_dict("records"), "seconds_run": res.seconds, "versions": res.versions}

@@ -1,0 +1,232 @@
+"""Experiment `connectivity`: SP against every baseline at matched sparsity (DESIGN §3.3).
+
+For each target and seed a dense network is trained; SP prunes it; every baseline prunes the *same*
+dense network to SP's sparsity, network by network:
+
+- weight methods (IMP, Wanda, magnitude, random) to SP's fraction of masked weights;
+- LLM-Pruner to SP's fraction of dead hidden units;
+- random units to SP's live units *per layer* (the control for "which" versus "how many").
+
+IMP, as in the Lottery Ticket procedure, starts from the dense network's *initialisation* (θ₀),
+not from its trained weights, and rewinds to step k of its own training. Every network — the dense
+one included — is then scored with EMC2 (`volratio.emc2.score`) under the offline SSIM judge
+calibrated on that network's own image (as `volratio emc2` does). All targets × seeds form one
+population, trained and pruned at once; every member is pruned independently.
+
+`run(config) -> Result` (a table with one row per target × seed × method; extras `nets`, `images`);
+`summary(table)` gives means and 95 % t-intervals over seeds. Chapter: "Connectivity: which
+connections remain" (book/connectivity.md).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+import torch
+
+from ..nets import CoordMLP
+from ..prune import prune
+from ..prune.masks import unit_alive, weight_sparsity
+from ..prune.similarity_pruning import SPConfig
+from ..stats import mean_ci
+from ..train import TrainConfig, train
+from ._base import Presets, Result
+
+BASELINES = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units")
+
+
+@dataclass
+class Config(Presets):
+    targets: tuple = ("skull", "butterfly", "apple")  # Picbreeder targets
+    seeds: int = 3  # networks per target (seed = index within the target)
+    arch: str = "6;gaussian:10,sin:3,identity:3"  # dense arch shared by all targets (width 16, depth 6)
+    res: int = 24  # training and feature-map resolution
+    dense_steps: int = 300  # Adam steps for the dense networks
+    lr: float = 3e-3  # Adam learning rate everywhere
+    sp: SPConfig = field(default_factory=lambda: SPConfig(tau=0.9, opposite_sign=True, rounds=3, retrain_steps=80))
+    retrain_steps: int = 80  # baselines' fine-tuning after pruning (Wanda included, see the chapter)
+    imp_steps: int = 80  # IMP: training per level (T)
+    imp_rewind: int = 8  # IMP: rewind step k (0 = the original Lottery Ticket)
+    imp_rate: float = 0.2  # IMP: at most this fraction of the remaining weights per level
+    methods: tuple = BASELINES  # baselines to run (SP always runs: it sets the sparsity)
+    emc2: bool = True  # score every network with EMC2 (SSIM judge)
+    emc2_res: int = 24  # EMC2 image size
+    emc2_params: int | None = 40  # parameters scored per network (seeded subsample; None = all)
+    deltas: tuple = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # EMC2 perturbation sizes
+    seed: int = 0  # initialisation of the population
+    device: str = "auto"  # CUDA when available
+    scale: str = "quick"  # the preset this config came from
+
+    # reference (issue 16): skull and butterfly, 5 seeds, 64×64, 2,000 dense steps, equal fine-tuning
+    # budgets of 300 steps, 8 δ on 300 weights per network — budget ~1.5 CPU-hours (an estimate: not run here)
+    # fmt: off
+    REFERENCE = dict(targets=("skull", "butterfly"), seeds=5, res=64, dense_steps=2000, retrain_steps=300,
+                     imp_steps=300, imp_rewind=30, sp=SPConfig(tau=0.9, opposite_sign=True, rounds=5, retrain_steps=300),
+                     emc2_res=64, emc2_params=300)
+    # larger: 128×128, long training, 10 seeds, every parameter scored (hours on a CPU)
+    FULL = dict(seeds=10, res=128, dense_steps=10_000, retrain_steps=2000, imp_steps=3000, imp_rewind=300,
+                sp=SPConfig(tau=0.9, opposite_sign=True, rounds=20, retrain_steps=2000), emc2_res=128, emc2_params=None)
+    # fmt: on
+
+
+def _copy(net: CoordMLP) -> CoordMLP:
+    return net.select(list(range(net.population)))
+
+
+def run(config: Config | None = None, progress=None) -> Result:
+    """Train, prune with SP and the baselines at matched sparsity, score (see the module docstring).
+    `progress`: optional callable taking a message string."""
+    import pandas as pd
+
+    from ..targets import get_target
+
+    cfg = config or Config()
+    say = progress or (lambda msg: None)
+    t0 = time.time()
+    T, S = len(cfg.targets), cfg.seeds
+    images = torch.stack([get_target(f"picbreeder:{t}").image(cfg.res) for t in cfg.targets for _ in range(S)])
+    tc = TrainConfig(lr=cfg.lr, device=cfg.device)
+    init = CoordMLP(cfg.arch, head="hsv", population=T * S, seed=cfg.seed)
+    dense = _copy(init)
+    train(dense, images, replace(tc, steps=cfg.dense_steps))
+    say("dense networks trained")
+    nets = {"dense": dense}
+    sp_net = _copy(dense)
+    sp_res = prune(sp_net, images, "sp", replace(cfg.sp, train=tc))
+    nets["sp"] = sp_net
+    stop = sp_res.extras["stop"]
+    say("SP done")
+    s_w = [float(x) for x in weight_sparsity(sp_net.masks)]
+    L, W = sp_net.depth, sp_net.width
+    s_u = [1.0 - int(sum(a[k].sum() for a in unit_alive(sp_net.masks))) / (L * W) for k in range(T * S)]
+    common = dict(retrain_steps=cfg.retrain_steps, train=tc)
+    options = {
+        "imp": dict(sparsity=s_w, rate=cfg.imp_rate, rewind_step=cfg.imp_rewind, train_steps=cfg.imp_steps, train=tc),
+        "wanda": dict(sparsity=s_w, **common),
+        "llm-pruner": dict(sparsity=s_u, **common),
+        "magnitude": dict(sparsity=s_w, **common),
+        "random": dict(sparsity=s_w, seed=cfg.seed, **common),
+        "random-units": dict(match=sp_net, seed=cfg.seed, **common),
+    }
+    for m in cfg.methods:
+        net = _copy(init if m == "imp" else dense)
+        prune(net, images, m, **options[m])
+        nets[m] = net
+        say(f"{m} done")
+    rows = []
+    for method, net in nets.items():
+        rep_loss = _losses(net, images)
+        live = net.live_units()
+        nz = net.nonzero()
+        ws = weight_sparsity(net.masks)
+        for k in range(T * S):
+            rows.append(
+                {
+                    "target": cfg.targets[k // S],
+                    "seed": k % S,
+                    "member": k,
+                    "method": method,
+                    "loss": float(rep_loss[k]),
+                    "sparsity": float(ws[k]),
+                    "nonzero": nz[k],
+                    "live_units": live[k],
+                    "unit_sparsity": 1.0 - sum(live[k]) / (L * W),
+                    "sp_stop": stop[k] if method == "sp" else "",
+                }
+            )
+    table = pd.DataFrame(rows)
+    if cfg.emc2:
+        auc, curves = [], []
+        for row in rows:
+            r = score_network(nets[row["method"]], row["member"], row["target"], cfg)
+            auc.append(r.auc)
+            curves.append([float(x) for x in r.scores])
+            judge = r.judge
+        table["emc2_auc"] = auc
+        table["emc2_scores"] = curves
+        table["judge"] = judge
+        say("EMC2 scored")
+    return Result(
+        "connectivity",
+        asdict(cfg),
+        table,
+        list(range(S)),
+        time.time() - t0,
+        extras={"nets": nets, "images": images, "config": cfg},
+    )
+
+
+@torch.no_grad()
+def _losses(net: CoordMLP, images: torch.Tensor) -> np.ndarray:
+    from ..prune.criteria import Calibration
+    from ..train import mse_per_network
+
+    calib = Calibration.from_image(images, net)
+    return mse_per_network(net, calib.grid, calib.target).cpu().numpy()
+
+
+def score_network(net: CoordMLP, member: int, target: str, cfg: Config):
+    """EMC2 of one member (`volratio.emc2.score_network`, SSIM judge calibrated on its own image)."""
+    from .. import emc2
+
+    ec = emc2.EMC2Config.like(cfg, res=cfg.emc2_res, max_params=cfg.emc2_params, member=member, dtype="float32")
+    return emc2.score_network(net, f"picbreeder:{target}", ec, label=target)
+
+
+def summary(table, columns=("loss", "sparsity", "unit_sparsity", "emc2_auc"), level: float = 0.95):
+    """Per target and method: the mean of each column and its t-interval over seeds, as strings
+    `mean [lo, hi]` (a pandas DataFrame, methods in the table's order)."""
+    import pandas as pd
+
+    cols = [c for c in columns if c in table.columns]
+    order = list(dict.fromkeys(table["method"]))
+    out = []
+    for (target, method), g in table.groupby(["target", "method"], sort=False):
+        row = {"target": target, "method": method, "n": len(g)}
+        for c in cols:
+            m, lo, hi = mean_ci(g[c], level)
+            row[c] = f"{m:.3f} [{lo:.3f}, {hi:.3f}]" if hi > lo else f"{m:.3f}"
+        out.append(row)
+    df = pd.DataFrame(out)
+    df["method"] = pd.Categorical(df["method"], order)
+    return df.sort_values(["target", "method"], kind="stable").reset_index(drop=True)
+
+
+def tau_sensitivity(result: Result, taus=(0.8, 0.95)):
+    """SP's threshold τ moved: the dense networks of `result` pruned again with each τ (the run's
+    own τ included from its table), one row per τ with the mean sparsity, unit sparsity, loss,
+    EMC2 AUC and how many networks stopped for lack of a redundant pair."""
+    import pandas as pd
+
+    cfg = result["config"]
+    t, dense = result.table, result["nets"]["dense"]
+    sp_main = t[t.method == "sp"]
+    rows = [
+        {
+            "τ": cfg.sp.tau,
+            "sparsity": sp_main.sparsity.mean(),
+            "unit sparsity": sp_main.unit_sparsity.mean(),
+            "loss": sp_main.loss.mean(),
+            "EMC2 AUC": sp_main.emc2_auc.mean(),
+            "stopped: no redundant pair": int((sp_main.sp_stop == "no redundant pair").sum()),
+        }
+    ]
+    for tau in taus:
+        net = _copy(dense)
+        s = prune(
+            net, result["images"], "sp", replace(cfg.sp, tau=tau, train=TrainConfig(lr=cfg.lr, device=cfg.device))
+        ).summary()
+        aucs = [score_network(net, k, cfg.targets[k // cfg.seeds], cfg).auc for k in range(net.population)]
+        rows.append(
+            {
+                "τ": tau,
+                "sparsity": np.mean(s["sparsity"]),
+                "unit sparsity": np.mean(s["unit_sparsity"]),
+                "loss": np.mean(s["final_loss"]),
+                "EMC2 AUC": np.mean(aucs),
+                "stopped: no redundant pair": sum(x == "no redundant pair" for x in s["stop"]),
+            }
+        )
+    return pd.DataFrame(rows).set_index("τ").sort_index()

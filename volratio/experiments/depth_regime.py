@@ -1,0 +1,378 @@
+"""Experiment `depth_regime`: the compositional score against depth, per target (DESIGN §3.7).
+
+For each target, SP networks are trained at each depth of a range × seeds (dense training, SP
+`volratio.prune.sp`, then the EMC2 score `volratio.emc2.score_network` under the config's judge),
+run through `volratio.sweep` with the run function `depth_point`; per depth the mean score and
+loss with t-intervals over the seeds, and the sweet spot (`volratio.depth.sweet_spot`). The PNG
+ratio of each target (`volratio.complexity.png_ratio`) and the predictor fitted on sweet spots
+(`volratio.depth.fit_predictor`) complete the chapter's test of the depth claims.
+
+`Settings` holds what every run shares (one copy of the defaults: sweeps, the command line
+`volratio depth sweep` and the optimizer study use it); `Point` is one run's config.
+
+Chapters: "Depth: a narrow, target-dependent regime" (book/depth.md), "Unknown targets",
+"Your own target"; command: `volratio depth sweep`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+from ..depth import DepthError, sweet_spot
+from ..stats import mean_ci
+from ._base import Presets, Result, Timer, configure
+
+DELTAS_8 = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # the reference and full δ grid (FER's |Δw| ≤ 1, and 2)
+
+# The planted targets of the chapter: true depth L* known, PNG ratio computable (width 3 each)
+PLANTED = ("planted:1:depth=2,width=3", "planted:2:depth=3,width=3", "planted:3:depth=4,width=3")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every run of a depth sweep shares (one run adds `target`, `depth`, `seed`)."""
+
+    members: int = 3  # networks trained together as one population per run (speed only; seeds = runs × members)
+    width: int = 8  # units per hidden layer before pruning
+    activation: str = "gaussian"  # one activation for every hidden unit
+    res: int = 16  # training, pruning and scoring resolution
+    steps: int = 120  # dense training steps (full batch)
+    lr: float = 0.01  # learning rate (Adam, AdamW, SGD)
+    optimizer: str = "adam"  # adam | adamw | sgd | muon (training and SP retraining)
+    muon_lr: float = 0.02  # Muon's learning rate on the hidden matrices (DESIGN §9)
+    tau: float = 0.9  # SP cosine-similarity threshold (the paper gives none; ours)
+    sp_rounds: int = 2  # SP prune → retrain rounds (0: no pruning)
+    retrain_steps: int = 30  # training steps after each SP round
+    deltas: tuple = (-1.0, -0.5, 0.5, 1.0)  # EMC2 perturbation sizes (both signs, FER's |Δw| ≤ 1)
+    max_params: int | None = 20  # EMC2 scores a seeded subsample of this many non-zero weights (None = all)
+    judge: str = "ssim"  # the offline default judge, calibrated per network (volratio.judges.make_judge)
+    device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
+
+    def shared(self) -> dict:
+        """The settings as a sweep's shared config (the store key hashes exactly these)."""
+        c = {f.name: getattr(self, f.name) for f in fields(Settings)}
+        c["deltas"] = [float(x) for x in self.deltas]
+        return c
+
+
+@dataclass(frozen=True)
+class Point(Settings):
+    """One run of a depth sweep: `members` SP networks of one depth on one target."""
+
+    target: str = "planted:0"  # a volratio.targets spec
+    depth: int = 3  # hidden layers
+    seed: int = 0  # initialisations, SP's choices and the EMC2 subsample
+    keep_net: bool = True  # return the population as an artifact
+
+
+@dataclass(frozen=True)
+class Config(Presets, Settings):
+    targets: tuple = PLANTED  # targets swept
+    depths: tuple = (1, 2, 3, 4, 5)  # hidden layers tried
+    seeds: int = 3  # networks per depth (the interval comes from them); a multiple of `members`
+    ratio_res: int = 64  # resolution of the PNG compression ratio (one resolution for every target)
+    tol: float = 1e-9  # depths whose mean score is within tol of the best are tied
+    processes: int = 1  # local worker processes (1: in-process); results do not depend on it
+    scale: str = "quick"  # the preset this config came from
+
+    # reference (issue 16): 64×64, depths 1..8, 5 seeds, 2,000 steps, 5 SP rounds of 200 steps, 8 δ
+    # on 200 weights — budget ~1.5 CPU-hours for three planted targets (an estimate: not run here)
+    # fmt: off
+    REFERENCE = {"depths": tuple(range(1, 9)), "seeds": 5, "members": 5, "width": 12, "res": 64, "steps": 2000,
+                 "lr": 3e-3, "sp_rounds": 5, "retrain_steps": 200, "max_params": 200, "deltas": DELTAS_8}
+    # closer to the paper: depths 1..12, 10 seeds, long training, every weight scored
+    FULL = {"depths": tuple(range(1, 13)), "seeds": 10, "width": 16, "res": 64, "steps": 5000, "lr": 3e-3,
+            "sp_rounds": 10, "retrain_steps": 500, "deltas": DELTAS_8, "max_params": None, "members": 1}
+    # fmt: on
+
+    def __post_init__(self):
+        if self.seeds % self.members:
+            raise DepthError(f"seeds = {self.seeds} is not a multiple of members = {self.members}; make it one")
+
+
+# ---------------------------------------------------------------------------------------------
+# One run (sweep run function `depth_point`)
+
+
+def parse_point(config: dict) -> Point:
+    return configure(Point(), config, "depth_point")
+
+
+def sp_network(cfg: Point):
+    """Train a population of `members` dense networks (independent initialisations drawn from
+    `seed`) and prune each with SP; returns `(net, target, image, dense_loss (K,), sp_result)`."""
+    from ..nets import Arch, CoordMLP
+    from ..prune import SPConfig, sp
+    from ..targets import get_target
+    from ..train import TrainConfig, train
+
+    target = get_target(cfg.target)
+    img = target.image(cfg.res)  # (res, res, 3)
+    net = CoordMLP(
+        Arch.uniform(cfg.depth, cfg.width, cfg.activation),
+        head=getattr(target, "head", "hsv"),
+        population=cfg.members,
+        seed=cfg.seed,
+    )
+    tc = TrainConfig(steps=cfg.steps, optimizer=cfg.optimizer, lr=cfg.lr, muon_lr=cfg.muon_lr, device=cfg.device)
+    dense = train(net, img, tc).final_loss
+    spc = SPConfig(tau=cfg.tau, rounds=cfg.sp_rounds, retrain_steps=cfg.retrain_steps, seed=cfg.seed, train=tc)
+    pr = sp(net, img, spc) if cfg.sp_rounds > 0 else None
+    return net, target, img, np.asarray(dense, dtype=np.float64), pr
+
+
+def emc2_of(net, cfg: Point, member: int = 0):
+    """The EMC2 result of one member (`volratio.emc2.score_network`; SSIM calibration seeded by 0)."""
+    from .. import emc2
+
+    ec = emc2.EMC2Config.like(cfg, member=member, dtype="float64")
+    return emc2.score_network(net, cfg.target, ec, cfg.judge, calibration_seed=0)
+
+
+@functools.lru_cache(maxsize=64)
+def _png_ratio(target: str, res: int) -> float:
+    from ..complexity import png_ratio
+
+    return float(png_ratio(target, res).ratio)
+
+
+def point(config: dict) -> dict:
+    """SP networks at one depth. Metrics, one list entry per member: `score` (EMC2 AUC), `scores`
+    (S per δ), `loss` (MSE after SP), `dense_loss`, `nonzero`; and `live_units` (first member),
+    `judge`, `ratio` (the target's PNG ratio at `res`). Artifact: `net` (the population)."""
+    cfg = parse_point(config)
+    net, target, img, dense_loss, pr = sp_network(cfg)
+    loss = pr.final_loss if pr is not None else dense_loss
+    results = [emc2_of(net, cfg, k) for k in range(net.population)]
+    out = {
+        "score": [float(r.auc) for r in results],
+        "scores": [[float(s) for s in r.scores] for r in results],
+        "loss": [float(x) for x in loss],
+        "dense_loss": [float(x) for x in dense_loss],
+        "nonzero": [int(n) for n in net.nonzero()],
+        "live_units": [int(u) for u in net.live_units()[0]],
+        "judge": results[0].judge,
+        "ratio": _png_ratio(cfg.target, cfg.res),
+    }
+    if cfg.keep_net:
+        out["net"] = net.to("cpu")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The sweep
+
+
+MAX_SWEEP_DEPTH = 256  # deeper coordinate networks than this are far outside the regime studied
+
+
+def parse_depths(text: str) -> tuple:
+    """`"2..6"` → (2, 3, 4, 5, 6); `"1,3,5"` → (1, 3, 5)."""
+    try:
+        if ".." in text:
+            a, b = text.split("..")
+            out = tuple(range(int(a), int(b) + 1))
+        else:
+            out = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise DepthError(f"depths {text!r}: write A..B (e.g. 1..6) or a comma-separated list (e.g. 1,3,5)") from None
+    if not out or min(out) < 1 or max(out) > MAX_SWEEP_DEPTH:
+        raise DepthError(f"depths {text!r}: give at least one depth, each in [1, {MAX_SWEEP_DEPTH}]")
+    return out
+
+
+def make_sweep(targets, cfg: Config, name: str = "depth"):
+    """The `volratio.sweep.Sweep` of a depth sweep: targets × depths × seeds."""
+    from ..sweep import Sweep
+
+    targets = [targets] if isinstance(targets, str) else list(targets)
+    return Sweep(
+        run="depth_point",
+        config=cfg.shared(),
+        grid={"target": targets, "depth": list(cfg.depths)},
+        seeds=int(cfg.seeds) // int(cfg.members),
+        name=name,
+    )
+
+
+@dataclass
+class DepthCurve:
+    target: str
+    depths: list
+    score: np.ndarray  # (n_depths, n_seeds) EMC2 AUC of each SP network
+    loss: np.ndarray  # (n_depths, n_seeds) final MSE after SP
+    dense_loss: np.ndarray  # (n_depths, n_seeds) MSE before SP
+    nonzero: np.ndarray  # (n_depths, n_seeds) non-zero weights after SP
+    spot: object  # volratio.depth.SweetSpot
+
+    def summary(self, level: float = 0.95) -> list[dict]:
+        """One row per depth: mean score and loss with t-intervals over seeds (the score's interval
+        clipped to [0, 1], the range of an EMC2 score)."""
+        rows = []
+        for i, d in enumerate(self.depths):
+            s, sl, ss = mean_ci(self.score[i], level)
+            sl, ss = max(sl, 0.0), min(ss, 1.0)
+            m, ml, mh = mean_ci(self.loss[i], level)
+            rows.append(
+                {
+                    "target": self.target,
+                    "depth": int(d),
+                    "score": s,
+                    "score_lo": sl,
+                    "score_hi": ss,
+                    "loss": m,
+                    "loss_lo": ml,
+                    "loss_hi": mh,
+                    "nonzero": float(np.mean(self.nonzero[i])),
+                }
+            )
+        return rows
+
+
+def networks_table(table):
+    """One row per network of a depth sweep's results table (a run of `members` networks holds
+    lists; network id = "seed.member")."""
+    import pandas as pd
+
+    rows = []
+    for _, r in table[table["status"] == "done"].iterrows():
+        vals = {c: r[c] for c in ("score", "loss", "dense_loss", "nonzero")}
+        n = len(vals["score"]) if isinstance(vals["score"], (list, tuple, np.ndarray)) else None
+        for k in range(n or 1):
+            rows.append(
+                {
+                    "target": r["target"],
+                    "depth": int(r["depth"]),
+                    "net": f"{r['seed']}.{k}",
+                    "key": r["key"],
+                    "member": k,
+                    **{c: (v[k] if n else v) for c, v in vals.items()},
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def curves_from_table(table, tol: float = 1e-9) -> dict[str, DepthCurve]:
+    """Depth curves from a depth sweep's results table (one per target; one column per network)."""
+    if table[table["status"] == "done"].empty:
+        raise DepthError("the depth sweep has no finished runs; see `volratio results DIR --tracebacks`")
+    flat = networks_table(table)
+    out = {}
+    for tgt, g in flat.groupby("target", sort=False):
+        depths = sorted(g["depth"].unique().tolist())
+        nets = sorted(g["net"].unique().tolist())
+        grids = {
+            col: g.pivot_table(index="depth", columns="net", values=col, aggfunc="first")
+            .reindex(index=depths, columns=nets)
+            .to_numpy(dtype=np.float64)
+            for col in ("score", "loss", "dense_loss", "nonzero")
+        }  # each (n_depths, n_networks)
+        out[tgt] = DepthCurve(
+            tgt,
+            depths,
+            grids["score"],
+            grids["loss"],
+            grids["dense_loss"],
+            grids["nonzero"],
+            sweet_spot(depths, grids["score"], tol=tol),
+        )
+    return out
+
+
+def depth_sweep(
+    targets, cfg: Config | None = None, out=None, executor=None, tol: float | None = None, progress: bool | None = False
+):
+    """Run (or read) the depth sweep of `targets`; returns `(curves: dict target -> DepthCurve, report)`.
+    `out`: the results store (default `volratio.sweep.results_dir("depth")`); `executor`: default
+    `Processes(cfg.processes)`."""
+    from ..sweep import InProcess, Processes, results_dir, run_sweep
+
+    cfg = cfg or Config.quick()
+    if executor is None:
+        executor = Processes(cfg.processes) if cfg.processes > 1 else InProcess()
+    report = run_sweep(make_sweep(targets, cfg), out or results_dir("depth"), executor, progress=progress)
+    return curves_from_table(report.table, cfg.tol if tol is None else tol), report
+
+
+def spot_table(curves: dict, true_depths: dict | None = None):
+    """One row per target: its sweet spot, bootstrap interval, per-seed argmax, best mean score, peak
+    contrast, the score drop one layer shallower and one deeper, and the MSE at the spot."""
+    import pandas as pd
+
+    rows = []
+    for t, c in curves.items():
+        sp, m = c.spot, np.array(c.spot.means)
+        i = None if sp.depth is None else c.depths.index(sp.depth)
+
+        def drop(j, i=i, m=m):
+            return (m[i] - m[j]) if i is not None and 0 <= j < len(m) else np.nan
+
+        rows.append(
+            {
+                "target": t,
+                "L*": (true_depths or {}).get(t),
+                "sweet spot": sp.depth,
+                "bootstrap 90%": sp.interval,
+                "per seed": sp.per_seed,
+                "best score": m.max(),
+                "peak − rest": sp.peak_contrast,
+                "score drop, one layer less": drop(i - 1) if i is not None else np.nan,
+                "score drop, one layer more": drop(i + 1) if i is not None else np.nan,
+                "MSE at spot": np.nanmean(c.loss[i]) if i is not None else np.nan,
+            }
+        )
+    return pd.DataFrame(rows).set_index("target")
+
+
+def curve_frame(curves: dict):
+    """Tidy rows: one per target × depth (means and intervals over seeds)."""
+    import pandas as pd
+
+    return pd.DataFrame([row for c in curves.values() for row in c.summary()])
+
+
+def run(cfg: Config | None = None, out=None, executor=None) -> Result:
+    """The chapter's experiment: the depth sweep of `cfg.targets`, the PNG ratio of each, and the
+    predictor of sweet-spot depth from the ratio (fitted where ≥ 3 targets have a sweet spot).
+    `Result.table`: one row per target × depth; extras: `curves`, `report`, `ratios`, `predictor`."""
+    from ..complexity import png_ratio
+    from ..depth import fit_predictor
+    from ..targets import get_target
+
+    cfg = cfg or Config.quick()
+    with Timer() as t:
+        curves, report = depth_sweep(cfg.targets, cfg, out=out, executor=executor)
+        ratios = {tg: png_ratio(tg, cfg.ratio_res) for tg in cfg.targets}
+        spots = {tg: c.spot.depth for tg, c in curves.items() if c.spot.depth is not None}
+        predictor = (
+            fit_predictor([ratios[tg].ratio for tg in spots], list(spots.values()), names=list(spots))
+            if len(spots) >= 3 and np.ptp([ratios[tg].ratio for tg in spots]) > 0
+            else None
+        )
+    table = curve_frame(curves)
+    table["ratio"] = [ratios[tg].ratio for tg in table["target"]]
+    table["true_depth"] = [getattr(get_target(tg), "depth", None) for tg in table["target"]]
+    table["sweet_spot"] = [curves[tg].spot.depth for tg in table["target"]]
+    seeds = sorted({int(s) for s in report.table["seed"]}) if "seed" in report.table else []
+    return Result(
+        "depth_regime",
+        asdict(cfg),
+        table,
+        seeds,
+        t.seconds,
+        extras={"curves": curves, "report": report, "ratios": ratios, "predictor": predictor},
+    )
+
+
+def load_nets(report) -> dict:
+    """`(target, depth) -> CoordMLP`: the population of the first finished run of each grid point,
+    read from the sweep's store (the runs keep their networks: `keep_net`)."""
+    from ..store import Store
+
+    store, out = Store(report.store), {}
+    for _, r in report.table[report.table["status"] == "done"].iterrows():
+        out.setdefault((r["target"], int(r["depth"])), store.artifact(r["key"], "net"))
+    return out

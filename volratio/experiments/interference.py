@@ -1,0 +1,88 @@
+"""Experiment `interference`: the interference of learned features against the Welch bound (DESIGN §3.6).
+
+Per hidden layer of a set of networks — the layerized Picbreeder skull and FER's dense SGD skull
+(when the data is there), a dense network trained here on the same target, and that network pruned
+with SP at two thresholds — the coherence of its live units' weight vectors and feature maps
+against the Welch bound for their (r, d) (`volratio.welch.network_interference`).
+
+Chapter: "Feature interference and the Welch bound" (book/welch.md).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+from ._base import Presets, Result
+
+
+@dataclass(frozen=True)
+class Config(Presets):
+    target: str = "picbreeder:skull"  # trained on (image:camera when the Picbreeder data is absent)
+    dense_arch: str = "6;gaussian:16"  # our dense network
+    dense_res: int = 48  # its training resolution
+    steps: int = 600  # Adam steps
+    taus: tuple = (0.8, 0.9)  # SP thresholds
+    sp_rounds: int = 5  # SP rounds (SPConfig.quick)
+    sp_retrain: int = 100  # retraining steps per round
+    res: int = 64  # grid of the feature maps
+    seed: int = 0  # initialisation and SP's choices
+    device: str = "cpu"  # CPU: bit-for-bit repeatable
+    scale: str = "quick"  # the preset this config came from
+
+    # reference / full: longer training and SP, finer feature maps
+    REFERENCE = {"steps": 5000, "sp_rounds": 10, "sp_retrain": 500, "res": 128}
+    FULL = {"steps": 20_000, "sp_rounds": 30, "sp_retrain": 2000, "res": 256}
+
+
+def networks(cfg: Config) -> tuple[dict, dict]:
+    """`(nets, notes)`: name -> CoordMLP, and what was trained (MSEs, SP summaries)."""
+    from .. import picbreeder
+    from ..nets import CoordMLP
+    from ..prune import SPConfig, sp
+    from ..specs import load_network
+    from ..targets import get_target
+    from ..train import TrainConfig, train
+
+    nets, notes = {}, {"picbreeder": picbreeder.available()}
+    target_spec = cfg.target
+    if cfg.target.startswith("picbreeder:") and not picbreeder.available():
+        target_spec = "image:camera"
+    if picbreeder.available():
+        name = cfg.target.partition(":")[2] if cfg.target.startswith("picbreeder:") else "skull"
+        nets[f"Picbreeder {name}"] = load_network(f"picbreeder:{name}")
+        nets[f"FER SGD {name}"] = load_network(f"fer-sgd:{name}")
+    image = get_target(target_spec).image(cfg.dense_res)
+    dense = train(
+        CoordMLP(cfg.dense_arch, head="rgb", seed=cfg.seed), image, TrainConfig(steps=cfg.steps, device=cfg.device)
+    )
+    nets[f"dense {cfg.dense_arch}"] = dense.net
+    notes["dense_mse"] = float(dense.final_loss[0])
+    notes["target"] = target_spec
+    for tau in cfg.taus:
+        scfg = SPConfig(
+            tau=tau,
+            rounds=cfg.sp_rounds,
+            retrain_steps=cfg.sp_retrain,
+            seed=cfg.seed,
+            train=TrainConfig(device=cfg.device),
+        )
+        pruned = sp(dense.net.select(0), image, scfg)  # select() copies: the dense network stays as it is
+        nets[f"SP τ={tau}"] = pruned.net
+        notes[f"SP τ={tau}"] = pruned.summary()
+    return nets, notes
+
+
+def run(cfg: Config | None = None) -> Result:
+    """`Result.table`: one row per network × vectors (weights | maps) × layer; extras `nets`, `notes`."""
+    import pandas as pd
+
+    from ..welch import network_interference
+
+    cfg = cfg or Config.quick()
+    t0 = time.perf_counter()
+    nets, notes = networks(cfg)
+    table = pd.DataFrame(network_interference(nets, res=cfg.res))
+    return Result(
+        "interference", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0, extras={"nets": nets, "notes": notes}
+    )

@@ -1,0 +1,162 @@
+"""Experiment `optimizers`: Adam vs Muon vs SGD at the sweet spot (DESIGN §3.8, §9).
+
+At one target and depth (the sweet spot of its depth sweep), SP networks are trained and pruned
+with each optimizer — Adam; Muon (`torch.optim.Muon` on the hidden W×W matrices, AdamW on the input
+and output kernels, the standard recipe of `volratio.train`); SGD with momentum — over several
+seeds, through `volratio.sweep` (run function `optimizer_point`). Each run reports the final loss,
+the compositional score (EMC2 AUC, default judge) and the sharpness (top Hessian eigenvalue,
+`volratio.flatness`); `summarise` gives mean and t-interval per optimizer.
+
+Chapter: "Optimization: Adam, Muon, SGD" (book/optimization.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+
+from ..stats import mean_ci
+from . import depth_regime
+from ._base import ExperimentError, Presets, Result, Timer, configure
+
+# learning rates per optimizer (Muon's own lr and its AdamW lr are TrainConfig's defaults, DESIGN §9)
+DEFAULT_CASES = (
+    {"optimizer": "adam", "lr": 0.01},
+    {"optimizer": "muon"},
+    {"optimizer": "sgd", "lr": 0.1},
+)
+
+
+@dataclass(frozen=True)
+class Point(depth_regime.Point):
+    """One run: one SP network trained with `optimizer`, plus its sharpness."""
+
+    members: int = 1  # one network per run (more seeds, not more members)
+    hessian_iters: int = 30  # power-iteration steps for the sharpness
+    keep_net: bool = False  # return the network as an artifact
+
+
+def parse_point(config: dict) -> Point:
+    cfg = configure(Point(), config, "optimizer_point")
+    if cfg.members != 1:
+        raise ExperimentError("optimizer_point trains one network per run (members = 1); use more seeds")
+    return cfg
+
+
+def point(config: dict) -> dict:
+    """`depth_point` with the config's `optimizer` (adam | muon | sgd) and, in addition, the
+    sharpness: top Hessian eigenvalue of the final MSE (`volratio.flatness.top_eigenvalue`)."""
+    from ..flatness import top_eigenvalue
+
+    cfg = parse_point(config)
+    net, target, img, dense_loss, pr = depth_regime.sp_network(cfg)
+    loss = float(pr.final_loss[0]) if pr is not None else float(dense_loss[0])
+    res = depth_regime.emc2_of(net, cfg)
+    eig = top_eigenvalue(net, img, iters=cfg.hessian_iters, seed=cfg.seed)
+    out = {
+        "score": float(res.auc),
+        "scores": [float(s) for s in res.scores],
+        "loss": loss,
+        "dense_loss": float(dense_loss[0]),
+        "nonzero": int(net.nonzero()[0]),
+        "sharpness": float(eig.value),
+        "sharpness_iters": int(eig.iters),
+        "judge": res.judge,
+    }
+    if cfg.keep_net:
+        out["net"] = net.to("cpu")
+    return out
+
+
+@dataclass(frozen=True)
+class Config(Presets):
+    target: str = "planted:3:depth=3,width=3"  # the target (planted: known depth L* = 3)
+    depth: int | None = None  # the depth studied; None: the sweet spot of an Adam depth sweep over base.depths
+    seeds: int = 3  # seeds per optimizer
+    cases: tuple = DEFAULT_CASES  # optimizers and their learning rates
+    hessian_iters: int = 20  # power-iteration steps for the sharpness
+    base: depth_regime.Config = field(
+        default_factory=lambda: depth_regime.Config.quick(depths=(2, 3, 4, 5))
+    )  # width, res, steps, SP, EMC2
+    scale: str = "quick"  # the preset this config came from
+
+    # reference (issue 16): 5 seeds on the depth-regime reference settings — budget ~0.5 CPU-hours (an estimate: not run here)
+    REFERENCE = staticmethod(
+        lambda: {
+            "seeds": 5,
+            "hessian_iters": 50,
+            "base": depth_regime.Config.reference(depths=(2, 3, 4, 5, 6), members=1),
+        }
+    )
+    FULL = staticmethod(
+        lambda: {"seeds": 10, "hessian_iters": 100, "base": depth_regime.Config.full(depths=(2, 3, 4, 5, 6))}
+    )
+
+
+def make_sweep(cfg: Config, name: str = "optimizers"):
+    from ..sweep import Sweep
+
+    if cfg.depth is None:
+        raise ExperimentError("make_sweep needs the depth: give Config(depth=…) or let run() find the sweet spot")
+    base = replace(cfg.base, members=1).shared()
+    base.pop("optimizer")
+    base.pop("lr")
+    base.update(target=cfg.target, depth=int(cfg.depth), hessian_iters=int(cfg.hessian_iters), lr=0.01, members=1)
+    return Sweep(
+        run="optimizer_point", config=base, cases=tuple(dict(c) for c in cfg.cases), seeds=int(cfg.seeds), name=name
+    )
+
+
+def summarise(table, level: float = 0.95):
+    """One row per optimizer: mean and t-interval of loss, score and sharpness over seeds."""
+    import pandas as pd
+
+    done = table[table["status"] == "done"]
+    rows = []
+    for opt, g in done.groupby("optimizer", sort=False):
+        row = {"optimizer": opt, "n": len(g)}
+        for col in ("loss", "score", "sharpness"):
+            m, lo, hi = mean_ci(g[col].to_numpy(float), level)
+            row.update({col: m, f"{col}_lo": lo, f"{col}_hi": hi})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def sweet_spot(cfg: Config, out=None):
+    """`(depth, curve, report)`: the sweet spot of an Adam depth sweep of `cfg.target` over
+    `cfg.base.depths` (a flat curve falls back to the target's true depth, else the middle depth)."""
+    from ..sweep import results_dir
+    from ..targets import get_target
+
+    curves, report = depth_regime.depth_sweep(cfg.target, cfg.base, out=out or results_dir("optimizers-depth"))
+    curve = curves[cfg.target]
+    fallback = getattr(get_target(cfg.target), "depth", None) or curve.depths[len(curve.depths) // 2]
+    return (curve.spot.depth if curve.spot.depth is not None else fallback), curve, report
+
+
+def run(cfg: Config | None = None, out=None, executor=None, progress: bool | None = False) -> Result:
+    """Run (or read) the study, at `cfg.depth` or at the sweet spot found first (`sweet_spot`).
+    `Result.table`: one row per optimizer (means and intervals); extras: `runs` (one row per run),
+    `report`, `depth` (the depth studied), `curve` (the depth curve, when it was swept)."""
+    from ..sweep import results_dir, run_sweep
+
+    cfg = cfg or Config.quick()
+    with Timer() as t:
+        curve = spot_report = None
+        if cfg.depth is None:
+            spot, curve, spot_report = sweet_spot(cfg)
+            cfg = replace(cfg, depth=spot)
+        report = run_sweep(make_sweep(cfg), out or results_dir("optimizers"), executor, progress=progress)
+    return Result(
+        "optimizers",
+        asdict(cfg),
+        summarise(report.table),
+        list(range(cfg.seeds)),
+        t.seconds,
+        extras={
+            "runs": report.table,
+            "report": report,
+            "depth": cfg.depth,
+            "curve": curve,
+            "depth_report": spot_report,
+        },
+    )

@@ -1,0 +1,40 @@
+"""Experiment `superposition`: the toy model of superposition against the Welch bound (DESIGN §3.6).
+
+The sweep over feature sparsity is trained as one population (`volratio.superposition.train_toy`);
+per instance, the interference of its represented features against the Welch bound at (r, m) and
+its final loss. `Config` is `volratio.superposition.ToyConfig` with the three presets.
+
+Chapter: "Feature interference and the Welch bound" (book/welch.md).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+from ..superposition import ToyConfig, train_toy
+from ._base import Result
+
+
+@dataclass
+class Config(ToyConfig):
+    device: str = "cpu"  # CPU: the numbers repeat bit for bit
+    scale: str = "quick"  # the preset this config came from
+
+    @classmethod
+    def reference(cls, **kw) -> "Config":
+        """Elhage et al.'s training length (10,000 steps, batch 1024), 3 replicas (budget ~10 CPU-minutes, an estimate)."""
+        return cls(**{"replicas": 3, "scale": "reference", **kw})
+
+
+def run(cfg: Config | None = None, threshold: float = 0.5) -> Result:
+    """`Result.table`: one row per instance (sparsity × replica): interference, bound, final loss;
+    extras: `toy` (the `ToyResult`)."""
+    import pandas as pd
+
+    cfg = cfg or Config.quick()
+    t0 = time.perf_counter()
+    toy = train_toy(cfg)
+    table = pd.DataFrame(toy.interference(threshold=threshold))
+    table["final_loss"] = toy.final_loss
+    return Result("superposition", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0, extras={"toy": toy})

@@ -1,0 +1,138 @@
+"""Experiment `unknown_targets`: natural images and a two-object scene (the claim "scenes-weaker").
+
+Each target's depth is predicted from its PNG compression ratio with the predictor calibrated on
+planted targets of known depth (`volratio.depth.planted_predictor`); then the depth sweep of
+`volratio.experiments.depth_regime` runs on the images and the scene. The scene is compared with
+its parts on two effect sizes of the score-vs-depth curve (`volratio.depth.peak_effect`): the best
+mean score and the peak contrast (best mean − mean of the other depths), with a bootstrap over
+networks (`scene_vs_parts`).
+
+Chapter: "Unknown targets" (book/unknown_targets.md).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from ..depth import peak_effect, planted_predictor
+from . import depth_regime
+from ._base import Result
+
+EFFECTS = ("best mean score", "peak − rest")
+
+
+@dataclass(frozen=True)
+class Config(depth_regime.Config):
+    targets: tuple = ("image:camera", "image:coffee", "image:astronaut", "scene:image:camera+image:coffee")  # swept
+    scene: str = "scene:image:camera+image:coffee"  # the scene compared with its parts
+    parts: tuple = ("image:camera", "image:coffee")  # the scene's parts
+    res: int = 24  # at 16 px each half of a two-object scene would be 8×8 pixels; at 24 it is 12×12
+    n_boot: int = 1000  # bootstrap resamples of the networks
+    level: float = 0.90  # bootstrap interval of scene − parts
+
+    # reference / full: the depth-regime presets' training and scoring, on these targets (budget ~1.5 CPU-hours, an estimate)
+    REFERENCE = staticmethod(lambda: _shared(depth_regime.Config.reference()))
+    FULL = staticmethod(lambda: _shared(depth_regime.Config.full()))
+
+
+def _shared(base: depth_regime.Config) -> dict:
+    return {
+        k: getattr(base, k)
+        for k in (
+            "depths",
+            "seeds",
+            "members",
+            "width",
+            "res",
+            "steps",
+            "lr",
+            "sp_rounds",
+            "retrain_steps",
+            "deltas",
+            "max_params",
+        )
+    }
+
+
+def scene_vs_parts(
+    curves: dict, scene: str, parts, n_boot: int = 1000, level: float = 0.90, seed: int = 0
+) -> list[dict]:
+    """Per effect (`EFFECTS`): scene, mean of the parts, their difference and its bootstrap interval
+    (networks resampled within each target), and the verdict on "weaker for the scene"."""
+    rng = np.random.default_rng(seed)
+
+    def pick(c):
+        return c.score[:, rng.integers(0, c.score.shape[1], c.score.shape[1])]
+
+    boot = np.array(
+        [
+            np.subtract(
+                peak_effect(pick(curves[scene])), np.mean([peak_effect(pick(curves[p])) for p in parts], axis=0)
+            )
+            for _ in range(n_boot)
+        ]
+    )  # (n_boot, 2)
+    sc = peak_effect(curves[scene].score)
+    pa = np.mean([peak_effect(curves[p].score) for p in parts], axis=0)
+    rows = []
+    for k, name in enumerate(EFFECTS):
+        lo, hi = np.percentile(boot[:, k], [50 - 50 * level, 50 + 50 * level])
+        d = sc[k] - pa[k]
+        rows.append(
+            {
+                "effect": name,
+                "scene": float(sc[k]),
+                "parts": float(pa[k]),
+                "difference": float(d),
+                "lo": float(lo),
+                "hi": float(hi),
+                "verdict": "reproduced" if hi < 0 else ("partly" if d < 0 else "not reproduced"),
+            }
+        )
+    return rows
+
+
+def run(cfg: Config | None = None, out=None, executor=None) -> Result:
+    """`Result.table`: one row per target: PNG ratio, predicted depth (band, prediction interval),
+    measured sweet spot and its peak; extras: `curves`, `report`, `predictor`, `scene_vs_parts`."""
+    import pandas as pd
+
+    from ..complexity import png_ratio
+
+    cfg = cfg or Config.quick()
+    t0 = time.perf_counter()
+    pred, _ = planted_predictor(res=cfg.ratio_res)
+    curves, report = depth_regime.depth_sweep(cfg.targets, replace(cfg), out=out, executor=executor)
+    rows = []
+    for t in cfg.targets:
+        c, p = curves[t], pred.predict(png_ratio(t, cfg.ratio_res).ratio)
+        s = pd.DataFrame(c.summary())
+        rows.append(
+            {
+                "target": t,
+                "ratio": png_ratio(t, cfg.ratio_res).ratio,
+                "predicted depth": p["depth"],
+                "band": (p["band_lo"], p["band_hi"]),
+                "prediction interval": (p["pi_lo"], p["pi_hi"]),
+                "sweet spot": c.spot.depth,
+                "bootstrap 90%": c.spot.interval,
+                "per seed": c.spot.per_seed,
+                "best score": max(c.spot.means),
+                "peak − rest": c.spot.peak_contrast,
+                "mean CI width": float((s.score_hi - s.score_lo).mean()),
+                "MSE at spot": float(np.nanmean(c.loss[c.depths.index(c.spot.depth)])) if c.spot.depth else np.nan,
+            }
+        )
+    svp = scene_vs_parts(curves, cfg.scene, cfg.parts, cfg.n_boot, cfg.level) if cfg.scene in curves else []
+    seeds = sorted({int(s) for s in report.table["seed"]})
+    return Result(
+        "unknown_targets",
+        asdict(cfg),
+        pd.DataFrame(rows),
+        seeds,
+        time.perf_counter() - t0,
+        extras={"curves": curves, "report": report, "predictor": pred, "scene_vs_parts": svp},
+    )
