@@ -443,7 +443,7 @@ def test_every_option_is_validated():
     """Every option that takes a value has choices, a validator from volratio.commands._args, or
     is free text that its command checks (a spec, a path, a label)."""
     loose = [(" ".join(path), a.option_strings[0]) for path, p, a in VALUED
-             if not a.choices and not isinstance(a.type, VALIDATORS) and a.type not in (A.device, A.scheduler_address, int_list)
+             if not a.choices and not isinstance(a.type, VALIDATORS) and a.type not in (A.device, A.scheduler_address, A.key_value, int_list)
              and a.dest not in FREE_TEXT]
     assert loose == [], f"options without a validator: {loose}"
     assert len(LEAVES) >= 15 and len(VALUED) >= 60
@@ -471,6 +471,8 @@ def _in_domain(action, value) -> bool:
         return bool(value) and all(t.item.ok(v) for v in value)
     if t is int_list:
         return bool(value) and min(value) >= 1
+    if isinstance(action, argparse._AppendAction):
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
     return isinstance(value, str)
 
 

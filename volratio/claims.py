@@ -121,12 +121,18 @@ class Verdict:
 
     def html(self) -> str:
         """The verdict as the claims page shows it: verdict, scale, judge, then what was measured."""
-        judge = "no judge" if self.key in NO_JUDGE else (self.judge or "judge not recorded")
+        judge = "no judge" if self.key in NO_JUDGE else JUDGE_TEXT.get(self.judge, self.judge or "judge not recorded")
         return (f"<b>{html.escape(self.verdict)}</b> ({html.escape(self.scale)} scale; {html.escape(judge)}) — "
                 f"{html.escape(self.measured)}")
 
 
-NO_JUDGE = ("rho-concentrated", "welch-r-le-d")  # claims whose measurement has no EMC2 judge
+NO_JUDGE = ("rho-concentrated", "welch-r-le-d", "png-ratio-linear")  # claims measured without an EMC2 judge
+JUDGE_TEXT = {  # `volratio.judges.make_judge` names, as the claims page says them
+    "ssim": "SSIM judge, threshold from other targets",
+    "calibrated": "SSIM@4 judge, threshold fitted on the reference verdicts",
+    "clip": "CLIP judge",
+    "vlm": "VLM judge",
+}
 
 
 def record(key: str, verdict: str, measured: str, evidence: dict | None = None, scale: str = "quick",
@@ -168,7 +174,7 @@ def table():
 # Verdicts computed from experiment results
 
 
-def sp_vs_pruners(table, zero: float = 0.05, scale: str = "quick") -> tuple[Verdict, "object"]:
+def sp_vs_pruners(table, zero: float = 0.05, scale: str = "quick", judge: str | None = "ssim") -> tuple[Verdict, "object"]:
     """Claim "sp-vs-pruners" from the connectivity experiment's table (`emc2_auc` per network and
     method): reproduced when SP's interval lies above Lottery Ticket's, Wanda's and LLM-Pruner's and
     each of theirs ends below `zero`. Returns the recorded `Verdict` and a per-method table."""
@@ -189,11 +195,11 @@ def sp_vs_pruners(table, zero: float = 0.05, scale: str = "quick") -> tuple[Verd
     verdict = "reproduced" if separated == at_zero == len(named) else "partly" if separated or at_zero else "not reproduced"
     measured = (f"EMC2 AUC (SSIM judge) SP {est['sp'].mean:.2f}; " + ", ".join(f"{named[m]} {est[m].mean:.2f}" for m in named)
                 + f"; baselines at 0: {at_zero} of 3; SP's interval above theirs: {separated} of 3")
-    v = record("sp-vs-pruners", verdict, measured, {m: vars(e) for m, e in est.items()}, scale)
+    v = record("sp-vs-pruners", verdict, measured, {m: vars(e) for m, e in est.items()}, scale, judge)
     return v, pd.DataFrame(rows).set_index("method")
 
 
-def depth_optimum(curves: dict, true_depths: dict, scale: str = "quick") -> tuple[Verdict, dict]:
+def depth_optimum(curves: dict, true_depths: dict, scale: str = "quick", judge: str | None = None) -> tuple[Verdict, dict]:
     """Claim "depth-optimum" from depth curves (`volratio.experiments.depth_regime.DepthCurve`):
     a peak (largest best-minus-rest) taller than the mean width of a depth's 95% interval, and the
     sweet spot at the true depth L* of every planted target in `true_depths`. Returns the verdict
@@ -211,7 +217,7 @@ def depth_optimum(curves: dict, true_depths: dict, scale: str = "quick") -> tupl
     v = record("depth-optimum", verdict_from_fraction(sum(checks.values()), len(checks)),
                f"largest peak − rest {contrast:.3f} vs mean 95% interval width {width:.3f}; sweet spot = L* for "
                f"{hits} of {len(true_depths)} planted targets; seeds agree on the argmax for {agree} of {len(curves)} targets",
-               {k: bool(x) for k, x in checks.items()}, scale)
+               {k: bool(x) for k, x in checks.items()}, scale, judge)
     return v, {"width": width, "contrast": contrast, "hits": hits, "inside": inside, "agree": agree}
 
 
@@ -228,7 +234,7 @@ def png_ratio_linear(pred, scale: str = "quick") -> Verdict:
                   {"r2": pred.r2, "loo_rmse": pred.loo_rmse}, scale)
 
 
-def muon_above_adam(summary, detail: str = "", scale: str = "quick") -> Verdict:
+def muon_above_adam(summary, detail: str = "", scale: str = "quick", judge: str | None = None) -> Verdict:
     """Claim "muon-above-adam" from the optimizer study's summary (one row per optimizer with
     `loss`, `score` and their `_lo`/`_hi`): Muon's loss lower and score higher than Adam's,
     each part judged by `compare_estimates`."""
@@ -242,12 +248,12 @@ def muon_above_adam(summary, detail: str = "", scale: str = "quick") -> Verdict:
              "score": compare_estimates(est(m, "score"), est(a, "score"))}
     return record("muon-above-adam", combine(parts.values()),
                   f"final MSE Muon {m['loss']:.3g} vs Adam {a['loss']:.3g}; EMC2 AUC Muon {m['score']:.3f} vs Adam "
-                  f"{a['score']:.3f} ({detail}); per part: {parts}", {"muon": m.to_dict(), "adam": a.to_dict()}, scale)
+                  f"{a['score']:.3f} ({detail}); per part: {parts}", {"muon": m.to_dict(), "adam": a.to_dict()}, scale, judge)
 
 
-def scenes_weaker(rows, detail: str = "", scale: str = "quick") -> Verdict:
+def scenes_weaker(rows, detail: str = "", scale: str = "quick", judge: str | None = None) -> Verdict:
     """Claim "scenes-weaker" from `volratio.experiments.unknown_targets.scene_vs_parts` rows (one per
     effect size, each with its own verdict from the bootstrap interval of scene − parts)."""
     texts = [f"{r['effect']}: scene − parts {r['difference']:+.3f} ({r['lo']:+.3f}..{r['hi']:+.3f})" for r in rows]
     return record("scenes-weaker", combine(r["verdict"] for r in rows), "; ".join(texts) + (f" — {detail}" if detail else ""),
-                  {r["effect"]: {"scene": r["scene"], "parts": r["parts"]} for r in rows}, scale)
+                  {r["effect"]: {"scene": r["scene"], "parts": r["parts"]} for r in rows}, scale, judge)

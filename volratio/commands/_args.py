@@ -150,6 +150,21 @@ def scheduler_address(text: str) -> str:
 
 scheduler_address.__name__ = "address"
 
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def key_value(text: str) -> str:
+    """`KEY=VALUE` with a (dotted) identifier as KEY; the value is checked against the config later."""
+    key, sep, _ = str(text).partition("=")
+    if not sep or not _KEY.match(key.strip()):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not KEY=VALUE; write e.g. steps=2000 or sp.tau=0.8 (volratio run NAME --dry-run shows the keys)"
+        )
+    return str(text)
+
+
+key_value.__name__ = "KEY=VALUE"
+
 # The common domains
 positive_int = Int(1)
 nonneg_int = Int(0)

@@ -9,7 +9,8 @@ See `volratio.experiments` (the registry and the run contract).
 
 from __future__ import annotations
 
-from ._common import add_json_flag, emit
+from . import _args as A
+from ._common import add_json_flag, add_out, emit
 
 
 def register(sub) -> None:
@@ -25,11 +26,12 @@ def register(sub) -> None:
     p.add_argument(
         "--set",
         action="append",
+        type=A.key_value,
         default=[],
         metavar="KEY=VALUE",
         help="override a config entry (JSON values: 5, 0.1, true, [1,2]; dotted names reach nested configs: sp.tau=0.8)",
     )
-    p.add_argument("--out", metavar="FILE", help="write the tidy result table (.parquet or .csv)")
+    add_out(p, "write the tidy result table (.parquet or .csv)", required=False)
     p.add_argument("--list", action="store_true", help="list the experiments and exit")
     p.add_argument("--dry-run", action="store_true", help="print the config that would run, and exit")
     add_json_flag(p)
@@ -49,6 +51,13 @@ def cmd_run(args) -> int:
         emit(args, names, "\n".join(f"{n:16s} {experiments.module(n).__doc__.splitlines()[0]}" for n in names))
         return 0
     cfg = experiments.make_config(args.name, args.scale, parse_sets(args.set))
+    if args.out:  # refuse a bad --out before the run, not after it
+        from ..errors import VolratioError
+        from ..fileio import check_out
+
+        if not args.out.endswith((".parquet", ".csv")):
+            raise VolratioError(f"--out {args.out}: write a .parquet or a .csv file")
+        check_out(args.out, force=args.force)
     if args.dry_run:
         emit(args, asdict(cfg), f"{args.name} ({args.scale}): {cfg}")
         return 0
@@ -74,11 +83,8 @@ def cmd_run(args) -> int:
 
 
 def _write(frame, out: str) -> None:
-    from ..errors import VolratioError
     from ..fileio import atomic_path
 
-    if not out.endswith((".parquet", ".csv")):
-        raise VolratioError(f"--out {out}: write a .parquet or a .csv file")
     with atomic_path(out) as tmp:
         if out.endswith(".parquet"):
             frame.astype({c: str for c in frame.columns if frame[c].dtype == object}).to_parquet(tmp)
