@@ -191,7 +191,7 @@ def execute(fn: Callable[[dict], Any], run: str, config: dict, key: str, version
     metrics; arrays (numpy, torch) become `.npy` artifacts and `CoordMLP`s `.safetensors`
     artifacts, carried back as bytes.
     """
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out = {"key": key, "run": run, "version": version, "config": config, "host": socket.gethostname()}
     try:
         with _torch_threads(threads):
@@ -201,6 +201,7 @@ def execute(fn: Callable[[dict], Any], run: str, config: dict, key: str, version
     except Exception as e:  # a failing run is data, recorded with its traceback
         out.update(status="failed", metrics={}, artifacts={}, error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
     out["seconds"] = time.perf_counter() - t0
+    out["cpu_seconds"] = time.process_time() - c0  # this process's CPU time (all its threads)
     out["finished_at"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return out
 
@@ -451,13 +452,15 @@ def run_sweep(
     retry_failed: bool = False,
     progress: bool | None = None,
     timeout: float | None = None,
+    on_outcome: Callable[[dict], None] | None = None,
 ) -> SweepReport:
     """Run every config of `sweep` that `out` does not hold yet, and return the report.
 
     `executor`: `InProcess()` (default), `Processes(n)` or `Dask(...)`. `retry_failed`: rerun runs
     whose last attempt failed (otherwise they are reported, not rerun). `progress`: show a tqdm bar
     (None: only on a terminal). `timeout`: give up (`SweepStalled`) when no run has finished for
-    this many seconds — finished runs stay in the store (None: wait forever).
+    this many seconds — finished runs stay in the store (None: wait forever). `on_outcome`: called
+    with each run's outcome (`execute`'s dict, `cpu_seconds` included) once it is in the store.
 
     A run interrupted by a crash or a kill is rerun next time; a run recorded in the store is never
     run again.
@@ -506,6 +509,8 @@ def run_sweep(
                         key = inflight.pop(fut)
                         outcome = _outcome(fut, key, todo[key], entry.key, __version__)
                         store.record(outcome)
+                        if on_outcome is not None:
+                            on_outcome(outcome)
                         ran.append(key)
                         counts[outcome["status"]] += 1
                         if outcome["status"] == "failed":

@@ -137,3 +137,70 @@ def mse(net, images):
 
     K, res = images.shape[0], images.shape[1]
     return mse_per_network(net, coords(res), images.reshape(K, -1, 3)).detach().cpu().numpy()
+
+
+# ---------------------------------------------------------------------------------------------
+# One network as a sweep run (the reference store, issue 16)
+
+NETWORKS = {"picbreeder": "Picbreeder", "fer-sgd": "FER SGD"}  # `network` of a point → the table's kind
+
+
+@dataclass(frozen=True)
+class Point:
+    """One network of the benchmark scored on its own: the run function `emc2_point`."""
+
+    target: str = "skull"  # Picbreeder target
+    network: str = "picbreeder"  # "picbreeder" (the layerized genome) or "fer-sgd" (FER's dense SGD network)
+    res: int = 64  # image size of the EMC2 renders
+    deltas: tuple = DEFAULT_DELTAS  # perturbation sizes δ, both signs
+    max_params: int | None = None  # seeded uniform subsample of non-zero weights (None = every one)
+    dtype: str = "float32"  # engine arithmetic
+    seed: int = 0  # the subsample and the judge calibration
+    device: str = "cpu"  # CPU: bit-for-bit repeatable
+
+    def __post_init__(self):
+        from ._base import ExperimentError
+
+        if self.network not in NETWORKS:
+            raise ExperimentError(f"network={self.network!r}: choose one of {', '.join(NETWORKS)}")
+        if self.target not in ("skull", "butterfly", "apple"):
+            raise ExperimentError(f"target={self.target!r}: choose skull, butterfly or apple")
+
+
+def parse_point(config: dict) -> Point:
+    from ._base import configure
+
+    return configure(Point(), config, "emc2_point")
+
+
+def point(config: dict) -> dict:
+    """EMC2 of one network. Metrics: `scores` (S per δ), `auc`, `auc_se` (standard error of the AUC
+    from the parameter subsample, finite-population corrected: 0 when every weight is scored),
+    `n_params`, `n_nonzero`, `judge`, `threshold`. Artifact: `verdicts` `(n_params, n_δ)` uint8."""
+    import numpy as np
+
+    from .. import emc2, picbreeder
+    from ..specs import load_network
+
+    cfg = parse_point(config)
+    spec = f"picbreeder:{cfg.target}"
+    net = picbreeder.layerize(cfg.target).net if cfg.network == "picbreeder" else load_network(f"fer-sgd:{cfg.target}")
+    r = emc2.score_network(net, spec, emc2.EMC2Config.like(cfg))
+    v = r.table.pivot_table(index=["layer", "row", "col"], columns="delta", values="verdict", sort=True)
+    V = v.reindex(columns=r.deltas).to_numpy().astype(np.uint8)  # (n_params, n_δ)
+    per = np.array([emc2.normalised_auc(r.deltas, row) for row in V])  # each weight's share of the AUC
+    n, N = len(per), int(r.n_nonzero)
+    se = float(per.std(ddof=1) / np.sqrt(n) * np.sqrt(max(N - n, 0) / max(N - 1, 1))) if n > 1 else 0.0
+    return {
+        "target": cfg.target,
+        "network": NETWORKS[cfg.network],
+        "deltas": [float(d) for d in r.deltas],
+        "scores": [float(s) for s in r.scores],
+        "auc": float(r.auc),
+        "auc_se": se,
+        "n_params": int(r.n_params),
+        "n_nonzero": N,
+        "judge": r.judge,
+        "threshold": float(r.judge_settings.get("threshold", float("nan"))),
+        "verdicts": V,
+    }
