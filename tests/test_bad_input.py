@@ -394,7 +394,7 @@ def test_library_refuses_bad_values_too():
 # Every parser, every option (hypothesis)
 
 # options whose value is free text checked by the command itself (specs, paths, labels)
-FREE_TEXT = {"spec", "target", "net", "dir", "out", "dest", "label", "judge_model", "activation", "params",
+FREE_TEXT = {"spec", "target", "net", "dir", "out", "dest", "label", "judge_model", "activation", "params", "chunk", "store",
              "calibration", "depths", "match", "memory_budget",
              "url", "reference", "model", "groups"}  # checked by their commands (base_url, image loading, model loading, group names)
 VALIDATORS = (A.Int, A.Float, A.FloatList)

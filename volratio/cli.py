@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "volratio.commands.core",  # targets, render, info, train, data
     "volratio.commands.run",  # run (one experiment of the registry)
     "volratio.commands.sweep",  # sweep, results
+    "volratio.commands.reference",  # reference run, reference list (the reference-scale store)
     "volratio.commands.rho",  # rho boolean, rho basin
     "volratio.commands.welch",  # welch bound, welch frame, welch net
     "volratio.commands.prune",  # prune (SP and the baselines)

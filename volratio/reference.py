@@ -241,7 +241,7 @@ def _name_of(run_key: str) -> str:
     """A store's `run` column (a run function's key) → its registry name."""
     from .experiments import ALIASES
 
-    if run_key.startswith("volratio.experiments:"):
+    if run_key.startswith(("volratio.experiments:", "user:")):
         return run_key.split(":", 1)[1]
     return ALIASES.get(run_key, run_key)
 
@@ -259,8 +259,9 @@ def _compare(name: str, stored: dict, new: dict) -> dict:
 
     a, b = _strip(stored["metrics"]), _strip(json.loads(json.dumps(new["metrics"])))
     if a != b:
-        diff = _first_difference(a, b)
-        return {"ok": False, "problem": f"{name}/{stored['key']}: metric {diff} does not reproduce"}
+        where, x, y = _first_difference(a, b)
+        return {"ok": False, "problem": f"{name}/{stored['key']}: metric {where} does not reproduce "
+                                        f"(stored {_short(x)}, now {_short(y)}); rerun it and compare versions"}
     stored_arts = {n: Path(p) for n, p in stored["artifacts"].items()}
     for art, (_suffix, data) in new["artifacts"].items():
         p = stored_arts.get(art)
@@ -269,7 +270,7 @@ def _compare(name: str, stored: dict, new: dict) -> dict:
     return {"ok": True}
 
 
-def _first_difference(a, b, where: str = "") -> str:
+def _first_difference(a, b, where: str = "") -> tuple:
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(set(a) | set(b)):
             if a.get(k) != b.get(k):
@@ -278,7 +279,7 @@ def _first_difference(a, b, where: str = "") -> str:
         for i, (x, y) in enumerate(zip(a, b)):
             if x != y:
                 return _first_difference(x, y, f"{where}[{i}]")
-    return f"{where or '(all)'}: stored {_short(a)}, now {_short(b)}"
+    return where or "(all)", a, b
 
 
 def _short(x) -> str:

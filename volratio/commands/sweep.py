@@ -38,9 +38,21 @@ def register(sub) -> None:
     add_json_flag(p)
     p.set_defaults(func=_sweep)
 
-    r = sub.add_parser("results", help="summary table of a results store", description="Print the runs of a results store.")
-    r.add_argument("dir", metavar="DIR", help="results store written by `volratio sweep`")
+    r = sub.add_parser(
+        "results",
+        help="summary table of a results store; `results verify DIR` re-runs stored runs and checks them",
+        description="Print the runs of a results store (`volratio results DIR`), or re-run a seeded sample of the "
+        "runs of a reference store and check that they reproduce its metrics bit for bit "
+        "(`volratio results verify results/reference --sample K`).",
+    )
+    r.add_argument("dir", metavar="DIR", help="results store written by `volratio sweep` (or the word `verify`)")
+    r.add_argument("store", nargs="?", metavar="ROOT", help="after `verify`: the reference root (folders of chunk stores)")
     r.add_argument("--tracebacks", action="store_true", help="print the traceback of every failed run")
+    r.add_argument("--sample", type=A.positive_int, metavar="K", help="verify: how many runs to re-run (default 1)")
+    r.add_argument("--seed", type=A.seed, metavar="S", help="verify: seed of the sample (default 0)")
+    r.add_argument("--max-cpu-seconds", type=A.positive_float, metavar="S",
+                   help="verify: draw only among runs whose recorded CPU time is at most S seconds (a cheap check)")
+    r.add_argument("--chunk", metavar="NAME", help="verify: only runs of this chunk")
     add_json_flag(r)
     r.set_defaults(func=_results)
 
@@ -86,6 +98,15 @@ def _sweep(args) -> int:
 def _results(args) -> int:
     from ..store import Store, StoreError
 
+    verify_opts = [o for o, v in (("--sample", args.sample), ("--seed", args.seed),
+                                  ("--max-cpu-seconds", args.max_cpu_seconds), ("--chunk", args.chunk)) if v is not None]
+    if args.dir == "verify":
+        return _verify(args)
+    if args.store is not None:
+        raise StoreError(f"volratio results takes one store, got {args.dir!r} and {args.store!r}; "
+                         "to check stored runs write `volratio results verify ROOT`")
+    if verify_opts:
+        raise StoreError(f"{verify_opts[0]} applies to `volratio results verify ROOT`; drop it to list {args.dir}")
     if not Path(args.dir).is_dir():
         raise StoreError(f"{args.dir}: no such results store (write one with `volratio sweep SPEC --out {args.dir}`)")
     with warnings.catch_warnings():
@@ -112,6 +133,25 @@ def _results(args) -> int:
     ]
     emit(args, payload, _table_text(store, records, args.tracebacks))
     return 0
+
+
+def _verify(args) -> int:
+    from ..reference import ReferenceError, verify
+
+    if args.store is None:
+        raise ReferenceError("volratio results verify: name the reference root, e.g. volratio results verify results/reference")
+    if not Path(args.store).is_dir():
+        raise ReferenceError(f"{args.store}: no such folder; give the root of a reference store (e.g. results/reference)")
+    out = verify(args.store, sample=args.sample or 1, seed=args.seed or 0, max_cpu_seconds=args.max_cpu_seconds,
+                 chunk=args.chunk)
+    bad = [r for r in out if not r["ok"]]
+    lines = [f"{r['chunk']}/{r['key']}: reproduced bit for bit ({r['seconds']:.1f} s)" if r["ok"] else r["problem"] for r in out]
+    lines.append(f"{len(out) - len(bad)} of {len(out)} re-run(s) reproduce the stored results")
+    emit(args, out, "\n".join(lines))
+    if bad and not args.json:
+        for r in bad:
+            print(f"volratio results verify: error: {r['problem']}", file=sys.stderr)
+    return 1 if bad else 0
 
 
 def _table_text(store, records, tracebacks: bool) -> str:

@@ -1,0 +1,114 @@
+"""The reference store (volratio.reference): chunks with manifests, and `results verify`."""
+
+import json
+
+import pytest
+
+from volratio import reference as R
+from volratio.cli import main
+from volratio.store import Store
+
+PLAN = """
+scale = "reference"
+
+[chunks.tiny]
+run = "toy"
+seeds = [0, 1, 2]
+
+[chunks.tiny.config]
+steps = 30
+
+[chunks.tiny.grid]
+n = [4, 8]
+"""
+
+
+@pytest.fixture()
+def store(tmp_path):
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(PLAN)
+    root = tmp_path / "reference"
+    report = R.run_chunk(R.load_plan(plan_file), "tiny", root, progress=False)
+    assert report.total == 6 and len(report.ran) == 6 and not report.failed
+    return plan_file, root
+
+
+def test_chunk_has_manifest_with_times_and_configs(store):
+    plan_file, root = store
+    man = R.manifest("tiny", root)
+    assert man["runs_total"] == man["runs_done"] == 6
+    assert man["spec"]["run"] == "toy" and man["spec"]["grid"] == {"n": [4, 8]}
+    s = man["sessions"][0]
+    for k in ("volratio", "torch", "commit", "cpu_model", "device"):
+        assert k in s
+    keys = {r["key"] for r in Store(root / "tiny").records()}
+    assert set(man["runs"]) == keys
+    for run in man["runs"].values():
+        assert run["cpu_s"] >= 0 and run["wall_s"] >= 0 and run["seed"] in (0, 1, 2)
+        assert run["config"]["steps"] == 30
+    # a second run of the chunk resumes: nothing is recomputed, the manifest keeps its runs
+    again = R.run_chunk(R.load_plan(plan_file), "tiny", root, progress=False)
+    assert again.ran == [] and again.skipped == 6
+    assert R.manifest("tiny", root)["runs_done"] == 6 and len(R.manifest("tiny", root)["sessions"]) == 2
+
+
+def test_verify_reproduces_and_detects_a_changed_metric(store, capsys):
+    _, root = store
+    out = R.verify(root, sample=6, seed=3)
+    assert len(out) == 6 and all(r["ok"] for r in out)
+    # the sample is seeded: the same seed, the same runs
+    assert [r["key"] for r in R.verify(root, sample=2, seed=5)] == [r["key"] for r in R.verify(root, sample=2, seed=5)]
+    # change one stored metric (the row's key does not cover metrics): verify must notice
+    st = Store(root / "tiny")
+    key = next(iter(st.rows))
+    with st.writing():
+        row = dict(st.rows[key])
+        metrics = json.loads(row["metrics"])
+        metrics["loss"] = metrics["loss"] * (1 + 1e-12)
+        st.record({"key": key, "run": row["run"], "version": row["version"], "status": "done",
+                   "config": json.loads(row["config"]), "metrics": metrics, "seconds": 0.0,
+                   "artifacts": {n: (".npy", (root / "tiny" / a["file"]).read_bytes())
+                                 for n, a in json.loads(row["artifacts"]).items()}})
+    bad = [r for r in R.verify(root, sample=6) if not r["ok"]]
+    assert len(bad) == 1 and bad[0]["key"] == key and "metric loss does not reproduce" in bad[0]["problem"]
+    rc = main(["results", "verify", str(root), "--sample", "6"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and len(err) == 1 and err[0].startswith("volratio results verify: error: tiny/") and key in err[0]
+
+
+def test_verify_cli_and_cheap_sample(store, capsys):
+    _, root = store
+    assert main(["results", "verify", str(root), "--sample", "2", "--max-cpu-seconds", "1000", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out) == 2 and all(r["ok"] for r in out)
+    with pytest.raises(R.ReferenceError, match="CPU time"):
+        R.verify(root, sample=1, max_cpu_seconds=1e-9)
+    assert main(["results", "verify", str(root / "nosuch")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    assert main(["results", str(root / "tiny"), "--sample", "2"]) == 2  # --sample belongs to verify
+    assert "applies to `volratio results verify" in capsys.readouterr().err
+
+
+def test_plan_errors(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[chunks.a]\nrun = 'no_such_run'\n")
+    with pytest.raises(Exception, match="no_such_run"):
+        R.load_plan(bad)
+    bad.write_text("scale = 'reference'\n")
+    with pytest.raises(R.ReferenceError, match="chunks"):
+        R.load_plan(bad)
+    with pytest.raises(R.ReferenceError, match="no such plan"):
+        R.load_plan(tmp_path / "none.toml")
+
+
+def test_repository_plan_names_registered_runs():
+    from pathlib import Path
+
+    from volratio.sweep import check_configs, resolve_run
+
+    root = Path(__file__).resolve().parent.parent / "examples" / "sweeps"
+    for name in ("reference.toml", "full.toml"):
+        plan = R.load_plan(root / name)
+        assert {"rho", "emc2"} <= set(plan)
+        for sweep in plan.values():
+            check_configs(resolve_run(sweep.run), sweep.configs())
