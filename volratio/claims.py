@@ -136,10 +136,12 @@ JUDGE_TEXT = {  # `volratio.judges.make_judge` names, as the claims page says th
 
 
 def record(key: str, verdict: str, measured: str, evidence: dict | None = None, scale: str = "quick",
-           judge: str | None = None) -> Verdict:
+           judge: str | None = None, stored: bool = False) -> Verdict:
     """The verdict on claim `key`, checked, and — when called in a notebook that myst-nb executes —
     glued as `claim-<key>` (HTML) for the claims page to paste. `judge`: which EMC2 judge the
-    measurement used (None for claims that involve no judge). Returns the `Verdict`."""
+    measurement used (None for claims that involve no judge). `stored=True`: a verdict read from the
+    committed results of a scale (`results/<scale>/`), glued as `claim-<key>-<scale>` beside the
+    live one. Returns the `Verdict`."""
     if key not in CLAIMS:
         raise VolratioError(f"unknown claim {key!r}; known: {', '.join(CLAIMS)}")
     if verdict not in VERDICTS:
@@ -149,7 +151,7 @@ def record(key: str, verdict: str, measured: str, evidence: dict | None = None, 
         from IPython.display import HTML
         from myst_nb import glue
 
-        glue(f"claim-{key}", HTML(v.html()), display=False)
+        glue(f"claim-{key}-{scale}" if stored else f"claim-{key}", HTML(v.html()), display=False)
     return v
 
 
@@ -257,3 +259,34 @@ def scenes_weaker(rows, detail: str = "", scale: str = "quick", judge: str | Non
     texts = [f"{r['effect']}: scene − parts {r['difference']:+.3f} ({r['lo']:+.3f}..{r['hi']:+.3f})" for r in rows]
     return record("scenes-weaker", combine(r["verdict"] for r in rows), "; ".join(texts) + (f" — {detail}" if detail else ""),
                   {r["effect"]: {"scene": r["scene"], "parts": r["parts"]} for r in rows}, scale, judge)
+
+
+def picbreeder_vs_sgd_stored(table, detail: str = "", z: float = 1.96, scale: str = "reference",
+                             judge: str | None = "ssim") -> tuple[Verdict, "object"]:
+    """Claim "picbreeder-vs-sgd" from the stored EMC2 runs (`emc2_point` rows: `network`, `target`,
+    `auc`, `auc_se`): per target, the Picbreeder network's AUC against FER's SGD network's, each with
+    the interval its parameter subsample implies (± z·se; a point where every weight was scored),
+    judged by `compare_estimates`; the parts combined. Returns the recorded verdict (glued as
+    `claim-picbreeder-vs-sgd-<scale>`) and the per-target table."""
+    import pandas as pd
+
+    def est(row):
+        return Estimate(row.auc, row.auc - z * row.auc_se, row.auc + z * row.auc_se)
+
+    rows, parts = [], []
+    for target in dict.fromkeys(table.target):
+        sel = table[table.target == target].set_index("network")
+        if not {"Picbreeder", "FER SGD"} <= set(sel.index):
+            continue
+        pb, sgd = est(sel.loc["Picbreeder"]), est(sel.loc["FER SGD"])
+        v = compare_estimates(pb, sgd)
+        parts.append(v)
+        rows.append({"target": target, "Picbreeder AUC": f"{pb.mean:.3f} [{pb.lo:.3f}, {pb.hi:.3f}]",
+                     "FER SGD AUC": f"{sgd.mean:.3f} [{sgd.lo:.3f}, {sgd.hi:.3f}]", "Picbreeder above FER SGD": v})
+    sub = [f"{r.network} {r.target} {r.n_params:,} of {r.n_nonzero:,}" for r in table.itertuples() if r.n_params < r.n_nonzero]
+    measured = ("EMC2 AUC (SSIM judge), every non-zero weight" + (f" except {', '.join(sub)} (seeded subsample)" if sub else "")
+                + ": " + "; ".join(f"{r['target']}: Picbreeder {r['Picbreeder AUC']}, FER SGD {r['FER SGD AUC']}" for r in rows)
+                + (f" — {detail}" if detail else ""))
+    v = record("picbreeder-vs-sgd", combine(parts) if parts else "not measured", measured,
+               {r["target"]: r for r in rows}, scale, judge, stored=True)
+    return v, pd.DataFrame(rows).set_index("target") if rows else pd.DataFrame()

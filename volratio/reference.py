@@ -285,3 +285,48 @@ def _first_difference(a, b, where: str = "") -> tuple:
 def _short(x) -> str:
     s = json.dumps(x)
     return s if len(s) <= 60 else s[:57] + "..."
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables the chapters show
+
+
+def table(name: str, root: "str | Path" = DEFAULT_ROOT):
+    """The stored results of chunk `name` as one tidy DataFrame: the rows a run returned (`rows`,
+    for chapter experiments run whole) or one row of metrics per run, each with the run's `key`,
+    `cpu_s` and `wall_s`. Array artifacts are not included (`artifact(name, key, art)` reads one)."""
+    import pandas as pd
+
+    out = []
+    for r in records(name, root):
+        base = {"key": r["key"], "cpu_s": r["cpu_s"], "wall_s": r["wall_s"]}
+        m = r["metrics"]
+        if isinstance(m.get("rows"), list):
+            out += [{**row, **base} for row in m["rows"]]
+        else:
+            out.append({**m, **base})
+    return pd.DataFrame(out)
+
+
+def cost(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
+    """What chunk `name` cost: runs, CPU and wall seconds (sums over its runs), CPU model."""
+    man = manifest(name, root)
+    return {"chunk": name, "runs": man["runs_done"], "of": man["runs_total"], "cpu_s": man["cpu_s_total"],
+            "wall_s": man["wall_s_total"], "cpu_model": man["sessions"][-1]["cpu_model"],
+            "commit": man["sessions"][-1]["commit"]}
+
+
+def rho_grids(root: "str | Path" = DEFAULT_ROOT, name: str = "rho") -> dict:
+    """The ρ chunk as `volratio.rho.run_boolean` outputs, one per target: `{spec: {"target",
+    "L_star", "W_min", "rows"}}` with the rows in (L, W) order — what book/volume_ratio.md draws."""
+    from .boolean import get_boolean_target
+
+    t = table(name, root)
+    out = {}
+    for spec in dict.fromkeys(t.target):
+        bt = get_boolean_target(spec)
+        rows = t[(t.target == spec) & (t.model == "boolean")].sort_values(["L", "W"])
+        rows = [{k: v for k, v in r.items() if not (isinstance(v, float) and v != v and k in ("exact",))}
+                for r in rows.drop(columns=["model", "target", "key", "cpu_s", "wall_s"]).to_dict("records")]
+        out[spec] = {"target": spec, "L_star": bt.depth, "W_min": bt.width, "rows": rows}
+    return out
