@@ -69,3 +69,21 @@ def test_verdict_says_which_judge_it_used():
     assert v.judge == "calibrated ssim@4" and "calibrated ssim@4" in v.html()
     assert "judge not recorded" in claims.record("muon-above-adam", "partly", "loss").html()
     assert "no judge" in claims.record("welch-r-le-d", "reproduced", "coherence").html()
+
+
+def test_stored_picbreeder_vs_sgd_verdict_per_target_with_subsample_intervals():
+    import pandas as pd
+
+    rows = [{"network": n, "target": t, "auc": a, "auc_se": se, "n_params": p, "n_nonzero": N}
+            for t in ("skull", "butterfly")
+            for n, a, se, p, N in (("Picbreeder", 0.9, 0.0, 147, 147), ("FER SGD", 0.5, 0.01, 5000, 46474))]
+    v, t = claims.picbreeder_vs_sgd_stored(pd.DataFrame(rows))
+    assert v.verdict == "reproduced" and v.scale == "reference" and list(t.index) == ["skull", "butterfly"]
+    assert "FER SGD skull 5,000 of 46,474" in v.measured
+    # FER above Picbreeder on one target, overlapping on the other: partly / not reproduced
+    rows[1]["auc"] = 0.95
+    assert claims.picbreeder_vs_sgd_stored(pd.DataFrame(rows))[0].verdict == "partly"
+    rows[3]["auc"], rows[3]["auc_se"] = 0.89, 0.02  # interval [0.85, 0.93] holds 0.9: means only
+    assert claims.picbreeder_vs_sgd_stored(pd.DataFrame(rows))[0].verdict == "partly"
+    rows[3]["auc"] = 0.99
+    assert claims.picbreeder_vs_sgd_stored(pd.DataFrame(rows))[0].verdict == "not reproduced"

@@ -318,15 +318,17 @@ def cost(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
 
 def rho_grids(root: "str | Path" = DEFAULT_ROOT, name: str = "rho") -> dict:
     """The ρ chunk as `volratio.rho.run_boolean` outputs, one per target: `{spec: {"target",
-    "L_star", "W_min", "rows"}}` with the rows in (L, W) order — what book/volume_ratio.md draws."""
+    "L_star", "W_min", "rows"}}` with the rows (as `volratio.rho.boolean_grid` returns them: None
+    where there is no estimate) in (L, W) order — what book/volume_ratio.md draws."""
     from .boolean import get_boolean_target
 
-    t = table(name, root)
+    by_target: dict[str, list] = {}
+    for r in records(name, root):
+        for row in r["metrics"].get("rows", []):
+            if row.get("model") == "boolean":
+                by_target.setdefault(row["target"], []).append({k: v for k, v in row.items() if k not in ("model", "target")})
     out = {}
-    for spec in dict.fromkeys(t.target):
+    for spec, rows in by_target.items():
         bt = get_boolean_target(spec)
-        rows = t[(t.target == spec) & (t.model == "boolean")].sort_values(["L", "W"])
-        rows = [{k: v for k, v in r.items() if not (isinstance(v, float) and v != v and k in ("exact",))}
-                for r in rows.drop(columns=["model", "target", "key", "cpu_s", "wall_s"]).to_dict("records")]
-        out[spec] = {"target": spec, "L_star": bt.depth, "W_min": bt.width, "rows": rows}
+        out[spec] = {"target": spec, "L_star": bt.depth, "W_min": bt.width, "rows": sorted(rows, key=lambda x: (x["L"], x["W"]))}
     return out
