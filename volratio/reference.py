@@ -48,7 +48,10 @@ class ReferenceError(VolratioError, ValueError):
 
 def load_plan(path: "str | Path") -> dict:
     """`{chunk name: Sweep}` from a plan file (see `examples/sweeps/reference.toml`)."""
-    import tomllib
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
 
     from .sweep import Sweep
 
@@ -311,9 +314,10 @@ def table(name: str, root: "str | Path" = DEFAULT_ROOT):
 def cost(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
     """What chunk `name` cost: runs, CPU and wall seconds (sums over its runs), CPU model."""
     man = manifest(name, root)
+    used = [man["sessions"][i - 1] for i in sorted({r["session"] for r in man["runs"].values()})] or man["sessions"][-1:]
     return {"chunk": name, "runs": man["runs_done"], "of": man["runs_total"], "cpu_s": man["cpu_s_total"],
-            "wall_s": man["wall_s_total"], "cpu_model": man["sessions"][-1]["cpu_model"],
-            "commit": man["sessions"][-1]["commit"]}
+            "wall_s": man["wall_s_total"], "cpu_model": ", ".join(dict.fromkeys(s["cpu_model"] for s in used)),
+            "commit": ", ".join(dict.fromkeys(str(s["commit"])[:10] for s in used))}
 
 
 def rho_grids(root: "str | Path" = DEFAULT_ROOT, name: str = "rho") -> dict:
