@@ -81,8 +81,15 @@ def test_verify_cli_and_cheap_sample(store, capsys):
     assert main(["results", "verify", str(root), "--sample", "2", "--max-cpu-seconds", "1000", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert len(out) == 2 and all(r["ok"] for r in out)
+    man_path = root / "tiny" / R.MANIFEST
+    man = json.loads(man_path.read_text())
+    for i, run in enumerate(man["runs"].values()):
+        run["cpu_s"] = 5.0 if i else 0.5  # one cheap run, five dear ones
+    man_path.write_text(json.dumps(man))
     with pytest.raises(R.ReferenceError, match="CPU time"):
-        R.verify(root, sample=1, max_cpu_seconds=1e-9)
+        R.verify(root, sample=1, max_cpu_seconds=0.1)
+    cheap = R.verify(root, sample=3, max_cpu_seconds=1.0)  # only the cheap run can be drawn
+    assert len(cheap) == 1 and cheap[0]["key"] == next(iter(man["runs"])) and cheap[0]["ok"]
     assert main(["results", "verify", str(root / "nosuch")]) == 2
     assert "no such folder" in capsys.readouterr().err
     assert main(["results", str(root / "tiny"), "--sample", "2"]) == 2  # --sample belongs to verify
@@ -112,3 +119,17 @@ def test_repository_plan_names_registered_runs():
         assert {"rho", "emc2"} <= set(plan)
         for sweep in plan.values():
             check_configs(resolve_run(sweep.run), sweep.configs())
+
+
+def test_reference_commands(tmp_path, capsys):
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(PLAN)
+    root = tmp_path / "ref"
+    root.mkdir()
+    assert main(["reference", "run", str(plan_file), "--chunk", "tiny", "--out", str(root), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ran"] == 6
+    assert main(["reference", "list", str(plan_file), "--out", str(root), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"chunk": "tiny", "run": "toy", "runs": 6, "done": 6}]
+    assert main(["reference", "run", str(plan_file), "--chunk", "nosuch", "--out", str(root)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no chunk 'nosuch'" in err and len(err.splitlines()) == 1
