@@ -148,3 +148,17 @@ def test_js_renderer_rejects_a_masked_weight(tmp_path):
     with pytest.raises(subprocess.CalledProcessError) as e:
         run_js(tmp_path, explorer.export(net), [{"res": 8, "pert": {"param": [1, r, c], "delta": 1.0}}])
     assert b"not an unmasked weight" in e.value.stderr
+
+
+def test_local_effects_split_the_image_change_by_region():
+    net = small_net()
+    regions = {"top": (0.0, 0.5, 0.0, 1.0), "bottom": (0.5, 1.0, 0.0, 1.0), "all": (0.0, 1.0, 0.0, 1.0)}
+    t = explorer.local_effects(net, regions, deltas=(1.0,), res=16)
+    rank = explorer.rank_weights(net, res=16, deltas=(1.0,))
+    assert len(t) == net.nonzero()[0]
+    k, r, c = rank.params[0]
+    row = t[(t.kernel == k) & (t.row == r) & (t.col == c)].iloc[0]
+    assert abs(row["all"] - rank.effect[0]) < 1e-6  # the whole image: the ranking's own measure
+    assert abs(row["all"] ** 2 - (row["top"] ** 2 + row["bottom"] ** 2) / 2) < 1e-6  # halves of equal size
+    with pytest.raises(explorer.VolratioError, match="region 'bad'"):
+        explorer.local_effects(net, {"bad": (0.5, 0.2, 0, 1)})

@@ -253,7 +253,8 @@
       this.seed = data.seed;
       this.mode = "weight";
       this.top = data.ranking.top;
-      this.selected = 0;
+      this.selected = 0;  // index into the ranked list, or −1 for a weight typed in
+      this.weight = this.top[0];  // {k, r, c, w}: the weight the slider moves
       this.delta = 0;
       this.frameMs = [];
       const id = Math.random().toString(36).slice(2, 8);
@@ -270,6 +271,9 @@
       this.modeRandom = el("input", { type: "radio", name: "vx-mode-" + id, className: "vx-mode-random" });
       this.newDir = el("button", { type: "button", className: "vx-new-direction" }, "new random direction");
       this.info = el("div", { className: "vx-info", style: "font-size:12px;color:#555" });
+      this.entry = el("input", { type: "text", className: "vx-entry", placeholder: "kernel row col", size: 12,
+                                 style: "font-family:monospace" });
+      this.entryGo = el("button", { type: "button", className: "vx-entry-go" }, "move this weight");
       this.features = el("canvas", { className: "vx-features", style: "image-rendering:pixelated;max-width:100%" });
       this.root = el("div", { className: "vx-panel", style: "flex:1 1 300px;min-width:280px" },
         el("div", { style: "font-weight:bold;margin-bottom:4px" }, `${data.spec}`,
@@ -281,7 +285,9 @@
            el("label", {}, this.modeRandom, " all weights, random direction"), " ", this.newDir),
         el("div", { style: "font-size:12px;margin-top:4px" },
            `weights ranked by how much Δw = ±1 moves the image (RMS, ${data.ranking.res}×${data.ranking.res}):`),
-        this.list, this.info,
+        this.list,
+        el("div", { style: "font-size:12px" }, "or any weight: ", this.entry, " ", this.entryGo),
+        this.info,
         el("details", { className: "vx-features-box" }, el("summary", {}, "hidden units' feature maps"),
            el("div", { style: "font-size:12px;color:#555" },
               "one row per layer (units with a non-zero input and output), blue negative, red positive; " +
@@ -289,6 +295,9 @@
       host.append(this.root);
       this.slider.addEventListener("input", () => this.set({ delta: parseFloat(this.slider.value) }));
       this.list.addEventListener("change", () => { this.modeWeight.checked = true; this.set({ mode: "weight", selected: this.list.selectedIndex }); });
+      const typed = () => this.typeWeight(this.entry.value);
+      this.entryGo.addEventListener("click", typed);
+      this.entry.addEventListener("keydown", (e) => { if (e.key === "Enter") typed(); });
       this.modeWeight.addEventListener("change", () => this.set({ mode: "weight" }));
       this.modeRandom.addEventListener("change", () => this.set({ mode: "random" }));
       this.newDir.addEventListener("click", () => { this.modeRandom.checked = true; this.set({ mode: "random", seed: this.seed + 1 }); });
@@ -300,16 +309,28 @@
     set(s) {
       if ("delta" in s) this.delta = s.delta;
       if ("mode" in s) this.mode = s.mode;
-      if ("selected" in s) this.selected = s.selected;
+      if ("selected" in s) { this.selected = s.selected; if (s.selected >= 0) this.weight = this.top[s.selected]; }
+      if ("weight" in s) this.weight = s.weight;
       if ("seed" in s) this.seed = s.seed;
       this.slider.value = String(this.delta);
       this.list.selectedIndex = this.selected;
       this.draw();
     }
 
+    // "k r c" (or "k,r,c") typed by the reader: any unmasked weight
+    typeWeight(text) {
+      const v = text.trim().split(/[\s,]+/).map(Number), K = this.net.kernels[v[0]];
+      const ok = v.length === 3 && v.every(Number.isInteger) && K && v[1] >= 0 && v[1] < K.fi && v[2] >= 0 &&
+                 v[2] < K.fo && K.mask[v[1] * K.fo + v[2]];
+      if (!ok) { this.info.textContent = `"${text}" is not an unmasked weight: give kernel (0–${this.net.kernels.length - 1}), row and column`; return; }
+      const [k, r, c] = v, i = this.top.findIndex((t) => t.k === k && t.r === r && t.c === c);
+      this.modeWeight.checked = true;
+      this.set({ mode: "weight", selected: i, weight: { k, r, c, w: K.w[r * K.fo + c] } });
+    }
+
     perturbation() {
       if (this.mode === "random") return { seed: this.seed, delta: this.delta };
-      const t = this.top[this.selected];
+      const t = this.weight;
       return { param: [t.k, t.r, t.c], delta: this.delta };
     }
 
@@ -327,7 +348,7 @@
       this.lastFrameMs = ms;
       this.label.textContent = `Δw = ${this.delta >= 0 ? "+" : ""}${this.delta.toFixed(2)}`;
       const what = this.mode === "random" ? `all ${this.net.kernels.reduce((a, k) => a + k.nMask, 0)} weights along random direction ${this.seed} (unit norm)`
-        : (() => { const t = this.top[this.selected]; return `kernel ${t.k}, unit ${t.r} → unit ${t.c}: w = ${(t.w + this.delta).toFixed(3)} (was ${t.w.toFixed(3)})`; })();
+        : (() => { const t = this.weight; return `kernel ${t.k}, unit ${t.r} → unit ${t.c}: w = ${(t.w + this.delta).toFixed(3)} (was ${t.w.toFixed(3)})`; })();
       this.info.textContent = `${what} · redraw ${ms.toFixed(1)} ms`;
       const box = this.root.querySelector(".vx-features-box");
       if (box && box.open) this.drawFeatures(layers);
