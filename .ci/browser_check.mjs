@@ -44,6 +44,12 @@ function channelMAE(rgba, ref) {
   return err.map((e) => e / n);
 }
 
+function floatMAE(a, b) {
+  const n = a.length / 3, err = [0, 0, 0];
+  for (let p = 0; p < n; p++) for (let c = 0; c < 3; c++) err[c] += Math.abs(a[3 * p + c] - b[3 * p + c]);
+  return err.map((e) => e / n);
+}
+
 const median = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]; };
 
 async function checkExplorers(page, pageUrl, browser) {
@@ -71,19 +77,30 @@ async function checkExplorers(page, pageUrl, browser) {
       await compare("Δw=0", ref.base);
       for (const c of ref.cases) {
         if (c.kind === "weight") {
+          const name = `weight k${c.param.join(",")} Δw=${c.delta}`;
           const idx = await panel.evaluate((el, p) => [...el.querySelectorAll("select.vx-weights option")]
             .findIndex((o) => o.textContent.includes(`k${p[0]} r${p[1]}→c${p[2]} `)), c.param);
-          if (idx < 0) { problems.push(`explorer ${ref.spec}: weight ${c.param} not in the ranked list`); continue; }
-          await panel.locator("select.vx-weights").selectOption(String(idx));
+          if (idx >= 0) {  // picked from the ranked list
+            await panel.locator("select.vx-weights").selectOption(String(idx));
+            await setDelta(c.delta);
+            await compare(`${name} (from the list)`, c.image);
+            await panel.locator("select.vx-weights").selectOption(String(idx === 0 ? 1 : 0));
+          }
+          // typed into the entry (the path for weights outside the ranked list)
+          await panel.locator("input.vx-entry").fill(c.param.join(" "));
+          await panel.locator("button.vx-entry-go").click();
           await setDelta(c.delta);
-          await compare(`weight k${c.param.join(",")} Δw=${c.delta}`, c.image);
-          // redraw time at the canvas resolution: the slider swept over the selected weight
+          await compare(`${name} (typed in)`, c.image);
+          // the comparison can fail: the perturbed reference is far from the unperturbed one
+          const moved = floatMAE(floats32(c.image), floats32(ref.base));
+          notes.push(`${ref.spec} ${name}: reference differs from Δw=0 by MAE ${moved.map((e) => e.toFixed(3)).join("/")}`);
+          // redraw time at the canvas resolution: the slider swept over this weight
           const ms = [];
           for (let i = 0; i <= 40; i++) {
             await setDelta((-2 + i * 0.1).toFixed(2));
             ms.push(await page.evaluate((k) => window.VolratioExplorer.instances[k[0]].panels[k[1]].lastFrameMs, [w, n]));
           }
-          notes.push(`${ref.spec} redraw (one weight, ${ref.res}×${ref.res}): median ${median(ms).toFixed(1)} ms, max ${Math.max(...ms).toFixed(1)} ms`);
+          notes.push(`${ref.spec} redraw moving k${c.param.join(",")} (${ref.res}×${ref.res}): median ${median(ms).toFixed(1)} ms, max ${Math.max(...ms).toFixed(1)} ms`);
           await setDelta(0);
         } else {
           await panel.locator("input.vx-mode-random").check();

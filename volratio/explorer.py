@@ -288,20 +288,20 @@ def static_sweep(net: CoordMLP, ranking: Ranking, cfg: ExplorerConfig, title: st
 
 
 def reference_renders(net: CoordMLP, ranking: Ranking, cfg: ExplorerConfig) -> dict:
-    """`CoordMLP.render` of the network, of its top-ranked weight moved by `cfg.check_delta`, and of
-    the random direction `cfg.seed` moved by −`cfg.check_delta`: `(res, res, 3)` float32, base64."""
-    k, r, c = (int(v) for v in ranking.params[0])
+    """`CoordMLP.render` of the network, of its top-ranked weight and of the top-ranked weight in the
+    lower half of its kernels each moved by `cfg.check_delta`, and of the random direction
+    `cfg.seed` moved by −`cfg.check_delta`: `(res, res, 3)` float32, base64."""
     f32 = lambda t: _b64(t[0].cpu().numpy().astype("<f4"))  # noqa: E731
-    return {
-        "res": cfg.res,
-        "base": f32(net.select(0).render(cfg.res)),
-        "cases": [
-            {"kind": "weight", "param": [k, r, c], "delta": cfg.check_delta,
-             "image": f32(perturbed(net, cfg.check_delta, param=(k, r, c)).render(cfg.res))},
-            {"kind": "random", "seed": cfg.seed, "delta": -cfg.check_delta,
-             "image": f32(perturbed(net, -cfg.check_delta, seed=cfg.seed).render(cfg.res))},
-        ],
-    }
+    # the top-ranked weight, and the top-ranked one in the lower half of the kernels (its change
+    # passes through most layers: the page's incremental redraw recomputes the most there)
+    low = ranking.params[ranking.params[:, 0] <= (net.n_kernels - 1) // 2]
+    params = [ranking.params[0]] + ([low[0]] if len(low) and not np.array_equal(low[0], ranking.params[0]) else [])
+    cases = [{"kind": "weight", "param": [int(v) for v in p], "delta": cfg.check_delta,
+              "image": f32(perturbed(net, cfg.check_delta, param=tuple(int(v) for v in p)).render(cfg.res))}
+             for p in params]
+    cases.append({"kind": "random", "seed": cfg.seed, "delta": -cfg.check_delta,
+                  "image": f32(perturbed(net, -cfg.check_delta, seed=cfg.seed).render(cfg.res))})
+    return {"res": cfg.res, "base": f32(net.select(0).render(cfg.res)), "cases": cases}
 
 
 def widget_data(spec: str, cfg: ExplorerConfig | None = None) -> tuple[dict, dict, "object"]:

@@ -102,6 +102,10 @@ class WeightExplorer(SphinxDirective):
             made = [explorer.widget_data(spec, cfg) for spec in specs]
         except VolratioError as e:
             raise self.error(f"weight-explorer: {e}")
+        from volratio import emc2, nets, specs as specs_module
+
+        for mod in (explorer, emc2, nets, specs_module):  # re-read the page when the library changes
+            self.env.note_dependency(mod.__file__)
         key = f"{self.env.docname.replace('/', '-')}-{self.env.new_serialno('weight-explorer')}"
         pngs = [_figure_png(fig) for _, _, fig in made]
         figures = "".join(
