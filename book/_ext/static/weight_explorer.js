@@ -265,7 +265,7 @@
         `${String(i + 1).padStart(2)}. k${t.k} r${t.r}→c${t.c}  w=${t.w >= 0 ? "+" : ""}${t.w.toFixed(2)}  moves ${t.effect.toFixed(3)}`)));
       this.list.selectedIndex = 0;
       this.slider = el("input", { type: "range", min: "-2", max: "2", step: "0.01", value: "0", className: "vx-slider",
-                                  style: "width:256px" });
+                                  style: "width:200px;vertical-align:middle" });
       this.label = el("span", { className: "vx-delta", style: "font-family:monospace" }, "Δw = +0.00");
       this.modeWeight = el("input", { type: "radio", name: "vx-mode-" + id, checked: true, className: "vx-mode-weight" });
       this.modeRandom = el("input", { type: "radio", name: "vx-mode-" + id, className: "vx-mode-random" });
@@ -279,7 +279,7 @@
         el("div", { style: "font-weight:bold;margin-bottom:4px" }, `${data.spec}`,
            el("span", { style: "font-weight:normal;color:#555" }, ` · ${data.n_nonzero} non-zero weights`)),
         this.canvas,
-        el("div", {}, this.slider, " ", this.label),
+        el("div", { style: "white-space:nowrap" }, this.slider, " ", this.label),
         el("div", { style: "font-size:13px" },
            el("label", {}, this.modeWeight, " selected weight"), " ",
            el("label", {}, this.modeRandom, " all weights, random direction"), " ", this.newDir),
