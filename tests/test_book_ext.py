@@ -26,7 +26,7 @@ def test_student_switch_hides_solutions(monkeypatch):
 
 
 def test_inline_scripts_are_written_once():
-    js = lambda fn, **a: SimpleNamespace(filename=fn, attributes=a)  # noqa: E731
+    js = lambda fn, **a: SimpleNamespace(filename=fn, attributes=a)
     builder = SimpleNamespace(_js_files=[js("_static/a.js"), js(None, body="const X = 1"), js("", body="let y")])
     registry = SimpleNamespace(js_files=[("a.js", {"priority": 500}), (None, {"body": "const X = 1", "priority": 500}),
                                          (None, {"body": "new", "priority": 500})])
@@ -60,7 +60,7 @@ def test_weight_explorer_directive_builds_a_page(tmp_path):
                                    f"   :compare: {tmp_path / 'net1.safetensors'}\n   :top: 5\n   :res: 24\n")
     assert build_main(["-b", "html", "-W", "-q", str(src), str(out)]) == 0
     page = (out / "index.html").read_text()
-    data = json.loads(re.search(r'<script type="application/json" class="vx-data">(.*?)</script>', page, re.S).group(1))
+    data = json.loads(re.search(r'<script type="application/json" class="vx-data">(.*?)</script>', page, re.DOTALL).group(1))
     assert [len(n["ranking"]["top"]) for n in data["networks"]] == [5, 5]
     assert (out / "_static" / "weight_explorer.js").exists() and "weight_explorer.js" in page
     check_uri = re.search(r'data-check="([^"]+)"', page).group(1)

@@ -13,7 +13,13 @@ import torch
 from volratio import emc2, explorer, specs
 from volratio.nets import CoordMLP
 
-JS = Path(__file__).resolve().parent.parent / "book" / "_ext" / "static" / "weight_explorer.js"
+JS = (
+    Path(__file__).resolve().parent.parent
+    / "book"
+    / "_ext"
+    / "static"
+    / "weight_explorer.js"
+)
 
 # Runs the renderer on an export: argv = JS file, export JSON, cases JSON, output file.
 NODE_DRIVER = """
@@ -28,8 +34,13 @@ fs.writeFileSync(outFile, JSON.stringify(out));
 
 def small_net(head="hsv", seed=3):
     """Every activation, a sparse random mask, weights large enough to make the image busy."""
-    net = CoordMLP("3;gaussian:2,sin:2,sigmoid:1,tanh:1,cos:1,relu:1,identity:1,cache:1", head=head, seed=seed,
-                   init_scale=2.0, dtype=torch.float32)
+    net = CoordMLP(
+        "3;gaussian:2,sin:2,sigmoid:1,tanh:1,cos:1,relu:1,identity:1,cache:1",
+        head=head,
+        seed=seed,
+        init_scale=2.0,
+        dtype=torch.float32,
+    )
     g = torch.Generator().manual_seed(seed)
     for i, m in enumerate(net.masks):
         net.set_mask(i, (torch.rand(m.shape[1:], generator=g) < 0.7).float())
@@ -42,9 +53,23 @@ def run_js(tmp_path, doc, cases):
     (tmp_path / "drv.js").write_text(NODE_DRIVER)
     (tmp_path / "net.json").write_text(explorer.dumps(doc))
     (tmp_path / "cases.json").write_text(json.dumps(cases))
-    subprocess.run(["node", str(tmp_path / "drv.js"), str(JS), str(tmp_path / "net.json"), str(tmp_path / "cases.json"),
-                    str(tmp_path / "out.json")], check=True, capture_output=True, timeout=120)
-    return [np.asarray(a).reshape(c["res"], c["res"], 3) for a, c in zip(json.loads((tmp_path / "out.json").read_text()), cases)]
+    subprocess.run(
+        [
+            "node",
+            str(tmp_path / "drv.js"),
+            str(JS),
+            str(tmp_path / "net.json"),
+            str(tmp_path / "cases.json"),
+            str(tmp_path / "out.json"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return [
+        np.asarray(a).reshape(c["res"], c["res"], 3)
+        for a, c in zip(json.loads((tmp_path / "out.json").read_text()), cases)
+    ]
 
 
 def reference(net, case):
@@ -52,8 +77,18 @@ def reference(net, case):
     if p is None:
         return net.select(0).render(case["res"])[0].double().numpy()
     if "param" in p:
-        return explorer.perturbed(net, p["delta"], param=p["param"]).render(case["res"])[0].double().numpy()
-    return explorer.perturbed(net, p["delta"], seed=p["seed"]).render(case["res"])[0].double().numpy()
+        return (
+            explorer.perturbed(net, p["delta"], param=p["param"])
+            .render(case["res"])[0]
+            .double()
+            .numpy()
+        )
+    return (
+        explorer.perturbed(net, p["delta"], seed=p["seed"])
+        .render(case["res"])[0]
+        .double()
+        .numpy()
+    )
 
 
 def check_js_matches(tmp_path, net, res=32, n_weights=4):
@@ -62,7 +97,10 @@ def check_js_matches(tmp_path, net, res=32, n_weights=4):
     for k, r, c in rank.params[:n_weights].tolist():
         for d in (-2.0, 0.7):
             cases.append({"res": res, "pert": {"param": [k, r, c], "delta": d}})
-    cases += [{"res": res, "pert": {"seed": 5, "delta": 1.5}}, {"res": 17, "pert": {"seed": 6, "delta": -2.0}}]
+    cases += [
+        {"res": res, "pert": {"seed": 5, "delta": 1.5}},
+        {"res": 17, "pert": {"seed": 6, "delta": -2.0}},
+    ]
     got = run_js(tmp_path, explorer.export(net), cases)
     for case, img in zip(cases, got):
         ref = reference(net, case)
@@ -112,9 +150,14 @@ def test_ranking_uses_the_engines_images():
     rank = explorer.rank_weights(net, res=16)
     assert len(rank.params) == net.nonzero()[0]
     assert np.all(np.diff(rank.effect) <= 0)
-    for p, e in zip(rank.params[:3], rank.effect[:3]):  # against re-rendering from scratch
+    for p, e in zip(
+        rank.params[:3], rank.effect[:3]
+    ):  # against re-rendering from scratch
         base = net.render(16)[0]
-        rms = [float(((emc2.naive_render(net, p, d, 16) - base) ** 2).mean().sqrt()) for d in (-1.0, 1.0)]
+        rms = [
+            float(((emc2.naive_render(net, p, d, 16) - base) ** 2).mean().sqrt())
+            for d in (-1.0, 1.0)
+        ]
         assert abs(np.mean(rms) - e) < 1e-5
 
 
@@ -146,19 +189,31 @@ def test_js_renderer_rejects_a_masked_weight(tmp_path):
     net = small_net()
     r, c = map(int, torch.nonzero(net.masks[1][0] == 0)[0])
     with pytest.raises(subprocess.CalledProcessError) as e:
-        run_js(tmp_path, explorer.export(net), [{"res": 8, "pert": {"param": [1, r, c], "delta": 1.0}}])
+        run_js(
+            tmp_path,
+            explorer.export(net),
+            [{"res": 8, "pert": {"param": [1, r, c], "delta": 1.0}}],
+        )
     assert b"not an unmasked weight" in e.value.stderr
 
 
 def test_local_effects_split_the_image_change_by_region():
     net = small_net()
-    regions = {"top": (0.0, 0.5, 0.0, 1.0), "bottom": (0.5, 1.0, 0.0, 1.0), "all": (0.0, 1.0, 0.0, 1.0)}
+    regions = {
+        "top": (0.0, 0.5, 0.0, 1.0),
+        "bottom": (0.5, 1.0, 0.0, 1.0),
+        "all": (0.0, 1.0, 0.0, 1.0),
+    }
     t = explorer.local_effects(net, regions, deltas=(1.0,), res=16)
     rank = explorer.rank_weights(net, res=16, deltas=(1.0,))
     assert len(t) == net.nonzero()[0]
     k, r, c = rank.params[0]
     row = t[(t.kernel == k) & (t.row == r) & (t.col == c)].iloc[0]
-    assert abs(row["all"] - rank.effect[0]) < 1e-6  # the whole image: the ranking's own measure
-    assert abs(row["all"] ** 2 - (row["top"] ** 2 + row["bottom"] ** 2) / 2) < 1e-6  # halves of equal size
+    assert (
+        abs(row["all"] - rank.effect[0]) < 1e-6
+    )  # the whole image: the ranking's own measure
+    assert (
+        abs(row["all"] ** 2 - (row["top"] ** 2 + row["bottom"] ** 2) / 2) < 1e-6
+    )  # halves of equal size
     with pytest.raises(explorer.VolratioError, match="region 'bad'"):
         explorer.local_effects(net, {"bad": (0.5, 0.2, 0, 1)})

@@ -28,8 +28,8 @@ from __future__ import annotations
 import base64
 import json
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -38,7 +38,12 @@ from .errors import VolratioError
 from .nets import CoordMLP
 
 FORMAT = "volratio.explorer/1"
-INPUTS = ("y", "x", "d", "bias")  # the order of the network inputs (volratio.nets.coords)
+INPUTS = (
+    "y",
+    "x",
+    "d",
+    "bias",
+)  # the order of the network inputs (volratio.nets.coords)
 _DTYPES = {torch.float32: "<f4", torch.float64: "<f8"}
 
 
@@ -62,18 +67,29 @@ def export(net: CoordMLP, member: int = 0, spec: str | None = None) -> dict:
     the same order, as little-endian floats of the network's dtype. Both are base64.
     """
     if not 0 <= int(member) < net.population:
-        raise ExportError(f"member {member} is outside the population (K = {net.population})")
+        raise ExportError(
+            f"member {member} is outside the population (K = {net.population})"
+        )
     dtype = net.weights[0].dtype
     if dtype not in _DTYPES:
-        raise ExportError(f"cannot export weights of dtype {dtype}; convert the network with .float() first")
+        raise ExportError(
+            f"cannot export weights of dtype {dtype}; convert the network with .float() first"
+        )
     kernels = []
     for w, m in zip(net.weights, net.masks):
-        w, m = w.detach()[member].cpu(), m.detach()[member].cpu() != 0  # (fan_in, fan_out)
-        kernels.append({
-            "shape": list(w.shape),
-            "mask": _b64(np.packbits(m.numpy().reshape(-1))),
-            "values": _b64(w[m].numpy().astype(_DTYPES[dtype])),  # row-major over mask == 1
-        })
+        w, m = (
+            w.detach()[member].cpu(),
+            m.detach()[member].cpu() != 0,
+        )  # (fan_in, fan_out)
+        kernels.append(
+            {
+                "shape": list(w.shape),
+                "mask": _b64(np.packbits(m.numpy().reshape(-1))),
+                "values": _b64(
+                    w[m].numpy().astype(_DTYPES[dtype])
+                ),  # row-major over mask == 1
+            }
+        )
     return {
         "format": FORMAT,
         "spec": spec,
@@ -89,7 +105,7 @@ def export(net: CoordMLP, member: int = 0, spec: str | None = None) -> dict:
     }
 
 
-def load(doc: "dict | str") -> CoordMLP:
+def load(doc: dict | str) -> CoordMLP:
     """The `CoordMLP` (K = 1) of an exported network (a dict or its JSON text)."""
     if isinstance(doc, str):
         try:
@@ -98,18 +114,24 @@ def load(doc: "dict | str") -> CoordMLP:
             raise ExportError(f"exported network is not valid JSON ({e})") from e
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-        raise ExportError(f"not an exported network of format {FORMAT!r} (got {got!r}); re-export it with "
-                          "volratio.explorer.export")
+        raise ExportError(
+            f"not an exported network of format {FORMAT!r} (got {got!r}); re-export it with "
+            "volratio.explorer.export"
+        )
     np_dtype = np.dtype(doc["dtype"])
     kernels, masks = [], []
     for i, k in enumerate(doc["kernels"]):
         fi, fo = (int(v) for v in k["shape"])
-        damaged = ExportError(f"kernel {i}: mask or values do not fit its shape {fi}×{fo}; the export is damaged "
-                              "(re-export the network)")
+        damaged = ExportError(
+            f"kernel {i}: mask or values do not fit its shape {fi}×{fo}; the export is damaged "
+            "(re-export the network)"
+        )
         try:
             bits = np.frombuffer(base64.b64decode(k["mask"], validate=True), np.uint8)
             vals = np.frombuffer(base64.b64decode(k["values"], validate=True), np_dtype)
-        except ValueError as e:  # bad base64, or a byte count that is not a whole number of floats
+        except (
+            ValueError
+        ) as e:  # bad base64, or a byte count that is not a whole number of floats
             raise damaged from e
         if len(bits) != (fi * fo + 7) // 8:
             raise damaged
@@ -121,8 +143,14 @@ def load(doc: "dict | str") -> CoordMLP:
         kernels.append(w)
         masks.append(m)
     tdtype = {np.dtype("<f4"): torch.float32, np.dtype("<f8"): torch.float64}[np_dtype]
-    return CoordMLP.from_kernels(doc["arch"], kernels, head=doc["head"], masks=masks, dtype=tdtype,
-                                 provenance=doc.get("provenance") or {"made_by": "volratio.explorer.load"})
+    return CoordMLP.from_kernels(
+        doc["arch"],
+        kernels,
+        head=doc["head"],
+        masks=masks,
+        dtype=tdtype,
+        provenance=doc.get("provenance") or {"made_by": "volratio.explorer.load"},
+    )
 
 
 def dumps(doc: dict) -> str:
@@ -143,12 +171,21 @@ class Ranking:
     res: int  # resolution the images were compared at
 
     def top(self, n: int) -> list[dict]:
-        return [{"k": int(k), "r": int(r), "c": int(c), "w": float(w), "effect": float(e)}
-                for (k, r, c), w, e in zip(self.params[:n].tolist(), self.weight[:n], self.effect[:n])]
+        return [
+            {"k": int(k), "r": int(r), "c": int(c), "w": float(w), "effect": float(e)}
+            for (k, r, c), w, e in zip(
+                self.params[:n].tolist(), self.weight[:n], self.effect[:n]
+            )
+        ]
 
 
-def rank_weights(net: CoordMLP, res: int = 32, deltas: Sequence[float] = (-1.0, 1.0), member: int = 0,
-                 device: str = "cpu") -> Ranking:
+def rank_weights(
+    net: CoordMLP,
+    res: int = 32,
+    deltas: Sequence[float] = (-1.0, 1.0),
+    member: int = 0,
+    device: str = "cpu",
+) -> Ranking:
     """Every non-zero weight of network `member`, ranked by the RMS change of the image when it moves
     by each of `deltas` (averaged), rendered by the exact EMC2 engine in float32."""
     from .emc2 import PerturbationEngine, nonzero_params
@@ -170,8 +207,14 @@ def rank_weights(net: CoordMLP, res: int = 32, deltas: Sequence[float] = (-1.0, 
     return Ranking(params[order], effect[order], weight, deltas, int(res))
 
 
-def local_effects(net: CoordMLP, regions: dict, deltas: Sequence[float] = (-2.0, -1.0, 1.0, 2.0), res: int = 32,
-                  member: int = 0, device: str = "cpu"):
+def local_effects(
+    net: CoordMLP,
+    regions: dict,
+    deltas: Sequence[float] = (-2.0, -1.0, 1.0, 2.0),
+    res: int = 32,
+    member: int = 0,
+    device: str = "cpu",
+):
     """Where in the image each non-zero weight acts: a pandas DataFrame with one row per (weight, Δw)
     — `kernel, row, col, delta` — and, per named region, the RMS change of the image inside it.
     `regions` maps a name to `(top, bottom, left, right)` as fractions of the image height and width
@@ -183,10 +226,16 @@ def local_effects(net: CoordMLP, regions: dict, deltas: Sequence[float] = (-2.0,
     boxes = {}
     for name, (t, b, l, r) in regions.items():
         if not (0 <= t < b <= 1 and 0 <= l < r <= 1):
-            raise VolratioError(f"region {name!r}: (top, bottom, left, right) = {(t, b, l, r)} must be fractions "
-                                "with top < bottom and left < right")
-        boxes[name] = (int(t * res), max(int(t * res) + 1, round(b * res)),
-                       int(l * res), max(int(l * res) + 1, round(r * res)))
+            raise VolratioError(
+                f"region {name!r}: (top, bottom, left, right) = {(t, b, l, r)} must be fractions "
+                "with top < bottom and left < right"
+            )
+        boxes[name] = (
+            int(t * res),
+            max(int(t * res) + 1, round(b * res)),
+            int(l * res),
+            max(int(l * res) + 1, round(r * res)),
+        )
     params = nonzero_params(net, member)
     deltas = np.asarray(deltas, np.float64)
     P = np.repeat(params, len(deltas), axis=0)  # (N·n_δ, 3), δ fastest
@@ -197,7 +246,9 @@ def local_effects(net: CoordMLP, regions: dict, deltas: Sequence[float] = (-2.0,
         d2 = ((img - eng.base) ** 2).mean(dim=-1)  # (B, res, res)
         for name, (t, b, l, r) in boxes.items():
             out[name][idx] = d2[:, t:b, l:r].mean(dim=(1, 2)).sqrt().cpu().numpy()
-    return pd.DataFrame({"kernel": P[:, 0], "row": P[:, 1], "col": P[:, 2], "delta": D, **out})
+    return pd.DataFrame(
+        {"kernel": P[:, 0], "row": P[:, 1], "col": P[:, 2], "delta": D, **out}
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,14 +287,21 @@ def random_direction(net: CoordMLP, seed: int, member: int = 0) -> list[np.ndarr
     return [d / norm for d in dirs]
 
 
-def perturbed(net: CoordMLP, amount: float, param: Sequence[int] | None = None, seed: int | None = None,
-              member: int = 0) -> CoordMLP:
+def perturbed(
+    net: CoordMLP,
+    amount: float,
+    param: Sequence[int] | None = None,
+    seed: int | None = None,
+    member: int = 0,
+) -> CoordMLP:
     """A copy of network `member` moved by `amount`: along weight `param = (kernel, row, col)`, or,
     with `seed`, along `random_direction(net, seed)`. Render it with `.render(res)`."""
     from .emc2 import perturbed_copy
 
     if (param is None) == (seed is None):
-        raise VolratioError("give exactly one of param=(kernel, row, col) or seed=… (a random direction)")
+        raise VolratioError(
+            "give exactly one of param=(kernel, row, col) or seed=… (a random direction)"
+        )
     if param is not None:
         return perturbed_copy(net, param, float(amount), member)
     new = net.select(member)
@@ -266,7 +324,9 @@ class ExplorerConfig:
     sweep_offsets: tuple = (-2.0, -1.0, 0.0, 1.0, 2.0)  # its columns, Δw
     sweep_res: int = 48  # its images' resolution
     seed: int = 1  # the first random direction
-    check_delta: float = 1.25  # Δw of the reference renders the browser check compares against
+    check_delta: float = (
+        1.25  # Δw of the reference renders the browser check compares against
+    )
     device: str = "cpu"  # the build machine renders on CPU
 
 
@@ -279,11 +339,26 @@ def static_sweep(net: CoordMLP, ranking: Ranking, cfg: ExplorerConfig, title: st
     offs = np.asarray(cfg.sweep_offsets, np.float64)
     eng = PerturbationEngine(net, cfg.sweep_res, device=cfg.device, dtype=torch.float32)
     imgs = eng.render(np.repeat(params, len(offs), 0), np.tile(offs, len(params)))
-    imgs = imgs.float().cpu().numpy().reshape(len(params), len(offs), cfg.sweep_res, cfg.sweep_res, 3)
-    ctrl = np.stack([perturbed(net, o, seed=cfg.seed).render(cfg.sweep_res)[0].cpu().numpy() for o in offs])
-    labels = [f"k{k} r{r} c{c} (w={w:+.2f})" for (k, r, c), w in zip(params.tolist(), ranking.weight)]
+    imgs = (
+        imgs.float()
+        .cpu()
+        .numpy()
+        .reshape(len(params), len(offs), cfg.sweep_res, cfg.sweep_res, 3)
+    )
+    ctrl = np.stack(
+        [
+            perturbed(net, o, seed=cfg.seed).render(cfg.sweep_res)[0].cpu().numpy()
+            for o in offs
+        ]
+    )
+    labels = [
+        f"k{k} r{r} c{c} (w={w:+.2f})"
+        for (k, r, c), w in zip(params.tolist(), ranking.weight)
+    ]
     labels.append(f"random direction {cfg.seed}")
-    sw = WeightSweep(np.concatenate([imgs, ctrl[None]]).clip(0, 1), offs, labels, params)
+    sw = WeightSweep(
+        np.concatenate([imgs, ctrl[None]]).clip(0, 1), offs, labels, params
+    )
     return sweep_figure(sw, title=title)
 
 
@@ -291,20 +366,42 @@ def reference_renders(net: CoordMLP, ranking: Ranking, cfg: ExplorerConfig) -> d
     """`CoordMLP.render` of the network, of its top-ranked weight and of the top-ranked weight in the
     lower half of its kernels each moved by `cfg.check_delta`, and of the random direction
     `cfg.seed` moved by −`cfg.check_delta`: `(res, res, 3)` float32, base64."""
-    f32 = lambda t: _b64(t[0].cpu().numpy().astype("<f4"))  # noqa: E731
+    f32 = lambda t: _b64(t[0].cpu().numpy().astype("<f4"))
     # the top-ranked weight, and the top-ranked one in the lower half of the kernels (its change
     # passes through most layers: the page's incremental redraw recomputes the most there)
     low = ranking.params[ranking.params[:, 0] <= (net.n_kernels - 1) // 2]
-    params = [ranking.params[0]] + ([low[0]] if len(low) and not np.array_equal(low[0], ranking.params[0]) else [])
-    cases = [{"kind": "weight", "param": [int(v) for v in p], "delta": cfg.check_delta,
-              "image": f32(perturbed(net, cfg.check_delta, param=tuple(int(v) for v in p)).render(cfg.res))}
-             for p in params]
-    cases.append({"kind": "random", "seed": cfg.seed, "delta": -cfg.check_delta,
-                  "image": f32(perturbed(net, -cfg.check_delta, seed=cfg.seed).render(cfg.res))})
+    params = [ranking.params[0]] + (
+        [low[0]] if len(low) and not np.array_equal(low[0], ranking.params[0]) else []
+    )
+    cases = [
+        {
+            "kind": "weight",
+            "param": [int(v) for v in p],
+            "delta": cfg.check_delta,
+            "image": f32(
+                perturbed(net, cfg.check_delta, param=tuple(int(v) for v in p)).render(
+                    cfg.res
+                )
+            ),
+        }
+        for p in params
+    ]
+    cases.append(
+        {
+            "kind": "random",
+            "seed": cfg.seed,
+            "delta": -cfg.check_delta,
+            "image": f32(
+                perturbed(net, -cfg.check_delta, seed=cfg.seed).render(cfg.res)
+            ),
+        }
+    )
     return {"res": cfg.res, "base": f32(net.select(0).render(cfg.res)), "cases": cases}
 
 
-def widget_data(spec: str, cfg: ExplorerConfig | None = None) -> tuple[dict, dict, "object"]:
+def widget_data(
+    spec: str, cfg: ExplorerConfig | None = None
+) -> tuple[dict, dict, object]:
     """`(page data, reference renders, static sweep figure)` for network `spec` (see
     `volratio.specs.load_network`)."""
     from .specs import load_network
@@ -318,8 +415,17 @@ def widget_data(spec: str, cfg: ExplorerConfig | None = None) -> tuple[dict, dic
         "res": cfg.res,
         "seed": cfg.seed,
         "n_nonzero": int(net.nonzero()[0]),
-        "ranking": {"res": ranking.res, "deltas": list(ranking.deltas), "top": ranking.top(cfg.top)},
+        "ranking": {
+            "res": ranking.res,
+            "deltas": list(ranking.deltas),
+            "top": ranking.top(cfg.top),
+        },
     }
-    fig = static_sweep(net, ranking, cfg, f"{spec}: the {cfg.sweep_rows} weights that move the image most, "
-                                          f"and a random direction ({cfg.sweep_res}×{cfg.sweep_res})")
+    fig = static_sweep(
+        net,
+        ranking,
+        cfg,
+        f"{spec}: the {cfg.sweep_rows} weights that move the image most, "
+        f"and a random direction ({cfg.sweep_res}×{cfg.sweep_res})",
+    )
     return page, reference_renders(net, ranking, cfg), fig

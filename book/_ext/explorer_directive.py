@@ -18,6 +18,7 @@ import html
 import io
 import json
 from pathlib import Path
+from typing import ClassVar
 
 from docutils import nodes
 from docutils.parsers.rst import directives
@@ -50,7 +51,7 @@ class WeightExplorer(SphinxDirective):
     """`{weight-explorer} SPEC` with options `:compare: SPEC`, `:res:`, `:top:`, `:seed:`."""
 
     required_arguments = 1
-    option_spec = {
+    option_spec: ClassVar[dict] = {
         "compare": directives.unchanged_required,  # a second network, shown beside the first
         "res": directives.positive_int,  # canvas resolution (default 64)
         "top": directives.positive_int,  # ranked weights listed (default 24)
@@ -68,14 +69,22 @@ class WeightExplorer(SphinxDirective):
         for opt in ("res", "top", "seed"):
             if opt in self.options:
                 setattr(cfg, opt, self.options[opt])
-        specs = [self.arguments[0]] + ([self.options["compare"].strip()] if "compare" in self.options else [])
+        specs = [self.arguments[0]] + (
+            [self.options["compare"].strip()] if "compare" in self.options else []
+        )
         try:
             made = [explorer.widget_data(spec, cfg) for spec in specs]
         except VolratioError as e:
             raise self.error(f"weight-explorer: {e}")
-        from volratio import emc2, nets, specs as specs_module
+        from volratio import emc2, nets
+        from volratio import specs as specs_module
 
-        for mod in (explorer, emc2, nets, specs_module):  # re-read the page when the library changes
+        for mod in (
+            explorer,
+            emc2,
+            nets,
+            specs_module,
+        ):  # re-read the page when the library changes
             self.env.note_dependency(mod.__file__)
         key = f"{self.env.docname.replace('/', '-')}-{self.env.new_serialno('weight-explorer')}"
         pngs = [_figure_png(fig) for _, _, fig in made]
@@ -93,9 +102,14 @@ class WeightExplorer(SphinxDirective):
             f'<div class="volratio-explorer" id="vx-{key}" data-check="@STATIC@/{key}.json">'
             f'<script type="application/json" class="vx-data">{_script_json(data)}</script>'
             '<div class="vx-live" hidden></div>'
-            '<div class="vx-static-row" style="display:flex;flex-wrap:wrap;gap:12px">' + figures + "</div></div>"
+            '<div class="vx-static-row" style="display:flex;flex-wrap:wrap;gap:12px">'
+            + figures
+            + "</div></div>"
         )
-        check = {"key": key, "networks": [dict(ref, spec=page["spec"]) for page, ref, _ in made]}
+        check = {
+            "key": key,
+            "networks": [dict(ref, spec=page["spec"]) for page, ref, _ in made],
+        }
         return [weight_explorer(key=key, html=widget, check=check, pngs=pngs)]
 
 
@@ -104,10 +118,15 @@ def _visit_weight_explorer_html(self, node):
     widget in the page."""
     folder = Path(self.builder.outdir) / "_static" / "weight-explorer"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{node['key']}.json").write_text(json.dumps(node["check"], separators=(",", ":")))
+    (folder / f"{node['key']}.json").write_text(
+        json.dumps(node["check"], separators=(",", ":"))
+    )
     for i, png in enumerate(node["pngs"]):
         (folder / f"{node['key']}-{i}.png").write_bytes(base64.b64decode(png))
-    uri = relative_uri(self.builder.get_target_uri(self.builder.current_docname), "_static/weight-explorer")
+    uri = relative_uri(
+        self.builder.get_target_uri(self.builder.current_docname),
+        "_static/weight-explorer",
+    )
     self.body.append(node["html"].replace("@STATIC@", html.escape(uri)))
     raise nodes.SkipNode
 
@@ -127,7 +146,10 @@ def _explorer_script(app, pagename, templatename, context, doctree):
 
 def setup(app):
     app.connect("config-inited", _static_path, priority=900)
-    app.add_node(weight_explorer, html=(_visit_weight_explorer_html, None),
-                 **{b: (_skip, None) for b in ("latex", "text", "man", "texinfo")})
+    app.add_node(
+        weight_explorer,
+        html=(_visit_weight_explorer_html, None),
+        **{b: (_skip, None) for b in ("latex", "text", "man", "texinfo")},
+    )
     app.add_directive("weight-explorer", WeightExplorer)
     app.connect("html-page-context", _explorer_script)
