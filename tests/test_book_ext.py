@@ -26,7 +26,7 @@ def test_student_switch_hides_solutions(monkeypatch):
 
 
 def test_inline_scripts_are_written_once():
-    js = lambda fn, **a: SimpleNamespace(filename=fn, attributes=a)
+    js = lambda fn, **a: SimpleNamespace(filename=fn, attributes=a)  # noqa: E731
     builder = SimpleNamespace(_js_files=[js("_static/a.js"), js(None, body="const X = 1"), js("", body="let y")])
     registry = SimpleNamespace(js_files=[("a.js", {"priority": 500}), (None, {"body": "const X = 1", "priority": 500}),
                                          (None, {"body": "new", "priority": 500})])
