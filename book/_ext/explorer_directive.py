@@ -79,12 +79,8 @@ class WeightExplorer(SphinxDirective):
         from volratio import emc2, nets
         from volratio import specs as specs_module
 
-        for mod in (
-            explorer,
-            emc2,
-            nets,
-            specs_module,
-        ):  # re-read the page when the library changes
+        # re-read the page when the library code it ran changes
+        for mod in (explorer, emc2, nets, specs_module):
             self.env.note_dependency(mod.__file__)
         key = f"{self.env.docname.replace('/', '-')}-{self.env.new_serialno('weight-explorer')}"
         pngs = [_figure_png(fig) for _, _, fig in made]
