@@ -4,6 +4,8 @@ import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 spec = importlib.util.spec_from_file_location(
     "volratio_book", Path(__file__).resolve().parent.parent / "book" / "_ext" / "volratio_book.py"
 )
@@ -11,14 +13,48 @@ ext = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ext)
 
 
-def test_student_switch_hides_solutions(monkeypatch):
-    cfg = SimpleNamespace(hide_solutions=False)
+def test_student_switch(monkeypatch):
+    cfg = SimpleNamespace(volratio_student=None)
     monkeypatch.delenv("VOLRATIO_STUDENT", raising=False)
     ext._config(None, cfg)
-    assert cfg.hide_solutions is False
+    assert cfg.volratio_student is False
     monkeypatch.setenv("VOLRATIO_STUDENT", "1")
     ext._config(None, cfg)
-    assert cfg.hide_solutions is True
+    assert cfg.volratio_student is True
+    monkeypatch.setenv("VOLRATIO_STUDENT", "0")
+    ext._config(None, cfg)
+    assert cfg.volratio_student is False
+
+
+def _doc_with_solutions():
+    from docutils import nodes
+    from sphinx_exercise.nodes import solution_node
+
+    doc = nodes.section()
+    doc += nodes.paragraph(text="exercise")
+    gated = solution_node()
+    gated += nodes.literal_block(text="x = 1  # a solution's code cell")
+    doc += gated
+    doc += nodes.literal_block(text="cw.check_x(x)")
+    doc += solution_node()
+    return doc
+
+
+@pytest.mark.parametrize("student", [False, True])
+def test_student_edition_removes_every_solution(student):
+    """Plain and gated solutions (with their code cells) go; the exercise and its check cell stay."""
+    from sphinx_exercise.nodes import solution_node
+
+    class Transform(ext.HideSolutions):
+        config = SimpleNamespace(volratio_student=student)  # instead of a Sphinx app's config
+
+    doc = _doc_with_solutions()
+    t = Transform.__new__(Transform)
+    t.document = doc
+    t.apply()
+    assert len(list(doc.findall(solution_node))) == (0 if student else 2)
+    assert ("x = 1" in doc.astext()) is not student
+    assert "exercise" in doc.astext() and "cw.check_x(x)" in doc.astext()
 
 
 def test_inline_scripts_are_written_once():

@@ -45,3 +45,13 @@ def test_combine_and_lower_is_better():
     E = claims.Estimate
     # a loss of 0.1 ± 0.01 is lower than 0.5 ± 0.01
     assert claims.compare_estimates(claims.lower_is_better(E(0.1, 0.09, 0.11)), claims.lower_is_better(E(0.5, 0.49, 0.51))) == "reproduced"
+
+
+def test_table_says_which_judge_each_verdict_used(tmp_path):
+    claims.record("picbreeder-vs-sgd", "partly", "AUC 0.8 vs 0.9", directory=tmp_path, judge="calibrated ssim@4")
+    claims.record("muon-above-adam", "partly", "loss", directory=tmp_path)
+    claims.record("welch-r-le-d", "reproduced", "coherence", directory=tmp_path)
+    t = claims.table(tmp_path)
+    assert t.loc["picbreeder-vs-sgd", "judge"] == "calibrated ssim@4"
+    assert t.loc["muon-above-adam", "judge"] == "not recorded"
+    assert t.loc["welch-r-le-d", "judge"] == "no judge" and t.loc["depth-optimum", "judge"] == "-"

@@ -63,28 +63,22 @@ def test_npz_is_read_without_pickle(picbreeder_dir, tmp_path, monkeypatch):
     bad = tmp_path / "skull"
     bad.mkdir()
     np.savez(bad / "fer_sgd.npz", arch=np.array("1;gaussian:2"), n_layers=np.array(2), W0=obj, W1=obj)
-    for n in picbreeder.NAMES:
+    for n in picbreeder.NAMES:  # a complete copy, except for skull's tampered SGD network
         (tmp_path / n).mkdir(exist_ok=True)
-        (tmp_path / n / "genome.xml").write_bytes((picbreeder_dir / n / "genome.xml").read_bytes())
+        for f in ("genome.xml", "target.png", "fer_layered.npz", "fer_sgd.npz"):
+            if not (tmp_path / n / f).exists():
+                (tmp_path / n / f).write_bytes((picbreeder_dir / n / f).read_bytes())
     monkeypatch.setenv("VOLRATIO_DATA", str(tmp_path))
     with pytest.raises(DataNotFoundError, match="not a readable FER network"):
         picbreeder.fer_network("skull", "sgd")
 
 
 def test_missing_data_says_how_to_get_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("VOLRATIO_OFFLINE", "1")
     monkeypatch.setenv("VOLRATIO_DATA", str(tmp_path))
     monkeypatch.setattr(picbreeder, "candidate_dirs", lambda: [("$VOLRATIO_DATA", tmp_path)])
     with pytest.raises(DataNotFoundError, match="volratio data fetch"):
         picbreeder.data_dir()
-
-
-def test_fetch_verifies_checksums(picbreeder_dir, tmp_path):
-    def fake_download(rel):  # right size, wrong bytes
-        return b"tampered"
-
-    with pytest.raises(DataNotFoundError, match="does not match the pinned"):
-        picbreeder.fetch(tmp_path, download=fake_download)
-    assert not any(tmp_path.rglob("genome.xml"))  # nothing written
 
 
 # --------------------------------------------------------------------------------------------

@@ -213,8 +213,9 @@ def test_cli_json_rows(capsys):
 def test_cli_bad_list_is_one_line_error(capsys):
     from volratio.cli import main
 
-    with pytest.raises(SystemExit):
-        main(["rho", "boolean", "--target", "tree:1:2", "--W", "two", "--L", "2"])
+    assert main(["rho", "boolean", "--target", "tree:1:2", "--W", "two", "--L", "2"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--W" in err and "'two'" in err
     assert main(["rho", "boolean", "--target", "tree:5:5", "--W", "1", "--L", "2"]) == 2
     assert "tree:5:5" in capsys.readouterr().err
 
@@ -275,3 +276,20 @@ def test_theory_grid_shapes_and_decay():
     assert (vals[0] == 0).all() and vals[1, 0] == 0  # L < L*, W < W_min
     assert vals[1, 4] < vals[1, 3] < vals[1, 2]  # decays in W past the peak
     assert float(copy_factor(16, 0.8)) < float(copy_factor(4, 0.8))
+
+
+def test_redundant_copies_count_as_influence():
+    """Found by the bits engine on dag:3 at (W, L) = (6, 2) < L* = 3: the output reads x1 through
+    three units (x1, ¬x1, x1), none of which changes it when flipped alone. Flipping all units of
+    the same function together shows that the output reads x1 — not a child of the root — so the
+    network is fractured (the support theorem's ρ = 0 below L* then holds)."""
+    t = get_boolean_target("dag:3:depth=3,arity=2,inputs=3,primitives=3")
+    w1 = [[-1, 0, -1, -1, 0, 0], [0, 1, 0, 0, -1, 1], [1, 0, 0, 1, 0, 0]]
+    layers = [(w1, [0, 0, 0, -1, 0, 1]), ([[-1], [-1], [0], [-1], [1], [-1]], [-1])]
+    sol, comp = classify(nets_from(layers), t)
+    assert sol.item() and not comp.item()
+    # the same output with one x1 copy only: then the single copy influences on its own, and it
+    # is still not a child of the root
+    layers = [([[-1, 0], [0, 1], [1, 0]], [0, 0]), ([[-1], [-1]], [-1])]
+    sol, comp = classify(nets_from(layers), t)
+    assert sol.item() and not comp.item()

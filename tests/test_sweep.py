@@ -168,7 +168,7 @@ def _toy_store(tmp_path) -> tuple[Sweep, Path, dict]:
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "garbage"])
-def test_corrupt_parquet_is_detected_and_recomputed(tmp_path, damage):
+def test_corrupt_parquet_is_rebuilt_from_run_records(tmp_path, damage):
     sweep, out, before = _toy_store(tmp_path)
     table = out / "results.parquet"
     data = bytearray(table.read_bytes())
@@ -179,12 +179,25 @@ def test_corrupt_parquet_is_detected_and_recomputed(tmp_path, damage):
     else:
         data = bytearray(b"not parquet at all")
     table.write_bytes(bytes(data))
-    with pytest.warns(CorruptResultWarning, match="damaged results table"):
-        assert Store(out).rows == {}  # a reader never sees the damaged rows
+    with pytest.warns(CorruptResultWarning, match="damaged results table.*rebuilt 6 run"):
+        reader = Store(out)  # a reader never sees the damaged rows: it sees the rebuilt ones
+    assert {r["key"]: r["metrics"] for r in reader.records()} == before
     with pytest.warns(CorruptResultWarning):
         report = run_sweep(sweep, out)
-    assert len(report.ran) == 6
+    assert report.ran == [] and report.skipped == 6  # every artifact is intact: nothing recomputed
     assert (out / "results.parquet.corrupt-0").read_bytes() == bytes(data)  # kept for inspection
+    after = _no_corruption_warnings(Store, out)
+    assert {r["key"]: r["metrics"] for r in after.records()} == before
+
+
+def test_damaged_table_and_record_recomputes_that_run_only(tmp_path):
+    sweep, out, before = _toy_store(tmp_path)
+    (out / "results.parquet").write_bytes(b"not parquet at all")
+    victim = min(before)
+    (out / "artifacts" / victim / "_row.json").write_text('{"key": "tampered"}')
+    with pytest.warns(CorruptResultWarning, match="rebuilt 5 run"):
+        report = run_sweep(sweep, out)
+    assert report.ran == [victim]
     after = _no_corruption_warnings(Store, out)
     assert {r["key"]: r["metrics"] for r in after.records()} == before
 

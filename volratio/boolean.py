@@ -1,4 +1,4 @@
-"""Compositional Boolean targets: DAGs of threshold gates on n ≤ 8 input bits.
+"""Compositional Boolean targets: DAGs of threshold gates on n ≤ 10 input bits.
 
 A target is a directed acyclic graph whose leaves are the n input bits and whose internal nodes
 ("primitives") are threshold gates of local arity ≤ k; the last gate is the root and computes the
@@ -38,7 +38,7 @@ import numpy as np
 
 from .errors import VolratioError
 
-MAX_INPUTS = 8  # 2^8 = 256 rows per truth table
+MAX_INPUTS = 10  # 2^10 = 1024 rows per truth table (16 uint64 words in volratio.bitslice)
 
 
 class BooleanTargetError(VolratioError, ValueError):

@@ -118,8 +118,9 @@ def lower_is_better(e: Estimate) -> Estimate:
 
 
 def record(key: str, verdict: str, measured: str, evidence: dict | None = None, scale: str = "quick",
-           directory: Path | None = None) -> Path:
-    """Store what a chapter measured for claim `key` and the verdict computed from it."""
+           directory: Path | None = None, judge: str | None = None) -> Path:
+    """Store what a chapter measured for claim `key` and the verdict computed from it; `judge`:
+    which EMC2 judge the measurement used (None for claims that involve no judge)."""
     if key not in CLAIMS:
         raise VolratioError(f"unknown claim {key!r}; known: {', '.join(CLAIMS)}")
     if verdict not in VERDICTS:
@@ -127,7 +128,7 @@ def record(key: str, verdict: str, measured: str, evidence: dict | None = None, 
     from . import __version__
 
     payload = {"key": key, "verdict": verdict, "measured": measured, "evidence": evidence or {},
-               "scale": scale, "volratio": __version__}
+               "scale": scale, "volratio": __version__, "judge": judge}
     path = (directory or results_dir()) / f"{key}.json"
     return write_text_atomic(path, json.dumps(payload, indent=1, default=float))
 
@@ -147,8 +148,21 @@ def load(directory: Path | None = None) -> dict[str, dict]:
     return out
 
 
+NO_JUDGE = ("rho-concentrated", "welch-r-le-d")  # claims whose measurement has no EMC2 judge
+
+
+def _judge_text(key: str, rec: dict) -> str:
+    if rec.get("judge"):
+        return rec["judge"]
+    if key in NO_JUDGE:
+        return "no judge"
+    return "not recorded" if rec.get("verdict") != "not measured" else "-"
+
+
 def table(directory: Path | None = None):
-    """One row per claim: statement, chapter, experiment, what we measured, verdict, scale."""
+    """One row per claim: statement, chapter, experiment, what we measured, verdict, scale, judge
+    (the EMC2 judge the measurement used; "no judge" for claims without one, "not recorded" when
+    the chapter did not say)."""
     import pandas as pd
 
     recs = load(directory)
@@ -156,5 +170,6 @@ def table(directory: Path | None = None):
     for key, c in CLAIMS.items():
         r = recs.get(key, {"verdict": "not measured", "measured": "its chapter has not recorded a result", "scale": "-"})
         rows.append({"claim": c.statement, "chapter": c.chapter, "experiment": c.experiment,
-                     "we measured": r["measured"], "verdict": r["verdict"], "scale": r.get("scale", "-")})
+                     "we measured": r["measured"], "verdict": r["verdict"], "scale": r.get("scale", "-"),
+                     "judge": _judge_text(key, r)})
     return pd.DataFrame(rows, index=list(CLAIMS))

@@ -289,9 +289,12 @@ def parse_depths(text: str) -> tuple:
             out = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise DepthError(f"depths {text!r}: write A..B (e.g. 1..6) or a comma-separated list (e.g. 1,3,5)") from None
-    if not out or min(out) < 1:
-        raise DepthError(f"depths {text!r}: give at least one depth, each ≥ 1")
+    if not out or min(out) < 1 or max(out) > MAX_SWEEP_DEPTH:
+        raise DepthError(f"depths {text!r}: give at least one depth, each in [1, {MAX_SWEEP_DEPTH}]")
     return out
+
+
+MAX_SWEEP_DEPTH = 256  # deeper coordinate networks than this are far outside the regime studied
 
 
 def make_sweep(targets, cfg: DepthSweepConfig, name: str = "depth"):
@@ -390,6 +393,12 @@ def planted_predictor(specs=None, res: int = 64, level: float = 0.95) -> tuple[D
     from .targets import get_target
 
     specs = specs or planted_specs()
+    for s in specs:
+        if getattr(get_target(s), "kind", None) != "planted":
+            raise DepthError(
+                f"calibration target {s!r} is not a planted target; the predictor is fitted on known depths L*, "
+                "so give planted:SEED[:depth=…] specs (or leave --calibration out for the default set)"
+            )
     cx = [png_ratio(s, res) for s in specs]
     depths = [get_target(s).depth for s in specs]
     return fit_predictor([c.ratio for c in cx], depths, names=list(specs), level=level), cx

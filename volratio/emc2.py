@@ -115,6 +115,8 @@ def params_of(net: CoordMLP, which: str = "all", layered=None, member: int = 0) 
 
 def subsample(params: np.ndarray, n: int | None, seed: int = 0) -> np.ndarray:
     """At most `n` rows of `params`, drawn uniformly without replacement (seeded), in original order."""
+    if n is not None and (int(n) != n or n < 1):
+        raise VolratioError(f"max_params must be a positive integer or None (all parameters), got {n!r}")
     if n is None or n >= len(params):
         return params
     g = generator(seed)
@@ -234,6 +236,13 @@ class PerturbationEngine:
         # Units-major layout: a layer's activations are (n_units, P), so the units of one
         # activation function form one contiguous block and are activated in place.
         # Base pass: H[i] = input of kernel i (n_i, P), Z[i] = its pre-activation output (n_{i+1}, P).
+        from . import budget
+
+        item = torch.empty((), dtype=dtype).element_size()
+        cached = 2 * sum(len(k) for k in keep) + 4 * 3  # H and Z of every layer, the grid, the base image
+        budget.check(self.res**2 * item * cached + self.memory_bytes,
+                     f"perturbing a network of {sum(len(k) for k in keep[1:-1])} live units at {self.res}×{self.res} pixels",
+                     "lower the resolution (--res)")
         grid = coords(self.res, device=self.device, dtype=dtype).T.contiguous()  # (4, P)
         self.H, self.Z = [grid], []
         h = grid
@@ -510,16 +519,20 @@ def _dtype(name) -> torch.dtype:
     return getattr(torch, name)
 
 
-def score(net: CoordMLP, judge, label: str, config: EMC2Config | None = None, params=None, layered=None) -> EMC2Result:
+def score(net: CoordMLP, judge, label: str, config: EMC2Config | None = None, params=None, layered=None,
+          progress: bool = False) -> EMC2Result:
     """S(θ; δ) for every δ of `config.deltas` under `judge` (see `volratio.judges`).
 
     `params`: explicit `(N, 3)` parameters; default `params_of(net, config.which, layered)`,
     subsampled to `config.max_params`. The judge sees batches of perturbed images with `label`.
+    `progress=True` shows a progress bar over the perturbed images (on a terminal only).
     """
     import pandas as pd
 
     cfg = config or EMC2Config()
     deltas = np.sort(np.asarray(cfg.deltas, dtype=np.float64))
+    if deltas.size == 0 or not np.isfinite(deltas).all():
+        raise VolratioError(f"deltas must be finite numbers, at least one, got {list(cfg.deltas)}")
     if params is None:
         allp = params_of(net, cfg.which, layered, cfg.member)
         params = subsample(allp, cfg.max_params, cfg.seed)
@@ -536,11 +549,20 @@ def score(net: CoordMLP, judge, label: str, config: EMC2Config | None = None, pa
     jscore = np.zeros(len(P_all))
     dist = np.zeros(len(P_all))
     base = eng.base
+    bar = None
+    if progress:
+        from tqdm import tqdm  # plain text bar: tqdm.auto warns in kernels without ipywidgets
+
+        bar = tqdm(total=len(P_all), desc="EMC2", unit="img", leave=False, disable=None)  # None: off unless a terminal
     for idx, imgs in eng.iter_images(P_all, D_all):
+        if bar is not None:
+            bar.update(len(idx))
         v = judge(imgs, label)
         verdict[idx] = v.verdicts
         jscore[idx] = v.scores
         dist[idx] = ((imgs - base) ** 2).mean(dim=(1, 2, 3)).sqrt().cpu().numpy()
+    if bar is not None:
+        bar.close()
     W = [w.detach()[cfg.member].cpu().double().numpy() for w in net.effective_weights()]
     weight = np.zeros(len(P_all))
     for k in np.unique(P_all[:, 0]):
@@ -609,6 +631,13 @@ def weight_sweep(net: CoordMLP, params, offsets=(-1.0, -0.5, 0.0, 0.5, 1.0), res
     `controls` rows moving all non-zero parameters along a random unit direction (seeded)."""
     params = np.asarray(params, np.int64).reshape(-1, 3)
     offsets = np.asarray(offsets, np.float64)
+    if int(controls) < 0 or not np.isfinite(offsets).all() or offsets.size == 0:
+        raise VolratioError(f"weight_sweep needs controls ≥ 0 and finite offsets, got {controls}, {offsets.tolist()}")
+    from . import budget
+
+    budget.check((len(params) + int(controls)) * len(offsets) * int(res) ** 2 * 3 * 4 * 3,
+                 f"a weight-sweep grid of {len(params) + int(controls)} rows × {len(offsets)} images at {res}×{res}",
+                 "sweep fewer parameters (--n, --params), fewer --controls or a lower --res")
     eng = PerturbationEngine(net, res, device=device, dtype=torch.float32)
     P = np.repeat(params, len(offsets), axis=0)
     D = np.tile(offsets, len(params))

@@ -33,3 +33,18 @@ class TrainingDiverged(VolratioError, FloatingPointError):
         super().__init__(message)
         self.step = step
         self.state = state
+
+
+class UsageError(VolratioError, ValueError):
+    """A command-line argument or option value that is out of its domain (the CLI's one-line
+    argparse replacement: names the option, the value, and what to give instead)."""
+
+
+class BudgetError(VolratioError, MemoryError):
+    """A request whose estimated memory exceeds the budget (`volratio.budget`); the message holds
+    the estimate, the budget, and how to shrink the request or raise the budget."""
+
+
+class OutputError(VolratioError, OSError):
+    """An output path that cannot or must not be written: it exists (without --force), is the
+    input, is a folder, or sits in a folder that is missing or not writable."""

@@ -174,8 +174,11 @@ class Graph:
 
     def render(self, res: int = 256, dtype=torch.float64) -> torch.Tensor:
         """RGB image `(res, res, 3)` in [0, 1], evaluated node by node (no layering)."""
+        from . import budget
         from .nets import head_to_rgb
 
+        budget.check(budget.graph_render_bytes(int(res) ** 2, len(self.nodes)),
+                     f"drawing {self.name or 'a graph'} ({len(self.nodes)} nodes) at {res}×{res}", "lower the resolution")
         grid = coords(res, dtype=dtype)
         return head_to_rgb(self.raw_outputs(grid), self.head).reshape(res, res, 3)
 

@@ -468,3 +468,40 @@ class VLMJudge(_CachedModelJudge):
 
 
 JUDGES = ("ssim", "clip", "vlm")
+
+
+# ---------------------------------------------------------------------------------------------
+# The judge calibrated on the reference verdicts (volratio.judge_calibration)
+
+
+class ReferenceCalibratedJudge(Judge):
+    """Kept ⇔ score(image, reference) ≥ the threshold for the label, with the score and thresholds
+    fitted on the reference verdicts (`data/judge_reference/`, `volratio.judge_calibration`):
+    the rule with the best held-out κ. A label the set does not cover uses the rule's one
+    threshold for all labels (`"*"`); the settings name the threshold used."""
+
+    name = "calibrated"
+
+    def __init__(self, reference, rule=None):
+        from .judge_calibration import read_rule
+
+        self.reference = as_images(reference)[0]
+        self.rule = rule if rule is not None else read_rule()
+
+    def settings(self) -> dict:
+        return {"score": self.rule.score, "thresholds": dict(self.rule.thresholds),
+                "fitted_on": dict(self.rule.fitted_on), "reference_res": int(self.reference.shape[0])}
+
+    def _judge(self, images, label):
+        from .judge_calibration import score_of
+
+        t = self.rule.threshold(label)
+        if np.isnan(t):
+            raise JudgeError(f"the calibrated rule has no threshold for {label!r} and no '*' threshold")
+        s = score_of(self.rule.score, images, self.reference)
+        return s >= t, s
+
+
+def default_judge(reference) -> ReferenceCalibratedJudge:
+    """The offline judge with the best held-out agreement with the reference verdicts."""
+    return ReferenceCalibratedJudge(reference)

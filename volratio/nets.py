@@ -23,6 +23,7 @@ introduces it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -33,6 +34,7 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
+from . import budget
 from .device import generator, resolve_device
 from .errors import ArchError, VolratioError
 
@@ -237,6 +239,10 @@ class CoordMLP(nn.Module):
         g = generator(seed)
         K, W = self.population, self.arch.width
         dims = [self.n_inputs] + [W] * self.arch.depth + [HEADS[head]]
+        n_params = sum(fi * fo for fi, fo in itertools.pairwise(dims))
+        budget.check(budget.network_bytes(n_params, K, torch.empty((), dtype=dtype).element_size()),
+                     f"a population of {K} network(s) {self.arch} ({n_params} weights each)",
+                     "use a smaller width, depth or population")
         weights = []
         for i, (fi, fo) in enumerate(zip(dims[:-1], dims[1:])):
             w = torch.randn(K, fi, fo, generator=g, dtype=torch.float64) * (init_scale / math.sqrt(fi))
@@ -344,6 +350,7 @@ class CoordMLP(nn.Module):
         """Images `(K, res, res, 3)` in [0, 1] (no autograd graph is kept; use `forward` and
         `to_rgb` to differentiate). `chunk` bounds the pixels evaluated at once."""
         dev = self.weights[0].device
+        self.check_budget(res, chunk=chunk, what="rendering")
         grid = coords(res, device=dev, dtype=self.weights[0].dtype)
         if chunk is None or chunk >= grid.shape[0]:
             rgb = self.to_rgb(self(grid))
@@ -354,9 +361,25 @@ class CoordMLP(nn.Module):
     @torch.no_grad()
     def features(self, res: int = 64) -> list[torch.Tensor]:
         """Hidden activations as images: a list over layers of `(K, res, res, W)` (no autograd)."""
+        self.check_budget(res, keep_layers=True, what="the feature maps of")
         grid = coords(res, device=self.weights[0].device, dtype=self.weights[0].dtype)
         _, feats = self(grid, return_features=True)
         return [f.reshape(self.population, res, res, -1) for f in feats]
+
+    def check_budget(self, res: int, chunk: int | None = None, keep_layers: bool = False, training: bool = False,
+                     what: str = "evaluating") -> None:
+        """Raise `BudgetError` before an evaluation at `res`×`res` that would not fit the memory
+        budget (`volratio.budget`)."""
+        res = int(res)
+        if res < 1:
+            raise VolratioError(f"resolution must be a positive integer, got {res}")
+        pixels = res * res if chunk is None else min(res * res, int(chunk))
+        item = self.weights[0].element_size()
+        need = budget.forward_bytes(pixels, max(self.width, 1), self.depth, self.population, item,
+                                    keep_layers=keep_layers, training=training)
+        need += res * res * self.population * 3 * item  # the images themselves
+        budget.check(need, f"{what} {self.population} network(s) of width {self.width} at {res}×{res} pixels",
+                     "lower the resolution (--res)")
 
     # -- accounting ----------------------------------------------------------------------------
 
@@ -478,23 +501,108 @@ class CoordMLP(nn.Module):
 
     @classmethod
     def load(cls, path: "str | Path", device: str | torch.device = "cpu") -> "CoordMLP":
-        """Read a network written by `save` (no pickle involved)."""
+        """Read a network written by `save` (no pickle involved).
+
+        The safetensors header is read and checked first — metadata with the arch and head, each
+        kernel's dtype and shape against the arch, the declared sizes against the file and the
+        memory budget — so that a damaged or hostile file is refused before any tensor is read;
+        then weights holding NaN/Inf are refused."""
         from safetensors import safe_open
 
         path = Path(path)
-        if not path.exists():
+        if path.is_dir():
+            raise VolratioError(f"{path} is a folder, not a network file; give the path of a .safetensors file")
+        if not path.is_file():
             raise VolratioError(f"{path}: no such network file (save one with `volratio train … --out {path}`)")
+        meta, names = _check_header(path)
         try:
             with safe_open(str(path), framework="pt") as f:
-                meta = json.loads((f.metadata() or {}).get("volratio", "null"))
-                tensors = {k: f.get_tensor(k) for k in f.keys()}
-        except Exception as e:  # safetensors raises its own types for corrupt headers
+                tensors = {k: f.get_tensor(k) for k in names}
+        except Exception as e:  # safetensors raises its own types for corrupt files
             raise VolratioError(f"{path}: not a readable safetensors file ({e}); re-create it") from e
-        if not meta or meta.get("format") != "volratio.CoordMLP/1":
-            raise VolratioError(f"{path}: safetensors file without volratio metadata; not a saved CoordMLP")
-        n = sum(1 for k in tensors if k.startswith("weight"))
+        n = len(names) // 2
         kernels = [tensors[f"weight{i}"] for i in range(n)]
         masks = [tensors[f"mask{i}"] for i in range(n)]
+        for i, k in enumerate(kernels):
+            if not torch.isfinite(k).all():
+                raise VolratioError(
+                    f"{path}: kernel {i} holds NaN or Inf weights (the training that wrote it diverged); "
+                    "retrain the network or use an earlier save"
+                )
+        for i, m in enumerate(masks):
+            if ((m != 0) & (m != 1)).any():
+                raise VolratioError(f"{path}: mask {i} holds values other than 0 and 1; re-create the file with CoordMLP.save")
         net = cls.from_kernels(meta["arch"], kernels, head=meta["head"], masks=masks, dtype=kernels[0].dtype)
-        net.provenance = meta.get("provenance", {})
+        prov = meta.get("provenance", {})
+        net.provenance = prov if isinstance(prov, dict) else {"provenance": prov}
         return net.to(resolve_device(device))
+
+
+_ST_DTYPES = {"F32": 4, "F64": 8, "U8": 1, "BOOL": 1, "F16": 2, "BF16": 2, "I8": 1, "I16": 2, "I32": 4, "I64": 8}
+_MAX_HEADER = 100 << 20  # safetensors' own limit on the JSON header
+
+
+def _check_header(path: Path) -> tuple[dict, list[str]]:
+    """Parse and check a saved network's safetensors header (see `CoordMLP.load`); returns the
+    volratio metadata and the tensor names to read (`weight0, mask0, …`)."""
+    import struct
+
+    def bad(msg: str) -> VolratioError:
+        return VolratioError(f"{path}: {msg}")
+
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise bad("not a readable safetensors file (shorter than its 8-byte header length); re-create it")
+        (n,) = struct.unpack("<Q", head)
+        if n > min(_MAX_HEADER, size - 8):
+            raise bad(f"not a readable safetensors file (header length {n} does not fit the {size}-byte file); re-create it")
+        try:
+            header = json.loads(f.read(n))
+        except (UnicodeDecodeError, ValueError):
+            raise bad("not a readable safetensors file (its header is not JSON); re-create it") from None
+    if not isinstance(header, dict):
+        raise bad("not a readable safetensors file (its header is not a JSON object); re-create it")
+    raw = (header.get("__metadata__") or {}).get("volratio") if isinstance(header.get("__metadata__"), dict) else None
+    if raw is None:
+        raise bad("safetensors file without volratio metadata; not a saved CoordMLP (save networks with CoordMLP.save)")
+    try:
+        meta = json.loads(raw)
+    except (TypeError, ValueError):
+        raise bad("its volratio metadata is not JSON; re-create it with CoordMLP.save") from None
+    if not isinstance(meta, dict) or meta.get("format") != "volratio.CoordMLP/1":
+        raise bad("its volratio metadata is not a volratio.CoordMLP/1 object; re-create it with CoordMLP.save")
+    for key, typ in (("arch", str), ("head", str)):
+        if not isinstance(meta.get(key), typ):
+            raise bad(f"its metadata has no {key!r} string; re-create it with CoordMLP.save")
+    if meta["head"] not in HEADS:
+        raise bad(f"unknown head {meta['head']!r} in its metadata (known: {', '.join(HEADS)}); re-create it")
+    try:
+        arch = Arch.parse(meta["arch"])
+    except VolratioError as e:
+        raise bad(f"its metadata holds a bad arch ({e}); re-create it") from None
+    K = meta.get("population", 1)
+    n_in = meta.get("n_inputs", 4)
+    if not (isinstance(K, int) and K >= 1 and isinstance(n_in, int) and n_in >= 1):
+        raise bad(f"population {K!r} / n_inputs {n_in!r} in its metadata are not positive integers; re-create it")
+    dims = [n_in] + [arch.width] * arch.depth + [HEADS[meta["head"]]]
+    names, total, data = [], 0, size - 8 - n
+    for i, (fi, fo) in enumerate(itertools.pairwise(dims)):
+        for name, dtypes in ((f"weight{i}", ("F32", "F64")), (f"mask{i}", ("U8", "BOOL", "F32", "F64"))):
+            info = header.get(name)
+            if not isinstance(info, dict):
+                raise bad(f"tensor {name} is missing for arch {arch}; the file is damaged — re-create it")
+            dt, shape, off = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+            if dt not in dtypes:
+                raise bad(f"tensor {name} has dtype {dt}; a saved network holds {' or '.join(dtypes)} — re-create it")
+            if shape != [K, fi, fo]:
+                raise bad(f"tensor {name} has shape {shape}, but arch {arch} with head {meta['head']} needs {[K, fi, fo]}; re-create it")
+            nbytes = K * fi * fo * _ST_DTYPES[dt]
+            if not (isinstance(off, list) and len(off) == 2 and all(isinstance(o, int) for o in off)
+                    and 0 <= off[0] and off[1] - off[0] == nbytes and off[1] <= data):
+                raise bad(f"tensor {name}: its data offsets {off} do not match its shape or the file size; the file is damaged")
+            names.append(name)
+            total += nbytes
+    budget.check(total * 3, f"{path}: loading a network of {total} bytes of tensors", "load it on a larger machine")
+    return meta, names

@@ -4,33 +4,30 @@ The three genomes (skull, butterfly, apple) and the FER paper's networks come fr
 repository `akarshkumar0101/fer` (Kumar, Clune, Lehman, Stanley 2025) at a pinned commit. They are
 not part of this repository: `data_dir()` finds them through `$VOLRATIO_DATA`, then
 `../shared/data/picbreeder` relative to the repository root, then the user cache that
-`fetch()` (`volratio data fetch`) fills by downloading the original files and checking them against
-`SOURCES.sha256`.
+`volratio.fer_data.fetch()` (`volratio data fetch`, or the first use) fills by downloading the
+original files, checking their pinned SHA-256 and converting the FER networks.
 
-Nothing is unpickled: genomes are parsed with `defusedxml`, the `.npz` networks with
-`allow_pickle=False`. Chapter: "Picbreeder networks and their SGD twins".
+Genomes are parsed with `defusedxml`, the converted `.npz` networks read with `allow_pickle=False`
+(the only unpickling in the library is `volratio.jaxpickle`, on checksum-verified downloads).
+
+Chapter: "Picbreeder networks and their SGD twins".
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import io
 import os
 import re
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from .errors import DataNotFoundError, GenomeError
+from .fer_data import COMMIT, NAMES, REPO  # the pinned source, defined with its download
 from .graph import Graph, Layered, Node
 from .nets import CoordMLP
 
-NAMES = ("skull", "butterfly", "apple")
-REPO = "akarshkumar0101/fer"
-COMMIT = "23a9c452a57810c86db07c3ed23c1d1352011299"
 ENV_VAR = "VOLRATIO_DATA"
 
 # genome activation names -> volratio.nets.ACTIVATIONS keys
@@ -57,9 +54,11 @@ def _repo_root() -> Path:
 
 
 def cache_dir() -> Path:
-    """Where `fetch()` puts downloaded files (`$XDG_CACHE_HOME/volratio/picbreeder`)."""
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "volratio" / "picbreeder"
+    """Where `volratio.fer_data.fetch()` installs the data: the user cache (on Linux
+    `$XDG_CACHE_HOME/volratio/picbreeder`, by default `~/.cache/volratio/picbreeder`)."""
+    import platformdirs  # what pooch.os_cache uses; importing pooch itself here would pull in tqdm.auto
+
+    return Path(platformdirs.user_cache_dir("volratio")) / "picbreeder"
 
 
 def candidate_dirs() -> list[tuple[str, Path]]:
@@ -73,14 +72,18 @@ def candidate_dirs() -> list[tuple[str, Path]]:
 
 
 def data_dir(required: bool = True) -> Path | None:
-    """The first candidate folder that holds all three genomes; raises `DataNotFoundError` (or
-    returns None with `required=False`) when none does."""
+    """The first candidate folder that holds the complete data (genome, image and both FER networks
+    of all three targets). When none does: with `required=False` return None; otherwise download
+    it into the cache on first use (`volratio.fer_data.ensure`: one line on stderr, or the one-line
+    fix under `VOLRATIO_OFFLINE=1`). An incomplete folder (e.g. a copy without the FER networks)
+    is passed over, so fetching always ends the search."""
+    from .fer_data import complete, ensure
+
     for _, d in candidate_dirs():
-        if all((d / n / "genome.xml").is_file() for n in NAMES):
+        if complete(d):
             return d
     if required:
-        looked = ", ".join(str(d) for _, d in candidate_dirs())
-        raise DataNotFoundError(f"Picbreeder data not found (looked in {looked}); {_FIX_DATA}")
+        return ensure(looked=", ".join(str(d) for _, d in candidate_dirs()))
     return None
 
 
@@ -227,77 +230,23 @@ def fer_losses(name: str) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# Download and verification
-
-
-def sources_sha256() -> dict[str, str]:
-    """Checksums of the original files at the pinned commit (`SOURCES.sha256`)."""
-    path = Path(__file__).with_name("picbreeder_sources.sha256")
-    out = {}
-    for line in path.read_text().splitlines():
-        if line.strip() and not line.startswith("#"):
-            digest, rel = line.split()
-            out[rel] = digest
-    return out
-
-
-def _download(rel: str) -> bytes:
-    import urllib.request
-
-    url = f"https://raw.githubusercontent.com/{REPO}/{COMMIT}/{rel}"
-    try:
-        with urllib.request.urlopen(url, timeout=60) as r:
-            return r.read()
-    except OSError as e:
-        raise DataNotFoundError(
-            f"could not download {url} ({e}); without network, copy the files by hand and set {ENV_VAR}"
-        ) from e
-
-
-def fetch(dest: "str | Path | None" = None, download=_download) -> Path:
-    """Download the genomes and images from the FER repository at the pinned commit, verify each
-    against `SOURCES.sha256`, and write `NAME/genome.xml` and `NAME/target.png` under `dest`
-    (default: `cache_dir()`). A checksum mismatch raises and writes nothing for that file.
-
-    The FER networks (`fer_sgd.npz`, `fer_layered.npz`) are pickles upstream; they are not
-    converted here (this library never unpickles). Everything except the FER-network comparisons
-    works with the fetched files.
-    """
-    from .fileio import atomic_path
-
-    dest = Path(dest) if dest else cache_dir()
-    sums = sources_sha256()
-    for name in NAMES:
-        zrel = f"picbreeder_genomes/{name}.zip"
-        blob = download(zrel)
-        _verify(zrel, blob, sums[zrel])
-        with zipfile.ZipFile(io.BytesIO(blob)) as zf:
-            xml_names = [n for n in zf.namelist() if n.endswith(".xml")]
-            if not xml_names:
-                raise DataNotFoundError(f"{zrel}: the archive holds no genome XML")
-            xml = zf.read(xml_names[0])
-        parse_genome(xml, name=name)  # refuse to install a genome we cannot read
-        irel = f"data/picbreeder_{name}/img.png"
-        img = download(irel)
-        _verify(irel, img, sums[irel])
-        for fname, blob_ in (("genome.xml", xml), ("target.png", img)):
-            with atomic_path(dest / name / fname) as tmp:
-                tmp.write_bytes(blob_)
-    return dest
-
-
-def _verify(rel: str, blob: bytes, expected: str) -> None:
-    got = hashlib.sha256(blob).hexdigest()
-    if got != expected:
-        raise DataNotFoundError(f"{rel}: sha256 {got} does not match the pinned {expected}; not installed")
+# Where the data is, in words
 
 
 def where() -> str:
     """A human-readable answer to "where is the data, or how do I get it?"."""
+    from .fer_data import missing
+
     lines = []
     found = data_dir(required=False)
     for label, d in candidate_dirs():
-        ok = all((d / n / "genome.xml").is_file() for n in NAMES)
-        lines.append(f"  {'✓' if ok else '·'} {label}: {d}")
+        lack = missing(d)
+        if not lack:
+            state = "✓"
+        elif len(lack) < len(NAMES) * 4:
+            state = f"· incomplete (lacks {', '.join(lack[:3])}{', …' if len(lack) > 3 else ''})"
+        else:
+            state = "·"
+        lines.append(f"  {state} {label}: {d}")
     head = f"Picbreeder data: {found}" if found else f"Picbreeder data: not found. {_FIX_DATA}"
     return head + "\n" + "\n".join(lines)

@@ -15,6 +15,8 @@ from pathlib import Path
 from .errors import VolratioError
 from .nets import CoordMLP
 
+NETWORK_KINDS = ("picbreeder", "fer-sgd", "fer-layered")  # spec prefixes that name networks
+
 
 def load_network(spec: str, device: str = "cpu") -> CoordMLP:
     """Resolve a network spec (see the module docstring)."""
@@ -28,6 +30,13 @@ def load_network(spec: str, device: str = "cpu") -> CoordMLP:
     p = Path(spec)
     if p.suffix == ".safetensors" or p.exists():
         return CoordMLP.load(p, device=device)
+    from .targets import KINDS
+
+    if sep and kind in KINDS:
+        raise VolratioError(
+            f"{spec!r} is a target, not a network; train a network on it first "
+            f"(volratio train {spec} --out net.safetensors) and give the .safetensors file"
+        )
     raise VolratioError(
         f"network {spec!r} is neither picbreeder:NAME, fer-sgd:NAME, fer-layered:NAME nor an existing "
         ".safetensors file"

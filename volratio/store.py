@@ -5,6 +5,7 @@ A store is a directory:
     DIR/results.parquet                 one row per run, keyed by `key` (see `config_key`)
     DIR/artifacts/<key>/<name>.npy      arrays a run returned (images, loss curves)
     DIR/artifacts/<key>/<name>.safetensors  networks a run returned (`CoordMLP.save` format)
+    DIR/artifacts/<key>/_row.json       the run's row (JSON): the table can be rebuilt from these
 
 A run's key is a content hash of what determines its result: the run function's import path, its
 config and the library version. Rerunning a sweep therefore skips every run whose key is in the
@@ -15,7 +16,8 @@ Reliability (DESIGN.md §7):
   new one, never half of one; leftover temporary files are removed on the next open;
 - the table is written with Parquet page checksums, and a SHA-256 of its rows is stored in the
   file's metadata, so a damaged table is detected (not silently read): it is set aside as
-  `results.parquet.corrupt-N` and its runs are recomputed;
+  `results.parquet.corrupt-N` and rebuilt from the per-run records, so only runs whose record or
+  artifacts are damaged too are recomputed;
 - each artifact's SHA-256 is recorded in its row; a missing or damaged artifact makes the run
   "not done", so the next sweep recomputes it;
 - a writer holds an OS lock on `DIR/.lock` (released by the OS if the process dies), so two sweeps
@@ -44,6 +46,7 @@ from .fileio import atomic_path
 TABLE = "results.parquet"
 ARTIFACTS = "artifacts"
 LOCK = ".lock"
+RECORD = "_row.json"  # per-run copy of its table row, next to its artifacts (never an artifact name)
 FORMAT = "volratio.store/1"
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
@@ -169,21 +172,24 @@ class Store:
     # -- reading -----------------------------------------------------------------------------
 
     def load(self) -> None:
-        """Read the table. A damaged table warns (`CorruptResultWarning`) and reads as empty; a
-        writer then sets it aside so that its runs are recomputed."""
+        """Read the table. A damaged (or missing) table is rebuilt from the run records kept next
+        to the artifacts (`artifacts/<key>/_row.json`), so intact runs are not recomputed; it warns
+        (`CorruptResultWarning`), and a writer sets the damaged table aside and writes the rebuilt
+        one. `self.damage` says what was wrong (None when the table was intact)."""
         self.rows = {}
+        self.damage: str | None = None
+        self.rebuilt = 0
         if not self.table_path.exists():
+            if self._records_exist():  # a writer killed before its first table write: not damage
+                self._rebuild(quiet=True)
             return
         try:
             rows = _read_table(self.table_path)
         except _Corrupt as e:
-            warnings.warn(
-                f"{self.table_path}: damaged results table ({e}); its runs will be recomputed",
-                CorruptResultWarning,
-                stacklevel=2,
-            )
+            self.damage = f"damaged results table ({e})"
             if self._lock_file is not None:
                 self._set_aside(self.table_path)
+            self._rebuild()
             return
         for row in rows:
             if config_key(row["run"], json.loads(row["config"]), row["version"]) != row["key"]:
@@ -194,6 +200,40 @@ class Store:
                 )
                 continue
             self.rows[row["key"]] = row
+
+    def is_store(self) -> bool:
+        """Whether the folder holds a results table or run records (an empty new store holds a table)."""
+        return self.table_path.exists() or self._records_exist()
+
+    def _records_exist(self) -> bool:
+        return self.artifact_root.is_dir() and any(self.artifact_root.glob(f"*/{RECORD}"))
+
+    def _rebuild(self, quiet: bool = False, only_missing: bool = False) -> None:
+        """Rows from the per-run records; a record whose key does not match its content is skipped
+        (its run is recomputed). Artifacts are verified later, by `status`. `only_missing` adds
+        the records of runs the table lacks (a writer killed between a record and the table)."""
+        before = len(self.rows)
+        for path in sorted(self.artifact_root.glob(f"*/{RECORD}")) if self.artifact_root.is_dir() else ():
+            if only_missing and path.parent.name in self.rows:
+                continue
+            try:
+                row = json.loads(path.read_text())
+                ok = (isinstance(row, dict) and set(COLUMNS) <= set(row) and row["key"] == path.parent.name
+                      and config_key(row["run"], json.loads(row["config"]), row["version"]) == row["key"])
+            except (OSError, ValueError, TypeError, KeyError, StoreError):
+                ok = False
+            if ok:
+                self.rows[row["key"]] = {c: row[c] for c in COLUMNS}
+        self.rebuilt = len(self.rows) - before
+        if not quiet and (self.rebuilt or self._lock_file is not None):  # a reader with nothing rebuilt: see .damage
+            warnings.warn(
+                f"{self.table_path}: {self.damage}; rebuilt {self.rebuilt} run(s) from their records in {ARTIFACTS}/ "
+                "(runs without an intact record will be recomputed)",
+                CorruptResultWarning,
+                stacklevel=3,
+            )
+        if self._lock_file is not None and self.rebuilt:
+            self._write_table()
 
     def status(self, key: str) -> str | None:
         """"done" (with every artifact present and intact), "failed", or None (not run / damaged)."""
@@ -308,6 +348,8 @@ class Store:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 self.load()
+                if not self.damage and self.table_path.exists():
+                    self._rebuild(quiet=True, only_missing=True)
             for w in caught:  # re-emit here so the caller's filters apply
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             yield self
@@ -344,6 +386,9 @@ class Store:
             "host": outcome.get("host"),
             "finished_at": outcome.get("finished_at"),
         }
+        # the run's own record, next to its artifacts: the table can be rebuilt from these
+        with atomic_path(self.root / ARTIFACTS / key / RECORD) as tmp:
+            tmp.write_text(json.dumps(row, sort_keys=True, separators=(",", ":")))
         self.rows[key] = row
         self._write_table()
         return row

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +32,9 @@ SKIMAGE_NAMES = (
     "astronaut", "camera", "coffee", "chelsea", "rocket", "moon", "coins", "text", "page",
     "clock", "immunohistochemistry", "hubble_deep_field", "retina", "brick", "grass", "gravel",
 )
+
+
+KINDS = ("picbreeder", "image", "file", "scene", "planted")  # target spec prefixes
 
 
 class TargetError(VolratioError, ValueError):
@@ -65,6 +69,14 @@ def _square_resize(arr: np.ndarray, res: int) -> torch.Tensor:
     """Centre-crop an (H, W) or (H, W, C) array to a square, resize to res×res, return RGB float."""
     from skimage.transform import resize
 
+    from . import budget
+
+    budget.check(int(res) ** 2 * 3 * 8 * 3, f"an image target at {res}×{res}", "lower the resolution")
+    h, w = arr.shape[:2]
+    s = min(h, w)
+    arr = arr[(h - s) // 2 : (h - s) // 2 + s, (w - s) // 2 : (w - s) // 2 + s]  # crop first: less to convert
+    if arr.ndim == 3:
+        arr = arr[..., :3]
     if arr.dtype == np.bool_:
         arr = arr.astype(np.float64)
     elif np.issubdtype(arr.dtype, np.integer):
@@ -73,9 +85,6 @@ def _square_resize(arr: np.ndarray, res: int) -> torch.Tensor:
         arr = arr.astype(np.float64)
     if arr.ndim == 2:
         arr = np.repeat(arr[..., None], 3, axis=-1)
-    h, w = arr.shape[:2]
-    s = min(h, w)
-    arr = arr[(h - s) // 2 : (h - s) // 2 + s, (w - s) // 2 : (w - s) // 2 + s, :3]
     out = resize(arr, (res, res), order=1, anti_aliasing=s > res, mode="reflect")
     return torch.from_numpy(np.clip(out, 0.0, 1.0).astype(np.float32))
 
@@ -133,24 +142,58 @@ class FileTarget:
         if not p.is_file():
             raise ImageError(f"{p}: no such image file")
         try:
-            with Image.open(p) as im:
-                mode = im.mode
-                if mode in ("L", "RGB"):
-                    arr = np.asarray(im)
-                elif mode == "P":
-                    arr = np.asarray(im.convert("RGB"))
-                elif mode == "RGBA":
-                    a = np.asarray(im)
-                    if (a[..., 3] != 255).any():
-                        raise ImageError(
-                            f"{p}: image has transparent pixels (mode RGBA); flatten it onto a background first"
-                        )
-                    arr = a[..., :3]
-                else:
-                    raise ImageError(f"{p}: image mode {mode!r} is not supported; save it as 8-bit greyscale or RGB")
+            with warnings.catch_warnings():
+                # Pillow warns above 89 M pixels; the memory budget (checked from the header) decides
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+                with Image.open(p) as im:  # reads the header only: size and mode are known before decoding
+                    _check_image_file(p, im.size, len(im.getbands()), res)
+                    arr = _decode(p, im)
+        except VolratioError:
+            raise
         except UnidentifiedImageError as e:
-            raise ImageError(f"{p}: not an image Pillow can read") from e
+            raise ImageError(f"{p}: not an image Pillow can read; give a PNG or JPEG file") from e
+        except Image.DecompressionBombError as e:
+            raise ImageError(f"{p}: {e}; give a smaller image (downscale it first)") from e
+        except (OSError, SyntaxError, ValueError) as e:  # truncated or corrupt data found while decoding
+            raise ImageError(f"{p}: the image data is damaged ({e}); re-save or re-download it") from e
         return _square_resize(arr, res)
+
+
+def _decode(p: Path, im) -> np.ndarray:
+    """Pixels of an open Pillow image as uint8 `(H, W)` or `(H, W, 3)`."""
+    mode = im.mode
+    if mode in ("L", "RGB"):
+        return np.asarray(im)
+    if mode == "P":
+        return np.asarray(im.convert("RGB"))
+    if mode == "RGBA":
+        a = np.asarray(im)
+        if (a[..., 3] != 255).any():
+            raise ImageError(f"{p}: image has transparent pixels (mode RGBA); flatten it onto a background first")
+        return a[..., :3]
+    raise ImageError(f"{p}: image mode {mode!r} is not supported; save it as 8-bit greyscale or RGB")
+
+
+MIN_IMAGE_SIDE = 8  # pixels: a file image narrower than this cannot show a target
+MAX_ASPECT = 4.0  # a centre crop of a wider image would drop more than 3/4 of it
+
+
+def _check_image_file(p: Path, size: tuple[int, int], bands: int, res: int) -> None:
+    """Refuse, before decoding, an image that is too large for the memory budget (a decompression
+    bomb declares a huge size in a small file), too small, or so elongated that the square centre
+    crop would silently drop most of it."""
+    from . import budget
+
+    w, h = size
+    budget.check(budget.image_bytes(w, h, bands), f"{p}: decoding a {w}×{h} image", "downscale the image first")
+    if min(w, h) < MIN_IMAGE_SIDE:
+        raise ImageError(f"{p}: the image is {w}×{h} pixels; give one at least {MIN_IMAGE_SIDE} pixels on each side")
+    if max(w, h) > MAX_ASPECT * min(w, h):
+        s = min(w, h)
+        raise ImageError(
+            f"{p}: the image is {w}×{h}; its square centre crop ({s}×{s}) would drop {1 - s / max(w, h):.0%} of it — "
+            "crop it to the square part you want first"
+        )
 
 
 @dataclass(frozen=True)
@@ -201,9 +244,17 @@ class PlantedTarget:
     kind: str = "planted"
 
     def __post_init__(self):
+        if not 0 <= int(self.seed) < 2**63:
+            raise TargetError(f"planted target: the seed must be an integer in [0, 2^63), got {self.seed}")
         for name in ("depth", "width", "arity"):
-            if int(getattr(self, name)) < 1:
-                raise TargetError(f"planted target: {name} must be ≥ 1, got {getattr(self, name)}")
+            v, hi = int(getattr(self, name)), PLANTED_MAX[name]
+            if not 1 <= v <= hi:
+                raise TargetError(
+                    f"planted target: {name} must be an integer in [1, {hi}], got {getattr(self, name)} "
+                    f"(planted DAGs are small by design: deeper or wider ones draw flat images)"
+                )
+        if self.primitives is not None and int(self.primitives) < 1:
+            raise TargetError(f"planted target: primitives must be ≥ 1, got {self.primitives}")
 
     @property
     def spec(self) -> str:
@@ -219,17 +270,30 @@ class PlantedTarget:
         return self.graph.meta["w_min"]
 
     def image(self, res: int = 64) -> torch.Tensor:
+        _check_graph_budget(self, res)
         return self.graph.render(res).float()
 
     def primitive_maps(self, res: int = 64) -> dict[str, torch.Tensor]:
         """Ground-truth feature map `(res, res)` of every primitive (hidden node, output included)."""
         from .nets import coords
 
+        _check_graph_budget(self, res)
         vals = self.graph.evaluate(coords(res, dtype=torch.float64))
         return {k: vals[k].reshape(res, res).float() for k, n in self.graph.nodes.items() if n.kind != "in"}
 
     def layer_sizes(self) -> list[int]:
         return list(self.graph.meta["layer_sizes"])
+
+
+PLANTED_MAX = {"depth": 64, "width": 256, "arity": 16}  # bounds of planted:SEED:… options
+
+
+def _check_graph_budget(t: PlantedTarget, res: int) -> None:
+    from . import budget
+
+    nodes = t.depth * t.width if t.primitives is None else int(t.primitives)
+    budget.check(budget.graph_render_bytes(int(res) ** 2, nodes + 4), f"drawing {t.spec} at {res}×{res}",
+                 "lower the resolution")
 
 
 def _planted_layer_sizes(t: PlantedTarget, rng: np.random.Generator) -> list[int]:
@@ -346,6 +410,8 @@ def get_target(spec: str):
             seed = int(seed_s)
         except ValueError:
             raise TargetError(f"planted target {spec!r}: the seed must be an integer (planted:SEED[:depth=…,width=…])") from None
+        if not 0 <= seed < 2**63:
+            raise TargetError(f"planted target {spec!r}: the seed must be an integer in [0, 2^63), e.g. planted:3")
         kw = {}
         for item in filter(None, (o.strip() for o in opts.split(","))):
             key, _, val = item.partition("=")

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from . import budget
 from .device import resolve_device
 from .errors import TrainingDiverged, VolratioError
 from .nets import CoordMLP, coords
@@ -149,14 +150,38 @@ def _normalise_per_network(net: CoordMLP) -> None:
         g.mul_(scale.view(-1, 1, 1))
 
 
+def _check_config(cfg: TrainConfig) -> None:
+    """Refuse settings outside their domain before any work (a negative step count or a NaN
+    learning rate would otherwise fail deep inside torch, or silently train nothing)."""
+    import math
+    from numbers import Integral, Real
+
+    if not (isinstance(cfg.steps, Integral) and cfg.steps >= 0):
+        raise VolratioError(f"TrainConfig.steps must be an integer ≥ 0, got {cfg.steps!r}")
+    if not (isinstance(cfg.log_every, Integral) and cfg.log_every >= 1):
+        raise VolratioError(f"TrainConfig.log_every must be a positive integer, got {cfg.log_every!r}")
+    for name in ("lr", "muon_lr", "adamw_lr"):
+        v = getattr(cfg, name)
+        if not (isinstance(v, Real) and math.isfinite(v) and v > 0):
+            raise VolratioError(f"TrainConfig.{name} must be a finite number > 0, got {v!r}")
+    for name in ("weight_decay", "momentum"):
+        v = getattr(cfg, name)
+        if not (isinstance(v, Real) and math.isfinite(v) and v >= 0):
+            raise VolratioError(f"TrainConfig.{name} must be a finite number ≥ 0, got {v!r}")
+
+
 def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResult:
     """Train `net` (in place) to draw `target` — an image `(res, res, 3)` shared by the population,
     or `(K, res, res, 3)`, one per network. Returns the network and its loss history."""
     cfg = config or TrainConfig()
+    _check_config(cfg)
     dev = resolve_device(cfg.device)
-    net.to(dev)
     t = _check_target(target, net.population)
     res = t.shape[-2]
+    net.check_budget(res, training=True, what="training")
+    budget.check(budget.network_bytes(net.n_params(), net.population, net.weights[0].element_size(), training=True),
+                 f"training {net.population} network(s) {net.arch}", "use a smaller width, depth or population")
+    net.to(dev)
     grid = coords(res, device=dev, dtype=net.weights[0].dtype)
     flat = t.to(device=dev, dtype=grid.dtype).reshape(*t.shape[:-3], res * res, 3)
     opt = _Optimizer(net, cfg)
@@ -164,7 +189,7 @@ def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResu
     last_good = [w.detach().clone() for w in net.weights]
     bar = None
     if cfg.progress:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm  # plain text bar: tqdm.auto warns in kernels without ipywidgets
 
         bar = tqdm(total=cfg.steps, desc="train", leave=False)
     for step in range(cfg.steps + 1):

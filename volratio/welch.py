@@ -53,7 +53,15 @@ def _check_mn(m: int, n: int, k: int = 1) -> tuple[int, int, int]:
         raise VolratioError(
             f"the Welch bound needs m ≥ 1 vectors in n ≥ 1 dimensions and order k ≥ 1 (got m={m}, n={n}, k={k})"
         )
+    if min(n - 1, k) > MAX_BINOMIAL:
+        raise VolratioError(
+            f"order k={k} in n={n} dimensions needs the exact binomial C(n+k-1, k) with more than {MAX_BINOMIAL} factors; "
+            f"use k ≤ {MAX_BINOMIAL} (or n ≤ {MAX_BINOMIAL + 1})"
+        )
     return m, n, k
+
+
+MAX_BINOMIAL = 100_000  # C(n+k-1, k) is exact; beyond min(n-1, k) = 10^5 it takes seconds and megabytes
 
 
 def welch_bound_exact(m: int, n: int, k: int = 1) -> Fraction:
@@ -466,6 +474,9 @@ def low_coherence_frame(m: int, n: int, seed: int = 0, config: FrameConfig | Non
     projection with both spectral sets at target μ = slack·√(best bound); the best is polished by `smooth_max_descent` (real frames only). Seeded.
     """
     m, n, _ = _check_mn(m, n)
+    from . import budget
+
+    budget.check(budget.frame_bytes(max(m, n), n), f"a frame of {m} vectors in R^{n}", "use fewer vectors (m) or dimensions (n)")
     cfg = config or FrameConfig()
     rng = np.random.default_rng(int(seed))
     bound = welch_bound(m, n)

@@ -1,9 +1,16 @@
 """Sphinx extension with the book's build tweaks.
 
-1. The student edition: set `VOLRATIO_STUDENT=1` when building and every `{solution}` block is
-   left out (sphinx-exercise's `hide_solutions`), so that exercises appear without answers:
+1. The student edition: set `VOLRATIO_STUDENT=1` when building and every solution — `{solution}`
+   blocks and gated `solution-start` … `solution-end` blocks with their code cells — is left out,
+   so that exercises appear without answers (the solutions still run: the check cells below them
+   must pass in the student edition too):
 
        VOLRATIO_STUDENT=1 jupyter-book build . --path-output _build/student
+
+   sphinx-exercise's own `hide_solutions` cannot do this for gated solutions: it drops the
+   `solution-start` node only, which shows the solution's content and then fails on the orphaned
+   `solution-end` node. So the switch removes the merged solution nodes after sphinx-exercise has
+   built them (`HideSolutions`).
 
 2. Inline scripts that extensions register late (sphinx-thebe's `THEBE_JS_URL`, sphinx-togglebutton's
    settings) were written twice into every page — a JavaScript error in the reader's console.
@@ -17,10 +24,25 @@ import os
 import sys
 from pathlib import Path
 
+from sphinx.transforms import SphinxTransform
+
 
 def _config(app, config):
-    if os.environ.get("VOLRATIO_STUDENT", "").strip() not in ("", "0"):
-        config.hide_solutions = True
+    config.volratio_student = os.environ.get("VOLRATIO_STUDENT", "").strip() not in ("", "0")
+
+
+class HideSolutions(SphinxTransform):
+    """In the student edition, remove every solution node (plain and merged gated ones)."""
+
+    default_priority = 11  # after sphinx-exercise's MergeGatedSolutions (10) built the gated ones
+
+    def apply(self, **kwargs):
+        if not self.config.volratio_student:
+            return
+        from sphinx_exercise.nodes import solution_node
+
+        for node in list(self.document.findall(solution_node)):
+            node.parent.remove(node)
 
 
 def _dedupe_scripts(app, env):
@@ -51,7 +73,9 @@ def _load_explorer_directive():
 
 
 def setup(app):
+    app.add_config_value("volratio_student", False, "env")  # "env": switching editions re-reads the pages
     app.connect("config-inited", _config, priority=900)
+    app.add_transform(HideSolutions)
     app.connect("env-updated", _dedupe_scripts, priority=900)
     _load_explorer_directive().setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

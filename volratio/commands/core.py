@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
-from ._common import add_json_flag, emit
+from . import _args as A
+from ._common import add_json_flag, add_out, emit
 
 
 def register(sub) -> None:
@@ -14,8 +17,8 @@ def register(sub) -> None:
 
     p = sub.add_parser("render", help="render a network or a target to a PNG")
     p.add_argument("spec", help="picbreeder:NAME, fer-sgd:NAME, a saved network, or any target spec")
-    p.add_argument("--res", type=int, default=256)
-    p.add_argument("--out", required=True, help="output PNG path")
+    p.add_argument("--res", type=A.res, default=256)
+    add_out(p, "output PNG path")
     p.set_defaults(func=cmd_render)
 
     p = sub.add_parser("info", help="structure of a network: depth, width, arch, non-zeros, live units")
@@ -25,17 +28,17 @@ def register(sub) -> None:
 
     p = sub.add_parser("train", help="train a dense coordinate network on a target")
     p.add_argument("target", help="target spec, e.g. picbreeder:skull or planted:3")
-    p.add_argument("--depth", type=int, default=4)
-    p.add_argument("--width", type=int, default=16)
+    p.add_argument("--depth", type=A.positive_int, default=4)
+    p.add_argument("--width", type=A.positive_int, default=16)
     p.add_argument("--activation", default="gaussian", help="one activation, or a full arch 'L;act:n,…'")
     p.add_argument("--optimizer", default="adam", choices=["adam", "adamw", "sgd", "muon"])
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--steps", type=int, default=1000)
-    p.add_argument("--res", type=int, default=64)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lr", type=A.positive_float, default=3e-3)
+    p.add_argument("--steps", type=A.positive_int, default=1000)
+    p.add_argument("--res", type=A.res, default=64)
+    p.add_argument("--seed", type=A.seed, default=0)
     p.add_argument("--grad-norm", action="store_true", help="normalise the gradient to unit L2 norm (FER baseline)")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--out", required=True, help="where to save the network (.safetensors)")
+    p.add_argument("--device", type=A.device, default="auto")
+    add_out(p, "where to save the network (.safetensors)")
     add_json_flag(p)
     p.set_defaults(func=cmd_train)
 
@@ -44,41 +47,57 @@ def register(sub) -> None:
     dsub.required = True
     q = dsub.add_parser("where", help="say where the data was found, or how to get it")
     q.set_defaults(func=cmd_data_where)
-    q = dsub.add_parser("fetch", help="download the genomes and images from the FER repository and verify them")
-    q.add_argument("--dest", default=None, help="folder to write to (default: the user cache)")
+    q = dsub.add_parser(
+        "fetch",
+        help="download the genomes, images and FER networks (1.8 MB) from the FER repository, verify and convert them",
+    )
+    q.add_argument("--dest", default=None, help="folder to install into (default: the user cache)")
+    q.add_argument(
+        "--url",
+        default=None,
+        help="base URL to download from instead of the repository at the pinned commit "
+        "(a mirror; also $VOLRATIO_FER_URL)",
+    )
     q.set_defaults(func=cmd_data_fetch)
 
 
 def cmd_targets(args) -> int:
     from ..targets import list_targets
 
+    from ..fer_data import offline
+
     rows = list_targets()
-    text = "\n".join(f"{r['spec']:<55} {r['kind']:<11} {'available' if r['available'] else 'data missing: volratio data where'}" for r in rows)
+    missing = "not here: VOLRATIO_OFFLINE=1 (see volratio data where)" if offline() else "downloaded on first use (1.8 MB)"
+    text = "\n".join(f"{r['spec']:<55} {r['kind']:<11} {'available' if r['available'] else missing}" for r in rows)
     emit(args, rows, text)
     return 0
 
 
 def _image_for(spec: str, res: int):
-    """A network spec renders its network; any other spec renders the target."""
-    from ..specs import load_network
-    from ..targets import TargetError, get_target
+    """A network spec renders its network; a target spec renders the target. The kind decides
+    which, so a bad target spec gets the target's error (not a network's)."""
+    from pathlib import Path
 
-    kind = spec.split(":", 1)[0]
-    if kind in ("fer-sgd", "fer-layered") or spec.endswith(".safetensors"):
+    from ..specs import NETWORK_KINDS, load_network
+    from ..targets import KINDS, TargetError, get_target
+
+    kind, sep, _ = spec.partition(":")
+    if (sep and kind in NETWORK_KINDS) or spec.endswith(".safetensors") or (not sep and Path(spec).exists()):
         return load_network(spec).render(res)[0]
-    if kind == "picbreeder":
-        return load_network(spec).render(res)[0]
-    try:
+    if sep and kind in KINDS:
         return get_target(spec).image(res)
-    except TargetError:
-        return load_network(spec).render(res)[0]
+    raise TargetError(
+        f"{spec!r} is neither a network ({', '.join(k + ':NAME' for k in NETWORK_KINDS)} or a saved .safetensors file) "
+        f"nor a target ({', '.join(k + ':…' for k in KINDS)}); see `volratio targets`"
+    )
 
 
 def cmd_render(args) -> int:
     from PIL import Image
 
-    from ..fileio import atomic_path
+    from ..fileio import atomic_path, check_out
 
+    check_out(args.out, args.force, inputs=[args.spec, args.spec.partition(":")[2]])
     img = _image_for(args.spec, args.res)
     arr = (img.detach().clamp(0, 1).cpu().numpy() * 255).round().astype(np.uint8)
     with atomic_path(args.out) as tmp:
@@ -121,9 +140,11 @@ def cmd_info(args) -> int:
 
 
 def cmd_train(args) -> int:
+    from ..fileio import check_out
     from ..targets import get_target
     from ..train import TrainConfig, new_network, train
 
+    check_out(args.out, args.force)
     target = get_target(args.target)
     net = new_network(target, args.depth, args.width, args.activation, seed=args.seed)
     cfg = TrainConfig(steps=args.steps, optimizer=args.optimizer, lr=args.lr, grad_norm=args.grad_norm,
@@ -146,8 +167,13 @@ def cmd_data_where(args) -> int:
 
 
 def cmd_data_fetch(args) -> int:
-    from ..picbreeder import fetch
+    from ..fer_data import base_url, download_bytes, fetch
+    from ..fileio import check_out
 
-    dest = fetch(args.dest)
-    print(f"Picbreeder genomes and images verified and written to {dest}")
+    if args.dest is not None:
+        check_out(args.dest, folder=True, option="--dest")
+    url = base_url(args.url)
+    print(f"downloading {download_bytes() / 1e6:.1f} MB from {url} …", file=sys.stderr, flush=True)
+    dest = fetch(args.dest, url=url)
+    print(f"Picbreeder genomes, images and FER networks verified, converted and installed in {dest}")
     return 0

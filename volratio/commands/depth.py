@@ -9,6 +9,7 @@ See `volratio.depth` and the chapter "Depth: a narrow, target-dependent regime".
 
 from __future__ import annotations
 
+from . import _args as A
 from ._common import add_json_flag, emit
 
 
@@ -19,29 +20,29 @@ def register(sub) -> None:
 
     r = dsub.add_parser("ratio", help="PNG compression ratio (raw bytes / PNG bytes) of a target")
     r.add_argument("target", help="target spec, e.g. picbreeder:skull, image:camera, planted:3:depth=4")
-    r.add_argument("--res", type=int, default=64, help="fixed size the ratio is measured at (compare at one size)")
+    r.add_argument("--res", type=A.res, default=64, help="fixed size the ratio is measured at (compare at one size)")
     add_json_flag(r)
     r.set_defaults(func=cmd_ratio)
 
     s = dsub.add_parser("sweep", help="SP networks at each depth × seeds; EMC2 score and loss per depth; the sweet spot")
     s.add_argument("target", help="target spec")
     s.add_argument("--depths", default="1..6", help="A..B or a comma-separated list (default 1..6)")
-    s.add_argument("--seeds", type=int, default=3, help="initialisation seeds per depth")
+    s.add_argument("--seeds", type=A.positive_int, default=3, help="initialisation seeds per depth")
     s.add_argument("--scale", default="quick", choices=["quick", "full"])
-    s.add_argument("--width", type=int, default=None, help="override the scale's width")
-    s.add_argument("--res", type=int, default=None, help="override the scale's resolution")
-    s.add_argument("--steps", type=int, default=None, help="override the scale's training steps")
+    s.add_argument("--width", type=A.positive_int, default=None, help="override the scale's width")
+    s.add_argument("--res", type=A.res, default=None, help="override the scale's resolution")
+    s.add_argument("--steps", type=A.positive_int, default=None, help="override the scale's training steps")
     s.add_argument("--out", default=None, metavar="DIR", help="results store (default: a fresh temporary folder); reruns resume")
     where = s.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="ADDR", help="address of a running Dask scheduler")
-    where.add_argument("--workers", type=int, metavar="N", help="start a Dask LocalCluster of N workers")
-    where.add_argument("--processes", type=int, metavar="N", help="run on N local processes")
+    where.add_argument("--scheduler", type=A.scheduler_address, metavar="ADDR", help="address of a running Dask scheduler")
+    where.add_argument("--workers", type=A.positive_int, metavar="N", help="start a Dask LocalCluster of N workers")
+    where.add_argument("--processes", type=A.positive_int, metavar="N", help="run on N local processes")
     add_json_flag(s)
     s.set_defaults(func=cmd_sweep)
 
     q = dsub.add_parser("predict", help="predict a target's sweet-spot depth from its PNG compression ratio")
     q.add_argument("target", help="target spec")
-    q.add_argument("--res", type=int, default=64, help="resolution of the ratios (target and calibration)")
+    q.add_argument("--res", type=A.res, default=64, help="resolution of the ratios (target and calibration)")
     q.add_argument("--calibration", nargs="*", default=None, metavar="SPEC",
                    help="planted targets (known depth L*) to fit depth ≈ a + b·ratio on (default: 12, L* = 2…5)")
     add_json_flag(q)
@@ -60,8 +61,11 @@ def cmd_sweep(args) -> int:
     from dataclasses import replace
 
     from ..depth import DepthSweepConfig, depth_sweep, parse_depths
+    from ..fileio import check_out
     from ..sweep import make_executor
 
+    if args.out is not None:
+        check_out(args.out, folder=True)
     cfg = (DepthSweepConfig.quick if args.scale == "quick" else DepthSweepConfig.full)()
     over = {k: getattr(args, k) for k in ("width", "res", "steps") if getattr(args, k) is not None}
     members = cfg.members if args.seeds % cfg.members == 0 else 1  # population training is a speed-up only

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from ._common import add_json_flag, emit
+from . import _args as A
+from ._common import add_json_flag, add_out, emit
 
 
 def register(sub) -> None:
@@ -14,32 +15,32 @@ def register(sub) -> None:
     p.add_argument("--judge", default="ssim", choices=["ssim", "clip", "vlm"])
     p.add_argument("--judge-model", default=None, help="local folder or cached model id for the clip/vlm judges")
     p.add_argument("--label", default=None, help="what the judge is asked about (default: the target's name)")
-    p.add_argument("--deltas", default="-2,-1,-0.5,-0.25,0.25,0.5,1,2",
+    p.add_argument("--deltas", type=A.FloatList(), default="-2,-1,-0.5,-0.25,0.25,0.5,1,2",
                    help="comma-separated perturbation sizes, e.g. --deltas -1,-0.5,0.5,1")
     _allow_negative_lists(p)
-    p.add_argument("--res", type=int, default=64)
+    p.add_argument("--res", type=A.res, default=64)
     p.add_argument("--which", default="all", choices=["all", "genome"],
                    help="all non-zero weights, or (picbreeder:NAME only) the genome's connections without cache copies")
-    p.add_argument("--max-params", type=int, default=None, help="score a seeded random subsample of this many parameters")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="auto")
+    p.add_argument("--max-params", type=A.positive_int, default=None, help="score a seeded random subsample of this many parameters")
+    p.add_argument("--seed", type=A.seed, default=0)
+    p.add_argument("--device", type=A.device, default="auto")
     p.add_argument("--dtype", default="float64", choices=["float32", "float64"])
     add_json_flag(p)
     p.set_defaults(func=cmd_emc2)
 
     p = sub.add_parser("sweep-weights", help="grid of images as single weights move over Δw ∈ [−1, 1] (+ random-direction control)")
     p.add_argument("spec", help="network spec (as for emc2)")
-    p.add_argument("--out", required=True, help="output PNG")
+    add_out(p, "output PNG")
     p.add_argument("--params", nargs="*", default=None, metavar="K:R:C",
                    help="parameters as kernel:row:col (default: the --n with the largest effect)")
-    p.add_argument("--n", type=int, default=6, help="how many parameters when --params is not given")
+    p.add_argument("--n", type=A.positive_int, default=6, help="how many parameters when --params is not given")
     p.add_argument("--how", default="effect", choices=["effect", "random"])
-    p.add_argument("--offsets", default="-1,-0.5,0,0.5,1", help="comma-separated Δw of the columns")
+    p.add_argument("--offsets", type=A.FloatList(), default="-1,-0.5,0,0.5,1", help="comma-separated Δw of the columns")
     _allow_negative_lists(p)
-    p.add_argument("--controls", type=int, default=1, help="random-direction control rows")
-    p.add_argument("--res", type=int, default=64)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="auto")
+    p.add_argument("--controls", type=A.nonneg_int, default=1, help="random-direction control rows")
+    p.add_argument("--res", type=A.res, default=64)
+    p.add_argument("--seed", type=A.seed, default=0)
+    p.add_argument("--device", type=A.device, default="auto")
     add_json_flag(p)
     p.set_defaults(func=cmd_sweep)
 
@@ -48,18 +49,6 @@ def _allow_negative_lists(p) -> None:
     """Let a value such as `-1,0.5,1` follow an option: argparse only recognises plain negative
     numbers (`-1`) as values, and would read `-1,0.5,1` as an unknown option."""
     p._negative_number_matcher = re.compile(r"^-\d[\d.,eE+-]*$|^-\.\d[\d.,eE+-]*$")
-
-
-def _floats(text: str, what: str) -> list[float]:
-    from ..errors import VolratioError
-
-    try:
-        vals = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise VolratioError(f"{what} must be comma-separated numbers, got {text!r}") from None
-    if not vals:
-        raise VolratioError(f"{what} is empty")
-    return vals
 
 
 def target_label(target_spec: str) -> str:
@@ -87,7 +76,7 @@ def cmd_emc2(args) -> int:
     from ..targets import get_target
 
     get_target(args.target)  # validate early
-    deltas = _floats(args.deltas, "--deltas")
+    deltas = args.deltas
     net = load_network(args.spec)
     layered = None
     if args.which == "genome":
@@ -101,7 +90,7 @@ def cmd_emc2(args) -> int:
                           seed=args.seed, device=args.device, dtype=args.dtype)
     eng = emc2.PerturbationEngine(net, args.res, device=args.device)
     judge = make_judge(args.judge, eng.base.cpu(), args.target, args.judge_model, args.seed, args.device)
-    res = emc2.score(net, judge, args.label or target_label(args.target), cfg, layered=layered)
+    res = emc2.score(net, judge, args.label or target_label(args.target), cfg, layered=layered, progress=not args.json)
     payload = {**res.to_json(), "network": args.spec, "target": args.target}
     lines = [f"EMC2 {args.spec} on {args.target} — judge {res.judge}, {res.n_params} of {res.n_nonzero} parameters, res {args.res}"]
     lines += [f"  δ = {d:+.3g}: S = {s:.3f}" for d, s in zip(res.deltas, res.scores)]
@@ -115,9 +104,10 @@ def cmd_sweep(args) -> int:
 
     from .. import emc2
     from ..errors import VolratioError
-    from ..fileio import atomic_path
+    from ..fileio import atomic_path, check_out
     from ..specs import load_network
 
+    check_out(args.out, args.force, inputs=[args.spec])
     net = load_network(args.spec)
     if args.params:
         try:
@@ -126,9 +116,16 @@ def cmd_sweep(args) -> int:
             raise VolratioError(f"--params must be kernel:row:col triples, got {args.params}") from None
         if params.shape[1] != 3:
             raise VolratioError(f"--params must be kernel:row:col triples, got {args.params}")
+        for k, r, c in params.tolist():
+            shape = tuple(net.weights[k].shape[1:]) if 0 <= k < net.n_kernels else None
+            if shape is None or not (0 <= r < shape[0] and 0 <= c < shape[1]):
+                raise VolratioError(
+                    f"--params {k}:{r}:{c} is not a weight of {args.spec} (kernels 0…{net.n_kernels - 1}, "
+                    f"shapes {[tuple(w.shape[1:]) for w in net.weights]}); see `volratio info {args.spec}`"
+                )
     else:
         params = emc2.pick_params(net, args.n, args.how, res=min(args.res, 32), seed=args.seed, device=args.device)
-    sw = emc2.weight_sweep(net, params, _floats(args.offsets, "--offsets"), res=args.res, controls=args.controls,
+    sw = emc2.weight_sweep(net, params, args.offsets, res=args.res, controls=args.controls,
                            seed=args.seed, device=args.device)
     fig = emc2.sweep_figure(sw, title=f"weight sweep: {args.spec}")
     with atomic_path(args.out) as tmp:

@@ -9,7 +9,8 @@ the same as JSON. `--steps` is the retraining after each pruning round (IMP: the
 
 from __future__ import annotations
 
-from ._common import add_json_flag, emit
+from . import _args as A
+from ._common import add_json_flag, add_out, emit
 
 
 def register(sub) -> None:
@@ -19,31 +20,31 @@ def register(sub) -> None:
     p.add_argument("net", help="picbreeder:NAME, fer-sgd:NAME, or a saved .safetensors network")
     p.add_argument("--target", required=True, help="target spec the network draws, e.g. picbreeder:skull")
     p.add_argument("--method", required=True, choices=list(METHODS))
-    p.add_argument("--sparsity", type=float, default=None,
+    p.add_argument("--sparsity", type=A.fraction, default=None,
                    help="fraction removed: of all weights (weight methods) or of hidden units (llm-pruner, random-units)")
     p.add_argument("--match", default=None, help="random-units: copy the live units per layer of this network")
-    p.add_argument("--steps", type=int, default=200, help="retraining steps after each round (IMP: training per level)")
-    p.add_argument("--res", type=int, default=64, help="resolution of the target image and of the feature maps")
-    p.add_argument("--seed", type=int, default=0, help="SP's choice within pairs; random methods' draws")
-    p.add_argument("--out", required=True, help="where to save the pruned network (.safetensors)")
+    p.add_argument("--steps", type=A.nonneg_int, default=200, help="retraining steps after each round (IMP: training per level)")
+    p.add_argument("--res", type=A.res, default=64, help="resolution of the target image and of the feature maps")
+    p.add_argument("--seed", type=A.seed, default=0, help="SP's choice within pairs; random methods' draws")
+    add_out(p, "where to save the pruned network (.safetensors)")
     g = p.add_argument_group("SP options")
-    g.add_argument("--tau", type=float, default=0.95, help="cosine similarity above which two units are redundant")
-    g.add_argument("--rounds", type=int, default=10, help="at most this many prune → retrain rounds")
-    g.add_argument("--cap", type=int, default=None, help="at most this many units removed per layer per round")
+    g.add_argument("--tau", type=A.probability, default=0.95, help="cosine similarity above which two units are redundant, in [0, 1]")
+    g.add_argument("--rounds", type=A.positive_int, default=10, help="at most this many prune → retrain rounds")
+    g.add_argument("--cap", type=A.positive_int, default=None, help="at most this many units removed per layer per round")
     g.add_argument("--centred", action="store_true", help="compare mean-subtracted feature maps")
     g.add_argument("--opposite-sign", action="store_true", help="similarity below −τ also counts as redundant")
-    g.add_argument("--target-units", type=int, default=None, help="stop at this many live hidden units")
-    g.add_argument("--max-loss", type=float, default=None, help="undo a round that pushes the MSE above this, and stop")
+    g.add_argument("--target-units", type=A.positive_int, default=None, help="stop at this many live hidden units")
+    g.add_argument("--max-loss", type=A.positive_float, default=None, help="undo a round that pushes the MSE above this, and stop")
     g = p.add_argument_group("baseline options")
-    g.add_argument("--scope", default=None, help="magnitude: global|layer; llm-pruner, random-units: layer|global")
-    g.add_argument("--rewind", type=int, default=0, help="IMP: rewind survivors to their weights after this many steps")
-    g.add_argument("--rate", type=float, default=0.2, help="IMP: fraction of remaining weights pruned per level")
+    g.add_argument("--scope", default=None, choices=["global", "layer"], help="magnitude: global|layer; llm-pruner, random-units: layer|global")
+    g.add_argument("--rewind", type=A.nonneg_int, default=0, help="IMP: rewind survivors to their weights after this many steps")
+    g.add_argument("--rate", type=A.open_unit, default=0.2, help="IMP: fraction of remaining weights pruned per level, in (0, 1)")
     g.add_argument("--variant", default="first", choices=["first", "param_mix"], help="LLM-Pruner Taylor importance")
     g.add_argument("--exclude-output", action="store_true", help="magnitude, IMP: never prune the output kernel")
     g = p.add_argument_group("training")
     g.add_argument("--optimizer", default="adam", choices=["adam", "adamw", "sgd", "muon"])
-    g.add_argument("--lr", type=float, default=3e-3)
-    g.add_argument("--device", default="auto")
+    g.add_argument("--lr", type=A.positive_float, default=3e-3)
+    g.add_argument("--device", type=A.device, default="auto")
     add_json_flag(p)
     p.set_defaults(func=cmd_prune)
 
@@ -81,13 +82,16 @@ def options_for(args) -> dict:
 
 
 def cmd_prune(args) -> int:
+    from ..fileio import check_out
     from ..prune import prune
     from ..specs import load_network
     from ..targets import get_target
 
+    opts = options_for(args)  # the method's own option errors first
+    check_out(args.out, args.force, inputs=[args.net, args.match])
     net = load_network(args.net)
     image = get_target(args.target).image(args.res)
-    result = prune(net, image, args.method, **options_for(args))
+    result = prune(net, image, args.method, **opts)
     net.provenance = dict(net.provenance, pruned={"method": args.method, "target": args.target, "res": args.res,
                                                   "seed": args.seed, "net": args.net})
     net.save(args.out)

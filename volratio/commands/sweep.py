@@ -14,6 +14,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from . import _args as A
 from ._common import add_json_flag, emit
 
 
@@ -25,9 +26,9 @@ def register(sub) -> None:
     )
     p.add_argument("spec", help="sweep spec file (.toml, .yaml or .yml); see examples/sweeps/quick.toml")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="ADDR", help="address of a running Dask scheduler, e.g. tcp://10.0.0.1:8786")
-    where.add_argument("--workers", type=int, metavar="N", help="start a Dask LocalCluster of N single-threaded workers")
-    where.add_argument("--processes", type=int, metavar="N", help="run on N local processes (no Dask)")
+    where.add_argument("--scheduler", type=A.scheduler_address, metavar="ADDR", help="address of a running Dask scheduler, e.g. tcp://10.0.0.1:8786")
+    where.add_argument("--workers", type=A.positive_int, metavar="N", help="start a Dask LocalCluster of N single-threaded workers")
+    where.add_argument("--processes", type=A.positive_int, metavar="N", help="run on N local processes (no Dask)")
     p.add_argument("--out", required=True, metavar="DIR", help="results store (created if absent)")
     p.add_argument("--resume", action="store_true", help="continue in a store that already holds runs (done runs are skipped)")
     p.add_argument("--retry-failed", action="store_true", help="rerun runs whose last attempt failed")
@@ -43,9 +44,11 @@ def register(sub) -> None:
 
 
 def _sweep(args) -> int:
+    from ..fileio import check_out
     from ..store import Store, StoreError
     from ..sweep import Sweep, make_executor, run_sweep
 
+    check_out(args.out, folder=True)
     sweep = Sweep.from_file(args.spec)
     executor = make_executor(args.scheduler, args.workers, args.processes)
     if not args.resume:
@@ -87,6 +90,16 @@ def _results(args) -> int:
         warnings.simplefilter("always")
         warnings.showwarning = _warn_line
         store = Store(args.dir)
+        if not store.is_store():
+            raise StoreError(
+                f"{args.dir} is not a results store (it has no {store.table_path.name}); "
+                f"give the --out folder of a `volratio sweep`, or write one there with `volratio sweep SPEC --out {args.dir}`"
+            )
+        if store.damage and not store.rows:
+            raise StoreError(
+                f"{args.dir}: {store.damage} and no intact run records to rebuild it from; "
+                f"rerun the sweep with `volratio sweep SPEC --out {args.dir} --resume` to recompute the runs"
+            )
         records = store.records()
         for r in records:  # verify artifacts, so damage is reported here too
             if r["status"] == "done" and store.status(r["key"]) is None:

@@ -3,6 +3,7 @@ interference of a network's features against the bound (volratio/welch.py, book/
 
 from __future__ import annotations
 
+from . import _args as A
 from ._common import add_json_flag, emit
 
 
@@ -12,16 +13,16 @@ def register(sub) -> None:
     wsub.required = True
 
     q = wsub.add_parser("bound", help="the order-k Welch bound on max |<v_i, v_j>|^(2k) for m unit vectors in R^n")
-    q.add_argument("--m", type=int, required=True, help="number of unit vectors")
-    q.add_argument("--n", type=int, required=True, help="dimension")
-    q.add_argument("--k", type=int, default=1, help="order (default 1: (m-n)/(n(m-1)))")
+    q.add_argument("--m", type=A.positive_int, required=True, help="number of unit vectors")
+    q.add_argument("--n", type=A.positive_int, required=True, help="dimension")
+    q.add_argument("--k", type=A.positive_int, default=1, help="order (default 1: (m-n)/(n(m-1)))")
     add_json_flag(q)
     q.set_defaults(func=cmd_bound)
 
     q = wsub.add_parser("frame", help="build a low-coherence frame (alternating projection + smooth-max descent)")
-    q.add_argument("--m", type=int, required=True, help="number of unit vectors")
-    q.add_argument("--n", type=int, required=True, help="dimension")
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--m", type=A.positive_int, required=True, help="number of unit vectors")
+    q.add_argument("--n", type=A.positive_int, required=True, help="dimension")
+    q.add_argument("--seed", type=A.seed, default=0)
     add_json_flag(q)
     q.set_defaults(func=cmd_frame)
 
@@ -34,8 +35,8 @@ def register(sub) -> None:
         help="weights: incoming weight vectors of live units (d = feeding units); "
         "maps: centred unit feature maps (d = their rank). Default weights.",
     )
-    q.add_argument("--res", type=int, default=64, help="grid resolution for --vectors maps")
-    q.add_argument("--member", type=int, default=0, help="population member to measure")
+    q.add_argument("--res", type=A.res, default=64, help="grid resolution for --vectors maps")
+    q.add_argument("--member", type=A.nonneg_int, default=0, help="population member to measure")
     add_json_flag(q)
     q.set_defaults(func=cmd_net)
 
