@@ -1,5 +1,10 @@
 // Open every chapter of the built book in headless Chromium and check what a reader sees:
 // the page loads, its math is typeset by MathJax, its figures load, and the console has no errors.
+// On pages with a weight explorer ({weight-explorer}, book/_ext/static/weight_explorer.js) the canvas
+// must match the library's own render (CoordMLP.render, written at build time next to the static
+// files) at Δw = 0, after the slider moves the top-ranked weight, and along a random direction —
+// mean absolute error ≤ 0.01 per channel; the redraw time at the canvas resolution is reported; and
+// with JavaScript disabled the static sweep figures must still be there.
 // Screenshots go to _build/screenshots/. Usage (from the repository root, book already built):
 //   node .ci/browser_check.mjs BASE_URL TOOLS_DIR
 // BASE_URL serves _build/html (e.g. http://127.0.0.1:8765/); TOOLS_DIR holds node_modules with
@@ -25,6 +30,114 @@ const browser = await chromium.launch({
   args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"],
 });
+const MAE_LIMIT = 0.01;
+
+function floats32(b64) {
+  const b = Buffer.from(b64, "base64");
+  return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
+}
+
+// per-channel mean absolute error between canvas RGBA bytes and a (res, res, 3) float image
+function channelMAE(rgba, ref) {
+  const n = ref.length / 3, err = [0, 0, 0];
+  for (let p = 0; p < n; p++) for (let c = 0; c < 3; c++) err[c] += Math.abs(rgba[4 * p + c] / 255 - ref[3 * p + c]);
+  return err.map((e) => e / n);
+}
+
+function floatMAE(a, b) {
+  const n = a.length / 3, err = [0, 0, 0];
+  for (let p = 0; p < n; p++) for (let c = 0; c < 3; c++) err[c] += Math.abs(a[3 * p + c] - b[3 * p + c]);
+  return err.map((e) => e / n);
+}
+
+const median = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]; };
+
+async function checkExplorers(page, pageUrl, browser) {
+  const problems = [], notes = [];
+  const widgets = await page.locator(".volratio-explorer").count();
+  if (!widgets) return { problems, notes };
+  await page.waitForFunction((n) => window.VolratioExplorer && window.VolratioExplorer.instances.length === n,
+                             widgets, { timeout: 30000 }).catch(() => problems.push("weight explorer did not start"));
+  if (problems.length) return { problems, notes };
+  for (let w = 0; w < widgets; w++) {
+    const widget = page.locator(".volratio-explorer").nth(w);
+    const checkUrl = new URL(await widget.getAttribute("data-check"), pageUrl).href;
+    const check = await (await fetch(checkUrl)).json();
+    for (let n = 0; n < check.networks.length; n++) {
+      const ref = check.networks[n], panel = widget.locator(".vx-panel").nth(n);
+      const slider = panel.locator("input.vx-slider");
+      const setDelta = (v) => slider.evaluate((el, v) => { el.value = String(v); el.dispatchEvent(new Event("input", { bubbles: true })); }, v);
+      const canvas = () => panel.locator("canvas.vx-canvas").evaluate((c) => Array.from(c.getContext("2d").getImageData(0, 0, c.width, c.height).data));
+      const compare = async (what, image) => {
+        const mae = channelMAE(await canvas(), floats32(image));
+        notes.push(`${ref.spec} ${what}: MAE ${mae.map((e) => e.toFixed(4)).join("/")}`);
+        if (Math.max(...mae) > MAE_LIMIT) problems.push(`explorer ${ref.spec} ${what}: canvas differs from CoordMLP.render (MAE per channel ${mae.map((e) => e.toFixed(4)).join(", ")} > ${MAE_LIMIT})`);
+      };
+      await setDelta(0);
+      await compare("Δw=0", ref.base);
+      for (const c of ref.cases) {
+        if (c.kind === "weight") {
+          const name = `weight k${c.param.join(",")} Δw=${c.delta}`;
+          const idx = await panel.evaluate((el, p) => [...el.querySelectorAll("select.vx-weights option")]
+            .findIndex((o) => o.textContent.includes(`k${p[0]} r${p[1]}→c${p[2]} `)), c.param);
+          if (idx >= 0) {  // picked from the ranked list
+            await panel.locator("select.vx-weights").selectOption(String(idx));
+            await setDelta(c.delta);
+            await compare(`${name} (from the list)`, c.image);
+            await panel.locator("select.vx-weights").selectOption(String(idx === 0 ? 1 : 0));
+          }
+          // typed into the entry (the path for weights outside the ranked list)
+          await panel.locator("input.vx-entry").fill(c.param.join(" "));
+          await panel.locator("button.vx-entry-go").click();
+          await setDelta(c.delta);
+          await compare(`${name} (typed in)`, c.image);
+          // the comparison can fail: the perturbed reference is far from the unperturbed one
+          const moved = floatMAE(floats32(c.image), floats32(ref.base));
+          notes.push(`${ref.spec} ${name}: reference differs from Δw=0 by MAE ${moved.map((e) => e.toFixed(3)).join("/")}`);
+          // redraw time at the canvas resolution: the slider swept over this weight
+          const ms = [];
+          for (let i = 0; i <= 40; i++) {
+            await setDelta((-2 + i * 0.1).toFixed(2));
+            ms.push(await page.evaluate((k) => window.VolratioExplorer.instances[k[0]].panels[k[1]].lastFrameMs, [w, n]));
+          }
+          notes.push(`${ref.spec} redraw moving k${c.param.join(",")} (${ref.res}×${ref.res}): median ${median(ms).toFixed(1)} ms, max ${Math.max(...ms).toFixed(1)} ms`);
+          await setDelta(0);
+        } else {
+          await panel.locator("input.vx-mode-random").check();
+          const seed = await page.evaluate((k) => window.VolratioExplorer.instances[k[0]].panels[k[1]].seed, [w, n]);
+          if (seed !== c.seed) { problems.push(`explorer ${ref.spec}: random direction ${seed}, expected ${c.seed}`); continue; }
+          await setDelta(c.delta);
+          await compare(`random direction ${c.seed} Δ=${c.delta}`, c.image);
+          const ms = [];
+          for (let i = 0; i < 10; i++) {
+            await setDelta((1 - i * 0.2).toFixed(2));
+            ms.push(await page.evaluate((k) => window.VolratioExplorer.instances[k[0]].panels[k[1]].lastFrameMs, [w, n]));
+          }
+          notes.push(`${ref.spec} redraw (all weights, ${ref.res}×${ref.res}): median ${median(ms).toFixed(1)} ms`);
+          await panel.locator("input.vx-mode-weight").check();
+          await setDelta(0);
+        }
+      }
+    }
+  }
+  // without JavaScript the static sweep figures stay
+  const ctx = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 1280, height: 1600 } });
+  const plain = await ctx.newPage();
+  await plain.route(/^https?:\/\/(?!127\.0\.0\.1|localhost)/, (route) => route.abort());
+  await plain.goto(pageUrl, { waitUntil: "load", timeout: 60000 });
+  const still = await plain.evaluate(async () => {
+    const imgs = [...document.querySelectorAll(".volratio-explorer figure.vx-static img")];
+    await Promise.all(imgs.map((i) => (i.complete ? null : new Promise((r) => { i.onload = i.onerror = r; }))));
+    return { n: imgs.length, loaded: imgs.filter((i) => i.naturalWidth > 0).length,
+             liveShown: [...document.querySelectorAll(".volratio-explorer .vx-live")].some((d) => !d.hidden) };
+  });
+  await ctx.close();
+  notes.push(`without JavaScript: ${still.loaded} of ${still.n} static sweep figures shown`);
+  if (still.n === 0 || still.loaded < still.n) problems.push(`without JavaScript the explorer's static figures are missing (${still.loaded} of ${still.n} load)`);
+  if (still.liveShown) problems.push("without JavaScript the explorer's (empty) live part is shown");
+  return { problems, notes };
+}
+
 const failures = [];
 for (const page_ of pages) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
@@ -68,6 +181,9 @@ for (const page_ of pages) {
   if (draws && info.images === 0) problems.push("its code draws figures, but the page shows none");
   if (info.hasMath && info.typeset === 0) problems.push(`math not typeset (MathJax loaded: ${info.mathjaxLoaded})`);
   if (info.broken.length) problems.push(`broken images: ${info.broken.join(", ")}`);
+  const explorer = await checkExplorers(page, base + page_, browser);
+  problems.push(...explorer.problems);
+  for (const note of explorer.notes) console.log(`     weight explorer: ${note}`);
   const realErrors = errors.filter((e) => !/net::ERR_FAILED|ERR_BLOCKED|Failed to load resource/.test(e));
   if (realErrors.length) problems.push(`console errors: ${realErrors.join(" | ")}`);
   console.log(`${problems.length ? "FAIL" : "ok  "} ${page_}: ${info.images} figures, ${info.typeset} formulas` +

@@ -9,7 +9,7 @@ and every judge can be checked against them.
 
 - `ReferenceSetConfig` — everything that fixes the set (networks, how many perturbations each, δ,
   resolution, seeds). `networks(cfg)` builds the networks (trained on CPU with fixed seeds: the
-  connectivity study of `volratio.prune.study` at one seed per target, plus a dense and an
+  connectivity study of `volratio.experiments.connectivity` (formerly `volratio.prune.study`) at one seed per target, plus a dense and an
   SP-pruned network on a scene); `sample_rows(cfg, nets)` draws the perturbations.
 - `render_rows(rows, nets)` renders the images of a table of rows `(B, res, res, 3)` with the exact
   engine (`volratio.emc2.PerturbationEngine`, float64, CPU); `base_images` the unperturbed images.
@@ -74,7 +74,7 @@ class RefNet:
 
 def _connectivity_config(cfg: ReferenceSetConfig):
     from .prune.similarity_pruning import SPConfig
-    from .prune.study import ConnectivityConfig
+    from .experiments.connectivity import Config as ConnectivityConfig
 
     sp = SPConfig(tau=0.9, opposite_sign=True, rounds=3, retrain_steps=cfg.retrain_steps)
     return ConnectivityConfig(seeds=cfg.connectivity_seeds, res=cfg.connectivity_res, dense_steps=cfg.dense_steps,
@@ -86,7 +86,7 @@ def _connectivity_config(cfg: ReferenceSetConfig):
 def _trained(cfg_key: tuple):
     """The trained networks (connectivity study + scene), built once per config."""
     from . import prune
-    from .prune.study import run
+    from .experiments.connectivity import run
     from .targets import get_target
     from .train import TrainConfig, new_network, train
 
@@ -98,7 +98,7 @@ def _trained(cfg_key: tuple):
     train(dense, img, TrainConfig(steps=cfg.scene_steps, device="cpu"))
     sp_net = dense.select([0])
     prune.prune(sp_net, img, "sp", prune.SPConfig.quick(train=TrainConfig(device="cpu"), seed=cfg.seed))
-    return conn.nets, dense, sp_net
+    return conn["nets"], dense, sp_net
 
 
 def _key(cfg: ReferenceSetConfig) -> tuple:

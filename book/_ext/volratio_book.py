@@ -15,9 +15,14 @@
 2. Inline scripts that extensions register late (sphinx-thebe's `THEBE_JS_URL`, sphinx-togglebutton's
    settings) were written twice into every page — a JavaScript error in the reader's console.
    The duplicates are dropped before pages are written (see `_dedupe_scripts`).
+
+3. The `{weight-explorer}` directive (`explorer_directive.py`): move a weight, watch the image.
 """
 
+import importlib.util
 import os
+import sys
+from pathlib import Path
 
 from sphinx.transforms import SphinxTransform
 
@@ -54,9 +59,23 @@ def _dedupe_scripts(app, env):
                                 if fn or attrs.get("body") not in have]
 
 
+def _load_explorer_directive():
+    """explorer_directive.py, next to this file (imported here, not at the top, so that the tests of
+    this module need no Sphinx)."""
+    if "explorer_directive" in sys.modules:
+        return sys.modules["explorer_directive"]
+    path = Path(__file__).resolve().parent / "explorer_directive.py"
+    spec = importlib.util.spec_from_file_location("explorer_directive", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["explorer_directive"] = mod  # its node class must unpickle from the saved doctrees
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def setup(app):
     app.add_config_value("volratio_student", False, "env")  # "env": switching editions re-reads the pages
     app.connect("config-inited", _config, priority=900)
     app.add_transform(HideSolutions)
     app.connect("env-updated", _dedupe_scripts, priority=900)
+    _load_explorer_directive().setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
