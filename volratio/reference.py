@@ -175,6 +175,7 @@ def chunks(root: "str | Path" = DEFAULT_ROOT) -> list[str]:
 
 
 def manifest(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
+    """The manifest of chunk `name` (spec, sessions with versions and machine, runs with times)."""
     path = Path(root) / name / MANIFEST
     if not path.is_file():
         raise ReferenceError(f"{path}: no manifest; run the chunk with `volratio reference run PLAN --chunk {name}`")
@@ -320,14 +321,22 @@ def cost(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
             "commit": ", ".join(dict.fromkeys(str(s["commit"])[:10] for s in used))}
 
 
-def rho_grids(root: "str | Path" = DEFAULT_ROOT, name: str = "rho") -> dict:
-    """The ρ chunk as `volratio.rho.run_boolean` outputs, one per target: `{spec: {"target",
-    "L_star", "W_min", "rows"}}` with the rows (as `volratio.rho.boolean_grid` returns them: None
-    where there is no estimate) in (L, W) order — what book/volume_ratio.md draws."""
+RHO_CHUNKS = ("rho", "rho_wmin")  # the Boolean ρ grid of chain:2 and tree:2:2, and its depth axis at W_min
+
+
+def rho_grids(root: "str | Path" = DEFAULT_ROOT, names=RHO_CHUNKS) -> dict:
+    """The stored ρ cells of the chunks `names` (those present under `root`) as
+    `volratio.rho.run_boolean` outputs, one per target: `{spec: {"target", "L_star", "W_min",
+    "rows"}}` with the rows (as `volratio.rho.boolean_grid` returns them: None where there is no
+    estimate) in (L, W) order — what book/volume_ratio.md draws."""
     from .boolean import get_boolean_target
 
+    names = [names] if isinstance(names, str) else list(names)
+    present = [n for n in names if (Path(root) / n / "results.parquet").is_file()]
+    if not present:
+        raise ReferenceError(f"{root}: none of the chunks {', '.join(names)} is stored; run them with `volratio reference run`")
     by_target: dict[str, list] = {}
-    for r in records(name, root):
+    for r in [r for n in present for r in records(n, root)]:
         for row in r["metrics"].get("rows", []):
             if row.get("model") == "boolean":
                 by_target.setdefault(row["target"], []).append({k: v for k, v in row.items() if k not in ("model", "target")})
