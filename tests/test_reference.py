@@ -65,10 +65,21 @@ def test_verify_reproduces_and_detects_a_changed_metric(store, capsys):
         row = dict(st.rows[key])
         metrics = json.loads(row["metrics"])
         metrics["loss"] = metrics["loss"] * (1 + 1e-12)
-        st.record({"key": key, "run": row["run"], "version": row["version"], "status": "done",
-                   "config": json.loads(row["config"]), "metrics": metrics, "seconds": 0.0,
-                   "artifacts": {n: (".npy", (root / "tiny" / a["file"]).read_bytes())
-                                 for n, a in json.loads(row["artifacts"]).items()}})
+        st.record(
+            {
+                "key": key,
+                "run": row["run"],
+                "version": row["version"],
+                "status": "done",
+                "config": json.loads(row["config"]),
+                "metrics": metrics,
+                "seconds": 0.0,
+                "artifacts": {
+                    n: (".npy", (root / "tiny" / a["file"]).read_bytes())
+                    for n, a in json.loads(row["artifacts"]).items()
+                },
+            }
+        )
     bad = [r for r in R.verify(root, sample=6) if not r["ok"]]
     assert len(bad) == 1 and bad[0]["key"] == key and "metric loss does not reproduce" in bad[0]["problem"]
     rc = main(["results", "verify", str(root), "--sample", "6"])

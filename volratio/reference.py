@@ -67,7 +67,9 @@ def load_plan(path: "str | Path") -> dict:
         raise ReferenceError(f"{path}: no [chunks.NAME] tables; each chunk is a sweep spec (run, config, grid, seeds)")
     unknown = set(spec) - {"chunks", "scale"}
     if unknown:
-        raise ReferenceError(f"{path}: unknown top-level entries {sorted(unknown)}; a plan has `scale` and [chunks.NAME]")
+        raise ReferenceError(
+            f"{path}: unknown top-level entries {sorted(unknown)}; a plan has `scale` and [chunks.NAME]"
+        )
     plan = {}
     for name, body in chunks.items():
         if not isinstance(body, dict):
@@ -92,8 +94,14 @@ def machine() -> dict:
                 break
     except OSError:
         pass
-    return {**versions(), "commit": git_commit(), "device": "cpu", "cpu_model": cpu, "cpu_count": os.cpu_count(),
-            "platform": platform.platform()}
+    return {
+        **versions(),
+        "commit": git_commit(),
+        "device": "cpu",
+        "cpu_model": cpu,
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+    }
 
 
 def git_commit() -> str | None:
@@ -101,8 +109,13 @@ def git_commit() -> str | None:
     root = Path(__file__).resolve().parent.parent
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "volratio"], cwd=root,
-                               capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "volratio"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if head.returncode:
@@ -127,10 +140,14 @@ def run_chunk(plan: dict, name: str, root: "str | Path" = DEFAULT_ROOT, executor
     def on_outcome(outcome: dict) -> None:
         if outcome["status"] != "done":
             return
-        runs[outcome["key"]] = {"config": outcome["config"], "seed": outcome["config"].get("seed"),
-                                "wall_s": round(float(outcome["seconds"]), 3),
-                                "cpu_s": round(float(outcome.get("cpu_seconds", float("nan"))), 3),
-                                "finished_at": outcome.get("finished_at"), "session": len(sessions)}
+        runs[outcome["key"]] = {
+            "config": outcome["config"],
+            "seed": outcome["config"].get("seed"),
+            "wall_s": round(float(outcome["seconds"]), 3),
+            "cpu_s": round(float(outcome.get("cpu_seconds", float("nan"))), 3),
+            "finished_at": outcome.get("finished_at"),
+            "session": len(sessions),
+        }
         _write_manifest(man_path, sweep, sessions, runs)
 
     sessions = manifest.get("sessions", []) + [session]
@@ -204,8 +221,13 @@ def records(name: str, root: "str | Path" = DEFAULT_ROOT) -> list[dict]:
 # Verifying
 
 
-def verify(root: "str | Path" = DEFAULT_ROOT, sample: int = 1, seed: int = 0, max_cpu_seconds: float | None = None,
-           chunk: str | None = None) -> list[dict]:
+def verify(
+    root: "str | Path" = DEFAULT_ROOT,
+    sample: int = 1,
+    seed: int = 0,
+    max_cpu_seconds: float | None = None,
+    chunk: str | None = None,
+) -> list[dict]:
     """Re-run `sample` stored runs (drawn with `seed`, among runs whose recorded CPU time is ≤
     `max_cpu_seconds` when given) and compare. Returns one dict per run: chunk, key, ok, seconds,
     and `problem` (one line) when it does not reproduce."""
@@ -232,7 +254,12 @@ def verify(root: "str | Path" = DEFAULT_ROOT, sample: int = 1, seed: int = 0, ma
         entry = get_run(_name_of(r["run"]))
         t0 = time.perf_counter()
         new = execute(entry.fn, entry.key, r["config"], r["key"], __version__, threads=1)
-        res = {"chunk": name, "key": r["key"], "seconds": round(time.perf_counter() - t0, 2), "stored_cpu_s": r["cpu_s"]}
+        res = {
+            "chunk": name,
+            "key": r["key"],
+            "seconds": round(time.perf_counter() - t0, 2),
+            "stored_cpu_s": r["cpu_s"],
+        }
         if new["status"] != "done":
             res.update(ok=False, problem=f"{name}/{r['key']}: the rerun failed: {new['error']}")
         else:
@@ -264,8 +291,11 @@ def _compare(name: str, stored: dict, new: dict) -> dict:
     a, b = _strip(stored["metrics"]), _strip(json.loads(json.dumps(new["metrics"])))
     if a != b:
         where, x, y = _first_difference(a, b)
-        return {"ok": False, "problem": f"{name}/{stored['key']}: metric {where} does not reproduce "
-                                        f"(stored {_short(x)}, now {_short(y)}); rerun it and compare versions"}
+        return {
+            "ok": False,
+            "problem": f"{name}/{stored['key']}: metric {where} does not reproduce "
+            f"(stored {_short(x)}, now {_short(y)}); rerun it and compare versions",
+        }
     stored_arts = {n: Path(p) for n, p in stored["artifacts"].items()}
     for art, (_suffix, data) in new["artifacts"].items():
         p = stored_arts.get(art)
@@ -315,10 +345,18 @@ def table(name: str, root: "str | Path" = DEFAULT_ROOT):
 def cost(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
     """What chunk `name` cost: runs, CPU and wall seconds (sums over its runs), CPU model."""
     man = manifest(name, root)
-    used = [man["sessions"][i - 1] for i in sorted({r["session"] for r in man["runs"].values()})] or man["sessions"][-1:]
-    return {"chunk": name, "runs": man["runs_done"], "of": man["runs_total"], "cpu_s": man["cpu_s_total"],
-            "wall_s": man["wall_s_total"], "cpu_model": ", ".join(dict.fromkeys(s["cpu_model"] for s in used)),
-            "commit": ", ".join(dict.fromkeys(str(s["commit"])[:10] for s in used))}
+    used = [man["sessions"][i - 1] for i in sorted({r["session"] for r in man["runs"].values()})] or man["sessions"][
+        -1:
+    ]
+    return {
+        "chunk": name,
+        "runs": man["runs_done"],
+        "of": man["runs_total"],
+        "cpu_s": man["cpu_s_total"],
+        "wall_s": man["wall_s_total"],
+        "cpu_model": ", ".join(dict.fromkeys(s["cpu_model"] for s in used)),
+        "commit": ", ".join(dict.fromkeys(str(s["commit"])[:10] for s in used)),
+    }
 
 
 RHO_CHUNKS = ("rho", "rho_wmin")  # the Boolean ρ grid of chain:2 and tree:2:2, and its depth axis at W_min
@@ -334,14 +372,23 @@ def rho_grids(root: "str | Path" = DEFAULT_ROOT, names=RHO_CHUNKS) -> dict:
     names = [names] if isinstance(names, str) else list(names)
     present = [n for n in names if (Path(root) / n / "results.parquet").is_file()]
     if not present:
-        raise ReferenceError(f"{root}: none of the chunks {', '.join(names)} is stored; run them with `volratio reference run`")
+        raise ReferenceError(
+            f"{root}: none of the chunks {', '.join(names)} is stored; run them with `volratio reference run`"
+        )
     by_target: dict[str, list] = {}
     for r in [r for n in present for r in records(n, root)]:
         for row in r["metrics"].get("rows", []):
             if row.get("model") == "boolean":
-                by_target.setdefault(row["target"], []).append({k: v for k, v in row.items() if k not in ("model", "target")})
+                by_target.setdefault(row["target"], []).append(
+                    {k: v for k, v in row.items() if k not in ("model", "target")}
+                )
     out = {}
     for spec, rows in by_target.items():
         bt = get_boolean_target(spec)
-        out[spec] = {"target": spec, "L_star": bt.depth, "W_min": bt.width, "rows": sorted(rows, key=lambda x: (x["L"], x["W"]))}
+        out[spec] = {
+            "target": spec,
+            "L_star": bt.depth,
+            "W_min": bt.width,
+            "rows": sorted(rows, key=lambda x: (x["L"], x["W"])),
+        }
     return out

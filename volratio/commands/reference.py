@@ -14,23 +14,39 @@ from ._common import add_json_flag, emit
 
 
 def register(sub) -> None:
-    p = sub.add_parser("reference", help="run a chunk of the reference-scale plan into results/reference/CHUNK",
-                       description="The reference-scale runs (issue 16): chunks of a plan file, each a sweep into "
-                       "its own store with a manifest (versions, commit, CPU model, wall and CPU time per run).")
+    p = sub.add_parser(
+        "reference",
+        help="run a chunk of the reference-scale plan into results/reference/CHUNK",
+        description="The reference-scale runs (issue 16): chunks of a plan file, each a sweep into "
+        "its own store with a manifest (versions, commit, CPU model, wall and CPU time per run).",
+    )
     s = p.add_subparsers(dest="sub", required=True, metavar="{run,list}")
-    r = s.add_parser("run", help="run (or resume) one chunk", description="Run every run of a chunk that its store "
-                     "does not hold yet; the manifest is updated after each run.")
+    r = s.add_parser(
+        "run",
+        help="run (or resume) one chunk",
+        description="Run every run of a chunk that its store "
+        "does not hold yet; the manifest is updated after each run.",
+    )
     r.add_argument("spec", help="plan file (examples/sweeps/reference.toml)")
     r.add_argument("--chunk", required=True, metavar="NAME", help="the chunk to run (`volratio reference list PLAN`)")
-    r.add_argument("--out", default="results/reference", metavar="DIR", help="reference root (default results/reference)")
-    r.add_argument("--processes", type=A.positive_int, metavar="N", help="run on N local processes (default: in-process)")
+    r.add_argument(
+        "--out", default="results/reference", metavar="DIR", help="reference root (default results/reference)"
+    )
+    r.add_argument(
+        "--processes", type=A.positive_int, metavar="N", help="run on N local processes (default: in-process)"
+    )
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_json_flag(r)
     r.set_defaults(func=_run)
-    ls = s.add_parser("list", help="the chunks of a plan and how many runs each has stored",
-                      description="List the chunks of a plan, their runs and how many are in the store.")
+    ls = s.add_parser(
+        "list",
+        help="the chunks of a plan and how many runs each has stored",
+        description="List the chunks of a plan, their runs and how many are in the store.",
+    )
     ls.add_argument("spec", help="plan file (examples/sweeps/reference.toml)")
-    ls.add_argument("--out", default="results/reference", metavar="DIR", help="reference root (default results/reference)")
+    ls.add_argument(
+        "--out", default="results/reference", metavar="DIR", help="reference root (default results/reference)"
+    )
     add_json_flag(ls)
     ls.set_defaults(func=_list)
 
@@ -42,10 +58,25 @@ def _run(args) -> int:
 
     check_out(args.out, folder=True)
     plan = load_plan(args.spec)
-    report = run_chunk(plan, args.chunk, args.out, make_executor(processes=args.processes),
-                       progress=False if (args.no_progress or args.json) else None)
-    emit(args, {"chunk": args.chunk, "total": report.total, "ran": len(report.ran), "skipped": report.skipped,
-                "failed": report.failed, "seconds": round(report.seconds, 3)}, report.summary())
+    report = run_chunk(
+        plan,
+        args.chunk,
+        args.out,
+        make_executor(processes=args.processes),
+        progress=False if (args.no_progress or args.json) else None,
+    )
+    emit(
+        args,
+        {
+            "chunk": args.chunk,
+            "total": report.total,
+            "ran": len(report.ran),
+            "skipped": report.skipped,
+            "failed": report.failed,
+            "seconds": round(report.seconds, 3),
+        },
+        report.summary(),
+    )
     return 1 if report.failed else 0
 
 
