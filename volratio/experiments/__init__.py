@@ -67,6 +67,7 @@ _BUILTIN_RUNS = {
     "depth_point": ("depth_regime", "point", "volratio.depth_runs:depth_point"),
     "optimizer_point": ("optimizers", "point", "volratio.depth_runs:optimizer_point"),
     "emc2_point": ("emc2_bench", "point", "volratio.experiments:emc2_point"),
+    "emc2_dense": ("emc2_bench", "dense_point", "volratio.experiments:emc2_dense"),
 }
 # old spec names (import paths) → registry names; a spec may still say run = "volratio.runs:train"
 ALIASES = {key: name for name, (_, _, key) in _BUILTIN_RUNS.items()}

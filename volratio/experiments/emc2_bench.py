@@ -204,3 +204,38 @@ def point(config: dict) -> dict:
         "threshold": float(r.judge_settings.get("threshold", float("nan"))),
         "verdicts": V,
     }
+
+
+def parse_dense_point(config: dict) -> Config:
+    """A `Config` from a preset (`scale`, default reference) and overrides (`seed`, `dense_steps`, …)."""
+    from ._base import preset
+
+    over = dict(config)
+    return preset(Config, over.pop("scale", "reference"), **over)
+
+
+def dense_point(config: dict) -> dict:
+    """Our dense population (one member per target) and its SP-pruned copy for one seed, each
+    member scored on every non-zero weight (or `max_params`): the run function `emc2_dense`.
+    Metrics: `rows`, one per network × target (`network`, `target`, `auc`, `auc_se`, `scores`,
+    `deltas`, `n_params`, `n_nonzero`, `threshold`, `mse`, `seed`)."""
+    import numpy as np
+
+    from .. import emc2
+
+    cfg = parse_dense_point(config)
+    dense, sp_net, images = train_ours(cfg)
+    rows = []
+    for kind, net in (("dense (ours)", dense), ("SP (ours)", sp_net)):
+        losses = mse(net, images)
+        for k, name in enumerate(cfg.targets):
+            r = emc2.score_network(net, f"picbreeder:{name}", _emc2_config(cfg, k))
+            v = r.table.pivot_table(index=["layer", "row", "col"], columns="delta", values="verdict", sort=True)
+            per = np.array([emc2.normalised_auc(r.deltas, row) for row in v.reindex(columns=r.deltas).to_numpy()])
+            n, N = len(per), int(r.n_nonzero)
+            se = float(per.std(ddof=1) / np.sqrt(n) * np.sqrt(max(N - n, 0) / max(N - 1, 1))) if n > 1 else 0.0
+            rows.append({"network": kind, "target": name, "seed": cfg.seed, "auc": float(r.auc), "auc_se": se,
+                         "deltas": [float(d) for d in r.deltas], "scores": [float(s) for s in r.scores],
+                         "n_params": int(r.n_params), "n_nonzero": N, "judge": r.judge,
+                         "threshold": float(r.judge_settings.get("threshold", float("nan"))), "mse": float(losses[k])})
+    return {"rows": rows}
