@@ -87,3 +87,15 @@ def test_stored_picbreeder_vs_sgd_verdict_per_target_with_subsample_intervals():
     assert claims.picbreeder_vs_sgd_stored(pd.DataFrame(rows))[0].verdict == "partly"
     rows[3]["auc"] = 0.99
     assert claims.picbreeder_vs_sgd_stored(pd.DataFrame(rows))[0].verdict == "not reproduced"
+
+
+def test_stored_verdict_with_our_dense_networks_over_seeds():
+    import pandas as pd
+
+    table = pd.DataFrame([{"network": n, "target": "skull", "auc": a, "auc_se": 0.0, "n_params": 10, "n_nonzero": 10}
+                          for n, a in (("Picbreeder", 0.9), ("FER SGD", 0.5))])
+    dense = pd.DataFrame([{"network": "dense (ours)", "target": "skull", "auc": a} for a in (0.95, 0.96, 0.97)])
+    v, t = claims.picbreeder_vs_sgd_stored(table, dense=dense)
+    assert v.verdict == "partly"  # above FER SGD, below our dense networks
+    assert t.loc["skull", "Picbreeder above dense (ours)"] == "not reproduced"
+    assert "dense (ours), 3 seeds 0.960" in v.measured

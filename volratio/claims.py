@@ -262,12 +262,13 @@ def scenes_weaker(rows, detail: str = "", scale: str = "quick", judge: str | Non
 
 
 def picbreeder_vs_sgd_stored(table, detail: str = "", z: float = 1.96, scale: str = "reference",
-                             judge: str | None = "ssim") -> tuple[Verdict, "object"]:
+                             judge: str | None = "ssim", dense=None) -> tuple[Verdict, "object"]:
     """Claim "picbreeder-vs-sgd" from the stored EMC2 runs (`emc2_point` rows: `network`, `target`,
     `auc`, `auc_se`): per target, the Picbreeder network's AUC against FER's SGD network's, each with
     the interval its parameter subsample implies (± z·se; a point where every weight was scored),
-    judged by `compare_estimates`; the parts combined. Returns the recorded verdict (glued as
-    `claim-picbreeder-vs-sgd-<scale>`) and the per-target table."""
+    judged by `compare_estimates`; with `dense` (`emc2_dense` rows, one per network × target × seed)
+    also against our dense networks' mean AUC over seeds (t-interval); the parts combined. Returns
+    the recorded verdict (glued as `claim-picbreeder-vs-sgd-<scale>`) and the per-target table."""
     import pandas as pd
 
     def est(row):
@@ -281,11 +282,21 @@ def picbreeder_vs_sgd_stored(table, detail: str = "", z: float = 1.96, scale: st
         pb, sgd = est(sel.loc["Picbreeder"]), est(sel.loc["FER SGD"])
         v = compare_estimates(pb, sgd)
         parts.append(v)
-        rows.append({"target": target, "Picbreeder AUC": f"{pb.mean:.3f} [{pb.lo:.3f}, {pb.hi:.3f}]",
-                     "FER SGD AUC": f"{sgd.mean:.3f} [{sgd.lo:.3f}, {sgd.hi:.3f}]", "Picbreeder above FER SGD": v})
+        row = {"target": target, "Picbreeder AUC": f"{pb.mean:.3f} [{pb.lo:.3f}, {pb.hi:.3f}]",
+               "FER SGD AUC": f"{sgd.mean:.3f} [{sgd.lo:.3f}, {sgd.hi:.3f}]", "Picbreeder above FER SGD": v}
+        if dense is not None:
+            ours = dense[(dense.target == target) & (dense.network == "dense (ours)")].auc
+            if len(ours):
+                d = Estimate.from_samples(ours)
+                parts.append(compare_estimates(pb, d))
+                row.update({f"dense (ours) AUC, {len(ours)} seeds": f"{d.mean:.3f} [{d.lo:.3f}, {d.hi:.3f}]",
+                            "Picbreeder above dense (ours)": parts[-1]})
+        rows.append(row)
     sub = [f"{r.network} {r.target} {r.n_params:,} of {r.n_nonzero:,}" for r in table.itertuples() if r.n_params < r.n_nonzero]
     measured = ("EMC2 AUC (SSIM judge), every non-zero weight" + (f" except {', '.join(sub)} (seeded subsample)" if sub else "")
-                + ": " + "; ".join(f"{r['target']}: Picbreeder {r['Picbreeder AUC']}, FER SGD {r['FER SGD AUC']}" for r in rows)
+                + ": " + "; ".join(f"{r['target']}: Picbreeder {r['Picbreeder AUC']}, FER SGD {r['FER SGD AUC']}"
+                                   + "".join(f", {k.replace(' AUC', '')} {x}" for k, x in r.items() if k.startswith("dense (ours) AUC"))
+                                   for r in rows)
                 + (f" — {detail}" if detail else ""))
     v = record("picbreeder-vs-sgd", combine(parts) if parts else "not measured", measured,
                {r["target"]: r for r in rows}, scale, judge, stored=True)
