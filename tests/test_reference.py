@@ -144,3 +144,19 @@ def test_reference_commands(tmp_path, capsys):
     assert main(["reference", "run", str(plan_file), "--chunk", "nosuch", "--out", str(root)]) == 2
     err = capsys.readouterr().err.strip()
     assert "no chunk 'nosuch'" in err and len(err.splitlines()) == 1
+
+
+def test_emc2_point_scores_one_network_and_its_sampling_error(picbreeder_dir):
+    import numpy as np
+
+    from volratio.experiments import ExperimentError, emc2_bench
+
+    full = emc2_bench.point({"target": "skull", "network": "picbreeder", "res": 16})
+    assert full["n_params"] == full["n_nonzero"] == 147 and full["auc_se"] == 0.0  # every weight: no sampling error
+    V = full["verdicts"]
+    assert V.shape == (147, len(full["deltas"])) and V.dtype == np.uint8
+    assert np.allclose(V.mean(axis=0), full["scores"])  # S(δ) is the mean verdict per δ
+    sub = emc2_bench.point({"target": "skull", "network": "picbreeder", "res": 16, "max_params": 40})
+    assert sub["n_params"] == 40 and sub["auc_se"] > 0
+    with pytest.raises(ExperimentError, match="network"):
+        emc2_bench.parse_point({"network": "dense"})
