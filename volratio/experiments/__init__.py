@@ -25,6 +25,9 @@ emc2_bench 1.5, connectivity 1.5, depth_regime 1.5, unknown_targets 1.5, optimiz
 volume_ratio 0.5, twins 0.3, frames + superposition + interference 0.5 (CPU-hours). These are
 budgets the presets were sized to from the quick-scale timings, not measurements: the reference
 runs themselves (and the per-experiment costs the chapters state) belong to issue 16.
+Measured so far (`results/reference/*/manifest.json`, one thread, CPU time): emc2_bench's
+Picbreeder + FER SGD networks 0.10 CPU-hours (run function `emc2_point`), its dense + SP networks
+at 5 seeds 0.14 (`emc2_dense`), volume_ratio's Boolean model on three targets 0.36.
 """
 
 from __future__ import annotations
