@@ -88,8 +88,8 @@ def test_judge_command_on_png_files(tmp_path, capsys):
     assert rc == 2 and "reference is 48×48" in err and len(err.strip().splitlines()) == 1
 
 
-def test_judge_check_ssim(picbreeder_dir, capsys):
-    rc = main(["judge-check", "--judge", "ssim", "--groups", "picbreeder", "--max-images", "30", "--json"])
+def test_judge_check_calibrated(picbreeder_dir, capsys):
+    rc = main(["judge-check", "--judge", "calibrated", "--groups", "picbreeder", "--max-images", "30", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["all"]["n"] == 30 and out["groups"] == ["picbreeder"]
     assert out["all"]["accuracy"] > 0.7  # the calibrated judge against the verdicts it was calibrated on

@@ -296,17 +296,20 @@ def calibrated_ssim_judge(reference, exclude: str | None = None, seed: int = 0) 
     return SSIMJudge(reference, cal.threshold, cal)
 
 
-JUDGES = ("ssim", "clip", "vlm")
+JUDGES = ("ssim", "calibrated", "clip", "vlm")  # make_judge names
 
 
 def make_judge(name: str, reference, target_spec: str | None = None, model: str | None = None, seed: int = 0,
                device: str = "auto") -> Judge:
     """The one judge factory (command line, experiments, chapters): judge `name` for a network whose
-    unperturbed image is `reference` — the SSIM judge calibrated on it (`target_spec` left out of
-    the identity-destroying set), or a CLIP / VLM judge loaded from `model` (a local folder or a
+    unperturbed image is `reference` — "ssim": the SSIM judge calibrated on it (`target_spec` left
+    out of the identity-destroying set); "calibrated": SSIM@4 with thresholds fitted on the
+    reference verdicts (`ReferenceCalibratedJudge`, the best held-out κ); or a CLIP / VLM judge loaded from `model` (a local folder or a
     cached id; default the judge's own)."""
     if name == "ssim":
         return calibrated_ssim_judge(reference, exclude=target_spec, seed=seed)
+    if name == "calibrated":  # SSIM@4 with thresholds fitted on the reference verdicts (data/judge_reference)
+        return ReferenceCalibratedJudge(reference)
     kw = {"model": model} if model else {}
     if name == "clip":
         return CLIPJudge(device=device, **kw)
@@ -501,7 +504,6 @@ class VLMJudge(_CachedModelJudge):
         return [a is True for a in ans], [np.nan if a is None else float(a) for a in ans]
 
 
-JUDGES = ("ssim", "clip", "vlm")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,7 +12,9 @@ def register(sub) -> None:
     p = sub.add_parser("emc2", help="EMC2-Bench: S(θ; δ) over the non-zero parameters, per δ, and its AUC")
     p.add_argument("spec", help="network: picbreeder:NAME, fer-sgd:NAME, fer-layered:NAME or a saved .safetensors")
     p.add_argument("--target", required=True, help="the target the network draws (gives the label), e.g. picbreeder:skull")
-    p.add_argument("--judge", default="ssim", choices=["ssim", "clip", "vlm"])
+    p.add_argument("--judge", default="ssim", choices=["ssim", "calibrated", "clip", "vlm"],
+                   help="ssim: threshold from other targets (the chapters' judge); calibrated: SSIM@4 with thresholds "
+                   "fitted on the reference verdicts (best held-out agreement); clip / vlm: local model weights")
     p.add_argument("--judge-model", default=None, help="local folder or cached model id for the clip/vlm judges")
     p.add_argument("--label", default=None, help="what the judge is asked about (default: the target's name)")
     p.add_argument("--deltas", type=A.FloatList(), default="-2,-1,-0.5,-0.25,0.25,0.5,1,2",

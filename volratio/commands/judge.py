@@ -12,15 +12,16 @@ def register(sub) -> None:
     p.add_argument("images", nargs="+", help="PNG images (square, the reference's size)")
     p.add_argument("--reference", required=True, help="the unperturbed image (PNG) the offline judge compares with")
     p.add_argument("--label", required=True, help="what the image should show, e.g. skull")
-    p.add_argument("--judge", default="ssim", choices=["ssim", "clip", "vlm"],
-                   help="ssim: the offline judge calibrated on the reference verdicts (default); clip, vlm: local model weights")
+    p.add_argument("--judge", default="calibrated", choices=["calibrated", "ssim", "clip", "vlm"],
+                   help="calibrated: SSIM@4 with thresholds fitted on the reference verdicts (default); ssim: threshold "
+                   "from other targets; clip, vlm: local model weights")
     p.add_argument("--model", default=None, help="local folder or cached model id for --judge clip/vlm")
     p.add_argument("--device", default="auto", type=A.device, help="auto, cpu, cuda or cuda:N")
     add_json_flag(p)
     p.set_defaults(func=cmd_judge)
 
     p = sub.add_parser("judge-check", help="agreement of a judge with the reference verdicts (data/judge_reference)")
-    p.add_argument("--judge", required=True, choices=["ssim", "clip", "vlm"])
+    p.add_argument("--judge", required=True, choices=["calibrated", "ssim", "clip", "vlm"])
     p.add_argument("--model", default=None, help="local folder or cached model id for --judge clip/vlm")
     p.add_argument("--groups", default=None,
                    help="comma-separated network groups to check, e.g. picbreeder,fer-sgd (default: all; "
@@ -57,8 +58,8 @@ def _judge_factory(name: str, model: str | None, device: str):
     """`make(reference) -> Judge` for the judge `name`."""
     from .. import judges
 
-    if name == "ssim":
-        return judges.default_judge
+    if name in ("ssim", "calibrated"):  # per image: both compare it with its own reference
+        return lambda reference: judges.make_judge(name, reference, model=model, device=device)
     kw = {"model": model} if model else {}
     j = judges.CLIPJudge(device=device, **kw) if name == "clip" else judges.VLMJudge(device=device, **kw)
     return lambda reference: j
