@@ -45,9 +45,16 @@ def test_claims_page_pastes_every_verdict_from_its_chapter():
 def test_sp_vs_pruners_verdict_from_a_table():
     import pandas as pd
 
-    rows = [{"method": m, "emc2_auc": v} for m, vals in
-            {"sp": [0.5, 0.6, 0.55], "imp": [0.0, 0.01, 0.0], "wanda": [0.0, 0.0, 0.02], "llm-pruner": [0.01, 0.0, 0.0]}.items()
-            for v in vals]
+    rows = [
+        {"method": m, "emc2_auc": v}
+        for m, vals in {
+            "sp": [0.5, 0.6, 0.55],
+            "imp": [0.0, 0.01, 0.0],
+            "wanda": [0.0, 0.0, 0.02],
+            "llm-pruner": [0.01, 0.0, 0.0],
+        }.items()
+        for v in vals
+    ]
     v, t = claims.sp_vs_pruners(pd.DataFrame(rows))
     assert v.verdict == "reproduced" and list(t.index) == ["sp", "imp", "wanda", "llm-pruner"]
     rows = [{**r, "emc2_auc": 0.4 if r["method"] == "wanda" else r["emc2_auc"]} for r in rows]
@@ -61,7 +68,10 @@ def test_combine_and_lower_is_better():
     assert claims.combine(["not measured"]) == "not measured"
     E = claims.Estimate
     # a loss of 0.1 ± 0.01 is lower than 0.5 ± 0.01
-    assert claims.compare_estimates(claims.lower_is_better(E(0.1, 0.09, 0.11)), claims.lower_is_better(E(0.5, 0.49, 0.51))) == "reproduced"
+    assert (
+        claims.compare_estimates(claims.lower_is_better(E(0.1, 0.09, 0.11)), claims.lower_is_better(E(0.5, 0.49, 0.51)))
+        == "reproduced"
+    )
 
 
 def test_verdict_says_which_judge_it_used():

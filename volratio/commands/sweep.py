@@ -28,17 +28,28 @@ def register(sub) -> None:
     )
     p.add_argument("spec", help="sweep spec file (.toml, .yaml or .yml); see examples/sweeps/quick.toml")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", type=A.scheduler_address, metavar="ADDR", help="address of a running Dask scheduler, e.g. tcp://10.0.0.1:8786")
-    where.add_argument("--workers", type=A.positive_int, metavar="N", help="start a Dask LocalCluster of N single-threaded workers")
+    where.add_argument(
+        "--scheduler",
+        type=A.scheduler_address,
+        metavar="ADDR",
+        help="address of a running Dask scheduler, e.g. tcp://10.0.0.1:8786",
+    )
+    where.add_argument(
+        "--workers", type=A.positive_int, metavar="N", help="start a Dask LocalCluster of N single-threaded workers"
+    )
     where.add_argument("--processes", type=A.positive_int, metavar="N", help="run on N local processes (no Dask)")
     p.add_argument("--out", required=True, metavar="DIR", help="results store (created if absent)")
-    p.add_argument("--resume", action="store_true", help="continue in a store that already holds runs (done runs are skipped)")
+    p.add_argument(
+        "--resume", action="store_true", help="continue in a store that already holds runs (done runs are skipped)"
+    )
     p.add_argument("--retry-failed", action="store_true", help="rerun runs whose last attempt failed")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_json_flag(p)
     p.set_defaults(func=_sweep)
 
-    r = sub.add_parser("results", help="summary table of a results store", description="Print the runs of a results store.")
+    r = sub.add_parser(
+        "results", help="summary table of a results store", description="Print the runs of a results store."
+    )
     r.add_argument("dir", metavar="DIR", help="results store written by `volratio sweep`")
     r.add_argument("--tracebacks", action="store_true", help="print the traceback of every failed run")
     add_json_flag(r)
@@ -107,7 +118,10 @@ def _results(args) -> int:
             if r["status"] == "done" and store.status(r["key"]) is None:
                 r["status"] = "damaged"
     payload = [
-        {k: r[k] for k in ("key", "status", "config", "metrics", "artifacts", "error", "traceback", "attempts", "seconds")}
+        {
+            k: r[k]
+            for k in ("key", "status", "config", "metrics", "artifacts", "error", "traceback", "attempts", "seconds")
+        }
         for r in records
     ]
     emit(args, payload, _table_text(store, records, args.tracebacks))
@@ -124,7 +138,11 @@ def _table_text(store, records, tracebacks: bool) -> str:
     frame = store.frame()
     frame["status"] = [r["status"] for r in records]
     config_cols = sorted({k for r in records for k in flatten(r["config"])})
-    fixed = {c: frame[c].iloc[0] for c in config_cols if c in frame and frame[c].astype(str).nunique() == 1 and len(frame) > 1}
+    fixed = {
+        c: frame[c].iloc[0]
+        for c in config_cols
+        if c in frame and frame[c].astype(str).nunique() == 1 and len(frame) > 1
+    }
     shown = frame.drop(columns=[c for c in fixed if c != "seed"] + ["attempts"], errors="ignore")
     if shown["error"].isna().all():
         shown = shown.drop(columns=["error"])
