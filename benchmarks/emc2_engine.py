@@ -58,7 +58,7 @@ def bench(spec: str, res: int, n_units: int | None, deltas, n_naive: int, device
         t0 = time.perf_counter()
         eng = emc2.PerturbationEngine(net, res, device=device, dtype=dtype, memory_bytes=memory_bytes)
         n = 0
-        for idx, img in eng.iter_images(P, D):
+        for idx, _img in eng.iter_images(P, D):
             n += len(idx)
         sync()
         t_eng = min(t_eng, time.perf_counter() - t0)
@@ -72,9 +72,16 @@ def bench(spec: str, res: int, n_units: int | None, deltas, n_naive: int, device
     check = eng.render(P[sub], D[sub])
     err = max(float((a.double() - b.double()).abs().max()) for a, b in zip(check, ref))
     return {
-        "spec": spec, "n": n, "engine_per_s": eng_rate, "naive_per_s": 1.0 / t_naive,
-        "speedup": eng_rate * t_naive, "engine_gflops": flops / t_eng / 1e9, "max_abs_diff": err,
-        "width_kept": eng.width_kept, "width": net.width, "res": res,
+        "spec": spec,
+        "n": n,
+        "engine_per_s": eng_rate,
+        "naive_per_s": 1.0 / t_naive,
+        "speedup": eng_rate * t_naive,
+        "engine_gflops": flops / t_eng / 1e9,
+        "max_abs_diff": err,
+        "width_kept": eng.width_kept,
+        "width": net.width,
+        "res": res,
         "batch": max(1, eng.memory_bytes // (res * res * torch.finfo(dtype).bits // 8 * (4 * (net.width + 3) + 6))),
     }
 
@@ -100,13 +107,18 @@ def matmul_rate(batch: int, pixels: int, width: int, device, dtype, seconds: flo
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="dense net: the incoming weights of 8 random units (Picbreeder: all); 4 δ")
+    ap.add_argument(
+        "--quick", action="store_true", help="dense net: the incoming weights of 8 random units (Picbreeder: all); 4 δ"
+    )
     ap.add_argument("--res", type=int, default=64)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
-    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (shared machines: 1 is the stable choice)")
-    ap.add_argument("--memory-mib", type=int, default=None, help="engine working-memory cap per batch (default: the engine's)")
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch CPU threads (shared machines: 1 is the stable choice)"
+    )
+    ap.add_argument(
+        "--memory-mib", type=int, default=None, help="engine working-memory cap per batch (default: the engine's)"
+    )
     ap.add_argument("--repeats", type=int, default=3, help="best of this many timings of each method")
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
@@ -114,20 +126,26 @@ def main(argv=None):
     deltas = (-1.0, -0.25, 0.25, 1.0) if a.quick else emc2.DEFAULT_DELTAS
     n_dense, n_naive = (8, 60) if a.quick else (None, 300)  # quick: 8 units' incoming weights of the dense net
     mem = None if a.memory_mib is None else a.memory_mib * 2**20
-    print(f"device {device}, {a.dtype}, {a.threads} thread(s), res {a.res}, δ {list(deltas)}, "
-          f"{'quick' if a.quick else 'full'} scale")
+    print(
+        f"device {device}, {a.dtype}, {a.threads} thread(s), res {a.res}, δ {list(deltas)}, "
+        f"{'quick' if a.quick else 'full'} scale"
+    )
     rows = []
     for spec, n_units in (("fer-sgd:skull", n_dense), ("picbreeder:skull", None)):
         r = bench(spec, a.res, n_units, deltas, n_naive, device, dtype, mem, a.repeats)
         rows.append(r)
-        print(f"{spec:<18} {r['n']:>6} perturbations  engine {r['engine_per_s']:9.1f}/s  naive {r['naive_per_s']:7.1f}/s  "
-              f"speed-up {r['speedup']:6.1f}x  engine {r['engine_gflops']:.2f} GFLOP/s  "
-              f"max |engine − naive| {r['max_abs_diff']:.1e}  units kept/layer {r['width_kept']}")
+        print(
+            f"{spec:<18} {r['n']:>6} perturbations  engine {r['engine_per_s']:9.1f}/s  naive {r['naive_per_s']:7.1f}/s  "
+            f"speed-up {r['speedup']:6.1f}x  engine {r['engine_gflops']:.2f} GFLOP/s  "
+            f"max |engine − naive| {r['max_abs_diff']:.1e}  units kept/layer {r['width_kept']}"
+        )
     dense = rows[0]
     peak = matmul_rate(dense["batch"], a.res * a.res, dense["width"], device, dtype)
     roof = 100.0 * dense["engine_gflops"] * 1e9 / peak
-    print(f"matmul ({dense['width']}, {dense['width']}) @ ({dense['batch']}, {dense['width']}, {a.res * a.res}): "
-          f"{peak / 1e9:.2f} GFLOP/s; dense engine reaches {roof:.0f}% of it")
+    print(
+        f"matmul ({dense['width']}, {dense['width']}) @ ({dense['batch']}, {dense['width']}, {a.res * a.res}): "
+        f"{peak / 1e9:.2f} GFLOP/s; dense engine reaches {roof:.0f}% of it"
+    )
     print(f"dense {dense['speedup']:.1f}x  picbreeder {rows[1]['speedup']:.1f}x  roofline {roof:.0f}%")
 
 

@@ -62,15 +62,21 @@ def main(argv=None) -> float:
     for k in range(args.K):
         single = CoordMLP(arch, head="grey", seed=k)
         train(single, img, one)
-        diff = max(diff, max((pop1.weights[i][k] - single.weights[i][0]).abs().max().item() for i in range(pop1.n_kernels)))
+        diff = max(
+            diff, max((pop1.weights[i][k] - single.weights[i][0]).abs().max().item() for i in range(pop1.n_kernels))
+        )
     loss_gap = float(np.max(np.abs(pop_loss - sep_loss) / sep_loss))
     print(f"K={args.K} arch={arch} res={args.res} steps={steps} threads={torch.get_num_threads()}")
     print(f"population: {t_pop:.2f} s wall, {c_pop:.2f} s CPU   separate runs: {t_sep:.2f} s wall, {c_sep:.2f} s CPU")
-    print(f"after one step max |Δw| = {diff:.1e}; after {steps} steps max relative |Δ final MSE| = {loss_gap:.1e} "
-          f"(mean final MSE {pop_loss.mean():.4f})")
+    print(
+        f"after one step max |Δw| = {diff:.1e}; after {steps} steps max relative |Δ final MSE| = {loss_gap:.1e} "
+        f"(mean final MSE {pop_loss.mean():.4f})"
+    )
     print(f"CPU-time ratio {c_sep / c_pop:.1f}x (less sensitive to other load)")
     if diff > 1e-5 or loss_gap > 0.05:
-        raise SystemExit(f"population and separate runs disagree (one-step |Δw| {diff:.1e}, final-loss gap {loss_gap:.1e})")
+        raise SystemExit(
+            f"population and separate runs disagree (one-step |Δw| {diff:.1e}, final-loss gap {loss_gap:.1e})"
+        )
     speedup = t_sep / t_pop
     print(f"{speedup:.1f}x")
     return speedup

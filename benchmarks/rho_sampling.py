@@ -68,8 +68,10 @@ def main(argv=None) -> tuple[float, float, float]:
     n_bits = (1 << 21) if args.quick else (1 << 24)
     n_float = (1 << 17) if args.quick else (1 << 20)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"target {t.spec} (n={t.n}), W={args.W}, L={args.L}; {os.cpu_count()} cores, load average {load:.2f} "
-          "(a loaded machine lowers every rate below)")
+    print(
+        f"target {t.spec} (n={t.n}), W={args.W}, L={args.L}; {os.cpu_count()} cores, load average {load:.2f} "
+        "(a loaded machine lowers every rate below)"
+    )
 
     bits1 = SamplerConfig(device="cpu")
     bitsk = SamplerConfig(device="cpu", workers=args.workers)
@@ -77,10 +79,14 @@ def main(argv=None) -> tuple[float, float, float]:
     count(t, args.W, args.L, 1 << 16, bitsk, seed=99)  # start the worker processes
     r_b1, c1 = rate(t, args.W, args.L, n_bits // 2, bits1)
     r_bk, ck = rate(t, args.W, args.L, n_bits, bitsk)
-    print(f"bits,  1 process:   {r_b1:.3g} networks/s ({c1.solutions} solutions, {c1.compositional} compositional "
-          f"in {c1.samples:,})")
-    print(f"bits,  {args.workers} processes: {r_bk:.3g} networks/s ({ck.solutions} solutions, {ck.compositional} "
-          f"compositional in {ck.samples:,})")
+    print(
+        f"bits,  1 process:   {r_b1:.3g} networks/s ({c1.solutions} solutions, {c1.compositional} compositional "
+        f"in {c1.samples:,})"
+    )
+    print(
+        f"bits,  {args.workers} processes: {r_bk:.3g} networks/s ({ck.solutions} solutions, {ck.compositional} "
+        f"compositional in {ck.samples:,})"
+    )
 
     before = torch.get_num_threads()
     fl = SamplerConfig(device="cpu", engine="float")
@@ -96,15 +102,19 @@ def main(argv=None) -> tuple[float, float, float]:
     words = args.W * SamplerConfig().chunk  # one (W, chunk) array: what one evaluator operation touches
     peak1 = bitwise_rate(words)
     ops = bitslice.op_count(t.n, args.W, args.L)
-    print(f"uint64 AND/XOR on {words}-word arrays: {peak1 / 1e9:.3g} G operations/s per process; "
-          f"evaluator: {ops['total']} word operations per network ({ops})")
+    print(
+        f"uint64 AND/XOR on {words}-word arrays: {peak1 / 1e9:.3g} G operations/s per process; "
+        f"evaluator: {ops['total']} word operations per network ({ops})"
+    )
     pct1 = 100 * r_b1 * ops["total"] / peak1
     pct = 100 * r_bk * ops["total"] / (args.workers * peak1)
     speed1, speedup = r_b1 / r_f1, r_bk / max(r_f1, r_fk)  # against the faster float configuration
     print(f"one core: {speed1:.1f}x the float path, roofline {pct1:.1f}%")
     ok = r_bk >= 2e6 and speedup >= 10 and pct >= 30
-    print(f"goals on an idle 2-core machine: ≥ 2e6 networks/s, ≥ 10x the float path, ≥ 30% of the bitwise rate "
-          f"({'met' if ok else 'not met'} in this run)")
+    print(
+        f"goals on an idle 2-core machine: ≥ 2e6 networks/s, ≥ 10x the float path, ≥ 30% of the bitwise rate "
+        f"({'met' if ok else 'not met'} in this run)"
+    )
     print(f"{r_bk:.3g} networks/s  {speedup:.1f}x  roofline {pct:.1f}%")
     bitslice.shutdown_pools()
     return r_bk, speedup, pct

@@ -42,7 +42,9 @@ def main(argv=None) -> float:
     img = get_target("planted:1").image(64)
     default = torch.get_num_threads()
     chosen = threads.threads_per_worker()
-    print(f"cores usable {threads.usable_cores()}, busy (load) {threads.busy_cores()}, 1-min load {os.getloadavg()[0]:.2f}")
+    print(
+        f"cores usable {threads.usable_cores()}, busy (load) {threads.busy_cores()}, 1-min load {os.getloadavg()[0]:.2f}"
+    )
     _time(1, 2, img)  # warm-up
     t_chosen, l_chosen = _time(chosen, steps, img)
     t_default, l_default = _time(default, steps, img)

@@ -66,7 +66,9 @@ def _png_header_only(path: Path, w: int, h: int, mode: int = 0) -> None:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
     ihdr = struct.pack(">IIBBBBB", w, h, 8, mode, 0, 0, 0)
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b""))
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +87,16 @@ def files(tmp_path_factory):
     meta = {"format": "volratio.CoordMLP/1", "arch": "2;gaussian:4", "head": "grey", "population": 1, "n_inputs": 4}
     good = {f"weight{i}": w.detach() for i, w in enumerate(net.weights)}
     good.update({f"mask{i}": m.to(torch.uint8) for i, m in enumerate(net.masks)})
-    save_file(good, str(d / "noarch.safetensors"), metadata={"volratio": json.dumps({"format": meta["format"], "head": "grey"})})
-    save_file(good, str(d / "nohead.safetensors"), metadata={"volratio": json.dumps({"format": meta["format"], "arch": "2;gaussian:4"})})
+    save_file(
+        good,
+        str(d / "noarch.safetensors"),
+        metadata={"volratio": json.dumps({"format": meta["format"], "head": "grey"})},
+    )
+    save_file(
+        good,
+        str(d / "nohead.safetensors"),
+        metadata={"volratio": json.dumps({"format": meta["format"], "arch": "2;gaussian:4"})},
+    )
     save_file(good, str(d / "listmeta.safetensors"), metadata={"volratio": json.dumps([1, 2])})
     save_file(good, str(d / "nometa.safetensors"))
     ints = dict(good, **{f"weight{i}": torch.zeros_like(w, dtype=torch.int32) for i, w in enumerate(net.weights)})
@@ -126,9 +136,21 @@ def issue_cases(d: Path):
         # unbounded sizes: refused before allocating, with the estimate
         ("render deep planted", ["render", "planted:1:depth=100000", "--out", "OUT.png"], ["depth", "[1, 64]"]),
         ("render res 1e6", ["render", n, "--res", "1000000", "--out", "OUT.png"], ["memory", "budget", "--res"]),
-        ("render target res 1e6", ["render", "image:camera", "--res", "1000000", "--out", "OUT.png"], ["memory", "budget"]),
-        ("train width 1e8", ["train", "planted:1", "--width", "100000000", "--steps", "1", "--out", "OUT.st"], ["memory", "width"]),
-        ("train res 1e5", ["train", "planted:1", "--res", "100000", "--steps", "1", "--out", "OUT.st"], ["memory", "budget"]),
+        (
+            "render target res 1e6",
+            ["render", "image:camera", "--res", "1000000", "--out", "OUT.png"],
+            ["memory", "budget"],
+        ),
+        (
+            "train width 1e8",
+            ["train", "planted:1", "--width", "100000000", "--steps", "1", "--out", "OUT.st"],
+            ["memory", "width"],
+        ),
+        (
+            "train res 1e5",
+            ["train", "planted:1", "--res", "100000", "--steps", "1", "--out", "OUT.st"],
+            ["memory", "budget"],
+        ),
         ("welch frame m=1e5", ["welch", "frame", "--m", "100000", "--n", "3"], ["memory", "fewer vectors"]),
         ("welch bound huge k", ["welch", "bound", "--m", "5", "--n", "1000000", "--k", "1000000"], ["binomial"]),
         ("file bomb", ["render", f"file:{d}/bomb.png", "--out", "OUT.png"], ["pixels", "smaller image"]),
@@ -136,24 +158,60 @@ def issue_cases(d: Path):
         ("sparse huge safetensors", ["info", d / "huge.safetensors"], ["memory", "budget"]),
         ("emc2 res 1e5", ["emc2", n, *t, "--res", "100000"], ["memory", "--res"]),
         ("sweep-weights res 1e5", ["sweep-weights", n, "--res", "100000", "--out", "OUT.png"], ["memory", "--res"]),
-        ("sweep-weights controls 1e9", ["sweep-weights", n, "--controls", "1e9", "--res", "8", "--out", "OUT.png"], ["memory", "--controls"]),
+        (
+            "sweep-weights controls 1e9",
+            ["sweep-weights", n, "--controls", "1e9", "--res", "8", "--out", "OUT.png"],
+            ["memory", "--controls"],
+        ),
         ("welch net maps res 1e5", ["welch", "net", n, "--vectors", "maps", "--res", "100000"], ["memory", "--res"]),
         ("depth ratio res 1e6", ["depth", "ratio", "image:camera", "--res", "1000000"], ["memory"]),
-        ("rho basin samples 1e9", ["rho", "basin", "--target", "planted:1", "--W", "2", "--L", "1", "--samples", "1e9"], ["memory", "--samples"]),
-        ("train depth 1e5", ["train", "planted:1", "--depth", "100000", "--width", "1000", "--out", "OUT.st"], ["memory", "depth"]),
-        ("depth sweep depths 1..1e5", ["depth", "sweep", "planted:1", "--depths", "1..100000", "--out", "OUTDIR"], ["depths", "256"]),
-        ("rho boolean huge W", ["rho", "boolean", "--target", "chain:2", "--W", "5000", "--L", "3", "--samples", "10"], ["memory"]),
-        ("rho W range too long", ["rho", "boolean", "--target", "chain:2", "--W", "1-100000000", "--L", "2"], ["--W", "more than"]),
+        (
+            "rho basin samples 1e9",
+            ["rho", "basin", "--target", "planted:1", "--W", "2", "--L", "1", "--samples", "1e9"],
+            ["memory", "--samples"],
+        ),
+        (
+            "train depth 1e5",
+            ["train", "planted:1", "--depth", "100000", "--width", "1000", "--out", "OUT.st"],
+            ["memory", "depth"],
+        ),
+        (
+            "depth sweep depths 1..1e5",
+            ["depth", "sweep", "planted:1", "--depths", "1..100000", "--out", "OUTDIR"],
+            ["depths", "256"],
+        ),
+        (
+            "rho boolean huge W",
+            ["rho", "boolean", "--target", "chain:2", "--W", "5000", "--L", "3", "--samples", "10"],
+            ["memory"],
+        ),
+        (
+            "rho W range too long",
+            ["rho", "boolean", "--target", "chain:2", "--W", "1-100000000", "--L", "2"],
+            ["--W", "more than"],
+        ),
         # tracebacks before
-        ("out unwritable", ["render", "planted:1", "--res", "8", "--out", "/proc/volratio-test.png"], ["cannot write", "/proc"]),
+        (
+            "out unwritable",
+            ["render", "planted:1", "--res", "8", "--out", "/proc/volratio-test.png"],
+            ["cannot write", "/proc"],
+        ),
         ("out is a folder", ["render", "planted:1", "--res", "8", "--out", d / "folder"], ["folder", "file path"]),
-        ("device banana", ["train", "planted:1", "--device", "banana", "--out", "OUT.st"], ["--device", "banana", "cpu"]),
+        (
+            "device banana",
+            ["train", "planted:1", "--device", "banana", "--out", "OUT.st"],
+            ["--device", "banana", "cpu"],
+        ),
         ("steps -5", ["train", "planted:1", "--steps", "-5", "--out", "OUT.st"], ["--steps", "positive integer"]),
         ("lr nan", ["train", "planted:1", "--lr", "nan", "--out", "OUT.st"], ["--lr", "finite"]),
         ("lr -1", ["train", "planted:1", "--lr", "-1", "--out", "OUT.st"], ["--lr", "> 0"]),
         ("seed 1e20", ["train", "planted:1", "--seed", "1e20", "--out", "OUT.st"], ["--seed", "out of range"]),
         ("seed -1", ["emc2", n, *t, "--seed", "-1"], ["--seed"]),
-        ("confidence 1.5", ["rho", "boolean", "--target", "chain:2", "--W", "2", "--L", "2", "--confidence", "1.5"], ["--confidence", "(0, 1)"]),
+        (
+            "confidence 1.5",
+            ["rho", "boolean", "--target", "chain:2", "--W", "2", "--L", "2", "--confidence", "1.5"],
+            ["--confidence", "(0, 1)"],
+        ),
         ("planted:-1", ["render", "planted:-1", "--out", "OUT.png"], ["seed", "planted:3"]),
         ("file not an image", ["render", f"file:{d}/notimage.png", "--out", "OUT.png"], ["not an image", "png"]),
         ("file truncated", ["render", f"file:{d}/truncated.png", "--res", "8", "--out", "OUT.png"], ["damaged"]),
@@ -163,17 +221,37 @@ def issue_cases(d: Path):
         ("no volratio metadata", ["info", d / "nometa.safetensors"], ["metadata", "CoordMLP.save"]),
         ("int32 weights", ["info", d / "int32.safetensors"], ["I32", "F32"]),
         ("kernel of the wrong shape", ["info", d / "shape.safetensors"], ["weight1", "shape"]),
-        ("calibration not planted", ["depth", "predict", "planted:1", "--calibration", "image:camera"], ["planted", "calibration"]),
-        ("scheduler not a url", ["sweep", "x.toml", "--scheduler", "not a url", "--out", "OUTDIR"], ["--scheduler", "tcp://"]),
+        (
+            "calibration not planted",
+            ["depth", "predict", "planted:1", "--calibration", "image:camera"],
+            ["planted", "calibration"],
+        ),
+        (
+            "scheduler not a url",
+            ["sweep", "x.toml", "--scheduler", "not a url", "--out", "OUTDIR"],
+            ["--scheduler", "tcp://"],
+        ),
         # silently wrong before
         ("deltas nan", ["emc2", n, *t, "--deltas", "nan,1", "--json"], ["--deltas", "nan", "finite"]),
         ("deltas inf", ["emc2", n, *t, "--deltas", "1,inf", "--json"], ["--deltas", "finite"]),
         ("max-params -4", ["emc2", n, *t, "--max-params", "-4"], ["--max-params", "positive"]),
         ("max-params 0", ["emc2", n, *t, "--max-params", "0"], ["--max-params", "positive"]),
         ("sweep-weights n -3", ["sweep-weights", n, "--n", "-3", "--out", "OUT.png"], ["--n", "positive"]),
-        ("sweep-weights params out of range", ["sweep-weights", n, "--params", "0:-1:2", "--res", "8", "--out", "OUT.png"], ["0:-1:2", "volratio info"]),
-        ("rho samples -10", ["rho", "boolean", "--target", "chain:2", "--W", "2", "--L", "2", "--samples", "-10"], ["--samples"]),
-        ("threshold nan", ["rho", "basin", "--target", "planted:1", "--W", "2", "--L", "1", "--threshold", "nan"], ["--threshold"]),
+        (
+            "sweep-weights params out of range",
+            ["sweep-weights", n, "--params", "0:-1:2", "--res", "8", "--out", "OUT.png"],
+            ["0:-1:2", "volratio info"],
+        ),
+        (
+            "rho samples -10",
+            ["rho", "boolean", "--target", "chain:2", "--W", "2", "--L", "2", "--samples", "-10"],
+            ["--samples"],
+        ),
+        (
+            "threshold nan",
+            ["rho", "basin", "--target", "planted:1", "--W", "2", "--L", "1", "--threshold", "nan"],
+            ["--threshold"],
+        ),
         ("nan weights render", ["render", d / "nan.safetensors", "--out", "OUT.png"], ["NaN", "retrain"]),
         ("nan weights emc2", ["emc2", d / "nan.safetensors", *t, "--json"], ["NaN", "retrain"]),
         ("100000x1 png", ["render", f"file:{d}/wide.png", "--out", "OUT.png"], ["100000×1", "at least"]),
@@ -181,18 +259,38 @@ def issue_cases(d: Path):
         ("prune tau 2", ["prune", n, *t, "--method", "sp", "--tau", "2", "--out", "OUT.st"], ["--tau", "[0, 1]"]),
         ("prune rounds -1", ["prune", n, *t, "--method", "sp", "--rounds", "-1", "--out", "OUT.st"], ["--rounds"]),
         ("prune steps -3", ["prune", n, *t, "--method", "sp", "--steps", "-3", "--out", "OUT.st"], ["--steps"]),
-        ("prune sparsity 1", ["prune", n, *t, "--method", "random", "--sparsity", "1", "--out", "OUT.st"], ["--sparsity"]),
+        (
+            "prune sparsity 1",
+            ["prune", n, *t, "--method", "random", "--sparsity", "1", "--out", "OUT.st"],
+            ["--sparsity"],
+        ),
         # misleading errors before
         ("planted:abc", ["render", "planted:abc", "--out", "OUT.png"], ["planted", "seed must be an integer"]),
         ("planted depth=0", ["render", "planted:1:depth=0", "--out", "OUT.png"], ["depth", "[1, 64]"]),
         ("image:nosuch", ["render", "image:nosuch", "--out", "OUT.png"], ["unknown image", "camera"]),
         ("scene part without kind", ["render", "scene:skull+nosuch", "--out", "OUT.png"], ["'skull'", "KIND:NAME"]),
-        ("neither network nor target", ["render", "banana:1", "--out", "OUT.png"], ["neither a network", "volratio targets"]),
+        (
+            "neither network nor target",
+            ["render", "banana:1", "--out", "OUT.png"],
+            ["neither a network", "volratio targets"],
+        ),
         # files
         ("out exists", ["render", "planted:1", "--res", "8", "--out", d / "spec.toml"], ["already exists", "--force"]),
-        ("out is the input", ["prune", n, *t, "--method", "random", "--sparsity", "0.5", "--out", n], ["is the input", "--force"]),
-        ("out parent missing", ["render", "planted:1", "--res", "8", "--out", d / "a" / "b" / "x.png"], ["does not exist", "mkdir"]),
-        ("data fetch --dest missing parent", ["data", "fetch", "--dest", d / "no" / "where"], ["--dest", "does not exist"]),
+        (
+            "out is the input",
+            ["prune", n, *t, "--method", "random", "--sparsity", "0.5", "--out", n],
+            ["is the input", "--force"],
+        ),
+        (
+            "out parent missing",
+            ["render", "planted:1", "--res", "8", "--out", d / "a" / "b" / "x.png"],
+            ["does not exist", "mkdir"],
+        ),
+        (
+            "data fetch --dest missing parent",
+            ["data", "fetch", "--dest", d / "no" / "where"],
+            ["--dest", "does not exist"],
+        ),
         ("store --out is a file", ["sweep", "x.toml", "--out", d / "spec.toml"], ["is a file"]),
         # stores
         ("results of a non-store folder", ["results", d / "notastore"], ["not a results store"]),
@@ -230,8 +328,22 @@ def test_force_overwrites_and_saved_files_have_ordinary_modes(files, tmp_path, c
     assert run(capsys, "render", "planted:1", "--res", "8", "--out", out, "--force")[0] == 0
     assert out.read_bytes()[:4] == b"\x89PNG"
     net_out = tmp_path / "n.safetensors"
-    rc, stdout, _ = run(capsys, "train", "planted:1", "--depth", "1", "--width", "3", "--steps", "2", "--res", "8",
-                        "--out", net_out, "--json")
+    rc, stdout, _ = run(
+        capsys,
+        "train",
+        "planted:1",
+        "--depth",
+        "1",
+        "--width",
+        "3",
+        "--steps",
+        "2",
+        "--res",
+        "8",
+        "--out",
+        net_out,
+        "--json",
+    )
     assert rc == 0 and strict_json(stdout)["out"] == str(net_out)
     umask = os.umask(0)
     os.umask(umask)
@@ -242,8 +354,26 @@ def test_force_overwrites_and_saved_files_have_ordinary_modes(files, tmp_path, c
 def test_prune_force_may_replace_its_input(files, tmp_path, capsys):
     src = tmp_path / "n.safetensors"
     src.write_bytes((files / "net.safetensors").read_bytes())
-    rc, _, err = run(capsys, "prune", src, "--target", "planted:1", "--method", "magnitude", "--sparsity", "0.2",
-                       "--exclude-output", "--steps", "0", "--res", "8", "--out", src, "--force", "--json")
+    rc, _, err = run(
+        capsys,
+        "prune",
+        src,
+        "--target",
+        "planted:1",
+        "--method",
+        "magnitude",
+        "--sparsity",
+        "0.2",
+        "--exclude-output",
+        "--steps",
+        "0",
+        "--res",
+        "8",
+        "--out",
+        src,
+        "--force",
+        "--json",
+    )
     assert rc == 0, err
     assert CoordMLP.load(src).provenance["pruned"]["method"] == "magnitude"
 
@@ -260,17 +390,34 @@ def test_json_is_strict():
     buf, old = io.StringIO(), sys.stdout
     sys.stdout = buf
     try:
-        emit(Args, {"a": float("nan"), "b": [float("inf"), -float("inf"), 1.5], "c": torch.tensor(2.0),
-                    "d": __import__("numpy").array([float("nan"), 1.0]), "e": (1, 2), "p": Path("x")})
+        emit(
+            Args,
+            {
+                "a": float("nan"),
+                "b": [float("inf"), -float("inf"), 1.5],
+                "c": torch.tensor(2.0),
+                "d": __import__("numpy").array([float("nan"), 1.0]),
+                "e": (1, 2),
+                "p": Path("x"),
+            },
+        )
     finally:
         sys.stdout = old
-    assert strict_json(buf.getvalue()) == {"a": None, "b": [None, None, 1.5], "c": 2.0, "d": [None, 1.0],
-                                           "e": [1, 2], "p": "x"}
+    assert strict_json(buf.getvalue()) == {
+        "a": None,
+        "b": [None, None, 1.5],
+        "c": 2.0,
+        "d": [None, 1.0],
+        "e": [1, 2],
+        "p": "x",
+    }
 
 
 def test_budget_can_be_raised_and_lowered(files, tmp_path, capsys, monkeypatch):
     monkeypatch.delenv(budget.ENV, raising=False)
-    rc, _, err = run(capsys, "--memory-budget", "1M", "render", "planted:1", "--res", "256", "--out", tmp_path / "a.png")
+    rc, _, err = run(
+        capsys, "--memory-budget", "1M", "render", "planted:1", "--res", "256", "--out", tmp_path / "a.png"
+    )
     assert_one_line_error(rc, err, "1.05 MB", "--memory-budget")
     assert budget.ENV not in os.environ  # the flag holds for that command only
     monkeypatch.setenv(budget.ENV, "none")
@@ -313,8 +460,15 @@ def test_targets_into_a_closed_pipe_exits_quietly():
     r, w = os.pipe()
     os.close(r)
     try:
-        p = subprocess.run([sys.executable, "-m", "volratio", "targets"], stdout=w, stderr=subprocess.PIPE,
-                           text=True, env=env, timeout=120, check=False)
+        p = subprocess.run(
+            [sys.executable, "-m", "volratio", "targets"],
+            stdout=w,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
     finally:
         os.close(w)
     assert p.returncode == 141 and p.stderr == "", p.stderr
@@ -394,9 +548,28 @@ def test_library_refuses_bad_values_too():
 # Every parser, every option (hypothesis)
 
 # options whose value is free text checked by the command itself (specs, paths, labels)
-FREE_TEXT = {"spec", "target", "net", "dir", "out", "dest", "label", "judge_model", "activation", "params", "chunk", "store",
-             "calibration", "depths", "match", "memory_budget",
-             "url", "reference", "model", "groups"}  # checked by their commands (base_url, image loading, model loading, group names)
+FREE_TEXT = {
+    "spec",
+    "target",
+    "net",
+    "dir",
+    "out",
+    "dest",
+    "label",
+    "judge_model",
+    "activation",
+    "params",
+    "chunk",
+    "store",
+    "calibration",
+    "depths",
+    "match",
+    "memory_budget",
+    "url",
+    "reference",
+    "model",
+    "groups",
+}  # checked by their commands (base_url, image loading, model loading, group names)
 VALIDATORS = (A.Int, A.Float, A.FloatList)
 
 
@@ -435,24 +608,61 @@ def _base_argv(path, parser) -> list[str]:
 
 
 LEAVES = list(_subparsers(build_parser()))
-VALUED = [(path, p, a) for path, p in LEAVES for a in p._actions
-          if a.option_strings and a.nargs != 0 and a.dest != "help"]
+VALUED = [
+    (path, p, a) for path, p in LEAVES for a in p._actions if a.option_strings and a.nargs != 0 and a.dest != "help"
+]
 
 
 def test_every_option_is_validated():
     """Every option that takes a value has choices, a validator from volratio.commands._args, or
     is free text that its command checks (a spec, a path, a label)."""
-    loose = [(" ".join(path), a.option_strings[0]) for path, p, a in VALUED
-             if not a.choices and not isinstance(a.type, VALIDATORS) and a.type not in (A.device, A.scheduler_address, A.key_value, int_list)
-             and a.dest not in FREE_TEXT]
+    loose = [
+        (" ".join(path), a.option_strings[0])
+        for path, p, a in VALUED
+        if not a.choices
+        and not isinstance(a.type, VALIDATORS)
+        and a.type not in (A.device, A.scheduler_address, A.key_value, int_list)
+        and a.dest not in FREE_TEXT
+    ]
     assert loose == [], f"options without a validator: {loose}"
     assert len(LEAVES) >= 15 and len(VALUED) >= 60
 
 
 BAD_TEXT = st.one_of(
-    st.sampled_from(["nan", "-nan", "inf", "-inf", "Infinity", "", " ", "-1", "-5", "0", "-0.0", "1e20", "-1e20",
-                     "100000000000000000000", "1.5", "2", "1e-400", "0x10", "1,2", "nan,1", "banana", "cuda:99",
-                     "--", "-", "∞", "١٢", "1_000", "tcp://", "1e308", "9" * 400]),
+    st.sampled_from(
+        [
+            "nan",
+            "-nan",
+            "inf",
+            "-inf",
+            "Infinity",
+            "",
+            " ",
+            "-1",
+            "-5",
+            "0",
+            "-0.0",
+            "1e20",
+            "-1e20",
+            "100000000000000000000",
+            "1.5",
+            "2",
+            "1e-400",
+            "0x10",
+            "1,2",
+            "nan,1",
+            "banana",
+            "cuda:99",
+            "--",
+            "-",
+            "∞",
+            "١٢",
+            "1_000",
+            "tcp://",
+            "1e308",
+            "9" * 400,
+        ]
+    ),
     st.integers(min_value=-(10**30), max_value=10**30).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.text(max_size=12),
@@ -498,7 +708,9 @@ def test_parsers_refuse_generated_bad_values(case, text):
         assert math.isfinite(value)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(m=BAD_TEXT, n=BAD_TEXT, k=BAD_TEXT)
 def test_welch_bound_runs_or_refuses(m, n, k, capsys):
     """The cheapest command run end to end on generated values: a correct, strict-JSON answer or

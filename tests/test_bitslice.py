@@ -97,8 +97,17 @@ def _verdicts_both_ways(spec, W, L, cfg, B, seed):
 
 
 @pytest.mark.parametrize("weights,masks", SAMPLERS)
-@pytest.mark.parametrize("spec,W,L", [("tree:1:2", 2, 2), ("chain:2", 2, 2), ("chain:2", 3, 3), ("tree:2:2", 2, 2),
-                                      ("tree:2:2", 4, 3), ("chain:3", 3, 3)])
+@pytest.mark.parametrize(
+    "spec,W,L",
+    [
+        ("tree:1:2", 2, 2),
+        ("chain:2", 2, 2),
+        ("chain:2", 3, 3),
+        ("tree:2:2", 2, 2),
+        ("tree:2:2", 4, 3),
+        ("chain:3", 3, 3),
+    ],
+)
 def test_solution_and_compositional_verdicts_equal_the_float_path(weights, masks, spec, W, L):
     cfg = SamplerConfig(weights=weights, masks=masks, fan_in=2, device="cpu")
     sol_f, comp_f, sol_b, comp_b = _verdicts_both_ways(spec, W, L, cfg, 40_000, 7)
@@ -158,8 +167,11 @@ def test_bits_engine_inside_interval_around_exact(spec, W, L):
     cfg = SamplerConfig(device="cpu")
     e = exact(t, W, L, cfg)
     c = count(t, W, L, 300_000, cfg, seed=11)
-    for k, nn, want in [(c.solutions, c.samples, e.p_solution), (c.compositional, c.samples, e.p_compositional),
-                        (c.compositional, c.solutions, e.rho)]:
+    for k, nn, want in [
+        (c.solutions, c.samples, e.p_solution),
+        (c.compositional, c.samples, e.p_compositional),
+        (c.compositional, c.solutions, e.rho),
+    ]:
         lo, hi = interval(k, nn, 0.999)
         assert lo <= want <= hi
 
@@ -240,7 +252,9 @@ def _rows(rho_of, target, Ws, Ls, solutions=4000):
         for W in Ws:
             rho = rho_of(W, L)
             k = round(rho * solutions)
-            rows.append({"W": W, "L": L, "solutions": solutions, "compositional": k, "rho": k / solutions if k else None})
+            rows.append(
+                {"W": W, "L": L, "solutions": solutions, "compositional": k, "rho": k / solutions if k else None}
+            )
     return rows
 
 
@@ -248,12 +262,15 @@ def test_decay_fit_recovers_planted_rates_and_decides():
     from volratio.rho import decay_fit, decay_verdict
 
     t = get_boolean_target("chain:2")  # W_min = 2, L* = 2
+
     def planted(W, L):  # logit ρ linear in the distance from the peak
         return 1 / (1 + math.exp(-(0.0 - 0.3 * (W - 2) - 0.7 * (L - 2))))
 
     rows = _rows(planted, t, (1, 2, 3, 4, 6), (1, 2, 3, 4))
     f = decay_fit(rows, t)
-    assert f["lambda_W"]["rate"] == pytest.approx(0.3, abs=0.02) and f["lambda_L"]["rate"] == pytest.approx(0.7, abs=0.03)
+    assert f["lambda_W"]["rate"] == pytest.approx(0.3, abs=0.02) and f["lambda_L"]["rate"] == pytest.approx(
+        0.7, abs=0.03
+    )
     assert f["lambda_W"]["lo"] < 0.3 < f["lambda_W"]["hi"] and f["peak_rho"] == pytest.approx(0.5, rel=0.05)
     assert decay_verdict(f["lambda_W"]) == "decays" and (1, 2) not in f["cells"]  # W < W_min(2) left out
     flat = decay_fit(_rows(lambda W, L: 0.3, t, (2, 3, 4, 6), (2, 3, 4)), t)
@@ -275,8 +292,24 @@ def test_cli_until_width_rows(capsys):
 
     from volratio.cli import main
 
-    rc = main(["rho", "boolean", "--target", "chain:2", "--W", "2,4", "--L", "2", "--samples", "3000000",
-               "--until-width", "0.6", "--no-progress", "--json"])
+    rc = main(
+        [
+            "rho",
+            "boolean",
+            "--target",
+            "chain:2",
+            "--W",
+            "2,4",
+            "--L",
+            "2",
+            "--samples",
+            "3000000",
+            "--until-width",
+            "0.6",
+            "--no-progress",
+            "--json",
+        ]
+    )
     assert rc == 0
     rows = json.loads(capsys.readouterr().out)
     for r in rows:

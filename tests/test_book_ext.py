@@ -60,8 +60,13 @@ def test_student_edition_removes_every_solution(student):
 def test_inline_scripts_are_written_once():
     js = lambda fn, **a: SimpleNamespace(filename=fn, attributes=a)  # noqa: E731
     builder = SimpleNamespace(_js_files=[js("_static/a.js"), js(None, body="const X = 1"), js("", body="let y")])
-    registry = SimpleNamespace(js_files=[("a.js", {"priority": 500}), (None, {"body": "const X = 1", "priority": 500}),
-                                         (None, {"body": "new", "priority": 500})])
+    registry = SimpleNamespace(
+        js_files=[
+            ("a.js", {"priority": 500}),
+            (None, {"body": "const X = 1", "priority": 500}),
+            (None, {"body": "new", "priority": 500}),
+        ]
+    )
     app = SimpleNamespace(builder=builder, registry=registry)
     ext._dedupe_scripts(app, None)
     assert registry.js_files == [("a.js", {"priority": 500}), (None, {"body": "new", "priority": 500})]

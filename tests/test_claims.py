@@ -45,9 +45,16 @@ def test_claims_page_pastes_every_verdict_from_its_chapter():
 def test_sp_vs_pruners_verdict_from_a_table():
     import pandas as pd
 
-    rows = [{"method": m, "emc2_auc": v} for m, vals in
-            {"sp": [0.5, 0.6, 0.55], "imp": [0.0, 0.01, 0.0], "wanda": [0.0, 0.0, 0.02], "llm-pruner": [0.01, 0.0, 0.0]}.items()
-            for v in vals]
+    rows = [
+        {"method": m, "emc2_auc": v}
+        for m, vals in {
+            "sp": [0.5, 0.6, 0.55],
+            "imp": [0.0, 0.01, 0.0],
+            "wanda": [0.0, 0.0, 0.02],
+            "llm-pruner": [0.01, 0.0, 0.0],
+        }.items()
+        for v in vals
+    ]
     v, t = claims.sp_vs_pruners(pd.DataFrame(rows))
     assert v.verdict == "reproduced" and list(t.index) == ["sp", "imp", "wanda", "llm-pruner"]
     rows = [{**r, "emc2_auc": 0.4 if r["method"] == "wanda" else r["emc2_auc"]} for r in rows]
@@ -61,7 +68,10 @@ def test_combine_and_lower_is_better():
     assert claims.combine(["not measured"]) == "not measured"
     E = claims.Estimate
     # a loss of 0.1 ± 0.01 is lower than 0.5 ± 0.01
-    assert claims.compare_estimates(claims.lower_is_better(E(0.1, 0.09, 0.11)), claims.lower_is_better(E(0.5, 0.49, 0.51))) == "reproduced"
+    assert (
+        claims.compare_estimates(claims.lower_is_better(E(0.1, 0.09, 0.11)), claims.lower_is_better(E(0.5, 0.49, 0.51)))
+        == "reproduced"
+    )
 
 
 def test_verdict_says_which_judge_it_used():
@@ -74,9 +84,11 @@ def test_verdict_says_which_judge_it_used():
 def test_stored_picbreeder_vs_sgd_verdict_per_target_with_subsample_intervals():
     import pandas as pd
 
-    rows = [{"network": n, "target": t, "auc": a, "auc_se": se, "n_params": p, "n_nonzero": N}
-            for t in ("skull", "butterfly")
-            for n, a, se, p, N in (("Picbreeder", 0.9, 0.0, 147, 147), ("FER SGD", 0.5, 0.01, 5000, 46474))]
+    rows = [
+        {"network": n, "target": t, "auc": a, "auc_se": se, "n_params": p, "n_nonzero": N}
+        for t in ("skull", "butterfly")
+        for n, a, se, p, N in (("Picbreeder", 0.9, 0.0, 147, 147), ("FER SGD", 0.5, 0.01, 5000, 46474))
+    ]
     v, t = claims.picbreeder_vs_sgd_stored(pd.DataFrame(rows))
     assert v.verdict == "reproduced" and v.scale == "reference" and list(t.index) == ["skull", "butterfly"]
     assert "FER SGD skull 5,000 of 46,474" in v.measured
@@ -92,8 +104,12 @@ def test_stored_picbreeder_vs_sgd_verdict_per_target_with_subsample_intervals():
 def test_stored_verdict_with_our_dense_networks_over_seeds():
     import pandas as pd
 
-    table = pd.DataFrame([{"network": n, "target": "skull", "auc": a, "auc_se": 0.0, "n_params": 10, "n_nonzero": 10}
-                          for n, a in (("Picbreeder", 0.9), ("FER SGD", 0.5))])
+    table = pd.DataFrame(
+        [
+            {"network": n, "target": "skull", "auc": a, "auc_se": 0.0, "n_params": 10, "n_nonzero": 10}
+            for n, a in (("Picbreeder", 0.9), ("FER SGD", 0.5))
+        ]
+    )
     dense = pd.DataFrame([{"network": "dense (ours)", "target": "skull", "auc": a} for a in (0.95, 0.96, 0.97)])
     v, t = claims.picbreeder_vs_sgd_stored(table, dense=dense)
     assert v.verdict == "partly"  # above FER SGD, below our dense networks

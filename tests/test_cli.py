@@ -2,8 +2,6 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 from volratio.cli import main
 
 
@@ -24,8 +22,24 @@ def test_info_json_on_picbreeder(picbreeder_dir, capsys):
 
 def test_train_then_info_and_render(tmp_path, capsys):
     out_net = tmp_path / "n.safetensors"
-    rc, out, _ = run(capsys, "train", "planted:2", "--depth", "3", "--width", "6", "--steps", "30", "--res", "12",
-                     "--seed", "1", "--out", str(out_net), "--json")
+    rc, out, _ = run(
+        capsys,
+        "train",
+        "planted:2",
+        "--depth",
+        "3",
+        "--width",
+        "6",
+        "--steps",
+        "30",
+        "--res",
+        "12",
+        "--seed",
+        "1",
+        "--out",
+        str(out_net),
+        "--json",
+    )
     res = json.loads(out)
     assert rc == 0 and res["final_loss"] < 1 and out_net.exists()
     rc, out, _ = run(capsys, "info", str(out_net), "--json")

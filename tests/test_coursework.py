@@ -92,8 +92,14 @@ def test_checkers_leave_global_state_alone():
 
     torch_state, np_state = torch.get_rng_state(), np.random.get_state()
     net = _masked_net()
-    first = [cw.welch.check_frame.verdict(icosahedron_frame() + 0.05, 6, 3), cw.emc2.check_perturbation_score.verdict(0.5, net, 0.5, 16)]
-    second = [cw.welch.check_frame.verdict(icosahedron_frame() + 0.05, 6, 3), cw.emc2.check_perturbation_score.verdict(0.5, net, 0.5, 16)]
+    first = [
+        cw.welch.check_frame.verdict(icosahedron_frame() + 0.05, 6, 3),
+        cw.emc2.check_perturbation_score.verdict(0.5, net, 0.5, 16),
+    ]
+    second = [
+        cw.welch.check_frame.verdict(icosahedron_frame() + 0.05, 6, 3),
+        cw.emc2.check_perturbation_score.verdict(0.5, net, 0.5, 16),
+    ]
     assert [repr(c) for c in first] == [repr(c) for c in second]
     assert torch.equal(torch.get_rng_state(), torch_state)
     assert all(np.array_equal(a, b) for a, b in zip(np.random.get_state()[1:2], np_state[1:2]))
@@ -129,7 +135,10 @@ def test_layers_function_on_the_skull(picbreeder_dir):
 
 def test_layers_function():
     _passes(cw.compositional_sparsity.check_layers.verdict(_longest))
-    _fails(cw.compositional_sparsity.check_layers.verdict(lambda g: {k: v + 1 for k, v in g.layers().items()}), "one too high")
+    _fails(
+        cw.compositional_sparsity.check_layers.verdict(lambda g: {k: v + 1 for k, v in g.layers().items()}),
+        "one too high",
+    )
 
     def nyi(g):
         raise NotImplementedError
@@ -228,7 +237,10 @@ def test_similarity_and_pairs():
     pairs = [(i, j) for i in range(6) for j in range(i + 1, 6) if S[i, j] > tau]
     assert len(pairs) == 3
     _passes(cw.connectivity.check_redundant_pairs.verdict(pairs, net, 0, tau, res=16))
-    _fails(cw.connectivity.check_redundant_pairs.verdict(pairs + [(j, i) for i, j in pairs], net, 0, tau, res=16), "same pair")
+    _fails(
+        cw.connectivity.check_redundant_pairs.verdict(pairs + [(j, i) for i, j in pairs], net, 0, tau, res=16),
+        "same pair",
+    )
     _fails(cw.connectivity.check_redundant_pairs.verdict(pairs + [(1, 1)], net, 0, tau, res=16), "itself")
     _fails(cw.connectivity.check_redundant_pairs.verdict(pairs[:2], net, 0, tau, res=16), "missed")
     _fails(cw.connectivity.check_redundant_pairs.verdict(3, net, 0, tau, res=16), "not their number")
@@ -277,7 +289,9 @@ def test_depth_fit():
     f = stats.linregress(ratios, depths)
     _passes(cw.depth.check_depth_fit.verdict(f.intercept, f.slope, f.rvalue**2, ratios, depths))
     inv = stats.linregress(depths, ratios)
-    _fails(cw.depth.check_depth_fit.verdict(inv.intercept, inv.slope, inv.rvalue**2, ratios, depths), "ratio on the depth")
+    _fails(
+        cw.depth.check_depth_fit.verdict(inv.intercept, inv.slope, inv.rvalue**2, ratios, depths), "ratio on the depth"
+    )
     _fails(cw.depth.check_depth_fit.verdict(f.slope, f.intercept, f.rvalue**2, ratios, depths), "swapped")
     _fails(cw.depth.check_depth_fit.verdict(f.intercept, f.slope, abs(f.rvalue), ratios, depths), "square")
 
@@ -419,11 +433,11 @@ def test_sweep_table():
     grid = {"lr": [0.1, 0.2], "n": [8]}
     good = pd.DataFrame({"lr": [0.1, 0.1, 0.2, 0.2], "n": [8] * 4, "seed": [0, 1, 0, 1], "loss": [1, 2, 3, 4]})
     _passes(cw.practice_cluster.check_sweep_table.verdict(good, grid, seeds=[0, 1]))
-    _fails(cw.practice_cluster.check_sweep_table.verdict(pd.concat([good, good.iloc[:1]]), grid, seeds=[0, 1]), "duplicate")
+    _fails(
+        cw.practice_cluster.check_sweep_table.verdict(pd.concat([good, good.iloc[:1]]), grid, seeds=[0, 1]), "duplicate"
+    )
     _fails(cw.practice_cluster.check_sweep_table.verdict(good.iloc[:3], grid, seeds=[0, 1]), "missing")
     _fails(cw.practice_cluster.check_sweep_table.verdict(good.drop(columns="seed"), grid, seeds=[0, 1]), "seed")
-
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -457,7 +471,9 @@ def test_top_eigenvalue():
     net = CoordMLP("2;gaussian:3", head="grey", seed=0)
     eig = np.linalg.eigvalsh(explicit_hessian(net, image))
     top = float(eig[np.argmax(np.abs(eig))])
-    _passes(cw.optimization.check_top_eigenvalue.verdict(top_eigenvalue(net, image, iters=300, tol=1e-8).value, net, image))
+    _passes(
+        cw.optimization.check_top_eigenvalue.verdict(top_eigenvalue(net, image, iters=300, tol=1e-8).value, net, image)
+    )
     _fails(cw.optimization.check_top_eigenvalue.verdict(-top, net, image), "sign")
     _fails(cw.optimization.check_top_eigenvalue.verdict(top**2, net, image), "λ²")
     other = float(eig[np.argsort(np.abs(eig))[-3]])
@@ -557,8 +573,14 @@ def test_every_chapter_has_graded_exercises_without_solutions(chapter):
     student, full = DERIVE.derive(chapter), DERIVE.derive(chapter, solutions=True)
     code = [c for c in student.cells if c.cell_type == "code"]
     assert f"from volratio.coursework import {chapter.stem} as cw" in code[0].source
-    kinds = ["task" if "task" in c.metadata.get("volratio", {}) else "check" if c.metadata.get("volratio", {}).get("check")
-             else "code" for c in code]
+    kinds = [
+        "task"
+        if "task" in c.metadata.get("volratio", {})
+        else "check"
+        if c.metadata.get("volratio", {}).get("check")
+        else "code"
+        for c in code
+    ]
     assert "check" in kinds and kinds.index("task") < kinds.index("check")
     for i, k in enumerate(kinds):
         if k == "check":
@@ -568,7 +590,9 @@ def test_every_chapter_has_graded_exercises_without_solutions(chapter):
         if "task" in c_s.metadata.get("volratio", {}) and c_f.source != c_s.source:
             assert c_f.source not in text
             assert "# YOUR CODE HERE" in c_s.source, f"{chapter.name}: a task cell without the placeholder marker"
-    assert "{solution" not in text and "{exercise" not in text and ":::" not in text  # directives stripped or made plain
+    assert (
+        "{solution" not in text and "{exercise" not in text and ":::" not in text
+    )  # directives stripped or made plain
     assert all(not c.get("outputs") for c in code)
 
 
@@ -581,7 +605,7 @@ def test_every_theorem_of_part_two_has_an_exercise():
     part2 = next(p for p in toc["parts"] if p["caption"].startswith("Part II "))
     for c in part2["chapters"]:
         text = (ROOT / f"{c['file']}.md").read_text()
-        exercises = text[text.index("## Exercises"):]
+        exercises = text[text.index("## Exercises") :]
         labels = re.findall(r":::\{prf:(?:theorem|proposition)\}[^\n]*\n:label: ([\w-]+)", text)
         assert labels, c["file"]
         for label in labels:
@@ -615,7 +639,9 @@ def test_notebook_with_reference_solutions_passes_every_check(chapter, request):
 
     _needs_data(chapter, request)
     nb = DERIVE.derive(chapter, solutions=True)
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}
+    ).execute()
     checks = [c for c in nb.cells if c.metadata.get("volratio", {}).get("check")]
     assert checks
     for c in checks:
@@ -631,8 +657,14 @@ def test_failed_check_shows_in_jupyter_as_one_line():
 
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell("from volratio.coursework import welch as cw\ncw.check_welch_bound(0.3, 6, 3)")]
+    nb.cells = [
+        nbformat.v4.new_code_cell("from volratio.coursework import welch as cw\ncw.check_welch_bound(0.3, 6, 3)")
+    ]
     NotebookClient(nb, allow_errors=True, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
     (out,) = nb.cells[0].outputs
     assert out.output_type == "error" and out.ename == "CheckFailed"
-    assert len(out.traceback) == 1 and "[FAIL] check_welch_bound" in out.traceback[0] and "clipped at 0" in out.traceback[0]
+    assert (
+        len(out.traceback) == 1
+        and "[FAIL] check_welch_bound" in out.traceback[0]
+        and "clipped at 0" in out.traceback[0]
+    )

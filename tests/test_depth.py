@@ -165,7 +165,10 @@ def test_hvp_matches_explicit_hessian_product():
     net = CoordMLP("2;sin:2", head="grey", population=1, seed=3, dtype=torch.float64)
     img = get_target("planted:1:depth=2").image(5).double()
     H = explicit_hessian(net, img)
-    v = [torch.randn(w.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(i)) for i, w in enumerate(net.weights)]
+    v = [
+        torch.randn(w.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(i))
+        for i, w in enumerate(net.weights)
+    ]
     hv = torch.cat([h.reshape(-1) for h in hvp(net, img, v)]).numpy()
     ref = H @ torch.cat([x.reshape(-1) for x in v]).numpy()
     assert np.allclose(hv, ref, atol=1e-10)
@@ -177,8 +180,18 @@ def test_hvp_matches_explicit_hessian_product():
 def test_depth_point_is_repeatable_and_scored():
     from volratio.experiments.depth_regime import point as depth_point
 
-    cfg = {"target": "planted:2:depth=2,width=3", "depth": 2, "seed": 0, "width": 4, "res": 8, "steps": 20,
-           "retrain_steps": 5, "sp_rounds": 1, "max_params": 6, "keep_net": False}
+    cfg = {
+        "target": "planted:2:depth=2,width=3",
+        "depth": 2,
+        "seed": 0,
+        "width": 4,
+        "res": 8,
+        "steps": 20,
+        "retrain_steps": 5,
+        "sp_rounds": 1,
+        "max_params": 6,
+        "keep_net": False,
+    }
     a, b = depth_point(dict(cfg)), depth_point({**cfg, "members": 2})
     assert a == depth_point(dict(cfg))
     assert 0.0 <= a["score"][0] <= 1.0 and len(a["scores"][0]) == 4 and a["judge"] == "ssim"
@@ -207,8 +220,9 @@ def test_cli_predict_json(capsys):
 
 
 def test_sweep_curves_from_runner(tmp_path):
-    cfg = depth_regime.Config.quick(depths=(1, 2), seeds=2, members=2, width=3, res=8, steps=10, sp_rounds=1,
-                                    retrain_steps=3, max_params=4)
+    cfg = depth_regime.Config.quick(
+        depths=(1, 2), seeds=2, members=2, width=3, res=8, steps=10, sp_rounds=1, retrain_steps=3, max_params=4
+    )
     curves, report = depth_regime.depth_sweep("planted:5:depth=2,width=2", cfg, out=tmp_path / "s")
     c = curves["planted:5:depth=2,width=2"]
     assert report.total == 2 and not report.failed

@@ -36,8 +36,9 @@ def test_engine_equals_rerendering_every_layer(sparse, head, merge_below):
     P = np.repeat(emc2.nonzero_params(net), 2, axis=0)
     assert set(P[:, 0]) == set(range(net.n_kernels))  # first, hidden and last kernels all perturbed
     D = np.linspace(-2, 2, len(P))
-    eng = emc2.PerturbationEngine(net, 20, device="cpu", dtype=torch.float64, memory_bytes=200_000,
-                                  merge_below=merge_below)
+    eng = emc2.PerturbationEngine(
+        net, 20, device="cpu", dtype=torch.float64, memory_bytes=200_000, merge_below=merge_below
+    )
     got = eng.render(P, D).double()
     err = (got - _naive(net, P, D, 20)).abs().max().item()
     assert err <= 1e-6
@@ -264,10 +265,25 @@ def _tiny_clip(path):
     tok = transformers.CLIPTokenizer(str(path / "vocab.json"), str(path / "merges.txt"))
     ip = transformers.CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
     cfg = transformers.CLIPConfig(
-        text_config=dict(vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, max_position_embeddings=40, bos_token_id=0, eos_token_id=1, pad_token_id=1),
-        vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                           image_size=32, patch_size=8),
+        text_config=dict(
+            vocab_size=len(vocab),
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            max_position_embeddings=40,
+            bos_token_id=0,
+            eos_token_id=1,
+            pad_token_id=1,
+        ),
+        vision_config=dict(
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            image_size=32,
+            patch_size=8,
+        ),
         projection_dim=8,
     )
     torch.manual_seed(0)
@@ -280,7 +296,11 @@ def _tiny_clip(path):
 def test_clip_judge_with_a_tiny_random_model(tmp_path):
     folder = _tiny_clip(tmp_path)
     j = judges.CLIPJudge(model=str(folder), distractors=("dog", "cat"), image_size=32, device="cpu", batch_size=2)
-    assert judges.clip_prompts("skull", ("dog", "skull", "cat")) == ["a picture of a skull", "a picture of a dog", "a picture of a cat"]
+    assert judges.clip_prompts("skull", ("dog", "skull", "cat")) == [
+        "a picture of a skull",
+        "a picture of a dog",
+        "a picture of a cat",
+    ]
     g = torch.Generator().manual_seed(0)
     imgs = torch.rand(3, 16, 16, 3, generator=g)
     v = j(imgs, "skull")
@@ -318,14 +338,35 @@ def test_cli_emc2_json_and_sweep(tmp_path, capsys):
     net = CoordMLP("3;gaussian:4,sin:2", seed=3, init_scale=2.0)
     f = tmp_path / "net.safetensors"
     net.save(f)
-    assert _cli(["emc2", str(f), "--target", "image:camera", "--deltas", "-1,0.5,1", "--res", "16",
-                 "--max-params", "12", "--json"]) == 0
+    assert (
+        _cli(
+            [
+                "emc2",
+                str(f),
+                "--target",
+                "image:camera",
+                "--deltas",
+                "-1,0.5,1",
+                "--res",
+                "16",
+                "--max-params",
+                "12",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert {"judge", "deltas", "scores", "auc", "n_params"} <= set(out)
     assert out["judge"] == "ssim" and out["deltas"] == [-1.0, 0.5, 1.0] and out["n_params"] == 12
     assert len(out["scores"]) == 3 and all(0 <= s <= 1 for s in out["scores"])
     assert 0 < out["judge_settings"]["threshold"] < 1
-    assert _cli(["emc2", str(f), "--target", "image:camera", "--deltas=-0.5", "--res", "16", "--max-params", "3", "--json"]) == 0
+    assert (
+        _cli(
+            ["emc2", str(f), "--target", "image:camera", "--deltas=-0.5", "--res", "16", "--max-params", "3", "--json"]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["deltas"] == [-0.5]
     png = tmp_path / "sweep.png"
     assert _cli(["sweep-weights", str(f), "--out", str(png), "--params", "0:0:1", "1:2:3", "--res", "16"]) == 0

@@ -14,13 +14,7 @@ import torch
 from volratio import emc2, explorer, specs
 from volratio.nets import CoordMLP
 
-JS = (
-    Path(__file__).resolve().parent.parent
-    / "book"
-    / "_ext"
-    / "static"
-    / "weight_explorer.js"
-)
+JS = Path(__file__).resolve().parent.parent / "book" / "_ext" / "static" / "weight_explorer.js"
 
 # Runs the renderer on an export: argv = JS file, export JSON, cases JSON, output file.
 NODE_DRIVER = """
@@ -78,18 +72,8 @@ def reference(net, case):
     if p is None:
         return net.select(0).render(case["res"])[0].double().numpy()
     if "param" in p:
-        return (
-            explorer.perturbed(net, p["delta"], param=p["param"])
-            .render(case["res"])[0]
-            .double()
-            .numpy()
-        )
-    return (
-        explorer.perturbed(net, p["delta"], seed=p["seed"])
-        .render(case["res"])[0]
-        .double()
-        .numpy()
-    )
+        return explorer.perturbed(net, p["delta"], param=p["param"]).render(case["res"])[0].double().numpy()
+    return explorer.perturbed(net, p["delta"], seed=p["seed"]).render(case["res"])[0].double().numpy()
 
 
 def check_js_matches(tmp_path, net, res=32, n_weights=4):
@@ -151,14 +135,9 @@ def test_ranking_uses_the_engines_images():
     rank = explorer.rank_weights(net, res=16)
     assert len(rank.params) == net.nonzero()[0]
     assert np.all(np.diff(rank.effect) <= 0)
-    for p, e in zip(
-        rank.params[:3], rank.effect[:3]
-    ):  # against re-rendering from scratch
+    for p, e in zip(rank.params[:3], rank.effect[:3]):  # against re-rendering from scratch
         base = net.render(16)[0]
-        rms = [
-            float(((emc2.naive_render(net, p, d, 16) - base) ** 2).mean().sqrt())
-            for d in (-1.0, 1.0)
-        ]
+        rms = [float(((emc2.naive_render(net, p, d, 16) - base) ** 2).mean().sqrt()) for d in (-1.0, 1.0)]
         assert abs(np.mean(rms) - e) < 1e-5
 
 
@@ -210,12 +189,8 @@ def test_local_effects_split_the_image_change_by_region():
     assert len(t) == net.nonzero()[0]
     k, r, c = rank.params[0]
     row = t[(t.kernel == k) & (t.row == r) & (t.col == c)].iloc[0]
-    assert (
-        abs(row["all"] - rank.effect[0]) < 1e-6
-    )  # the whole image: the ranking's own measure
-    assert (
-        abs(row["all"] ** 2 - (row["top"] ** 2 + row["bottom"] ** 2) / 2) < 1e-6
-    )  # halves of equal size
+    assert abs(row["all"] - rank.effect[0]) < 1e-6  # the whole image: the ranking's own measure
+    assert abs(row["all"] ** 2 - (row["top"] ** 2 + row["bottom"] ** 2) / 2) < 1e-6  # halves of equal size
     with pytest.raises(explorer.VolratioError, match="region 'bad'"):
         explorer.local_effects(net, {"bad": (0.5, 0.2, 0, 1)})
 
@@ -223,9 +198,7 @@ def test_local_effects_split_the_image_change_by_region():
 def test_weight_explorer_directive_builds_a_page(tmp_path):
     """A real Sphinx build of a page with `{weight-explorer}` on saved networks: the page holds the
     exported networks and their ranking, and the reference renders equal `CoordMLP.render`."""
-    pytest.importorskip(
-        "sphinx", reason="Sphinx is installed with the book extra ([book])"
-    )
+    pytest.importorskip("sphinx", reason="Sphinx is installed with the book extra ([book])")
     import base64
     import re
 
@@ -237,9 +210,7 @@ def test_weight_explorer_directive_builds_a_page(tmp_path):
     src, out = tmp_path / "src", tmp_path / "out"
     src.mkdir()
     ext_dir = Path(__file__).resolve().parent.parent / "book" / "_ext"
-    (src / "conf.py").write_text(
-        f"import sys\nsys.path.insert(0, {str(ext_dir)!r})\nextensions = ['volratio_book']\n"
-    )
+    (src / "conf.py").write_text(f"import sys\nsys.path.insert(0, {str(ext_dir)!r})\nextensions = ['volratio_book']\n")
     (src / "index.rst").write_text(
         f"Test\n====\n\n.. weight-explorer:: {tmp_path / 'net0.safetensors'}\n"
         f"   :compare: {tmp_path / 'net1.safetensors'}\n   :top: 5\n   :res: 24\n"
@@ -254,17 +225,12 @@ def test_weight_explorer_directive_builds_a_page(tmp_path):
         ).group(1)
     )
     assert [len(n["ranking"]["top"]) for n in data["networks"]] == [5, 5]
-    assert (
-        out / "_static" / "weight_explorer.js"
-    ).exists() and "weight_explorer.js" in page
+    assert (out / "_static" / "weight_explorer.js").exists() and "weight_explorer.js" in page
     check_uri = re.search(r'data-check="([^"]+)"', page).group(1)
     check = json.loads((out / check_uri).read_text())
     for net, d, ref in zip(nets, data["networks"], check["networks"]):
         back = explorer.load(d["net"])
-        assert all(
-            torch.equal(a.detach(), b.detach())
-            for a, b in zip(net.weights, back.weights)
-        )
+        assert all(torch.equal(a.detach(), b.detach()) for a, b in zip(net.weights, back.weights))
         base = np.frombuffer(base64.b64decode(ref["base"]), "<f4").reshape(24, 24, 3)
         assert np.array_equal(base, net.render(24)[0].numpy())
         assert {c["kind"] for c in ref["cases"]} == {"weight", "random"}
@@ -273,7 +239,4 @@ def test_weight_explorer_directive_builds_a_page(tmp_path):
         assert png.read_bytes()[:4] == b"\x89PNG"
     # a network that cannot be loaded fails the build with the library's message
     (src / "index.rst").write_text("Test\n====\n\n.. weight-explorer:: nosuch:skull\n")
-    assert (
-        build_main(["-b", "html", "-W", "-q", "-E", str(src), str(tmp_path / "out2")])
-        != 0
-    )
+    assert build_main(["-b", "html", "-W", "-q", "-E", str(src), str(tmp_path / "out2")]) != 0

@@ -76,9 +76,10 @@ def test_fetch_from_loopback_mirror_equals_reference_conversion(fresh_machine, p
     assert fer_data.complete(dest)
     for name in picbreeder.NAMES:
         for kind in ("sgd", "layered"):
-            with np.load(dest / name / f"fer_{kind}.npz", allow_pickle=False) as got, np.load(
-                picbreeder_ref / name / f"fer_{kind}.npz", allow_pickle=False
-            ) as ref:
+            with (
+                np.load(dest / name / f"fer_{kind}.npz", allow_pickle=False) as got,
+                np.load(picbreeder_ref / name / f"fer_{kind}.npz", allow_pickle=False) as ref,
+            ):
                 assert sorted(got.files) == sorted(ref.files)
                 for key in ref.files:
                     assert got[key].dtype == ref[key].dtype and got[key].shape == ref[key].shape, (name, kind, key)
@@ -224,7 +225,9 @@ def _jax_shaped(fun, args) -> bytes:
 
     names = ("jax", "jax._src", "jax._src.array")
     saved = {n: sys.modules.get(n) for n in names}
-    sys.modules.update({"jax": types.ModuleType("jax"), "jax._src": types.ModuleType("jax._src"), "jax._src.array": mod})
+    sys.modules.update(
+        {"jax": types.ModuleType("jax"), "jax._src": types.ModuleType("jax._src"), "jax._src.array": mod}
+    )
     try:
         return pickle.dumps(Shaped())
     finally:

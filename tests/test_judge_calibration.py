@@ -77,8 +77,18 @@ def test_judge_command_on_png_files(tmp_path, capsys):
     _png(tmp_path / "ref.png", ref)
     _png(tmp_path / "same.png", ref)
     _png(tmp_path / "noise.png", rng.uniform(size=(48, 48, 3)))
-    rc = main(["judge", str(tmp_path / "same.png"), str(tmp_path / "noise.png"), "--reference", str(tmp_path / "ref.png"),
-               "--label", "skull", "--json"])
+    rc = main(
+        [
+            "judge",
+            str(tmp_path / "same.png"),
+            str(tmp_path / "noise.png"),
+            "--reference",
+            str(tmp_path / "ref.png"),
+            "--label",
+            "skull",
+            "--json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["judge"] == "calibrated"
     assert [r["kept"] for r in out["images"]] == [True, False] and out["images"][0]["score"] == pytest.approx(1.0)
@@ -88,8 +98,8 @@ def test_judge_command_on_png_files(tmp_path, capsys):
     assert rc == 2 and "reference is 48×48" in err and len(err.strip().splitlines()) == 1
 
 
-def test_judge_check_ssim(picbreeder_dir, capsys):
-    rc = main(["judge-check", "--judge", "ssim", "--groups", "picbreeder", "--max-images", "30", "--json"])
+def test_judge_check_calibrated(picbreeder_dir, capsys):
+    rc = main(["judge-check", "--judge", "calibrated", "--groups", "picbreeder", "--max-images", "30", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["all"]["n"] == 30 and out["groups"] == ["picbreeder"]
     assert out["all"]["accuracy"] > 0.7  # the calibrated judge against the verdicts it was calibrated on
@@ -99,8 +109,22 @@ def test_judge_check_with_a_tiny_clip(picbreeder_dir, tmp_path, capsys):
     from test_emc2 import _tiny_clip
 
     folder = _tiny_clip(tmp_path)
-    rc = main(["judge-check", "--judge", "clip", "--model", str(folder), "--groups", "fer-sgd", "--max-images", "8",
-               "--device", "cpu", "--json"])
+    rc = main(
+        [
+            "judge-check",
+            "--judge",
+            "clip",
+            "--model",
+            str(folder),
+            "--groups",
+            "fer-sgd",
+            "--max-images",
+            "8",
+            "--device",
+            "cpu",
+            "--json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     a = out["all"]
     assert rc == 0 and out["settings"]["judge"] == "clip" and out["settings"]["model"] == str(folder)
@@ -111,8 +135,21 @@ def test_judge_check_with_a_fake_vlm(picbreeder_dir, monkeypatch, capsys):
     from test_emc2 import FakeProcessor, FakeVLM
 
     monkeypatch.setattr(judges, "_load", lambda *a, **k: (FakeVLM(), FakeProcessor()))
-    rc = main(["judge-check", "--judge", "vlm", "--model", "fake", "--groups", "picbreeder", "--max-images", "10",
-               "--device", "cpu"])
+    rc = main(
+        [
+            "judge-check",
+            "--judge",
+            "vlm",
+            "--model",
+            "fake",
+            "--groups",
+            "picbreeder",
+            "--max-images",
+            "10",
+            "--device",
+            "cpu",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and "judge vlm" in out and "n = 10" in out and "Cohen's κ" in out
 

@@ -107,9 +107,21 @@ def test_good_tiny_genome_layerizes():
     "mutate, fragment",
     [
         (lambda s: s.replace("<data>", "<data"), "not a readable genome XML"),
-        (lambda s: s.replace('<source branch="1" id="2"/>', '<source branch="1" id="99"/>'), "source 1_99, which is not a node"),
-        (lambda s: s.replace('<target branch="1" id="3"/><weight>0.5', '<target branch="1" id="77"/><weight>0.5'), "target 1_77, which is not a node"),
-        (lambda s: s.replace("</links>", '<link><source branch="1" id="4"/><target branch="1" id="3"/><weight>1</weight></link></links>'), "cycle"),
+        (
+            lambda s: s.replace('<source branch="1" id="2"/>', '<source branch="1" id="99"/>'),
+            "source 1_99, which is not a node",
+        ),
+        (
+            lambda s: s.replace('<target branch="1" id="3"/><weight>0.5', '<target branch="1" id="77"/><weight>0.5'),
+            "target 1_77, which is not a node",
+        ),
+        (
+            lambda s: s.replace(
+                "</links>",
+                '<link><source branch="1" id="4"/><target branch="1" id="3"/><weight>1</weight></link></links>',
+            ),
+            "cycle",
+        ),
         (lambda s: s.replace("gaussian(x)", "softplus(x)"), "unknown activation 'softplus"),
         (lambda s: s.replace('label="ink" type="out"', 'type="hidden"'), "no output node"),
         (lambda s: s.replace("<weight>2.0</weight>", "<weight>two</weight>"), "no numeric <weight>"),

@@ -84,12 +84,15 @@ def test_sparsity_respects_a_previous_mask(dense):
     assert sum(int(m[0].sum()) for m in net.masks) == n_weights(net) - round(0.5 * n_weights(net))
 
 
-@pytest.mark.parametrize("method,opts", [
-    ("llm-pruner", dict(variant="first")),
-    ("llm-pruner", dict(variant="param_mix", n_batches=4)),
-    ("llm-pruner", dict(scope="global")),
-    ("random-units", dict(seed=2)),
-])
+@pytest.mark.parametrize(
+    "method,opts",
+    [
+        ("llm-pruner", dict(variant="first")),
+        ("llm-pruner", dict(variant="param_mix", n_batches=4)),
+        ("llm-pruner", dict(scope="global")),
+        ("random-units", dict(seed=2)),
+    ],
+)
 def test_unit_methods_reach_unit_sparsity_exactly(dense, method, opts):
     net = fresh(dense)
     P.prune(net, image(), method, sparsity=0.5, retrain_steps=2, **opts)
@@ -99,12 +102,15 @@ def test_unit_methods_reach_unit_sparsity_exactly(dense, method, opts):
         assert min(row) >= 1
 
 
-@pytest.mark.parametrize("method,opts", [
-    ("sp", dict(tau=0.5, rounds=2, retrain_steps=15)),
-    ("magnitude", dict(sparsity=0.6, retrain_steps=15)),
-    ("llm-pruner", dict(sparsity=0.4, retrain_steps=15)),
-    ("imp", dict(sparsity=0.5, train_steps=8, rewind_step=2)),
-])
+@pytest.mark.parametrize(
+    "method,opts",
+    [
+        ("sp", dict(tau=0.5, rounds=2, retrain_steps=15)),
+        ("magnitude", dict(sparsity=0.6, retrain_steps=15)),
+        ("llm-pruner", dict(sparsity=0.4, retrain_steps=15)),
+        ("imp", dict(sparsity=0.5, train_steps=8, rewind_step=2)),
+    ],
+)
 @pytest.mark.parametrize("optimizer", ["adam", "muon"])
 def test_retraining_never_resurrects_a_pruned_weight(dense, method, opts, optimizer):
     net = fresh(dense)
@@ -211,8 +217,10 @@ def test_wanda_matches_brute_force(dense):
             X = h[k].numpy()  # (P, fan_in)
             fan_in, fan_out = W[i][k].shape
             for j in range(fan_out):
-                score = [abs(float(W[i][k, a, j])) * np.sqrt(sum(X[p, a] ** 2 for p in range(X.shape[0])))
-                         for a in range(fan_in)]
+                score = [
+                    abs(float(W[i][k, a, j])) * np.sqrt(sum(X[p, a] ** 2 for p in range(X.shape[0])))
+                    for a in range(fan_in)
+                ]
                 ranked = sorted(range(fan_in), key=lambda a: score[a])
                 for a in ranked[: int(s * fan_in)]:
                     masks[i][k, a, j] = 0
@@ -225,7 +233,7 @@ def test_wanda_scores_are_weight_times_input_norm(dense):
     calib = P.Calibration.from_image(image(), net)
     sc = P.Wanda().scores(net, calib)
     _, feats = net(calib.grid, return_features=True)
-    expect = (net.weights[2].detach().abs() * feats[1].norm(dim=1)[:, :, None])
+    expect = net.weights[2].detach().abs() * feats[1].norm(dim=1)[:, :, None]
     assert torch.allclose(sc[2], expect)
 
 
@@ -363,14 +371,49 @@ def test_cli_prune(tmp_path, dense, capsys):
     src = tmp_path / "dense.safetensors"
     dense.select(0).save(src)
     out = tmp_path / "pruned.safetensors"
-    rc = main(["prune", str(src), "--target", "planted:1", "--method", "magnitude", "--sparsity", "0.5",
-               "--steps", "2", "--res", "8", "--out", str(out), "--json", "--device", "cpu"])
+    rc = main(
+        [
+            "prune",
+            str(src),
+            "--target",
+            "planted:1",
+            "--method",
+            "magnitude",
+            "--sparsity",
+            "0.5",
+            "--steps",
+            "2",
+            "--res",
+            "8",
+            "--out",
+            str(out),
+            "--json",
+            "--device",
+            "cpu",
+        ]
+    )
     assert rc == 0
     s = json.loads(capsys.readouterr().out)
     assert s["method"] == "magnitude" and s["nonzero"][0] == 114 - 57
     assert CoordMLP.load(out).nonzero() == [57]
-    rc = main(["prune", str(src), "--target", "planted:1", "--method", "random-units", "--match", str(out),
-               "--steps", "0", "--res", "8", "--out", str(tmp_path / "r.safetensors")])
+    rc = main(
+        [
+            "prune",
+            str(src),
+            "--target",
+            "planted:1",
+            "--method",
+            "random-units",
+            "--match",
+            str(out),
+            "--steps",
+            "0",
+            "--res",
+            "8",
+            "--out",
+            str(tmp_path / "r.safetensors"),
+        ]
+    )
     assert rc == 0 and "random-units: sparsity" in capsys.readouterr().out
     assert main(["prune", str(src), "--target", "planted:1", "--method", "wanda", "--out", str(out)]) == 2
     assert "--sparsity" in capsys.readouterr().err
@@ -380,9 +423,20 @@ def test_connectivity_study_matches_sparsity(picbreeder_dir):
     from volratio.experiments import connectivity as study
 
     cfg = study.Config(
-        targets=("skull",), seeds=2, arch="3;gaussian:6", res=8, dense_steps=5, retrain_steps=2, imp_steps=3,
-        imp_rewind=1, sp=P.SPConfig(tau=0.3, opposite_sign=True, rounds=1, retrain_steps=2),
-        emc2_res=16, emc2_params=3, deltas=(-1.0, 1.0), device="cpu")
+        targets=("skull",),
+        seeds=2,
+        arch="3;gaussian:6",
+        res=8,
+        dense_steps=5,
+        retrain_steps=2,
+        imp_steps=3,
+        imp_rewind=1,
+        sp=P.SPConfig(tau=0.3, opposite_sign=True, rounds=1, retrain_steps=2),
+        emc2_res=16,
+        emc2_params=3,
+        deltas=(-1.0, 1.0),
+        device="cpu",
+    )
     r = study.run(cfg)
     t = r.table.set_index(["method", "member"])
     assert set(r["nets"]) == {"dense", "sp", *study.BASELINES}

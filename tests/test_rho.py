@@ -134,7 +134,14 @@ def test_exact_tiny_cell_by_hand():
     assert e.rho == 1.0
 
 
-CELLS = [("tree:1:2", 1, 1), ("tree:1:2", 1, 2), ("tree:1:2", 2, 2), ("tree:1:2", 1, 3), ("chain:2", 2, 2), ("chain:2", 1, 2)]
+CELLS = [
+    ("tree:1:2", 1, 1),
+    ("tree:1:2", 1, 2),
+    ("tree:1:2", 2, 2),
+    ("tree:1:2", 1, 3),
+    ("chain:2", 2, 2),
+    ("chain:2", 1, 2),
+]
 
 
 @pytest.mark.parametrize("spec,W,L", CELLS)
@@ -200,8 +207,26 @@ def test_intervals_contain_the_estimate():
 def test_cli_json_rows(capsys):
     from volratio.cli import main
 
-    rc = main(["rho", "boolean", "--target", "tree:1:2", "--W", "1,2", "--L", "2", "--samples", "3000",
-               "--exact", "--seed", "3", "--device", "cpu", "--json"])
+    rc = main(
+        [
+            "rho",
+            "boolean",
+            "--target",
+            "tree:1:2",
+            "--W",
+            "1,2",
+            "--L",
+            "2",
+            "--samples",
+            "3000",
+            "--exact",
+            "--seed",
+            "3",
+            "--device",
+            "cpu",
+            "--json",
+        ]
+    )
     assert rc == 0
     rows = json.loads(capsys.readouterr().out)
     assert [(r["W"], r["L"]) for r in rows] == [(1, 2), (2, 2)]

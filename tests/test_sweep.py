@@ -98,7 +98,11 @@ def test_config_key_is_stable_across_processes_and_sessions():
     for hashseed in ("0", "12345"):
         out = subprocess.run(
             [sys.executable, "-c", code, json.dumps(shuffled)],
-            env=_env(PYTHONHASHSEED=hashseed), capture_output=True, text=True, timeout=60, check=True,
+            env=_env(PYTHONHASHSEED=hashseed),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
         )
         assert out.stdout.strip() == "3aff57c367deb845"
     # what is hashed matters: the version, the run function and int-vs-float all change the key
@@ -265,9 +269,7 @@ def _wait_for(predicate, timeout: float, what: str):
 def test_sigkill_at_a_random_point_then_resume_loses_nothing_and_repeats_nothing(tmp_path):
     rng = random.Random(20261129)
     spec = tmp_path / "kill.toml"
-    spec.write_text(
-        'run = "logged"\nseeds = [0, 1, 2, 3]\n[config]\nsleep = 0.15\n[grid]\nn = [3, 5, 7]\n'
-    )
+    spec.write_text('run = "logged"\nseeds = [0, 1, 2, 3]\n[config]\nsleep = 0.15\n[grid]\nn = [3, 5, 7]\n')
     sweep = Sweep.from_file(spec)
     keys = sweep.keys()
     out, log = tmp_path / "store", tmp_path / "log.txt"
@@ -286,7 +288,9 @@ def test_sigkill_at_a_random_point_then_resume_loses_nothing_and_repeats_nothing
         n_rec = len(recorded.get("1", ()))
         proc = subprocess.Popen(
             [sys.executable, "-c", DRIVER, "sweep", str(spec), "--out", str(out), "--resume", "--no-progress"],
-            env=_env(**{LOG_ENV: str(log), LOG_ENV + "_PHASE": phase}), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=_env(**{LOG_ENV: str(log), LOG_ENV + "_PHASE": phase}),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         try:
             # once the sweep has recorded a run, kill it anywhere: mid-run, mid-write, between runs
@@ -379,7 +383,15 @@ def test_an_existing_scheduler_by_address(tmp_path, capsys):
     run_sweep(Sweep.from_file(spec), tmp_path / "inproc")
     # a scheduler with one in-process worker of 3 threads: cheap to start, and runs overlap in threads
     with LocalCluster(n_workers=1, threads_per_worker=3, processes=False, dashboard_address=None) as cluster:
-        argv = ["sweep", str(spec), "--scheduler", cluster.scheduler_address, "--out", str(tmp_path / "remote"), "--json"]
+        argv = [
+            "sweep",
+            str(spec),
+            "--scheduler",
+            cluster.scheduler_address,
+            "--out",
+            str(tmp_path / "remote"),
+            "--json",
+        ]
         assert cli_main(argv) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["ran"] == 6 and summary["executor"] == f"Dask scheduler {cluster.scheduler_address}"
@@ -399,8 +411,18 @@ def test_a_stalled_sweep_raises_instead_of_hanging(tmp_path):
 def test_train_run_function_reports_metrics_and_refuses_typos():
     from volratio.runs import train
 
-    out = train({"seed": 3, "target": "planted:1:depth=2,width=3", "res": 8, "steps": 5, "depth": 2, "width": 3,
-                 "device": "cpu", "artifacts": ["losses"]})
+    out = train(
+        {
+            "seed": 3,
+            "target": "planted:1:depth=2,width=3",
+            "res": 8,
+            "steps": 5,
+            "depth": 2,
+            "width": 3,
+            "device": "cpu",
+            "artifacts": ["losses"],
+        }
+    )
     assert out["steps"] == 5 and out["depth"] == 2 and out["width"] == 3 and out["device"] == "cpu"
     assert out["losses"].shape == (6, 1) and out["final_loss"] == out["losses"][-1, 0]
     assert out["best_loss"] <= out["losses"][0, 0] and "net" not in out

@@ -7,7 +7,9 @@ from volratio.errors import ImageError
 from volratio.targets import PlantedTarget, TargetError, get_target
 
 
-@pytest.mark.parametrize("spec", ["image:camera", "image:coffee", "image:astronaut", "planted:3", "scene:planted:1+image:rocket"])
+@pytest.mark.parametrize(
+    "spec", ["image:camera", "image:coffee", "image:astronaut", "planted:3", "scene:planted:1+image:rocket"]
+)
 def test_targets_render_at_any_resolution(spec):
     t = get_target(spec)
     for res in (8, 33):
@@ -43,7 +45,7 @@ def test_planted_primitives_option_and_ground_truth():
     assert len(maps) == 7 and all(m.shape == (16, 16) for m in maps.values())
     assert torch.allclose(maps["out"].abs().clamp(0, 1), t.image(16)[..., 0], atol=1e-6)
     with pytest.raises(TargetError, match="does not fit"):
-        get_target("planted:5:depth=3,width=2,arity=1,primitives=6").graph
+        _ = get_target("planted:5:depth=3,width=2,arity=1,primitives=6").graph
 
 
 def test_planted_is_deterministic():
@@ -54,9 +56,15 @@ def test_planted_is_deterministic():
 
 @pytest.mark.parametrize(
     "spec, fragment",
-    [("skull", "KIND:NAME"), ("picbreeder:cat", "unknown Picbreeder"), ("image:lena", "unknown image"),
-     ("planted:x", "seed must be an integer"), ("planted:1:depth=a", "option"), ("scene:image:camera", "at least two"),
-     ("weird:1", "unknown target kind")],
+    [
+        ("skull", "KIND:NAME"),
+        ("picbreeder:cat", "unknown Picbreeder"),
+        ("image:lena", "unknown image"),
+        ("planted:x", "seed must be an integer"),
+        ("planted:1:depth=a", "option"),
+        ("scene:image:camera", "at least two"),
+        ("weird:1", "unknown target kind"),
+    ],
 )
 def test_bad_specs(spec, fragment):
     with pytest.raises(TargetError, match=fragment):

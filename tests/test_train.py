@@ -1,4 +1,3 @@
-import numpy as np
 import pytest
 import torch
 
@@ -50,8 +49,8 @@ def test_population_members_train_independently(target):
 
 
 def test_grad_norm_gives_unit_gradients(target):
-    from volratio.train import _normalise_per_network, mse_per_network
     from volratio.nets import coords
+    from volratio.train import _normalise_per_network, mse_per_network
 
     net = _masked_net(K=3)
     mse_per_network(net, coords(16), target.reshape(-1, 3)).sum().backward()

@@ -12,6 +12,7 @@ import torch
 
 from volratio import emc2
 from volratio.nets import CoordMLP
+from volratio.prune import prune
 from volratio.targets import get_target
 from volratio.train import TrainConfig, train
 
@@ -42,11 +43,16 @@ for sparse in (False, True):
     imgs = torch.stack([eng.render(params, d).double().cpu() for d in deltas], 1)  # (P, D, res, res, 3)
     torch.cuda.synchronize()
     t = time.perf_counter() - t
-    naive = torch.stack([torch.stack([emc2.naive_render(net.double(), p, d, 24).cpu() for d in deltas]) for p in params])
+    naive = torch.stack(
+        [torch.stack([emc2.naive_render(net.double(), p, d, 24).cpu() for d in deltas]) for p in params]
+    )
     net.float()
     err = (imgs.reshape(naive.shape) - naive).abs().max().item()
-    report(f"engine vs re-rendering on CUDA ({'sparse' if sparse else 'dense'})", err <= 1e-6,
-           f"max |Δ| {err:.1e} over {len(params)} params × {len(deltas)} δ, engine {t:.3f} s")
+    report(
+        f"engine vs re-rendering on CUDA ({'sparse' if sparse else 'dense'})",
+        err <= 1e-6,
+        f"max |Δ| {err:.1e} over {len(params)} params × {len(deltas)} δ, engine {t:.3f} s",
+    )
 
 img = get_target("planted:1").image(32)
 pop = CoordMLP("4;gaussian:12", head="grey", population=8, seed=0)
@@ -56,15 +62,20 @@ report("render CPU vs CUDA", (pop.render(32).cpu() - cpu_img).abs().max().item()
 for opt in ("adam", "muon"):
     net = CoordMLP("4;gaussian:12", head="grey", population=8, seed=0)
     r = train(net, img, TrainConfig(steps=200, optimizer=opt, lr=0.01, device=dev))
-    report(f"train {opt} on CUDA", bool(r.final_loss.mean() < r.losses[0].mean()) and net.weights[0].is_cuda,
-           f"loss {r.losses[0].mean():.4f} → {r.final_loss.mean():.4f}")
+    report(
+        f"train {opt} on CUDA",
+        bool(r.final_loss.mean() < r.losses[0].mean()) and net.weights[0].is_cuda,
+        f"loss {r.losses[0].mean():.4f} → {r.final_loss.mean():.4f}",
+    )
 
-from volratio.prune import prune
 
 net = CoordMLP("4;gaussian:12", head="grey", population=2, seed=0)
 train(net, img, TrainConfig(steps=100, lr=0.01, device=dev))
 res = prune(net, img, "wanda", sparsity=0.5)
-report("prune (wanda) on CUDA", all(abs(s - 0.5) < 0.02 for s in res.summary()["sparsity"]) if isinstance(res.summary(), dict) else True,
-       str(res.summary())[:120])
+report(
+    "prune (wanda) on CUDA",
+    all(abs(s - 0.5) < 0.02 for s in res.summary()["sparsity"]) if isinstance(res.summary(), dict) else True,
+    str(res.summary())[:120],
+)
 print(f"{fails} failed")
 sys.exit(1 if fails else 0)

@@ -86,12 +86,14 @@ def _exercise_section(path: Path):
             if line.strip() == HEADING:
                 start = i
             elif start is not None and line.startswith("## ") and i > start:
-                raise ValueError(f"{path.name}: '{line.strip()}' follows '{HEADING}'; the exercises must be the last section")
+                raise ValueError(
+                    f"{path.name}: '{line.strip()}' follows '{HEADING}'; the exercises must be the last section"
+                )
     if start is None:
         raise ValueError(f"{path.name}: no '{HEADING}' section")
     # the heading and the section's introduction (written for the book's reader) give way to the
     # notebook's own title cell; everything from the setup cell on is kept
-    cells = nb.cells[start + 1:]
+    cells = nb.cells[start + 1 :]
     for c in cells[1:]:
         if c.cell_type == "markdown" and any(ln.startswith("## ") for ln in c.source.splitlines()):
             raise ValueError(f"{path.name}: a second '## ' heading inside the exercise section")
@@ -177,10 +179,13 @@ def derive(path: Path, solutions: bool = False) -> nbformat.NotebookNode:
     nb.metadata["kernelspec"] = dict(KERNEL)
     nb.metadata["language_info"] = {"name": "python"}
     nb.metadata["volratio"] = {"derived_from": rel, "by": "tools/derive_notebooks.py"}
-    out = [nbformat.v4.new_markdown_cell(
-        f"# Exercises: {title}\n\nThe exercises of the chapter \"{title}\" (`{rel}`), with the solutions left out. "
-        "This notebook is derived from the chapter by `tools/derive_notebooks.py`: edit the chapter, not this file.\n\n"
-        + HOW_TO)]
+    out = [
+        nbformat.v4.new_markdown_cell(
+            f'# Exercises: {title}\n\nThe exercises of the chapter "{title}" (`{rel}`), with the solutions left out. '
+            "This notebook is derived from the chapter by `tools/derive_notebooks.py`: edit the chapter, not this file.\n\n"
+            + HOW_TO
+        )
+    ]
     for c in cells:
         if c.cell_type == "markdown":
             text = w.markdown(c.source)

@@ -437,16 +437,24 @@ def op_count(n: int, W: int, L: int) -> dict:
         popc += U * ops
         compare += U * _ge_ops(present, (F + 1) // 2 + 1)
     total = masks + lit + popc + compare + 2
-    return {"masks": masks, "literals": lit, "popcount": popc, "compare": compare, "solution_test": 2,
-            "total": total, "layer1_gathers": gathers}
+    return {
+        "masks": masks,
+        "literals": lit,
+        "popcount": popc,
+        "compare": compare,
+        "solution_test": 2,
+        "total": total,
+        "layer1_gathers": gathers,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
 # Chunks and worker processes
 
 
-def run_chunks(n: int, dims, table_words: np.ndarray, spec: DrawSpec, seed: int, W: int, L: int,
-               jobs) -> list[tuple[int, int, int, Block]]:
+def run_chunks(
+    n: int, dims, table_words: np.ndarray, spec: DrawSpec, seed: int, W: int, L: int, jobs
+) -> list[tuple[int, int, int, Block]]:
     """Sample and evaluate the chunks `jobs` [(chunk index, networks)] of cell (seed, W, L):
     per chunk (index, networks, solutions, the solution networks as a Block). Runs in a worker
     process or in-process; the answer depends only on the arguments."""

@@ -109,7 +109,9 @@ class BooleanTarget:
 
     @cached_property
     def consumers(self) -> tuple[tuple[int, ...], ...]:
-        return tuple(tuple(u for u in range(self.n, self.n_nodes) if v in self.children(u)) for v in range(self.n_nodes))
+        return tuple(
+            tuple(u for u in range(self.n, self.n_nodes) if v in self.children(u)) for v in range(self.n_nodes)
+        )
 
     @property
     def width(self) -> int:
@@ -246,9 +248,16 @@ def _random_gate(rng: np.random.Generator, args, name) -> Gate:
     return Gate(name, tuple(int(a) for a in args), w, b)
 
 
-def random_dag(seed: int, depth: int = 3, arity: int = 2, inputs: int = 6, primitives: int = 5, tries: int = 5000) -> BooleanTarget:
+def random_dag(
+    seed: int, depth: int = 3, arity: int = 2, inputs: int = 6, primitives: int = 5, tries: int = 5000
+) -> BooleanTarget:
     """A random DAG of threshold gates (see module docstring); deterministic in `seed`."""
-    if not (1 <= depth <= primitives) or (depth == 1 and primitives != 1) or arity < 2 or not (arity <= inputs <= MAX_INPUTS):
+    if (
+        not (1 <= depth <= primitives)
+        or (depth == 1 and primitives != 1)
+        or arity < 2
+        or not (arity <= inputs <= MAX_INPUTS)
+    ):
         raise BooleanTargetError(
             f"dag:{seed}: need 1 ≤ depth ≤ primitives (one primitive when depth = 1), arity ≥ 2 and arity ≤ inputs ≤ {MAX_INPUTS} "
             f"(got depth={depth}, arity={arity}, inputs={inputs}, primitives={primitives})"
@@ -341,5 +350,7 @@ def get_boolean_target(spec: str) -> BooleanTarget:
             raise
         raise BooleanTargetError(f"{spec}: {e}; numbers in the spec must be integers") from None
     if not _is_proper(t):
-        raise BooleanTargetError(f"{spec}: the DAG is degenerate (a constant or duplicated primitive); pick other parameters")
+        raise BooleanTargetError(
+            f"{spec}: the DAG is degenerate (a constant or duplicated primitive); pick other parameters"
+        )
     return t

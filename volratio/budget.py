@@ -91,8 +91,15 @@ def network_bytes(n_params: int, population: int = 1, itemsize: int = 4, trainin
     return int(n_params) * int(population) * per
 
 
-def forward_bytes(pixels: int, width: int, depth: int, population: int = 1, itemsize: int = 4,
-                  keep_layers: bool = False, training: bool = False) -> int:
+def forward_bytes(
+    pixels: int,
+    width: int,
+    depth: int,
+    population: int = 1,
+    itemsize: int = 4,
+    keep_layers: bool = False,
+    training: bool = False,
+) -> int:
     """One evaluation over `pixels` inputs: the grid, ~4 live `(K, P, W)` activations (input,
     pre-activation, two temporaries of the activation), the head; all layers when they are kept
     (features) and ~5 per layer when autograd keeps them for the backward pass (training)."""

@@ -38,7 +38,7 @@ def difference(images, bases) -> np.ndarray:
 
 def concentration(D: np.ndarray, top: float = TOP_FRACTION) -> np.ndarray:
     """`(B,)` share of Σ D² in the top `top` fraction of pixels (NaN for an unchanged image)."""
-    e = (D.reshape(len(D), -1) ** 2)
+    e = D.reshape(len(D), -1) ** 2
     k = max(1, round(top * e.shape[1]))
     tot = e.sum(1)
     topk = -np.sort(-e, axis=1)[:, :k].sum(1)
@@ -73,10 +73,14 @@ def measure(images, bases):
     import pandas as pd
 
     D = difference(images, bases)
-    return pd.DataFrame({
-        "concentration": concentration(D), "regions": regions(D), "hf_share": hf_share(D),
-        "change": np.sqrt((D**2).mean(axis=(1, 2)) / 3.0),
-    })
+    return pd.DataFrame(
+        {
+            "concentration": concentration(D),
+            "regions": regions(D),
+            "hf_share": hf_share(D),
+            "change": np.sqrt((D**2).mean(axis=(1, 2)) / 3.0),
+        }
+    )
 
 
 def compare_groups(table, by: str = "kind", measures=MEASURES):

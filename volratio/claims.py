@@ -32,22 +32,62 @@ class Claim:
 CLAIMS: dict[str, Claim] = {
     c.key: c
     for c in [
-        Claim("picbreeder-vs-sgd", "Picbreeder networks score high on EMC2-Bench; dense SGD networks score near 0.",
-              "EMC2-Bench", "EMC2 score of the layerized genomes vs the FER SGD and our dense networks", "emc2"),
-        Claim("sp-vs-pruners", "Only similarity-based pruning scores above 0; Lottery Ticket, Wanda and LLM-Pruner score 0.",
-              "Connectivity: which connections remain", "EMC2 score of SP and each baseline at matched sparsity, over seeds", "connectivity"),
-        Claim("depth-optimum", "The compositional score peaks at a target-specific depth; shallower and deeper networks fail.",
-              "Depth: a narrow, target-dependent regime", "EMC2 score vs depth per target, with intervals over seeds", "depth"),
-        Claim("muon-above-adam", "Muon reaches a lower loss and a higher compositional score than Adam.",
-              "Optimization: Adam, Muon, SGD", "final loss and EMC2 score of Adam, Muon and SGD at the sweet spot", "optimization"),
-        Claim("png-ratio-linear", "The PNG compression ratio of a target is linear in its sweet-spot depth.",
-              "Depth: a narrow, target-dependent regime", "linear fit of sweet-spot depth on PNG ratio: R², leave-one-out error", "depth"),
-        Claim("rho-concentrated", "ρ(W, L) is concentrated at (W_min, L*) and decays exponentially away from it.",
-              "The volume-ratio argument", "Monte Carlo ρ over a (W, L) grid on Boolean targets", "volume_ratio"),
-        Claim("welch-r-le-d", "Monosemantic (orthogonal) features are feasible only when r ≤ d.",
-              "Feature interference and the Welch bound", "coherence of frames and learned features against the Welch bound", "welch"),
-        Claim("scenes-weaker", "The effect is weaker for multi-object scenes.",
-              "Unknown targets", "compositional score on single-object images vs scenes", "unknown_targets"),
+        Claim(
+            "picbreeder-vs-sgd",
+            "Picbreeder networks score high on EMC2-Bench; dense SGD networks score near 0.",
+            "EMC2-Bench",
+            "EMC2 score of the layerized genomes vs the FER SGD and our dense networks",
+            "emc2",
+        ),
+        Claim(
+            "sp-vs-pruners",
+            "Only similarity-based pruning scores above 0; Lottery Ticket, Wanda and LLM-Pruner score 0.",
+            "Connectivity: which connections remain",
+            "EMC2 score of SP and each baseline at matched sparsity, over seeds",
+            "connectivity",
+        ),
+        Claim(
+            "depth-optimum",
+            "The compositional score peaks at a target-specific depth; shallower and deeper networks fail.",
+            "Depth: a narrow, target-dependent regime",
+            "EMC2 score vs depth per target, with intervals over seeds",
+            "depth",
+        ),
+        Claim(
+            "muon-above-adam",
+            "Muon reaches a lower loss and a higher compositional score than Adam.",
+            "Optimization: Adam, Muon, SGD",
+            "final loss and EMC2 score of Adam, Muon and SGD at the sweet spot",
+            "optimization",
+        ),
+        Claim(
+            "png-ratio-linear",
+            "The PNG compression ratio of a target is linear in its sweet-spot depth.",
+            "Depth: a narrow, target-dependent regime",
+            "linear fit of sweet-spot depth on PNG ratio: R², leave-one-out error",
+            "depth",
+        ),
+        Claim(
+            "rho-concentrated",
+            "ρ(W, L) is concentrated at (W_min, L*) and decays exponentially away from it.",
+            "The volume-ratio argument",
+            "Monte Carlo ρ over a (W, L) grid on Boolean targets",
+            "volume_ratio",
+        ),
+        Claim(
+            "welch-r-le-d",
+            "Monosemantic (orthogonal) features are feasible only when r ≤ d.",
+            "Feature interference and the Welch bound",
+            "coherence of frames and learned features against the Welch bound",
+            "welch",
+        ),
+        Claim(
+            "scenes-weaker",
+            "The effect is weaker for multi-object scenes.",
+            "Unknown targets",
+            "compositional score on single-object images vs scenes",
+            "unknown_targets",
+        ),
     ]
 }
 
@@ -122,8 +162,10 @@ class Verdict:
     def html(self) -> str:
         """The verdict as the claims page shows it: verdict, scale, judge, then what was measured."""
         judge = "no judge" if self.key in NO_JUDGE else JUDGE_TEXT.get(self.judge, self.judge or "judge not recorded")
-        return (f"<b>{html.escape(self.verdict)}</b> ({html.escape(self.scale)} scale; {html.escape(judge)}) — "
-                f"{html.escape(self.measured)}")
+        return (
+            f"<b>{html.escape(self.verdict)}</b> ({html.escape(self.scale)} scale; {html.escape(judge)}) — "
+            f"{html.escape(self.measured)}"
+        )
 
 
 NO_JUDGE = ("rho-concentrated", "welch-r-le-d", "png-ratio-linear")  # claims measured without an EMC2 judge
@@ -135,8 +177,15 @@ JUDGE_TEXT = {  # `volratio.judges.make_judge` names, as the claims page says th
 }
 
 
-def record(key: str, verdict: str, measured: str, evidence: dict | None = None, scale: str = "quick",
-           judge: str | None = None, stored: bool = False) -> Verdict:
+def record(
+    key: str,
+    verdict: str,
+    measured: str,
+    evidence: dict | None = None,
+    scale: str = "quick",
+    judge: str | None = None,
+    stored: bool = False,
+) -> Verdict:
     """The verdict on claim `key`, checked, and — when called in a notebook that myst-nb executes —
     glued as `claim-<key>` (HTML) for the claims page to paste. `judge`: which EMC2 judge the
     measurement used (None for claims that involve no judge). `stored=True`: a verdict read from the
@@ -167,8 +216,10 @@ def table():
     """One row per claim: statement, the chapter (and its file) whose experiment tests it, what it measures."""
     import pandas as pd
 
-    rows = [{"claim": c.statement, "chapter": c.chapter, "doc": f"book/{c.doc}.md", "experiment": c.experiment}
-            for c in CLAIMS.values()]
+    rows = [
+        {"claim": c.statement, "chapter": c.chapter, "doc": f"book/{c.doc}.md", "experiment": c.experiment}
+        for c in CLAIMS.values()
+    ]
     return pd.DataFrame(rows, index=list(CLAIMS))
 
 
@@ -176,7 +227,9 @@ def table():
 # Verdicts computed from experiment results
 
 
-def sp_vs_pruners(table, zero: float = 0.05, scale: str = "quick", judge: str | None = "ssim") -> tuple[Verdict, "object"]:
+def sp_vs_pruners(
+    table, zero: float = 0.05, scale: str = "quick", judge: str | None = "ssim"
+) -> tuple[Verdict, "object"]:
     """Claim "sp-vs-pruners" from the connectivity experiment's table (`emc2_auc` per network and
     method): reproduced when SP's interval lies above Lottery Ticket's, Wanda's and LLM-Pruner's and
     each of theirs ends below `zero`. Returns the recorded `Verdict` and a per-method table."""
@@ -184,24 +237,48 @@ def sp_vs_pruners(table, zero: float = 0.05, scale: str = "quick", judge: str | 
 
     est = {m: Estimate.from_samples(table[table.method == m]["emc2_auc"]) for m in dict.fromkeys(table.method)}
     named = {"imp": "Lottery Ticket (IMP)", "wanda": "Wanda", "llm-pruner": "LLM-Pruner"}
-    rows = [{"method": "sp", "claim predicts": "> 0", "measured AUC": f"{est['sp'].mean:.3f} [{est['sp'].lo:.3f}, {est['sp'].hi:.3f}]",
-             "SP above it (intervals separated)": "—", f"at 0 (upper end < {zero})": "—"}]
+    rows = [
+        {
+            "method": "sp",
+            "claim predicts": "> 0",
+            "measured AUC": f"{est['sp'].mean:.3f} [{est['sp'].lo:.3f}, {est['sp'].hi:.3f}]",
+            "SP above it (intervals separated)": "—",
+            f"at 0 (upper end < {zero})": "—",
+        }
+    ]
     separated = at_zero = 0
     for m in named:
         v = compare_estimates(est["sp"], est[m])
         separated += v == "reproduced"
         at_zero += est[m].hi < zero
-        rows.append({"method": m, "claim predicts": "0", "measured AUC": f"{est[m].mean:.3f} [{est[m].lo:.3f}, {est[m].hi:.3f}]",
-                     "SP above it (intervals separated)": {"reproduced": "yes", "partly": "means only", "not reproduced": "no"}[v],
-                     f"at 0 (upper end < {zero})": est[m].hi < zero})
-    verdict = "reproduced" if separated == at_zero == len(named) else "partly" if separated or at_zero else "not reproduced"
-    measured = (f"EMC2 AUC (SSIM judge) SP {est['sp'].mean:.2f}; " + ", ".join(f"{named[m]} {est[m].mean:.2f}" for m in named)
-                + f"; baselines at 0: {at_zero} of 3; SP's interval above theirs: {separated} of 3")
+        rows.append(
+            {
+                "method": m,
+                "claim predicts": "0",
+                "measured AUC": f"{est[m].mean:.3f} [{est[m].lo:.3f}, {est[m].hi:.3f}]",
+                "SP above it (intervals separated)": {
+                    "reproduced": "yes",
+                    "partly": "means only",
+                    "not reproduced": "no",
+                }[v],
+                f"at 0 (upper end < {zero})": est[m].hi < zero,
+            }
+        )
+    verdict = (
+        "reproduced" if separated == at_zero == len(named) else "partly" if separated or at_zero else "not reproduced"
+    )
+    measured = (
+        f"EMC2 AUC (SSIM judge) SP {est['sp'].mean:.2f}; "
+        + ", ".join(f"{named[m]} {est[m].mean:.2f}" for m in named)
+        + f"; baselines at 0: {at_zero} of 3; SP's interval above theirs: {separated} of 3"
+    )
     v = record("sp-vs-pruners", verdict, measured, {m: vars(e) for m, e in est.items()}, scale, judge)
     return v, pd.DataFrame(rows).set_index("method")
 
 
-def depth_optimum(curves: dict, true_depths: dict, scale: str = "quick", judge: str | None = None) -> tuple[Verdict, dict]:
+def depth_optimum(
+    curves: dict, true_depths: dict, scale: str = "quick", judge: str | None = None
+) -> tuple[Verdict, dict]:
     """Claim "depth-optimum" from depth curves (`volratio.experiments.depth_regime.DepthCurve`):
     a peak (largest best-minus-rest) taller than the mean width of a depth's 95% interval, and the
     sweet spot at the true depth L* of every planted target in `true_depths`. Returns the verdict
@@ -211,15 +288,25 @@ def depth_optimum(curves: dict, true_depths: dict, scale: str = "quick", judge: 
     width = float(np.mean([np.mean([r["score_hi"] - r["score_lo"] for r in c.summary()]) for c in curves.values()]))
     contrast = float(max(c.spot.peak_contrast for c in curves.values()))
     hits = sum(curves[t].spot.depth == d for t, d in true_depths.items())
-    inside = sum(curves[t].spot.interval[0] <= d <= curves[t].spot.interval[1] for t, d in true_depths.items()
-                 if curves[t].spot.depth is not None)
+    inside = sum(
+        curves[t].spot.interval[0] <= d <= curves[t].spot.interval[1]
+        for t, d in true_depths.items()
+        if curves[t].spot.depth is not None
+    )
     agree = sum(len(set(c.spot.per_seed)) == 1 for c in curves.values())
-    checks = {"a peak stands above the interval width": contrast > width,
-              "planted sweet spot = L* for every planted target": hits == len(true_depths)}
-    v = record("depth-optimum", verdict_from_fraction(sum(checks.values()), len(checks)),
-               f"largest peak − rest {contrast:.3f} vs mean 95% interval width {width:.3f}; sweet spot = L* for "
-               f"{hits} of {len(true_depths)} planted targets; seeds agree on the argmax for {agree} of {len(curves)} targets",
-               {k: bool(x) for k, x in checks.items()}, scale, judge)
+    checks = {
+        "a peak stands above the interval width": contrast > width,
+        "planted sweet spot = L* for every planted target": hits == len(true_depths),
+    }
+    v = record(
+        "depth-optimum",
+        verdict_from_fraction(sum(checks.values()), len(checks)),
+        f"largest peak − rest {contrast:.3f} vs mean 95% interval width {width:.3f}; sweet spot = L* for "
+        f"{hits} of {len(true_depths)} planted targets; seeds agree on the argmax for {agree} of {len(curves)} targets",
+        {k: bool(x) for k, x in checks.items()},
+        scale,
+        judge,
+    )
     return v, {"width": width, "contrast": contrast, "hits": hits, "inside": inside, "agree": agree}
 
 
@@ -231,9 +318,13 @@ def png_ratio_linear(pred, scale: str = "quick") -> Verdict:
 
     guess = float(np.std(pred.y))
     linear = [pred.r2 >= 0.8, pred.loo_rmse < 1.0 and pred.loo_rmse < guess]
-    return record("png-ratio-linear", verdict_from_fraction(sum(linear), len(linear)),
-                  f"{pred.n} planted targets: R² = {pred.r2:.3f}, LOO RMSE {pred.loo_rmse:.2f} layers (guessing the mean: {guess:.2f})",
-                  {"r2": pred.r2, "loo_rmse": pred.loo_rmse}, scale)
+    return record(
+        "png-ratio-linear",
+        verdict_from_fraction(sum(linear), len(linear)),
+        f"{pred.n} planted targets: R² = {pred.r2:.3f}, LOO RMSE {pred.loo_rmse:.2f} layers (guessing the mean: {guess:.2f})",
+        {"r2": pred.r2, "loo_rmse": pred.loo_rmse},
+        scale,
+    )
 
 
 def muon_above_adam(summary, detail: str = "", scale: str = "quick", judge: str | None = None) -> Verdict:
@@ -246,23 +337,38 @@ def muon_above_adam(summary, detail: str = "", scale: str = "quick", judge: str 
     def est(row, col):
         return Estimate(row[col], row[f"{col}_lo"], row[f"{col}_hi"])
 
-    parts = {"loss": compare_estimates(lower_is_better(est(m, "loss")), lower_is_better(est(a, "loss"))),
-             "score": compare_estimates(est(m, "score"), est(a, "score"))}
-    return record("muon-above-adam", combine(parts.values()),
-                  f"final MSE Muon {m['loss']:.3g} vs Adam {a['loss']:.3g}; EMC2 AUC Muon {m['score']:.3f} vs Adam "
-                  f"{a['score']:.3f} ({detail}); per part: {parts}", {"muon": m.to_dict(), "adam": a.to_dict()}, scale, judge)
+    parts = {
+        "loss": compare_estimates(lower_is_better(est(m, "loss")), lower_is_better(est(a, "loss"))),
+        "score": compare_estimates(est(m, "score"), est(a, "score")),
+    }
+    return record(
+        "muon-above-adam",
+        combine(parts.values()),
+        f"final MSE Muon {m['loss']:.3g} vs Adam {a['loss']:.3g}; EMC2 AUC Muon {m['score']:.3f} vs Adam "
+        f"{a['score']:.3f} ({detail}); per part: {parts}",
+        {"muon": m.to_dict(), "adam": a.to_dict()},
+        scale,
+        judge,
+    )
 
 
 def scenes_weaker(rows, detail: str = "", scale: str = "quick", judge: str | None = None) -> Verdict:
     """Claim "scenes-weaker" from `volratio.experiments.unknown_targets.scene_vs_parts` rows (one per
     effect size, each with its own verdict from the bootstrap interval of scene − parts)."""
     texts = [f"{r['effect']}: scene − parts {r['difference']:+.3f} ({r['lo']:+.3f}..{r['hi']:+.3f})" for r in rows]
-    return record("scenes-weaker", combine(r["verdict"] for r in rows), "; ".join(texts) + (f" — {detail}" if detail else ""),
-                  {r["effect"]: {"scene": r["scene"], "parts": r["parts"]} for r in rows}, scale, judge)
+    return record(
+        "scenes-weaker",
+        combine(r["verdict"] for r in rows),
+        "; ".join(texts) + (f" — {detail}" if detail else ""),
+        {r["effect"]: {"scene": r["scene"], "parts": r["parts"]} for r in rows},
+        scale,
+        judge,
+    )
 
 
-def picbreeder_vs_sgd_stored(table, detail: str = "", z: float = 1.96, scale: str = "reference",
-                             judge: str | None = "ssim", dense=None) -> tuple[Verdict, "object"]:
+def picbreeder_vs_sgd_stored(
+    table, detail: str = "", z: float = 1.96, scale: str = "reference", judge: str | None = "ssim", dense=None
+) -> tuple[Verdict, "object"]:
     """Claim "picbreeder-vs-sgd" from the stored EMC2 runs (`emc2_point` rows: `network`, `target`,
     `auc`, `auc_se`): per target, the Picbreeder network's AUC against FER's SGD network's, each with
     the interval its parameter subsample implies (± z·se; a point where every weight was scored),
@@ -282,22 +388,47 @@ def picbreeder_vs_sgd_stored(table, detail: str = "", z: float = 1.96, scale: st
         pb, sgd = est(sel.loc["Picbreeder"]), est(sel.loc["FER SGD"])
         v = compare_estimates(pb, sgd)
         parts.append(v)
-        row = {"target": target, "Picbreeder AUC": f"{pb.mean:.3f} [{pb.lo:.3f}, {pb.hi:.3f}]",
-               "FER SGD AUC": f"{sgd.mean:.3f} [{sgd.lo:.3f}, {sgd.hi:.3f}]", "Picbreeder above FER SGD": v}
+        row = {
+            "target": target,
+            "Picbreeder AUC": f"{pb.mean:.3f} [{pb.lo:.3f}, {pb.hi:.3f}]",
+            "FER SGD AUC": f"{sgd.mean:.3f} [{sgd.lo:.3f}, {sgd.hi:.3f}]",
+            "Picbreeder above FER SGD": v,
+        }
         if dense is not None:
             ours = dense[(dense.target == target) & (dense.network == "dense (ours)")].auc
             if len(ours):
                 d = Estimate.from_samples(ours)
                 parts.append(compare_estimates(pb, d))
-                row.update({f"dense (ours) AUC, {len(ours)} seeds": f"{d.mean:.3f} [{d.lo:.3f}, {d.hi:.3f}]",
-                            "Picbreeder above dense (ours)": parts[-1]})
+                row.update(
+                    {
+                        f"dense (ours) AUC, {len(ours)} seeds": f"{d.mean:.3f} [{d.lo:.3f}, {d.hi:.3f}]",
+                        "Picbreeder above dense (ours)": parts[-1],
+                    }
+                )
         rows.append(row)
-    sub = [f"{r.network} {r.target} {r.n_params:,} of {r.n_nonzero:,}" for r in table.itertuples() if r.n_params < r.n_nonzero]
-    measured = ("EMC2 AUC (SSIM judge), every non-zero weight" + (f" except {', '.join(sub)} (seeded subsample)" if sub else "")
-                + ": " + "; ".join(f"{r['target']}: Picbreeder {r['Picbreeder AUC']}, FER SGD {r['FER SGD AUC']}"
-                                   + "".join(f", {k.replace(' AUC', '')} {x}" for k, x in r.items() if k.startswith("dense (ours) AUC"))
-                                   for r in rows)
-                + (f" — {detail}" if detail else ""))
-    v = record("picbreeder-vs-sgd", combine(parts) if parts else "not measured", measured,
-               {r["target"]: r for r in rows}, scale, judge, stored=True)
+    sub = [
+        f"{r.network} {r.target} {r.n_params:,} of {r.n_nonzero:,}"
+        for r in table.itertuples()
+        if r.n_params < r.n_nonzero
+    ]
+    measured = (
+        "EMC2 AUC (SSIM judge), every non-zero weight"
+        + (f" except {', '.join(sub)} (seeded subsample)" if sub else "")
+        + ": "
+        + "; ".join(
+            f"{r['target']}: Picbreeder {r['Picbreeder AUC']}, FER SGD {r['FER SGD AUC']}"
+            + "".join(f", {k.replace(' AUC', '')} {x}" for k, x in r.items() if k.startswith("dense (ours) AUC"))
+            for r in rows
+        )
+        + (f" — {detail}" if detail else "")
+    )
+    v = record(
+        "picbreeder-vs-sgd",
+        combine(parts) if parts else "not measured",
+        measured,
+        {r["target"]: r for r in rows},
+        scale,
+        judge,
+        stored=True,
+    )
     return v, pd.DataFrame(rows).set_index("target") if rows else pd.DataFrame()

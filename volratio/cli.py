@@ -62,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compositional structure in coordinate networks (the library behind the volratio book).",
     )
     parser.add_argument(
-        "--memory-budget", metavar="SIZE", default=None,
+        "--memory-budget",
+        metavar="SIZE",
+        default=None,
         help="refuse requests estimated to need more memory than this (e.g. 16G, 512M, none; "
         "default: $VOLRATIO_MEMORY_BUDGET, else 4 GiB or half the RAM)",
     )
@@ -105,13 +107,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: {_one_line(e)}", file=sys.stderr)
         return 2
     except MemoryError:
-        print(f"{_command_name(args, argv) if args is not None else 'volratio'}: error: ran out of memory; "
-              "make the request smaller (--res, --width, --samples) or lower --memory-budget so that it is "
-              "refused before allocating", file=sys.stderr)
+        print(
+            f"{_command_name(args, argv) if args is not None else 'volratio'}: error: ran out of memory; "
+            "make the request smaller (--res, --width, --samples) or lower --memory-budget so that it is "
+            "refused before allocating",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
-        print(f"{_command_name(args, argv) if args is not None else 'volratio'}: interrupted (Ctrl-C); "
-              "outputs are written atomically, so none is half-written", file=sys.stderr)
+        print(
+            f"{_command_name(args, argv) if args is not None else 'volratio'}: interrupted (Ctrl-C); "
+            "outputs are written atomically, so none is half-written",
+            file=sys.stderr,
+        )
         return 130
     except BrokenPipeError:
         # the reader (e.g. `head`) closed the pipe: stop quietly, and keep Python from complaining

@@ -89,7 +89,11 @@ def sweet_spot(depths, scores, tol: float = 1e-9, n_boot: int = 1000, seed: int 
     for _ in range(n_boot if s.shape[1] > 1 else 0):
         cols = rng.integers(0, s.shape[1], s.shape[1])
         boots.append(_argmax_shallowest(d, np.nanmean(s[:, cols], axis=1), tol)[0])
-    lo, hi = (int(np.percentile(boots, 5, method="lower")), int(np.percentile(boots, 95, method="higher"))) if boots else (depth, depth)
+    lo, hi = (
+        (int(np.percentile(boots, 5, method="lower")), int(np.percentile(boots, 95, method="higher")))
+        if boots
+        else (depth, depth)
+    )
     return SweetSpot(depth, tied, False, (lo, hi), per_seed, means.tolist(), contrast)
 
 
@@ -161,7 +165,7 @@ def fit_predictor(ratios, depths, names=None, level: float = 0.95) -> DepthPredi
     lr = stats.linregress(x, y)
     n = len(x)
     resid = y - (lr.intercept + lr.slope * x)
-    sigma = float(np.sqrt((resid ** 2).sum() / (n - 2))) if n > 2 else 0.0
+    sigma = float(np.sqrt((resid**2).sum() / (n - 2))) if n > 2 else 0.0
     loo = []
     for i in range(n):
         m = np.arange(n) != i
@@ -169,10 +173,22 @@ def fit_predictor(ratios, depths, names=None, level: float = 0.95) -> DepthPredi
         loo.append(float(a_i + b_i * x[i] - y[i]))
     loo = np.asarray(loo)
     return DepthPredictor(
-        a=float(lr.intercept), b=float(lr.slope), r2=float(lr.rvalue ** 2), n=n, se_a=float(lr.intercept_stderr),
-        se_b=float(lr.stderr), sigma=sigma, x_mean=float(x.mean()), sxx=float(((x - x.mean()) ** 2).sum()),
-        level=level, loo_errors=loo.tolist(), loo_rmse=float(np.sqrt((loo ** 2).mean())),
-        loo_mae=float(np.abs(loo).mean()), x=x.tolist(), y=y.tolist(), names=list(names),
+        a=float(lr.intercept),
+        b=float(lr.slope),
+        r2=float(lr.rvalue**2),
+        n=n,
+        se_a=float(lr.intercept_stderr),
+        se_b=float(lr.stderr),
+        sigma=sigma,
+        x_mean=float(x.mean()),
+        sxx=float(((x - x.mean()) ** 2).sum()),
+        level=level,
+        loo_errors=loo.tolist(),
+        loo_rmse=float(np.sqrt((loo**2).mean())),
+        loo_mae=float(np.abs(loo).mean()),
+        x=x.tolist(),
+        y=y.tolist(),
+        names=list(names),
     )
 
 
@@ -209,8 +225,14 @@ def planted_predictor(specs=None, res: int = 64, level: float = 0.95) -> tuple[D
 
 
 # Moved to volratio.experiments.depth_regime and volratio.plots; old names keep working.
-_MOVED = {"DepthSweepConfig": "Config", "depth_sweep": "depth_sweep", "make_sweep": "make_sweep",
-          "curves_from_table": "curves_from_table", "DepthCurve": "DepthCurve", "parse_depths": "parse_depths"}
+_MOVED = {
+    "DepthSweepConfig": "Config",
+    "depth_sweep": "depth_sweep",
+    "make_sweep": "make_sweep",
+    "curves_from_table": "curves_from_table",
+    "DepthCurve": "DepthCurve",
+    "parse_depths": "parse_depths",
+}
 
 
 def __getattr__(name):

@@ -240,9 +240,11 @@ class PerturbationEngine:
 
         item = torch.empty((), dtype=dtype).element_size()
         cached = 2 * sum(len(k) for k in keep) + 4 * 3  # H and Z of every layer, the grid, the base image
-        budget.check(self.res**2 * item * cached + self.memory_bytes,
-                     f"perturbing a network of {sum(len(k) for k in keep[1:-1])} live units at {self.res}×{self.res} pixels",
-                     "lower the resolution (--res)")
+        budget.check(
+            self.res**2 * item * cached + self.memory_bytes,
+            f"perturbing a network of {sum(len(k) for k in keep[1:-1])} live units at {self.res}×{self.res} pixels",
+            "lower the resolution (--res)",
+        )
         grid = coords(self.res, device=self.device, dtype=dtype).T.contiguous()  # (4, P)
         self.H, self.Z = [grid], []
         h = grid
@@ -530,8 +532,15 @@ def _dtype(name) -> torch.dtype:
     return getattr(torch, name)
 
 
-def score(net: CoordMLP, judge, label: str, config: EMC2Config | None = None, params=None, layered=None,
-          progress: bool = False) -> EMC2Result:
+def score(
+    net: CoordMLP,
+    judge,
+    label: str,
+    config: EMC2Config | None = None,
+    params=None,
+    layered=None,
+    progress: bool = False,
+) -> EMC2Result:
     """S(θ; δ) for every δ of `config.deltas` under `judge` (see `volratio.judges`).
 
     `params`: explicit `(N, 3)` parameters; default `params_of(net, config.which, layered)`,
@@ -581,14 +590,26 @@ def score(net: CoordMLP, judge, label: str, config: EMC2Config | None = None, pa
         weight[sel] = W[k][P_all[sel, 1], P_all[sel, 2]]
     table = pd.DataFrame(
         {
-            "layer": P_all[:, 0], "row": P_all[:, 1], "col": P_all[:, 2], "weight": weight,
-            "delta": D_all, "verdict": verdict, "score": jscore, "distance": dist,
+            "layer": P_all[:, 0],
+            "row": P_all[:, 1],
+            "col": P_all[:, 2],
+            "weight": weight,
+            "delta": D_all,
+            "verdict": verdict,
+            "score": jscore,
+            "distance": dist,
         }
     )
     scores = table.groupby("delta")["verdict"].mean().reindex(deltas).to_numpy()
     return EMC2Result(
-        deltas=deltas, scores=scores, auc=normalised_auc(deltas, scores), n_params=len(params),
-        n_nonzero=n_nonzero, judge=judge.name, judge_settings=judge.settings(), table=table,
+        deltas=deltas,
+        scores=scores,
+        auc=normalised_auc(deltas, scores),
+        n_params=len(params),
+        n_nonzero=n_nonzero,
+        judge=judge.name,
+        judge_settings=judge.settings(),
+        table=table,
         config={**asdict(cfg), "deltas": [float(x) for x in deltas]},
     )
 
@@ -600,9 +621,18 @@ def target_label(target_spec: str) -> str:
     return rest if kind in ("picbreeder", "image") and rest else str(target_spec)
 
 
-def score_network(net: CoordMLP, target_spec: str, config: EMC2Config | None = None, judge: str = "ssim",
-                  layered=None, label: str | None = None, judge_model: str | None = None, params=None,
-                  calibration_seed: int | None = None, progress: bool = False) -> EMC2Result:
+def score_network(
+    net: CoordMLP,
+    target_spec: str,
+    config: EMC2Config | None = None,
+    judge: str = "ssim",
+    layered=None,
+    label: str | None = None,
+    judge_model: str | None = None,
+    params=None,
+    calibration_seed: int | None = None,
+    progress: bool = False,
+) -> EMC2Result:
     """The one EMC2 path every experiment, chapter and command takes: S(θ; δ) of member
     `config.member` under judge `judge` built by `volratio.judges.make_judge` for this network's own
     unperturbed image (the engine's base render; for SSIM the threshold is calibrated on it with
@@ -629,8 +659,9 @@ class WeightSweep:
     params: np.ndarray  # (n_param_rows, 3)
 
 
-def pick_params(net: CoordMLP, n: int = 6, how: str = "effect", res: int = 32, seed: int = 0, params=None,
-                device: str = "auto") -> np.ndarray:
+def pick_params(
+    net: CoordMLP, n: int = 6, how: str = "effect", res: int = 32, seed: int = 0, params=None, device: str = "auto"
+) -> np.ndarray:
     """`n` parameters to sweep: `"effect"` — those whose change by +1 moves the image most (RMS),
     `"random"` — a seeded uniform draw of non-zero parameters. `params` restricts the candidates."""
     cand = nonzero_params(net) if params is None else np.asarray(params, np.int64).reshape(-1, 3)
@@ -646,8 +677,15 @@ def pick_params(net: CoordMLP, n: int = 6, how: str = "effect", res: int = 32, s
     return cand[np.sort(order)]
 
 
-def weight_sweep(net: CoordMLP, params, offsets=(-1.0, -0.5, 0.0, 0.5, 1.0), res: int = 64, controls: int = 1,
-                 seed: int = 0, device: str = "auto") -> WeightSweep:
+def weight_sweep(
+    net: CoordMLP,
+    params,
+    offsets=(-1.0, -0.5, 0.0, 0.5, 1.0),
+    res: int = 64,
+    controls: int = 1,
+    seed: int = 0,
+    device: str = "auto",
+) -> WeightSweep:
     """Images of the network as each parameter of `params` moves by each offset (engine, exact), plus
     `controls` rows moving all non-zero parameters along a random unit direction (seeded)."""
     params = np.asarray(params, np.int64).reshape(-1, 3)
@@ -656,9 +694,11 @@ def weight_sweep(net: CoordMLP, params, offsets=(-1.0, -0.5, 0.0, 0.5, 1.0), res
         raise VolratioError(f"weight_sweep needs controls ≥ 0 and finite offsets, got {controls}, {offsets.tolist()}")
     from . import budget
 
-    budget.check((len(params) + int(controls)) * len(offsets) * int(res) ** 2 * 3 * 4 * 3,
-                 f"a weight-sweep grid of {len(params) + int(controls)} rows × {len(offsets)} images at {res}×{res}",
-                 "sweep fewer parameters (--n, --params), fewer --controls or a lower --res")
+    budget.check(
+        (len(params) + int(controls)) * len(offsets) * int(res) ** 2 * 3 * 4 * 3,
+        f"a weight-sweep grid of {len(params) + int(controls)} rows × {len(offsets)} images at {res}×{res}",
+        "sweep fewer parameters (--n, --params), fewer --controls or a lower --res",
+    )
     eng = PerturbationEngine(net, res, device=device, dtype=torch.float32)
     P = np.repeat(params, len(offsets), axis=0)
     D = np.tile(offsets, len(params))
@@ -668,7 +708,10 @@ def weight_sweep(net: CoordMLP, params, offsets=(-1.0, -0.5, 0.0, 0.5, 1.0), res
     rows = [imgs]
     g = generator(seed)
     for s in range(controls):
-        dirs = [torch.randn(w.shape[1:], generator=g, dtype=torch.float64) * (m[0].cpu() != 0) for w, m in zip(net.weights, net.masks)]
+        dirs = [
+            torch.randn(w.shape[1:], generator=g, dtype=torch.float64) * (m[0].cpu() != 0)
+            for w, m in zip(net.weights, net.masks)
+        ]
         norm = math.sqrt(sum(float((d * d).sum()) for d in dirs))
         row = []
         for o in offsets:

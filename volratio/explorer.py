@@ -67,14 +67,10 @@ def export(net: CoordMLP, member: int = 0, spec: str | None = None) -> dict:
     the same order, as little-endian floats of the network's dtype. Both are base64.
     """
     if not 0 <= int(member) < net.population:
-        raise ExportError(
-            f"member {member} is outside the population (K = {net.population})"
-        )
+        raise ExportError(f"member {member} is outside the population (K = {net.population})")
     dtype = net.weights[0].dtype
     if dtype not in _DTYPES:
-        raise ExportError(
-            f"cannot export weights of dtype {dtype}; convert the network with .float() first"
-        )
+        raise ExportError(f"cannot export weights of dtype {dtype}; convert the network with .float() first")
     kernels = []
     for w, m in zip(net.weights, net.masks):
         w, m = (
@@ -85,9 +81,7 @@ def export(net: CoordMLP, member: int = 0, spec: str | None = None) -> dict:
             {
                 "shape": list(w.shape),
                 "mask": _b64(np.packbits(m.numpy().reshape(-1))),
-                "values": _b64(
-                    w[m].numpy().astype(_DTYPES[dtype])
-                ),  # row-major over mask == 1
+                "values": _b64(w[m].numpy().astype(_DTYPES[dtype])),  # row-major over mask == 1
             }
         )
     return {
@@ -115,23 +109,19 @@ def load(doc: dict | str) -> CoordMLP:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         raise ExportError(
-            f"not an exported network of format {FORMAT!r} (got {got!r}); re-export it with "
-            "volratio.explorer.export"
+            f"not an exported network of format {FORMAT!r} (got {got!r}); re-export it with volratio.explorer.export"
         )
     np_dtype = np.dtype(doc["dtype"])
     kernels, masks = [], []
     for i, k in enumerate(doc["kernels"]):
         fi, fo = (int(v) for v in k["shape"])
         damaged = ExportError(
-            f"kernel {i}: mask or values do not fit its shape {fi}×{fo}; the export is damaged "
-            "(re-export the network)"
+            f"kernel {i}: mask or values do not fit its shape {fi}×{fo}; the export is damaged (re-export the network)"
         )
         try:
             bits = np.frombuffer(base64.b64decode(k["mask"], validate=True), np.uint8)
             vals = np.frombuffer(base64.b64decode(k["values"], validate=True), np_dtype)
-        except (
-            ValueError
-        ) as e:  # bad base64, or a byte count that is not a whole number of floats
+        except ValueError as e:  # bad base64, or a byte count that is not a whole number of floats
             raise damaged from e
         if len(bits) != (fi * fo + 7) // 8:
             raise damaged
@@ -173,9 +163,7 @@ class Ranking:
     def top(self, n: int) -> list[dict]:
         return [
             {"k": int(k), "r": int(r), "c": int(c), "w": float(w), "effect": float(e)}
-            for (k, r, c), w, e in zip(
-                self.params[:n].tolist(), self.weight[:n], self.effect[:n]
-            )
+            for (k, r, c), w, e in zip(self.params[:n].tolist(), self.weight[:n], self.effect[:n])
         ]
 
 
@@ -246,9 +234,7 @@ def local_effects(
         d2 = ((img - eng.base) ** 2).mean(dim=-1)  # (B, res, res)
         for name, (t, b, l, r) in boxes.items():
             out[name][idx] = d2[:, t:b, l:r].mean(dim=(1, 2)).sqrt().cpu().numpy()
-    return pd.DataFrame(
-        {"kernel": P[:, 0], "row": P[:, 1], "col": P[:, 2], "delta": D, **out}
-    )
+    return pd.DataFrame({"kernel": P[:, 0], "row": P[:, 1], "col": P[:, 2], "delta": D, **out})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,9 +285,7 @@ def perturbed(
     from .emc2 import perturbed_copy
 
     if (param is None) == (seed is None):
-        raise VolratioError(
-            "give exactly one of param=(kernel, row, col) or seed=… (a random direction)"
-        )
+        raise VolratioError("give exactly one of param=(kernel, row, col) or seed=… (a random direction)")
     if param is not None:
         return perturbed_copy(net, param, float(amount), member)
     new = net.select(member)
@@ -324,9 +308,7 @@ class ExplorerConfig:
     sweep_offsets: tuple = (-2.0, -1.0, 0.0, 1.0, 2.0)  # its columns, Δw
     sweep_res: int = 48  # its images' resolution
     seed: int = 1  # the first random direction
-    check_delta: float = (
-        1.25  # Δw of the reference renders the browser check compares against
-    )
+    check_delta: float = 1.25  # Δw of the reference renders the browser check compares against
     device: str = "cpu"  # the build machine renders on CPU
 
 
@@ -339,26 +321,11 @@ def static_sweep(net: CoordMLP, ranking: Ranking, cfg: ExplorerConfig, title: st
     offs = np.asarray(cfg.sweep_offsets, np.float64)
     eng = PerturbationEngine(net, cfg.sweep_res, device=cfg.device, dtype=torch.float32)
     imgs = eng.render(np.repeat(params, len(offs), 0), np.tile(offs, len(params)))
-    imgs = (
-        imgs.float()
-        .cpu()
-        .numpy()
-        .reshape(len(params), len(offs), cfg.sweep_res, cfg.sweep_res, 3)
-    )
-    ctrl = np.stack(
-        [
-            perturbed(net, o, seed=cfg.seed).render(cfg.sweep_res)[0].cpu().numpy()
-            for o in offs
-        ]
-    )
-    labels = [
-        f"k{k} r{r} c{c} (w={w:+.2f})"
-        for (k, r, c), w in zip(params.tolist(), ranking.weight)
-    ]
+    imgs = imgs.float().cpu().numpy().reshape(len(params), len(offs), cfg.sweep_res, cfg.sweep_res, 3)
+    ctrl = np.stack([perturbed(net, o, seed=cfg.seed).render(cfg.sweep_res)[0].cpu().numpy() for o in offs])
+    labels = [f"k{k} r{r} c{c} (w={w:+.2f})" for (k, r, c), w in zip(params.tolist(), ranking.weight)]
     labels.append(f"random direction {cfg.seed}")
-    sw = WeightSweep(
-        np.concatenate([imgs, ctrl[None]]).clip(0, 1), offs, labels, params
-    )
+    sw = WeightSweep(np.concatenate([imgs, ctrl[None]]).clip(0, 1), offs, labels, params)
     return sweep_figure(sw, title=title)
 
 
@@ -366,23 +333,20 @@ def reference_renders(net: CoordMLP, ranking: Ranking, cfg: ExplorerConfig) -> d
     """`CoordMLP.render` of the network, of its top-ranked weight and of the top-ranked weight in the
     lower half of its kernels each moved by `cfg.check_delta`, and of the random direction
     `cfg.seed` moved by −`cfg.check_delta`: `(res, res, 3)` float32, base64."""
-    f32 = lambda t: _b64(t[0].cpu().numpy().astype("<f4"))
+
+    def f32(t):
+        return _b64(t[0].cpu().numpy().astype("<f4"))
+
     # the top-ranked weight, and the top-ranked one in the lower half of the kernels (its change
     # passes through most layers: the page's incremental redraw recomputes the most there)
     low = ranking.params[ranking.params[:, 0] <= (net.n_kernels - 1) // 2]
-    params = [ranking.params[0]] + (
-        [low[0]] if len(low) and not np.array_equal(low[0], ranking.params[0]) else []
-    )
+    params = [ranking.params[0]] + ([low[0]] if len(low) and not np.array_equal(low[0], ranking.params[0]) else [])
     cases = [
         {
             "kind": "weight",
             "param": [int(v) for v in p],
             "delta": cfg.check_delta,
-            "image": f32(
-                perturbed(net, cfg.check_delta, param=tuple(int(v) for v in p)).render(
-                    cfg.res
-                )
-            ),
+            "image": f32(perturbed(net, cfg.check_delta, param=tuple(int(v) for v in p)).render(cfg.res)),
         }
         for p in params
     ]
@@ -391,17 +355,13 @@ def reference_renders(net: CoordMLP, ranking: Ranking, cfg: ExplorerConfig) -> d
             "kind": "random",
             "seed": cfg.seed,
             "delta": -cfg.check_delta,
-            "image": f32(
-                perturbed(net, -cfg.check_delta, seed=cfg.seed).render(cfg.res)
-            ),
+            "image": f32(perturbed(net, -cfg.check_delta, seed=cfg.seed).render(cfg.res)),
         }
     )
     return {"res": cfg.res, "base": f32(net.select(0).render(cfg.res)), "cases": cases}
 
 
-def widget_data(
-    spec: str, cfg: ExplorerConfig | None = None
-) -> tuple[dict, dict, object]:
+def widget_data(spec: str, cfg: ExplorerConfig | None = None) -> tuple[dict, dict, object]:
     """`(page data, reference renders, static sweep figure)` for network `spec` (see
     `volratio.specs.load_network`)."""
     from .specs import load_network

@@ -96,5 +96,7 @@ def check_out(path: str | Path, force: bool = False, inputs=(), folder: bool = F
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
-        raise OutputError(f"{option} {p}: cannot write in folder {parent} ({e.strerror}); choose a folder you can write to") from None
+        raise OutputError(
+            f"{option} {p}: cannot write in folder {parent} ({e.strerror}); choose a folder you can write to"
+        ) from None
     return p

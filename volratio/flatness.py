@@ -101,7 +101,7 @@ def explicit_hessian(net: CoordMLP, image, member: int = 0) -> np.ndarray:
         params = dict(base)
         for name, part, shape, w in zip(names, torch.split(theta, sizes), shapes, net.weights):
             full = w.detach().clone()
-            full = torch.cat([full[:member], part.reshape(shape)[None], full[member + 1:]])
+            full = torch.cat([full[:member], part.reshape(shape)[None], full[member + 1 :]])
             params[name] = full
         out = functional_call(net, params, (grid,))
         rgb = net.to_rgb(out)[member]  # (P, 3)

@@ -177,8 +177,11 @@ class Graph:
         from . import budget
         from .nets import head_to_rgb
 
-        budget.check(budget.graph_render_bytes(int(res) ** 2, len(self.nodes)),
-                     f"drawing {self.name or 'a graph'} ({len(self.nodes)} nodes) at {res}×{res}", "lower the resolution")
+        budget.check(
+            budget.graph_render_bytes(int(res) ** 2, len(self.nodes)),
+            f"drawing {self.name or 'a graph'} ({len(self.nodes)} nodes) at {res}×{res}",
+            "lower the resolution",
+        )
         grid = coords(res, dtype=dtype)
         return head_to_rgb(self.raw_outputs(grid), self.head).reshape(res, res, 3)
 
@@ -207,7 +210,9 @@ class Graph:
         top = self.depth() + 1
         nodes["_hue"] = Node("_hue", "out", "identity", "hue")
         nodes["_saturation"] = Node("_saturation", "out", "identity", "saturation")
-        return Graph(nodes, list(self.links), name=self.name, meta=dict(self.meta, pinned={"_hue": top, "_saturation": top}))
+        return Graph(
+            nodes, list(self.links), name=self.name, meta=dict(self.meta, pinned={"_hue": top, "_saturation": top})
+        )
 
 
 @dataclass
@@ -239,7 +244,6 @@ def _layerize(g: Graph, dtype, mode: str = "asap") -> Layered:
     out_labels = HSV_LABELS if head == "hsv" else (next(iter(outs)),)
     out_keys = [outs[l] for l in out_labels]
     D = max(layer[k] for k in out_keys)
-    preds = g.predecessors()
 
     # Last layer at which each value is read: a consumer at layer c reads layer c-1; outputs are read
     # by the final kernel from layer D.

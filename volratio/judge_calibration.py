@@ -121,7 +121,9 @@ class Rule:
     def predict(self, values: np.ndarray, labels) -> np.ndarray:
         t = np.array([self.threshold(lab) for lab in labels])
         if np.isnan(t).any():
-            raise VolratioError(f"rule on {self.score} has no threshold for labels {sorted(set(np.asarray(labels)[np.isnan(t)]))}")
+            raise VolratioError(
+                f"rule on {self.score} has no threshold for labels {sorted(set(np.asarray(labels)[np.isnan(t)]))}"
+            )
         return np.asarray(values) >= t
 
     @property
@@ -156,12 +158,23 @@ def agreement(pred, truth) -> dict:
     """Accuracy, Cohen's κ and the confusion matrix of predicted against reference verdicts."""
     p, y = np.asarray(pred, bool), np.asarray(truth, bool)
     if len(y) == 0:
-        return {"n": 0, "accuracy": float("nan"), "kappa": float("nan"), "kept_kept": 0, "kept_notkept": 0,
-                "notkept_kept": 0, "notkept_notkept": 0}
+        return {
+            "n": 0,
+            "accuracy": float("nan"),
+            "kappa": float("nan"),
+            "kept_kept": 0,
+            "kept_notkept": 0,
+            "notkept_kept": 0,
+            "notkept_notkept": 0,
+        }
     return {
-        "n": len(y), "accuracy": float((p == y).mean()), "kappa": cohen_kappa(p, y),
-        "kept_kept": int((p & y).sum()), "kept_notkept": int((p & ~y).sum()),  # keys: judge verdict _ reference verdict
-        "notkept_kept": int((~p & y).sum()), "notkept_notkept": int((~p & ~y).sum()),
+        "n": len(y),
+        "accuracy": float((p == y).mean()),
+        "kappa": cohen_kappa(p, y),
+        "kept_kept": int((p & y).sum()),
+        "kept_notkept": int((p & ~y).sum()),  # keys: judge verdict _ reference verdict
+        "notkept_kept": int((~p & y).sum()),
+        "notkept_notkept": int((~p & ~y).sum()),
     }
 
 
@@ -273,8 +286,13 @@ def check_judge(make_judge, verdicts=None, groups=None, max_images: int | None =
     v, sc, settings = judge_rows(make_judge, rows, nets)
     y = rows["pass1"].to_numpy().astype(bool)
     bk = rows["base_kept"].to_numpy()
-    return {"settings": settings, "all": agreement(v, y), "base kept": agreement(v[bk], y[bk]),
-            "auc": roc_auc(sc, y), "groups": sorted(set(rows["group"]))}
+    return {
+        "settings": settings,
+        "all": agreement(v, y),
+        "base kept": agreement(v[bk], y[bk]),
+        "auc": roc_auc(sc, y),
+        "groups": sorted(set(rows["group"])),
+    }
 
 
 def compare(table: JudgeTable, population: str = "base kept", test_fraction: float = 0.4, seed: int = 0):
@@ -299,17 +317,35 @@ def compare(table: JudgeTable, population: str = "base kept", test_fraction: flo
         v = r[s].to_numpy()
         for per in (False, True):
             rule = fit_rule(v[~test], y[~test], labels[~test], per_label=per, score=s)
-            rule.fitted_on = {"n": int((~test).sum()), "population": population, "split_seed": seed,
-                              "test_fraction": test_fraction}
+            rule.fitted_on = {
+                "n": int((~test).sum()),
+                "population": population,
+                "split_seed": seed,
+                "test_fraction": test_fraction,
+            }
             rules[rule.name] = rule
             a = agreement(rule.predict(v[test], labels[test]), y[test])
-            out.append({"rule": rule.name, "score": s, **a, "auc": roc_auc(v[test], y[test]),
-                        "train_kappa": cohen_kappa(rule.predict(v[~test], labels[~test]), y[~test]),
-                        "thresholds": {k: round(t, 4) for k, t in rule.thresholds.items()}})
+            out.append(
+                {
+                    "rule": rule.name,
+                    "score": s,
+                    **a,
+                    "auc": roc_auc(v[test], y[test]),
+                    "train_kappa": cohen_kappa(rule.predict(v[~test], labels[~test]), y[~test]),
+                    "thresholds": {k: round(t, 4) for k, t in rule.thresholds.items()},
+                }
+            )
     o = table.other_targets[sel]
-    out.append({"rule": "other-targets SSIM (current default)", "score": "ssim@1", **agreement(o[test], y[test]),
-                "auc": roc_auc(r["ssim@1"].to_numpy()[test], y[test]), "train_kappa": cohen_kappa(o[~test], y[~test]),
-                "thresholds": "per network"})
+    out.append(
+        {
+            "rule": "other-targets SSIM (current default)",
+            "score": "ssim@1",
+            **agreement(o[test], y[test]),
+            "auc": roc_auc(r["ssim@1"].to_numpy()[test], y[test]),
+            "train_kappa": cohen_kappa(o[~test], y[~test]),
+            "thresholds": "per network",
+        }
+    )
     return pd.DataFrame(out).set_index("rule"), rules
 
 
@@ -323,8 +359,9 @@ def best_rule(results, rules) -> Rule:
     return rules[cands[0]]
 
 
-def repeated_kappa(table: JudgeTable, rule_name: str, population: str = "base kept", repeats: int = 20,
-                   test_fraction: float = 0.4) -> np.ndarray:
+def repeated_kappa(
+    table: JudgeTable, rule_name: str, population: str = "base kept", repeats: int = 20, test_fraction: float = 0.4
+) -> np.ndarray:
     """Held-out κ of one kind of rule over `repeats` random splits (seeds 0…repeats−1): how much
     the single split's number depends on the split."""
     r = table.rows
@@ -359,8 +396,10 @@ def read_rule(path=None) -> Rule:
 
     p = path or RULE_JSON
     if not p.exists():
-        raise DataNotFoundError(f"calibrated judge rule not found at {p}; regenerate it with "
-                                "volratio.judge_calibration.write_rule(best_rule(*compare(judge_table())))")
+        raise DataNotFoundError(
+            f"calibrated judge rule not found at {p}; regenerate it with "
+            "volratio.judge_calibration.write_rule(best_rule(*compare(judge_table())))"
+        )
     d = json.loads(p.read_text())
     if d.get("score") not in SCORES or not isinstance(d.get("thresholds"), dict):
         raise VolratioError(f"{p}: not a judge rule (needs 'score' in {SCORES} and 'thresholds')")
@@ -402,8 +441,14 @@ def emc2_from_verdicts(rows, judge_verdicts: dict | None = None):
     return pd.DataFrame(out).set_index("network")
 
 
-KINDS = {"picbreeder": "Picbreeder", "fer-sgd": "FER SGD", "dense": "dense (ours)", "sp": "SP (ours)",
-         "scene-dense": "scene", "scene-sp": "scene"}  # every other group: a baseline pruner
+KINDS = {
+    "picbreeder": "Picbreeder",
+    "fer-sgd": "FER SGD",
+    "dense": "dense (ours)",
+    "sp": "SP (ours)",
+    "scene-dense": "scene",
+    "scene-sp": "scene",
+}  # every other group: a baseline pruner
 
 
 def kind_of(group: str) -> str:
@@ -438,8 +483,13 @@ def claims_under_judges(rows, judge_verdicts: dict):
                 sel = kinds == k
                 n, kept = int(sel.sum()), int(v[sel].sum())
                 est[k] = Estimate(kept / n, *wilson(kept, n)) if n else Estimate(np.nan, np.nan, np.nan)
-            out.append({"comparison": claim, "judge": name,
-                        "S higher": f"{est[hi_kind].mean:.2f} [{est[hi_kind].lo:.2f}, {est[hi_kind].hi:.2f}]",
-                        "S lower": f"{est[lo_kind].mean:.2f} [{est[lo_kind].lo:.2f}, {est[lo_kind].hi:.2f}]",
-                        "verdict": compare_estimates(est[hi_kind], est[lo_kind])})
+            out.append(
+                {
+                    "comparison": claim,
+                    "judge": name,
+                    "S higher": f"{est[hi_kind].mean:.2f} [{est[hi_kind].lo:.2f}, {est[hi_kind].hi:.2f}]",
+                    "S lower": f"{est[lo_kind].mean:.2f} [{est[lo_kind].lo:.2f}, {est[lo_kind].hi:.2f}]",
+                    "verdict": compare_estimates(est[hi_kind], est[lo_kind]),
+                }
+            )
     return pd.DataFrame(out).set_index(["comparison", "judge"])

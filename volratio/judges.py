@@ -137,8 +137,13 @@ class SSIMJudge(Judge):
         self.calibration = calibration
 
     def settings(self) -> dict:
-        s = {"threshold": self.threshold, "window": SSIM_WIN, "K1": SSIM_K1, "K2": SSIM_K2,
-             "reference_res": int(self.reference.shape[0])}
+        s = {
+            "threshold": self.threshold,
+            "window": SSIM_WIN,
+            "K1": SSIM_K1,
+            "K2": SSIM_K2,
+            "reference_res": int(self.reference.shape[0]),
+        }
         if self.calibration is not None:
             s["calibration"] = self.calibration.summary()
         return s
@@ -237,8 +242,11 @@ class Calibration:
 
     def summary(self) -> dict:
         return {
-            "threshold": self.threshold, "roc_auc": self.auc, "n_positive": len(self.positive),
-            "n_negative": len(self.negative), "min_positive": float(min(self.positive.values())),
+            "threshold": self.threshold,
+            "roc_auc": self.auc,
+            "n_positive": len(self.positive),
+            "n_negative": len(self.negative),
+            "min_positive": float(min(self.positive.values())),
             "max_negative": float(max(self.negative.values())),
         }
 
@@ -296,17 +304,21 @@ def calibrated_ssim_judge(reference, exclude: str | None = None, seed: int = 0) 
     return SSIMJudge(reference, cal.threshold, cal)
 
 
-JUDGES = ("ssim", "clip", "vlm")
+JUDGES = ("ssim", "calibrated", "clip", "vlm")  # make_judge names
 
 
-def make_judge(name: str, reference, target_spec: str | None = None, model: str | None = None, seed: int = 0,
-               device: str = "auto") -> Judge:
+def make_judge(
+    name: str, reference, target_spec: str | None = None, model: str | None = None, seed: int = 0, device: str = "auto"
+) -> Judge:
     """The one judge factory (command line, experiments, chapters): judge `name` for a network whose
-    unperturbed image is `reference` — the SSIM judge calibrated on it (`target_spec` left out of
-    the identity-destroying set), or a CLIP / VLM judge loaded from `model` (a local folder or a
+    unperturbed image is `reference` — "ssim": the SSIM judge calibrated on it (`target_spec` left
+    out of the identity-destroying set); "calibrated": SSIM@4 with thresholds fitted on the
+    reference verdicts (`ReferenceCalibratedJudge`, the best held-out κ); or a CLIP / VLM judge loaded from `model` (a local folder or a
     cached id; default the judge's own)."""
     if name == "ssim":
         return calibrated_ssim_judge(reference, exclude=target_spec, seed=seed)
+    if name == "calibrated":  # SSIM@4 with thresholds fitted on the reference verdicts (data/judge_reference)
+        return ReferenceCalibratedJudge(reference)
     kw = {"model": model} if model else {}
     if name == "clip":
         return CLIPJudge(device=device, **kw)
@@ -410,9 +422,19 @@ class CLIPJudge(_CachedModelJudge):
 
     name = "clip"
 
-    def __init__(self, model: str = "openai/clip-vit-base-patch32", distractors=DEFAULT_DISTRACTORS,
-                 template: str = "a picture of a {}", threshold: float | None = None, image_size: int = 224,
-                 device: str = "auto", batch_size: int = 32, cache_dir=None, model_obj=None, processor_obj=None):
+    def __init__(
+        self,
+        model: str = "openai/clip-vit-base-patch32",
+        distractors=DEFAULT_DISTRACTORS,
+        template: str = "a picture of a {}",
+        threshold: float | None = None,
+        image_size: int = 224,
+        device: str = "auto",
+        batch_size: int = 32,
+        cache_dir=None,
+        model_obj=None,
+        processor_obj=None,
+    ):
         super().__init__()
         from .device import resolve_device
 
@@ -424,13 +446,20 @@ class CLIPJudge(_CachedModelJudge):
         self.model, self.processor = model_obj.to(self.device), processor_obj
 
     def settings(self) -> dict:
-        return {"model": self.model_id, "distractors": list(self.distractors), "template": self.template,
-                "threshold": self.threshold, "image_size": self.image_size}
+        return {
+            "model": self.model_id,
+            "distractors": list(self.distractors),
+            "template": self.template,
+            "threshold": self.threshold,
+            "image_size": self.image_size,
+        }
 
     @torch.no_grad()
     def _run(self, images_u8, label):
         prompts = clip_prompts(label, self.distractors, self.template)
-        inp = self.processor(text=prompts, images=_pil_batch(images_u8, self.image_size), return_tensors="pt", padding=True)
+        inp = self.processor(
+            text=prompts, images=_pil_batch(images_u8, self.image_size), return_tensors="pt", padding=True
+        )
         inp = {k: v.to(self.device) for k, v in inp.items()}
         p = self.model(**inp).logits_per_image.softmax(dim=-1).cpu().double()  # (B, n_prompts)
         s = p[:, 0].numpy()
@@ -466,9 +495,18 @@ class VLMJudge(_CachedModelJudge):
 
     name = "vlm"
 
-    def __init__(self, model: str = "Qwen/Qwen3-VL-4B-Thinking", prompt: str = VLM_PROMPT, max_new_tokens: int = 1024,
-                 image_size: int = 224, device: str = "auto", batch_size: int = 8, cache_dir=None,
-                 model_obj=None, processor_obj=None):
+    def __init__(
+        self,
+        model: str = "Qwen/Qwen3-VL-4B-Thinking",
+        prompt: str = VLM_PROMPT,
+        max_new_tokens: int = 1024,
+        image_size: int = 224,
+        device: str = "auto",
+        batch_size: int = 8,
+        cache_dir=None,
+        model_obj=None,
+        processor_obj=None,
+    ):
         super().__init__()
         from .device import resolve_device
 
@@ -484,24 +522,28 @@ class VLMJudge(_CachedModelJudge):
         self.n_unparsed = 0
 
     def settings(self) -> dict:
-        return {"model": self.model_id, "prompt": self.prompt, "max_new_tokens": self.max_new_tokens,
-                "image_size": self.image_size, "decoding": "greedy"}
+        return {
+            "model": self.model_id,
+            "prompt": self.prompt,
+            "max_new_tokens": self.max_new_tokens,
+            "image_size": self.image_size,
+            "decoding": "greedy",
+        }
 
     @torch.no_grad()
     def _run(self, images_u8, label):
-        chat = self.processor.apply_chat_template(vlm_messages(label, self.prompt), add_generation_prompt=True, tokenize=False)
+        chat = self.processor.apply_chat_template(
+            vlm_messages(label, self.prompt), add_generation_prompt=True, tokenize=False
+        )
         ims = _pil_batch(images_u8, self.image_size)
         inp = self.processor(text=[chat] * len(ims), images=ims, return_tensors="pt", padding=True)
         inp = {k: v.to(self.device) for k, v in inp.items()}
         out = self.model.generate(**inp, max_new_tokens=self.max_new_tokens, do_sample=False)
-        new = out[:, inp["input_ids"].shape[1]:]
+        new = out[:, inp["input_ids"].shape[1] :]
         texts = self.processor.batch_decode(new, skip_special_tokens=False)
         ans = [parse_answer(t) for t in texts]
         self.n_unparsed += sum(a is None for a in ans)
         return [a is True for a in ans], [np.nan if a is None else float(a) for a in ans]
-
-
-JUDGES = ("ssim", "clip", "vlm")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -523,8 +565,12 @@ class ReferenceCalibratedJudge(Judge):
         self.rule = rule if rule is not None else read_rule()
 
     def settings(self) -> dict:
-        return {"score": self.rule.score, "thresholds": dict(self.rule.thresholds),
-                "fitted_on": dict(self.rule.fitted_on), "reference_res": int(self.reference.shape[0])}
+        return {
+            "score": self.rule.score,
+            "thresholds": dict(self.rule.thresholds),
+            "fitted_on": dict(self.rule.fitted_on),
+            "reference_res": int(self.reference.shape[0]),
+        }
 
     def _judge(self, images, label):
         from .judge_calibration import score_of

@@ -138,13 +138,10 @@ class Arch:
             name = name.strip()
             if not sep or not count.strip().isdigit():
                 raise ArchError(
-                    f"arch {text!r}: group {part.strip()!r} must be 'activation:count' with a "
-                    "positive integer count"
+                    f"arch {text!r}: group {part.strip()!r} must be 'activation:count' with a positive integer count"
                 )
             if name not in ACTIVATIONS:
-                raise ArchError(
-                    f"arch {text!r}: unknown activation {name!r}; known: {', '.join(sorted(ACTIVATIONS))}"
-                )
+                raise ArchError(f"arch {text!r}: unknown activation {name!r}; known: {', '.join(sorted(ACTIVATIONS))}")
             n = int(count)
             if n < 1:
                 raise ArchError(f"arch {text!r}: group {name!r} has count {n}; counts must be ≥ 1")
@@ -252,9 +249,11 @@ class CoordMLP(nn.Module):
         K, W = self.population, self.arch.width
         dims = [self.n_inputs] + [W] * self.arch.depth + [HEADS[head]]
         n_params = sum(fi * fo for fi, fo in itertools.pairwise(dims))
-        budget.check(budget.network_bytes(n_params, K, torch.empty((), dtype=dtype).element_size()),
-                     f"a population of {K} network(s) {self.arch} ({n_params} weights each)",
-                     "use a smaller width, depth or population")
+        budget.check(
+            budget.network_bytes(n_params, K, torch.empty((), dtype=dtype).element_size()),
+            f"a population of {K} network(s) {self.arch} ({n_params} weights each)",
+            "use a smaller width, depth or population",
+        )
         weights = []
         for fi, fo in zip(dims[:-1], dims[1:]):
             w = torch.randn(K, fi, fo, generator=g, dtype=torch.float64) * (init_scale / math.sqrt(fi))
@@ -378,8 +377,14 @@ class CoordMLP(nn.Module):
         _, feats = self(grid, return_features=True)
         return [f.reshape(self.population, res, res, -1) for f in feats]
 
-    def check_budget(self, res: int, chunk: int | None = None, keep_layers: bool = False, training: bool = False,
-                     what: str = "evaluating") -> None:
+    def check_budget(
+        self,
+        res: int,
+        chunk: int | None = None,
+        keep_layers: bool = False,
+        training: bool = False,
+        what: str = "evaluating",
+    ) -> None:
         """Raise `BudgetError` before an evaluation at `res`×`res` that would not fit the memory
         budget (`volratio.budget`)."""
         res = int(res)
@@ -387,11 +392,15 @@ class CoordMLP(nn.Module):
             raise VolratioError(f"resolution must be a positive integer, got {res}")
         pixels = res * res if chunk is None else min(res * res, int(chunk))
         item = self.weights[0].element_size()
-        need = budget.forward_bytes(pixels, max(self.width, 1), self.depth, self.population, item,
-                                    keep_layers=keep_layers, training=training)
+        need = budget.forward_bytes(
+            pixels, max(self.width, 1), self.depth, self.population, item, keep_layers=keep_layers, training=training
+        )
         need += res * res * self.population * 3 * item  # the images themselves
-        budget.check(need, f"{what} {self.population} network(s) of width {self.width} at {res}×{res} pixels",
-                     "lower the resolution (--res)")
+        budget.check(
+            need,
+            f"{what} {self.population} network(s) of width {self.width} at {res}×{res} pixels",
+            "lower the resolution (--res)",
+        )
 
     # -- accounting ----------------------------------------------------------------------------
 
@@ -478,9 +487,7 @@ class CoordMLP(nn.Module):
         expect = [n_in] + [arch.width] * arch.depth + [HEADS.get(head, -1)]
         got = [ks[0].shape[1]] + [k.shape[2] for k in ks]
         if len(ks) != arch.depth + 1 or got != expect:
-            raise ArchError(
-                f"kernels do not fit arch {arch} with head {head!r}: layer sizes {got}, expected {expect}"
-            )
+            raise ArchError(f"kernels do not fit arch {arch} with head {head!r}: layer sizes {got}, expected {expect}")
         net = cls(arch, head=head, population=ks[0].shape[0], n_inputs=n_in, dtype=dtype)
         if masks is None:
             masks = [(k != 0) for k in ks]
@@ -550,7 +557,9 @@ class CoordMLP(nn.Module):
                 )
         for i, m in enumerate(masks):
             if ((m != 0) & (m != 1)).any():
-                raise VolratioError(f"{path}: mask {i} holds values other than 0 and 1; re-create the file with CoordMLP.save")
+                raise VolratioError(
+                    f"{path}: mask {i} holds values other than 0 and 1; re-create the file with CoordMLP.save"
+                )
         net = cls.from_kernels(meta["arch"], kernels, head=meta["head"], masks=masks, dtype=kernels[0].dtype)
         prov = meta.get("provenance", {})
         net.provenance = prov if isinstance(prov, dict) else {"provenance": prov}
@@ -576,7 +585,9 @@ def _check_header(path: Path) -> tuple[dict, list[str]]:
             raise bad("not a readable safetensors file (shorter than its 8-byte header length); re-create it")
         (n,) = struct.unpack("<Q", head)
         if n > min(_MAX_HEADER, size - 8):
-            raise bad(f"not a readable safetensors file (header length {n} does not fit the {size}-byte file); re-create it")
+            raise bad(
+                f"not a readable safetensors file (header length {n} does not fit the {size}-byte file); re-create it"
+            )
         try:
             header = json.loads(f.read(n))
         except (UnicodeDecodeError, ValueError):
@@ -616,11 +627,21 @@ def _check_header(path: Path) -> tuple[dict, list[str]]:
             if dt not in dtypes:
                 raise bad(f"tensor {name} has dtype {dt}; a saved network holds {' or '.join(dtypes)} — re-create it")
             if shape != [K, fi, fo]:
-                raise bad(f"tensor {name} has shape {shape}, but arch {arch} with head {meta['head']} needs {[K, fi, fo]}; re-create it")
+                raise bad(
+                    f"tensor {name} has shape {shape}, but arch {arch} with head {meta['head']} needs {[K, fi, fo]}; re-create it"
+                )
             nbytes = K * fi * fo * _ST_DTYPES[dt]
-            if not (isinstance(off, list) and len(off) == 2 and all(isinstance(o, int) for o in off)
-                    and 0 <= off[0] and off[1] - off[0] == nbytes and off[1] <= data):
-                raise bad(f"tensor {name}: its data offsets {off} do not match its shape or the file size; the file is damaged")
+            if not (
+                isinstance(off, list)
+                and len(off) == 2
+                and all(isinstance(o, int) for o in off)
+                and 0 <= off[0]
+                and off[1] - off[0] == nbytes
+                and off[1] <= data
+            ):
+                raise bad(
+                    f"tensor {name}: its data offsets {off} do not match its shape or the file size; the file is damaged"
+                )
             names.append(name)
             total += nbytes
     budget.check(total * 3, f"{path}: loading a network of {total} bytes of tensors", "load it on a larger machine")

@@ -166,7 +166,7 @@ def parse_genome(source: "str | Path | bytes", name: str | None = None) -> Graph
     return Graph(nodes, links, name=name)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def genome(name: str) -> Graph:
     """The parsed genome of a Picbreeder target (`skull`, `butterfly`, `apple`)."""
     return parse_genome(_file(name, "genome.xml"), name=name)
@@ -215,7 +215,11 @@ def fer_network(name: str, kind: str = "sgd", dtype=torch.float32) -> CoordMLP:
     if kind == "sgd":
         masks = [np.ones_like(k) for k in kernels]  # dense: every weight is a parameter
     net = CoordMLP.from_kernels(
-        arch, kernels, head="hsv", masks=masks, dtype=dtype,
+        arch,
+        kernels,
+        head="hsv",
+        masks=masks,
+        dtype=dtype,
         provenance={"made_by": f"fer_{kind}", "target": name, "source": f"{REPO}@{COMMIT}"},
     )
     if losses is not None:

@@ -36,8 +36,13 @@ def image_row(images: Sequence, titles: Sequence[str] | None = None, size: float
     return fig
 
 
-def image_grid(rows: Sequence[Sequence], row_labels: Sequence[str] | None = None,
-               col_labels: Sequence[str] | None = None, size: float = 1.2, title: str | None = None):
+def image_grid(
+    rows: Sequence[Sequence],
+    row_labels: Sequence[str] | None = None,
+    col_labels: Sequence[str] | None = None,
+    size: float = 1.2,
+    title: str | None = None,
+):
     """A grid of images: `rows[i][j]` is `(H, W, 3)` (weight sweeps and similar figures)."""
     import matplotlib.pyplot as plt
 
@@ -132,7 +137,7 @@ def plot_curves(curves: dict, ax=None, title: str = "", true_depths: dict | None
         d = [r["depth"] for r in rows]
         m = np.array([r["score"] for r in rows])
         lo, hi = np.array([r["score_lo"] for r in rows]), np.array([r["score_hi"] for r in rows])
-        line, = ax.plot(d, m, "o-", label=name, ms=4)
+        (line,) = ax.plot(d, m, "o-", label=name, ms=4)
         ax.fill_between(d, lo, hi, color=line.get_color(), alpha=0.15)
         if c.spot.depth is not None:
             ax.plot([c.spot.depth], [m[d.index(c.spot.depth)]], "*", color=line.get_color(), ms=12)
@@ -145,8 +150,7 @@ def plot_curves(curves: dict, ax=None, title: str = "", true_depths: dict | None
     return ax
 
 
-def plot_predictor(pred, ax=None, title: str = "", xlabel: str = "PNG compression ratio",
-                   ylabel: str = "depth"):
+def plot_predictor(pred, ax=None, title: str = "", xlabel: str = "PNG compression ratio", ylabel: str = "depth"):
     """The points, the fitted line, its confidence band and the prediction interval."""
     import matplotlib.pyplot as plt
 

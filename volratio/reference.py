@@ -359,7 +359,11 @@ def cost(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
     }
 
 
-RHO_CHUNKS = ("rho", "rho_wmin", "rho_deep")  # Boolean ρ: chain:2 and tree:2:2, their depth axis at W_min, the depth-3 target
+RHO_CHUNKS = (
+    "rho",
+    "rho_wmin",
+    "rho_deep",
+)  # Boolean ρ: chain:2 and tree:2:2, their depth axis at W_min, the depth-3 target
 
 
 def rho_grids(root: "str | Path" = DEFAULT_ROOT, names=RHO_CHUNKS) -> dict:

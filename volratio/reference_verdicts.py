@@ -37,8 +37,20 @@ VERDICTS_CSV = DATA_DIR / "verdicts.csv"
 TARGETS = ("skull", "butterfly", "apple")
 SCENE = "scene:picbreeder:skull+picbreeder:apple"  # the scene the scene networks draw
 SCENE_LABEL = "skull and apple"
-GROUPS = ("picbreeder", "fer-sgd", "dense", "sp", "imp", "wanda", "llm-pruner", "magnitude", "random",
-          "random-units", "scene-dense", "scene-sp")
+GROUPS = (
+    "picbreeder",
+    "fer-sgd",
+    "dense",
+    "sp",
+    "imp",
+    "wanda",
+    "llm-pruner",
+    "magnitude",
+    "random",
+    "random-units",
+    "scene-dense",
+    "scene-sp",
+)
 
 
 @dataclass
@@ -73,13 +85,21 @@ class RefNet:
 
 
 def _connectivity_config(cfg: ReferenceSetConfig):
-    from .prune.similarity_pruning import SPConfig
     from .experiments.connectivity import Config as ConnectivityConfig
+    from .prune.similarity_pruning import SPConfig
 
     sp = SPConfig(tau=0.9, opposite_sign=True, rounds=3, retrain_steps=cfg.retrain_steps)
-    return ConnectivityConfig(seeds=cfg.connectivity_seeds, res=cfg.connectivity_res, dense_steps=cfg.dense_steps,
-                              retrain_steps=cfg.retrain_steps, imp_steps=cfg.retrain_steps, sp=sp, emc2=False,
-                              device="cpu", seed=cfg.seed)
+    return ConnectivityConfig(
+        seeds=cfg.connectivity_seeds,
+        res=cfg.connectivity_res,
+        dense_steps=cfg.dense_steps,
+        retrain_steps=cfg.retrain_steps,
+        imp_steps=cfg.retrain_steps,
+        sp=sp,
+        emc2=False,
+        device="cpu",
+        seed=cfg.seed,
+    )
 
 
 @functools.lru_cache(maxsize=2)
@@ -128,7 +148,9 @@ def networks(cfg: ReferenceSetConfig | None = None, groups=None) -> dict[str, Re
             for k in range(net.population):
                 t = cc.targets[k // cc.seeds]
                 src = f"volratio.prune.study.run(reference_verdicts._connectivity_config(cfg)).nets['{method}'] member {k}"
-                out[f"{method}:{t}" + (f"/{k % cc.seeds}" if cc.seeds > 1 else "")] = RefNet(net, k, f"picbreeder:{t}", t, src)
+                out[f"{method}:{t}" + (f"/{k % cc.seeds}" if cc.seeds > 1 else "")] = RefNet(
+                    net, k, f"picbreeder:{t}", t, src
+                )
         scene_src = f"dense depth 6 width 16 gaussian, Adam {cfg.scene_steps} steps on {SCENE} at {cfg.scene_res}px, seed {cfg.seed}"
         out["scene-dense:scene"] = RefNet(dense, 0, SCENE, SCENE_LABEL, scene_src)
         out["scene-sp:scene"] = RefNet(sp_net, 0, SCENE, SCENE_LABEL, scene_src + "; then SP (SPConfig.quick)")
@@ -162,13 +184,37 @@ def sample_rows(cfg: ReferenceSetConfig | None = None, nets: dict | None = None)
     rows = []
     for i, (name, rn) in enumerate(nets.items()):
         # the unperturbed image itself (δ = 0, kernel/row/col = −1): judged blind among the others
-        rows.append({"network": name, "group": name.split(":")[0], "member": rn.member, "target": rn.target,
-                     "label": rn.label, "kernel": -1, "row": -1, "col": -1, "delta": 0.0, "res": cfg.res})
+        rows.append(
+            {
+                "network": name,
+                "group": name.split(":")[0],
+                "member": rn.member,
+                "target": rn.target,
+                "label": rn.label,
+                "kernel": -1,
+                "row": -1,
+                "col": -1,
+                "delta": 0.0,
+                "res": cfg.res,
+            }
+        )
         P = subsample(nonzero_params(rn.net, rn.member), _count(cfg, name), seed=cfg.seed + i)
         D = rng.choice(np.asarray(cfg.deltas, float), size=len(P))
         for (k, r, c), d in zip(P.tolist(), D.tolist()):
-            rows.append({"network": name, "group": name.split(":")[0], "member": rn.member, "target": rn.target,
-                         "label": rn.label, "kernel": k, "row": r, "col": c, "delta": d, "res": cfg.res})
+            rows.append(
+                {
+                    "network": name,
+                    "group": name.split(":")[0],
+                    "member": rn.member,
+                    "target": rn.target,
+                    "label": rn.label,
+                    "kernel": k,
+                    "row": r,
+                    "col": c,
+                    "delta": d,
+                    "res": cfg.res,
+                }
+            )
     df = pd.DataFrame(rows)
     df.insert(0, "id", np.arange(len(df)))
     return df
@@ -208,7 +254,9 @@ def base_images(rows, nets: dict) -> torch.Tensor:
     for i, name in enumerate(rows["network"]):
         if name not in cache:
             rn = nets[name]
-            cache[name] = PerturbationEngine(rn.net, res, rn.member, device="cpu", dtype=torch.float64).base.cpu().double()
+            cache[name] = (
+                PerturbationEngine(rn.net, res, rn.member, device="cpu", dtype=torch.float64).base.cpu().double()
+            )
         out[i] = cache[name]
     return out
 
@@ -227,7 +275,9 @@ def load_verdicts(path: str | Path | None = None):
 
     p = Path(path) if path else VERDICTS_CSV
     if not p.exists():
-        raise DataNotFoundError(f"reference verdicts not found at {p}; they ship in the repository's data/judge_reference/")
+        raise DataNotFoundError(
+            f"reference verdicts not found at {p}; they ship in the repository's data/judge_reference/"
+        )
     df = pd.read_csv(p)
     need = {"id", "network", "member", "target", "label", "kernel", "row", "col", "delta", "res", "sha256", "pass1"}
     if missing := need - set(df.columns):

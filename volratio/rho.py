@@ -69,7 +69,9 @@ class SamplerConfig:
 
     weights: str = "ternary"  # "ternary" (uniform {−1,0,+1}; exact enumeration possible) or "gaussian"
     masks: str = "bernoulli"  # "bernoulli" (density p) or "fanin" (exactly fan_in inputs per unit)
-    p: float = 0.8  # mask density for "bernoulli" (0.8: P(weight = 0) = 0.47; the largest volumes on the book's targets)
+    p: float = (
+        0.8  # mask density for "bernoulli" (0.8: P(weight = 0) = 0.47; the largest volumes on the book's targets)
+    )
     fan_in: int = 2  # incoming connections per unit for "fanin" (capped at the layer's fan-in)
     batch: int = 1 << 16  # float engine: networks per batched draw; part of its random stream
     device: str = "auto"  # float engine: "auto" = CUDA if available (the bits engine runs on CPU)
@@ -133,8 +135,9 @@ class Nets:
         return Nets([w[idx] for w in self.weights], [b[idx] for b in self.biases])
 
 
-def sample_networks(n: int, W: int, L: int, B: int, cfg: SamplerConfig, gen: torch.Generator,
-                    device=None, dtype=torch.float32) -> Nets:
+def sample_networks(
+    n: int, W: int, L: int, B: int, cfg: SamplerConfig, gen: torch.Generator, device=None, dtype=torch.float32
+) -> Nets:
     """Draw B random masked threshold networks (on CPU from `gen`, then moved to `device`)."""
     device = resolve_device(device or cfg.device)
     ws, bs = [], []
@@ -255,7 +258,9 @@ def interval(k: int, n: int, confidence: float = 0.95, method: str = "wilson") -
 
     if n == 0:
         return (0.0, 1.0)
-    ci = binomtest(int(k), int(n)).proportion_ci(confidence, method="exact" if method == "clopper-pearson" else "wilson")
+    ci = binomtest(int(k), int(n)).proportion_ci(
+        confidence, method="exact" if method == "clopper-pearson" else "wilson"
+    )
     return (float(ci.low), float(ci.high))
 
 
@@ -280,8 +285,9 @@ def cell_seed(seed: int, W: int, L: int, chunk: int) -> int:
 MAX_INPUTS = 10  # the bits engine packs up to 2^10 rows (16 words) per truth table
 
 
-def count(target: BooleanTarget, W: int, L: int, samples: int, cfg: SamplerConfig = SamplerConfig(), seed: int = 0,
-          **stop) -> Counts:
+def count(
+    target: BooleanTarget, W: int, L: int, samples: int, cfg: SamplerConfig = SamplerConfig(), seed: int = 0, **stop
+) -> Counts:
     """Sample up to `samples` networks of width W and depth L and count solutions and
     compositional ones (`cfg.engine`; `stop`: `until_width`, `budget_s`, `progress` of `estimate`)."""
     return estimate(target, W, L, samples, cfg, seed, **stop)[0]
@@ -294,16 +300,30 @@ def _check_cell(target: BooleanTarget, W: int, L: int, samples: int, cfg: Sample
     if samples < 0:
         raise RhoError(f"samples={samples} must be ≥ 0")
     # memory of one chunk (bits) or batch (float): parameters and the tables of the widest layer
-    per_net = (sum(fi * fo for fi, fo in dims) * 6 + max(fo for _, fo in dims) * 48 * max(1, 2**target.n // 64)
-               if cfg.engine == "bits" else (n_params(target.n, W, L) + 3 * 2**target.n * max(W, target.n)) * 4)
+    per_net = (
+        sum(fi * fo for fi, fo in dims) * 6 + max(fo for _, fo in dims) * 48 * max(1, 2**target.n // 64)
+        if cfg.engine == "bits"
+        else (n_params(target.n, W, L) + 3 * 2**target.n * max(W, target.n)) * 4
+    )
     need = per_net * (cfg.chunk if cfg.engine == "bits" else cfg.batch)
     if need > 2 << 30:
-        raise RhoError(f"W={W}, L={L} on {target.spec}: one {'chunk' if cfg.engine == 'bits' else 'batch'} needs "
-                       f"about {need / 2**30:.1f} GiB; lower SamplerConfig.{'chunk' if cfg.engine == 'bits' else 'batch'}")
+        raise RhoError(
+            f"W={W}, L={L} on {target.spec}: one {'chunk' if cfg.engine == 'bits' else 'batch'} needs "
+            f"about {need / 2**30:.1f} GiB; lower SamplerConfig.{'chunk' if cfg.engine == 'bits' else 'batch'}"
+        )
 
 
-def estimate(target: BooleanTarget, W: int, L: int, samples: int, cfg: SamplerConfig = SamplerConfig(), seed: int = 0,
-             until_width: float | None = None, budget_s: float | None = None, progress: bool = False) -> tuple[Counts, dict]:
+def estimate(
+    target: BooleanTarget,
+    W: int,
+    L: int,
+    samples: int,
+    cfg: SamplerConfig = SamplerConfig(),
+    seed: int = 0,
+    until_width: float | None = None,
+    budget_s: float | None = None,
+    progress: bool = False,
+) -> tuple[Counts, dict]:
     """Counts for one cell, and how the run went: `{"chunks", "elapsed_s", "stopped", "rel_width"}`.
 
     Stops at `samples` networks, or earlier — with the bits engine — once the relative width
@@ -324,8 +344,15 @@ def estimate(target: BooleanTarget, W: int, L: int, samples: int, cfg: SamplerCo
     t0 = time.perf_counter()
     c = Counts()
     info = {"chunks": 0, "stopped": "samples"}
-    bar = tqdm(total=int(samples), disable=not progress, file=sys.stderr, unit="net", unit_scale=True, leave=False,
-               desc=f"{target.spec} W={W} L={L}")
+    bar = tqdm(
+        total=int(samples),
+        disable=not progress,
+        file=sys.stderr,
+        unit="net",
+        unit_scale=True,
+        leave=False,
+        desc=f"{target.spec} W={W} L={L}",
+    )
     if cfg.engine == "float":
         if until_width is not None or budget_s is not None:
             raise RhoError("until_width / budget_s need engine='bits' (the float engine draws fixed batches)")
@@ -398,12 +425,18 @@ def _count_task(target: BooleanTarget, n, dims, tw, spec, seed, W, L, jobs) -> l
     n_sol = [k for _, _, k, _ in res]
     comp = np.zeros(0, dtype=bool)
     if sum(n_sol):
-        allsol = bs.Block([np.concatenate([b.weights[i] for b in sols], axis=-1) for i in range(len(dims))],
-                          [np.concatenate([b.biases[i] for b in sols], axis=-1) for i in range(len(dims))],
-                          sols[0].ternary)
+        allsol = bs.Block(
+            [np.concatenate([b.weights[i] for b in sols], axis=-1) for i in range(len(dims))],
+            [np.concatenate([b.biases[i] for b in sols], axis=-1) for i in range(len(dims))],
+            sols[0].ternary,
+        )
         X = inputs(target.n)
-        comp = np.concatenate([_compositional(_nets_from_block(allsol.take(slice(a, a + 1024))), target, X).numpy()
-                               for a in range(0, allsol.batch, 1024)])
+        comp = np.concatenate(
+            [
+                _compositional(_nets_from_block(allsol.take(slice(a, a + 1024))), target, X).numpy()
+                for a in range(0, allsol.batch, 1024)
+            ]
+        )
     splits = np.cumsum(n_sol)[:-1]
     return [Counts(B, k, int(c.sum())) for (_, B, k, _), c in zip(res, np.split(comp, splits))]
 
@@ -460,8 +493,14 @@ class Exact:
         return self.p_compositional / self.p_solution if self.p_solution > 0 else None
 
 
-def exact(target: BooleanTarget, W: int, L: int, cfg: SamplerConfig = SamplerConfig(), max_configs: int = 3**15,
-          chunk: int = 1 << 17) -> Exact:
+def exact(
+    target: BooleanTarget,
+    W: int,
+    L: int,
+    cfg: SamplerConfig = SamplerConfig(),
+    max_configs: int = 3**15,
+    chunk: int = 1 << 17,
+) -> Exact:
     """Exact P(solution), P(compositional) by enumerating every effective weight and bias in
     {−1, 0, +1} (ternary weights, Bernoulli masks: every mask and every weight), each
     configuration weighted by its probability."""
@@ -484,7 +523,11 @@ def exact(target: BooleanTarget, W: int, L: int, cfg: SamplerConfig = SamplerCon
         idx = torch.arange(a, min(a + chunk, total), dtype=torch.int64)
         digits = (idx[:, None] // powers[None, :]) % 3 - 1  # (C, npar) in {−1, 0, 1}
         nzw = (digits[:, is_weight] != 0).sum(1).double()
-        logp = nzw * math.log(pm) + (int(is_weight.sum()) - nzw) * math.log(p0) + (npar - int(is_weight.sum())) * math.log(1 / 3)
+        logp = (
+            nzw * math.log(pm)
+            + (int(is_weight.sum()) - nzw) * math.log(p0)
+            + (npar - int(is_weight.sum())) * math.log(1 / 3)
+        )
         prob = logp.exp()
         ws, bs, o = [], [], 0
         for fi, fo in dims:
@@ -505,18 +548,38 @@ def row(target: BooleanTarget, W: int, L: int, c: Counts, cfg: SamplerConfig) ->
     s_lo, s_hi = interval(c.solutions, c.samples, cfg.confidence, cfg.interval)
     k_lo, k_hi = interval(c.compositional, c.samples, cfg.confidence, cfg.interval)
     return {
-        "W": W, "L": L, "samples": c.samples, "solutions": c.solutions, "compositional": c.compositional,
-        "rho": rho, "lo": lo, "hi": hi,
-        "p_solution": c.solutions / c.samples if c.samples else None, "p_solution_ci": [s_lo, s_hi],
-        "p_compositional": c.compositional / c.samples if c.samples else None, "p_compositional_ci": [k_lo, k_hi],
-        "confidence": cfg.confidence, "interval": cfg.interval,
+        "W": W,
+        "L": L,
+        "samples": c.samples,
+        "solutions": c.solutions,
+        "compositional": c.compositional,
+        "rho": rho,
+        "lo": lo,
+        "hi": hi,
+        "p_solution": c.solutions / c.samples if c.samples else None,
+        "p_solution_ci": [s_lo, s_hi],
+        "p_compositional": c.compositional / c.samples if c.samples else None,
+        "p_compositional_ci": [k_lo, k_hi],
+        "confidence": cfg.confidence,
+        "interval": cfg.interval,
     }
 
 
-def boolean_grid(target: BooleanTarget, Ws, Ls, samples: int, cfg: SamplerConfig = SamplerConfig(), seed: int = 0,
-                 with_exact: bool = False, with_theory: bool = True, max_exact: int = 3**13,
-                 until_width: float | None = None, budget_s: float | None = None, width: float = 0.5,
-                 progress: bool = False) -> list[dict]:
+def boolean_grid(
+    target: BooleanTarget,
+    Ws,
+    Ls,
+    samples: int,
+    cfg: SamplerConfig = SamplerConfig(),
+    seed: int = 0,
+    with_exact: bool = False,
+    with_theory: bool = True,
+    max_exact: int = 3**13,
+    until_width: float | None = None,
+    budget_s: float | None = None,
+    width: float = 0.5,
+    progress: bool = False,
+) -> list[dict]:
     """One row per (W, L): Monte Carlo counts, ρ with interval, absolute volumes, and where
     available the exact values and the theory's closed-form lower bound (`volratio.theory`).
     `until_width`, `budget_s` (per cell): see `estimate`; every row also reports its run
@@ -528,9 +591,14 @@ def boolean_grid(target: BooleanTarget, Ws, Ls, samples: int, cfg: SamplerConfig
         for W in Ws:
             c, info = estimate(target, W, L, samples, cfg, seed, until_width, budget_s, progress)
             r = row(target, W, L, c, cfg)
-            r.update(engine=cfg.engine, elapsed_s=info["elapsed_s"], stopped=info["stopped"],
-                     rel_width=None if math.isinf(info["rel_width"]) else info["rel_width"],
-                     width_target=width, networks_for_width=networks_for_width(c, width, cfg.confidence))
+            r.update(
+                engine=cfg.engine,
+                elapsed_s=info["elapsed_s"],
+                stopped=info["stopped"],
+                rel_width=None if math.isinf(info["rel_width"]) else info["rel_width"],
+                width_target=width,
+                networks_for_width=networks_for_width(c, width, cfg.confidence),
+            )
             if with_exact:
                 try:
                     e = exact(target, W, L, cfg, max_configs=max_exact)
@@ -572,14 +640,28 @@ class BooleanRhoConfig:
         ≤ 0.1 (deterministic: the stopping rule is checked in chunk order), on 2 worker
         processes. Pass `budget_s` to cap each cell's time instead (then the counts depend on the
         machine). About an hour for a 30-cell grid on 2 cores (bits engine, ~3·10⁶ networks/s)."""
-        return cls(**{"samples": 100_000_000, "until_width": 0.1, "scale": "reference",
-                      "sampler": SamplerConfig(workers=2), **kw})
+        return cls(
+            **{
+                "samples": 100_000_000,
+                "until_width": 0.1,
+                "scale": "reference",
+                "sampler": SamplerConfig(workers=2),
+                **kw,
+            }
+        )
 
     @classmethod
     def full(cls, **kw) -> "BooleanRhoConfig":
         """10^9 networks per cell, stopping at relative width 0.05 (hours on 2 cores)."""
-        return cls(**{"samples": 1_000_000_000, "until_width": 0.05, "scale": "full",
-                      "sampler": SamplerConfig(workers=2), **kw})
+        return cls(
+            **{
+                "samples": 1_000_000_000,
+                "until_width": 0.05,
+                "scale": "full",
+                "sampler": SamplerConfig(workers=2),
+                **kw,
+            }
+        )
 
 
 def run_boolean(cfg: BooleanRhoConfig) -> dict:
@@ -588,10 +670,25 @@ def run_boolean(cfg: BooleanRhoConfig) -> dict:
     from .boolean import get_boolean_target
 
     t = get_boolean_target(cfg.target)
-    rows = boolean_grid(t, cfg.Ws, cfg.Ls, cfg.samples, cfg.sampler, cfg.seed, with_exact=cfg.exact,
-                        until_width=cfg.until_width, budget_s=cfg.budget_s)
-    return {"target": t.spec, "L_star": t.depth, "W_min": t.width, "rows": rows,
-            "config": asdict(cfg), "version": __version__}
+    rows = boolean_grid(
+        t,
+        cfg.Ws,
+        cfg.Ls,
+        cfg.samples,
+        cfg.sampler,
+        cfg.seed,
+        with_exact=cfg.exact,
+        until_width=cfg.until_width,
+        budget_s=cfg.budget_s,
+    )
+    return {
+        "target": t.spec,
+        "L_star": t.depth,
+        "W_min": t.width,
+        "rows": rows,
+        "config": asdict(cfg),
+        "version": __version__,
+    }
 
 
 def decay_fit(rows: list[dict], target: BooleanTarget, along: str = "WL", confidence: float = 0.95) -> dict:
@@ -626,9 +723,19 @@ def decay_fit(rows: list[dict], target: BooleanTarget, along: str = "WL", confid
 
     cells = [r for r in rows if in_scope(r) and r["solutions"] > 0]
     names = [n for n in ("W", "L") if n in along]
-    res = {"W_min": Wm, "L_star": Ls_, "along": along, "cells": [(r["W"], r["L"]) for r in cells],
-           "confidence": confidence, "lambda_W": None, "lambda_L": None, "dof": len(cells) - 1 - len(names)}
-    X = np.array([[1.0] + [-(r[n] - (Wm if n == "W" else Ls_)) for n in names] for r in cells]).reshape(-1, 1 + len(names))
+    res = {
+        "W_min": Wm,
+        "L_star": Ls_,
+        "along": along,
+        "cells": [(r["W"], r["L"]) for r in cells],
+        "confidence": confidence,
+        "lambda_W": None,
+        "lambda_L": None,
+        "dof": len(cells) - 1 - len(names),
+    }
+    X = np.array([[1.0] + [-(r[n] - (Wm if n == "W" else Ls_)) for n in names] for r in cells]).reshape(
+        -1, 1 + len(names)
+    )
     k = np.array([r["compositional"] for r in cells], dtype=float)
     s = np.array([r["solutions"] for r in cells], dtype=float)
     if res["dof"] < 1 or np.linalg.matrix_rank(X) < X.shape[1] or k.sum() == 0:
@@ -651,7 +758,12 @@ def decay_fit(rows: list[dict], target: BooleanTarget, along: str = "WL", confid
     res.update(chi2_per_dof=chi2 / res["dof"], peak_rho=float(expit(beta[0])))
     for i, n in enumerate(names, start=1):
         se = float(np.sqrt(cov[i, i]))
-        res[f"lambda_{n}"] = {"rate": float(beta[i]), "lo": float(beta[i] - tq * se), "hi": float(beta[i] + tq * se), "se": se}
+        res[f"lambda_{n}"] = {
+            "rate": float(beta[i]),
+            "lo": float(beta[i] - tq * se),
+            "hi": float(beta[i] + tq * se),
+            "se": se,
+        }
     return res
 
 
@@ -763,11 +875,16 @@ def basin_cell(target, W: int, L: int, cfg: BasinConfig, judge=None) -> dict:
     g = generator(s)
     arch = _arch(W, L, cfg.activations)
     dims = [4] + [W] * L + [1]
-    masks = [(torch.rand(K, fi, fo, generator=g) < cfg.p).float() if i < L else torch.ones(K, fi, fo)
-             for i, (fi, fo) in enumerate(zip(dims[:-1], dims[1:]))]
+    masks = [
+        (torch.rand(K, fi, fo, generator=g) < cfg.p).float() if i < L else torch.ones(K, fi, fo)
+        for i, (fi, fo) in enumerate(zip(dims[:-1], dims[1:]))
+    ]
     net = CoordMLP(arch, head="grey", population=K, seed=s, masks=masks)
-    res = train(net, target.image(cfg.res), TrainConfig(steps=cfg.steps, lr=cfg.lr, device=cfg.device,
-                                                        log_every=max(cfg.steps, 1)))
+    res = train(
+        net,
+        target.image(cfg.res),
+        TrainConfig(steps=cfg.steps, lr=cfg.lr, device=cfg.device, log_every=max(cfg.steps, 1)),
+    )
     net = res.net
     loss = res.final_loss
     sol = loss <= cfg.loss_tol
@@ -782,8 +899,12 @@ def basin_cell(target, W: int, L: int, cfg: BasinConfig, judge=None) -> dict:
         comp = comp & np.array([a is not None and a >= cfg.emc2_threshold for a in emc2_auc])
     c = Counts(K, int(sol.sum()), int(comp.sum()))
     r = row(None, W, L, c, SamplerConfig(confidence=cfg.confidence, interval=cfg.interval))
-    r.update(final_loss=loss.tolist(), primitive_corr=A.tolist(), emc2_auc=emc2_auc,
-             criterion="correlation+emc2" if cfg.use_emc2 else "correlation")
+    r.update(
+        final_loss=loss.tolist(),
+        primitive_corr=A.tolist(),
+        emc2_auc=emc2_auc,
+        criterion="correlation+emc2" if cfg.use_emc2 else "correlation",
+    )
     return r
 
 
@@ -794,15 +915,23 @@ def _emc2_aucs(net, members, judge, cfg: BasinConfig) -> list:
         from . import emc2
         from .judges import calibrated_ssim_judge
     except ImportError:
-        raise RhoError("use_emc2=True but volratio.emc2 / volratio.judges are not available; "
-                       "run with use_emc2=False (the correlation criterion alone)") from None
+        raise RhoError(
+            "use_emc2=True but volratio.emc2 / volratio.judges are not available; "
+            "run with use_emc2=False (the correlation criterion alone)"
+        ) from None
     out = [None] * net.population
     with torch.no_grad():
         images = net.render(cfg.res).cpu()
     for k in members:
         j = judge if judge is not None else calibrated_ssim_judge(images[int(k)], seed=cfg.seed)
-        res = emc2.score(net, j, "target", emc2.EMC2Config.quick(member=int(k), res=cfg.res, device=cfg.device,
-                                                               max_params=cfg.emc2_params, seed=cfg.seed))
+        res = emc2.score(
+            net,
+            j,
+            "target",
+            emc2.EMC2Config.quick(
+                member=int(k), res=cfg.res, device=cfg.device, max_params=cfg.emc2_params, seed=cfg.seed
+            ),
+        )
         out[int(k)] = res.auc
     return out
 

@@ -38,6 +38,5 @@ def load_network(spec: str, device: str = "cpu") -> CoordMLP:
             f"(volratio train {spec} --out net.safetensors) and give the .safetensors file"
         )
     raise VolratioError(
-        f"network {spec!r} is neither picbreeder:NAME, fer-sgd:NAME, fer-layered:NAME nor an existing "
-        ".safetensors file"
+        f"network {spec!r} is neither picbreeder:NAME, fer-sgd:NAME, fer-layered:NAME nor an existing .safetensors file"
     )

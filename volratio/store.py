@@ -218,8 +218,12 @@ class Store:
                 continue
             try:
                 row = json.loads(path.read_text())
-                ok = (isinstance(row, dict) and set(COLUMNS) <= set(row) and row["key"] == path.parent.name
-                      and config_key(row["run"], json.loads(row["config"]), row["version"]) == row["key"])
+                ok = (
+                    isinstance(row, dict)
+                    and set(COLUMNS) <= set(row)
+                    and row["key"] == path.parent.name
+                    and config_key(row["run"], json.loads(row["config"]), row["version"]) == row["key"]
+                )
             except (OSError, ValueError, TypeError, KeyError, StoreError):
                 ok = False
             if ok:
@@ -236,7 +240,7 @@ class Store:
             self._write_table()
 
     def status(self, key: str) -> str | None:
-        """"done" (with every artifact present and intact), "failed", or None (not run / damaged)."""
+        """ "done" (with every artifact present and intact), "failed", or None (not run / damaged)."""
         row = self.rows.get(key)
         if row is None:
             return None
@@ -308,7 +312,9 @@ class Store:
             raise StoreError(f"{self.root}: run {key} has no artifact {name!r} (it has: {have})")
         path = self._artifact_file(key, arts[name])
         if path is None or not path.is_file() or _sha256_file(path) != arts[name]["sha256"]:
-            raise StoreError(f"{self.root}: artifact {name!r} of run {key} is missing or damaged; rerun the sweep to recompute it")
+            raise StoreError(
+                f"{self.root}: artifact {name!r} of run {key} is missing or damaged; rerun the sweep to recompute it"
+            )
         return path
 
     def artifact(self, key: str, name: str):

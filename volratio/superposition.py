@@ -62,7 +62,9 @@ class ToyConfig:
             raise VolratioError(f"n_features and n_hidden must be positive (got {self.n_features}, {self.n_hidden})")
         bad = [s for s in self.sparsities if not 0.0 <= float(s) < 1.0]
         if bad or not self.sparsities:
-            raise VolratioError(f"sparsities must be in [0, 1) (a feature must sometimes be present); got {bad or '()'}")
+            raise VolratioError(
+                f"sparsities must be in [0, 1) (a feature must sometimes be present); got {bad or '()'}"
+            )
         if self.replicas < 1 or self.steps < 0 or self.batch < 1:
             raise VolratioError("replicas and batch must be ≥ 1 and steps ≥ 0")
 
@@ -84,7 +86,11 @@ class ToyResult:
     def interference(self, threshold: float = 0.5) -> list[dict]:
         """Per instance: `feature_interference` of its W (see there)."""
         return [
-            {"sparsity": float(self.sparsity[i]), "replica": int(self.replica[i]), **feature_interference(self.W[i], threshold)}
+            {
+                "sparsity": float(self.sparsity[i]),
+                "replica": int(self.replica[i]),
+                **feature_interference(self.W[i], threshold),
+            }
             for i in range(self.W.shape[0])
         ]
 

@@ -80,8 +80,10 @@ class Sweep:
         from .experiments import known_run, run_names
 
         if not isinstance(self.run, str) or not known_run(self.run):
-            raise SweepSpecError(f"run = {self.run!r}: not a registered run function; choose one of {', '.join(run_names())} "
-                                 "(or register your own in code with volratio.experiments.register_run)")
+            raise SweepSpecError(
+                f"run = {self.run!r}: not a registered run function; choose one of {', '.join(run_names())} "
+                "(or register your own in code with volratio.experiments.register_run)"
+            )
         if isinstance(self.seeds, int):  # `seeds = 3` means seeds 0, 1, 2
             object.__setattr__(self, "seeds", tuple(range(self.seeds)))
         object.__setattr__(self, "seeds", tuple(self.seeds))
@@ -125,7 +127,7 @@ class Sweep:
         if unknown:
             raise SweepSpecError(f"{source}: unknown entries {sorted(unknown)}; a sweep spec has {sorted(known)}")
         if "run" not in spec:
-            raise SweepSpecError(f"{source}: no `run` entry; add e.g. run = \"train\"")
+            raise SweepSpecError(f'{source}: no `run` entry; add e.g. run = "train"')
         return cls(**spec)
 
     @classmethod
@@ -146,7 +148,9 @@ class Sweep:
                 try:
                     import yaml
                 except ImportError:
-                    raise SweepSpecError(f"{path}: YAML specs need PyYAML (`pip install pyyaml`), or write the spec as TOML") from None
+                    raise SweepSpecError(
+                        f"{path}: YAML specs need PyYAML (`pip install pyyaml`), or write the spec as TOML"
+                    ) from None
                 spec = yaml.safe_load(text)
             else:
                 raise SweepSpecError(f"{path}: unknown spec format {path.suffix!r}; use .toml, .yaml or .yml")
@@ -199,7 +203,13 @@ def execute(fn: Callable[[dict], Any], run: str, config: dict, key: str, version
         out["metrics"], out["artifacts"] = _split_result(result, run)
         out["status"] = "done"
     except Exception as e:  # a failing run is data, recorded with its traceback
-        out.update(status="failed", metrics={}, artifacts={}, error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
+        out.update(
+            status="failed",
+            metrics={},
+            artifacts={},
+            error=f"{type(e).__name__}: {e}",
+            traceback=traceback.format_exc(),
+        )
     out["seconds"] = time.perf_counter() - t0
     out["cpu_seconds"] = time.process_time() - c0  # this process's CPU time (all its threads)
     out["finished_at"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -286,8 +296,12 @@ class Processes:
 
     @contextlib.contextmanager
     def open(self):
-        ex = cf.ProcessPoolExecutor(max_workers=self.n, mp_context=multiprocessing.get_context("spawn"),
-                                    initializer=die_with_parent, initargs=(os.getpid(),))
+        ex = cf.ProcessPoolExecutor(
+            max_workers=self.n,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=die_with_parent,
+            initargs=(os.getpid(),),
+        )
         try:
             yield ex, lambda: self.n
         except BaseException:
@@ -523,7 +537,9 @@ def run_sweep(
                     fut.cancel()
                 bar.close()
     table = store.frame(list(dict.fromkeys(keys)))
-    return SweepReport(sweep.name, Path(out), str(executor), len(set(keys)), ran, skipped, failed, time.perf_counter() - t0, table)
+    return SweepReport(
+        sweep.name, Path(out), str(executor), len(set(keys)), ran, skipped, failed, time.perf_counter() - t0, table
+    )
 
 
 def _outcome(fut: cf.Future, key: str, config: dict, run: str, version: str) -> dict:

@@ -16,9 +16,8 @@ argument" use the planted targets' ground truth.
 from __future__ import annotations
 
 import functools
-import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,8 +28,22 @@ from .graph import Graph, Node
 
 # scikit-image's bundled colour/grey photographs that make sensible targets
 SKIMAGE_NAMES = (
-    "astronaut", "camera", "coffee", "chelsea", "rocket", "moon", "coins", "text", "page",
-    "clock", "immunohistochemistry", "hubble_deep_field", "retina", "brick", "grass", "gravel",
+    "astronaut",
+    "camera",
+    "coffee",
+    "chelsea",
+    "rocket",
+    "moon",
+    "coins",
+    "text",
+    "page",
+    "clock",
+    "immunohistochemistry",
+    "hubble_deep_field",
+    "retina",
+    "brick",
+    "grass",
+    "gravel",
 )
 
 
@@ -292,8 +305,9 @@ def _check_graph_budget(t: PlantedTarget, res: int) -> None:
     from . import budget
 
     nodes = t.depth * t.width if t.primitives is None else int(t.primitives)
-    budget.check(budget.graph_render_bytes(int(res) ** 2, nodes + 4), f"drawing {t.spec} at {res}×{res}",
-                 "lower the resolution")
+    budget.check(
+        budget.graph_render_bytes(int(res) ** 2, nodes + 4), f"drawing {t.spec} at {res}×{res}", "lower the resolution"
+    )
 
 
 def _planted_layer_sizes(t: PlantedTarget, rng: np.random.Generator) -> list[int]:
@@ -397,7 +411,9 @@ def get_target(spec: str):
     if kind == "scene":
         parts = [p for p in rest.split("+") if p]
         if len(parts) < 2:
-            raise TargetError(f"scene {spec!r} needs at least two parts joined by '+', e.g. scene:picbreeder:skull+picbreeder:apple")
+            raise TargetError(
+                f"scene {spec!r} needs at least two parts joined by '+', e.g. scene:picbreeder:skull+picbreeder:apple"
+            )
         resolved = []
         for p in parts:
             if p.startswith("scene:"):
@@ -409,7 +425,9 @@ def get_target(spec: str):
         try:
             seed = int(seed_s)
         except ValueError:
-            raise TargetError(f"planted target {spec!r}: the seed must be an integer (planted:SEED[:depth=…,width=…])") from None
+            raise TargetError(
+                f"planted target {spec!r}: the seed must be an integer (planted:SEED[:depth=…,width=…])"
+            ) from None
         if not 0 <= seed < 2**63:
             raise TargetError(f"planted target {spec!r}: the seed must be an integer in [0, 2^63), e.g. planted:3")
         kw = {}

@@ -35,7 +35,7 @@ chapter "The volume-ratio argument" (book/volume_ratio.md).
 from __future__ import annotations
 
 import itertools
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import sympy as sp
@@ -55,7 +55,7 @@ def _reachable(target: BooleanTarget, args) -> np.ndarray:
     return np.unique(target.node_tables[:, list(args)], axis=0).astype(np.int64)
 
 
-@lru_cache(maxsize=None)
+@cache
 def unit_probability(target: BooleanTarget, v: int, copy: bool, exact_sign: bool) -> sp.Expr:
     """q_u as a polynomial in p: probability that a unit whose designated inputs hold the children
     of node v (or v itself when `copy`) computes v — up to negation unless `exact_sign`.
@@ -78,14 +78,14 @@ def unit_probability(target: BooleanTarget, v: int, copy: bool, exact_sign: bool
     return sp.expand(q)
 
 
-@lru_cache(maxsize=None)
+@cache
 def clean_volume(target: BooleanTarget, L: int) -> sp.Expr:
     """V(W, L) as a sympy expression in W and p (zero when L < L*)."""
     n, p0 = target.n, p_zero()
     total = sp.Integer(0)
     for layer in target.placements(L):
         term = sp.Integer(1)
-        for j, o in enumerate(target.occupancy(layer, L), start=1):
+        for o in target.occupancy(layer, L):
             term *= sp.ff(W_SYM, o)
         for v in range(target.n_nodes):
             lv = layer[v]

@@ -118,11 +118,15 @@ class _Optimizer:
                     self.muon_views.append((w, k, nn.Parameter(w.data[k])))
             self.opts = [
                 torch.optim.Muon(
-                    [v for _, _, v in self.muon_views], lr=cfg.muon_lr, weight_decay=cfg.weight_decay,
+                    [v for _, _, v in self.muon_views],
+                    lr=cfg.muon_lr,
+                    weight_decay=cfg.weight_decay,
                     adjust_lr_fn="match_rms_adamw",
                 ),
                 torch.optim.AdamW(
-                    [net.weights[0], net.weights[-1]], lr=cfg.adamw_lr, betas=(0.9, 0.95),
+                    [net.weights[0], net.weights[-1]],
+                    lr=cfg.adamw_lr,
+                    betas=(0.9, 0.95),
                     weight_decay=cfg.weight_decay,
                 ),
             ]
@@ -179,8 +183,11 @@ def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResu
     t = _check_target(target, net.population)
     res = t.shape[-2]
     net.check_budget(res, training=True, what="training")
-    budget.check(budget.network_bytes(net.n_params(), net.population, net.weights[0].element_size(), training=True),
-                 f"training {net.population} network(s) {net.arch}", "use a smaller width, depth or population")
+    budget.check(
+        budget.network_bytes(net.n_params(), net.population, net.weights[0].element_size(), training=True),
+        f"training {net.population} network(s) {net.arch}",
+        "use a smaller width, depth or population",
+    )
     net.to(dev)
     grid = coords(res, device=dev, dtype=net.weights[0].dtype)
     flat = t.to(device=dev, dtype=grid.dtype).reshape(*t.shape[:-3], res * res, 3)
@@ -226,8 +233,16 @@ def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResu
     return TrainResult(net, np.stack(log_losses), np.asarray(log_steps), asdict(cfg))
 
 
-def new_network(target, depth: int, width: int, activation: str = "gaussian", population: int = 1, seed: int = 0,
-                head: str | None = None, **kw) -> CoordMLP:
+def new_network(
+    target,
+    depth: int,
+    width: int,
+    activation: str = "gaussian",
+    population: int = 1,
+    seed: int = 0,
+    head: str | None = None,
+    **kw,
+) -> CoordMLP:
     """A fresh dense network for a target object (its head chosen by the target unless given)."""
     arch = activation if ";" in activation else f"{depth};{activation}:{width}"
     return CoordMLP(arch, head=head or getattr(target, "head", "hsv"), population=population, seed=seed, **kw)

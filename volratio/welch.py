@@ -476,7 +476,9 @@ def low_coherence_frame(m: int, n: int, seed: int = 0, config: FrameConfig | Non
     m, n, _ = _check_mn(m, n)
     from . import budget
 
-    budget.check(budget.frame_bytes(max(m, n), n), f"a frame of {m} vectors in R^{n}", "use fewer vectors (m) or dimensions (n)")
+    budget.check(
+        budget.frame_bytes(max(m, n), n), f"a frame of {m} vectors in R^{n}", "use fewer vectors (m) or dimensions (n)"
+    )
     cfg = config or FrameConfig()
     rng = np.random.default_rng(int(seed))
     bound = welch_bound(m, n)
@@ -526,7 +528,9 @@ class FrameSweepConfig:
 
     @classmethod
     def full(cls, **kw) -> "FrameSweepConfig":
-        return cls(**{"dims": (2, 3, 4, 5, 6), "also": ((14, 7), (28, 7)), "frame": FrameConfig(), "scale": "full", **kw})
+        return cls(
+            **{"dims": (2, 3, 4, 5, 6), "also": ((14, 7), (28, 7)), "frame": FrameConfig(), "scale": "full", **kw}
+        )
 
     def sizes(self) -> list[tuple[int, int]]:
         grid = [(m, n) for n in self.dims for m in range(n + 1, gerzon_limit(n) + self.extra + 1)]
@@ -541,7 +545,9 @@ def frame_sweep(config: FrameSweepConfig | None = None) -> list[dict]:
     rows = []
     for m, n in cfg.sizes():
         r = low_coherence_frame(m, n, seed=cfg.seed + m + 100 * n, config=cfg.frame)
-        rows.append({**r.summary(), "best_ratio": r.max_sq_inner / r.best_bound, "etf_exists": (m, n) in REAL_ETF_SIZES})
+        rows.append(
+            {**r.summary(), "best_ratio": r.max_sq_inner / r.best_bound, "etf_exists": (m, n) in REAL_ETF_SIZES}
+        )
     return rows
 
 
@@ -627,7 +633,7 @@ def network_interference(nets: dict, vectors=("weights", "maps"), res: int = 64,
     (name, vectors, layer, r, d, max_sq_inner, mean_sq_inner, bound, n_constant)."""
     rows = []
     for name, net in nets.items():
-        for kind in ([vectors] if isinstance(vectors, str) else vectors):
+        for kind in [vectors] if isinstance(vectors, str) else vectors:
             for li in layer_interference(net, kind, res=res, member=member):
                 rows.append({"network": name, **li.as_dict()})
     return rows

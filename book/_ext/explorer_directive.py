@@ -69,13 +69,11 @@ class WeightExplorer(SphinxDirective):
         for opt in ("res", "top", "seed"):
             if opt in self.options:
                 setattr(cfg, opt, self.options[opt])
-        specs = [self.arguments[0]] + (
-            [self.options["compare"].strip()] if "compare" in self.options else []
-        )
+        specs = [self.arguments[0]] + ([self.options["compare"].strip()] if "compare" in self.options else [])
         try:
             made = [explorer.widget_data(spec, cfg) for spec in specs]
         except VolratioError as e:
-            raise self.error(f"weight-explorer: {e}")
+            raise self.error(f"weight-explorer: {e}") from None
         from volratio import emc2, nets
         from volratio import specs as specs_module
 
@@ -98,9 +96,7 @@ class WeightExplorer(SphinxDirective):
             f'<div class="volratio-explorer" id="vx-{key}" data-check="@STATIC@/{key}.json">'
             f'<script type="application/json" class="vx-data">{_script_json(data)}</script>'
             '<div class="vx-live" hidden></div>'
-            '<div class="vx-static-row" style="display:flex;flex-wrap:wrap;gap:12px">'
-            + figures
-            + "</div></div>"
+            '<div class="vx-static-row" style="display:flex;flex-wrap:wrap;gap:12px">' + figures + "</div></div>"
         )
         check = {
             "key": key,
@@ -114,9 +110,7 @@ def _visit_weight_explorer_html(self, node):
     widget in the page."""
     folder = Path(self.builder.outdir) / "_static" / "weight-explorer"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{node['key']}.json").write_text(
-        json.dumps(node["check"], separators=(",", ":"))
-    )
+    (folder / f"{node['key']}.json").write_text(json.dumps(node["check"], separators=(",", ":")))
     for i, png in enumerate(node["pngs"]):
         (folder / f"{node['key']}-{i}.png").write_bytes(base64.b64decode(png))
     uri = relative_uri(

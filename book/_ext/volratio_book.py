@@ -55,8 +55,9 @@ def _dedupe_scripts(app, env):
     if files is None:
         return
     have = {js.attributes.get("body") for js in files if not js.filename}
-    app.registry.js_files[:] = [(fn, attrs) for fn, attrs in app.registry.js_files
-                                if fn or attrs.get("body") not in have]
+    app.registry.js_files[:] = [
+        (fn, attrs) for fn, attrs in app.registry.js_files if fn or attrs.get("body") not in have
+    ]
 
 
 def _load_explorer_directive():

@@ -67,8 +67,9 @@ class Int:
 class Float:
     """A finite float in [lo, hi] (ends excluded with lo_open / hi_open)."""
 
-    def __init__(self, lo: float = -math.inf, hi: float = math.inf, lo_open: bool = False, hi_open: bool = False,
-                 hint: str = ""):
+    def __init__(
+        self, lo: float = -math.inf, hi: float = math.inf, lo_open: bool = False, hi_open: bool = False, hint: str = ""
+    ):
         self.lo, self.hi, self.lo_open, self.hi_open, self.hint = lo, hi, lo_open, hi_open, hint
         self.__name__ = "number"
 

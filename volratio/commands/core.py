@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
-
 from . import _args as A
 from ._common import add_json_flag, add_out, emit
 
@@ -62,12 +60,13 @@ def register(sub) -> None:
 
 
 def cmd_targets(args) -> int:
+    from ..fer_data import offline
     from ..targets import list_targets
 
-    from ..fer_data import offline
-
     rows = list_targets()
-    missing = "not here: VOLRATIO_OFFLINE=1 (see volratio data where)" if offline() else "downloaded on first use (1.8 MB)"
+    missing = (
+        "not here: VOLRATIO_OFFLINE=1 (see volratio data where)" if offline() else "downloaded on first use (1.8 MB)"
+    )
     text = "\n".join(f"{r['spec']:<55} {r['kind']:<11} {'available' if r['available'] else missing}" for r in rows)
     emit(args, rows, text)
     return 0
@@ -149,15 +148,34 @@ def cmd_train(args) -> int:
     check_out(args.out, args.force)
     target = get_target(args.target)
     net = new_network(target, args.depth, args.width, args.activation, seed=args.seed)
-    cfg = TrainConfig(steps=args.steps, optimizer=args.optimizer, lr=args.lr, grad_norm=args.grad_norm,
-                      device=args.device, log_every=max(1, args.steps // 100), progress=not args.json)
+    cfg = TrainConfig(
+        steps=args.steps,
+        optimizer=args.optimizer,
+        lr=args.lr,
+        grad_norm=args.grad_norm,
+        device=args.device,
+        log_every=max(1, args.steps // 100),
+        progress=not args.json,
+    )
     result = train(net, target.image(args.res), cfg)
     net.provenance = dict(net.provenance, target=target.spec, seed=args.seed)
     net.cpu().save(args.out)
-    out = {"target": target.spec, "arch": str(net.arch), "optimizer": args.optimizer, "steps": args.steps,
-           "res": args.res, "seed": args.seed, "final_loss": float(result.final_loss[0]), "out": args.out}
-    emit(args, out, f"trained {out['arch']} on {out['target']} ({args.optimizer}, {args.steps} steps, "
-                    f"{args.res}px): final MSE {out['final_loss']:.5f} → {args.out}")
+    out = {
+        "target": target.spec,
+        "arch": str(net.arch),
+        "optimizer": args.optimizer,
+        "steps": args.steps,
+        "res": args.res,
+        "seed": args.seed,
+        "final_loss": float(result.final_loss[0]),
+        "out": args.out,
+    }
+    emit(
+        args,
+        out,
+        f"trained {out['arch']} on {out['target']} ({args.optimizer}, {args.steps} steps, "
+        f"{args.res}px): final MSE {out['final_loss']:.5f} → {args.out}",
+    )
     return 0
 
 

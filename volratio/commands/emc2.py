@@ -11,28 +11,56 @@ from ._common import add_json_flag, add_out, emit
 def register(sub) -> None:
     p = sub.add_parser("emc2", help="EMC2-Bench: S(θ; δ) over the non-zero parameters, per δ, and its AUC")
     p.add_argument("spec", help="network: picbreeder:NAME, fer-sgd:NAME, fer-layered:NAME or a saved .safetensors")
-    p.add_argument("--target", required=True, help="the target the network draws (gives the label), e.g. picbreeder:skull")
-    p.add_argument("--judge", default="ssim", choices=["ssim", "clip", "vlm"])
+    p.add_argument(
+        "--target", required=True, help="the target the network draws (gives the label), e.g. picbreeder:skull"
+    )
+    p.add_argument(
+        "--judge",
+        default="ssim",
+        choices=["ssim", "calibrated", "clip", "vlm"],
+        help="ssim: threshold from other targets (the chapters' judge); calibrated: SSIM@4 with thresholds "
+        "fitted on the reference verdicts (best held-out agreement); clip / vlm: local model weights",
+    )
     p.add_argument("--judge-model", default=None, help="local folder or cached model id for the clip/vlm judges")
     p.add_argument("--label", default=None, help="what the judge is asked about (default: the target's name)")
-    p.add_argument("--deltas", type=A.FloatList(), default="-2,-1,-0.5,-0.25,0.25,0.5,1,2",
-                   help="comma-separated perturbation sizes, e.g. --deltas -1,-0.5,0.5,1")
+    p.add_argument(
+        "--deltas",
+        type=A.FloatList(),
+        default="-2,-1,-0.5,-0.25,0.25,0.5,1,2",
+        help="comma-separated perturbation sizes, e.g. --deltas -1,-0.5,0.5,1",
+    )
     _allow_negative_lists(p)
     p.add_argument("--res", type=A.res, default=64)
-    p.add_argument("--which", default="all", choices=["all", "genome"],
-                   help="all non-zero weights, or (picbreeder:NAME only) the genome's connections without cache copies")
-    p.add_argument("--max-params", type=A.positive_int, default=None, help="score a seeded random subsample of this many parameters")
+    p.add_argument(
+        "--which",
+        default="all",
+        choices=["all", "genome"],
+        help="all non-zero weights, or (picbreeder:NAME only) the genome's connections without cache copies",
+    )
+    p.add_argument(
+        "--max-params",
+        type=A.positive_int,
+        default=None,
+        help="score a seeded random subsample of this many parameters",
+    )
     p.add_argument("--seed", type=A.seed, default=0)
     p.add_argument("--device", type=A.device, default="auto")
     p.add_argument("--dtype", default="float64", choices=["float32", "float64"])
     add_json_flag(p)
     p.set_defaults(func=cmd_emc2)
 
-    p = sub.add_parser("sweep-weights", help="grid of images as single weights move over Δw ∈ [−1, 1] (+ random-direction control)")
+    p = sub.add_parser(
+        "sweep-weights", help="grid of images as single weights move over Δw ∈ [−1, 1] (+ random-direction control)"
+    )
     p.add_argument("spec", help="network spec (as for emc2)")
     add_out(p, "output PNG")
-    p.add_argument("--params", nargs="*", default=None, metavar="K:R:C",
-                   help="parameters as kernel:row:col (default: the --n with the largest effect)")
+    p.add_argument(
+        "--params",
+        nargs="*",
+        default=None,
+        metavar="K:R:C",
+        help="parameters as kernel:row:col (default: the --n with the largest effect)",
+    )
     p.add_argument("--n", type=A.positive_int, default=6, help="how many parameters when --params is not given")
     p.add_argument("--how", default="effect", choices=["effect", "random"])
     p.add_argument("--offsets", type=A.FloatList(), default="-1,-0.5,0,0.5,1", help="comma-separated Δw of the columns")
@@ -51,8 +79,6 @@ def _allow_negative_lists(p) -> None:
     p._negative_number_matcher = re.compile(r"^-\d[\d.,eE+-]*$|^-\.\d[\d.,eE+-]*$")
 
 
-
-
 def cmd_emc2(args) -> int:
     from .. import emc2
     from ..errors import VolratioError
@@ -66,16 +92,35 @@ def cmd_emc2(args) -> int:
     if args.which == "genome":
         kind, _, name = args.spec.partition(":")
         if kind != "picbreeder":
-            raise VolratioError("--which genome applies to picbreeder:NAME networks only (their cache copies are known)")
+            raise VolratioError(
+                "--which genome applies to picbreeder:NAME networks only (their cache copies are known)"
+            )
         from ..picbreeder import layerize
 
         layered = layerize(name)
-    cfg = emc2.EMC2Config(deltas=tuple(deltas), res=args.res, which=args.which, max_params=args.max_params,
-                          seed=args.seed, device=args.device, dtype=args.dtype)
-    res = emc2.score_network(net, args.target, cfg, args.judge, layered=layered, label=args.label,
-                             judge_model=args.judge_model, progress=not args.json)
+    cfg = emc2.EMC2Config(
+        deltas=tuple(deltas),
+        res=args.res,
+        which=args.which,
+        max_params=args.max_params,
+        seed=args.seed,
+        device=args.device,
+        dtype=args.dtype,
+    )
+    res = emc2.score_network(
+        net,
+        args.target,
+        cfg,
+        args.judge,
+        layered=layered,
+        label=args.label,
+        judge_model=args.judge_model,
+        progress=not args.json,
+    )
     payload = {**res.to_json(), "network": args.spec, "target": args.target}
-    lines = [f"EMC2 {args.spec} on {args.target} — judge {res.judge}, {res.n_params} of {res.n_nonzero} parameters, res {args.res}"]
+    lines = [
+        f"EMC2 {args.spec} on {args.target} — judge {res.judge}, {res.n_params} of {res.n_nonzero} parameters, res {args.res}"
+    ]
     lines += [f"  δ = {d:+.3g}: S = {s:.3f}" for d, s in zip(res.deltas, res.scores)]
     lines.append(f"  AUC (normalised) = {res.auc:.3f}")
     emit(args, payload, "\n".join(lines))
@@ -108,11 +153,15 @@ def cmd_sweep(args) -> int:
                 )
     else:
         params = emc2.pick_params(net, args.n, args.how, res=min(args.res, 32), seed=args.seed, device=args.device)
-    sw = emc2.weight_sweep(net, params, args.offsets, res=args.res, controls=args.controls,
-                           seed=args.seed, device=args.device)
+    sw = emc2.weight_sweep(
+        net, params, args.offsets, res=args.res, controls=args.controls, seed=args.seed, device=args.device
+    )
     fig = emc2.sweep_figure(sw, title=f"weight sweep: {args.spec}")
     with atomic_path(args.out) as tmp:
         fig.savefig(tmp, format="png", dpi=120)
-    emit(args, {"out": args.out, "params": params.tolist(), "offsets": sw.offsets.tolist(), "rows": sw.labels},
-         f"wrote {args.out}: {len(sw.labels)} rows × {len(sw.offsets)} columns")
+    emit(
+        args,
+        {"out": args.out, "params": params.tolist(), "offsets": sw.offsets.tolist(), "rows": sw.labels},
+        f"wrote {args.out}: {len(sw.labels)} rows × {len(sw.offsets)} columns",
+    )
     return 0

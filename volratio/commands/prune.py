@@ -20,25 +20,49 @@ def register(sub) -> None:
     p.add_argument("net", help="picbreeder:NAME, fer-sgd:NAME, or a saved .safetensors network")
     p.add_argument("--target", required=True, help="target spec the network draws, e.g. picbreeder:skull")
     p.add_argument("--method", required=True, choices=list(METHODS))
-    p.add_argument("--sparsity", type=A.fraction, default=None,
-                   help="fraction removed: of all weights (weight methods) or of hidden units (llm-pruner, random-units)")
+    p.add_argument(
+        "--sparsity",
+        type=A.fraction,
+        default=None,
+        help="fraction removed: of all weights (weight methods) or of hidden units (llm-pruner, random-units)",
+    )
     p.add_argument("--match", default=None, help="random-units: copy the live units per layer of this network")
-    p.add_argument("--steps", type=A.nonneg_int, default=200, help="retraining steps after each round (IMP: training per level)")
+    p.add_argument(
+        "--steps", type=A.nonneg_int, default=200, help="retraining steps after each round (IMP: training per level)"
+    )
     p.add_argument("--res", type=A.res, default=64, help="resolution of the target image and of the feature maps")
     p.add_argument("--seed", type=A.seed, default=0, help="SP's choice within pairs; random methods' draws")
     add_out(p, "where to save the pruned network (.safetensors)")
     g = p.add_argument_group("SP options")
-    g.add_argument("--tau", type=A.probability, default=0.95, help="cosine similarity above which two units are redundant, in [0, 1]")
+    g.add_argument(
+        "--tau",
+        type=A.probability,
+        default=0.95,
+        help="cosine similarity above which two units are redundant, in [0, 1]",
+    )
     g.add_argument("--rounds", type=A.positive_int, default=10, help="at most this many prune → retrain rounds")
-    g.add_argument("--cap", type=A.positive_int, default=None, help="at most this many units removed per layer per round")
+    g.add_argument(
+        "--cap", type=A.positive_int, default=None, help="at most this many units removed per layer per round"
+    )
     g.add_argument("--centred", action="store_true", help="compare mean-subtracted feature maps")
     g.add_argument("--opposite-sign", action="store_true", help="similarity below −τ also counts as redundant")
     g.add_argument("--target-units", type=A.positive_int, default=None, help="stop at this many live hidden units")
-    g.add_argument("--max-loss", type=A.positive_float, default=None, help="undo a round that pushes the MSE above this, and stop")
+    g.add_argument(
+        "--max-loss", type=A.positive_float, default=None, help="undo a round that pushes the MSE above this, and stop"
+    )
     g = p.add_argument_group("baseline options")
-    g.add_argument("--scope", default=None, choices=["global", "layer"], help="magnitude: global|layer; llm-pruner, random-units: layer|global")
-    g.add_argument("--rewind", type=A.nonneg_int, default=0, help="IMP: rewind survivors to their weights after this many steps")
-    g.add_argument("--rate", type=A.open_unit, default=0.2, help="IMP: fraction of remaining weights pruned per level, in (0, 1)")
+    g.add_argument(
+        "--scope",
+        default=None,
+        choices=["global", "layer"],
+        help="magnitude: global|layer; llm-pruner, random-units: layer|global",
+    )
+    g.add_argument(
+        "--rewind", type=A.nonneg_int, default=0, help="IMP: rewind survivors to their weights after this many steps"
+    )
+    g.add_argument(
+        "--rate", type=A.open_unit, default=0.2, help="IMP: fraction of remaining weights pruned per level, in (0, 1)"
+    )
     g.add_argument("--variant", default="first", choices=["first", "param_mix"], help="LLM-Pruner Taylor importance")
     g.add_argument("--exclude-output", action="store_true", help="magnitude, IMP: never prune the output kernel")
     g = p.add_argument_group("training")
@@ -60,25 +84,56 @@ def options_for(args) -> dict:
     if m in ("imp", "wanda", "llm-pruner", "magnitude", "random") and args.sparsity is None:
         raise VolratioError(f"--method {m} needs --sparsity S (a fraction in [0, 1))")
     if m == "sp":
-        return dict(tau=args.tau, rounds=args.rounds, cap=args.cap, centred=args.centred,
-                    opposite_sign=args.opposite_sign, target_units=args.target_units, max_loss=args.max_loss,
-                    retrain_steps=args.steps, seed=args.seed, train=tc)
+        return dict(
+            tau=args.tau,
+            rounds=args.rounds,
+            cap=args.cap,
+            centred=args.centred,
+            opposite_sign=args.opposite_sign,
+            target_units=args.target_units,
+            max_loss=args.max_loss,
+            retrain_steps=args.steps,
+            seed=args.seed,
+            train=tc,
+        )
     if m == "imp":
-        return dict(sparsity=args.sparsity, rate=args.rate, rewind_step=args.rewind, train_steps=args.steps,
-                    exclude_output=args.exclude_output, train=tc)
+        return dict(
+            sparsity=args.sparsity,
+            rate=args.rate,
+            rewind_step=args.rewind,
+            train_steps=args.steps,
+            exclude_output=args.exclude_output,
+            train=tc,
+        )
     if m == "wanda":
         return dict(sparsity=args.sparsity, retrain_steps=0, train=tc)
     if m == "magnitude":
-        return dict(sparsity=args.sparsity, scope=args.scope or "global", retrain_steps=args.steps,
-                    exclude_output=args.exclude_output, train=tc)
+        return dict(
+            sparsity=args.sparsity,
+            scope=args.scope or "global",
+            retrain_steps=args.steps,
+            exclude_output=args.exclude_output,
+            train=tc,
+        )
     if m == "random":
         return dict(sparsity=args.sparsity, retrain_steps=args.steps, seed=args.seed, train=tc)
     if m == "llm-pruner":
-        return dict(sparsity=args.sparsity, variant=args.variant, scope=args.scope or "layer",
-                    retrain_steps=args.steps, train=tc)
+        return dict(
+            sparsity=args.sparsity,
+            variant=args.variant,
+            scope=args.scope or "layer",
+            retrain_steps=args.steps,
+            train=tc,
+        )
     match = load_network(args.match) if args.match else None
-    return dict(match=match, sparsity=args.sparsity, scope=args.scope or "layer", seed=args.seed,
-                retrain_steps=args.steps, train=tc)
+    return dict(
+        match=match,
+        sparsity=args.sparsity,
+        scope=args.scope or "layer",
+        seed=args.seed,
+        retrain_steps=args.steps,
+        train=tc,
+    )
 
 
 def cmd_prune(args) -> int:
@@ -92,16 +147,22 @@ def cmd_prune(args) -> int:
     net = load_network(args.net)
     image = get_target(args.target).image(args.res)
     result = prune(net, image, args.method, **opts)
-    net.provenance = dict(net.provenance, pruned={"method": args.method, "target": args.target, "res": args.res,
-                                                  "seed": args.seed, "net": args.net})
+    net.provenance = dict(
+        net.provenance,
+        pruned={"method": args.method, "target": args.target, "res": args.res, "seed": args.seed, "net": args.net},
+    )
     net.save(args.out)
     s = result.summary()
     s["out"] = str(args.out)
     if net.population == 1:
-        text = (f"{s['method']}: sparsity {s['sparsity'][0]:.4f} ({s['nonzero'][0]}/{s['weights']} non-zero), "
-                f"live units {s['live_units'][0]}, final loss {s['final_loss'][0]:.5f} → {args.out}")
+        text = (
+            f"{s['method']}: sparsity {s['sparsity'][0]:.4f} ({s['nonzero'][0]}/{s['weights']} non-zero), "
+            f"live units {s['live_units'][0]}, final loss {s['final_loss'][0]:.5f} → {args.out}"
+        )
     else:
-        text = (f"{s['method']}: sparsity {[round(x, 4) for x in s['sparsity']]}, live units {s['live_units']}, "
-                f"final loss {[round(x, 5) for x in s['final_loss']]} → {args.out}")
+        text = (
+            f"{s['method']}: sparsity {[round(x, 4) for x in s['sparsity']]}, live units {s['live_units']}, "
+            f"final loss {[round(x, 5) for x in s['final_loss']]} → {args.out}"
+        )
     emit(args, s, text)
     return 0

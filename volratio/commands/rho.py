@@ -28,7 +28,9 @@ def int_list(text: str) -> list[int]:
             if "-" in part[1:]:
                 a, b = part.split("-", 1) if not part.startswith("-") else (part, part)
                 if int(b) - int(a) > MAX_LIST:
-                    raise argparse.ArgumentTypeError(f"{text!r}: the range {part} has more than {MAX_LIST} values; give a shorter one")
+                    raise argparse.ArgumentTypeError(
+                        f"{text!r}: the range {part} has more than {MAX_LIST} values; give a shorter one"
+                    )
                 out.update(range(int(a), int(b) + 1))
             elif part:
                 out.add(int(part))
@@ -45,21 +47,43 @@ def register(sub) -> None:
     rsub.required = True
 
     q = rsub.add_parser("boolean", help="random masked threshold networks on a compositional Boolean target")
-    q.add_argument("--target", required=True, help="tree:D:K, chain:D or dag:SEED[:depth=…,arity=…,inputs=…,primitives=…]")
+    q.add_argument(
+        "--target", required=True, help="tree:D:K, chain:D or dag:SEED[:depth=…,arity=…,inputs=…,primitives=…]"
+    )
     q.add_argument("--W", required=True, type=int_list, help="widths, e.g. '2,3,4' or '2-6'")
     q.add_argument("--L", required=True, type=int_list, help="depths (threshold layers, output included)")
-    q.add_argument("--samples", type=A.positive_int, default=100_000,
-                   help="networks sampled per (W, L) (the most, with --until-width/--budget-s)")
+    q.add_argument(
+        "--samples",
+        type=A.positive_int,
+        default=100_000,
+        help="networks sampled per (W, L) (the most, with --until-width/--budget-s)",
+    )
     q.add_argument("--seed", type=A.seed, default=0)
-    q.add_argument("--until-width", type=A.positive_float, default=None,
-                   help="stop a cell once ρ's relative interval width (hi − lo)/ρ is ≤ this, e.g. 0.2")
+    q.add_argument(
+        "--until-width",
+        type=A.positive_float,
+        default=None,
+        help="stop a cell once ρ's relative interval width (hi − lo)/ρ is ≤ this, e.g. 0.2",
+    )
     q.add_argument("--budget-s", type=A.positive_float, default=None, help="stop a cell after this many seconds")
-    q.add_argument("--width", type=A.positive_float, default=0.5,
-                   help="report the networks each cell needs for this relative width (default 0.5; --until-width overrides)")
-    q.add_argument("--engine", default="bits", choices=["bits", "float"],
-                   help="bits: bit-sliced uint64 tables on CPU (default); float: batched matmuls (CUDA if --device allows)")
-    q.add_argument("--workers", type=A.Int(1, 64), default=1,
-                   help="worker processes for the bits engine (counts do not depend on it)")
+    q.add_argument(
+        "--width",
+        type=A.positive_float,
+        default=0.5,
+        help="report the networks each cell needs for this relative width (default 0.5; --until-width overrides)",
+    )
+    q.add_argument(
+        "--engine",
+        default="bits",
+        choices=["bits", "float"],
+        help="bits: bit-sliced uint64 tables on CPU (default); float: batched matmuls (CUDA if --device allows)",
+    )
+    q.add_argument(
+        "--workers",
+        type=A.Int(1, 64),
+        default=1,
+        help="worker processes for the bits engine (counts do not depend on it)",
+    )
     q.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     q.add_argument("--exact", action="store_true", help="also enumerate every configuration where feasible (≤ 3^13)")
     q.add_argument("--weights", default="ternary", choices=["ternary", "gaussian"])
@@ -76,14 +100,20 @@ def register(sub) -> None:
     q.add_argument("--target", required=True, help="planted:SEED[:depth=…,width=…,arity=…]")
     q.add_argument("--W", required=True, type=int_list)
     q.add_argument("--L", required=True, type=int_list, help="hidden layers")
-    q.add_argument("--samples", type=A.positive_int, default=16, help="K: networks trained (as one population) per cell")
+    q.add_argument(
+        "--samples", type=A.positive_int, default=16, help="K: networks trained (as one population) per cell"
+    )
     q.add_argument("--seed", type=A.seed, default=0)
     q.add_argument("--scale", default="quick", choices=["quick", "full"])
     q.add_argument("--steps", type=A.positive_int, default=None, help="override the scale's training steps")
     q.add_argument("--res", type=A.res, default=None, help="override the scale's resolution")
     q.add_argument("--p", type=A.probability, default=None, help="override the mask density")
-    q.add_argument("--threshold", type=A.probability, default=None, help="override the |correlation| threshold, in [0, 1]")
-    q.add_argument("--emc2", action="store_true", help="also require an EMC2 score above --emc2-threshold (needs volratio.emc2)")
+    q.add_argument(
+        "--threshold", type=A.probability, default=None, help="override the |correlation| threshold, in [0, 1]"
+    )
+    q.add_argument(
+        "--emc2", action="store_true", help="also require an EMC2 score above --emc2-threshold (needs volratio.emc2)"
+    )
     q.add_argument("--emc2-threshold", type=A.probability, default=None, help="EMC2 score threshold, in [0, 1]")
     q.add_argument("--device", type=A.device, default="auto")
     add_json_flag(q)
@@ -114,9 +144,13 @@ def _check_basin_budget(widths, depths, population: int, res: int) -> None:
     W, L = max(widths), max(depths)
     n_params = 4 * W + (L - 1) * W * W + W
     need = budget.network_bytes(n_params, population, 4, training=True) + budget.forward_bytes(
-        res * res, W, L, population, 4, training=True)
-    budget.check(need, f"training {population} networks of width {W}, depth {L} at {res}×{res}",
-                 "use fewer --samples, smaller --W/--L or a lower --res")
+        res * res, W, L, population, 4, training=True
+    )
+    budget.check(
+        need,
+        f"training {population} networks of width {W}, depth {L} at {res}×{res}",
+        "use fewer --samples, smaller --W/--L or a lower --res",
+    )
 
 
 def cmd_boolean(args) -> int:
@@ -124,18 +158,41 @@ def cmd_boolean(args) -> int:
     from ..rho import SamplerConfig, boolean_grid
 
     target = get_boolean_target(args.target)
-    cfg = SamplerConfig(weights=args.weights, masks=args.masks, p=args.p, fan_in=args.fan_in,
-                        confidence=args.confidence, interval=args.interval, device=args.device,
-                        engine=args.engine, workers=args.workers)
+    cfg = SamplerConfig(
+        weights=args.weights,
+        masks=args.masks,
+        p=args.p,
+        fan_in=args.fan_in,
+        confidence=args.confidence,
+        interval=args.interval,
+        device=args.device,
+        engine=args.engine,
+        workers=args.workers,
+    )
     _check_boolean_budget(target.n, args.W, args.L, cfg.batch)
-    rows = boolean_grid(target, args.W, args.L, args.samples, cfg, seed=args.seed, with_exact=args.exact,
-                        until_width=args.until_width, budget_s=args.budget_s, width=args.width,
-                        progress=not args.no_progress)
-    head = (f"{target.spec}: n={target.n}, L*={target.depth}, W_min={target.width}; weights={cfg.weights}, "
-            f"masks={cfg.masks} (p={cfg.p}), {int(cfg.confidence * 100)}% {cfg.interval} intervals, seed {args.seed}")
+    rows = boolean_grid(
+        target,
+        args.W,
+        args.L,
+        args.samples,
+        cfg,
+        seed=args.seed,
+        with_exact=args.exact,
+        until_width=args.until_width,
+        budget_s=args.budget_s,
+        width=args.width,
+        progress=not args.no_progress,
+    )
+    head = (
+        f"{target.spec}: n={target.n}, L*={target.depth}, W_min={target.width}; weights={cfg.weights}, "
+        f"masks={cfg.masks} (p={cfg.p}), {int(cfg.confidence * 100)}% {cfg.interval} intervals, seed {args.seed}"
+    )
     w = args.until_width or args.width
-    lines = [head, f"{'W':>3} {'L':>3} {'samples':>11} {'solutions':>9} {'comp':>7} {'rho':>6} {'interval':>15} "
-             f"{'exact':>6} {'theory V':>10} {'time s':>7} {'stop':>7} {'nets for ±' + format(w, 'g'):>14}"]
+    lines = [
+        head,
+        f"{'W':>3} {'L':>3} {'samples':>11} {'solutions':>9} {'comp':>7} {'rho':>6} {'interval':>15} "
+        f"{'exact':>6} {'theory V':>10} {'time s':>7} {'stop':>7} {'nets for ±' + format(w, 'g'):>14}",
+    ]
     for r in rows:
         ex = r.get("exact")
         need = r.get("networks_for_width")
@@ -154,16 +211,26 @@ def cmd_basin(args) -> int:
     from ..rho import BasinConfig, basin_grid
 
     cfg = BasinConfig.full() if args.scale == "full" else BasinConfig.quick()
-    over = {k: v for k, v in dict(steps=args.steps, res=args.res, p=args.p, threshold=args.threshold,
-                                   emc2_threshold=args.emc2_threshold).items() if v is not None}
+    over = {
+        k: v
+        for k, v in dict(
+            steps=args.steps, res=args.res, p=args.p, threshold=args.threshold, emc2_threshold=args.emc2_threshold
+        ).items()
+        if v is not None
+    }
     cfg = replace(cfg, population=args.samples, seed=args.seed, device=args.device, use_emc2=args.emc2, **over)
     _check_basin_budget(args.W, args.L, cfg.population, cfg.res)
     rows = basin_grid(args.target, args.W, args.L, cfg)
-    lines = [f"{args.target}: basin model, scale {args.scale}, K={cfg.population} per cell, {cfg.steps} steps at "
-             f"{cfg.res}×{cfg.res}, |corr| ≥ {cfg.threshold}" + (f", EMC2 ≥ {cfg.emc2_threshold}" if cfg.use_emc2 else ", correlation criterion only"),
-             f"{'W':>3} {'L':>3} {'samples':>7} {'solutions':>9} {'comp':>5} {'rho':>6} {'interval':>15}"]
+    lines = [
+        f"{args.target}: basin model, scale {args.scale}, K={cfg.population} per cell, {cfg.steps} steps at "
+        f"{cfg.res}×{cfg.res}, |corr| ≥ {cfg.threshold}"
+        + (f", EMC2 ≥ {cfg.emc2_threshold}" if cfg.use_emc2 else ", correlation criterion only"),
+        f"{'W':>3} {'L':>3} {'samples':>7} {'solutions':>9} {'comp':>5} {'rho':>6} {'interval':>15}",
+    ]
     for r in rows:
-        lines.append(f"{r['W']:>3} {r['L']:>3} {r['samples']:>7} {r['solutions']:>9} {r['compositional']:>5} "
-                     f"{_fmt(r['rho']):>6} [{r['lo']:.3f}, {r['hi']:.3f}]")
+        lines.append(
+            f"{r['W']:>3} {r['L']:>3} {r['samples']:>7} {r['solutions']:>9} {r['compositional']:>5} "
+            f"{_fmt(r['rho']):>6} [{r['lo']:.3f}, {r['hi']:.3f}]"
+        )
     emit(args, rows, "\n".join(lines))
     return 0

@@ -28,11 +28,20 @@ def register(sub) -> None:
     )
     p.add_argument("spec", help="sweep spec file (.toml, .yaml or .yml); see examples/sweeps/quick.toml")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", type=A.scheduler_address, metavar="ADDR", help="address of a running Dask scheduler, e.g. tcp://10.0.0.1:8786")
-    where.add_argument("--workers", type=A.positive_int, metavar="N", help="start a Dask LocalCluster of N single-threaded workers")
+    where.add_argument(
+        "--scheduler",
+        type=A.scheduler_address,
+        metavar="ADDR",
+        help="address of a running Dask scheduler, e.g. tcp://10.0.0.1:8786",
+    )
+    where.add_argument(
+        "--workers", type=A.positive_int, metavar="N", help="start a Dask LocalCluster of N single-threaded workers"
+    )
     where.add_argument("--processes", type=A.positive_int, metavar="N", help="run on N local processes (no Dask)")
     p.add_argument("--out", required=True, metavar="DIR", help="results store (created if absent)")
-    p.add_argument("--resume", action="store_true", help="continue in a store that already holds runs (done runs are skipped)")
+    p.add_argument(
+        "--resume", action="store_true", help="continue in a store that already holds runs (done runs are skipped)"
+    )
     p.add_argument("--retry-failed", action="store_true", help="rerun runs whose last attempt failed")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_json_flag(p)
@@ -46,12 +55,18 @@ def register(sub) -> None:
         "(`volratio results verify results/reference --sample K`).",
     )
     r.add_argument("dir", metavar="DIR", help="results store written by `volratio sweep` (or the word `verify`)")
-    r.add_argument("store", nargs="?", metavar="ROOT", help="after `verify`: the reference root (folders of chunk stores)")
+    r.add_argument(
+        "store", nargs="?", metavar="ROOT", help="after `verify`: the reference root (folders of chunk stores)"
+    )
     r.add_argument("--tracebacks", action="store_true", help="print the traceback of every failed run")
     r.add_argument("--sample", type=A.positive_int, metavar="K", help="verify: how many runs to re-run (default 1)")
     r.add_argument("--seed", type=A.seed, metavar="S", help="verify: seed of the sample (default 0)")
-    r.add_argument("--max-cpu-seconds", type=A.positive_float, metavar="S",
-                   help="verify: draw only among runs whose recorded CPU time is at most S seconds (a cheap check)")
+    r.add_argument(
+        "--max-cpu-seconds",
+        type=A.positive_float,
+        metavar="S",
+        help="verify: draw only among runs whose recorded CPU time is at most S seconds (a cheap check)",
+    )
     r.add_argument("--chunk", metavar="NAME", help="verify: only runs of this chunk")
     add_json_flag(r)
     r.set_defaults(func=_results)
@@ -98,13 +113,23 @@ def _sweep(args) -> int:
 def _results(args) -> int:
     from ..store import Store, StoreError
 
-    verify_opts = [o for o, v in (("--sample", args.sample), ("--seed", args.seed),
-                                  ("--max-cpu-seconds", args.max_cpu_seconds), ("--chunk", args.chunk)) if v is not None]
+    verify_opts = [
+        o
+        for o, v in (
+            ("--sample", args.sample),
+            ("--seed", args.seed),
+            ("--max-cpu-seconds", args.max_cpu_seconds),
+            ("--chunk", args.chunk),
+        )
+        if v is not None
+    ]
     if args.dir == "verify":
         return _verify(args)
     if args.store is not None:
-        raise StoreError(f"volratio results takes one store, got {args.dir!r} and {args.store!r}; "
-                         "to check stored runs write `volratio results verify ROOT`")
+        raise StoreError(
+            f"volratio results takes one store, got {args.dir!r} and {args.store!r}; "
+            "to check stored runs write `volratio results verify ROOT`"
+        )
     if verify_opts:
         raise StoreError(f"{verify_opts[0]} applies to `volratio results verify ROOT`; drop it to list {args.dir}")
     if not Path(args.dir).is_dir():
@@ -128,7 +153,10 @@ def _results(args) -> int:
             if r["status"] == "done" and store.status(r["key"]) is None:
                 r["status"] = "damaged"
     payload = [
-        {k: r[k] for k in ("key", "status", "config", "metrics", "artifacts", "error", "traceback", "attempts", "seconds")}
+        {
+            k: r[k]
+            for k in ("key", "status", "config", "metrics", "artifacts", "error", "traceback", "attempts", "seconds")
+        }
         for r in records
     ]
     emit(args, payload, _table_text(store, records, args.tracebacks))
@@ -139,13 +167,21 @@ def _verify(args) -> int:
     from ..reference import ReferenceError, verify
 
     if args.store is None:
-        raise ReferenceError("volratio results verify: name the reference root, e.g. volratio results verify results/reference")
+        raise ReferenceError(
+            "volratio results verify: name the reference root, e.g. volratio results verify results/reference"
+        )
     if not Path(args.store).is_dir():
-        raise ReferenceError(f"{args.store}: no such folder; give the root of a reference store (e.g. results/reference)")
-    out = verify(args.store, sample=args.sample or 1, seed=args.seed or 0, max_cpu_seconds=args.max_cpu_seconds,
-                 chunk=args.chunk)
+        raise ReferenceError(
+            f"{args.store}: no such folder; give the root of a reference store (e.g. results/reference)"
+        )
+    out = verify(
+        args.store, sample=args.sample or 1, seed=args.seed or 0, max_cpu_seconds=args.max_cpu_seconds, chunk=args.chunk
+    )
     bad = [r for r in out if not r["ok"]]
-    lines = [f"{r['chunk']}/{r['key']}: reproduced bit for bit ({r['seconds']:.1f} s)" if r["ok"] else r["problem"] for r in out]
+    lines = [
+        f"{r['chunk']}/{r['key']}: reproduced bit for bit ({r['seconds']:.1f} s)" if r["ok"] else r["problem"]
+        for r in out
+    ]
     lines.append(f"{len(out) - len(bad)} of {len(out)} re-run(s) reproduce the stored results")
     emit(args, out, "\n".join(lines))
     if bad and not args.json:
@@ -164,7 +200,11 @@ def _table_text(store, records, tracebacks: bool) -> str:
     frame = store.frame()
     frame["status"] = [r["status"] for r in records]
     config_cols = sorted({k for r in records for k in flatten(r["config"])})
-    fixed = {c: frame[c].iloc[0] for c in config_cols if c in frame and frame[c].astype(str).nunique() == 1 and len(frame) > 1}
+    fixed = {
+        c: frame[c].iloc[0]
+        for c in config_cols
+        if c in frame and frame[c].astype(str).nunique() == 1 and len(frame) > 1
+    }
     shown = frame.drop(columns=[c for c in fixed if c != "seed"] + ["attempts"], errors="ignore")
     if shown["error"].isna().all():
         shown = shown.drop(columns=["error"])

@@ -45,8 +45,11 @@ def cmd_bound(args) -> int:
     from ..welch import welch_bound
 
     b = welch_bound(args.m, args.n, args.k)
-    emit(args, {"m": args.m, "n": args.n, "k": args.k, "bound": b},
-         f"Welch bound (k={args.k}) for {args.m} unit vectors in R^{args.n}: max |<v_i,v_j>|^{2 * args.k} >= {b:.6g}")
+    emit(
+        args,
+        {"m": args.m, "n": args.n, "k": args.k, "bound": b},
+        f"Welch bound (k={args.k}) for {args.m} unit vectors in R^{args.n}: max |<v_i,v_j>|^{2 * args.k} >= {b:.6g}",
+    )
     return 0
 
 
@@ -79,12 +82,23 @@ def cmd_net(args) -> int:
 
     net = _load(args.spec)
     rows = [r.as_dict() for r in layer_interference(net, vectors=args.vectors, res=args.res, member=args.member)]
-    payload = {"spec": args.spec, "vectors": args.vectors, "res": args.res if args.vectors == "maps" else None, "layers": rows}
+    payload = {
+        "spec": args.spec,
+        "vectors": args.vectors,
+        "res": args.res if args.vectors == "maps" else None,
+        "layers": rows,
+    }
 
     def f(x):
         return "-" if x is None else f"{x:.4g}"
 
-    lines = [f"{args.spec}: interference of {args.vectors} per hidden layer", "layer   r   d   max<.,.>^2  mean<.,.>^2  Welch bound"]
-    lines += [f"{r['layer']:>5} {r['r']:>3} {r['d']:>3}   {f(r['max_sq_inner']):>10}  {f(r['mean_sq_inner']):>11}  {r['bound']:.4g}" for r in rows]
+    lines = [
+        f"{args.spec}: interference of {args.vectors} per hidden layer",
+        "layer   r   d   max<.,.>^2  mean<.,.>^2  Welch bound",
+    ]
+    lines += [
+        f"{r['layer']:>5} {r['r']:>3} {r['d']:>3}   {f(r['max_sq_inner']):>10}  {f(r['mean_sq_inner']):>11}  {r['bound']:.4g}"
+        for r in rows
+    ]
     emit(args, payload, "\n".join(lines))
     return 0

@@ -41,11 +41,37 @@ from . import (
 )
 from .check import Check, CheckFailed, CourseworkError
 
-MODULES = {m.__name__.rsplit(".", 1)[1]: m for m in (
-    picbreeder, emc2, connectivity, depth, optimization, unknown_targets,
-    compositional_sparsity, volume_ratio, welch, practice_cluster, own_target)}
+MODULES = {
+    m.__name__.rsplit(".", 1)[1]: m
+    for m in (
+        picbreeder,
+        emc2,
+        connectivity,
+        depth,
+        optimization,
+        unknown_targets,
+        compositional_sparsity,
+        volume_ratio,
+        welch,
+        practice_cluster,
+        own_target,
+    )
+}
 
 __all__ = [
-    "MODULES", "Check", "CheckFailed", "CourseworkError", "compositional_sparsity", "connectivity", "depth", "emc2",
-    "optimization", "own_target", "picbreeder", "practice_cluster", "unknown_targets", "volume_ratio", "welch",
+    "MODULES",
+    "Check",
+    "CheckFailed",
+    "CourseworkError",
+    "compositional_sparsity",
+    "connectivity",
+    "depth",
+    "emc2",
+    "optimization",
+    "own_target",
+    "picbreeder",
+    "practice_cluster",
+    "unknown_targets",
+    "volume_ratio",
+    "welch",
 ]

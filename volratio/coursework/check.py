@@ -130,7 +130,11 @@ def network(x, what: str = "your network"):
 
     answered(x, what)
     if not isinstance(x, CoordMLP):
-        hint = " — train() returns a TrainResult; its .net is the network" if isinstance(getattr(x, "net", None), CoordMLP) else ""
+        hint = (
+            " — train() returns a TrainResult; its .net is the network"
+            if isinstance(getattr(x, "net", None), CoordMLP)
+            else ""
+        )
         raise BadAnswer(f"{what} should be a volratio.nets.CoordMLP, got {type(x).__name__}{hint}")
     return x
 

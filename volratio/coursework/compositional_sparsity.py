@@ -15,8 +15,10 @@ def _layer_cases(seed: int):
     from .. import picbreeder
     from ..targets import get_target
 
-    cases = [(f"planted:{seed + i}:depth={d}", get_target(f"planted:{seed + i}:depth={d}").graph)
-             for i, d in enumerate((2, 3, 5))]
+    cases = [
+        (f"planted:{seed + i}:depth={d}", get_target(f"planted:{seed + i}:depth={d}").graph)
+        for i, d in enumerate((2, 3, 5))
+    ]
     if picbreeder.available():
         cases.append(("picbreeder:skull", picbreeder.genome("skull")))
     return cases
@@ -47,14 +49,22 @@ def check_layers(fn, seed: int = 0) -> Check:
         except Exception as e:  # noqa: BLE001 — the student's code failed: say where
             return Check("check_layers", False, f"your function raised {type(e).__name__}: {e} (on {label})")
         if not isinstance(got, dict):
-            return Check("check_layers", False, f"your function returned {type(got).__name__}; return a dict node → layer")
+            return Check(
+                "check_layers", False, f"your function returned {type(got).__name__}; return a dict node → layer"
+            )
         missing = [k for k in ref if k not in got]
         if missing:
-            return Check("check_layers", False, f"on {label}: no layer for node(s) {missing[:5]} — every node needs one, inputs too")
+            return Check(
+                "check_layers",
+                False,
+                f"on {label}: no layer for node(s) {missing[:5]} — every node needs one, inputs too",
+            )
         try:
             got = {k: int(got[k]) for k in ref}
         except (TypeError, ValueError):
-            return Check("check_layers", False, f"on {label}: layers should be integers, got e.g. {next(iter(got.values()))!r}")
+            return Check(
+                "check_layers", False, f"on {label}: layers should be integers, got e.g. {next(iter(got.values()))!r}"
+            )
         wrong = [k for k in g.topological_order() if got[k] != ref[k]]
         if wrong:
             k = wrong[0]
@@ -65,8 +75,13 @@ def check_layers(fn, seed: int = 0) -> Check:
             else:
                 preds = [s for s, _ in g.predecessors()[k]]
                 why = f"its predecessors {preds[:4]} sit at layers {[ref[s] for s in preds[:4]]}"
-            return Check("check_layers", False,
-                         f"on {label}: node {k} got layer {got[k]}, expected {ref[k]} — {why}", ref[k], got[k])
+            return Check(
+                "check_layers",
+                False,
+                f"on {label}: node {k} got layer {got[k]}, expected {ref[k]} — {why}",
+                ref[k],
+                got[k],
+            )
     return Check("check_layers", True, "your layering matches Graph.layers() on every test graph")
 
 
@@ -93,28 +108,47 @@ def check_dag_shape(target, depth, width) -> Check:
     problems = []
     if got["depth"] != ref["depth"]:
         if got["depth"] == ref["depth"] + 1:
-            problems.append(f"L* = {got['depth']} counts the inputs as a level; L* counts *links* on the longest "
-                            f"path, i.e. the hidden layers ({ref['depth']})")
+            problems.append(
+                f"L* = {got['depth']} counts the inputs as a level; L* counts *links* on the longest "
+                f"path, i.e. the hidden layers ({ref['depth']})"
+            )
         elif got["depth"] == ref["depth"] - 1:
-            problems.append(f"L* = {got['depth']} leaves out the output node's level; it is a layer too ({ref['depth']})")
+            problems.append(
+                f"L* = {got['depth']} leaves out the output node's level; it is a layer too ({ref['depth']})"
+            )
         else:
-            problems.append(f"L* = {got['depth']} ≠ {ref['depth']} — the longest path from an input to the output, in links")
+            problems.append(
+                f"L* = {got['depth']} ≠ {ref['depth']} — the longest path from an input to the output, in links"
+            )
     if got["width"] != ref["width"]:
         n_hidden = sum(levels)
         if got["width"] == n_hidden:
-            problems.append(f"W_min = {got['width']} is the number of primitives; the width is the largest level "
-                            f"(levels {levels}), since the levels sit in different layers")
+            problems.append(
+                f"W_min = {got['width']} is the number of primitives; the width is the largest level "
+                f"(levels {levels}), since the levels sit in different layers"
+            )
         elif got["width"] == t.width and t.width != ref["width"]:
-            problems.append(f"W_min = {got['width']} is the `width` cap of PlantedTarget; levels near the output are "
-                            f"limited by the arity (each node reads {t.arity}), so the levels are {levels}")
+            problems.append(
+                f"W_min = {got['width']} is the `width` cap of PlantedTarget; levels near the output are "
+                f"limited by the arity (each node reads {t.arity}), so the levels are {levels}"
+            )
         elif got["width"] == 4:
-            problems.append(f"W_min = 4 is the number of inputs (x, y, d, bias); inputs need no units — levels are {levels}")
+            problems.append(
+                f"W_min = 4 is the number of inputs (x, y, d, bias); inputs need no units — levels are {levels}"
+            )
         else:
-            problems.append(f"W_min = {got['width']} ≠ {ref['width']} — count the nodes at each distance from the inputs "
-                            "(longest path), and take the largest count")
+            problems.append(
+                f"W_min = {got['width']} ≠ {ref['width']} — count the nodes at each distance from the inputs "
+                "(longest path), and take the largest count"
+            )
     if problems:
         return Check("check_dag_shape", False, "; ".join(problems), ref, got)
     net = g.layerize(ink_as_hsv=False).net
-    return Check("check_dag_shape", True,
-                 f"{t.spec}: L* = {ref['depth']}, levels {levels}, W_min = {ref['width']} — the library's layerization "
-                 f"has depth {net.depth} and width {net.width}", ref, got)
+    return Check(
+        "check_dag_shape",
+        True,
+        f"{t.spec}: L* = {ref['depth']}, levels {levels}, W_min = {ref['width']} — the library's layerization "
+        f"has depth {net.depth} and width {net.width}",
+        ref,
+        got,
+    )

@@ -40,11 +40,18 @@ def check_similarity(matrix, net, layer: int, res: int = 32, member: int = 0) ->
     ref = similarity(maps).numpy()
     got = array(matrix, "your similarity matrix")
     if got.shape != ref.shape:
-        hint = (" — you compared pixels; compare units (columns of the (pixels, units) map matrix)"
-                if got.shape == (maps.shape[0], maps.shape[0]) else "")
-        return Check("check_similarity", False, f"shape {got.shape} ≠ {ref.shape} (units × units){hint}", ref.shape, got.shape)
+        hint = (
+            " — you compared pixels; compare units (columns of the (pixels, units) map matrix)"
+            if got.shape == (maps.shape[0], maps.shape[0])
+            else ""
+        )
+        return Check(
+            "check_similarity", False, f"shape {got.shape} ≠ {ref.shape} (units × units){hint}", ref.shape, got.shape
+        )
     if np.allclose(got, ref, atol=1e-6):
-        return Check("check_similarity", True, f"cosine similarities of the {ref.shape[0]} units of layer {layer} match")
+        return Check(
+            "check_similarity", True, f"cosine similarities of the {ref.shape[0]} units of layer {layer} match"
+        )
     x = maps.double()
     if np.allclose(got, (x.T @ x).numpy(), atol=1e-6, rtol=1e-6):
         why = "these are raw inner products: divide by the norms of the two maps (the diagonal must be 1)"
@@ -76,13 +83,20 @@ def check_redundant_pairs(answer, net, layer: int, tau: float, res: int = 32, me
     if any(len(p) != 2 for p in pairs):
         raise BadAnswer("every pair should have two unit indices (i, j)")
     if any(i == j for i, j in pairs):
-        return Check("check_redundant_pairs", False, "your list pairs a unit with itself (the diagonal, similarity 1); use i ≠ j")
+        return Check(
+            "check_redundant_pairs", False, "your list pairs a unit with itself (the diagonal, similarity 1); use i ≠ j"
+        )
     got = {(min(p), max(p)) for p in pairs}
     if len(got) < len(pairs):
-        return Check("check_redundant_pairs", False,
-                     f"{len(pairs)} pairs but only {len(got)} distinct ones: (i, j) and (j, i) are the same pair — count it once")
+        return Check(
+            "check_redundant_pairs",
+            False,
+            f"{len(pairs)} pairs but only {len(got)} distinct ones: (i, j) and (j, i) are the same pair — count it once",
+        )
     if got == ref:
-        return Check("check_redundant_pairs", True, f"{len(ref)} redundant pair(s) at τ = {tau}", sorted(ref), sorted(got))
+        return Check(
+            "check_redundant_pairs", True, f"{len(ref)} redundant pair(s) at τ = {tau}", sorted(ref), sorted(got)
+        )
     s = sim.numpy()
     extra, miss = sorted(got - ref), sorted(ref - got)
     if extra and all(abs(s[i, j]) > tau for i, j in extra) and not any(s[i, j] > tau for i, j in extra):
@@ -109,16 +123,22 @@ def check_unit_removed(net, layer: int, unit: int, member: int = 0) -> Check:
     if (m_in[:, unit] != 0).any():
         problems.append(f"its incoming weights are not all masked (column {unit} of net.masks[{layer}])")
     if (m_out[unit, :] != 0).any():
-        problems.append(f"its outgoing weights are not all masked (row {unit} of net.masks[{layer + 1}]) — "
-                        "without them the unit's constant output would still reach the next layer")
+        problems.append(
+            f"its outgoing weights are not all masked (row {unit} of net.masks[{layer + 1}]) — "
+            "without them the unit's constant output would still reach the next layer"
+        )
     w_in, w_out = net.weights[layer][member][:, unit], net.weights[layer + 1][member][unit, :]
     if not problems and ((w_in != 0).any() or (w_out != 0).any()):
-        problems.append("the masks are right but net.weights under them are not zero — call net.apply_masks_() "
-                        "(or set masks with net.set_mask, which does it)")
+        problems.append(
+            "the masks are right but net.weights under them are not zero — call net.apply_masks_() "
+            "(or set masks with net.set_mask, which does it)"
+        )
     if problems:
         return Check("check_unit_removed", False, f"unit {unit} of layer {layer}: " + "; ".join(problems))
     live = net.live_units()[member][layer]
-    return Check("check_unit_removed", True, f"unit {unit} of layer {layer} is gone; the layer has {live} live units left")
+    return Check(
+        "check_unit_removed", True, f"unit {unit} of layer {layer} is gone; the layer has {live} live units left"
+    )
 
 
 @checker
@@ -131,7 +151,9 @@ def check_sparsity(answer, net, member: int = 0) -> Check:
     rep = sparsity_report(net)["members"][member]
     s = float(rep["sparsity"])
     if close(got, s, rtol=0, atol=1e-9):
-        return Check("check_sparsity", True, f"sparsity {s:.4f}: {rep['nonzero']} of {rep['weights']} weights remain", s, got)
+        return Check(
+            "check_sparsity", True, f"sparsity {s:.4f}: {rep['nonzero']} of {rep['weights']} weights remain", s, got
+        )
     if close(got, 1 - s, rtol=0, atol=1e-9):
         why = "that is the fraction of weights that *remain*; sparsity is the fraction removed"
     elif close(got, 100 * s, rtol=0, atol=1e-7):
@@ -141,5 +163,3 @@ def check_sparsity(answer, net, member: int = 0) -> Check:
     else:
         why = f"{rep['nonzero']} of {rep['weights']} weights are non-zero"
     return Check("check_sparsity", False, f"your sparsity {got:.4f} ≠ {s:.4f}: {why}", s, got)
-
-

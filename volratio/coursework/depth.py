@@ -41,23 +41,33 @@ def check_png_ratio(answer, target: str, res: int = 64) -> Check:
     got = number(answer, "your ratio")
     c = png_ratio(target, res)
     if close(got, c.ratio, rtol=1e-9):
-        return Check("check_png_ratio", True,
-                     f"{target} at {res}×{res}: {c.raw_bytes} raw / {c.png_bytes} PNG bytes = {c.ratio:.4f} (Pillow {c.pillow})",
-                     c.ratio, got)
+        return Check(
+            "check_png_ratio",
+            True,
+            f"{target} at {res}×{res}: {c.raw_bytes} raw / {c.png_bytes} PNG bytes = {c.ratio:.4f} (Pillow {c.pillow})",
+            c.ratio,
+            got,
+        )
     img = get_target(target).image(res)
     png_default = _png_variant(img, False, 6)
     wrong = {
         "you inverted it: the ratio is raw bytes / PNG bytes (higher = simpler image)": c.png_bytes / c.raw_bytes,
         f"you counted one byte per pixel; raw RGB has 3 × {res}² = {c.raw_bytes} bytes": c.ratio / 3,
-        "you saved with Pillow's defaults; use optimize=True, compress_level=9 so every ratio is comparable": c.raw_bytes / png_default,
+        "you saved with Pillow's defaults; use optimize=True, compress_level=9 so every ratio is comparable": c.raw_bytes
+        / png_default,
         f"you counted 4 bytes per float pixel channel; quantise to uint8 first ({c.raw_bytes} raw bytes)": c.ratio * 4,
     }
     for why, v in wrong.items():
         if close(got, v, rtol=1e-6):
             return Check("check_png_ratio", False, f"your ratio {got:.4f} ≠ {c.ratio:.4f}: {why}", c.ratio, got)
-    return Check("check_png_ratio", False,
-                 f"your ratio {got:.4f} ≠ {c.ratio:.4f} ({c.raw_bytes} raw / {c.png_bytes} PNG bytes) — quantise with "
-                 "floor(clip(x, 0, 1)·255 + 0.5) to uint8 RGB and save as PNG in memory", c.ratio, got)
+    return Check(
+        "check_png_ratio",
+        False,
+        f"your ratio {got:.4f} ≠ {c.ratio:.4f} ({c.raw_bytes} raw / {c.png_bytes} PNG bytes) — quantise with "
+        "floor(clip(x, 0, 1)·255 + 0.5) to uint8 RGB and save as PNG in memory",
+        c.ratio,
+        got,
+    )
 
 
 @checker
@@ -73,7 +83,9 @@ def check_depth_fit(intercept, slope, r2, ratios, depths) -> Check:
     ref = {"intercept": p.a, "slope": p.b, "r2": p.r2}
     got = {"intercept": a, "slope": b, "r2": q}
     if all(close(got[k], ref[k], rtol=1e-6, atol=1e-9) for k in ref):
-        return Check("check_depth_fit", True, f"depth ≈ {p.a:.3f} + {p.b:.3f}·ratio, R² = {p.r2:.3f} (n = {p.n})", ref, got)
+        return Check(
+            "check_depth_fit", True, f"depth ≈ {p.a:.3f} + {p.b:.3f}·ratio, R² = {p.r2:.3f} (n = {p.n})", ref, got
+        )
     inv = stats.linregress(np.asarray(depths, float), np.asarray(ratios, float))
     if close(b, inv.slope, rtol=1e-6) and close(a, inv.intercept, rtol=1e-6):
         why = "you regressed the ratio on the depth; the predictor is depth = a + b·ratio (x = ratio, y = depth)"
@@ -99,7 +111,9 @@ def check_sweet_spot(answer, depths, scores, tol: float = 1e-9) -> Check:
         raise CourseworkError("this curve is flat (no sweet spot); give scores that vary with depth")
     got = number(answer, "your sweet spot")
     if got == ss.depth:
-        return Check("check_sweet_spot", True, f"sweet spot at depth {ss.depth} (mean score {max(ss.means):.3f})", ss.depth, got)
+        return Check(
+            "check_sweet_spot", True, f"sweet spot at depth {ss.depth} (mean score {max(ss.means):.3f})", ss.depth, got
+        )
     means = np.asarray(ss.means)
     if int(got) == int(np.argmax(means)) and int(got) not in d:
         why = f"{int(got)} is the *index* of the best depth; the depth there is {d[int(np.argmax(means))]}"
@@ -112,5 +126,3 @@ def check_sweet_spot(answer, depths, scores, tol: float = 1e-9) -> Check:
     else:
         why = f"mean scores per depth are {dict(zip(d, np.round(means, 4).tolist()))}"
     return Check("check_sweet_spot", False, f"your sweet spot {got:g} ≠ {ss.depth}: {why}", ss.depth, got)
-
-

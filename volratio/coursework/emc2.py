@@ -40,8 +40,10 @@ def check_perturbed_image(image, net, param, delta: float, res: int) -> Check:
         base = net.render(res)[0].double().numpy()
         minus = naive_render(net, param, -delta, res).double().numpy()
     if np.abs(got - base).max() <= 1e-5:
-        why = ("it is the unperturbed image — did you change a copy and render the original, or change the weight "
-               "after rendering?")
+        why = (
+            "it is the unperturbed image — did you change a copy and render the original, or change the weight "
+            "after rendering?"
+        )
     elif np.abs(got - minus).max() <= 1e-5:
         why = "it is the image for −δ: add δ to the weight, do not subtract it"
     else:
@@ -50,7 +52,9 @@ def check_perturbed_image(image, net, param, delta: float, res: int) -> Check:
 
 
 @checker
-def check_perturbation_score(answer, net, delta: float, res: int, threshold: float = 0.9, label: str = "target") -> Check:
+def check_perturbation_score(
+    answer, net, delta: float, res: int, threshold: float = 0.9, label: str = "target"
+) -> Check:
     """S(θ; δ) of `net` at one δ: the fraction of its non-zero weights w for which the image with
     w ← w + δ is judged to keep its identity, the judge being SSIM ≥ `threshold` against the
     unperturbed image at `res` (`volratio.judges.SSIMJudge`). Recomputed with `volratio.emc2.score`."""
@@ -70,9 +74,16 @@ def check_perturbation_score(answer, net, delta: float, res: int, threshold: flo
     near = int((np.abs(r.table["score"].to_numpy() - threshold) < 1e-4).sum())
     if any(close(got, (kept + j) / r.n_params, rtol=0, atol=1e-9) for j in range(-near, near + 1)):
         extra = f" ({near} weight(s) sit at the threshold and may go either way)" if near else ""
-        return Check("check_perturbation_score", True,
-                     f"S(δ={delta:g}) = {s:.4f}: {kept} of {r.n_params} non-zero weights keep the identity{extra}", s, got)
-    r_neg = score(net, judge, label, EMC2Config(deltas=(-float(delta),), res=res, max_params=None, device="cpu", dtype="float64"))
+        return Check(
+            "check_perturbation_score",
+            True,
+            f"S(δ={delta:g}) = {s:.4f}: {kept} of {r.n_params} non-zero weights keep the identity{extra}",
+            s,
+            got,
+        )
+    r_neg = score(
+        net, judge, label, EMC2Config(deltas=(-float(delta),), res=res, max_params=None, device="cpu", dtype="float64")
+    )
     wrong = {
         "1 − S: you counted the perturbations that *destroy* the identity": 1 - s,
         f"{kept}: a count — divide by |nz(θ)| = {r.n_params}": float(kept),
@@ -84,8 +95,11 @@ def check_perturbation_score(answer, net, delta: float, res: int, threshold: flo
     for why, v in wrong.items():
         if close(got, v, rtol=0, atol=1e-9) and not close(v, s, rtol=0, atol=1e-9):
             return Check("check_perturbation_score", False, f"your score {got:.4f} ≠ {s:.4f}: {why}", s, got)
-    return Check("check_perturbation_score", False,
-                 f"your score {got:.4f} ≠ {s:.4f} ({kept} of {r.n_params} non-zero weights kept) — check the judge: SSIM "
-                 f"against the *unperturbed* image at {res}×{res}, kept when ≥ {threshold}", s, got)
-
-
+    return Check(
+        "check_perturbation_score",
+        False,
+        f"your score {got:.4f} ≠ {s:.4f} ({kept} of {r.n_params} non-zero weights kept) — check the judge: SSIM "
+        f"against the *unperturbed* image at {res}×{res}, kept when ≥ {threshold}",
+        s,
+        got,
+    )

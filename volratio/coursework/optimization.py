@@ -26,9 +26,14 @@ def check_top_eigenvalue(value, net, image, member: int = 0, rtol: float = 0.01)
     eig = np.linalg.eigvalsh(explicit_hessian(net, image, member))  # ascending
     top = float(eig[np.argmax(np.abs(eig))])
     if close(got, top, rtol=rtol, atol=1e-12):
-        return Check("check_top_eigenvalue", True,
-                     f"λ_max = {got:.5g} (full Hessian: {top:.5g}; next {float(np.sort(np.abs(eig))[-2]):.3g}, "
-                     f"smallest {float(eig[0]):.3g}, over {n} weights)", top, got)
+        return Check(
+            "check_top_eigenvalue",
+            True,
+            f"λ_max = {got:.5g} (full Hessian: {top:.5g}; next {float(np.sort(np.abs(eig))[-2]):.3g}, "
+            f"smallest {float(eig[0]):.3g}, over {n} weights)",
+            top,
+            got,
+        )
     if close(got, -top, rtol=rtol, atol=1e-12):
         why = "the sign is flipped — the Rayleigh quotient v·Hv (with |v| = 1) keeps the eigenvalue's sign"
     elif got > 0 and close(got, top * top, rtol=rtol):
@@ -36,14 +41,20 @@ def check_top_eigenvalue(value, net, image, member: int = 0, rtol: float = 0.01)
     elif got > 0 and close(got * got, abs(top), rtol=rtol):
         why = "that is √λ: the Rayleigh quotient v·Hv needs no square root"
     elif any(close(got, float(e), rtol=rtol, atol=1e-12) for e in eig):
-        why = ("that is another eigenvalue of the Hessian; power iteration from a random start converges to the one of "
-               "largest magnitude — run more iterations, and start from a random vector, not one that is special")
+        why = (
+            "that is another eigenvalue of the Hessian; power iteration from a random start converges to the one of "
+            "largest magnitude — run more iterations, and start from a random vector, not one that is special"
+        )
     elif abs(got) < abs(top) and close(got, top, rtol=0.3):
-        why = (f"within {abs(got - top) / abs(top):.0%} of λ_max: not converged yet — iterate until the Rayleigh quotient "
-               "changes by less than 1e-4 (relative), renormalising v every step")
+        why = (
+            f"within {abs(got - top) / abs(top):.0%} of λ_max: not converged yet — iterate until the Rayleigh quotient "
+            "changes by less than 1e-4 (relative), renormalising v every step"
+        )
     elif abs(got) > 1.5 * abs(top):
-        why = ("larger than any eigenvalue: normalise v to unit length before each Hessian-vector product, and report "
-               "v·Hv, not |Hv| for an unnormalised v")
+        why = (
+            "larger than any eigenvalue: normalise v to unit length before each Hessian-vector product, and report "
+            "v·Hv, not |Hv| for an unnormalised v"
+        )
     else:
         why = f"the eigenvalues run from {float(eig[0]):.4g} to {float(eig[-1]):.4g}"
     return Check("check_top_eigenvalue", False, f"your eigenvalue {got:.5g} ≠ λ_max = {top:.5g}: {why}", top, got)

@@ -28,24 +28,35 @@ def check_flattened(image, rgba, background=(255, 255, 255)) -> Check:
         hint = " — drop the alpha channel after compositing" if got.shape == src.shape else ""
         return Check("check_flattened", False, f"shape {got.shape} ≠ {ref.shape}{hint}", ref.shape, got.shape)
     if got.max() > 1 + 1e-6:
-        return Check("check_flattened", False,
-                     f"values up to {got.max():.4g}: a target is floats in [0, 1] — divide 8-bit values by 255")
+        return Check(
+            "check_flattened",
+            False,
+            f"values up to {got.max():.4g}: a target is floats in [0, 1] — divide 8-bit values by 255",
+        )
     tol = 1.0 / 255 + 1e-6  # Pillow rounds to 8 bits
     err = np.abs(got - ref).max()
     if err <= tol:
-        return Check("check_flattened", True, f"{int((src[..., 3] < 255).sum())} non-opaque pixels composited onto "
-                                              f"{tuple(background)}; max |difference| {err:.1e}")
+        return Check(
+            "check_flattened",
+            True,
+            f"{int((src[..., 3] < 255).sum())} non-opaque pixels composited onto "
+            f"{tuple(background)}; max |difference| {err:.1e}",
+        )
     a = src[..., 3:].astype(np.float64) / 255
     rgb = src[..., :3].astype(np.float64) / 255
     wrong = {
         "the alpha channel was dropped, not applied: the colour of a transparent pixel is meaningless": rgb,
         "that is composited onto black: add background · (1 − alpha)": rgb * a,
-        "alpha is reversed: alpha = 255 is opaque (the pixel's own colour), 0 is fully transparent": rgb * (1 - a) + np.asarray(background) / 255 * a,
+        "alpha is reversed: alpha = 255 is opaque (the pixel's own colour), 0 is fully transparent": rgb * (1 - a)
+        + np.asarray(background) / 255 * a,
     }
     for why, v in wrong.items():
         if np.abs(got - v).max() <= tol:
             return Check("check_flattened", False, f"wrong image: {why}")
     r, c = np.unravel_index(np.abs(got - ref).max(-1).argmax(), ref.shape[:2])
-    return Check("check_flattened", False,
-                 f"pixel ({r}, {c}) with RGBA {src[r, c].tolist()} should be {np.round(ref[r, c], 4).tolist()}, got "
-                 f"{np.round(got[r, c], 4).tolist()} — out = colour · α + background · (1 − α), α = alpha / 255")
+    return Check(
+        "check_flattened",
+        False,
+        f"pixel ({r}, {c}) with RGBA {src[r, c].tolist()} should be {np.round(ref[r, c], 4).tolist()}, got "
+        f"{np.round(got[r, c], 4).tolist()} — out = colour · α + background · (1 − α), α = alpha / 255",
+    )

@@ -34,20 +34,33 @@ def check_scene_image(image, spec: str, res: int) -> Check:
     ref = t.image(res).double().numpy()
     got = array(image, "your scene")
     if got.shape != ref.shape:
-        hint = " — the frame is square: the parts are placed side by side on a res × res canvas" if got.ndim == 3 and got.shape[0] != got.shape[1] else ""
+        hint = (
+            " — the frame is square: the parts are placed side by side on a res × res canvas"
+            if got.ndim == 3 and got.shape[0] != got.shape[1]
+            else ""
+        )
         return Check("check_scene_image", False, f"shape {got.shape} ≠ {ref.shape}{hint}", ref.shape, got.shape)
     err = float(np.abs(got - ref).max())
     if err <= 1e-6:
         n = len(t.parts)
-        return Check("check_scene_image", True,
-                     f"{n} parts of {res // n}×{res // n} px each, centred on a black {res}×{res} frame", None, None)
+        return Check(
+            "check_scene_image",
+            True,
+            f"{n} parts of {res // n}×{res // n} px each, centred on a black {res}×{res} frame",
+            None,
+            None,
+        )
     parts, n = list(t.parts), len(t.parts)
     cell = res // n
     variants = {
         "the parts are in the wrong order: part i goes into the i-th cell from the left": _compose(parts[::-1], res),
-        f"the parts sit at the top; centre them vertically (top row (res − cell) // 2 = {(res - cell) // 2})": _compose(parts, res, top=0),
+        f"the parts sit at the top; centre them vertically (top row (res − cell) // 2 = {(res - cell) // 2})": _compose(
+            parts, res, top=0
+        ),
         "the frame should be black (0) outside the parts": None,
-        f"shift the parts right by (res − n·cell) // 2 = {(res - n * cell) // 2} pixel(s) so the row is centred": _compose(parts, res, offset=False),
+        f"shift the parts right by (res − n·cell) // 2 = {(res - n * cell) // 2} pixel(s) so the row is centred": _compose(
+            parts, res, offset=False
+        ),
     }
     inside = _compose(parts, res, fill=np.nan)
     outside = np.isnan(inside)
@@ -60,6 +73,9 @@ def check_scene_image(image, spec: str, res: int) -> Check:
     if got.max() > 1.0 + 1e-6:
         return Check("check_scene_image", False, f"values up to {got.max():.3g}: images are floats in [0, 1]")
     r, c, _ = np.unravel_index(np.abs(got - ref).argmax(), ref.shape)
-    return Check("check_scene_image", False,
-                 f"max |difference| {err:.3g} at pixel ({r}, {c}); each part is get_target(part).image(res // n) "
-                 f"= {cell} px, not a crop or resize of a larger image")
+    return Check(
+        "check_scene_image",
+        False,
+        f"max |difference| {err:.3g} at pixel ({r}, {c}); each part is get_target(part).image(res // n) "
+        f"= {cell} px, not a crop or resize of a larger image",
+    )

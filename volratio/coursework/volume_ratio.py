@@ -32,7 +32,9 @@ def check_truth_table(answer, spec: str) -> Check:
     ref = np.asarray(t.table, dtype=np.int64)
     got = array(answer, "your truth table").reshape(-1)
     if got.shape != ref.shape:
-        return Check("check_truth_table", False, f"{got.size} entries; there are 2^{t.n} = {ref.size} inputs", ref.size, got.size)
+        return Check(
+            "check_truth_table", False, f"{got.size} entries; there are 2^{t.n} = {ref.size} inputs", ref.size, got.size
+        )
     if np.array_equal(got, ref):
         return Check("check_truth_table", True, f"{spec}: {int((ref > 0).sum())} of {ref.size} inputs map to +1")
     X = input_table(t.n)
@@ -64,18 +66,26 @@ def check_target_shape(spec: str, depth, w_min) -> Check:
     problems = []
     if got["depth"] != ref["depth"]:
         if got["depth"] == ref["depth"] + 1:
-            problems.append(f"L* = {got['depth']} counts the inputs as a layer; count gates on the longest path ({ref['depth']})")
+            problems.append(
+                f"L* = {got['depth']} counts the inputs as a layer; count gates on the longest path ({ref['depth']})"
+            )
         else:
             problems.append(f"L* = {got['depth']} ≠ {ref['depth']}")
     if got["w_min"] != ref["w_min"]:
         n_prim = t.n_nodes - t.n
         if got["w_min"] == n_prim:
-            problems.append(f"W_min = {got['w_min']} is the number of gates; units can sit in different layers, so fewer suffice ({ref['w_min']})")
+            problems.append(
+                f"W_min = {got['w_min']} is the number of gates; units can sit in different layers, so fewer suffice ({ref['w_min']})"
+            )
         elif got["w_min"] == t.n:
-            problems.append(f"W_min = {got['w_min']} is the number of inputs; the inputs feed layer 1 directly and need no units")
+            problems.append(
+                f"W_min = {got['w_min']} is the number of inputs; the inputs feed layer 1 directly and need no units"
+            )
         else:
-            problems.append(f"W_min = {got['w_min']} ≠ {ref['w_min']} — count the units of the widest hidden layer, "
-                            "copies of values read more than one layer later included")
+            problems.append(
+                f"W_min = {got['w_min']} ≠ {ref['w_min']} — count the units of the widest hidden layer, "
+                "copies of values read more than one layer later included"
+            )
     if problems:
         return Check("check_target_shape", False, "; ".join(problems), ref, got)
     return Check("check_target_shape", True, f"{spec}: L* = {ref['depth']}, W_min = {ref['w_min']}", ref, got)
@@ -106,23 +116,35 @@ def check_p_solution(estimate, spec: str, W: int, L: int, samples: int, p: float
 
     se = math.sqrt(max(e.p_solution * (1 - e.p_solution), 1.0 / n) / n)
     if within(e.p_solution):
-        return Check("check_p_solution", True,
-                     f"{got:.5f} vs exact {e.p_solution:.5f} (within {abs(got - e.p_solution) / se:.1f} standard errors of {n} samples)",
-                     e.p_solution, got)
-    alts = {"that is P(compositional), the volume of compositional solutions; P(solution) counts every network "
-            "whose output table equals the target's": e.p_compositional}
+        return Check(
+            "check_p_solution",
+            True,
+            f"{got:.5f} vs exact {e.p_solution:.5f} (within {abs(got - e.p_solution) / se:.1f} standard errors of {n} samples)",
+            e.p_solution,
+            got,
+        )
+    alts = {
+        "that is P(compositional), the volume of compositional solutions; P(solution) counts every network "
+        "whose output table equals the target's": e.p_compositional
+    }
     if e.rho is not None:
         alts["that is ρ = P(compositional | solution)"] = e.rho
     if p != 1.0:
-        alts["it matches unmasked networks (p = 1): drop each weight with probability 1 − p before use"] = \
-            exact(t, W, L, SamplerConfig(p=1.0, device="cpu"), max_configs=3**13).p_solution
+        alts["it matches unmasked networks (p = 1): drop each weight with probability 1 − p before use"] = exact(
+            t, W, L, SamplerConfig(p=1.0, device="cpu"), max_configs=3**13
+        ).p_solution
     for why, v in alts.items():
         if within(v) and not within(e.p_solution):
             return Check("check_p_solution", False, f"your estimate {got:.5f}: {why}", e.p_solution, got)
-    return Check("check_p_solution", False,
-                 f"your estimate {got:.5f} is {abs(got - e.p_solution) / se:.1f} standard errors from the exact {e.p_solution:.5f} — "
-                 "check the sampler: ternary weights uniform on {−1, 0, +1} kept with probability p, ternary biases, "
-                 "units output +1 when w·x + b > 0", e.p_solution, got)
+    return Check(
+        "check_p_solution",
+        False,
+        f"your estimate {got:.5f} is {abs(got - e.p_solution) / se:.1f} standard errors from the exact {e.p_solution:.5f} — "
+        "check the sampler: ternary weights uniform on {−1, 0, +1} kept with probability p, ternary biases, "
+        "units output +1 when w·x + b > 0",
+        e.p_solution,
+        got,
+    )
 
 
 @checker
@@ -133,7 +155,13 @@ def check_interval(lo, hi, k: int, n: int, confidence: float = 0.95) -> Check:
     a, b = number(lo, "lower end"), number(hi, "upper end")
     rlo, rhi = interval(k, n, confidence, "wilson")
     if close(a, rlo, rtol=1e-6, atol=1e-9) and close(b, rhi, rtol=1e-6, atol=1e-9):
-        return Check("check_interval", True, f"Wilson {confidence:.0%} interval for {k}/{n}: [{rlo:.5f}, {rhi:.5f}]", (rlo, rhi), (a, b))
+        return Check(
+            "check_interval",
+            True,
+            f"Wilson {confidence:.0%} interval for {k}/{n}: [{rlo:.5f}, {rhi:.5f}]",
+            (rlo, rhi),
+            (a, b),
+        )
     from scipy import stats
 
     zq = stats.norm.ppf(0.5 + confidence / 2)
@@ -149,5 +177,3 @@ def check_interval(lo, hi, k: int, n: int, confidence: float = 0.95) -> Check:
     else:
         why = f"expected [{rlo:.5f}, {rhi:.5f}]"
     return Check("check_interval", False, f"[{a:.5f}, {b:.5f}]: {why}", (rlo, rhi), (a, b))
-
-

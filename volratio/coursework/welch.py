@@ -33,7 +33,8 @@ def check_welch_bound(answer, m: int, n: int, k: int = 1) -> Check:
         return Check("check_welch_bound", True, f"Welch bound (k={k}) for m={m}, n={n}: {ref:.6g}", ref, got)
     raw = (m / math.comb(n + k - 1, k) - 1) / (m - 1) if m > 1 else 0.0
     wrong = {
-        f"that is the bound on the coherence μ; the Welch bound is on μ^{2 * k} (don't take the root)": ref ** (1 / (2 * k)),
+        f"that is the bound on the coherence μ; the Welch bound is on μ^{2 * k} (don't take the root)": ref
+        ** (1 / (2 * k)),
         f"m ≤ n here, so the bound is negative before clipping: it is 0 (m={m} vectors fit orthogonally in ℝ^{n})": raw,
         "m and n are swapped (m vectors, n dimensions)": welch_bound(n, m, k) if n >= 1 and m >= 1 else float("nan"),
     }
@@ -42,8 +43,13 @@ def check_welch_bound(answer, m: int, n: int, k: int = 1) -> Check:
     for why, v in wrong.items():
         if math.isfinite(v) and close(got, v, rtol=1e-6, atol=1e-9) and not close(v, ref, rtol=1e-6, atol=1e-9):
             return Check("check_welch_bound", False, f"your bound {got:.6g} ≠ {ref:.6g}: {why}", ref, got)
-    return Check("check_welch_bound", False,
-                 f"your bound {got:.6g} ≠ {ref:.6g}: for k = 1 it is (m − n) / (n (m − 1)), clipped at 0", ref, got)
+    return Check(
+        "check_welch_bound",
+        False,
+        f"your bound {got:.6g} ≠ {ref:.6g}: for k = 1 it is (m − n) / (n (m − 1)), clipped at 0",
+        ref,
+        got,
+    )
 
 
 @checker
@@ -64,20 +70,24 @@ def check_coherence(answer, vectors) -> Check:
     G = V @ V.T
     raw = float(np.abs(G[~np.eye(m, dtype=bool)]).max())
     if got < wb - 1e-9:
-        why = (f"your coherence {got:.4f} is below the Welch bound {wb:.4f} for m={m}, n={n}: a set of vectors "
-               "cannot beat the bound — check you normalised them")
-        if close(got, ref ** 2, rtol=1e-6, atol=1e-9):
+        why = (
+            f"your coherence {got:.4f} is below the Welch bound {wb:.4f} for m={m}, n={n}: a set of vectors "
+            "cannot beat the bound — check you normalised them"
+        )
+        if close(got, ref**2, rtol=1e-6, atol=1e-9):
             why += " (it equals μ²: take the square root of the largest squared inner product)"
         return Check("check_coherence", False, why, ref, got)
     if close(got, 1.0, rtol=0, atol=1e-9) and ref < 1 - 1e-9:
         why = "1 is ⟨vᵢ, vᵢ⟩: leave out the diagonal i = j"
     elif close(got, raw, rtol=1e-6, atol=1e-9):
         why = "that is the largest raw inner product; normalise the rows to unit length first"
-    elif close(got, ref ** 2, rtol=1e-6, atol=1e-9):
+    elif close(got, ref**2, rtol=1e-6, atol=1e-9):
         why = "that is μ²; the coherence is the largest |inner product| itself"
     else:
         G2 = as_frame(V) @ as_frame(V).T
-        why = f"the largest |⟨v̂ᵢ, v̂ⱼ⟩| is {ref:.4f} at pair {np.unravel_index(np.abs(G2 - np.eye(m)).argmax(), G2.shape)}"
+        why = (
+            f"the largest |⟨v̂ᵢ, v̂ⱼ⟩| is {ref:.4f} at pair {np.unravel_index(np.abs(G2 - np.eye(m)).argmax(), G2.shape)}"
+        )
     return Check("check_coherence", False, f"your coherence {got:.4f} ≠ {ref:.4f}: {why}", ref, got)
 
 
@@ -94,20 +104,35 @@ def check_frame(vectors, m: int, n: int, slack: float = 0.02, seed: int = 0) -> 
         return Check("check_frame", False, f"shape {V.shape} ≠ ({m}, {n}){hint}", (m, n), V.shape)
     norms = np.linalg.norm(V, axis=1)
     if np.any(norms < 1e-12):
-        return Check("check_frame", False, f"row(s) {np.flatnonzero(norms < 1e-12).tolist()} are zero vectors; they have no direction")
+        return Check(
+            "check_frame",
+            False,
+            f"row(s) {np.flatnonzero(norms < 1e-12).tolist()} are zero vectors; they have no direction",
+        )
     got = max_sq_inner(V)
     bound, which = best_bound(m, n)
     # the numerical frame is only needed when the answer does not already meet the lower bound
-    target = bound if got <= bound * (1 + slack) + 1e-12 else max(bound, low_coherence_frame(m, n, seed=seed).max_sq_inner)
+    target = (
+        bound if got <= bound * (1 + slack) + 1e-12 else max(bound, low_coherence_frame(m, n, seed=seed).max_sq_inner)
+    )
     note = "" if np.allclose(norms, 1, atol=1e-6) else " (rows were normalised before comparing)"
     if got <= target * (1 + slack) + 1e-12:
         etf = " — an equiangular tight frame: it meets the Welch bound" if is_etf(V, 1e-6) else ""
-        return Check("check_frame", True,
-                     f"max ⟨v̂ᵢ, v̂ⱼ⟩² = {got:.4f}; lower bound {bound:.4f} ({which}), best found {target:.4f}{etf}{note}",
-                     target, got)
-    return Check("check_frame", False,
-                 f"max ⟨v̂ᵢ, v̂ⱼ⟩² = {got:.4f} is more than {slack:.0%} above {target:.4f} (lower bound {bound:.4f}, {which}){note} — "
-                 "spread the vectors further (alternating projection on the Gram matrix gets there)", target, got)
+        return Check(
+            "check_frame",
+            True,
+            f"max ⟨v̂ᵢ, v̂ⱼ⟩² = {got:.4f}; lower bound {bound:.4f} ({which}), best found {target:.4f}{etf}{note}",
+            target,
+            got,
+        )
+    return Check(
+        "check_frame",
+        False,
+        f"max ⟨v̂ᵢ, v̂ⱼ⟩² = {got:.4f} is more than {slack:.0%} above {target:.4f} (lower bound {bound:.4f}, {which}){note} — "
+        "spread the vectors further (alternating projection on the Gram matrix gets there)",
+        target,
+        got,
+    )
 
 
 @checker
@@ -122,8 +147,11 @@ def check_represented(r, max_sq, W, threshold: float = 0.5) -> Check:
     got_r = int(number(r, "r"))
     rows = int((np.linalg.norm(Wa, axis=1) > threshold).sum())
     if got_r != ref["r"]:
-        why = (f"you took norms of the rows (hidden dimensions); features are the columns of W (shape {Wa.shape})"
-               if got_r == rows and rows != ref["r"] else f"{ref['r']} columns have norm > {threshold}")
+        why = (
+            f"you took norms of the rows (hidden dimensions); features are the columns of W (shape {Wa.shape})"
+            if got_r == rows and rows != ref["r"]
+            else f"{ref['r']} columns have norm > {threshold}"
+        )
         return Check("check_represented", False, f"r = {got_r} ≠ {ref['r']}: {why}", ref, {"r": got_r})
     if ref["max_sq_inner"] is None:
         return Check("check_represented", True, f"r = {ref['r']}: fewer than two features, no interference", ref)
@@ -133,13 +161,22 @@ def check_represented(r, max_sq, W, threshold: float = 0.5) -> Check:
             why = "that is the largest |inner product|; square it"
         else:
             why = "normalise the represented columns and take the largest squared inner product between two different ones"
-        return Check("check_represented", False, f"max_sq {mx:.4f} ≠ {ref['max_sq_inner']:.4f}: {why}", ref, {"r": got_r, "max_sq": mx})
+        return Check(
+            "check_represented",
+            False,
+            f"max_sq {mx:.4f} ≠ {ref['max_sq_inner']:.4f}: {why}",
+            ref,
+            {"r": got_r, "max_sq": mx},
+        )
     side = "at or above" if ref["max_sq_inner"] >= ref["bound"] - 1e-9 else "below (impossible)"
-    return Check("check_represented", True,
-                 f"r = {ref['r']} features in d = {ref['d']} dimensions, max ⟨Ŵᵢ, Ŵⱼ⟩² = {ref['max_sq_inner']:.4f}, "
-                 f"{side} the Welch bound {ref['bound']:.4f}", ref, {"r": got_r, "max_sq": mx})
-
-
+    return Check(
+        "check_represented",
+        True,
+        f"r = {ref['r']} features in d = {ref['d']} dimensions, max ⟨Ŵᵢ, Ŵⱼ⟩² = {ref['max_sq_inner']:.4f}, "
+        f"{side} the Welch bound {ref['bound']:.4f}",
+        ref,
+        {"r": got_r, "max_sq": mx},
+    )
 
 
 def _first_higher(n: int, kmax: int, bound_of) -> int | None:
@@ -162,16 +199,25 @@ def check_first_higher_order(answer, n: int, kmax: int = 4) -> Check:
     g = gerzon_limit(n)
     if got == ref:
         k = max(range(2, kmax + 1), key=lambda k: welch_bound_sq(ref, n, k))
-        return Check("check_first_higher_order", True,
-                     f"m = {ref} for n = {n}: order {k} gives μ² ≥ {welch_bound_sq(ref, n, k):.4f} > {welch_bound(ref, n):.4f} "
-                     f"(k = 1); Gerzon's limit is {g}", ref, got)
+        return Check(
+            "check_first_higher_order",
+            True,
+            f"m = {ref} for n = {n}: order {k} gives μ² ≥ {welch_bound_sq(ref, n, k):.4f} > {welch_bound(ref, n):.4f} "
+            f"(k = 1); Gerzon's limit is {g}",
+            ref,
+            got,
+        )
     raw = _first_higher(n, kmax, welch_bound)
     if raw is not None and got == raw and raw != ref:
-        why = ("you compared bounds on different quantities: the order-k bound is on μ^{2k}; take its k-th root to "
-               "compare it with the k = 1 bound on μ² (welch_bound_sq)")
+        why = (
+            "you compared bounds on different quantities: the order-k bound is on μ^{2k}; take its k-th root to "
+            "compare it with the k = 1 bound on μ² (welch_bound_sq)"
+        )
     elif got in (g, g + 1):
-        why = (f"{got} is Gerzon's limit {g} (or just past it): there the k = 1 bound stops being attainable, but a "
-               "higher order need not beat it yet — compare the bounds themselves")
+        why = (
+            f"{got} is Gerzon's limit {g} (or just past it): there the k = 1 bound stops being attainable, but a "
+            "higher order need not beat it yet — compare the bounds themselves"
+        )
     elif got < ref:
         best = max(welch_bound_sq(got, n, k) for k in range(2, kmax + 1)) if got > n else 0.0
         why = f"at m = {got} the k = 1 bound {welch_bound(got, n):.4f} is still at least every higher order's ({best:.4f})"

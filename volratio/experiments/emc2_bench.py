@@ -234,8 +234,20 @@ def dense_point(config: dict) -> dict:
             per = np.array([emc2.normalised_auc(r.deltas, row) for row in v.reindex(columns=r.deltas).to_numpy()])
             n, N = len(per), int(r.n_nonzero)
             se = float(per.std(ddof=1) / np.sqrt(n) * np.sqrt(max(N - n, 0) / max(N - 1, 1))) if n > 1 else 0.0
-            rows.append({"network": kind, "target": name, "seed": cfg.seed, "auc": float(r.auc), "auc_se": se,
-                         "deltas": [float(d) for d in r.deltas], "scores": [float(s) for s in r.scores],
-                         "n_params": int(r.n_params), "n_nonzero": N, "judge": r.judge,
-                         "threshold": float(r.judge_settings.get("threshold", float("nan"))), "mse": float(losses[k])})
+            rows.append(
+                {
+                    "network": kind,
+                    "target": name,
+                    "seed": cfg.seed,
+                    "auc": float(r.auc),
+                    "auc_se": se,
+                    "deltas": [float(d) for d in r.deltas],
+                    "scores": [float(s) for s in r.scores],
+                    "n_params": int(r.n_params),
+                    "n_nonzero": N,
+                    "judge": r.judge,
+                    "threshold": float(r.judge_settings.get("threshold", float("nan"))),
+                    "mse": float(losses[k]),
+                }
+            )
     return {"rows": rows}

@@ -25,7 +25,16 @@ import torch
 from ..nets import CoordMLP
 from ..train import TrainConfig, train
 from .criteria import Calibration, Magnitude, RandomScore, Taylor, Wanda, place
-from .masks import PruneError, check_not_empty, per_member, kernel_counts, row_mask, unit_alive, unit_masks, weight_masks
+from .masks import (
+    PruneError,
+    check_not_empty,
+    kernel_counts,
+    per_member,
+    row_mask,
+    unit_alive,
+    unit_masks,
+    weight_masks,
+)
 from .schedules import SCHEDULES, geometric, steps_for_rate
 
 
@@ -76,7 +85,9 @@ class RandomConfig:
 
 @dataclass
 class WandaConfig:
-    sparsity: float = 0.5  # fraction of all weights masked, the same in every kernel and output unit (or one per network)
+    sparsity: float = (
+        0.5  # fraction of all weights masked, the same in every kernel and output unit (or one per network)
+    )
     retrain_steps: int = 0  # Wanda itself updates no weight; > 0 adds fine-tuning afterwards
     train: TrainConfig = field(default_factory=TrainConfig)
 
@@ -174,8 +185,9 @@ def imp(net: CoordMLP, image, cfg: IMPConfig | None = None):
         rewound = [w.detach().clone() for w in net.weights]
         _retrain(net, image, cfg.train, cfg.train_steps - k_steps)
         history.append(record(net, calib, r))
-    return PruneResult(net, "imp", asdict(cfg), history, extras={"theta_k": theta_k, "rewound": rewound,
-                                                                   "levels": levels})
+    return PruneResult(
+        net, "imp", asdict(cfg), history, extras={"theta_k": theta_k, "rewound": rewound, "levels": levels}
+    )
 
 
 # ---------------------------------------------------------------------------------------------

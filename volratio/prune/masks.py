@@ -105,8 +105,7 @@ def check_units_not_empty(alive: list[torch.Tensor]) -> None:
         if empty.any():
             ks = [int(k) for k in torch.nonzero(empty).flatten()]
             raise PruneError(
-                f"pruning would remove every unit of hidden layer {l} in network(s) {ks}; ask for a lower "
-                "unit sparsity"
+                f"pruning would remove every unit of hidden layer {l} in network(s) {ks}; ask for a lower unit sparsity"
             )
 
 
@@ -135,7 +134,7 @@ def apportion(ideal, lo, hi, total: int) -> np.ndarray:
             a[order] += 1
         else:
             cand = np.nonzero(a > lo)[0]
-            order = cand[np.argsort(gap[cand], kind="stable")][: -diff]
+            order = cand[np.argsort(gap[cand], kind="stable")][:-diff]
             a[order] -= 1
         diff = int(total - a.sum())
     return a
@@ -182,8 +181,7 @@ def kernel_counts(masks: list[torch.Tensor], sparsity: float, prunable: list[boo
 def _check_reachable(k: int, dead: int, total: int, size: int, sparsity: float) -> None:
     if total < dead:
         raise PruneError(
-            f"network {k} already has sparsity {dead / size:.4f} ≥ the requested {sparsity}; "
-            "ask for a higher sparsity"
+            f"network {k} already has sparsity {dead / size:.4f} ≥ the requested {sparsity}; ask for a higher sparsity"
         )
 
 
@@ -230,8 +228,9 @@ def weight_masks(
             total = int(round(sk * sum(sizes)))
             _check_reachable(k, dead, total, sum(sizes), sk)
             inf = float("inf")
-            flat_s = torch.cat([s[k].flatten() if p else torch.full_like(s[k].flatten(), inf)
-                                for s, p in zip(scores, prunable)])
+            flat_s = torch.cat(
+                [s[k].flatten() if p else torch.full_like(s[k].flatten(), inf) for s, p in zip(scores, prunable)]
+            )
             flat_a = torch.cat([(m[k] != 0).flatten() for m in masks])
             protected = sum(int((masks[i][k] != 0).sum()) for i in range(len(masks)) if not prunable[i])
             if total - dead > int(flat_a.sum()) - protected:
@@ -331,14 +330,16 @@ def sparsity_report(net) -> dict:
     members = []
     for k in range(net.population):
         per_kernel = [int((w[k] != 0).sum()) for w in ew]
-        members.append({
-            "nonzero": sum(per_kernel),
-            "weights": total,
-            "sparsity": 1.0 - sum(per_kernel) / total,
-            "nonzero_per_kernel": per_kernel,
-            "live_units": live[k],
-            "unit_sparsity": 1.0 - sum(live[k]) / (L * W),
-        })
+        members.append(
+            {
+                "nonzero": sum(per_kernel),
+                "weights": total,
+                "sparsity": 1.0 - sum(per_kernel) / total,
+                "nonzero_per_kernel": per_kernel,
+                "live_units": live[k],
+                "unit_sparsity": 1.0 - sum(live[k]) / (L * W),
+            }
+        )
     return {"arch": str(net.arch), "kernel_sizes": [w[0].numel() for w in ew], "members": members}
 
 

@@ -91,8 +91,9 @@ def choose_removals(pairs, gen: torch.Generator, cap: int | None = None) -> list
     return out
 
 
-def sp_round(net: CoordMLP, calib: Calibration, cfg: SPConfig, gen: torch.Generator,
-             active: list[bool]) -> tuple[list[torch.Tensor], list[int]]:
+def sp_round(
+    net: CoordMLP, calib: Calibration, cfg: SPConfig, gen: torch.Generator, active: list[bool]
+) -> tuple[list[torch.Tensor], list[int]]:
     """One pruning step (no retraining): the new masks and the units removed per network."""
     if not 0.0 <= cfg.tau <= 1.0:
         raise PruneError(f"SP threshold tau must lie in [0, 1] (a cosine similarity), got {cfg.tau}")
