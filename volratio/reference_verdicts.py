@@ -183,38 +183,14 @@ def sample_rows(cfg: ReferenceSetConfig | None = None, nets: dict | None = None)
     rng = np.random.default_rng(cfg.seed)
     rows = []
     for i, (name, rn) in enumerate(nets.items()):
+        network = {"network": name, "group": name.split(":")[0], "member": rn.member, "target": rn.target,
+                   "label": rn.label}  # fmt: skip
         # the unperturbed image itself (δ = 0, kernel/row/col = −1): judged blind among the others
-        rows.append(
-            {
-                "network": name,
-                "group": name.split(":")[0],
-                "member": rn.member,
-                "target": rn.target,
-                "label": rn.label,
-                "kernel": -1,
-                "row": -1,
-                "col": -1,
-                "delta": 0.0,
-                "res": cfg.res,
-            }
-        )
+        rows.append({**network, "kernel": -1, "row": -1, "col": -1, "delta": 0.0, "res": cfg.res})
         P = subsample(nonzero_params(rn.net, rn.member), _count(cfg, name), seed=cfg.seed + i)
         D = rng.choice(np.asarray(cfg.deltas, float), size=len(P))
         for (k, r, c), d in zip(P.tolist(), D.tolist()):
-            rows.append(
-                {
-                    "network": name,
-                    "group": name.split(":")[0],
-                    "member": rn.member,
-                    "target": rn.target,
-                    "label": rn.label,
-                    "kernel": k,
-                    "row": r,
-                    "col": c,
-                    "delta": d,
-                    "res": cfg.res,
-                }
-            )
+            rows.append({**network, "kernel": k, "row": r, "col": c, "delta": d, "res": cfg.res})
     df = pd.DataFrame(rows)
     df.insert(0, "id", np.arange(len(df)))
     return df
