@@ -1,6 +1,7 @@
 """Pruning: exact sparsity, no resurrection, SP on planted duplicates, Wanda and LLM-Pruner against
 references computed by hand, IMP rewinding, matched random units, and clear errors."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -450,3 +451,23 @@ def test_connectivity_study_matches_sparsity(picbreeder_dir):
     s = study.summary(r.table)
     assert list(s["method"].astype(str)) == list(r["nets"])
     assert {"experiment", "scale", "method", "emc2_auc"} <= set(r.to_frame().columns) and r.seeds == [0, 1]
+
+
+def test_connectivity_picbreeder_arch(picbreeder_dir):
+    """arch="picbreeder" trains the target's own Picbreeder architecture (FER's layered form), one
+    target per run; the table's seeds continue from the config's seed."""
+    from volratio.experiments import ExperimentError
+    from volratio.experiments import connectivity as study
+    from volratio.picbreeder import fer_arch
+
+    cfg = study.Config(
+        targets=("skull",), seeds=1, seed=3, arch="picbreeder", res=8, dense_steps=2, retrain_steps=1, imp_steps=1,
+        imp_rewind=0, sp=P.SPConfig(tau=0.3, rounds=1, retrain_steps=1), emc2=False, methods=("magnitude",),
+        device="cpu",
+    )  # fmt: skip
+    r = study.run(cfg)
+    assert fer_arch("skull") == "12;cache:15,gaussian:4,identity:2,sin:1"
+    assert (r["nets"]["dense"].depth, r["nets"]["dense"].width) == (12, 22)
+    assert list(r.table["seed"]) == [3, 3, 3]
+    with pytest.raises(ExperimentError, match="exactly one target"):
+        study.run(dataclasses.replace(cfg, targets=("skull", "apple")))

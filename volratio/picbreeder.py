@@ -197,6 +197,17 @@ def target_image(name: str) -> torch.Tensor:
 # The FER paper's networks
 
 
+def fer_arch(name: str) -> str:
+    """The architecture string of FER's layered network for `name` (e.g. skull:
+    `"12;cache:15,gaussian:4,identity:2,sin:1"`): the Picbreeder network's own depth and units."""
+    path = _file(name, "fer_layered.npz")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return str(z["arch"])
+    except (KeyError, ValueError, OSError) as e:
+        raise DataNotFoundError(f"{path}: not a readable FER network ({e}); re-fetch with `volratio data fetch`") from e
+
+
 def fer_network(name: str, kind: str = "sgd", dtype=torch.float32) -> CoordMLP:
     """The FER repository's network for `name`: `kind="layered"` (its own layerization of the
     genome) or `"sgd"` (the dense network it trained with Adam to reproduce `target.png`)."""

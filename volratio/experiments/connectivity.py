@@ -9,8 +9,8 @@ dense network to SP's sparsity, network by network:
 
 IMP, as in the Lottery Ticket procedure, starts from the dense network's *initialisation* (θ₀),
 not from its trained weights, and rewinds to step k of its own training. Every network — the dense
-one included — is then scored with EMC2 (`volratio.emc2.score`) under the offline SSIM judge
-calibrated on that network's own image (as `volratio emc2` does). All targets × seeds form one
+one included — is then scored with EMC2 (`volratio.emc2.score_network`) under the config's judge
+(`volratio.judges.make_judge`). All targets × seeds form one
 population, trained and pruned at once; every member is pruned independently.
 
 `run(config) -> Result` (a table with one row per target × seed × method; extras `nets`, `images`);
@@ -32,7 +32,7 @@ from ..prune.masks import unit_alive, weight_sparsity
 from ..prune.similarity_pruning import SPConfig
 from ..stats import mean_ci
 from ..train import TrainConfig, train
-from ._base import Presets, Result
+from ._base import ExperimentError, Presets, Result
 
 BASELINES = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units")
 
@@ -40,8 +40,10 @@ BASELINES = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units"
 @dataclass
 class Config(Presets):
     targets: tuple = ("skull", "butterfly", "apple")  # Picbreeder targets
-    seeds: int = 3  # networks per target (seed = index within the target)
-    arch: str = "6;gaussian:10,sin:3,identity:3"  # dense arch shared by all targets (width 16, depth 6)
+    seeds: int = 3  # networks per target (one population; their seeds are seed, seed + 1, …)
+    arch: str = "6;gaussian:10,sin:3,identity:3"  # dense arch of every network (width 16, depth 6); or
+    # "picbreeder": the target's own Picbreeder architecture (FER's layered form, `picbreeder.fer_arch`),
+    # trained densely from a random init; a population shares one arch, so then give exactly one target
     res: int = 24  # training and feature-map resolution
     dense_steps: int = 300  # Adam steps for the dense networks
     lr: float = 3e-3  # Adam learning rate everywhere
@@ -51,11 +53,12 @@ class Config(Presets):
     imp_rewind: int = 8  # IMP: rewind step k (0 = the original Lottery Ticket)
     imp_rate: float = 0.2  # IMP: at most this fraction of the remaining weights per level
     methods: tuple = BASELINES  # baselines to run (SP always runs: it sets the sparsity)
-    emc2: bool = True  # score every network with EMC2 (SSIM judge)
+    emc2: bool = True  # score every network with EMC2
+    judge: str = "ssim"  # EMC2 judge (volratio.judges.make_judge): "ssim" (calibrated per network) or "calibrated"
     emc2_res: int = 24  # EMC2 image size
     emc2_params: int | None = 40  # parameters scored per network (seeded subsample; None = all)
     deltas: tuple = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # EMC2 perturbation sizes
-    seed: int = 0  # initialisation of the population
+    seed: int = 0  # initialisation of the population; the table's seed of member k is seed + k % seeds
     device: str = "auto"  # CUDA when available
     scale: str = "quick"  # the preset this config came from
 
@@ -86,9 +89,10 @@ def run(config: Config | None = None, progress=None) -> Result:
     say = progress or (lambda msg: None)
     t0 = time.time()
     T, S = len(cfg.targets), cfg.seeds
+    arch = _arch(cfg)
     images = torch.stack([get_target(f"picbreeder:{t}").image(cfg.res) for t in cfg.targets for _ in range(S)])
     tc = TrainConfig(lr=cfg.lr, device=cfg.device)
-    init = CoordMLP(cfg.arch, head="hsv", population=T * S, seed=cfg.seed)
+    init = CoordMLP(arch, head="hsv", population=T * S, seed=cfg.seed)
     dense = _copy(init)
     train(dense, images, replace(tc, steps=cfg.dense_steps))
     say("dense networks trained")
@@ -125,7 +129,7 @@ def run(config: Config | None = None, progress=None) -> Result:
             rows.append(
                 {
                     "target": cfg.targets[k // S],
-                    "seed": k % S,
+                    "seed": cfg.seed + k % S,
                     "member": k,
                     "method": method,
                     "loss": float(rep_loss[k]),
@@ -158,6 +162,20 @@ def run(config: Config | None = None, progress=None) -> Result:
     )
 
 
+def _arch(cfg: Config) -> str:
+    """The architecture string of the run: `cfg.arch`, or the target's Picbreeder architecture."""
+    if cfg.arch != "picbreeder":
+        return cfg.arch
+    if len(cfg.targets) != 1:
+        raise ExperimentError(
+            f'arch = "picbreeder" needs exactly one target (a population shares one architecture), not '
+            f"{len(cfg.targets)}: run one target per run (e.g. a sweep over targets)"
+        )
+    from ..picbreeder import fer_arch
+
+    return fer_arch(cfg.targets[0])
+
+
 @torch.no_grad()
 def _losses(net: CoordMLP, images: torch.Tensor) -> np.ndarray:
     from ..prune.criteria import Calibration
@@ -168,11 +186,11 @@ def _losses(net: CoordMLP, images: torch.Tensor) -> np.ndarray:
 
 
 def score_network(net: CoordMLP, member: int, target: str, cfg: Config):
-    """EMC2 of one member (`volratio.emc2.score_network`, SSIM judge calibrated on its own image)."""
+    """EMC2 of one member (`volratio.emc2.score_network` under `cfg.judge`)."""
     from .. import emc2
 
     ec = emc2.EMC2Config.like(cfg, res=cfg.emc2_res, max_params=cfg.emc2_params, member=member, dtype="float32")
-    return emc2.score_network(net, f"picbreeder:{target}", ec, label=target)
+    return emc2.score_network(net, f"picbreeder:{target}", ec, cfg.judge, label=target)
 
 
 def summary(table, columns=("loss", "sparsity", "unit_sparsity", "emc2_auc"), level: float = 0.95):
