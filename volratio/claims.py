@@ -228,7 +228,7 @@ def table():
 
 
 def sp_vs_pruners(
-    table, zero: float = 0.05, scale: str = "quick", judge: str | None = "ssim"
+    table, zero: float = 0.05, scale: str = "quick", judge: str | None = "ssim", stored: bool = False
 ) -> tuple[Verdict, "object"]:
     """Claim "sp-vs-pruners" from the connectivity experiment's table (`emc2_auc` per network and
     method): reproduced when SP's interval lies above Lottery Ticket's, Wanda's and LLM-Pruner's and
@@ -272,17 +272,17 @@ def sp_vs_pruners(
         + ", ".join(f"{named[m]} {est[m].mean:.2f}" for m in named)
         + f"; baselines at 0: {at_zero} of 3; SP's interval above theirs: {separated} of 3"
     )
-    v = record("sp-vs-pruners", verdict, measured, {m: vars(e) for m, e in est.items()}, scale, judge)
+    v = record("sp-vs-pruners", verdict, measured, {m: vars(e) for m, e in est.items()}, scale, judge, stored)
     return v, pd.DataFrame(rows).set_index("method")
 
 
 def depth_optimum(
-    curves: dict, true_depths: dict, scale: str = "quick", judge: str | None = None
+    curves: dict, true_depths: dict, scale: str = "quick", judge: str | None = None, stored: bool = False
 ) -> tuple[Verdict, dict]:
     """Claim "depth-optimum" from depth curves (`volratio.experiments.depth_regime.DepthCurve`):
     a peak (largest best-minus-rest) taller than the mean width of a depth's 95% interval, and the
     sweet spot at the true depth L* of every planted target in `true_depths`. Returns the verdict
-    and the numbers (width, contrast, hits, inside, agree)."""
+    and the numbers (width, contrast, hits, inside, agree). `stored`: see `record`."""
     import numpy as np
 
     width = float(np.mean([np.mean([r["score_hi"] - r["score_lo"] for r in c.summary()]) for c in curves.values()]))
@@ -306,24 +306,38 @@ def depth_optimum(
         {k: bool(x) for k, x in checks.items()},
         scale,
         judge,
+        stored,
     )
     return v, {"width": width, "contrast": contrast, "hits": hits, "inside": inside, "agree": agree}
 
 
-def png_ratio_linear(pred, scale: str = "quick") -> Verdict:
-    """Claim "png-ratio-linear" from the predictor fitted on planted targets' true depths
-    (`volratio.depth.DepthPredictor`): R² ≥ 0.8 and a leave-one-out error below one layer and
-    below always guessing the mean depth."""
+def png_ratio_linear(
+    pred, scale: str = "quick", check=None, what: str = "true depth L*", stored: bool = False
+) -> Verdict:
+    """Claim "png-ratio-linear" from a predictor fitted on planted targets (`volratio.depth.
+    DepthPredictor`; `what` it was fitted to: their true depths, or their measured sweet spots):
+    R² ≥ 0.8 and a leave-one-out error below one layer and below always guessing the mean depth;
+    with `check` (`volratio.experiments.depth_regime.PredictorCheck`) also every held-out target's
+    measured sweet spot inside its 95% prediction interval."""
     import numpy as np
 
     guess = float(np.std(pred.y))
     linear = [pred.r2 >= 0.8, pred.loo_rmse < 1.0 and pred.loo_rmse < guess]
+    measured = (
+        f"{pred.n} planted targets, {what} vs ratio: R² = {pred.r2:.3f}, LOO RMSE {pred.loo_rmse:.2f} layers "
+        f"(guessing the mean: {guess:.2f})"
+    )
+    evidence = {"r2": pred.r2, "loo_rmse": pred.loo_rmse}
+    if check is not None and check.held_out:
+        linear.append(check.inside == len(check.held_out))
+        measured += "; held out: " + ", ".join(
+            f"{r['target']} measured {r['measured sweet spot']}, predicted {r['predicted']:.1f} "
+            f"[{r['prediction interval'][0]:.1f}, {r['prediction interval'][1]:.1f}]"
+            for r in check.held_out
+        )
+        evidence["held_out_inside"] = check.inside
     return record(
-        "png-ratio-linear",
-        verdict_from_fraction(sum(linear), len(linear)),
-        f"{pred.n} planted targets: R² = {pred.r2:.3f}, LOO RMSE {pred.loo_rmse:.2f} layers (guessing the mean: {guess:.2f})",
-        {"r2": pred.r2, "loo_rmse": pred.loo_rmse},
-        scale,
+        "png-ratio-linear", verdict_from_fraction(sum(linear), len(linear)), measured, evidence, scale, stored=stored
     )
 
 

@@ -376,3 +376,81 @@ def load_nets(report) -> dict:
     for _, r in report.table[report.table["status"] == "done"].iterrows():
         out.setdefault((r["target"], int(r["depth"])), store.artifact(r["key"], "net"))
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference scale (stored results, issue 16)
+
+REFERENCE_CHUNKS = ("depth_picbreeder", "depth_planted")  # chunks of examples/sweeps/reference.toml
+
+
+def stored_curves(names=REFERENCE_CHUNKS, root=None, tol: float = 1e-9) -> dict[str, DepthCurve]:
+    """Depth curves from the stored reference chunks `names` (those present under `root`, default
+    `results/reference`): one per target, one column per network (seed.member)."""
+    import pandas as pd
+
+    from .. import reference
+
+    root = reference.DEFAULT_ROOT if root is None else root
+    present = [n for n in ([names] if isinstance(names, str) else names) if n in reference.chunks(root)]
+    if not present:
+        raise DepthError(
+            f"{root}: none of the chunks {', '.join(names)} is stored; run them with `volratio reference run`"
+        )
+    rows = [
+        {
+            "status": "done",
+            "key": r["key"],
+            "seed": r["config"]["seed"],
+            "target": r["config"]["target"],
+            "depth": r["config"]["depth"],
+            **{c: r["metrics"][c] for c in ("score", "loss", "dense_loss", "nonzero")},
+        }
+        for n in present
+        for r in reference.records(n, root)
+    ]
+    return curves_from_table(pd.DataFrame(rows), tol)
+
+
+@dataclass
+class PredictorCheck:
+    """The PNG-ratio predictor fitted on measured sweet spots and checked on held-out targets."""
+
+    fit: object  # volratio.depth.DepthPredictor: sweet spot ≈ a + b·ratio on the fitting targets
+    held_out: list  # one dict per held-out target: ratio, measured spot, prediction and its interval
+
+    @property
+    def inside(self) -> int:
+        """Held-out targets whose measured sweet spot lies inside the 95% prediction interval."""
+        return sum(r["inside"] for r in self.held_out)
+
+
+def check_predictor(curves: dict, fit_on, held_out, res: int = 64) -> PredictorCheck:
+    """Fit sweet-spot depth ≈ a + b·(PNG ratio at `res`) on the targets `fit_on` (their measured
+    sweet spots in `curves`) and predict each target of `held_out` (e.g. fit on planted targets,
+    validate on the Picbreeder ones). Targets without a sweet spot (flat curves) are left out."""
+    from ..depth import fit_predictor
+
+    fit_on = [t for t in fit_on if t in curves and curves[t].spot.depth is not None]
+    pred = fit_predictor(
+        [_png_ratio(t, res) for t in fit_on], [curves[t].spot.depth for t in fit_on], names=fit_on
+    )  # DepthError below 3 targets
+    rows = []
+    for t in held_out:
+        if t not in curves or curves[t].spot.depth is None:
+            continue
+        ratio = _png_ratio(t, res)
+        p = pred.predict(ratio)
+        spot = curves[t].spot.depth
+        rows.append(
+            {
+                "target": t,
+                "ratio": ratio,
+                "measured sweet spot": spot,
+                "predicted": p["depth"],
+                "prediction interval": (p["pi_lo"], p["pi_hi"]),
+                "error (layers)": p["depth"] - spot,
+                "inside": bool(p["pi_lo"] <= spot <= p["pi_hi"]),
+            }
+        )
+    return PredictorCheck(pred, rows)
