@@ -115,3 +115,20 @@ def test_stored_verdict_with_our_dense_networks_over_seeds():
     assert v.verdict == "partly"  # above FER SGD, below our dense networks
     assert t.loc["skull", "Picbreeder above dense (ours)"] == "not reproduced"
     assert "dense (ours), 3 seeds 0.960" in v.measured
+
+
+def test_png_ratio_linear_with_held_out_targets():
+    """The reference form of the predictor claim: fitted on measured sweet spots, with a held-out
+    check that fails the verdict when a held-out spot lies outside its prediction interval."""
+    import numpy as np
+
+    from volratio.depth import fit_predictor
+    from volratio.experiments.depth_regime import PredictorCheck
+
+    ratios = np.array([2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
+    pred = fit_predictor(ratios, 1.0 + 1.0 * ratios + np.array([0.1, -0.1, 0.05, -0.05, 0.1, -0.1]))
+    row = {"target": "held", "measured sweet spot": 5, "predicted": 5.1, "prediction interval": (4.5, 5.7)}
+    good = claims.png_ratio_linear(pred, "reference", PredictorCheck(pred, [{**row, "inside": True}]), "measured")
+    assert good.verdict == "reproduced" and "held out: held measured 5, predicted 5.1 [4.5, 5.7]" in good.measured
+    bad = claims.png_ratio_linear(pred, "reference", PredictorCheck(pred, [{**row, "inside": False}]), "measured")
+    assert bad.verdict == "partly" and bad.evidence["held_out_inside"] == 0 and bad.scale == "reference"

@@ -160,3 +160,52 @@ def test_emc2_point_scores_one_network_and_its_sampling_error(picbreeder_dir):
     assert sub["n_params"] == 40 and sub["auc_se"] > 0
     with pytest.raises(ExperimentError, match="network"):
         emc2_bench.parse_point({"network": "dense"})
+
+
+DEPTH_PLAN = """
+[chunks.depth_tiny]
+run = "depth_point"
+seeds = [0]
+cases = [
+    { target = "planted:1:depth=2,width=3", depth = 1 }, { target = "planted:1:depth=2,width=3", depth = 2 },
+    { target = "planted:2:depth=3,width=3", depth = 2 }, { target = "planted:2:depth=3,width=3", depth = 3 },
+    { target = "planted:3:depth=4,width=3", depth = 3 }, { target = "planted:3:depth=4,width=3", depth = 4 },
+    { target = "planted:4:depth=2,width=3", depth = 1 }, { target = "planted:4:depth=2,width=3", depth = 2 },
+]
+
+[chunks.depth_tiny.config]
+members = 2
+width = 4
+res = 8
+steps = 3
+sp_rounds = 1
+retrain_steps = 1
+max_params = 3
+deltas = [-1.0, 1.0]
+judge = "ssim"
+keep_net = false
+"""
+
+
+def test_stored_depth_curves_and_predictor_check(tmp_path):
+    """A depth chunk stored by the reference machinery reads back as one curve per target (one column
+    per network); the predictor is fitted on some targets' measured sweet spots and checked on another."""
+    from volratio.experiments import depth_regime as D
+
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(DEPTH_PLAN)
+    root = tmp_path / "reference"
+    assert not R.run_chunk(R.load_plan(plan_file), "depth_tiny", root, progress=False).failed
+    curves = D.stored_curves(("depth_tiny", "not_there"), root)
+    assert len(curves) == 4
+    c = curves["planted:2:depth=3,width=3"]
+    assert c.depths == [2, 3] and c.score.shape == (2, 2) and ((0 <= c.score) & (c.score <= 1)).all()
+    fit_on = [t for t in curves if not t.startswith("planted:4")]
+    check = D.check_predictor(curves, fit_on, ["planted:4:depth=2,width=3"], res=16)
+    assert check.fit.n == sum(curves[t].spot.depth is not None for t in fit_on)
+    (row,) = check.held_out
+    lo, hi = row["prediction interval"]
+    assert row["measured sweet spot"] == curves["planted:4:depth=2,width=3"].spot.depth
+    assert row["inside"] == (lo <= row["measured sweet spot"] <= hi) and check.inside == int(row["inside"])
+    with pytest.raises(D.DepthError, match="none of the chunks"):
+        D.stored_curves(("nothing",), root)
