@@ -339,6 +339,31 @@ def test_layer_pruned_empty(dense):
         P.prune(fresh(dense), image(), "llm-pruner", sparsity=0.9, scope="global", retrain_steps=0)
 
 
+def test_masks_without_a_path_from_input_to_output():
+    """Every kernel keeps a connection, but they do not line up: the image would be constant, so
+    pruning refuses it, and EMC2 refuses to score such a network with a clear error."""
+    from volratio.emc2 import PerturbationEngine, PerturbationError
+    from volratio.prune.masks import check_not_empty
+
+    net = CoordMLP("2;gaussian:3", head="hsv", seed=0)
+    m = [torch.zeros_like(w) for w in net.masks]
+    m[0][0, 0, 0] = 1  # input 0 → unit 0 of layer 0
+    m[1][0, 1, 2] = 1  # unit 1 (not fed) → unit 2 of layer 1
+    m[2][0, 2, 0] = 1  # unit 2 → output 0
+    with pytest.raises(P.PruneError, match="no path of connections from the input to the output"):
+        check_not_empty(m)
+    m[1][0, 0, 2] = 1  # now unit 0 → unit 2 closes the path
+    check_not_empty(m)
+    m[1][0, 0, 2] = 0
+    m[1][0, 1, 2] = 0
+    m[1][0, 1, 0] = 1  # layer 1's only fed unit (0) does not reach the output (fed by unit 2 only)
+    with torch.no_grad():
+        for mask, new in zip(net.masks, m):
+            mask.copy_(new)
+    with pytest.raises(PerturbationError, match="no unit of hidden layer 0 lies on a path to the output"):
+        PerturbationEngine(net, 8)
+
+
 def test_nan_activations(dense):
     net = fresh(dense)
     with torch.no_grad():
@@ -462,7 +487,7 @@ def test_connectivity_picbreeder_arch(picbreeder_dir):
 
     cfg = study.Config(
         targets=("skull",), seeds=1, seed=3, arch="picbreeder", res=8, dense_steps=2, retrain_steps=1, imp_steps=1,
-        imp_rewind=0, sp=P.SPConfig(tau=0.3, rounds=1, retrain_steps=1), emc2=False, methods=("magnitude",),
+        imp_rewind=0, sp=P.SPConfig(tau=0.95, rounds=1, retrain_steps=1), emc2=False, methods=("magnitude",),
         device="cpu",
     )  # fmt: skip
     r = study.run(cfg)

@@ -209,3 +209,49 @@ def test_stored_depth_curves_and_predictor_check(tmp_path):
     assert row["inside"] == (lo <= row["measured sweet spot"] <= hi) and check.inside == int(row["inside"])
     with pytest.raises(D.DepthError, match="none of the chunks"):
         D.stored_curves(("nothing",), root)
+
+
+CONNECTIVITY_PLAN = """
+[chunks.conn_tiny]
+run = "connectivity"
+seeds = [0, 1]
+cases = [{ targets = ["skull"], arch = "picbreeder" }, { targets = ["apple"], arch = "2;gaussian:4" }]
+
+[chunks.conn_tiny.config]
+seeds = 1
+res = 8
+dense_steps = 2
+retrain_steps = 1
+imp_steps = 1
+imp_rewind = 0
+methods = ["magnitude", "random"]
+emc2_res = 8
+emc2_params = 2
+deltas = [-1.0, 1.0]
+judge = "ssim"
+device = "cpu"
+
+[chunks.conn_tiny.grid]
+"sp.tau" = [0.9, 0.95]
+"""
+
+
+def test_stored_connectivity_table(tmp_path, picbreeder_dir):
+    """Connectivity runs stored by the reference machinery read back as one table with the run's τ,
+    architecture and seed on every row."""
+    from volratio.experiments import ExperimentError
+    from volratio.experiments import connectivity as C
+
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(CONNECTIVITY_PLAN)
+    root = tmp_path / "reference"
+    assert not R.run_chunk(R.load_plan(plan_file), "conn_tiny", root, progress=False).failed
+    t = C.stored_table(("conn_tiny",), root)
+    assert len(t) == 2 * 2 * 2 * 4  # targets × seeds × τ × (dense, sp, magnitude, random)
+    assert set(t.tau) == {0.9, 0.95} and set(t.seed) == {0, 1} and t.emc2_auc.between(0, 1).all()
+    assert dict(t.groupby("target").arch.first()) == {
+        "apple": "2;gaussian:4",
+        "skull": C._arch(C.Config(targets=("skull",), arch="picbreeder")),
+    }
+    with pytest.raises(ExperimentError, match="none of the chunks"):
+        C.stored_table(("nothing",), root)

@@ -218,6 +218,13 @@ class PerturbationEngine:
             a = M[l].numpy()[:, alive[l + 1]].any(axis=1) if compact else np.ones(W[l].shape[0], bool)
             alive[l] = a
         alive[0] = np.ones(W[0].shape[0], bool)
+        cut = [l for l in range(1, L + 1) if not alive[l].any()]
+        if cut:
+            raise PerturbationError(
+                f"network {member}: no unit of hidden layer {cut[-1] - 1} lies on a path to the output, so its "
+                "image does not depend on the input and EMC2 is undefined for it; score a network whose "
+                "masks leave a path from the input to the output"
+            )
         keep = [np.nonzero(alive[l])[0] for l in range(L + 2)]
         self.keep = keep
         self.pos = []  # original unit index -> compacted position (-1 if dropped), per layer

@@ -77,6 +77,17 @@ def check_not_empty(masks: list[torch.Tensor]) -> None:
                 f"pruning would leave kernel {i} (layer {i}) of network(s) {ks} with no connection, so the "
                 "image could no longer depend on the input; ask for a lower sparsity or prune layer-wise"
             )
+    # every kernel has a connection, but they may not line up: follow the paths from the inputs
+    reach = (masks[0] != 0).any(dim=1)  # (K, W): hidden units of layer 0 fed by an input
+    for m in masks[1:]:
+        reach = torch.einsum("ki,kio->ko", reach.to(torch.float64), (m != 0).to(torch.float64)) > 0
+    cut = ~reach.any(dim=1)  # (K,): no output reached
+    if cut.any():
+        ks = [int(k) for k in torch.nonzero(cut).flatten()]
+        raise PruneError(
+            f"pruning would leave network(s) {ks} with no path of connections from the input to the output, "
+            "so the image could no longer depend on the input; ask for a lower sparsity or prune layer-wise"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
