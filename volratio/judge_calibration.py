@@ -36,6 +36,8 @@ from .reference_verdicts import DATA_DIR, cohen_kappa
 
 RULE_JSON = DATA_DIR / "calibrated_rule.json"
 SCORES = ("ssim@1", "ssim@2", "ssim@4", "edges", "-rmse")
+FIT_RES = 64  # image size of the reference verdict set (`ReferenceSetConfig.res`): a stored rule
+#               without `fitted_on["res"]` was fitted at this size
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,6 +103,25 @@ def score_of(name: str, images, reference) -> np.ndarray:
     return scores(x, r)[name]
 
 
+def single_score(name: str, images, reference) -> np.ndarray:
+    """`score_of(name, images, reference)` computing only that score (the same operations on the
+    same tensors, so the same numbers bit for bit; tested): what the calibrated judge runs."""
+    from .judges import as_images, ssim
+
+    if name not in SCORES:
+        raise VolratioError(f"unknown score {name!r}; one of {', '.join(SCORES)}")
+    x = as_images(images)
+    r = as_images(reference)[0].expand_as(x)
+    if x.shape != r.shape:
+        raise VolratioError(f"images {tuple(x.shape)} and reference {tuple(r.shape[1:])} must have the same size")
+    if name.startswith("ssim@"):
+        k = int(name[5:])
+        return ssim(_pool(x, k), _pool(r[:1], k)[0])
+    if name == "edges":
+        return _corr(edge_map(x).flatten(1), edge_map(r).flatten(1)).numpy()
+    return -((x - r) ** 2).mean(dim=(1, 2, 3)).sqrt().numpy()
+
+
 # ---------------------------------------------------------------------------------------------
 # Rules
 
@@ -109,7 +130,12 @@ def score_of(name: str, images, reference) -> np.ndarray:
 class Rule:
     score: str  # one of SCORES
     thresholds: dict  # label -> threshold, or {"*": t} for one threshold for all labels
-    fitted_on: dict = field(default_factory=dict)  # what the rule was fitted on (n, split seed, …)
+    fitted_on: dict = field(default_factory=dict)  # what the rule was fitted on (n, res, split seed, …)
+
+    @property
+    def res(self) -> int:
+        """The image size the rule was fitted at (`FIT_RES` when not recorded)."""
+        return int(self.fitted_on.get("res", FIT_RES))
 
     def threshold(self, label: str) -> float:
         return float(self.thresholds.get(label, self.thresholds.get("*", np.nan)))
@@ -319,6 +345,7 @@ def compare(table: JudgeTable, population: str = "base kept", test_fraction: flo
             rule = fit_rule(v[~test], y[~test], labels[~test], per_label=per, score=s)
             rule.fitted_on = {
                 "n": int((~test).sum()),
+                "res": int(r["res"].iloc[0]) if "res" in r else FIT_RES,
                 "population": population,
                 "split_seed": seed,
                 "test_fraction": test_fraction,
@@ -403,7 +430,10 @@ def read_rule(path=None) -> Rule:
     d = json.loads(p.read_text())
     if d.get("score") not in SCORES or not isinstance(d.get("thresholds"), dict):
         raise VolratioError(f"{p}: not a judge rule (needs 'score' in {SCORES} and 'thresholds')")
-    return Rule(d["score"], {k: float(v) for k, v in d["thresholds"].items()}, d.get("fitted_on", {}))
+    fitted_on = {"res": FIT_RES, **d.get("fitted_on", {})}
+    if not isinstance(fitted_on["res"], int) or fitted_on["res"] < 1:
+        raise VolratioError(f"{p}: fitted_on.res must be a positive image size, got {fitted_on['res']!r}")
+    return Rule(d["score"], {k: float(v) for k, v in d["thresholds"].items()}, fitted_on)
 
 
 # ---------------------------------------------------------------------------------------------
