@@ -194,7 +194,7 @@ def test_depth_point_is_repeatable_and_scored():
     }
     a, b = depth_point(dict(cfg)), depth_point({**cfg, "members": 2})
     assert a == depth_point(dict(cfg))
-    assert 0.0 <= a["score"][0] <= 1.0 and len(a["scores"][0]) == 4 and a["judge"] == "ssim"
+    assert 0.0 <= a["score"][0] <= 1.0 and len(a["scores"][0]) == 4 and a["judge"] == "calibrated"  # 8 px: defined since the judge resamples to 64
     assert a["nonzero"][0] > 0 and a["loss"][0] >= 0
     assert len(b["score"]) == 2 and b["nonzero"][0] > 0
     with pytest.raises(ValueError, match="unknown entry 'stepz'"):

@@ -58,7 +58,7 @@ def _emc2_config(cfg: Config, member: int = 0):
     return EMC2Config.like(cfg, member=member)
 
 
-def _threshold(r, label: str) -> float:
+def judge_threshold(r, label: str) -> float:
     """The threshold the judge of `r` (an `EMC2Result`) applied to `label` (NaN for model judges)."""
     s = r.judge_settings
     if "threshold" in s:  # "ssim": one threshold, calibrated on the network's own image
@@ -121,7 +121,7 @@ def run(cfg: Config | None = None) -> Result:
             "n_params": int(r.n_params),
             "n_nonzero": int(r.n_nonzero),
             "judge": r.judge,
-            "threshold": _threshold(r, name),
+            "threshold": judge_threshold(r, name),
         }
         for (kind, name), r in results.items()
         for d, s in zip(r.deltas, r.scores)
@@ -222,7 +222,7 @@ def point(config: dict) -> dict:
         "n_params": int(r.n_params),
         "n_nonzero": N,
         "judge": r.judge,
-        "threshold": _threshold(r, cfg.target),
+        "threshold": judge_threshold(r, cfg.target),
         "verdicts": V,
     }
 
@@ -270,7 +270,7 @@ def dense_point(config: dict) -> dict:
                     "n_params": int(r.n_params),
                     "n_nonzero": N,
                     "judge": r.judge,
-                    "threshold": _threshold(r, name),
+                    "threshold": judge_threshold(r, name),
                     "mse": float(losses[k]),
                 }
             )
