@@ -106,8 +106,10 @@ def test_calibrated_is_the_default_everywhere():
     assert depth_regime.Config.reference().judge == "calibrated"
     assert inspect.signature(rho.basin_grid).parameters["judge"].default is None  # None → DEFAULT_JUDGE
     p = build_parser()
-    for argv in (["emc2", "picbreeder:skull", "--target", "picbreeder:skull"], ["judge", "a.png", "--reference",
-                 "r.png", "--label", "skull"]):
+    for argv in (
+        ["emc2", "picbreeder:skull", "--target", "picbreeder:skull"],
+        ["judge", "a.png", "--reference", "r.png", "--label", "skull"],
+    ):
         assert p.parse_args(argv).judge == "calibrated"
     assert p.parse_args(["emc2", "x", "--target", "y", "--judge", "ssim"]).judge == "ssim"
 

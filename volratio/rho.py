@@ -922,7 +922,9 @@ def _emc2_aucs(net, members, judge, cfg: BasinConfig, target_spec: str = "target
         ec = emc2.EMC2Config.quick(
             member=int(k), res=cfg.res, device=cfg.device, max_params=cfg.emc2_params, seed=cfg.seed
         )
-        res = emc2.score_network(net, target_spec, ec, judge or DEFAULT_JUDGE, label="target", calibration_seed=cfg.seed)
+        res = emc2.score_network(
+            net, target_spec, ec, judge or DEFAULT_JUDGE, label="target", calibration_seed=cfg.seed
+        )
         out[int(k)] = res.auc
     return out
 
