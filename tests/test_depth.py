@@ -194,7 +194,8 @@ def test_depth_point_is_repeatable_and_scored():
     }
     a, b = depth_point(dict(cfg)), depth_point({**cfg, "members": 2})
     assert a == depth_point(dict(cfg))
-    assert 0.0 <= a["score"][0] <= 1.0 and len(a["scores"][0]) == 4 and a["judge"] == "ssim"
+    # 8 px: the calibrated judge is defined at every size (it resamples to the 64 px it was fitted at)
+    assert 0.0 <= a["score"][0] <= 1.0 and len(a["scores"][0]) == 4 and a["judge"] == "calibrated"
     assert a["nonzero"][0] > 0 and a["loss"][0] >= 0
     assert len(b["score"]) == 2 and b["nonzero"][0] > 0
     with pytest.raises(ValueError, match="unknown entry 'stepz'"):

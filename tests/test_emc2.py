@@ -318,7 +318,7 @@ def test_model_judges_without_weights_say_how_to_provide_them(tmp_path):
     for cls in (judges.CLIPJudge, judges.VLMJudge):
         with pytest.raises(judges.JudgeWeightsMissing, match="hf download") as e:
             cls(model=str(tmp_path / "no-such-model"), device="cpu")
-        assert isinstance(e.value, VolratioError) and "--judge ssim" in str(e.value)
+        assert isinstance(e.value, VolratioError) and "--judge calibrated" in str(e.value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -358,9 +358,9 @@ def test_cli_emc2_json_and_sweep(tmp_path, capsys):
     )
     out = json.loads(capsys.readouterr().out)
     assert {"judge", "deltas", "scores", "auc", "n_params"} <= set(out)
-    assert out["judge"] == "ssim" and out["deltas"] == [-1.0, 0.5, 1.0] and out["n_params"] == 12
+    assert out["judge"] == "calibrated" and out["deltas"] == [-1.0, 0.5, 1.0] and out["n_params"] == 12
     assert len(out["scores"]) == 3 and all(0 <= s <= 1 for s in out["scores"])
-    assert 0 < out["judge_settings"]["threshold"] < 1
+    assert 0 < out["judge_settings"]["thresholds"]["*"] < 1 and out["judge_settings"]["res"] == 64  # 16 px → 64
     assert (
         _cli(
             ["emc2", str(f), "--target", "image:camera", "--deltas=-0.5", "--res", "16", "--max-params", "3", "--json"]

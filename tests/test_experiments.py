@@ -154,7 +154,16 @@ def test_an_old_store_resumes_without_recomputing(tmp_path):
     legacy = run_sweep(Sweep(run="volratio.runs:toy", grid={"n": [3, 5]}, seeds=[0, 1], config={"steps": 5}), out)
     assert legacy.ran == []  # an old spec, unchanged, still runs (through the alias) and resumes
     cfg = depth_regime.Config.quick(
-        depths=(1, 2), seeds=1, members=1, width=3, res=8, steps=5, sp_rounds=1, retrain_steps=2, max_params=3
+        depths=(1, 2),
+        seeds=1,
+        members=1,
+        width=3,
+        res=8,
+        steps=5,
+        sp_rounds=1,
+        retrain_steps=2,
+        max_params=3,
+        judge="ssim",  # the old store's runs name the judge they were scored under
     )
     curves, rep = depth_regime.depth_sweep("planted:5:depth=2,width=2", cfg, out=out)
     assert rep.ran == [] and rep.skipped == 2 and curves["planted:5:depth=2,width=2"].score.shape == (2, 1)

@@ -187,4 +187,4 @@ def test_refitting_on_the_verdicts_gives_the_stored_rule(picbreeder_dir):
     stored = jc.read_rule()
     assert best.score == stored.score
     assert best.thresholds == pytest.approx(stored.thresholds)
-    assert res.loc[best.name, "kappa"] == res["kappa"].drop("other-targets SSIM (current default)").max()
+    assert res.loc[best.name, "kappa"] == res["kappa"].drop('other-targets SSIM ("ssim" judge)').max()

@@ -175,6 +175,18 @@ JUDGE_TEXT = {  # `volratio.judges.make_judge` names, as the claims page says th
     "clip": "CLIP judge",
     "vlm": "VLM judge",
 }
+JUDGE_SHORT = {"ssim": "other-targets SSIM judge", "calibrated": "calibrated SSIM@4 judge"}  # in `measured`
+
+
+def judge_of(table, judge: str | None = None) -> str | None:
+    """`judge` when given, else the one judge named in `table`'s `judge` column (the judge the runs
+    recorded); None when the table names none. Several judges in one table: an error."""
+    if judge is not None or "judge" not in getattr(table, "columns", ()):
+        return judge
+    names = sorted(set(table["judge"].dropna()))
+    if len(names) > 1:
+        raise VolratioError(f"the table mixes EMC2 judges {names}; compare runs scored under one judge")
+    return names[0] if names else None
 
 
 def record(
@@ -228,12 +240,15 @@ def table():
 
 
 def sp_vs_pruners(
-    table, zero: float = 0.05, scale: str = "quick", judge: str | None = "ssim", stored: bool = False
+    table, zero: float = 0.05, scale: str = "quick", judge: str | None = None, stored: bool = False
 ) -> tuple[Verdict, "object"]:
     """Claim "sp-vs-pruners" from the connectivity experiment's table (`emc2_auc` per network and
     method): reproduced when SP's interval lies above Lottery Ticket's, Wanda's and LLM-Pruner's and
-    each of theirs ends below `zero`. Returns the recorded `Verdict` and a per-method table."""
+    each of theirs ends below `zero`. `judge`: default the table's `judge` column. Returns the
+    recorded `Verdict` and a per-method table."""
     import pandas as pd
+
+    judge = judge_of(table, judge)
 
     est = {m: Estimate.from_samples(table[table.method == m]["emc2_auc"]) for m in dict.fromkeys(table.method)}
     named = {"imp": "Lottery Ticket (IMP)", "wanda": "Wanda", "llm-pruner": "LLM-Pruner"}
@@ -268,7 +283,7 @@ def sp_vs_pruners(
         "reproduced" if separated == at_zero == len(named) else "partly" if separated or at_zero else "not reproduced"
     )
     measured = (
-        f"EMC2 AUC (SSIM judge) SP {est['sp'].mean:.2f}; "
+        f"EMC2 AUC ({JUDGE_SHORT.get(judge, judge or 'judge not recorded')}) SP {est['sp'].mean:.2f}; "
         + ", ".join(f"{named[m]} {est[m].mean:.2f}" for m in named)
         + f"; baselines at 0: {at_zero} of 3; SP's interval above theirs: {separated} of 3"
     )
@@ -381,15 +396,21 @@ def scenes_weaker(rows, detail: str = "", scale: str = "quick", judge: str | Non
 
 
 def picbreeder_vs_sgd_stored(
-    table, detail: str = "", z: float = 1.96, scale: str = "reference", judge: str | None = "ssim", dense=None
+    table, detail: str = "", z: float = 1.96, scale: str = "reference", judge: str | None = None, dense=None
 ) -> tuple[Verdict, "object"]:
     """Claim "picbreeder-vs-sgd" from the stored EMC2 runs (`emc2_point` rows: `network`, `target`,
     `auc`, `auc_se`): per target, the Picbreeder network's AUC against FER's SGD network's, each with
     the interval its parameter subsample implies (± z·se; a point where every weight was scored),
     judged by `compare_estimates`; with `dense` (`emc2_dense` rows, one per network × target × seed)
     also against our dense networks' mean AUC over seeds (t-interval); the parts combined. Returns
-    the recorded verdict (glued as `claim-picbreeder-vs-sgd-<scale>`) and the per-target table."""
+    the recorded verdict (glued as `claim-picbreeder-vs-sgd-<scale>`) and the per-target table.
+    `judge`: default the one the runs recorded (the tables' `judge` column; the stored reference
+    runs were scored under "ssim")."""
     import pandas as pd
+
+    judge = judge_of(table, judge)
+    if dense is not None and judge_of(dense) not in (None, judge):
+        raise VolratioError(f"the EMC2 runs were scored under {judge!r} but the dense runs under {judge_of(dense)!r}")
 
     def est(row):
         return Estimate(row.auc, row.auc - z * row.auc_se, row.auc + z * row.auc_se)
@@ -426,7 +447,7 @@ def picbreeder_vs_sgd_stored(
         if r.n_params < r.n_nonzero
     ]
     measured = (
-        "EMC2 AUC (SSIM judge), every non-zero weight"
+        f"EMC2 AUC ({JUDGE_SHORT.get(judge, judge or 'judge not recorded')}), every non-zero weight"
         + (f" except {', '.join(sub)} (seeded subsample)" if sub else "")
         + ": "
         + "; ".join(

@@ -632,7 +632,7 @@ def score_network(
     net: CoordMLP,
     target_spec: str,
     config: EMC2Config | None = None,
-    judge: str = "ssim",
+    judge: str = "calibrated",
     layered=None,
     label: str | None = None,
     judge_model: str | None = None,
@@ -642,9 +642,10 @@ def score_network(
 ) -> EMC2Result:
     """The one EMC2 path every experiment, chapter and command takes: S(θ; δ) of member
     `config.member` under judge `judge` built by `volratio.judges.make_judge` for this network's own
-    unperturbed image (the engine's base render; for SSIM the threshold is calibrated on it with
-    `target_spec` left out of the identity-destroying set and the calibration seeded by
-    `calibration_seed`, default `config.seed`). `label` defaults to `target_label(target_spec)`."""
+    unperturbed image (the engine's base render). Default "calibrated" (`volratio.judges.DEFAULT_JUDGE`:
+    thresholds fitted on the reference verdicts); for "ssim" the threshold is calibrated on the base
+    image with `target_spec` left out of the identity-destroying set and the calibration seeded by
+    `calibration_seed`, default `config.seed`. `label` defaults to `target_label(target_spec)`."""
     from .judges import make_judge
 
     cfg = config or EMC2Config()

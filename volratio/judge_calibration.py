@@ -10,8 +10,8 @@ them into a validated offline judge:
   Pearson correlation of Sobel edge-magnitude maps (`edges`), and the negated RMS pixel distance
   (`-rmse`).
 - **Rules**: `score ≥ t` with one threshold for all targets, or one per label, chosen on a training
-  split to maximise Cohen's κ (ties: the middle of the tied range) — `fit_rule`. The current
-  default, the SSIM threshold calibrated per network against *other* targets, random CPPN images
+  split to maximise Cohen's κ (ties: the middle of the tied range) — `fit_rule`. The "ssim"
+  judge (the earlier default), the SSIM threshold calibrated per network against *other* targets, random CPPN images
   and noise (`volratio.judges.calibrate`), is evaluated beside them without refitting.
 - **Evaluation** on the held-out split: accuracy, κ, the confusion matrix (`evaluate`, `agreement`).
 - `compare(table)` runs the whole comparison; `best_rule` picks the rule with the best held-out κ;
@@ -36,6 +36,8 @@ from .reference_verdicts import DATA_DIR, cohen_kappa
 
 RULE_JSON = DATA_DIR / "calibrated_rule.json"
 SCORES = ("ssim@1", "ssim@2", "ssim@4", "edges", "-rmse")
+FIT_RES = 64  # image size of the reference verdict set (`ReferenceSetConfig.res`): a stored rule
+#               without `fitted_on["res"]` was fitted at this size
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,6 +103,25 @@ def score_of(name: str, images, reference) -> np.ndarray:
     return scores(x, r)[name]
 
 
+def single_score(name: str, images, reference) -> np.ndarray:
+    """`score_of(name, images, reference)` computing only that score (the same operations on the
+    same tensors, so the same numbers bit for bit; tested): what the calibrated judge runs."""
+    from .judges import as_images, ssim
+
+    if name not in SCORES:
+        raise VolratioError(f"unknown score {name!r}; one of {', '.join(SCORES)}")
+    x = as_images(images)
+    r = as_images(reference)[0].expand_as(x)
+    if x.shape != r.shape:
+        raise VolratioError(f"images {tuple(x.shape)} and reference {tuple(r.shape[1:])} must have the same size")
+    if name.startswith("ssim@"):
+        k = int(name[5:])
+        return ssim(_pool(x, k), _pool(r[:1], k)[0])
+    if name == "edges":
+        return _corr(edge_map(x).flatten(1), edge_map(r).flatten(1)).numpy()
+    return -((x - r) ** 2).mean(dim=(1, 2, 3)).sqrt().numpy()
+
+
 # ---------------------------------------------------------------------------------------------
 # Rules
 
@@ -109,7 +130,12 @@ def score_of(name: str, images, reference) -> np.ndarray:
 class Rule:
     score: str  # one of SCORES
     thresholds: dict  # label -> threshold, or {"*": t} for one threshold for all labels
-    fitted_on: dict = field(default_factory=dict)  # what the rule was fitted on (n, split seed, …)
+    fitted_on: dict = field(default_factory=dict)  # what the rule was fitted on (n, res, split seed, …)
+
+    @property
+    def res(self) -> int:
+        """The image size the rule was fitted at (`FIT_RES` when not recorded)."""
+        return int(self.fitted_on.get("res", FIT_RES))
 
     def threshold(self, label: str) -> float:
         return float(self.thresholds.get(label, self.thresholds.get("*", np.nan)))
@@ -208,7 +234,7 @@ class JudgeTable:
     """The perturbations of the reference set with their verdicts and every judge's score."""
 
     rows: object  # pandas DataFrame: the CSV rows (perturbations only) + base_kept + every score column
-    other_targets: np.ndarray  # (n,) verdicts of the current default (other-targets calibrated SSIM)
+    other_targets: np.ndarray  # (n,) verdicts of the "ssim" judge (other-targets SSIM, the earlier default)
     other_thresholds: dict  # network -> its other-targets threshold
 
 
@@ -301,7 +327,7 @@ def compare(table: JudgeTable, population: str = "base kept", test_fraction: flo
     `population`: "base kept" (perturbations of networks whose own image shows the object — the
     question EMC2 asks) or "all". Returns `(results DataFrame, {rule name: Rule})`, one row per
     rule with held-out accuracy, κ, confusion counts, the score's held-out ROC AUC, and the
-    training κ; the current default ("other-targets SSIM") is evaluated without fitting."""
+    training κ; the "ssim" judge (other-targets SSIM, the earlier default) is evaluated without fitting."""
     import pandas as pd
 
     r = table.rows
@@ -319,6 +345,7 @@ def compare(table: JudgeTable, population: str = "base kept", test_fraction: flo
             rule = fit_rule(v[~test], y[~test], labels[~test], per_label=per, score=s)
             rule.fitted_on = {
                 "n": int((~test).sum()),
+                "res": int(r["res"].iloc[0]) if "res" in r else FIT_RES,
                 "population": population,
                 "split_seed": seed,
                 "test_fraction": test_fraction,
@@ -338,7 +365,7 @@ def compare(table: JudgeTable, population: str = "base kept", test_fraction: flo
     o = table.other_targets[sel]
     out.append(
         {
-            "rule": "other-targets SSIM (current default)",
+            "rule": 'other-targets SSIM ("ssim" judge)',
             "score": "ssim@1",
             **agreement(o[test], y[test]),
             "auc": roc_auc(r["ssim@1"].to_numpy()[test], y[test]),
@@ -403,7 +430,10 @@ def read_rule(path=None) -> Rule:
     d = json.loads(p.read_text())
     if d.get("score") not in SCORES or not isinstance(d.get("thresholds"), dict):
         raise VolratioError(f"{p}: not a judge rule (needs 'score' in {SCORES} and 'thresholds')")
-    return Rule(d["score"], {k: float(v) for k, v in d["thresholds"].items()}, d.get("fitted_on", {}))
+    fitted_on = {"res": FIT_RES, **d.get("fitted_on", {})}
+    if not isinstance(fitted_on["res"], int) or fitted_on["res"] < 1:
+        raise VolratioError(f"{p}: fitted_on.res must be a positive image size, got {fitted_on['res']!r}")
+    return Rule(d["score"], {k: float(v) for k, v in d["thresholds"].items()}, fitted_on)
 
 
 # ---------------------------------------------------------------------------------------------

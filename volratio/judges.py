@@ -4,7 +4,11 @@ A judge is called on a batch of images `(B, H, W, 3)` in [0, 1] (torch or numpy)
 returns `Verdicts`: a boolean per image (identity kept), a score per image, the judge's name and
 its settings — every score records which judge produced it and how it was set up.
 
-- `SSIMJudge` — the offline default, deterministic, no downloaded weights. The score is the
+- `ReferenceCalibratedJudge` ("calibrated") — **the default** (`DEFAULT_JUDGE`, `make_judge`):
+  SSIM after 4×4 average pooling (SSIM@4) against the unperturbed image, with per-label thresholds
+  fitted on the reference verdicts (`volratio.judge_calibration`, `data/judge_reference/`; held-out
+  κ 0.69). Images of another size than the fit's (64×64) are resampled to it first.
+- `SSIMJudge` ("ssim") — offline, deterministic, no downloaded weights. The score is the
   structural similarity (Wang et al. 2004) of each image to the *unperturbed network's image*,
   computed exactly as `skimage.metrics.structural_similarity(..., data_range=1, channel_axis=-1)`
   (7×7 uniform window, K1 = 0.01, K2 = 0.03, sample covariance; tested against it) but batched
@@ -304,17 +308,19 @@ def calibrated_ssim_judge(reference, exclude: str | None = None, seed: int = 0) 
     return SSIMJudge(reference, cal.threshold, cal)
 
 
-JUDGES = ("ssim", "calibrated", "clip", "vlm")  # make_judge names
+JUDGES = ("calibrated", "ssim", "clip", "vlm")  # make_judge names
+DEFAULT_JUDGE = "calibrated"  # the library's default everywhere (best held-out κ on the reference verdicts)
 
 
 def make_judge(
     name: str, reference, target_spec: str | None = None, model: str | None = None, seed: int = 0, device: str = "auto"
 ) -> Judge:
     """The one judge factory (command line, experiments, chapters): judge `name` for a network whose
-    unperturbed image is `reference` — "ssim": the SSIM judge calibrated on it (`target_spec` left
-    out of the identity-destroying set); "calibrated": SSIM@4 with thresholds fitted on the
-    reference verdicts (`ReferenceCalibratedJudge`, the best held-out κ); or a CLIP / VLM judge loaded from `model` (a local folder or a
-    cached id; default the judge's own)."""
+    unperturbed image is `reference` — "calibrated" (the default, `DEFAULT_JUDGE`): SSIM@4 with
+    thresholds fitted on the reference verdicts (`ReferenceCalibratedJudge`, the best held-out κ;
+    any image size); "ssim": the SSIM judge calibrated on it against other targets (`target_spec`
+    left out of the identity-destroying set, seeded by `seed`); or a CLIP / VLM judge loaded from
+    `model` (a local folder or a cached id; default the judge's own)."""
     if name == "ssim":
         return calibrated_ssim_judge(reference, exclude=target_spec, seed=seed)
     if name == "calibrated":  # SSIM@4 with thresholds fitted on the reference verdicts (data/judge_reference)
@@ -336,7 +342,7 @@ _HOW_TO = (
     "`huggingface-cli download {model}`) and copy the Hugging Face cache (~/.cache/huggingface) here "
     "or point HF_HOME at it; or save the model to a folder and pass that folder as the model "
     "(`--judge-model PATH`, or {cls}(model='PATH')). Without weights, use the offline judge "
-    "(`--judge ssim`)."
+    "(`--judge calibrated`)."
 )
 
 
@@ -550,11 +556,35 @@ class VLMJudge(_CachedModelJudge):
 # The judge calibrated on the reference verdicts (volratio.judge_calibration)
 
 
+def resample(images, res: int) -> torch.Tensor:
+    """`(B, H, W, 3)` → `(B, res, res, 3)` float64: unchanged (the same tensor values) when already
+    res×res; **area averaging** (`torch.nn.functional.interpolate(mode="area")`, each output pixel
+    the mean of the input pixels it covers) when the image is at least `res` on both sides;
+    **bilinear** (`align_corners=False`, antialiased along a side that shrinks) otherwise."""
+    x = as_images(images)
+    H, W = x.shape[1:3]
+    if (H, W) == (res, res):
+        return x
+    t = x.permute(0, 3, 1, 2)  # (B, 3, H, W)
+    if H >= res and W >= res:
+        t = torch.nn.functional.interpolate(t, size=(res, res), mode="area")
+    else:
+        t = torch.nn.functional.interpolate(t, size=(res, res), mode="bilinear", align_corners=False, antialias=True)
+    return t.permute(0, 2, 3, 1).contiguous()  # (B, res, res, 3)
+
+
 class ReferenceCalibratedJudge(Judge):
     """Kept ⇔ score(image, reference) ≥ the threshold for the label, with the score and thresholds
     fitted on the reference verdicts (`data/judge_reference/`, `volratio.judge_calibration`):
     the rule with the best held-out κ. A label the set does not cover uses the rule's one
-    threshold for all labels (`"*"`); the settings name the threshold used."""
+    threshold for all labels (`"*"`); the settings name the threshold used.
+
+    The rule was fitted on images of one size (`rule.res`, 64×64: the reference verdict set's).
+    Images and the reference of any other size are first resampled to that size (`resample`: area
+    averaging when shrinking, bilinear when enlarging) and then scored exactly as fitted, so the
+    judge is defined at every size and its thresholds keep their meaning (SSIM@4 alone would need
+    ≥ 28 px and would measure structure at another scale). At the fitting size nothing is
+    resampled: the scores are `judge_calibration.score_of`'s bit for bit (tested)."""
 
     name = "calibrated"
 
@@ -563,22 +593,25 @@ class ReferenceCalibratedJudge(Judge):
 
         self.reference = as_images(reference)[0]
         self.rule = rule if rule is not None else read_rule()
+        self.res = self.rule.res
+        self._ref = resample(self.reference, self.res)[0]  # (res, res, 3): what the images are compared with
 
     def settings(self) -> dict:
         return {
             "score": self.rule.score,
             "thresholds": dict(self.rule.thresholds),
             "fitted_on": dict(self.rule.fitted_on),
+            "res": self.res,
             "reference_res": int(self.reference.shape[0]),
         }
 
     def _judge(self, images, label):
-        from .judge_calibration import score_of
+        from .judge_calibration import single_score
 
         t = self.rule.threshold(label)
         if np.isnan(t):
             raise JudgeError(f"the calibrated rule has no threshold for {label!r} and no '*' threshold")
-        s = score_of(self.rule.score, images, self.reference)
+        s = single_score(self.rule.score, resample(images, self.res), self._ref)
         return s >= t, s
 
 

@@ -860,8 +860,9 @@ def assigned_correlations(C: np.ndarray) -> np.ndarray:
     return out
 
 
-def basin_cell(target, W: int, L: int, cfg: BasinConfig, judge=None) -> dict:
-    """Train K masked networks of width W, depth L on a planted target; one result row."""
+def basin_cell(target, W: int, L: int, cfg: BasinConfig, judge: str | None = None) -> dict:
+    """Train K masked networks of width W, depth L on a planted target; one result row. `judge`:
+    the EMC2 judge's name when `cfg.use_emc2` (None: the library's default, "calibrated")."""
     from .nets import CoordMLP
     from .targets import get_target
     from .train import TrainConfig, train
@@ -895,7 +896,7 @@ def basin_cell(target, W: int, L: int, cfg: BasinConfig, judge=None) -> dict:
     comp = sol & (A.min(axis=1) >= cfg.threshold)
     emc2_auc = None
     if cfg.use_emc2:
-        emc2_auc = _emc2_aucs(net, np.nonzero(comp)[0], judge, cfg)
+        emc2_auc = _emc2_aucs(net, np.nonzero(comp)[0], judge, cfg, getattr(target, "spec", "target"))
         comp = comp & np.array([a is not None and a >= cfg.emc2_threshold for a in emc2_auc])
     c = Counts(K, int(sol.sum()), int(comp.sum()))
     r = row(None, W, L, c, SamplerConfig(confidence=cfg.confidence, interval=cfg.interval))
@@ -908,35 +909,27 @@ def basin_cell(target, W: int, L: int, cfg: BasinConfig, judge=None) -> dict:
     return r
 
 
-def _emc2_aucs(net, members, judge, cfg: BasinConfig) -> list:
-    """Normalised EMC2 AUC of the chosen members (None for the others). Default judge: the
-    offline SSIM judge calibrated on each member's own image (`volratio.judges`)."""
-    try:
-        from . import emc2
-        from .judges import calibrated_ssim_judge
-    except ImportError:
-        raise RhoError(
-            "use_emc2=True but volratio.emc2 / volratio.judges are not available; "
-            "run with use_emc2=False (the correlation criterion alone)"
-        ) from None
+def _emc2_aucs(net, members, judge, cfg: BasinConfig, target_spec: str = "target") -> list:
+    """Normalised EMC2 AUC of the chosen members (None for the others), each scored by
+    `volratio.emc2.score_network` (the one EMC2 path) on its own unperturbed image with the label
+    "target": `judge` is a `volratio.judges.make_judge` name (None: the library's default,
+    "calibrated"; "ssim" is calibrated per member, seeded by `cfg.seed`)."""
+    from . import emc2
+    from .judges import DEFAULT_JUDGE
+
     out = [None] * net.population
-    with torch.no_grad():
-        images = net.render(cfg.res).cpu()
     for k in members:
-        j = judge if judge is not None else calibrated_ssim_judge(images[int(k)], seed=cfg.seed)
-        res = emc2.score(
-            net,
-            j,
-            "target",
-            emc2.EMC2Config.quick(
-                member=int(k), res=cfg.res, device=cfg.device, max_params=cfg.emc2_params, seed=cfg.seed
-            ),
+        ec = emc2.EMC2Config.quick(
+            member=int(k), res=cfg.res, device=cfg.device, max_params=cfg.emc2_params, seed=cfg.seed
+        )
+        res = emc2.score_network(
+            net, target_spec, ec, judge or DEFAULT_JUDGE, label="target", calibration_seed=cfg.seed
         )
         out[int(k)] = res.auc
     return out
 
 
-def basin_grid(target, Ws, Ls, cfg: BasinConfig = BasinConfig(), judge=None) -> list[dict]:
+def basin_grid(target, Ws, Ls, cfg: BasinConfig = BasinConfig(), judge: str | None = None) -> list[dict]:
     """`basin_cell` over a (W, L) grid."""
     from .targets import get_target
 

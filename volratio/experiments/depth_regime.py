@@ -48,7 +48,7 @@ class Settings:
     retrain_steps: int = 30  # training steps after each SP round
     deltas: tuple = (-1.0, -0.5, 0.5, 1.0)  # EMC2 perturbation sizes (both signs, FER's |Δw| ≤ 1)
     max_params: int | None = 20  # EMC2 scores a seeded subsample of this many non-zero weights (None = all)
-    judge: str = "ssim"  # the offline default judge, calibrated per network (volratio.judges.make_judge)
+    judge: str = "calibrated"  # EMC2 judge (volratio.judges.make_judge; "ssim": other-targets threshold)
     device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
 
     def shared(self) -> dict:

@@ -1,7 +1,7 @@
 """Experiment `emc2_bench`: EMC2 scores of Picbreeder, FER's dense SGD, our dense and our SP networks.
 
-For each Picbreeder target, four networks are scored with `volratio.emc2.score_network` (the SSIM
-judge calibrated on each network's own unperturbed image): the layerized genome (also on its
+For each Picbreeder target, four networks are scored with `volratio.emc2.score_network` (under
+the config's judge, default the calibrated one of `volratio.judges`): the layerized genome (also on its
 genome connections alone), the FER paper's dense SGD network, and a dense population trained here
 on the three targets at once, before and after SP (`volratio.prune.prune(..., "sp")`).
 
@@ -36,7 +36,8 @@ class Config(Presets):
     dense_width: int = 16  # … units per layer
     dense_steps: int = 600  # … Adam steps (full batch)
     sp: SPConfig = field(default_factory=SPConfig.quick)  # SP applied to our dense networks
-    seed: int = 0  # initialisation, SP's choices, the EMC2 subsample and the judge calibration
+    judge: str = "calibrated"  # EMC2 judge (volratio.judges.make_judge; "ssim": other-targets threshold)
+    seed: int = 0  # initialisation, SP's choices, the EMC2 subsample and the "ssim" judge's calibration
     device: str = "cpu"  # CPU: bit-for-bit repeatable
     scale: str = "quick"  # the preset this config came from
 
@@ -55,6 +56,15 @@ def _emc2_config(cfg: Config, member: int = 0):
     from ..emc2 import EMC2Config
 
     return EMC2Config.like(cfg, member=member)
+
+
+def judge_threshold(r, label: str) -> float:
+    """The threshold the judge of `r` (an `EMC2Result`) applied to `label` (NaN for model judges)."""
+    s = r.judge_settings
+    if "threshold" in s:  # "ssim": one threshold, calibrated on the network's own image
+        return float(s["threshold"])
+    th = s.get("thresholds", {})  # "calibrated": per label, "*" for the others
+    return float(th.get(label, th.get("*", float("nan"))))
 
 
 def train_ours(cfg: Config):
@@ -92,13 +102,15 @@ def run(cfg: Config | None = None) -> Result:
     for name in cfg.targets:
         spec = f"picbreeder:{name}"
         lay = picbreeder.layerize(name)
-        results[("Picbreeder", name)] = emc2.score_network(lay.net, spec, _emc2_config(cfg))
+        results[("Picbreeder", name)] = emc2.score_network(lay.net, spec, _emc2_config(cfg), cfg.judge)
         genome[name] = emc2.summarise(results[("Picbreeder", name)].table, emc2.params_of(lay.net, "genome", lay))
-        results[("FER SGD", name)] = emc2.score_network(load_network(f"fer-sgd:{name}"), spec, _emc2_config(cfg))
+        fer = load_network(f"fer-sgd:{name}")
+        results[("FER SGD", name)] = emc2.score_network(fer, spec, _emc2_config(cfg), cfg.judge)
     dense, sp_net, images = train_ours(cfg)
     for k, name in enumerate(cfg.targets):
-        results[("dense (ours)", name)] = emc2.score_network(dense, f"picbreeder:{name}", _emc2_config(cfg, k))
-        results[("SP (ours)", name)] = emc2.score_network(sp_net, f"picbreeder:{name}", _emc2_config(cfg, k))
+        spec = f"picbreeder:{name}"
+        results[("dense (ours)", name)] = emc2.score_network(dense, spec, _emc2_config(cfg, k), cfg.judge)
+        results[("SP (ours)", name)] = emc2.score_network(sp_net, spec, _emc2_config(cfg, k), cfg.judge)
     rows = [
         {
             "network": kind,
@@ -109,7 +121,7 @@ def run(cfg: Config | None = None) -> Result:
             "n_params": int(r.n_params),
             "n_nonzero": int(r.n_nonzero),
             "judge": r.judge,
-            "threshold": float(r.judge_settings.get("threshold", float("nan"))),
+            "threshold": judge_threshold(r, name),
         }
         for (kind, name), r in results.items()
         for d, s in zip(r.deltas, r.scores)
@@ -155,8 +167,13 @@ class Point:
     deltas: tuple = DEFAULT_DELTAS  # perturbation sizes δ, both signs
     max_params: int | None = None  # seeded uniform subsample of non-zero weights (None = every one)
     dtype: str = "float32"  # engine arithmetic
-    seed: int = 0  # the subsample and the judge calibration
+    seed: int = 0  # the subsample and the "ssim" judge's calibration
     device: str = "cpu"  # CPU: bit-for-bit repeatable
+    # EMC2 judge (volratio.judges.make_judge). Default "ssim", not the library's "calibrated": the
+    # stored reference runs (results/reference/emc2) were scored under "ssim" with configs that do
+    # not name the judge, and a config must keep meaning what it meant (their store keys and
+    # `volratio results verify` depend on it). Name "calibrated" to score under the default judge.
+    judge: str = "ssim"
 
     def __post_init__(self):
         from ._base import ExperimentError
@@ -165,6 +182,10 @@ class Point:
             raise ExperimentError(f"network={self.network!r}: choose one of {', '.join(NETWORKS)}")
         if self.target not in ("skull", "butterfly", "apple"):
             raise ExperimentError(f"target={self.target!r}: choose skull, butterfly or apple")
+        from ..judges import JUDGES
+
+        if self.judge not in JUDGES:
+            raise ExperimentError(f"judge={self.judge!r}: choose one of {', '.join(JUDGES)}")
 
 
 def parse_point(config: dict) -> Point:
@@ -185,7 +206,7 @@ def point(config: dict) -> dict:
     cfg = parse_point(config)
     spec = f"picbreeder:{cfg.target}"
     net = picbreeder.layerize(cfg.target).net if cfg.network == "picbreeder" else load_network(f"fer-sgd:{cfg.target}")
-    r = emc2.score_network(net, spec, emc2.EMC2Config.like(cfg))
+    r = emc2.score_network(net, spec, emc2.EMC2Config.like(cfg), cfg.judge)
     v = r.table.pivot_table(index=["layer", "row", "col"], columns="delta", values="verdict", sort=True)
     V = v.reindex(columns=r.deltas).to_numpy().astype(np.uint8)  # (n_params, n_δ)
     per = np.array([emc2.normalised_auc(r.deltas, row) for row in V])  # each weight's share of the AUC
@@ -201,16 +222,19 @@ def point(config: dict) -> dict:
         "n_params": int(r.n_params),
         "n_nonzero": N,
         "judge": r.judge,
-        "threshold": float(r.judge_settings.get("threshold", float("nan"))),
+        "threshold": judge_threshold(r, cfg.target),
         "verdicts": V,
     }
 
 
 def parse_dense_point(config: dict) -> Config:
-    """A `Config` from a preset (`scale`, default reference) and overrides (`seed`, `dense_steps`, …)."""
+    """A `Config` from a preset (`scale`, default reference) and overrides (`seed`, `dense_steps`, …).
+    `judge` defaults to "ssim" here, not to the library's "calibrated": the stored reference runs
+    (results/reference/emc2_dense) were scored under "ssim" with configs that do not name the judge,
+    and a config must keep meaning what it meant (see `Point.judge`)."""
     from ._base import preset
 
-    over = dict(config)
+    over = {"judge": "ssim", **config}
     return preset(Config, over.pop("scale", "reference"), **over)
 
 
@@ -229,7 +253,7 @@ def dense_point(config: dict) -> dict:
     for kind, net in (("dense (ours)", dense), ("SP (ours)", sp_net)):
         losses = mse(net, images)
         for k, name in enumerate(cfg.targets):
-            r = emc2.score_network(net, f"picbreeder:{name}", _emc2_config(cfg, k))
+            r = emc2.score_network(net, f"picbreeder:{name}", _emc2_config(cfg, k), cfg.judge)
             v = r.table.pivot_table(index=["layer", "row", "col"], columns="delta", values="verdict", sort=True)
             per = np.array([emc2.normalised_auc(r.deltas, row) for row in v.reindex(columns=r.deltas).to_numpy()])
             n, N = len(per), int(r.n_nonzero)
@@ -246,7 +270,7 @@ def dense_point(config: dict) -> dict:
                     "n_params": int(r.n_params),
                     "n_nonzero": N,
                     "judge": r.judge,
-                    "threshold": float(r.judge_settings.get("threshold", float("nan"))),
+                    "threshold": judge_threshold(r, name),
                     "mse": float(losses[k]),
                 }
             )

@@ -1,0 +1,176 @@
+"""The default judge: the calibrated judge at every image size, bit-for-bit unchanged at 64×64, and
+"calibrated" as the default name everywhere a default exists ("ssim" still selectable)."""
+
+import dataclasses
+import inspect
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from volratio import judge_calibration as jc
+from volratio import judges
+
+
+def _images(res: int, n: int = 6):
+    """A reference (a random CPPN image) and a batch: itself, small and large changes, other images."""
+    imgs = list(judges.random_cppn_images(res, n=n, seed=3).values())
+    ref = imgs[0]
+    g = torch.Generator().manual_seed(0)
+    near = (ref + 0.03 * torch.randn(ref.shape, generator=g, dtype=torch.float64)).clamp(0, 1)
+    far = (ref + 0.3 * torch.randn(ref.shape, generator=g, dtype=torch.float64)).clamp(0, 1)
+    return ref, torch.stack([ref, near, far, *imgs[1:]])
+
+
+def test_at_the_fitting_size_scores_are_score_of_bit_for_bit():
+    rule = jc.read_rule()
+    assert rule.res == 64
+    ref, batch = _images(64)
+    j = judges.ReferenceCalibratedJudge(ref)
+    for label in ("skull", "butterfly", "apple", "an unseen label"):
+        v = j(batch, label)
+        want = jc.score_of(rule.score, batch, ref)
+        assert np.array_equal(v.scores, want)  # exactly today's numbers (stored 64-px results verify)
+        assert np.array_equal(v.verdicts, want >= rule.threshold(label))
+    assert judges.resample(batch, 64) is not None and torch.equal(judges.resample(batch, 64), batch)
+
+
+def test_single_score_is_score_of_bit_for_bit():
+    ref, batch = _images(64)
+    for name in jc.SCORES:
+        assert np.array_equal(jc.single_score(name, batch, ref), jc.score_of(name, batch, ref)), name
+    with pytest.raises(jc.VolratioError, match="unknown score"):
+        jc.single_score("nope", batch, ref)
+
+
+@pytest.mark.parametrize("res", [8, 16, 20, 27, 28, 32, 48, 63, 65, 96, 128])
+def test_defined_at_every_size(res):
+    """Below 28 px SSIM@4 had no 7×7 window; now every size is resampled to 64 and judged as fitted."""
+    ref, batch = _images(res)
+    j = judges.ReferenceCalibratedJudge(ref)
+    v = j(batch, "skull")
+    assert v.scores.shape == (len(batch),) and np.isfinite(v.scores).all()
+    assert v.scores[0] == pytest.approx(1.0) and v.verdicts[0]
+    assert v.scores[1] > v.scores[2]  # a small change scores above a large one
+    assert v.settings["res"] == 64 and v.settings["reference_res"] == res
+    # the same as judging the resampled images at 64 with the resampled reference
+    j64 = judges.ReferenceCalibratedJudge(judges.resample(ref, 64)[0])
+    assert np.array_equal(v.scores, j64(judges.resample(batch, 64), "skull").scores)
+
+
+def test_resampling_is_area_when_shrinking_and_bilinear_when_enlarging():
+    ref, batch = _images(64)
+    big = batch.repeat_interleave(2, dim=1).repeat_interleave(2, dim=2)  # (B, 128, 128, 3), nearest ×2
+    assert torch.equal(judges.resample(big, 64), batch)  # 2×2 block means of equal pixels: exact
+    j = judges.ReferenceCalibratedJudge(ref)
+    assert np.array_equal(j(big, "apple").scores, j(batch, "apple").scores)  # 128-px images, 64-px reference
+    x = torch.rand(2, 96, 96, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    want = torch.nn.functional.adaptive_avg_pool2d(x.permute(0, 3, 1, 2), 64).permute(0, 2, 3, 1)
+    assert torch.allclose(judges.resample(x, 64), want, atol=1e-12)
+    small = x[:, :20, :20]
+    up = torch.nn.functional.interpolate(small.permute(0, 3, 1, 2), size=(64, 64), mode="bilinear")
+    assert torch.allclose(judges.resample(small, 64), up.permute(0, 2, 3, 1), atol=1e-12)
+    assert judges.resample(x, 64).shape == (2, 64, 64, 3) and judges.resample(small, 64).dtype == torch.float64
+
+
+def test_rule_resolution_is_recorded_and_defaults_to_64(tmp_path):
+    d = json.loads(jc.RULE_JSON.read_text())
+    assert d["fitted_on"]["res"] == 64
+    del d["fitted_on"]["res"]
+    (tmp_path / "old.json").write_text(json.dumps(d))
+    assert jc.read_rule(tmp_path / "old.json").res == 64  # a rule stored without it was fitted at 64
+    d["fitted_on"]["res"] = 0
+    (tmp_path / "bad.json").write_text(json.dumps(d))
+    with pytest.raises(jc.VolratioError, match="fitted_on.res"):
+        jc.read_rule(tmp_path / "bad.json")
+    rule = jc.Rule("ssim@4", {"*": 0.5}, {"res": 32})
+    ref, batch = _images(64)
+    j = judges.ReferenceCalibratedJudge(ref, rule)
+    assert j.res == 32 and np.array_equal(
+        j(batch, "x").scores, jc.score_of("ssim@4", judges.resample(batch, 32), judges.resample(ref, 32)[0])
+    )
+
+
+def test_calibrated_is_the_default_everywhere():
+    from volratio import emc2, rho
+    from volratio.cli import build_parser
+    from volratio.experiments import connectivity, depth_regime, emc2_bench, optimizers, unknown_targets
+
+    assert judges.DEFAULT_JUDGE == "calibrated" and judges.JUDGES[0] == "calibrated" and "ssim" in judges.JUDGES
+    assert inspect.signature(emc2.score_network).parameters["judge"].default == "calibrated"
+    assert depth_regime.Settings().judge == depth_regime.Config.quick().judge == "calibrated"
+    assert connectivity.Config.quick().judge == "calibrated" and emc2_bench.Config.quick().judge == "calibrated"
+    assert unknown_targets.Config.quick().judge == "calibrated"
+    assert optimizers.Config.quick().base.judge == "calibrated"
+    assert depth_regime.Config.reference().judge == "calibrated"
+    assert inspect.signature(rho.basin_grid).parameters["judge"].default is None  # None → DEFAULT_JUDGE
+    p = build_parser()
+    for argv in (
+        ["emc2", "picbreeder:skull", "--target", "picbreeder:skull"],
+        ["judge", "a.png", "--reference", "r.png", "--label", "skull"],
+    ):
+        assert p.parse_args(argv).judge == "calibrated"
+    assert p.parse_args(["emc2", "x", "--target", "y", "--judge", "ssim"]).judge == "ssim"
+
+
+def test_ssim_is_still_selectable_and_a_bad_name_is_a_clear_error():
+    ref, batch = _images(48)
+    j = judges.make_judge("ssim", ref)
+    assert isinstance(j, judges.SSIMJudge) and j(batch, "skull").judge == "ssim"
+    assert isinstance(judges.make_judge("calibrated", ref), judges.ReferenceCalibratedJudge)
+    with pytest.raises(judges.JudgeError, match="judge 'nope': choose one of calibrated, ssim, clip, vlm"):
+        judges.make_judge("nope", ref)
+
+
+def test_bad_judge_name_in_configs_and_commands(capsys):
+    from volratio.cli import main
+    from volratio.experiments import emc2_bench
+    from volratio.experiments._base import ExperimentError
+
+    with pytest.raises(ExperimentError, match="judge='nope'"):
+        emc2_bench.parse_point({"judge": "nope"})
+    assert main(["emc2", "picbreeder:skull", "--target", "picbreeder:skull", "--judge", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'nope'" in err
+
+
+def test_stored_ssim_chunks_keep_their_judge_and_keys():
+    """The reference chunks emc2 / emc2_dense were scored under "ssim" with configs that do not name
+    the judge: their run functions keep "ssim" for such configs, and the plan's keys are the stored ones."""
+    from volratio import __version__, reference
+    from volratio.experiments import emc2_bench
+
+    plan = reference.load_plan("examples/sweeps/reference.toml")
+    for name in ("emc2", "emc2_dense"):
+        for c in plan[name].configs():
+            assert "judge" not in c  # naming it would change the store key
+    assert emc2_bench.parse_point({"target": "apple"}).judge == "ssim"
+    assert emc2_bench.parse_dense_point({"seed": 0}).judge == "ssim"
+    assert emc2_bench.parse_dense_point({"seed": 0, "judge": "calibrated"}).judge == "calibrated"
+    for name in ("emc2", "emc2_dense"):
+        if not (reference.DEFAULT_ROOT / name / "results.parquet").is_file():
+            continue
+        stored = {r["key"] for r in reference.records(name)}
+        assert set(plan[name].keys(__version__)) <= stored or not stored
+        assert {r["metrics"].get("judge", "ssim") for r in reference.records(name)} <= {"ssim", None}
+
+
+def test_basin_emc2_goes_through_score_network(monkeypatch):
+    from volratio import emc2, rho
+    from volratio.nets import CoordMLP
+
+    seen = []
+    real = emc2.score_network
+
+    def spy(net, target_spec, config=None, judge="calibrated", **kw):
+        seen.append((target_spec, judge, kw.get("label"), config.res))
+        return real(net, target_spec, config, judge, **kw)
+
+    monkeypatch.setattr(emc2, "score_network", spy)
+    net = CoordMLP("2;gaussian:3", head="grey", population=2, seed=0)
+    cfg = rho.BasinConfig(res=16, emc2_params=3, device="cpu")
+    aucs = rho._emc2_aucs(net, [1], None, cfg, "planted:0")
+    assert aucs[0] is None and 0.0 <= aucs[1] <= 1.0
+    assert seen == [("planted:0", "calibrated", "target", 16)]  # 16 px: below SSIM@4's old 28-px floor
+    assert dataclasses.is_dataclass(cfg)
