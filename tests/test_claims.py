@@ -132,3 +132,29 @@ def test_png_ratio_linear_with_held_out_targets():
     assert good.verdict == "reproduced" and "held out: held measured 5, predicted 5.1 [4.5, 5.7]" in good.measured
     bad = claims.png_ratio_linear(pred, "reference", PredictorCheck(pred, [{**row, "inside": False}]), "measured")
     assert bad.verdict == "partly" and bad.evidence["held_out_inside"] == 0 and bad.scale == "reference"
+
+
+def test_optimizers_at_best_lr_and_verdict_over_targets():
+    """Each optimizer is taken at the learning rate with the lowest mean loss (never chosen on the
+    score); the reference verdict combines every target's loss and score comparisons."""
+    import pandas as pd
+
+    from volratio.experiments.optimizers import at_best_lr
+
+    rows = []
+    for target, muon_better in (("a", True), ("b", False)):
+        for opt, lrs in (("adam", (0.001, 0.01)), ("muon", (0.02, 0.05))):
+            for lr in lrs:
+                for seed in range(5):
+                    good = lr in (0.01, 0.02)  # the best lr of each optimizer
+                    loss = (0.01 if good else 0.05) * (0.5 if opt == "muon" and muon_better else 1.0) + seed * 1e-4
+                    score = (0.9 if opt == "muon" and muon_better else 0.5) - (0.0 if good else 0.3) + seed * 1e-3
+                    rows.append(dict(target=target, depth=3, optimizer=opt, lr=lr, seed=seed, loss=loss, score=score,
+                                     sharpness=1.0 + seed))  # fmt: skip
+    best = at_best_lr(pd.DataFrame(rows))
+    a = best["a"].set_index("optimizer")
+    assert a.loc["adam", "lr"] == 0.01 and a.loc["muon", "lr"] == 0.02 and a.loc["muon", "n"] == 5
+    assert a.loc["muon", "lrs"] == [0.02, 0.05] and a.loc["muon", "loss"] < a.loc["adam", "loss"]
+    v = claims.muon_above_adam_by_target({"a": best["a"]}, stored=True)
+    assert v.verdict == "reproduced" and v.scale == "reference" and "a: MSE Muon" in v.measured
+    assert claims.muon_above_adam_by_target(best).verdict == "partly"

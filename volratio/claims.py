@@ -356,10 +356,8 @@ def png_ratio_linear(
     )
 
 
-def muon_above_adam(summary, detail: str = "", scale: str = "quick", judge: str | None = None) -> Verdict:
-    """Claim "muon-above-adam" from the optimizer study's summary (one row per optimizer with
-    `loss`, `score` and their `_lo`/`_hi`): Muon's loss lower and score higher than Adam's,
-    each part judged by `compare_estimates`."""
+def _muon_parts(summary) -> tuple[dict, object, object]:
+    """Per part ("loss", "score"): Muon against Adam in one optimizer summary; and the two rows."""
     s = summary.set_index("optimizer") if "optimizer" in summary.columns else summary
     a, m = s.loc["adam"], s.loc["muon"]
 
@@ -370,6 +368,14 @@ def muon_above_adam(summary, detail: str = "", scale: str = "quick", judge: str 
         "loss": compare_estimates(lower_is_better(est(m, "loss")), lower_is_better(est(a, "loss"))),
         "score": compare_estimates(est(m, "score"), est(a, "score")),
     }
+    return parts, a, m
+
+
+def muon_above_adam(summary, detail: str = "", scale: str = "quick", judge: str | None = None) -> Verdict:
+    """Claim "muon-above-adam" from the optimizer study's summary (one row per optimizer with
+    `loss`, `score` and their `_lo`/`_hi`): Muon's loss lower and score higher than Adam's,
+    each part judged by `compare_estimates`."""
+    parts, a, m = _muon_parts(summary)
     return record(
         "muon-above-adam",
         combine(parts.values()),
@@ -378,6 +384,31 @@ def muon_above_adam(summary, detail: str = "", scale: str = "quick", judge: str 
         {"muon": m.to_dict(), "adam": a.to_dict()},
         scale,
         judge,
+    )
+
+
+def muon_above_adam_by_target(
+    summaries: dict, detail: str = "", scale: str = "reference", judge: str | None = None, stored: bool = True
+) -> Verdict:
+    """Claim "muon-above-adam" over several targets (`{target: summary}` as for `muon_above_adam`,
+    e.g. each optimizer at its best learning rate): every target's loss and score parts combined."""
+    parts, texts, evidence = [], [], {}
+    for target, summary in summaries.items():
+        p, a, m = _muon_parts(summary)
+        parts += p.values()
+        texts.append(
+            f"{target}: MSE Muon {m['loss']:.3g} vs Adam {a['loss']:.3g} ({p['loss']}), AUC Muon {m['score']:.3f} "
+            f"vs Adam {a['score']:.3f} ({p['score']})"
+        )
+        evidence[target] = p
+    return record(
+        "muon-above-adam",
+        combine(parts),
+        "; ".join(texts) + (f" — {detail}" if detail else ""),
+        evidence,
+        scale,
+        judge,
+        stored,
     )
 
 

@@ -160,3 +160,51 @@ def run(cfg: Config | None = None, out=None, executor=None, progress: bool | Non
             "depth_report": spot_report,
         },
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference scale (stored results, issue 16)
+
+REFERENCE_CHUNKS = ("optimizers",)  # chunks of examples/sweeps/reference.toml
+
+
+def stored_runs(names=REFERENCE_CHUNKS, root=None):
+    """The stored `optimizer_point` runs of `names` (under `root`, default `results/reference`): one
+    row per run with `target`, `depth`, `optimizer`, `lr` (the learning rate that optimizer tunes:
+    Muon's `muon_lr`, else `lr`), `seed`, `loss`, `score`, `sharpness`, `cpu_s`."""
+    import pandas as pd
+
+    from .. import reference
+
+    root = reference.DEFAULT_ROOT if root is None else root
+    present = [n for n in ([names] if isinstance(names, str) else names) if n in reference.chunks(root)]
+    if not present:
+        raise ExperimentError(
+            f"{root}: none of the chunks {', '.join(names)} is stored; run them with `volratio reference run`"
+        )
+    rows = []
+    for n in present:
+        for r in reference.records(n, root):
+            cfg = parse_point(r["config"])
+            m = r["metrics"]
+            rows.append({"target": cfg.target, "depth": cfg.depth, "optimizer": cfg.optimizer,
+                         "lr": cfg.muon_lr if cfg.optimizer == "muon" else cfg.lr, "seed": cfg.seed,
+                         "loss": m["loss"], "score": m["score"], "sharpness": m["sharpness"], "cpu_s": r["cpu_s"]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def at_best_lr(runs, level: float = 0.95) -> dict:
+    """`{target: summary}`: per target, each optimizer at its best learning rate — the one with the
+    lowest mean final loss over seeds — summarised as `summarise` does (plus `lr`, `depth` and
+    `lrs`, the grid tried). The learning rate is chosen on the loss only, never on the score."""
+    import pandas as pd
+
+    out = {}
+    for target, g in runs.groupby("target", sort=False):
+        rows = []
+        for _, go in g.groupby("optimizer", sort=False):
+            best = go.groupby("lr")["loss"].mean().idxmin()
+            s = summarise(go[go.lr == best].assign(status="done"), level).iloc[0].to_dict()
+            rows.append({**s, "lr": best, "depth": int(go.depth.iloc[0]), "lrs": sorted(go.lr.unique())})
+        out[target] = pd.DataFrame(rows)
+    return out
