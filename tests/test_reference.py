@@ -255,3 +255,43 @@ def test_stored_connectivity_table(tmp_path, picbreeder_dir):
     }
     with pytest.raises(ExperimentError, match="none of the chunks"):
         C.stored_table(("nothing",), root)
+
+
+SCENES_PLAN = """
+[chunks.depth_scenes]
+run = "depth_point"
+seeds = [0]
+
+[chunks.depth_scenes.config]
+members = 3
+width = 4
+res = 8
+steps = 3
+sp_rounds = 1
+retrain_steps = 1
+max_params = 3
+deltas = [-1.0, 1.0]
+keep_net = false
+
+[chunks.depth_scenes.grid]
+target = ["scene:planted:1+planted:2", "planted:1", "scene:planted:1+planted:3"]
+depth = [1, 2]
+"""
+
+
+def test_stored_scenes_compare_each_scene_with_its_parts(tmp_path):
+    """Scenes read back from a stored chunk are compared with their parts on the scene's depths; a
+    scene whose parts are not all stored is left out."""
+    from volratio.experiments import unknown_targets as U
+
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(SCENES_PLAN.replace('"planted:1", ', '"planted:1", "planted:2", '))
+    root = tmp_path / "reference"
+    assert not R.run_chunk(R.load_plan(plan_file), "depth_scenes", root, progress=False).failed
+    curves, rows = U.stored_scenes(root, n_boot=50)
+    assert U.scene_parts("scene:planted:1+planted:2") == ("planted:1", "planted:2")
+    assert set(curves) == {"scene:planted:1+planted:2", "planted:1", "planted:2"}  # planted:3 was not stored
+    assert [r["effect"] for r in rows] == [f"planted:1+planted:2: {e}" for e in U.EFFECTS]
+    assert all(r["spec"] == "scene:planted:1+planted:2" and r["lo"] <= r["hi"] for r in rows)
+    one = U.restrict(curves["planted:1"], [2, 5])
+    assert one.depths == [2] and one.score.shape == (1, 3) and one.spot.depth in (2, None)

@@ -48,7 +48,9 @@ class Config(Presets):
     dense_steps: int = 300  # Adam steps for the dense networks
     lr: float = 3e-3  # Adam learning rate everywhere
     sp: SPConfig = field(default_factory=lambda: SPConfig(tau=0.9, opposite_sign=True, rounds=3, retrain_steps=80))
-    retrain_steps: int = 240  # baselines' fine-tuning after pruning (Wanda included): SP's rounds × retrain_steps, an equal budget
+    retrain_steps: int = (
+        240  # baselines' fine-tuning after pruning (Wanda included): SP's rounds × retrain_steps, an equal budget
+    )
     imp_steps: int = 80  # IMP: training per level (T)
     imp_rewind: int = 8  # IMP: rewind step k (0 = the original Lottery Ticket)
     imp_rate: float = 0.2  # IMP: at most this fraction of the remaining weights per level

@@ -136,3 +136,47 @@ def run(cfg: Config | None = None, out=None, executor=None) -> Result:
         time.perf_counter() - t0,
         extras={"curves": curves, "report": report, "predictor": pred, "scene_vs_parts": svp},
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference scale (stored results, issue 16)
+
+REFERENCE_CHUNKS = ("depth_scenes", "depth_picbreeder")  # scenes (and natural parts); Picbreeder parts
+
+
+def scene_parts(scene: str) -> tuple:
+    """The parts of a scene spec: `scene:A+B` → `(A, B)`."""
+    return tuple(scene.removeprefix("scene:").split("+"))
+
+
+def restrict(curve: depth_regime.DepthCurve, depths) -> depth_regime.DepthCurve:
+    """`curve` on the depths it shares with `depths` (its sweet spot recomputed there), so that
+    curves swept over different depth grids are compared on the same one."""
+    from ..depth import sweet_spot
+
+    keep = [i for i, d in enumerate(curve.depths) if d in set(depths)]
+    ds = [curve.depths[i] for i in keep]
+    score = curve.score[keep]
+    return depth_regime.DepthCurve(
+        curve.target, ds, score, curve.loss[keep], curve.dense_loss[keep], curve.nonzero[keep], sweet_spot(ds, score)
+    )
+
+
+def stored_scenes(root=None, n_boot: int = 1000, level: float = 0.90) -> tuple[dict, list]:
+    """`(curves, rows)` from the stored reference chunks: every scene of `depth_scenes` and its parts
+    on the scene's depths (`restrict`), and per scene × effect the row of `scene_vs_parts` (its
+    `effect` prefixed with the scene, `spec` the scene). Scenes whose parts are not all stored are left out."""
+    curves = depth_regime.stored_curves(REFERENCE_CHUNKS, root)
+    rows, out = [], {}
+    for scene in [t for t in curves if t.startswith("scene:")]:
+        parts = scene_parts(scene)
+        if not all(p in curves for p in parts):
+            continue
+        grid = curves[scene].depths
+        sub = {t: restrict(curves[t], grid) for t in (scene, *parts)}
+        if any(sub[p].depths != grid for p in parts):
+            continue  # a part lacks one of the scene's depths
+        out.update(sub)
+        for r in scene_vs_parts(sub, scene, parts, n_boot, level):
+            rows.append({**r, "spec": scene, "effect": f"{scene.removeprefix('scene:')}: {r['effect']}"})
+    return out, rows
