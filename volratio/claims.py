@@ -412,7 +412,9 @@ def muon_above_adam_by_target(
     )
 
 
-def scenes_weaker(rows, detail: str = "", scale: str = "quick", judge: str | None = None) -> Verdict:
+def scenes_weaker(
+    rows, detail: str = "", scale: str = "quick", judge: str | None = None, stored: bool = False
+) -> Verdict:
     """Claim "scenes-weaker" from `volratio.experiments.unknown_targets.scene_vs_parts` rows (one per
     effect size, each with its own verdict from the bootstrap interval of scene − parts)."""
     texts = [f"{r['effect']}: scene − parts {r['difference']:+.3f} ({r['lo']:+.3f}..{r['hi']:+.3f})" for r in rows]
@@ -423,6 +425,7 @@ def scenes_weaker(rows, detail: str = "", scale: str = "quick", judge: str | Non
         {r["effect"]: {"scene": r["scene"], "parts": r["parts"]} for r in rows},
         scale,
         judge,
+        stored,
     )
 
 
