@@ -292,12 +292,18 @@ def sp_vs_pruners(
 
 
 def depth_optimum(
-    curves: dict, true_depths: dict, scale: str = "quick", judge: str | None = None, stored: bool = False
+    curves: dict,
+    true_depths: dict,
+    scale: str = "quick",
+    judge: str | None = None,
+    stored: bool = False,
+    detail: str = "",
 ) -> tuple[Verdict, dict]:
     """Claim "depth-optimum" from depth curves (`volratio.experiments.depth_regime.DepthCurve`):
     a peak (largest best-minus-rest) taller than the mean width of a depth's 95% interval, and the
     sweet spot at the true depth L* of every planted target in `true_depths`. Returns the verdict
-    and the numbers (width, contrast, hits, inside, agree). `stored`: see `record`."""
+    and the numbers (width, contrast, hits, inside, agree). `stored`: see `record`; `detail` is
+    appended to what was measured."""
     import numpy as np
 
     width = float(np.mean([np.mean([r["score_hi"] - r["score_lo"] for r in c.summary()]) for c in curves.values()]))
@@ -317,7 +323,8 @@ def depth_optimum(
         "depth-optimum",
         verdict_from_fraction(sum(checks.values()), len(checks)),
         f"largest peak − rest {contrast:.3f} vs mean 95% interval width {width:.3f}; sweet spot = L* for "
-        f"{hits} of {len(true_depths)} planted targets; seeds agree on the argmax for {agree} of {len(curves)} targets",
+        f"{hits} of {len(true_depths)} planted targets; seeds agree on the argmax for {agree} of {len(curves)} targets"
+        + (f" — {detail}" if detail else ""),
         {k: bool(x) for k, x in checks.items()},
         scale,
         judge,

@@ -299,7 +299,9 @@ def depth_sweep(
 
 def spot_table(curves: dict, true_depths: dict | None = None):
     """One row per target: its sweet spot, bootstrap interval, per-seed argmax, best mean score, peak
-    contrast, the score drop one layer shallower and one deeper, and the MSE at the spot."""
+    contrast, the score drop one layer shallower and one deeper, the MSE at the spot and the median
+    over the other depths of their mean MSE (a spot that fits much worse than the rest is suspect:
+    a network that failed to fit its target can keep its crude image under every perturbation)."""
     import pandas as pd
 
     rows = []
@@ -322,6 +324,11 @@ def spot_table(curves: dict, true_depths: dict | None = None):
                 "score drop, one layer less": drop(i - 1) if i is not None else np.nan,
                 "score drop, one layer more": drop(i + 1) if i is not None else np.nan,
                 "MSE at spot": np.nanmean(c.loss[i]) if i is not None else np.nan,
+                "MSE elsewhere (median)": (
+                    float(np.median([np.nanmean(c.loss[j]) for j in range(len(m)) if j != i]))
+                    if i is not None and len(m) > 1
+                    else np.nan
+                ),
             }
         )
     return pd.DataFrame(rows).set_index("target")
