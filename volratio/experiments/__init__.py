@@ -20,14 +20,10 @@ A spec can only name what is registered here, or what a user registers in code w
 Store keys hash a run function's `key` — for the run functions that existed before this package,
 their old import path (`"volratio.runs:train"`, …), so stores written then still resume.
 
-The reference scale (issue 16) is budgeted at ≤ 8 CPU-hours for all claims on a 2-core machine:
-emc2_bench 1.5, connectivity 1.5, depth_regime 1.5, unknown_targets 1.5, optimizers 0.5,
-volume_ratio 0.5, twins 0.3, frames + superposition + interference 0.5 (CPU-hours). These are
-budgets the presets were sized to from the quick-scale timings, not measurements: the reference
-runs themselves (and the per-experiment costs the chapters state) belong to issue 16.
-Measured so far (`results/reference/*/manifest.json`, one thread, CPU time): emc2_bench's
-Picbreeder + FER SGD networks 0.10 CPU-hours (run function `emc2_point`), its dense + SP networks
-at 5 seeds 0.14 (`emc2_dense`), volume_ratio's Boolean model on three targets 0.36.
+The reference scale (issue 16) is budgeted at ≤ 8 CPU-hours for all claims on a 2-core machine.
+The runs are the chunks of `examples/sweeps/reference.toml`, stored under `results/reference/`;
+their measured cost (one thread, CPU time, `results/reference/*/manifest.json`) is what the
+chapters state. The presets here hold the settings; the plan says which targets, seeds and grids.
 """
 
 from __future__ import annotations

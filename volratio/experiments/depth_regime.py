@@ -79,7 +79,8 @@ class Config(Presets, Settings):
     scale: str = "quick"  # the preset this config came from
 
     # reference (issue 16): 64×64, depths 1..8, 5 seeds, 2,000 steps, 5 SP rounds of 200 steps, 8 δ
-    # on 200 weights — budget ~1.5 CPU-hours for three planted targets (an estimate: not run here)
+    # on 200 weights. Stored run (chunks depth_picbreeder, depth_planted of examples/sweeps/reference.toml,
+    # width 12, depths 2..16 / L* ± 3): 42 + 42 CPU-minutes for 3 Picbreeder + 12 planted targets
     # fmt: off
     REFERENCE = {"depths": tuple(range(1, 9)), "seeds": 5, "members": 5, "width": 12, "res": 64, "steps": 2000,
                  "lr": 3e-3, "sp_rounds": 5, "retrain_steps": 200, "max_params": 200, "deltas": DELTAS_8}

@@ -42,7 +42,7 @@ class Config(Presets):
     scale: str = "quick"  # the preset this config came from
 
     # reference (issue 16): 64×64, 5,000 weights per network (≥ 5,000 asked), 8 δ, 2,000 dense
-    # steps — budget ~1.5 CPU-hours (an estimate: not run here)
+    # steps. Stored run: chunks emc2 (5.8 CPU-minutes) and emc2_dense (8.3) of examples/sweeps/reference.toml
     REFERENCE = staticmethod(
         lambda: {"res": 64, "max_params": 5000, "dense_steps": 2000, "sp": SPConfig(rounds=5, retrain_steps=300)}
     )

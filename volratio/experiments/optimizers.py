@@ -79,7 +79,8 @@ class Config(Presets):
     )  # width, res, steps, SP, EMC2
     scale: str = "quick"  # the preset this config came from
 
-    # reference (issue 16): 5 seeds on the depth-regime reference settings — budget ~0.5 CPU-hours (an estimate: not run here)
+    # reference (issue 16): 5 seeds on the depth-regime reference settings. The stored run (chunk optimizers of
+    # examples/sweeps/reference.toml) adds a learning-rate grid per optimizer: ~22 CPU-s per run at depth 14
     REFERENCE = staticmethod(
         lambda: {
             "seeds": 5,

@@ -33,7 +33,8 @@ class Config(depth_regime.Config):
     n_boot: int = 1000  # bootstrap resamples of the networks
     level: float = 0.90  # bootstrap interval of scene − parts
 
-    # reference / full: the depth-regime presets' training and scoring, on these targets (budget ~1.5 CPU-hours, an estimate)
+    # reference / full: the depth-regime presets' training and scoring, on these targets; the stored scenes are
+    # chunk depth_scenes of examples/sweeps/reference.toml (four scenes, depths 2, 4, …, 16)
     REFERENCE = staticmethod(lambda: _shared(depth_regime.Config.reference()))
     FULL = staticmethod(lambda: _shared(depth_regime.Config.full()))
 
