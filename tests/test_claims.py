@@ -149,12 +149,12 @@ def test_optimizers_at_best_lr_and_verdict_over_targets():
                     good = lr in (0.01, 0.02)  # the best lr of each optimizer
                     loss = (0.01 if good else 0.05) * (0.5 if opt == "muon" and muon_better else 1.0) + seed * 1e-4
                     score = (0.9 if opt == "muon" and muon_better else 0.5) - (0.0 if good else 0.3) + seed * 1e-3
-                    rows.append(dict(target=target, depth=3, optimizer=opt, lr=lr, seed=seed, loss=loss, score=score,
-                                     sharpness=1.0 + seed))  # fmt: skip
+                    rows.append(dict(target=target, depth=3, optimizer=opt, lr=lr, setting=f"lr {lr:g}", seed=seed,
+                                     loss=loss, score=score, sharpness=1.0 + seed))  # fmt: skip
     best = at_best_lr(pd.DataFrame(rows))
     a = best["a"].set_index("optimizer")
     assert a.loc["adam", "lr"] == 0.01 and a.loc["muon", "lr"] == 0.02 and a.loc["muon", "n"] == 5
-    assert a.loc["muon", "lrs"] == [0.02, 0.05] and a.loc["muon", "loss"] < a.loc["adam", "loss"]
+    assert a.loc["muon", "settings"] == ["lr 0.02", "lr 0.05"] and a.loc["muon", "setting"] == "lr 0.02" and a.loc["muon", "loss"] < a.loc["adam", "loss"]
     v = claims.muon_above_adam_by_target({"a": best["a"]}, stored=True)
     assert v.verdict == "reproduced" and v.scale == "reference" and "a: MSE Muon" in v.measured
     assert claims.muon_above_adam_by_target(best).verdict == "partly"

@@ -42,7 +42,8 @@ class Settings:
     steps: int = 120  # dense training steps (full batch)
     lr: float = 0.01  # learning rate (Adam, AdamW, SGD)
     optimizer: str = "adam"  # adam | adamw | sgd | muon (training and SP retraining)
-    muon_lr: float = 0.02  # Muon's learning rate on the hidden matrices (DESIGN §9)
+    muon_lr: float = 0.02  # Muon's learning rate on the hidden matrices (DESIGN §9; scaled to match AdamW's RMS)
+    adamw_lr: float = 3e-4  # with Muon: AdamW's learning rate on the input and output kernels
     tau: float = 0.9  # SP cosine-similarity threshold (the paper gives none; ours)
     sp_rounds: int = 2  # SP prune → retrain rounds (0: no pruning)
     retrain_steps: int = 30  # training steps after each SP round
@@ -118,7 +119,14 @@ def sp_network(cfg: Point):
         population=cfg.members,
         seed=cfg.seed,
     )
-    tc = TrainConfig(steps=cfg.steps, optimizer=cfg.optimizer, lr=cfg.lr, muon_lr=cfg.muon_lr, device=cfg.device)
+    tc = TrainConfig(
+        steps=cfg.steps,
+        optimizer=cfg.optimizer,
+        lr=cfg.lr,
+        muon_lr=cfg.muon_lr,
+        adamw_lr=cfg.adamw_lr,
+        device=cfg.device,
+    )
     dense = train(net, img, tc).final_loss
     spc = SPConfig(tau=cfg.tau, rounds=cfg.sp_rounds, retrain_steps=cfg.retrain_steps, seed=cfg.seed, train=tc)
     pr = sp(net, img, spc) if cfg.sp_rounds > 0 else None

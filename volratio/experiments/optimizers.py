@@ -172,7 +172,8 @@ REFERENCE_CHUNKS = ("optimizers",)  # chunks of examples/sweeps/reference.toml
 def stored_runs(names=REFERENCE_CHUNKS, root=None):
     """The stored `optimizer_point` runs of `names` (under `root`, default `results/reference`): one
     row per run with `target`, `depth`, `optimizer`, `lr` (the learning rate that optimizer tunes:
-    Muon's `muon_lr`, else `lr`), `seed`, `loss`, `score`, `sharpness`, `cpu_s`."""
+    Muon's `muon_lr`, else `lr`), `adamw_lr` (Muon's AdamW part; NaN otherwise), `setting` (the
+    learning rates in words), `seed`, `loss`, `score`, `sharpness`, `cpu_s`."""
     import pandas as pd
 
     from .. import reference
@@ -188,24 +189,29 @@ def stored_runs(names=REFERENCE_CHUNKS, root=None):
         for r in reference.records(n, root):
             cfg = parse_point(r["config"])
             m = r["metrics"]
+            muon = cfg.optimizer == "muon"
             rows.append({"target": cfg.target, "depth": cfg.depth, "optimizer": cfg.optimizer,
-                         "lr": cfg.muon_lr if cfg.optimizer == "muon" else cfg.lr, "seed": cfg.seed,
+                         "lr": cfg.muon_lr if muon else cfg.lr, "adamw_lr": cfg.adamw_lr if muon else float("nan"),
+                         "setting": f"lr {cfg.muon_lr:g}, AdamW {cfg.adamw_lr:g}" if muon else f"lr {cfg.lr:g}",
+                         "seed": cfg.seed,
                          "loss": m["loss"], "score": m["score"], "sharpness": m["sharpness"], "cpu_s": r["cpu_s"]})  # fmt: skip
     return pd.DataFrame(rows)
 
 
 def at_best_lr(runs, level: float = 0.95) -> dict:
-    """`{target: summary}`: per target, each optimizer at its best learning rate — the one with the
-    lowest mean final loss over seeds — summarised as `summarise` does (plus `lr`, `depth` and
-    `lrs`, the grid tried). The learning rate is chosen on the loss only, never on the score."""
+    """`{target: summary}`: per target, each optimizer at its best learning-rate setting — the one
+    with the lowest mean final loss over seeds — summarised as `summarise` does (plus `setting`,
+    `lr`, `depth` and `settings`, the grid tried). Chosen on the loss only, never on the score."""
     import pandas as pd
 
     out = {}
     for target, g in runs.groupby("target", sort=False):
         rows = []
         for _, go in g.groupby("optimizer", sort=False):
-            best = go.groupby("lr")["loss"].mean().idxmin()
-            s = summarise(go[go.lr == best].assign(status="done"), level).iloc[0].to_dict()
-            rows.append({**s, "lr": best, "depth": int(go.depth.iloc[0]), "lrs": sorted(go.lr.unique())})
+            best = go.groupby("setting", sort=False)["loss"].mean().idxmin()
+            chosen = go[go.setting == best]
+            s = summarise(chosen.assign(status="done"), level).iloc[0].to_dict()
+            rows.append({**s, "setting": best, "lr": chosen.lr.iloc[0], "depth": int(go.depth.iloc[0]),
+                         "settings": list(dict.fromkeys(go.setting))})  # fmt: skip
         out[target] = pd.DataFrame(rows)
     return out
