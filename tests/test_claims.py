@@ -154,7 +154,11 @@ def test_optimizers_at_best_lr_and_verdict_over_targets():
     best = at_best_lr(pd.DataFrame(rows))
     a = best["a"].set_index("optimizer")
     assert a.loc["adam", "lr"] == 0.01 and a.loc["muon", "lr"] == 0.02 and a.loc["muon", "n"] == 5
-    assert a.loc["muon", "settings"] == ["lr 0.02", "lr 0.05"] and a.loc["muon", "setting"] == "lr 0.02" and a.loc["muon", "loss"] < a.loc["adam", "loss"]
+    assert (
+        a.loc["muon", "settings"] == ["lr 0.02", "lr 0.05"]
+        and a.loc["muon", "setting"] == "lr 0.02"
+        and a.loc["muon", "loss"] < a.loc["adam", "loss"]
+    )
     v = claims.muon_above_adam_by_target({"a": best["a"]}, stored=True)
     assert v.verdict == "reproduced" and v.scale == "reference" and "a: MSE Muon" in v.measured
     assert claims.muon_above_adam_by_target(best).verdict == "partly"

@@ -496,3 +496,21 @@ def test_connectivity_picbreeder_arch(picbreeder_dir):
     assert list(r.table["seed"]) == [3, 3, 3]
     with pytest.raises(ExperimentError, match="exactly one target"):
         study.run(dataclasses.replace(cfg, targets=("skull", "apple")))
+
+
+def test_connectivity_records_a_baseline_that_cannot_reach_the_sparsity(picbreeder_dir):
+    """A baseline that would cut the network at SP's sparsity is recorded as failed (its error on
+    every row, no metrics) instead of losing the other methods' results."""
+    from volratio.experiments import connectivity as study
+
+    cfg = study.Config(
+        targets=("skull",), seeds=1, arch="picbreeder", res=8, dense_steps=2, retrain_steps=1, imp_steps=1,
+        imp_rewind=0, sp=P.SPConfig(tau=0.3, rounds=1, retrain_steps=1), emc2_res=8, emc2_params=2,
+        deltas=(-1.0, 1.0), methods=("magnitude", "random-units"), device="cpu",
+    )  # fmt: skip
+    r = study.run(cfg)
+    t = r.table.set_index("method")
+    assert "magnitude" not in r["nets"] and "could no longer depend on the input" in t.loc["magnitude", "failed"]
+    assert np.isnan(t.loc["magnitude", "emc2_auc"]) and 0 <= t.loc["sp", "emc2_auc"] <= 1
+    s = study.summary(r.table).set_index("method")
+    assert s.loc["magnitude", "n"] == 0 and s.loc["magnitude", "failed"] == 1 and s.loc["sp", "failed"] == 0

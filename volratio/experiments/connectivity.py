@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from ..nets import CoordMLP
-from ..prune import prune
+from ..prune import PruneError, prune
 from ..prune.masks import unit_alive, weight_sparsity
 from ..prune.similarity_pruning import SPConfig
 from ..stats import mean_ci
@@ -120,12 +120,23 @@ def run(config: Config | None = None, progress=None) -> Result:
         "random": dict(sparsity=s_w, seed=cfg.seed, **common),
         "random-units": dict(match=sp_net, seed=cfg.seed, **common),
     }
+    failed = {}  # method -> why it could not reach SP's sparsity (e.g. it would cut a whole kernel)
     for m in cfg.methods:
         net = _copy(init if m == "imp" else dense)
-        prune(net, images, m, **options[m])
+        try:
+            prune(net, images, m, **options[m])
+        except PruneError as e:
+            failed[m] = str(e)
+            say(f"{m} failed: {e}")
+            continue
         nets[m] = net
         say(f"{m} done")
     rows = []
+    for m, why in failed.items():  # recorded, not dropped: one row per network, no metrics
+        rows += [
+            {"target": cfg.targets[k // S], "seed": cfg.seed + k % S, "member": k, "method": m, "failed": why}
+            for k in range(T * S)
+        ]
     for method, net in nets.items():
         rep_loss = _losses(net, images)
         live = net.live_units()
@@ -150,6 +161,10 @@ def run(config: Config | None = None, progress=None) -> Result:
     if cfg.emc2:
         auc, curves = [], []
         for row in rows:
+            if row["method"] in failed:
+                auc.append(float("nan"))
+                curves.append([])
+                continue
             r = score_network(nets[row["method"]], row["member"], row["target"], cfg)
             auc.append(r.auc)
             curves.append([float(x) for x in r.scores])
@@ -201,14 +216,18 @@ def score_network(net: CoordMLP, member: int, target: str, cfg: Config):
 
 def summary(table, columns=("loss", "sparsity", "unit_sparsity", "emc2_auc"), level: float = 0.95):
     """Per target and method: the mean of each column and its t-interval over seeds, as strings
-    `mean [lo, hi]` (a pandas DataFrame, methods in the table's order)."""
+    `mean [lo, hi]` (a pandas DataFrame, methods in the table's order); `n` counts the networks
+    measured and, when some method failed to reach SP's sparsity, `failed` those it could not prune."""
     import pandas as pd
 
     cols = [c for c in columns if c in table.columns]
     order = list(dict.fromkeys(table["method"]))
     out = []
     for (target, method), g in table.groupby(["target", "method"], sort=False):
-        row = {"target": target, "method": method, "n": len(g)}
+        ok = g[g["failed"].isna()] if "failed" in g else g  # networks a method could not prune have no metrics
+        row = {"target": target, "method": method, "n": len(ok)}
+        if "failed" in table:
+            row["failed"] = len(g) - len(ok)
         for c in cols:
             m, lo, hi = mean_ci(g[c], level)
             row[c] = f"{m:.3f} [{lo:.3f}, {hi:.3f}]" if hi > lo else f"{m:.3f}"
