@@ -123,9 +123,17 @@ def git_commit() -> str | None:
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
-def run_chunk(plan: dict, name: str, root: "str | Path" = DEFAULT_ROOT, executor=None, progress: bool | None = None):
-    """Run chunk `name` of `plan` into `root/name/` (resuming: finished runs are skipped) and write
-    its manifest after every run. Returns the sweep report."""
+def run_chunk(
+    plan: dict,
+    name: str,
+    root: "str | Path" = DEFAULT_ROOT,
+    executor=None,
+    progress: bool | None = None,
+    retry_failed: bool = False,
+):
+    """Run chunk `name` of `plan` into `root/name/` (resuming: finished runs are skipped; runs whose
+    last attempt failed are rerun only with `retry_failed`) and write its manifest after every run.
+    Returns the sweep report."""
     from .sweep import run_sweep
 
     if name not in plan:
@@ -152,7 +160,7 @@ def run_chunk(plan: dict, name: str, root: "str | Path" = DEFAULT_ROOT, executor
 
     sessions = manifest.get("sessions", []) + [session]
     out.mkdir(parents=True, exist_ok=True)
-    report = run_sweep(sweep, out, executor, progress=progress, on_outcome=on_outcome)
+    report = run_sweep(sweep, out, executor, retry_failed=retry_failed, progress=progress, on_outcome=on_outcome)
     _write_manifest(man_path, sweep, sessions, runs)
     return report
 

@@ -35,6 +35,7 @@ def register(sub) -> None:
     r.add_argument(
         "--processes", type=A.positive_int, metavar="N", help="run on N local processes (default: in-process)"
     )
+    r.add_argument("--retry-failed", action="store_true", help="rerun the runs whose last attempt failed")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_json_flag(r)
     r.set_defaults(func=_run)
@@ -64,6 +65,7 @@ def _run(args) -> int:
         args.out,
         make_executor(processes=args.processes),
         progress=False if (args.no_progress or args.json) else None,
+        retry_failed=args.retry_failed,
     )
     emit(
         args,
