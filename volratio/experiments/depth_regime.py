@@ -53,9 +53,12 @@ class Settings:
     device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
 
     def shared(self) -> dict:
-        """The settings as a sweep's shared config (the store key hashes exactly these)."""
+        """The settings as a sweep's shared config (the store key hashes exactly these). `adamw_lr`
+        came later: it is left out at its default, so that stores written before it still resume."""
         c = {f.name: getattr(self, f.name) for f in fields(Settings)}
         c["deltas"] = [float(x) for x in self.deltas]
+        if c["adamw_lr"] == Settings.adamw_lr:
+            del c["adamw_lr"]
         return c
 
 
