@@ -52,6 +52,22 @@ def test_chunk_has_manifest_with_times_and_configs(store):
     assert R.manifest("tiny", root)["runs_done"] == 6 and len(R.manifest("tiny", root)["sessions"]) == 2
 
 
+def test_stored_records_reads_the_chunks_present_and_names_the_missing(store):
+    _, root = store
+    assert len(R.stored_records("tiny", root)) == 6
+    # chunks that are not stored are skipped; a run's record carries its times from the manifest
+    recs = R.stored_records(["not_there", "tiny"], root)
+    assert len(recs) == 6 and all(r["cpu_s"] >= 0 and r["config"]["steps"] == 30 for r in recs)
+    with pytest.raises(R.ReferenceError, match="none of the chunks a, b is stored.*volratio reference run"):
+        R.stored_records(("a", "b"), root)
+
+    class Mine(Exception):
+        pass
+
+    with pytest.raises(Mine, match="none of the chunks"):
+        R.stored_records("a", root, error=Mine)
+
+
 def test_verify_reproduces_and_detects_a_changed_metric(store, capsys):
     _, root = store
     out = R.verify(root, sample=6, seed=3)

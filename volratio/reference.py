@@ -225,6 +225,18 @@ def records(name: str, root: "str | Path" = DEFAULT_ROOT) -> list[dict]:
     return out
 
 
+def stored_records(names, root=None, error: type[Exception] = ReferenceError) -> list[dict]:
+    """The finished runs (`records`) of those chunks among `names` (one name or several) that are
+    stored under `root` (default `results/reference`), in the order of `names`; `error` (a class)
+    is raised, naming the chunks and how to run them, when none of them is stored."""
+    root = DEFAULT_ROOT if root is None else root
+    names = [names] if isinstance(names, str) else list(names)
+    present = [n for n in names if n in chunks(root)]
+    if not present:
+        raise error(f"{root}: none of the chunks {', '.join(names)} is stored; run them with `volratio reference run`")
+    return [r for n in present for r in records(n, root)]
+
+
 # ---------------------------------------------------------------------------------------------
 # Verifying
 
@@ -381,14 +393,8 @@ def rho_grids(root: "str | Path" = DEFAULT_ROOT, names=RHO_CHUNKS) -> dict:
     estimate) in (L, W) order — what book/volume_ratio.md draws."""
     from .boolean import get_boolean_target
 
-    names = [names] if isinstance(names, str) else list(names)
-    present = [n for n in names if (Path(root) / n / "results.parquet").is_file()]
-    if not present:
-        raise ReferenceError(
-            f"{root}: none of the chunks {', '.join(names)} is stored; run them with `volratio reference run`"
-        )
     by_target: dict[str, list] = {}
-    for r in [r for n in present for r in records(n, root)]:
+    for r in stored_records(names, root):
         for row in r["metrics"].get("rows", []):
             if row.get("model") == "boolean":
                 by_target.setdefault(row["target"], []).append(

@@ -98,5 +98,6 @@ def _list(args) -> int:
             warnings.simplefilter("ignore")
             done = sum(Store(path).status(k) == "done" for k in set(sweep.keys(__version__))) if path.is_dir() else 0
         rows.append({"chunk": name, "run": sweep.run, "runs": len(set(sweep.keys(__version__))), "done": done})
-    emit(args, rows, "\n".join(f"{r['chunk']:12s} {r['run']:16s} {r['done']}/{r['runs']} runs stored" for r in rows))
+    w = max((len(r["chunk"]) for r in rows), default=0)
+    emit(args, rows, "\n".join(f"{r['chunk']:{w}s}  {r['run']:16s} {r['done']}/{r['runs']} runs stored" for r in rows))
     return 0

@@ -289,19 +289,13 @@ def stored_table(names=REFERENCE_CHUNKS, root=None):
 
     from .. import reference
 
-    root = reference.DEFAULT_ROOT if root is None else root
-    present = [n for n in ([names] if isinstance(names, str) else names) if n in reference.chunks(root)]
-    if not present:
-        raise ExperimentError(
-            f"{root}: none of the chunks {', '.join(names)} is stored; run them with `volratio reference run`"
-        )
+    stored = reference.stored_records(names, root, error=ExperimentError)
     rows = []
-    for n in present:
-        for r in reference.records(n, root):
-            cfg = _config_of(r["config"])
-            for row in r["metrics"]["rows"]:
-                rows.append({**row, "tau": cfg.sp.tau, "arch": _arch(replace(cfg, targets=(row["target"],))),
-                             "key": r["key"], "cpu_s": r["cpu_s"]})  # fmt: skip
+    for r in stored:
+        cfg = _config_of(r["config"])
+        for row in r["metrics"]["rows"]:
+            rows.append({**row, "tau": cfg.sp.tau, "arch": _arch(replace(cfg, targets=(row["target"],))),
+                         "key": r["key"], "cpu_s": r["cpu_s"]})  # fmt: skip
     table = pd.DataFrame(rows)
     if "failed" in table:  # rows of methods that worked carry no message (stored as NaN, read back as "nan")
         table["failed"] = table["failed"].where(table["failed"].notna() & (table["failed"] != "nan"), None)

@@ -410,12 +410,7 @@ def stored_curves(names=REFERENCE_CHUNKS, root=None, tol: float = 1e-9) -> dict[
 
     from .. import reference
 
-    root = reference.DEFAULT_ROOT if root is None else root
-    present = [n for n in ([names] if isinstance(names, str) else names) if n in reference.chunks(root)]
-    if not present:
-        raise DepthError(
-            f"{root}: none of the chunks {', '.join(names)} is stored; run them with `volratio reference run`"
-        )
+    stored = reference.stored_records(names, root, error=DepthError)
     rows = [
         {
             "status": "done",
@@ -425,8 +420,7 @@ def stored_curves(names=REFERENCE_CHUNKS, root=None, tol: float = 1e-9) -> dict[
             "depth": r["config"]["depth"],
             **{c: r["metrics"][c] for c in ("score", "loss", "dense_loss", "nonzero")},
         }
-        for n in present
-        for r in reference.records(n, root)
+        for r in stored
     ]
     return curves_from_table(pd.DataFrame(rows), tol)
 

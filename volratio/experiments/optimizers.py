@@ -178,23 +178,17 @@ def stored_runs(names=REFERENCE_CHUNKS, root=None):
 
     from .. import reference
 
-    root = reference.DEFAULT_ROOT if root is None else root
-    present = [n for n in ([names] if isinstance(names, str) else names) if n in reference.chunks(root)]
-    if not present:
-        raise ExperimentError(
-            f"{root}: none of the chunks {', '.join(names)} is stored; run them with `volratio reference run`"
-        )
+    stored = reference.stored_records(names, root, error=ExperimentError)
     rows = []
-    for n in present:
-        for r in reference.records(n, root):
-            cfg = parse_point(r["config"])
-            m = r["metrics"]
-            muon = cfg.optimizer == "muon"
-            rows.append({"target": cfg.target, "depth": cfg.depth, "optimizer": cfg.optimizer,
-                         "lr": cfg.muon_lr if muon else cfg.lr, "adamw_lr": cfg.adamw_lr if muon else float("nan"),
-                         "setting": f"lr {cfg.muon_lr:g}, AdamW {cfg.adamw_lr:g}" if muon else f"lr {cfg.lr:g}",
-                         "seed": cfg.seed,
-                         "loss": m["loss"], "score": m["score"], "sharpness": m["sharpness"], "cpu_s": r["cpu_s"]})  # fmt: skip
+    for r in stored:
+        cfg = parse_point(r["config"])
+        m = r["metrics"]
+        muon = cfg.optimizer == "muon"
+        rows.append({"target": cfg.target, "depth": cfg.depth, "optimizer": cfg.optimizer,
+                     "lr": cfg.muon_lr if muon else cfg.lr, "adamw_lr": cfg.adamw_lr if muon else float("nan"),
+                     "setting": f"lr {cfg.muon_lr:g}, AdamW {cfg.adamw_lr:g}" if muon else f"lr {cfg.lr:g}",
+                     "seed": cfg.seed,
+                     "loss": m["loss"], "score": m["score"], "sharpness": m["sharpness"], "cpu_s": r["cpu_s"]})  # fmt: skip
     return pd.DataFrame(rows)
 
 
