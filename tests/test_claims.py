@@ -162,3 +162,25 @@ def test_optimizers_at_best_lr_and_verdict_over_targets():
     v = claims.muon_above_adam_by_target({"a": best["a"]}, stored=True)
     assert v.verdict == "reproduced" and v.scale == "reference" and "a: MSE Muon" in v.measured
     assert claims.muon_above_adam_by_target(best).verdict == "partly"
+
+
+def test_welch_verdict_from_frames_and_the_toy_model():
+    import pandas as pd
+
+    from volratio import welch
+
+    frames = pd.DataFrame(
+        [
+            {"m": m, "n": n, "max_sq_inner": 1.1 * welch.welch_bound(m, n), "bound": welch.welch_bound(m, n)}
+            for m, n in [(3, 2), (4, 2), (6, 3)]
+        ]  # fmt: skip
+    ).assign(ratio=1.1)
+    toy = pd.DataFrame([{"r": 3, "d": 2, "mean_sq_inner": 0.3}, {"r": 2, "d": 2, "mean_sq_inner": 0.0}])
+    v = claims.welch_r_le_d(frames, toy, "test", scale="reference", stored=True)
+    assert v.verdict == "reproduced" and v.scale == "reference" and "1 of 2 instances" in v.measured
+    assert v.evidence["n_superposed"] == 1 and v.evidence["min_ratio"] == pytest.approx(1.1)
+    # a frame below the bound breaks one of the three sub-claims
+    assert claims.welch_r_le_d(frames.assign(ratio=[1.1, 0.9, 1.0]), toy).verdict == "partly"
+    # no instance in superposition, and a frame with r > d at zero coherence: one sub-claim left
+    flat = frames.assign(max_sq_inner=[0.0, 0.1, 0.1])
+    assert claims.welch_r_le_d(flat, toy[toy.r <= toy.d]).verdict == "partly"

@@ -245,3 +245,23 @@ def test_cli_net_on_a_saved_network(capsys, tmp_path):
     assert d["layers"][0]["bound"] == pytest.approx(welch.welch_bound(5, 4))
     rc, out = run_cli(capsys, "welch", "net", str(path), "--vectors", "maps", "--res", "16", "--json")
     assert all(row["max_sq_inner"] >= row["bound"] for row in json.loads(out)["layers"])
+
+
+def test_interference_summary_counts_active_layers_per_network_and_seed():
+    import pandas as pd
+
+    from volratio.experiments import interference
+
+    rows = [
+        # network a: one layer with r > d (bound 0.1), one without; a layer with one vector (no interference)
+        {"network": "a", "vectors": "weights", "layer": 0, "bound": 0.1, "mean_sq_inner": 0.2, "max_sq_inner": 0.5},
+        {"network": "a", "vectors": "weights", "layer": 1, "bound": 0.0, "mean_sq_inner": 0.4, "max_sq_inner": 0.9},
+        {"network": "a", "vectors": "weights", "layer": 2, "bound": 0.0, "mean_sq_inner": None, "max_sq_inner": None},
+    ]
+    s = interference.summary(pd.DataFrame(rows)).loc[("a", "weights")]
+    assert s["layers"] == 2 and s["layers with r > d"] == 1
+    assert s["mean/bound where r > d (median)"] == pytest.approx(2.0)
+    assert s["max/bound where r > d (median)"] == pytest.approx(5.0)
+    assert s["mean interference (avg over layers)"] == pytest.approx(0.3)
+    two = pd.DataFrame([{**r, "seed": k} for k in (0, 1) for r in rows])
+    assert len(interference.summary(two)) == 2  # one row per seed

@@ -436,6 +436,30 @@ def scenes_weaker(
     )
 
 
+def welch_r_le_d(frames, toy, detail: str = "", scale: str = "quick", stored: bool = False) -> Verdict:
+    """Claim "welch-r-le-d" from the constructed frames (`volratio.experiments.frames` rows: `m`, `n`,
+    `max_sq_inner`, `bound`, `ratio`) and the toy model of superposition (`superposition` rows: `r`,
+    `d`, `mean_sq_inner`). Three sub-claims: no frame beats the Welch bound (ratio ≥ 1, to 1e-9);
+    every frame with r > d has positive bound and coherence (interference is forced); every toy
+    instance that represents more features than dimensions (r > d) has positive mean interference."""
+    never_beaten = bool(frames["ratio"].min() >= 1 - 1e-9)
+    over = frames[frames["m"] > frames["n"]]
+    forced = bool((over["max_sq_inner"] > 0).all() and (over["bound"] > 0).all())
+    sup = toy[toy["r"] > toy["d"]]
+    sup_positive = bool(len(sup) > 0 and (sup["mean_sq_inner"] > 0).all())
+    checks = [never_beaten, forced, sup_positive]
+    measured = (
+        f"{len(frames)} constructed frames: smallest ratio to the Welch bound {frames['ratio'].min():.6f} (never below "
+        f"1: {never_beaten}); every frame with r > d has positive coherence: {forced}; toy model in superposition "
+        f"({len(sup)} of {len(toy)} instances) has interference > 0: {sup_positive}"
+        + (f" — {detail}" if detail else "")
+    )
+    evidence = {"min_ratio": float(frames["ratio"].min()), "n_frames": int(len(frames)), "n_superposed": int(len(sup))}
+    return record(
+        "welch-r-le-d", verdict_from_fraction(sum(checks), len(checks)), measured, evidence, scale, None, stored
+    )
+
+
 def picbreeder_vs_sgd_stored(
     table, detail: str = "", z: float = 1.96, scale: str = "reference", judge: str | None = None, dense=None
 ) -> tuple[Verdict, "object"]:

@@ -86,3 +86,27 @@ def run(cfg: Config | None = None) -> Result:
     return Result(
         "interference", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0, extras={"nets": nets, "notes": notes}
     )
+
+
+def summary(table):
+    """Per network × reading (`vectors`): how many layers, in how many the bound is active (r > d),
+    the median of mean/bound and max/bound over those, and the average mean and max interference
+    over all layers with ≥ 2 vectors. With a `seed` column (several runs), per network × reading ×
+    seed; average that over seeds for one row per network."""
+    import numpy as np
+    import pandas as pd
+
+    def one(g):
+        act = g[g.bound > 0]
+        return pd.Series({
+            "layers": len(g),
+            "layers with r > d": len(act),
+            "mean/bound where r > d (median)": (act.mean_sq_inner / act.bound).median() if len(act) else np.nan,
+            "max/bound where r > d (median)": (act.max_sq_inner / act.bound).median() if len(act) else np.nan,
+            "mean interference (avg over layers)": g.mean_sq_inner.mean(),
+            "max interference (avg over layers)": g.max_sq_inner.mean(),
+        })  # fmt: skip
+
+    by = ["network", "vectors"] + (["seed"] if "seed" in table else [])
+    cols = ["bound", "mean_sq_inner", "max_sq_inner"]
+    return table.dropna(subset=["max_sq_inner"]).groupby(by, sort=False)[cols].apply(one)
