@@ -58,6 +58,8 @@ def test_stored_records_reads_the_chunks_present_and_names_the_missing(store):
     # chunks that are not stored are skipped; a run's record carries its times from the manifest
     recs = R.stored_records(["not_there", "tiny"], root)
     assert len(recs) == 6 and all(r["cpu_s"] >= 0 and r["config"]["steps"] == 30 for r in recs)
+    t = R.table("tiny", root)  # one row per run, with its seed
+    assert len(t) == 6 and sorted(t.seed) == [0, 0, 1, 1, 2, 2] and t.key.is_unique
     with pytest.raises(R.ReferenceError, match="none of the chunks a, b is stored.*volratio reference run"):
         R.stored_records(("a", "b"), root)
 

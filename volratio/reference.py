@@ -348,17 +348,19 @@ def _short(x) -> str:
 def table(name: str, root: "str | Path" = DEFAULT_ROOT):
     """The stored results of chunk `name` as one tidy DataFrame: the rows a run returned (`rows`,
     for chapter experiments run whole) or one row of metrics per run, each with the run's `key`,
-    `cpu_s` and `wall_s`. Array artifacts are not included (`artifact(name, key, art)` reads one)."""
+    `cpu_s` and `wall_s`, and its `seed` (unless the row has its own). Array artifacts are not
+    included (`artifact(name, key, art)` reads one)."""
     import pandas as pd
 
     out = []
     for r in records(name, root):
+        seed = {"seed": r["config"].get("seed")}
         base = {"key": r["key"], "cpu_s": r["cpu_s"], "wall_s": r["wall_s"]}
         m = r["metrics"]
         if isinstance(m.get("rows"), list):
-            out += [{**row, **base} for row in m["rows"]]
+            out += [{**seed, **row, **base} for row in m["rows"]]
         else:
-            out.append({**m, **base})
+            out.append({**seed, **m, **base})
     return pd.DataFrame(out)
 
 
