@@ -313,3 +313,17 @@ def test_stored_scenes_compare_each_scene_with_its_parts(tmp_path):
     assert all(r["spec"] == "scene:planted:1+planted:2" and r["lo"] <= r["hi"] for r in rows)
     one = U.restrict(curves["planted:1"], [2, 5])
     assert one.depths == [2] and one.score.shape == (1, 3) and one.spot.depth in (2, None)
+
+
+def test_stored_tables_read_non_finite_metrics_back_as_floats():
+    """Runs store NaN and ±inf as "nan", "inf", "-inf" (strict JSON); a numeric column gets them back
+    as floats, a text column keeps its strings."""
+    import math
+
+    import pandas as pd
+
+    df = R.non_finite_as_floats(
+        pd.DataFrame({"x": [1.0, "nan", "-inf", None], "msg": ["ok", "nan", "x", None], "n": [1, 2, 3, 4]})
+    )
+    assert df["x"].dtype == float and math.isnan(df["x"][1]) and df["x"][2] == -math.inf and df["x"][0] == 1.0
+    assert list(df["msg"][:3]) == ["ok", "nan", "x"] and list(df["n"]) == [1, 2, 3, 4]

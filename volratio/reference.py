@@ -361,7 +361,25 @@ def table(name: str, root: "str | Path" = DEFAULT_ROOT):
             out += [{**seed, **row, **base} for row in m["rows"]]
         else:
             out.append({**seed, **m, **base})
-    return pd.DataFrame(out)
+    return non_finite_as_floats(pd.DataFrame(out))
+
+
+_NON_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+
+
+def non_finite_as_floats(df):
+    """Runs store NaN and ±inf metrics as the strings "nan", "inf", "-inf" (strict JSON,
+    `volratio.sweep`); a column whose other values are all numbers gets them back as floats."""
+    import pandas as pd
+
+    for col in [c for c in df.columns if df[c].dtype == "object"]:
+        vals = df[col]
+        text = vals.map(lambda v: isinstance(v, str))
+        if text.any() and vals[text].isin(list(_NON_FINITE)).all():
+            rest = vals[~text]
+            if rest.map(lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))).all():
+                df[col] = pd.to_numeric(vals.map(lambda v: _NON_FINITE.get(v, v) if isinstance(v, str) else v))
+    return df
 
 
 def cost(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:

@@ -296,7 +296,7 @@ def stored_table(names=REFERENCE_CHUNKS, root=None):
         for row in r["metrics"]["rows"]:
             rows.append({**row, "tau": cfg.sp.tau, "arch": _arch(replace(cfg, targets=(row["target"],))),
                          "key": r["key"], "cpu_s": r["cpu_s"]})  # fmt: skip
-    table = pd.DataFrame(rows)
+    table = reference.non_finite_as_floats(pd.DataFrame(rows))
     if "failed" in table:  # rows of methods that worked carry no message (stored as NaN, read back as "nan")
         table["failed"] = table["failed"].where(table["failed"].notna() & (table["failed"] != "nan"), None)
     return table
