@@ -184,3 +184,16 @@ def test_welch_verdict_from_frames_and_the_toy_model():
     # no instance in superposition, and a frame with r > d at zero coherence: one sub-claim left
     flat = frames.assign(max_sq_inner=[0.0, 0.1, 0.1])
     assert claims.welch_r_le_d(flat, toy[toy.r <= toy.d]).verdict == "partly"
+
+
+def test_every_claim_has_a_reference_verdict_recorded_by_its_chapter():
+    """The claims page's top line per claim is the reference verdict; each chapter it names records it
+    from stored results (`stored=True`), so the glue it pastes exists."""
+    import re
+
+    page = (BOOK / "claims.md").read_text()
+    for key, c in claims.CLAIMS.items():
+        assert f"{{glue}}`{c.doc}.md::claim-{key}-reference`" in page, key
+        chapter = (BOOK / f"{c.doc}.md").read_text()
+        # a claim function called with stored=True, or one that reads stored runs only (`…_stored(`)
+        assert "stored=True" in chapter or re.search(r"claims\.\w+_stored\(", chapter), (key, c.doc)
