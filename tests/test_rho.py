@@ -276,6 +276,44 @@ def test_basin_cell_runs_and_repeats():
         basin_cell("image:camera", 2, 2, cfg)
 
 
+def _basin_row(W, L, comp, sol, rho, lo, hi, losses, corrs):
+    return {"W": W, "L": L, "samples": len(losses), "solutions": sol, "compositional": comp, "rho": rho,
+            "lo": lo, "hi": hi, "final_loss": losses, "primitive_corr": corrs}  # fmt: skip
+
+
+def test_basin_table_and_checks():
+    from volratio.rho import RhoError, basin_checks, basin_table
+
+    rows = [
+        _basin_row(2, 1, 0, 1, 0.0, 0.0, 0.8, [1e-3, 1.0], [[0.5], [0.2]]),  # a shallow solution, not compositional
+        _basin_row(2, 2, 2, 2, 1.0, 0.6, 1.0, [1e-3, 1e-3], [[0.95], [0.99]]),
+        _basin_row(4, 2, 1, 2, 0.5, 0.1, 0.55, [1e-3, 1e-3], [[0.95], [0.5]]),
+    ]
+    t = basin_table(rows, loss_tol=2e-3, threshold=0.9)
+    assert t["corr-only"].tolist() == [0, 2, 1] and t["rho (95% CI)"][1] == "1.00 [0.60, 1.00]"
+    (s0, ok0, n0), (s1, ok1, n1) = basin_checks(rows, depth=2, w_min=2)
+    assert ok0 and n0 == "1 shallow solutions, 0 compositional"
+    assert ok1 and "W=4: 0.50 [0.10, 0.55]" in n1  # 0.55 < 0.6: below the peak
+    rows[2]["hi"] = 0.7  # overlapping the peak's interval: not significantly below
+    assert not basin_checks(rows, 2, 2)[1][1]
+    rows[0]["compositional"] = 1
+    assert not basin_checks(rows, 2, 2)[0][1]
+    with pytest.raises(RhoError, match=r"no cell \(W_min, L\*\) = \(3, 2\)"):
+        basin_checks(rows, 2, 3)
+
+
+def test_basin_heatmap_draws_every_cell():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from volratio import plots
+
+    rows = [_basin_row(W, L, 0, 0, None, None, None, [1.0], [[0.1]]) for L in (1, 2) for W in (2, 4)]
+    rows[3].update(rho=0.5, lo=0.2, hi=0.8, solutions=2, compositional=1)
+    ax = plots.basin_heatmap(rows, (2, 4), (1, 2), depth=2, w_min=2, title="t")
+    assert len(ax.texts) == 4 and "0.50" in ax.texts[3].get_text() and ax.get_title() == "t"
+
+
 def test_sampler_variants():
     from volratio.device import generator
     from volratio.rho import sample_networks

@@ -194,3 +194,29 @@ def weight_sweep(sweep, title: str | None = None, scale: float = 1.1):
         fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def basin_heatmap(rows: list[dict], Ws, Ls, depth: int, w_min: int, ax=None, title: str = ""):
+    """ρ(W, L) of a basin grid as a heat map, each cell annotated with ρ, its interval and
+    compositional/solutions; the planted (W_min, L*) outlined in red."""
+    import matplotlib.pyplot as plt
+
+    from .rho import rows_to_grid
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 3.8))
+    Ws, Ls = list(Ws), list(Ls)
+    im = ax.imshow(rows_to_grid(rows, "rho", Ws, Ls), origin="lower", vmin=0, vmax=1, cmap="viridis")
+    for r in rows:
+        if r["rho"] is None:
+            txt = f"—\n{r['compositional']}/{r['solutions']}"
+        else:
+            txt = f"{r['rho']:.2f}\n[{r['lo']:.2f},{r['hi']:.2f}]\n{r['compositional']}/{r['solutions']}"
+        color = "w" if (r["rho"] or 0) < 0.6 else "k"
+        ax.text(Ws.index(r["W"]), Ls.index(r["L"]), txt, ha="center", va="center", fontsize=7, color=color)
+    if w_min in Ws and depth in Ls:
+        ax.plot(Ws.index(w_min), Ls.index(depth), "s", mfc="none", mec="r", ms=36, mew=1.5)
+    ax.set(xticks=range(len(Ws)), xticklabels=Ws, yticks=range(len(Ls)), yticklabels=Ls, xlabel="W", ylabel="L")
+    ax.set_title(title, fontsize=9)
+    ax.figure.colorbar(im, ax=ax, fraction=0.046)
+    return ax

@@ -430,3 +430,14 @@ def rho_grids(root: "str | Path" = DEFAULT_ROOT, names=RHO_CHUNKS) -> dict:
             "rows": sorted(rows, key=lambda x: (x["L"], x["W"])),
         }
     return out
+
+
+def basin_rows(root: "str | Path" = DEFAULT_ROOT, names=("rho_basin",)) -> dict:
+    """The stored basin-model cells of the chunks `names` (those present under `root`), one list of
+    `volratio.rho.basin_cell` rows per planted target, in (L, W) order: `{spec: rows}`."""
+    out: dict[str, list] = {}
+    for r in stored_records(names, root):
+        for row in r["metrics"].get("rows", []):
+            if row.get("model") == "basin":
+                out.setdefault(row["target"], []).append({k: v for k, v in row.items() if k not in ("model", "target")})
+    return {spec: sorted(rows, key=lambda x: (x["L"], x["W"])) for spec, rows in out.items()}

@@ -935,3 +935,55 @@ def basin_grid(target, Ws, Ls, cfg: BasinConfig = BasinConfig(), judge: str | No
 
     t = get_target(target) if isinstance(target, str) else target
     return [basin_cell(t, W, L, cfg, judge) for L in Ls for W in Ws]
+
+
+def basin_table(rows: list[dict], loss_tol: float, threshold: float):
+    """A basin grid as a table: per (W, L) the networks trained (`samples`), the solutions, those
+    that also pass the correlation criterion alone (`corr-only`: MSE ≤ `loss_tol` and every
+    primitive on a unit with |corr| ≥ `threshold`), the compositional ones (the row's criterion)
+    and ρ with its interval."""
+    import pandas as pd
+
+    def corr_only(r):
+        return sum(
+            1 for loss, a in zip(r["final_loss"], r["primitive_corr"]) if loss <= loss_tol and min(a) >= threshold
+        )
+
+    df = pd.DataFrame(rows)
+    df["corr-only"] = [int(corr_only(r)) for r in rows]
+    df["rho (95% CI)"] = ["—" if r["rho"] is None else f"{r['rho']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}]" for r in rows]
+    return df[["W", "L", "samples", "solutions", "corr-only", "compositional", "rho (95% CI)"]]
+
+
+def basin_checks(rows: list[dict], depth: int, w_min: int) -> list[tuple[str, bool, str]]:
+    """The two statements the volume-ratio chapter tests on a basin grid of a planted target with
+    true depth `depth` (L*) and width `w_min`, each as (statement, holds, numbers): no network
+    shallower than L* is compositional, and every wider cell at L* has ρ significantly below
+    ρ(W_min, L*) (its interval entirely under the peak's)."""
+    cell = {(r["W"], r["L"]): r for r in rows}
+    if (w_min, depth) not in cell:
+        raise RhoError(f"the basin grid has no cell (W_min, L*) = ({w_min}, {depth}); add W = {w_min} and L = {depth}")
+    shallow = [r for r in rows if r["L"] < depth]
+    checks = [
+        (
+            "ρ = 0 below L*",
+            all(r["compositional"] == 0 for r in shallow),
+            f"{sum(r['solutions'] for r in shallow)} shallow solutions, "
+            f"{sum(r['compositional'] for r in shallow)} compositional",
+        )
+    ]
+    peak = cell[(w_min, depth)]
+    wide = [cell[(W, depth)] for W in sorted({W for W, L in cell if L == depth}) if W > w_min]
+
+    def show(r):
+        return "no solutions" if r["rho"] is None else f"{r['rho']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}]"
+
+    below = peak["rho"] is not None and all(r["rho"] is not None and r["hi"] < peak["lo"] for r in wide)
+    checks.append(
+        (
+            "ρ decays with W at L* (every wider cell significantly below the peak)",
+            bool(wide) and below,
+            f"ρ(W_min, L*) = {show(peak)}; wider at L*: " + ", ".join(f"W={r['W']}: {show(r)}" for r in wide),
+        )
+    )
+    return checks
