@@ -265,3 +265,13 @@ def test_interference_summary_counts_active_layers_per_network_and_seed():
     assert s["mean interference (avg over layers)"] == pytest.approx(0.3)
     two = pd.DataFrame([{**r, "seed": k} for k in (0, 1) for r in rows])
     assert len(interference.summary(two)) == 2  # one row per seed
+
+
+def test_interference_networks_depend_on_the_target_not_on_what_is_installed():
+    """A non-Picbreeder target gets the dense and SP networks only (no silent switch of target when
+    data is missing: a Picbreeder target fetches its data or raises the one-line fix)."""
+    from volratio.experiments import interference
+
+    cfg = interference.Config.quick(target="image:camera", steps=5, sp_rounds=1, sp_retrain=2, res=12, dense_res=12)
+    nets, notes = interference.networks(cfg)
+    assert list(nets) == ["dense 6;gaussian:16", "SP τ=0.8", "SP τ=0.9"] and notes["target"] == "image:camera"

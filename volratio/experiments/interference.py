@@ -1,9 +1,10 @@
 """Experiment `interference`: the interference of learned features against the Welch bound (DESIGN §3.6).
 
-Per hidden layer of a set of networks — the layerized Picbreeder skull and FER's dense SGD skull
-(when the data is there), a dense network trained here on the same target, and that network pruned
-with SP at two thresholds — the coherence of its live units' weight vectors and feature maps
-against the Welch bound for their (r, d) (`volratio.welch.network_interference`).
+Per hidden layer of a set of networks, the coherence of its live units' weight vectors and feature
+maps against the Welch bound for their (r, d) (`volratio.welch.network_interference`). The networks:
+for a Picbreeder target, its layerized Picbreeder network and FER's dense SGD network (the data is
+fetched on first use); a dense network trained here on the target; and that network pruned with SP
+at two thresholds.
 
 Chapter: "Feature interference and the Welch bound" (book/welch.md).
 """
@@ -18,7 +19,7 @@ from ._base import Presets, Result
 
 @dataclass(frozen=True)
 class Config(Presets):
-    target: str = "picbreeder:skull"  # trained on (image:camera when the Picbreeder data is absent)
+    target: str = "picbreeder:skull"  # trained on; a Picbreeder target adds its Picbreeder and FER SGD networks
     dense_arch: str = "6;gaussian:16"  # our dense network
     dense_res: int = 48  # its training resolution
     steps: int = 600  # Adam steps
@@ -37,28 +38,23 @@ class Config(Presets):
 
 def networks(cfg: Config) -> tuple[dict, dict]:
     """`(nets, notes)`: name -> CoordMLP, and what was trained (MSEs, SP summaries)."""
-    from .. import picbreeder
     from ..nets import CoordMLP
     from ..prune import SPConfig, sp
     from ..specs import load_network
     from ..targets import get_target
     from ..train import TrainConfig, train
 
-    nets, notes = {}, {"picbreeder": picbreeder.available()}
-    target_spec = cfg.target
-    if cfg.target.startswith("picbreeder:") and not picbreeder.available():
-        target_spec = "image:camera"
-    if picbreeder.available():
-        name = cfg.target.partition(":")[2] if cfg.target.startswith("picbreeder:") else "skull"
+    nets, notes = {}, {"target": cfg.target}
+    if cfg.target.startswith("picbreeder:"):  # the data is fetched on first use, or a one-line fix is raised
+        name = cfg.target.partition(":")[2]
         nets[f"Picbreeder {name}"] = load_network(f"picbreeder:{name}")
         nets[f"FER SGD {name}"] = load_network(f"fer-sgd:{name}")
-    image = get_target(target_spec).image(cfg.dense_res)
+    image = get_target(cfg.target).image(cfg.dense_res)
     dense = train(
         CoordMLP(cfg.dense_arch, head="rgb", seed=cfg.seed), image, TrainConfig(steps=cfg.steps, device=cfg.device)
     )
     nets[f"dense {cfg.dense_arch}"] = dense.net
     notes["dense_mse"] = float(dense.final_loss[0])
-    notes["target"] = target_spec
     for tau in cfg.taus:
         scfg = SPConfig(
             tau=tau,
