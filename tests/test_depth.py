@@ -239,3 +239,29 @@ def test_cli_bad_target_is_one_line(capsys):
 
     assert main(["depth", "ratio", "nonsense"]) == 2
     assert "KIND:NAME" in capsys.readouterr().err
+
+
+def test_curve_among_fitting_networks_leaves_out_those_that_did_not_fit():
+    """A depth where the high scorers failed to fit: the cut-off leaves them out and the sweet spot
+    moves; a depth left with no network has no mean (and raises no warning)."""
+    import warnings
+
+    from volratio.experiments.depth_regime import DepthCurve, among_fitting, spot_table
+
+    score = np.array([[0.6, 0.62, 0.58, 0.6], [0.5, 0.52, 0.5, 0.51], [0.99, 0.98, 0.5, 0.5], [0.97, 0.99, 0.95, 0.98]])
+    loss = np.array([[0.01, 0.012, 0.011, 0.01], [0.01] * 4, [0.1, 0.09, 0.01, 0.012], [0.2, 0.3, 0.25, 0.2]])
+    c = DepthCurve("t", [2, 3, 4, 5], score, loss, loss, np.full_like(loss, 30.0), sweet_spot([2, 3, 4, 5], score))
+    assert c.spot.depth == 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (f,), (cut,) = (x.values() for x in among_fitting({"t": c}, factor=2.0))
+        table = spot_table({"t": f})
+    assert cut == pytest.approx(2 * np.median(loss))  # median 0.0115
+    assert f.spot.depth == 2 and np.isnan(f.spot.means[3])  # depth 5: nobody fits
+    assert np.isnan(f.score[2, :2]).all() and f.score[2, 2] == 0.5 and np.isnan(f.loss[3]).all()
+    assert table.loc["t", "networks"] == 10 and table.loc["t", "best score"] == pytest.approx(0.6)
+    assert table.loc["t", "MSE at spot"] == pytest.approx(0.01075)
+    with pytest.raises(DepthError, match="no network has MSE"):
+        c.fitting(1e-4)
+    with pytest.raises(DepthError, match="positive"):
+        among_fitting({"t": c}, factor=0)

@@ -50,6 +50,15 @@ class SweetSpot:
         return asdict(self)
 
 
+def _row_means(s: np.ndarray) -> np.ndarray:
+    """Mean of the finite values of each row of `s` (NaN for a row with none, without a warning:
+    a depth where every network was left out, e.g. by a loss cut-off or a bootstrap resample)."""
+    ok = np.isfinite(s)
+    n = ok.sum(axis=1)
+    total = np.where(ok, s, 0.0).sum(axis=1)
+    return np.where(n > 0, total / np.maximum(n, 1), np.nan)
+
+
 def _argmax_shallowest(depths: np.ndarray, means: np.ndarray, tol: float) -> tuple[int, list]:
     best = np.nanmax(means)
     tied = [int(d) for d, m in zip(depths, means) if m >= best - tol]
@@ -59,9 +68,11 @@ def _argmax_shallowest(depths: np.ndarray, means: np.ndarray, tol: float) -> tup
 def peak_effect(scores) -> tuple[float, float]:
     """`(best mean score, peak contrast)` of a curve `scores` `(n_depths, n_seeds)`: the highest
     mean over seeds, and that minus the mean of the other depths' means."""
-    m = np.nanmean(np.asarray(scores, dtype=np.float64).reshape(len(scores), -1), axis=1)  # (n_depths,)
+    m = _row_means(np.asarray(scores, dtype=np.float64).reshape(len(scores), -1))  # (n_depths,)
     i = int(np.nanargmax(m))
-    return float(m[i]), float(m[i] - np.nanmean(np.delete(m, i))) if len(m) > 1 else 0.0
+    rest = np.delete(m, i)
+    rest = rest[np.isfinite(rest)]
+    return float(m[i]), float(m[i] - rest.mean()) if rest.size else 0.0
 
 
 def sweet_spot(depths, scores, tol: float = 1e-9, n_boot: int = 1000, seed: int = 0) -> SweetSpot:
@@ -75,7 +86,7 @@ def sweet_spot(depths, scores, tol: float = 1e-9, n_boot: int = 1000, seed: int 
         raise DepthError(f"scores have {s.shape[0]} rows for {len(d)} depths; give one row per depth")
     if len(set(d.tolist())) != len(d):
         raise DepthError(f"depths {d.tolist()} repeat; give each depth once")
-    means = np.nanmean(s, axis=1)  # (n_depths,)
+    means = _row_means(s)  # (n_depths,); NaN for a depth without a finite score
     if not np.isfinite(means).any():
         raise DepthError("every score is NaN; nothing to maximise")
     per_seed = [_argmax_shallowest(d, s[:, j], tol)[0] for j in range(s.shape[1]) if np.isfinite(s[:, j]).any()]
@@ -88,7 +99,9 @@ def sweet_spot(depths, scores, tol: float = 1e-9, n_boot: int = 1000, seed: int 
     boots = []
     for _ in range(n_boot if s.shape[1] > 1 else 0):
         cols = rng.integers(0, s.shape[1], s.shape[1])
-        boots.append(_argmax_shallowest(d, np.nanmean(s[:, cols], axis=1), tol)[0])
+        resampled = _row_means(s[:, cols])
+        if np.isfinite(resampled).any():  # a resample of networks left out everywhere has no argmax
+            boots.append(_argmax_shallowest(d, resampled, tol)[0])
     lo, hi = (
         (int(np.percentile(boots, 5, method="lower")), int(np.percentile(boots, 95, method="higher")))
         if boots

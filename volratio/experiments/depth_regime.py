@@ -243,6 +243,36 @@ class DepthCurve:
             )
         return rows
 
+    def fitting(self, max_loss: float, tol: float = 1e-9) -> "DepthCurve":
+        """This curve restricted to the networks that fit their target: every network whose final
+        MSE exceeds `max_loss` (or is not finite) is left out at that depth (its score, losses and
+        weight count set to NaN), and the sweet spot is recomputed over the rest. A network that
+        failed to fit draws a crude image that survives single-weight changes, so its EMC2 score
+        says little about composition; the paper's protocol has no such cut-off (ours)."""
+        if not np.isfinite(max_loss) or max_loss <= 0:
+            raise DepthError(f"max_loss = {max_loss!r}: give a positive MSE")
+        keep = np.isfinite(self.loss) & (self.loss <= max_loss)
+        if not keep.any():
+            raise DepthError(f"{self.target}: no network has MSE ≤ {max_loss:g}; raise max_loss")
+
+        def cut(a):
+            return np.where(keep, a, np.nan)
+
+        score = cut(self.score)
+        return DepthCurve(self.target, self.depths, score, cut(self.loss), cut(self.dense_loss), cut(self.nonzero),
+                          sweet_spot(self.depths, score, tol=tol))  # fmt: skip
+
+
+def among_fitting(curves: dict, factor: float = 2.0, tol: float = 1e-9) -> tuple[dict, dict]:
+    """Each curve restricted to the networks that fit (`DepthCurve.fitting`), with a cut-off
+    relative to the target: MSE ≤ `factor` × the median final MSE of all the target's networks
+    (targets differ in how well they can be fitted at all). Returns `(curves, cutoffs)`, both
+    keyed by target."""
+    if not np.isfinite(factor) or factor <= 0:
+        raise DepthError(f"factor = {factor!r}: give a positive multiple of the median MSE")
+    cutoffs = {t: float(factor * np.nanmedian(c.loss)) for t, c in curves.items()}
+    return {t: c.fitting(cutoffs[t], tol) for t, c in curves.items()}, cutoffs
+
 
 def networks_table(table):
     """One row per network of a depth sweep's results table (a run of `members` networks holds
@@ -328,22 +358,29 @@ def spot_table(curves: dict, true_depths: dict | None = None):
             {
                 "target": t,
                 "L*": (true_depths or {}).get(t),
+                "networks": int(np.isfinite(c.score).sum()),  # scored networks (all depths)
                 "sweet spot": sp.depth,
                 "bootstrap 90%": sp.interval,
                 "per seed": sp.per_seed,
-                "best score": m.max(),
+                "best score": np.nanmax(m),
                 "peak − rest": sp.peak_contrast,
                 "score drop, one layer less": drop(i - 1) if i is not None else np.nan,
                 "score drop, one layer more": drop(i + 1) if i is not None else np.nan,
-                "MSE at spot": np.nanmean(c.loss[i]) if i is not None else np.nan,
+                "MSE at spot": _finite_mean(c.loss[i]) if i is not None else np.nan,
                 "MSE elsewhere (median)": (
-                    float(np.median([np.nanmean(c.loss[j]) for j in range(len(m)) if j != i]))
+                    float(np.nanmedian([_finite_mean(c.loss[j]) for j in range(len(m)) if j != i]))
                     if i is not None and len(m) > 1
                     else np.nan
                 ),
             }
         )
     return pd.DataFrame(rows).set_index("target")
+
+
+def _finite_mean(a) -> float:
+    a = np.asarray(a, dtype=np.float64)
+    a = a[np.isfinite(a)]
+    return float(a.mean()) if a.size else float("nan")
 
 
 def curve_frame(curves: dict):
