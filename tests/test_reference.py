@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from volratio import reference as R
@@ -313,6 +314,12 @@ def test_stored_scenes_compare_each_scene_with_its_parts(tmp_path):
     assert all(r["spec"] == "scene:planted:1+planted:2" and r["lo"] <= r["hi"] for r in rows)
     one = U.restrict(curves["planted:1"], [2, 5])
     assert one.depths == [2] and one.score.shape == (1, 3) and one.spot.depth in (2, None)
+    # only the networks that fit: each curve keeps those with MSE ≤ factor × its median (at least half)
+    fit, fit_rows = U.stored_scenes(root, n_boot=50, fitting=1.0)
+    for t, c in fit.items():
+        kept = np.isfinite(c.score)
+        assert kept.sum() >= c.score.size / 2 and (c.loss[kept] <= np.nanmedian(curves[t].loss) + 1e-12).all()
+    assert [r["effect"] for r in fit_rows] == [r["effect"] for r in rows]
 
 
 def test_stored_tables_read_non_finite_metrics_back_as_floats():

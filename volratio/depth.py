@@ -67,8 +67,11 @@ def _argmax_shallowest(depths: np.ndarray, means: np.ndarray, tol: float) -> tup
 
 def peak_effect(scores) -> tuple[float, float]:
     """`(best mean score, peak contrast)` of a curve `scores` `(n_depths, n_seeds)`: the highest
-    mean over seeds, and that minus the mean of the other depths' means."""
+    mean over seeds, and that minus the mean of the other depths' means (NaN scores are left out;
+    NaNs when no depth has a finite score)."""
     m = _row_means(np.asarray(scores, dtype=np.float64).reshape(len(scores), -1))  # (n_depths,)
+    if not np.isfinite(m).any():  # no depth has a finite score (e.g. a resample of left-out networks)
+        return float("nan"), float("nan")
     i = int(np.nanargmax(m))
     rest = np.delete(m, i)
     rest = rest[np.isfinite(rest)]

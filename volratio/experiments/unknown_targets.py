@@ -80,7 +80,7 @@ def scene_vs_parts(
     pa = np.mean([peak_effect(curves[p].score) for p in parts], axis=0)
     rows = []
     for k, name in enumerate(EFFECTS):
-        lo, hi = np.percentile(boot[:, k], [50 - 50 * level, 50 + 50 * level])
+        lo, hi = np.nanpercentile(boot[:, k], [50 - 50 * level, 50 + 50 * level])  # NaN: a resample with no score
         d = sc[k] - pa[k]
         rows.append(
             {
@@ -163,10 +163,14 @@ def restrict(curve: depth_regime.DepthCurve, depths) -> depth_regime.DepthCurve:
     )
 
 
-def stored_scenes(root=None, n_boot: int = 1000, level: float = 0.90) -> tuple[dict, list]:
+def stored_scenes(
+    root=None, n_boot: int = 1000, level: float = 0.90, fitting: float | None = None
+) -> tuple[dict, list]:
     """`(curves, rows)` from the stored reference chunks: every scene of `depth_scenes` and its parts
     on the scene's depths (`restrict`), and per scene × effect the row of `scene_vs_parts` (its
-    `effect` prefixed with the scene, `spec` the scene). Scenes whose parts are not all stored are left out."""
+    `effect` prefixed with the scene, `spec` the scene). Scenes whose parts are not all stored are left out.
+    `fitting`: compare only the networks that fit, MSE ≤ `fitting` × each target's median MSE on
+    the scene's depths (`depth_regime.among_fitting`; None: every network, the protocol)."""
     curves = depth_regime.stored_curves(REFERENCE_CHUNKS, root)
     rows, out = [], {}
     for scene in [t for t in curves if t.startswith("scene:")]:
@@ -177,6 +181,8 @@ def stored_scenes(root=None, n_boot: int = 1000, level: float = 0.90) -> tuple[d
         sub = {t: restrict(curves[t], grid) for t in (scene, *parts)}
         if any(sub[p].depths != grid for p in parts):
             continue  # a part lacks one of the scene's depths
+        if fitting is not None:
+            sub = depth_regime.among_fitting(sub, fitting)[0]
         out.update(sub)
         for r in scene_vs_parts(sub, scene, parts, n_boot, level):
             rows.append({**r, "spec": scene, "effect": f"{scene.removeprefix('scene:')}: {r['effect']}"})
