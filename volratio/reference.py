@@ -403,7 +403,8 @@ RHO_CHUNKS = (
     "rho",
     "rho_wmin",
     "rho_deep",
-)  # Boolean ρ: chain:2 and tree:2:2, their depth axis at W_min, the depth-3 target
+    "rho_deep_wmin",
+)  # Boolean ρ: chain:2 and tree:2:2, their depth axis at W_min, the depth-3 target and its depth axis
 
 
 def rho_grids(root: "str | Path" = DEFAULT_ROOT, names=RHO_CHUNKS) -> dict:
