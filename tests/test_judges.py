@@ -92,6 +92,22 @@ def test_rule_resolution_is_recorded_and_defaults_to_64(tmp_path):
     )
 
 
+def test_pooled_judge_scores_alike_and_uses_one_threshold_for_every_label():
+    rule = jc.read_rule()
+    assert rule.per_label and rule.threshold("skull") != rule.threshold("*")
+    ref, batch = _images(64)
+    per_label = judges.ReferenceCalibratedJudge(ref)
+    pooled = judges.make_judge("calibrated-pooled", ref)
+    assert isinstance(pooled, judges.PooledCalibratedJudge) and pooled.name == "calibrated-pooled"
+    for label in ("skull", "butterfly", "scene:picbreeder:skull+picbreeder:apple"):
+        v, w = pooled(batch, label), per_label(batch, label)
+        assert np.array_equal(v.scores, w.scores)  # the same score; only the threshold differs
+        assert np.array_equal(v.verdicts, v.scores >= rule.threshold("*"))
+    assert pooled.settings()["thresholds"] == {"*": rule.threshold("*")}
+    with pytest.raises(jc.VolratioError, match="no pooled threshold"):
+        jc.Rule("ssim@4", {"skull": 0.5}).pooled()
+
+
 def test_calibrated_is_the_default_everywhere():
     from volratio import emc2, rho
     from volratio.cli import build_parser
@@ -119,7 +135,9 @@ def test_ssim_is_still_selectable_and_a_bad_name_is_a_clear_error():
     j = judges.make_judge("ssim", ref)
     assert isinstance(j, judges.SSIMJudge) and j(batch, "skull").judge == "ssim"
     assert isinstance(judges.make_judge("calibrated", ref), judges.ReferenceCalibratedJudge)
-    with pytest.raises(judges.JudgeError, match="judge 'nope': choose one of calibrated, ssim, clip, vlm"):
+    with pytest.raises(
+        judges.JudgeError, match="judge 'nope': choose one of calibrated, calibrated-pooled, ssim, clip, vlm"
+    ):
         judges.make_judge("nope", ref)
 
 

@@ -228,6 +228,8 @@ def test_stored_depth_curves_and_predictor_check(tmp_path):
     assert row["inside"] == (lo <= row["measured sweet spot"] <= hi) and check.inside == int(row["inside"])
     with pytest.raises(D.DepthError, match="none of the chunks"):
         D.stored_curves(("nothing",), root)
+    with pytest.raises(D.DepthError, match="appears 2 times"):  # never averaged silently, never one dropped
+        D.stored_curves(("depth_tiny", "depth_tiny"), root)
 
 
 CONNECTIVITY_PLAN = """

@@ -172,10 +172,15 @@ NO_JUDGE = ("rho-concentrated", "welch-r-le-d", "png-ratio-linear")  # claims me
 JUDGE_TEXT = {  # `volratio.judges.make_judge` names, as the claims page says them
     "ssim": "SSIM judge, threshold from other targets",
     "calibrated": "SSIM@4 judge, threshold fitted on the reference verdicts",
+    "calibrated-pooled": "SSIM@4 judge, one pooled threshold fitted on the reference verdicts",
     "clip": "CLIP judge",
     "vlm": "VLM judge",
 }
-JUDGE_SHORT = {"ssim": "other-targets SSIM judge", "calibrated": "calibrated SSIM@4 judge"}  # in `measured`
+JUDGE_SHORT = {  # in `measured`
+    "ssim": "other-targets SSIM judge",
+    "calibrated": "calibrated SSIM@4 judge",
+    "calibrated-pooled": "calibrated SSIM@4 judge, pooled threshold",
+}
 
 
 def judge_of(table, judge: str | None = None) -> str | None:

@@ -156,6 +156,13 @@ class Rule:
     def name(self) -> str:
         return f"{self.score} ({'per label' if self.per_label else 'one threshold'})"
 
+    def pooled(self) -> "Rule":
+        """This rule with its one threshold for all labels (`"*"`, fitted on every label's verdicts
+        together) for every label: scores of different targets judged against the same threshold."""
+        if "*" not in self.thresholds:
+            raise VolratioError(f"rule on {self.score} has no pooled threshold ('*'); refit it with one")
+        return Rule(self.score, {"*": float(self.thresholds["*"])}, {**self.fitted_on, "pooled": True})
+
 
 def best_threshold(values, truth) -> float:
     """The threshold t of `values ≥ t` maximising Cohen's κ against `truth` (midpoints between

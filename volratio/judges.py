@@ -308,7 +308,7 @@ def calibrated_ssim_judge(reference, exclude: str | None = None, seed: int = 0) 
     return SSIMJudge(reference, cal.threshold, cal)
 
 
-JUDGES = ("calibrated", "ssim", "clip", "vlm")  # make_judge names
+JUDGES = ("calibrated", "calibrated-pooled", "ssim", "clip", "vlm")  # make_judge names
 DEFAULT_JUDGE = "calibrated"  # the library's default everywhere (best held-out κ on the reference verdicts)
 
 
@@ -318,13 +318,16 @@ def make_judge(
     """The one judge factory (command line, experiments, chapters): judge `name` for a network whose
     unperturbed image is `reference` — "calibrated" (the default, `DEFAULT_JUDGE`): SSIM@4 with
     thresholds fitted on the reference verdicts (`ReferenceCalibratedJudge`, the best held-out κ;
-    any image size); "ssim": the SSIM judge calibrated on it against other targets (`target_spec`
+    any image size); "calibrated-pooled": the same with its one pooled threshold for every target
+    (`PooledCalibratedJudge`); "ssim": the SSIM judge calibrated on it against other targets (`target_spec`
     left out of the identity-destroying set, seeded by `seed`); or a CLIP / VLM judge loaded from
     `model` (a local folder or a cached id; default the judge's own)."""
     if name == "ssim":
         return calibrated_ssim_judge(reference, exclude=target_spec, seed=seed)
     if name == "calibrated":  # SSIM@4 with thresholds fitted on the reference verdicts (data/judge_reference)
         return ReferenceCalibratedJudge(reference)
+    if name == "calibrated-pooled":  # the same, with its one pooled threshold for every target
+        return PooledCalibratedJudge(reference)
     kw = {"model": model} if model else {}
     if name == "clip":
         return CLIPJudge(device=device, **kw)
@@ -613,6 +616,21 @@ class ReferenceCalibratedJudge(Judge):
             raise JudgeError(f"the calibrated rule has no threshold for {label!r} and no '*' threshold")
         s = single_score(self.rule.score, resample(images, self.res), self._ref)
         return s >= t, s
+
+
+class PooledCalibratedJudge(ReferenceCalibratedJudge):
+    """The calibrated judge with its pooled threshold (`Rule.pooled`) for every label: SSIM@4 against
+    one threshold whatever the target, so that EMC2 scores of different targets (a scene and its
+    parts) are judged alike. The default judge keeps a threshold per Picbreeder target, which fits
+    the reference verdicts better (higher held-out κ) but makes cross-target comparisons mix
+    thresholds."""
+
+    name = "calibrated-pooled"
+
+    def __init__(self, reference, rule=None):
+        from .judge_calibration import read_rule
+
+        super().__init__(reference, (rule if rule is not None else read_rule()).pooled())
 
 
 def default_judge(reference) -> ReferenceCalibratedJudge:

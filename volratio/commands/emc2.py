@@ -17,9 +17,9 @@ def register(sub) -> None:
     p.add_argument(
         "--judge",
         default="calibrated",
-        choices=["calibrated", "ssim", "clip", "vlm"],
+        choices=["calibrated", "calibrated-pooled", "ssim", "clip", "vlm"],
         help="calibrated: SSIM@4 with thresholds fitted on the reference verdicts (default; best held-out "
-        "agreement); ssim: threshold from other targets; clip / vlm: local model weights",
+        "agreement); calibrated-pooled: the same with one threshold for every target; ssim: threshold from other targets; clip / vlm: local model weights",
     )
     p.add_argument("--judge-model", default=None, help="local folder or cached model id for the clip/vlm judges")
     p.add_argument("--label", default=None, help="what the judge is asked about (default: the target's name)")

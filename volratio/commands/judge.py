@@ -15,8 +15,9 @@ def register(sub) -> None:
     p.add_argument(
         "--judge",
         default="calibrated",
-        choices=["calibrated", "ssim", "clip", "vlm"],
-        help="calibrated: SSIM@4 with thresholds fitted on the reference verdicts (default); ssim: threshold "
+        choices=["calibrated", "calibrated-pooled", "ssim", "clip", "vlm"],
+        help="calibrated: SSIM@4 with thresholds fitted on the reference verdicts (default); calibrated-pooled: "
+        "the same with one threshold for every target; ssim: threshold "
         "from other targets; clip, vlm: local model weights",
     )
     p.add_argument("--model", default=None, help="local folder or cached model id for --judge clip/vlm")
@@ -25,7 +26,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_judge)
 
     p = sub.add_parser("judge-check", help="agreement of a judge with the reference verdicts (data/judge_reference)")
-    p.add_argument("--judge", required=True, choices=["calibrated", "ssim", "clip", "vlm"])
+    p.add_argument("--judge", required=True, choices=["calibrated", "calibrated-pooled", "ssim", "clip", "vlm"])
     p.add_argument("--model", default=None, help="local folder or cached model id for --judge clip/vlm")
     p.add_argument(
         "--groups",
@@ -67,7 +68,7 @@ def _judge_factory(name: str, model: str | None, device: str):
     """`make(reference) -> Judge` for the judge `name`."""
     from .. import judges
 
-    if name in ("ssim", "calibrated"):  # per image: both compare it with its own reference
+    if name in ("ssim", "calibrated", "calibrated-pooled"):  # per image: each compares it with its own reference
         return lambda reference: judges.make_judge(name, reference, model=model, device=device)
     kw = {"model": model} if model else {}
     j = judges.CLIPJudge(device=device, **kw) if name == "clip" else judges.VLMJudge(device=device, **kw)

@@ -302,6 +302,14 @@ def curves_from_table(table, tol: float = 1e-9) -> dict[str, DepthCurve]:
     if table[table["status"] == "done"].empty:
         raise DepthError("the depth sweep has no finished runs; see `volratio results DIR --tracebacks`")
     flat = networks_table(table)
+    twice = flat[flat.duplicated(["target", "depth", "net"], keep=False)]
+    if len(twice):
+        r = twice.iloc[0]
+        n = int(((twice.target == r.target) & (twice.depth == r.depth) & (twice.net == r.net)).sum())
+        raise DepthError(
+            f"network {r['net']} of {r['target']} at depth {r['depth']} appears {n} times (e.g. two stored "
+            "chunks holding the same runs, judged differently); read one of them"
+        )
     out = {}
     for tgt, g in flat.groupby("target", sort=False):
         depths = sorted(g["depth"].unique().tolist())

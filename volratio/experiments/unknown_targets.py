@@ -164,14 +164,16 @@ def restrict(curve: depth_regime.DepthCurve, depths) -> depth_regime.DepthCurve:
 
 
 def stored_scenes(
-    root=None, n_boot: int = 1000, level: float = 0.90, fitting: float | None = None
+    root=None, n_boot: int = 1000, level: float = 0.90, fitting: float | None = None, names=REFERENCE_CHUNKS
 ) -> tuple[dict, list]:
     """`(curves, rows)` from the stored reference chunks: every scene of `depth_scenes` and its parts
     on the scene's depths (`restrict`), and per scene × effect the row of `scene_vs_parts` (its
     `effect` prefixed with the scene, `spec` the scene). Scenes whose parts are not all stored are left out.
     `fitting`: compare only the networks that fit, MSE ≤ `fitting` × each target's median MSE on
-    the scene's depths (`depth_regime.among_fitting`; None: every network, the protocol)."""
-    curves = depth_regime.stored_curves(REFERENCE_CHUNKS, root)
+    the scene's depths (`depth_regime.among_fitting`; None: every network, the protocol). `names`:
+    the chunks read (`REFERENCE_CHUNKS`; `("depth_scenes_pooled",)` for the one-threshold check —
+    never mix chunks whose runs were judged differently)."""
+    curves = depth_regime.stored_curves(names, root)
     rows, out = [], {}
     for scene in [t for t in curves if t.startswith("scene:")]:
         parts = scene_parts(scene)
