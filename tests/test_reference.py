@@ -144,11 +144,14 @@ def test_repository_plan_names_registered_runs():
     from volratio.sweep import check_configs, resolve_run
 
     root = Path(__file__).resolve().parent.parent / "examples" / "sweeps"
+    chunks = {}
     for name in ("reference.toml", "full.toml"):
         plan = R.load_plan(root / name)
         assert {"rho", "emc2"} <= set(plan)
         for sweep in plan.values():
             check_configs(resolve_run(sweep.run), sweep.configs())
+        chunks[name] = {k: s.run for k, s in plan.items()}
+    assert chunks["full.toml"] == chunks["reference.toml"]  # the full plan is the reference plan, larger
 
 
 def test_reference_commands(tmp_path, capsys):
