@@ -96,8 +96,14 @@ def offline() -> bool:
 # Download and verification
 
 
-def _download_all(url: str) -> dict[str, bytes]:
-    """Every source file's bytes, each verified against its pinned SHA-256 by pooch."""
+def download_verified(
+    url: str, registry: dict[str, str], cache: Path, commit: str, url_env: str, fix: str
+) -> dict[str, bytes]:
+    """`{path: bytes}` of every file in `registry` (`{path: "sha256:…"}`) under `url`, each
+    verified against its pinned SHA-256 by pooch before it is read (verified files are kept in
+    `cache`). Raises `DataNotFoundError` naming the file and the fix (`url_env`, then `fix`) at the
+    first download that fails or does not match. Shared by the FER data and the fork's
+    (`volratio.fer_fork`)."""
     import requests
 
     with warnings.catch_warnings():  # pooch imports tqdm.auto, which warns in a kernel without ipywidgets
@@ -105,8 +111,7 @@ def _download_all(url: str) -> dict[str, bytes]:
         import pooch
 
     pooch.get_logger().setLevel("WARNING")  # one notice line for the whole download, not one per file
-    registry = {rel: f"sha256:{digest}" for rel, (digest, _) in sources().items()}
-    store = pooch.create(path=raw_cache_dir(), base_url=url, registry=registry, retry_if_failed=1)
+    store = pooch.create(path=cache, base_url=url, registry=registry, retry_if_failed=1)
     blobs = {}
     for rel in registry:
         try:
@@ -114,17 +119,29 @@ def _download_all(url: str) -> dict[str, bytes]:
         except ValueError as e:  # pooch: the SHA-256 of the download does not match the pin
             raise DataNotFoundError(
                 f"{url}{rel}: the download does not match its pinned SHA-256 (corrupt, truncated or "
-                f"not the file at commit {COMMIT[:12]}); nothing was installed — retry, or point "
-                f"{URL_ENV} at an intact copy ({e})"
+                f"not the file at commit {commit[:12]}); nothing was installed — retry, or point "
+                f"{url_env} at an intact copy ({e})"
             ) from None
         except (requests.RequestException, OSError) as e:
             raise DataNotFoundError(
                 f"could not download {url}{rel} ({type(e).__name__}: {e}); nothing was installed — "
-                f"check the network, or set {URL_ENV} to a mirror, or set VOLRATIO_DATA to a folder "
-                "holding skull/, butterfly/ and apple/"
+                f"check the network, or set {url_env} to a mirror, or {fix}"
             ) from None
         blobs[rel] = Path(path).read_bytes()
     return blobs
+
+
+def _download_all(url: str) -> dict[str, bytes]:
+    """Every source file's bytes, each verified against its pinned SHA-256 by pooch."""
+    registry = {rel: f"sha256:{digest}" for rel, (digest, _) in sources().items()}
+    return download_verified(
+        url,
+        registry,
+        raw_cache_dir(),
+        COMMIT,
+        URL_ENV,
+        "set VOLRATIO_DATA to a folder holding skull/, butterfly/ and apple/",
+    )
 
 
 # ---------------------------------------------------------------------------------------------

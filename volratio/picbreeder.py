@@ -1,11 +1,19 @@
 """Picbreeder targets: genome XML → NEAT graph → layered network; where the data lives.
 
-The three genomes (skull, butterfly, apple) and the FER paper's networks come from the public
-repository `akarshkumar0101/fer` (Kumar, Clune, Lehman, Stanley 2025) at a pinned commit. They are
-not part of this repository: `data_dir()` finds them through `$VOLRATIO_DATA`, then
-`../shared/data/picbreeder` relative to the repository root, then the user cache that
-`volratio.fer_data.fetch()` (`volratio data fetch`, or the first use) fills by downloading the
-original files, checking their pinned SHA-256 and converting the FER networks.
+Sixteen Picbreeder images, in two datasets:
+
+- `NAMES` — skull, butterfly, apple: the three genomes and the FER paper's networks, from the
+  public repository `akarshkumar0101/fer` (Kumar, Clune, Lehman, Stanley 2025) at a pinned commit
+  (`volratio.fer_data`). Their network is the layerized genome (`layerized`).
+- `EXTRA_NAMES` — the thirteen more of the public fork `jagilley/fer` (`volratio.fer_fork`):
+  images and layered networks, **no genome and no SGD twin**, so their network is the fork's
+  layered network (`fer_network(name, "layered")`).
+
+`network(name)` is the network of any of the sixteen. Neither dataset is part of this repository:
+`data_dir()` and `extra_dir()` find each through `$VOLRATIO_DATA`, then `../shared/data/picbreeder`
+relative to the repository root, then the user cache that `volratio data fetch [--extra]` (or the
+first use) fills by downloading the original files, checking their pinned SHA-256 and converting
+the FER networks.
 
 Genomes are parsed with `defusedxml`, the converted `.npz` networks read with `allow_pickle=False`
 (the only unpickling in the library is `volratio.jaxpickle`, on checksum-verified downloads).
@@ -23,12 +31,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from . import fer_fork
 from .errors import DataNotFoundError, GenomeError
 from .fer_data import COMMIT, NAMES, REPO  # the pinned source, defined with its download
+from .fer_fork import NAMES as EXTRA_NAMES  # the fork's thirteen (no genomes)
 from .graph import Graph, Layered, Node
 from .nets import CoordMLP
 
 ENV_VAR = "VOLRATIO_DATA"
+ALL_NAMES = NAMES + EXTRA_NAMES  # the sixteen Picbreeder targets: the genomes' three first
 
 # genome activation names -> volratio.nets.ACTIVATIONS keys
 _GENOME_ACTIVATIONS = {
@@ -42,6 +53,10 @@ _GENOME_ACTIVATIONS = {
 _FIX_DATA = (
     "set VOLRATIO_DATA to a folder holding skull/, butterfly/ and apple/, or run "
     "`volratio data fetch` to download the files from github.com/akarshkumar0101/fer"
+)
+_FIX_EXTRA = (
+    "set VOLRATIO_DATA to a folder holding the thirteen extra targets, or run "
+    "`volratio data fetch --extra` to download them from github.com/jagilley/fer"
 )
 
 
@@ -91,12 +106,54 @@ def available() -> bool:
     return data_dir(required=False) is not None
 
 
+def extra_dir(required: bool = True) -> Path | None:
+    """The first candidate folder (the same as `data_dir`'s) that holds the complete data of the
+    thirteen extra targets (`EXTRA_NAMES`: image and layered network each). When none does: with
+    `required=False` return None; otherwise download it from the fork into the cache on first use
+    (`volratio.fer_fork.ensure`), or raise the one-line fix under `VOLRATIO_OFFLINE=1`."""
+    for _, d in candidate_dirs():
+        if fer_fork.complete(d):
+            return d
+    if required:
+        return fer_fork.ensure(looked=", ".join(str(d) for _, d in candidate_dirs()))
+    return None
+
+
+def extra_available() -> bool:
+    return extra_dir(required=False) is not None
+
+
+def has_genome(name: str) -> bool:
+    """Whether Picbreeder target `name` comes with its genome (the original three) or only with
+    the fork's layered network (the thirteen extra)."""
+    _check_name(name)
+    return name in NAMES
+
+
+def _check_name(name: str) -> None:
+    if name not in ALL_NAMES:
+        raise DataNotFoundError(f"unknown Picbreeder target {name!r}; known: {', '.join(ALL_NAMES)}")
+
+
+def _no_genome(name: str, what: str) -> DataNotFoundError:
+    return DataNotFoundError(
+        f"Picbreeder target {name!r} has no {what}: the fork jagilley/fer ships only its image and layered "
+        f"network; use its layered network (picbreeder.network({name!r}), spec picbreeder:{name} or fer-layered:{name})"
+    )
+
+
 def _file(name: str, fname: str) -> Path:
-    if name not in NAMES:
-        raise DataNotFoundError(f"unknown Picbreeder target {name!r}; known: {', '.join(NAMES)}")
-    p = data_dir() / name / fname
+    _check_name(name)
+    if name in NAMES:
+        p = data_dir() / name / fname
+        fix = _FIX_DATA
+    else:
+        if fname not in fer_fork.INSTALLED_FILES:
+            raise _no_genome(name, {"genome.xml": "genome", "fer_sgd.npz": "SGD twin"}.get(fname, fname))
+        p = extra_dir() / name / fname
+        fix = _FIX_EXTRA
     if not p.is_file():
-        raise DataNotFoundError(f"{p} is missing; {_FIX_DATA}")
+        raise DataNotFoundError(f"{p} is missing; {fix}")
     return p
 
 
@@ -168,7 +225,8 @@ def parse_genome(source: "str | Path | bytes", name: str | None = None) -> Graph
 
 @functools.cache
 def genome(name: str) -> Graph:
-    """The parsed genome of a Picbreeder target (`skull`, `butterfly`, `apple`)."""
+    """The parsed genome of a Picbreeder target (`skull`, `butterfly`, `apple`; the thirteen extra
+    targets have none and raise `DataNotFoundError` saying to use their layered network)."""
     return parse_genome(_file(name, "genome.xml"), name=name)
 
 
@@ -184,8 +242,18 @@ def layerized(name: str, dtype=torch.float32) -> CoordMLP:
     return net
 
 
+def network(name: str, dtype=torch.float32) -> CoordMLP:
+    """The network of any of the sixteen Picbreeder targets (spec `picbreeder:NAME`): the
+    layerized genome for skull, butterfly and apple (`layerized`), the fork's layered network for
+    the thirteen extra targets, which have no genome (`fer_network(name, "layered")`)."""
+    if has_genome(name):
+        return layerized(name, dtype)
+    return fer_network(name, "layered", dtype)
+
+
 def target_image(name: str) -> torch.Tensor:
-    """`target.png` of `name` as `(256, 256, 3)` float in [0, 1] (the FER repository's rendering)."""
+    """`target.png` of `name` as `(256, 256, 3)` float in [0, 1] (the FER repository's rendering,
+    or the fork's `img.png` for the thirteen extra targets)."""
     from PIL import Image
 
     with Image.open(_file(name, "target.png")) as im:
@@ -210,9 +278,13 @@ def fer_arch(name: str) -> str:
 
 def fer_network(name: str, kind: str = "sgd", dtype=torch.float32) -> CoordMLP:
     """The FER repository's network for `name`: `kind="layered"` (its own layerization of the
-    genome) or `"sgd"` (the dense network it trained with Adam to reproduce `target.png`)."""
+    genome) or `"sgd"` (the dense network it trained with Adam to reproduce `target.png`). For the
+    thirteen extra targets only `"layered"` exists: the fork's layered network (no genome behind it
+    here, no SGD twin)."""
     if kind not in ("sgd", "layered"):
         raise DataNotFoundError(f"unknown FER network kind {kind!r}; use 'sgd' or 'layered'")
+    _check_name(name)
+    source = f"{REPO}@{COMMIT}" if name in NAMES else f"{fer_fork.REPO}@{fer_fork.COMMIT}"
     path = _file(name, f"fer_{kind}.npz")
     try:
         with np.load(path, allow_pickle=False) as z:
@@ -231,8 +303,10 @@ def fer_network(name: str, kind: str = "sgd", dtype=torch.float32) -> CoordMLP:
         head="hsv",
         masks=masks,
         dtype=dtype,
-        provenance={"made_by": f"fer_{kind}", "target": name, "source": f"{REPO}@{COMMIT}"},
+        provenance={"made_by": f"fer_{kind}", "target": name, "source": source},
     )
+    if name not in NAMES:
+        net.provenance["genome"] = "none published: this is the fork's layered network"
     if losses is not None:
         net.provenance["final_loss"] = float(losses[-1])
     return net
@@ -248,20 +322,32 @@ def fer_losses(name: str) -> np.ndarray:
 # Where the data is, in words
 
 
-def where() -> str:
-    """A human-readable answer to "where is the data, or how do I get it?"."""
-    from .fer_data import missing
-
+def _where_lines(missing, n_files: int) -> list[str]:
     lines = []
-    found = data_dir(required=False)
     for label, d in candidate_dirs():
         lack = missing(d)
         if not lack:
             state = "✓"
-        elif len(lack) < len(NAMES) * 4:
+        elif len(lack) < n_files:
             state = f"· incomplete (lacks {', '.join(lack[:3])}{', …' if len(lack) > 3 else ''})"
         else:
             state = "·"
         lines.append(f"  {state} {label}: {d}")
+    return lines
+
+
+def where() -> str:
+    """A human-readable answer to "where is the data, or how do I get it?", for both datasets:
+    the original three (first line: where they are, or how to get them) and the fork's thirteen."""
+    from .fer_data import INSTALLED_FILES, missing
+
+    found = data_dir(required=False)
     head = f"Picbreeder data: {found}" if found else f"Picbreeder data: not found. {_FIX_DATA}"
-    return head + "\n" + "\n".join(lines)
+    lines = [head] + _where_lines(missing, len(NAMES) * len(INSTALLED_FILES))
+    extra = extra_dir(required=False)
+    lines.append(
+        f"Extra Picbreeder targets ({len(EXTRA_NAMES)}, layered networks of {fer_fork.REPO}): "
+        + (str(extra) if extra else f"not found. {_FIX_EXTRA}")
+    )
+    lines += _where_lines(fer_fork.missing, len(EXTRA_NAMES) * len(fer_fork.INSTALLED_FILES))
+    return "\n".join(lines)

@@ -2,9 +2,9 @@
 
 | spec | network |
 | --- | --- |
-| `picbreeder:NAME` | the layerized Picbreeder genome (`volratio.picbreeder.layerized`) |
-| `fer-sgd:NAME` | the FER paper's dense SGD network for NAME |
-| `fer-layered:NAME` | the FER repository's own layerization of NAME |
+| `picbreeder:NAME` | the network of a Picbreeder target (`volratio.picbreeder.network`): the layerized genome for skull, butterfly, apple; the fork `jagilley/fer`'s layered network for the thirteen others, which have no genome |
+| `fer-sgd:NAME` | the FER paper's dense SGD network for NAME (skull, butterfly, apple only) |
+| `fer-layered:NAME` | the FER repository's own layerization of NAME (or the fork's layered network) |
 | a path to a `.safetensors` file | a network saved with `CoordMLP.save` |
 """
 
@@ -24,7 +24,7 @@ def load_network(spec: str, device: str = "cpu") -> CoordMLP:
 
     kind, sep, name = str(spec).partition(":")
     if sep and kind == "picbreeder":
-        return picbreeder.layerized(name).to(device)
+        return picbreeder.network(name).to(device)
     if sep and kind in ("fer-sgd", "fer-layered"):
         return picbreeder.fer_network(name, kind.split("-")[1]).to(device)
     p = Path(spec)

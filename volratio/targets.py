@@ -3,6 +3,7 @@
 | spec | what |
 | --- | --- |
 | `picbreeder:skull` (`butterfly`, `apple`) | the genome rendered exactly at any resolution (needs the Picbreeder data) |
+| `picbreeder:ghost` (and the other 12 of `picbreeder.EXTRA_NAMES`) | the fork `jagilley/fer`'s layered network rendered exactly at any resolution — these have no genome (downloaded on first use) |
 | `image:NAME` | an image bundled with scikit-image (astronaut, camera, coffee, chelsea, rocket, …), centre-cropped to a square |
 | `file:PATH` | your own PNG/JPEG (greyscale or RGB), centre-cropped to a square |
 | `scene:A+B[+C…]` | two or more targets side by side in one frame, on black |
@@ -108,6 +109,10 @@ def _square_resize(arr: np.ndarray, res: int) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class PicbreederTarget:
+    """One of the sixteen Picbreeder images. Skull, butterfly and apple are drawn by their genome
+    (the NEAT graph evaluated directly); the thirteen of the fork `jagilley/fer` have no genome and
+    are drawn by the fork's layered network, in float64 (both match `img.png` to 8-bit rounding)."""
+
     name: str
     head: str = "hsv"
     kind: str = "picbreeder"
@@ -117,9 +122,11 @@ class PicbreederTarget:
         return f"picbreeder:{self.name}"
 
     def image(self, res: int = 64) -> torch.Tensor:
-        from .picbreeder import genome
+        from .picbreeder import fer_network, genome, has_genome
 
-        return genome(self.name).render(res).float()
+        if has_genome(self.name):
+            return genome(self.name).render(res).float()
+        return fer_network(self.name, "layered", dtype=torch.float64).render(res)[0].float()
 
 
 @dataclass(frozen=True)
@@ -397,10 +404,10 @@ def get_target(spec: str):
         )
     kind, _, rest = spec.partition(":")
     if kind == "picbreeder":
-        from .picbreeder import NAMES
+        from .picbreeder import ALL_NAMES
 
-        if rest not in NAMES:
-            raise TargetError(f"unknown Picbreeder target {rest!r}; known: {', '.join(NAMES)}")
+        if rest not in ALL_NAMES:
+            raise TargetError(f"unknown Picbreeder target {rest!r}; known: {', '.join(ALL_NAMES)}")
         return PicbreederTarget(rest)
     if kind == "image":
         if rest not in SKIMAGE_NAMES:
@@ -442,12 +449,23 @@ def get_target(spec: str):
     raise TargetError(f"unknown target kind {kind!r} in {spec!r}; kinds: picbreeder, image, file, scene, planted")
 
 
-def list_targets() -> list[dict]:
-    """Every named target with its kind and whether it is available here."""
-    from .picbreeder import NAMES, available
+GENOME_SOURCE = "genome (akarshkumar0101/fer)"  # what draws a Picbreeder target, as `list_targets` says it
+LAYERED_SOURCE = "layered network of jagilley/fer (no genome)"
 
-    have = available()
-    rows = [{"spec": f"picbreeder:{n}", "kind": "picbreeder", "available": have} for n in NAMES]
+
+def list_targets() -> list[dict]:
+    """Every named target with its kind, whether it is available here, and (Picbreeder targets)
+    `source`: whether its genome draws it or, for the fork's thirteen, the fork's layered network."""
+    from .picbreeder import EXTRA_NAMES, NAMES, available, extra_available
+
+    have, extra = available(), extra_available()
+    rows = [
+        {"spec": f"picbreeder:{n}", "kind": "picbreeder", "available": have, "source": GENOME_SOURCE} for n in NAMES
+    ]
+    rows += [
+        {"spec": f"picbreeder:{n}", "kind": "picbreeder", "available": extra, "source": LAYERED_SOURCE}
+        for n in EXTRA_NAMES
+    ]
     rows += [{"spec": f"image:{n}", "kind": "image", "available": True} for n in SKIMAGE_NAMES]
     rows += [{"spec": "planted:SEED[:depth=…,width=…,arity=…,primitives=…]", "kind": "planted", "available": True}]
     rows += [{"spec": "scene:A+B[+…]", "kind": "scene", "available": True}]

@@ -1,4 +1,7 @@
-"""Core commands: `targets`, `render`, `info`, `train`, `data fetch|where`."""
+"""Core commands: `targets`, `render`, `info`, `train`, `data fetch|where`.
+
+`volratio data fetch` installs the original three Picbreeder targets (`volratio.fer_data`);
+`volratio data fetch --extra` the thirteen of the fork `jagilley/fer` (`volratio.fer_fork`)."""
 
 from __future__ import annotations
 
@@ -40,34 +43,53 @@ def register(sub) -> None:
     add_json_flag(p)
     p.set_defaults(func=cmd_train)
 
-    p = sub.add_parser("data", help="the Picbreeder reference data: where it is, or fetch it")
+    p = sub.add_parser(
+        "data",
+        help="the Picbreeder reference data (two datasets: the original three, the fork's thirteen): where it is, or fetch it",
+    )
     dsub = p.add_subparsers(dest="data_command", metavar="fetch|where")
     dsub.required = True
-    q = dsub.add_parser("where", help="say where the data was found, or how to get it")
+    q = dsub.add_parser("where", help="say where each dataset was found, or how to get it")
     q.set_defaults(func=cmd_data_where)
     q = dsub.add_parser(
         "fetch",
-        help="download the genomes, images and FER networks (1.8 MB) from the FER repository, verify and convert them",
+        help="download the genomes, images and FER networks of skull, butterfly and apple (1.8 MB) from the FER "
+        "repository — or, with --extra, the images and layered networks of thirteen more targets (1.0 MB) from "
+        "its fork jagilley/fer — verify and convert them",
+    )
+    q.add_argument(
+        "--extra",
+        action="store_true",
+        help="fetch the second dataset: the thirteen extra Picbreeder targets of the fork jagilley/fer "
+        "(images and layered networks; no genomes)",
     )
     q.add_argument("--dest", default=None, help="folder to install into (default: the user cache)")
     q.add_argument(
         "--url",
         default=None,
         help="base URL to download from instead of the repository at the pinned commit "
-        "(a mirror; also $VOLRATIO_FER_URL)",
+        "(a mirror; also $VOLRATIO_FER_URL, or $VOLRATIO_FER_FORK_URL with --extra)",
     )
     q.set_defaults(func=cmd_data_fetch)
 
 
 def cmd_targets(args) -> int:
-    from ..fer_data import offline
-    from ..targets import list_targets
+    from .. import fer_data, fer_fork
+    from ..targets import LAYERED_SOURCE, list_targets
 
     rows = list_targets()
-    missing = (
-        "not here: VOLRATIO_OFFLINE=1 (see volratio data where)" if offline() else "downloaded on first use (1.8 MB)"
+
+    def missing(r) -> str:
+        if fer_data.offline():
+            return "not here: VOLRATIO_OFFLINE=1 (see volratio data where)"
+        mod = fer_fork if r.get("source") == LAYERED_SOURCE else fer_data
+        return f"downloaded on first use ({mod.download_bytes() / 1e6:.1f} MB)"
+
+    text = "\n".join(
+        f"{r['spec']:<55} {r['kind']:<11} {'available' if r['available'] else missing(r)}"
+        + (f" — {r['source']}" if r.get("source") else "")
+        for r in rows
     )
-    text = "\n".join(f"{r['spec']:<55} {r['kind']:<11} {'available' if r['available'] else missing}" for r in rows)
     emit(args, rows, text)
     return 0
 
@@ -136,6 +158,8 @@ def cmd_info(args) -> int:
         f"  live units per layer {info['live_units']}\n"
         f"  non-zero per kernel  {info['nonzero_per_layer']}"
     )
+    if info["provenance"].get("genome"):  # the fork's thirteen: say what the network is
+        text += f"\n  genome: {info['provenance']['genome']} ({info['provenance']['source'][:25]})"
     emit(args, info, text)
     return 0
 
@@ -187,13 +211,19 @@ def cmd_data_where(args) -> int:
 
 
 def cmd_data_fetch(args) -> int:
-    from ..fer_data import base_url, download_bytes, fetch
+    from .. import fer_data, fer_fork
     from ..fileio import check_out
 
     if args.dest is not None:
         check_out(args.dest, folder=True, option="--dest")
-    url = base_url(args.url)
-    print(f"downloading {download_bytes() / 1e6:.1f} MB from {url} …", file=sys.stderr, flush=True)
-    dest = fetch(args.dest, url=url)
-    print(f"Picbreeder genomes, images and FER networks verified, converted and installed in {dest}")
+    mod = fer_fork if args.extra else fer_data
+    url = mod.base_url(args.url)
+    print(f"downloading {mod.download_bytes() / 1e6:.1f} MB from {url} …", file=sys.stderr, flush=True)
+    dest = mod.fetch(args.dest, url=url)
+    what = (
+        f"the {len(fer_fork.NAMES)} extra Picbreeder targets' images and layered networks ({fer_fork.REPO})"
+        if args.extra
+        else "Picbreeder genomes, images and FER networks"
+    )
+    print(f"{what} verified, converted and installed in {dest}")
     return 0
