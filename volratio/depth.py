@@ -208,6 +208,26 @@ def fit_predictor(ratios, depths, names=None, level: float = 0.95) -> DepthPredi
     )
 
 
+def r2_interval(x, y, level: float = 0.95, n_boot: int = 10_000, seed: int = 0) -> tuple[float, float]:
+    """The percentile bootstrap interval at `level` of the R² of a straight-line fit of `y` on `x`:
+    the (x, y) pairs resampled with replacement `n_boot` times (resamples whose x or y do not vary
+    are dropped), seeded. The Picbreeder gallery's "complexity predicts depth" fit reports it."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
+        raise DepthError(f"r2_interval needs two equal-length 1-D arrays of ≥ 3 points, got {x.shape} and {y.shape}")
+    if not 0 < level < 1 or int(n_boot) < 1:
+        raise DepthError(f"r2_interval: level must be in (0, 1) and n_boot ≥ 1, got {level} and {n_boot}")
+    idx = np.random.default_rng(seed).integers(0, len(x), size=(int(n_boot), len(x)))
+    xb, yb = x[idx], y[idx]  # (n_boot, n)
+    xc, yc = xb - xb.mean(1, keepdims=True), yb - yb.mean(1, keepdims=True)
+    sxx, syy, sxy = (xc**2).sum(1), (yc**2).sum(1), (xc * yc).sum(1)
+    ok = (sxx > 0) & (syy > 0)
+    r2 = sxy[ok] ** 2 / (sxx[ok] * syy[ok])
+    lo, hi = np.quantile(r2, [0.5 - level / 2, 0.5 + level / 2])
+    return float(lo), float(hi)
+
+
 # ---------------------------------------------------------------------------------------------
 # Calibration on planted targets
 
