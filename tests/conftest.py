@@ -1,7 +1,12 @@
 """Shared fixtures. The Picbreeder data lives outside the repository (DESIGN §5); tests that need
 it use `picbreeder_dir`, which skips with the reason when it is absent."""
 
+import contextlib
+import functools
+import http.server
 import os
+import threading
+from pathlib import Path
 
 import pytest
 import torch
@@ -22,3 +27,49 @@ def picbreeder_dir():
     if d is None:
         pytest.skip("Picbreeder data not found: set VOLRATIO_DATA or run `volratio data fetch`")
     return d
+
+
+FORK_MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "fer-fork-mirror"
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep the test output clean
+        pass
+
+
+@contextlib.contextmanager
+def serve_folder(folder: Path):
+    """A throwaway HTTP server for `folder` on 127.0.0.1 and a free port; stopped on exit."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def extra_installed(tmp_path_factory):
+    """The thirteen extra Picbreeder targets, fetched once per session from the byte-exact mirror of
+    the fork served on 127.0.0.1 into a temporary folder (its pooch cache too); skips when the
+    mirror is absent."""
+    from volratio import fer_fork
+
+    if not (FORK_MIRROR / "SHA256SUMS").is_file():
+        pytest.skip(f"no mirror of the fork jagilley/fer at {FORK_MIRROR}")
+    root = tmp_path_factory.mktemp("fork")
+    with pytest.MonkeyPatch.context() as mp, serve_folder(FORK_MIRROR) as url:
+        mp.setenv("XDG_CACHE_HOME", str(root / "cache"))
+        return fer_fork.fetch(root / "data", url=url)
+
+
+@pytest.fixture
+def extra_data(extra_installed, monkeypatch):
+    """`extra_installed` found through $VOLRATIO_DATA (the original three, lacking there, are still
+    found in ../shared/data/picbreeder: each dataset takes the first complete copy)."""
+    monkeypatch.setenv("VOLRATIO_DATA", str(extra_installed))
+    return extra_installed
