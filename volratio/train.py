@@ -15,6 +15,11 @@ orthogonalised update would otherwise fill them). A NaN/Inf loss stops training 
 `TrainingDiverged`, which names the step and carries the last good weights (also restored into the
 network). Same seed, same device (CPU) → bit-identical results.
 
+`TrainConfig.path` chooses how each step's losses and gradients are computed: `"eager"` (autograd,
+the default and the path of every stored reference run) or `"fast"` (`volratio.fast_train`, a
+hand-written forward/backward with buffers allocated once; same optimizer step, masks, gradient
+normalisation and divergence handling; `benchmarks/training.py` measures it).
+
 Chapters: all of Part I; `benchmarks/population.py` measures the population speed-up.
 """
 
@@ -29,9 +34,11 @@ from torch import nn
 from . import budget
 from .device import resolve_device
 from .errors import TrainingDiverged, VolratioError
+from .fast_train import FastStep
 from .nets import CoordMLP, coords
 
 OPTIMIZERS = ("adam", "adamw", "sgd", "muon")
+PATHS = ("eager", "fast")  # how a step's losses and gradients are computed (TrainConfig.path)
 
 
 @dataclass
@@ -47,6 +54,10 @@ class TrainConfig:
     log_every: int = 1  # record the loss every this many steps
     progress: bool = False  # show a tqdm progress bar
     device: str = "auto"  # "auto" = CUDA when available, else CPU
+    # "eager": autograd through CoordMLP.forward (what every stored run was trained with);
+    # "fast": volratio.fast_train's hand-written step (same optimizers, losses equal to rounding,
+    # several times faster for populations). The experiments choose "fast" for new runs.
+    path: str = "eager"
 
     @classmethod
     def quick(cls, **kw) -> "TrainConfig":
@@ -162,6 +173,8 @@ def _check_config(cfg: TrainConfig) -> None:
 
     if not (isinstance(cfg.steps, Integral) and cfg.steps >= 0):
         raise VolratioError(f"TrainConfig.steps must be an integer ≥ 0, got {cfg.steps!r}")
+    if cfg.path not in PATHS:
+        raise VolratioError(f"TrainConfig.path must be one of {', '.join(PATHS)}, got {cfg.path!r}")
     if not (isinstance(cfg.log_every, Integral) and cfg.log_every >= 1):
         raise VolratioError(f"TrainConfig.log_every must be a positive integer, got {cfg.log_every!r}")
     for name in ("lr", "muon_lr", "adamw_lr"):
@@ -192,6 +205,7 @@ def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResu
     grid = coords(res, device=dev, dtype=net.weights[0].dtype)
     flat = t.to(device=dev, dtype=grid.dtype).reshape(*t.shape[:-3], res * res, 3)
     opt = _Optimizer(net, cfg)
+    fast = FastStep(net, grid, flat) if cfg.path == "fast" else None
     log_steps, log_losses = [], []
     last_good = [w.detach().clone() for w in net.weights]
     bar = None
@@ -201,7 +215,7 @@ def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResu
         bar = tqdm(total=cfg.steps, desc="train", leave=False)
     for step in range(cfg.steps + 1):
         opt.zero_grad()
-        losses = mse_per_network(net, grid, flat)  # (K,)
+        losses = fast.losses() if fast is not None else mse_per_network(net, grid, flat)  # (K,)
         if not torch.isfinite(losses).all():
             bad = [int(i) for i in torch.nonzero(~torch.isfinite(losses)).flatten()]
             with torch.no_grad():
@@ -221,7 +235,10 @@ def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResu
         with torch.no_grad():
             for g, w in zip(last_good, net.weights):
                 g.copy_(w)
-        losses.sum().backward()
+        if fast is not None:
+            fast.backward()
+        else:
+            losses.sum().backward()
         opt.step()
         if bar is not None:
             bar.update(1)

@@ -1,0 +1,146 @@
+"""Training speed: eager single network, eager population, fast population, and the bmm roofline.
+
+On the reference shapes (64×64 pixels, width 12, Gaussian units, HSV head, Adam) and at each depth
+asked for, one run measures, single-threaded:
+
+- `eager`: K separate one-network `train` runs (`TrainConfig(path="eager")`), in net-steps/s;
+- `population`: one `CoordMLP(population=K)` on the eager path;
+- `fast`: the same population on `TrainConfig(path="fast")` (`volratio.fast_train`);
+- `torch.bmm` on the fast step's own matmul shapes, in GFLOP/s: the roofline. The fast step's
+  matmul work (forward, input and kernel gradients) per second, as a share of it, is `roofline`.
+
+It checks that the fast and eager populations agree (losses after the measured steps, relative)
+and, with `--compile`, also times `torch.compile` of the eager loss-and-gradient step (compile
+seconds and step time; not in `--quick`, it costs about a minute per shape). Each depth ends with
+
+    depth 8: fast 1234 net-steps/s  3.4x eager  2.7x population  roofline 55%
+
+    python benchmarks/training.py --quick          # depths 8 and 14, under two minutes
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+from volratio.nets import CoordMLP, coords, head_to_rgb
+from volratio.targets import get_target
+from volratio.train import TrainConfig, train
+
+
+def _net_steps_per_s(nets: list[CoordMLP], img, cfg: TrainConfig) -> tuple[float, np.ndarray]:
+    """Train each of `nets` in turn; returns (net-steps per CPU-second of this one-thread process:
+    other load on a shared machine moves it less than wall time, final losses of all members)."""
+    t0 = time.process_time()
+    final = [train(n, img, cfg).final_loss for n in nets]
+    dt = time.process_time() - t0
+    return sum(n.population for n in nets) * cfg.steps / dt, np.concatenate(final)
+
+
+def _matmul_flops(net: CoordMLP, pixels: int) -> float:
+    """FLOPs of one training step's matmuls: forward, kernel gradients, and input gradients
+    (all kernels but the first)."""
+    dims = [net.n_inputs] + [net.width] * net.depth + [net.weights[-1].shape[-1]]
+    per = [2.0 * net.population * pixels * fi * fo for fi, fo in zip(dims[:-1], dims[1:])]
+    return 3 * sum(per) - per[0]
+
+
+def _bmm_gflops(net: CoordMLP, pixels: int, repeats: int) -> float:
+    """GFLOP/s of `torch.bmm` on the step's hidden-layer shapes (K, P, W) × (K, W, W), best of 3."""
+    K, W = net.population, net.width
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(K, pixels, W, generator=g)  # (K, P, W)
+    b = torch.randn(K, W, W, generator=g)  # (K, W, W)
+    out = torch.empty(K, pixels, W)
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.process_time()
+        for _ in range(repeats):
+            torch.bmm(a, b, out=out)
+        best = min(best, (time.process_time() - t0) / repeats)
+    return 2.0 * K * pixels * W * W / best / 1e9
+
+
+def _compiled_step_ms(net: CoordMLP, img: torch.Tensor, steps: int) -> tuple[float, float]:
+    """(compile seconds, ms per step) of `torch.compile` of the eager loss-and-gradient step."""
+    grid = coords(img.shape[0])
+    flat = img.reshape(-1, 3)
+    ws = [w.detach().clone().requires_grad_(True) for w in net.weights]
+
+    def step(ws, masks):
+        h = grid
+        for i, (w, m) in enumerate(zip(ws, masks)):
+            z = torch.matmul(h, w * m)
+            h = net.activate(z) if i < net.depth else z
+        losses = ((head_to_rgb(h, net.head) - flat) ** 2).mean(dim=(1, 2))
+        return losses, torch.autograd.grad(losses.sum(), ws)
+
+    compiled = torch.compile(step)
+    t0 = time.process_time()
+    compiled(ws, net.masks)
+    t_compile = time.process_time() - t0
+    t0 = time.process_time()
+    for _ in range(steps):
+        compiled(ws, net.masks)
+    return t_compile, (time.process_time() - t0) / steps * 1e3
+
+
+def main(argv=None) -> list[str]:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer steps: depths 8 and 14 in under two minutes")
+    ap.add_argument("--depths", type=int, nargs="+", default=[8, 14])
+    ap.add_argument("--K", type=int, default=5, help="population size (the reference runs train 5 members)")
+    ap.add_argument("--width", type=int, default=12)
+    ap.add_argument("--res", type=int, default=64)
+    ap.add_argument("--steps", type=int, default=None, help="steps per measured run")
+    ap.add_argument("--compile", action="store_true", help="also time torch.compile of the eager step")
+    args = ap.parse_args(argv)
+    steps = args.steps or (40 if args.quick else 200)
+    # One thread: the comparison is about passes over memory, not intra-op threading (which, on a
+    # shared machine, only adds noise). All speeds are ratios measured in this one run.
+    torch.set_num_threads(1)
+    img = get_target("picbreeder:skull").image(args.res)  # (res, res, 3)
+    pixels = args.res * args.res
+    print(f"res={args.res} width={args.width} K={args.K} steps={steps} threads={torch.get_num_threads()}")
+    lines = []
+    for depth in args.depths:
+        arch = f"{depth};gaussian:{args.width}"
+        eager = TrainConfig(steps=steps, optimizer="adam", lr=3e-3, device="cpu", log_every=steps, path="eager")
+        fast = TrainConfig(**{**eager.__dict__, "path": "fast"})
+        # warm-up (allocator, BLAS): a few steps of each path, not timed
+        for cfg in (eager, fast):
+            train(CoordMLP(arch, population=args.K, seed=0), img, TrainConfig(**{**cfg.__dict__, "steps": 3}))
+        singles = [CoordMLP(arch, seed=s) for s in range(args.K)]
+        r_eager, _ = _net_steps_per_s(singles, img, eager)
+        r_pop, loss_pop = _net_steps_per_s([CoordMLP(arch, population=args.K, seed=0)], img, eager)
+        net = CoordMLP(arch, population=args.K, seed=0)
+        r_fast, loss_fast = _net_steps_per_s([net], img, fast)
+        gflops_fast = _matmul_flops(net, pixels) * r_fast / args.K / 1e9
+        gflops_bmm = _bmm_gflops(net, pixels, repeats=max(20, steps))
+        gap = float(np.max(np.abs(loss_fast - loss_pop) / loss_pop))
+        print(f"depth {depth}, {arch}:")
+        print(f"  eager, {args.K} separate runs   {r_eager:8.0f} net-steps/s")
+        print(f"  eager population of {args.K}     {r_pop:8.0f} net-steps/s")
+        print(f"  fast population of {args.K}      {r_fast:8.0f} net-steps/s   matmul {gflops_fast:.1f} GFLOP/s")
+        print(f"  torch.bmm on (K, P, W)×(K, W, W)      {gflops_bmm:.1f} GFLOP/s")
+        print(f"  fast vs eager population after {steps} steps: max relative |Δ loss| = {gap:.1e}")
+        if args.compile:
+            t_c, ms = _compiled_step_ms(CoordMLP(arch, population=args.K, seed=0), img, steps)
+            print(
+                f"  torch.compile of the eager step: {t_c:.0f} s to compile, "
+                f"{args.K * 1e3 / ms:.0f} net-steps/s (loss and gradients only, no optimizer)"
+            )
+        line = (
+            f"depth {depth}: fast {r_fast:.0f} net-steps/s  {r_fast / r_eager:.1f}x eager  "
+            f"{r_fast / r_pop:.1f}x population  roofline {100 * gflops_fast / gflops_bmm:.0f}%"
+        )
+        print(line, flush=True)
+        lines.append(line)
+    return lines
+
+
+if __name__ == "__main__":
+    main()
