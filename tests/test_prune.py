@@ -185,7 +185,8 @@ def test_sp_stops_when_nothing_is_redundant_and_at_target_size(dense):
     res = P.sp(net, image(), P.SPConfig(tau=1.0, rounds=5, retrain_steps=0))
     assert res.extras["stop"] == ["no redundant pair"] * 2 and len(res.history) == 1
     net = fresh(dense)
-    res = P.sp(net, image(), P.SPConfig(tau=0.0, opposite_sign=True, rounds=10, retrain_steps=2, target_units=9))
+    cfg = P.SPConfig(tau=0.0, opposite_sign=True, rounds=10, retrain_steps=2, target_units=9, loss_factor=None)
+    res = P.sp(net, image(), cfg)  # no guard: this test is about the size target
     assert [sum(r) for r in net.live_units()] == [9, 9]
     assert res.extras["stop"] == ["target size"] * 2
 
@@ -457,7 +458,7 @@ def test_connectivity_study_matches_sparsity(picbreeder_dir):
         retrain_steps=2,
         imp_steps=3,
         imp_rewind=1,
-        sp=P.SPConfig(tau=0.3, opposite_sign=True, rounds=1, retrain_steps=2),
+        sp=P.SPConfig(tau=0.3, opposite_sign=True, rounds=1, retrain_steps=2, loss_factor=None),  # 5 dense steps
         emc2_res=16,
         emc2_params=3,
         deltas=(-1.0, 1.0),

@@ -88,7 +88,7 @@ def _connectivity_config(cfg: ReferenceSetConfig):
     from .experiments.connectivity import Config as ConnectivityConfig
     from .prune.similarity_pruning import SPConfig
 
-    sp = SPConfig(tau=0.9, opposite_sign=True, rounds=3, retrain_steps=cfg.retrain_steps)
+    sp = SPConfig(tau=0.9, opposite_sign=True, rounds=3, retrain_steps=cfg.retrain_steps, loss_factor=None)
     return ConnectivityConfig(
         seeds=cfg.connectivity_seeds,
         res=cfg.connectivity_res,
@@ -117,7 +117,9 @@ def _trained(cfg_key: tuple):
     dense = new_network(scene, depth=6, width=16, activation="gaussian", seed=cfg.seed)
     train(dense, img, TrainConfig(steps=cfg.scene_steps, device="cpu"))
     sp_net = dense.select([0])
-    prune.prune(sp_net, img, "sp", prune.SPConfig.quick(train=TrainConfig(device="cpu"), seed=cfg.seed))
+    prune.prune(
+        sp_net, img, "sp", prune.SPConfig.quick(train=TrainConfig(device="cpu"), seed=cfg.seed, loss_factor=None)
+    )
     return conn["nets"], dense, sp_net
 
 

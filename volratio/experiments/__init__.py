@@ -143,7 +143,8 @@ class _WholeParse:
         self.name = name
 
     def __call__(self, config: dict):
-        over = dict(config)
+        # an experiment's LEGACY: entries a run stored before they existed means by leaving them out
+        over = {**getattr(module(self.name), "LEGACY", {}), **config}
         return make_config(self.name, over.pop("scale", "quick"), over)
 
 

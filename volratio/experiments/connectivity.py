@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from ..nets import CoordMLP
-from ..prune import PruneError, prune
+from ..prune import PruneError, collapsed, prune
 from ..prune.masks import unit_alive, weight_sparsity
 from ..prune.similarity_pruning import SPConfig
 from ..stats import mean_ci
@@ -62,6 +62,7 @@ class Config(Presets):
     deltas: tuple = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # EMC2 perturbation sizes
     seed: int = 0  # initialisation of the population; the table's seed of member k is seed + k % seeds
     device: str = "auto"  # CUDA when available
+    legacy_rows: bool = False  # rows without dense_loss / collapsed (runs stored before SP's guard: `LEGACY`)
     scale: str = "quick"  # the preset this config came from
 
     # reference (issue 16): 64×64, 5 seeds, 2,000 dense steps, equal fine-tuning budgets — SP 5 rounds ×
@@ -78,6 +79,11 @@ class Config(Presets):
     FULL = dict(seeds=10, res=128, dense_steps=10_000, retrain_steps=10_000, imp_steps=3000, imp_rewind=300,
                 sp=SPConfig(tau=0.9, opposite_sign=True, rounds=20, retrain_steps=500), emc2_res=128, emc2_params=None)
     # fmt: on
+
+
+# A sweep config (`scale` + overrides) stored before SP's guard and the collapse columns means these
+# by leaving them out; `volratio.experiments` applies them to every whole-experiment run config
+LEGACY = {"sp.loss_factor": None, "legacy_rows": True}
 
 
 def _copy(net: CoordMLP) -> CoordMLP:
@@ -137,11 +143,13 @@ def run(config: Config | None = None, progress=None) -> Result:
             {"target": cfg.targets[k // S], "seed": cfg.seed + k % S, "member": k, "method": m, "failed": why}
             for k in range(T * S)
         ]
+    dense_loss = _losses(dense, images)
     for method, net in nets.items():
         rep_loss = _losses(net, images)
         live = net.live_units()
         nz = net.nonzero()
         ws = weight_sparsity(net.masks)
+        flags = collapsed(net, cfg.res, dense_loss, rep_loss) if not cfg.legacy_rows else None
         for k in range(T * S):
             rows.append(
                 {
@@ -155,6 +163,8 @@ def run(config: Config | None = None, progress=None) -> Result:
                     "live_units": live[k],
                     "unit_sparsity": 1.0 - sum(live[k]) / (L * W),
                     "sp_stop": stop[k] if method == "sp" else "",
+                    # the dense network's MSE, and whether this one collapsed (flat image or lost fit)
+                    **({} if flags is None else {"dense_loss": float(dense_loss[k]), "collapsed": bool(flags[k])}),
                 }
             )
     table = pd.DataFrame(rows)
@@ -275,6 +285,40 @@ def tau_sensitivity(result: Result, taus=(0.8, 0.95)):
     return pd.DataFrame(rows).set_index("τ").sort_index()
 
 
+def guard_sensitivity(result: Result, factors=(None, 2.0), centred=(False, True)):
+    """SP's loss guard and similarity moved: the dense networks of `result` pruned again with SP's
+    `loss_factor` ∈ `factors` (None: no guard) × `centred` ∈ `centred` (raw or mean-subtracted
+    maps), the rest of the run's SP config kept. One row per setting: mean weight and unit sparsity,
+    mean MSE (and the dense networks' mean MSE), the share of collapsed networks
+    (`volratio.prune.collapsed`) and how many stopped at the guard. No EMC2 (cheap enough for the
+    chapter). Chapter: "Connectivity", section on the guard."""
+    import pandas as pd
+
+    cfg, dense, images = result["config"], result["nets"]["dense"], result["images"]
+    dense_loss = _losses(dense, images)
+    L, W = dense.depth, dense.width
+    rows = []
+    for factor in factors:
+        for c in centred:
+            net = _copy(dense)
+            spc = replace(cfg.sp, loss_factor=factor, centred=c, train=TrainConfig(lr=cfg.lr, device=cfg.device))
+            pr = prune(net, images, "sp", spc)
+            live = net.live_units()
+            rows.append(
+                {
+                    "guard": "off" if factor is None else f"{factor:g}× dense MSE",
+                    "similarity": "centred" if c else "raw",
+                    "sparsity": float(np.mean(weight_sparsity(net.masks))),
+                    "unit sparsity": float(np.mean([1.0 - sum(u) / (L * W) for u in live])),
+                    "MSE": float(np.mean(pr.final_loss)),
+                    "dense MSE": float(np.mean(dense_loss)),
+                    "collapsed": float(np.mean(pr.collapsed)),
+                    "stopped at the guard": sum("round undone" in x for x in pr.extras["stop"]),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 # ---------------------------------------------------------------------------------------------
 # The reference scale (stored results, issue 16)
 
@@ -306,5 +350,5 @@ def _config_of(config: dict) -> Config:
     """The `Config` of a stored run (a sweep config: `scale` plus overrides)."""
     from . import make_config
 
-    over = dict(config)
+    over = {**LEGACY, **config}
     return make_config("connectivity", over.pop("scale", "quick"), over)

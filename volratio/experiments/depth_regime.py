@@ -47,6 +47,8 @@ class Settings:
     tau: float = 0.9  # SP cosine-similarity threshold (the paper gives none; ours)
     sp_rounds: int = 2  # SP prune → retrain rounds (0: no pruning)
     retrain_steps: int = 30  # training steps after each SP round
+    sp_loss_factor: float | None = 2.0  # SP's guard (SPConfig.loss_factor): undo a round above this × the dense
+    # MSE. A run config without this entry is one stored before the guard: it means None (`parse_point`)
     deltas: tuple = (-1.0, -0.5, 0.5, 1.0)  # EMC2 perturbation sizes (both signs, FER's |Δw| ≤ 1)
     max_params: int | None = 20  # EMC2 scores a seeded subsample of this many non-zero weights (None = all)
     judge: str = "calibrated"  # EMC2 judge (volratio.judges.make_judge; "ssim": other-targets threshold)
@@ -102,8 +104,19 @@ class Config(Presets, Settings):
 # One run (sweep run function `depth_point`)
 
 
+LEGACY = {"sp_loss_factor": None}  # what a run config stored before SP's guard means by leaving it out
+
+
 def parse_point(config: dict) -> Point:
-    return configure(Point(), config, "depth_point")
+    """One run's config. An entry of `LEGACY` that the config lacks takes its legacy value, so a
+    stored run keeps its key and its result (`volratio results verify`); new sweeps write it."""
+    return configure(Point(), {**LEGACY, **config}, "depth_point")
+
+
+def is_legacy(config: dict) -> bool:
+    """True for a run config written before SP's guard: its metrics keep their stored set (no
+    `collapsed`, `sp_stop`)."""
+    return any(k not in config for k in LEGACY)
 
 
 def sp_network(cfg: Point):
@@ -131,9 +144,26 @@ def sp_network(cfg: Point):
         device=cfg.device,
     )
     dense = train(net, img, tc).final_loss
-    spc = SPConfig(tau=cfg.tau, rounds=cfg.sp_rounds, retrain_steps=cfg.retrain_steps, seed=cfg.seed, train=tc)
+    spc = SPConfig(
+        tau=cfg.tau,
+        rounds=cfg.sp_rounds,
+        retrain_steps=cfg.retrain_steps,
+        seed=cfg.seed,
+        train=tc,
+        loss_factor=cfg.sp_loss_factor,
+    )
     pr = sp(net, img, spc) if cfg.sp_rounds > 0 else None
     return net, target, img, np.asarray(dense, dtype=np.float64), pr
+
+
+def sp_metrics(net, cfg: Point, dense_loss, pr) -> dict:
+    """Per member: `collapsed` (bool) and `sp_stop` (SP's stop reason; "no pruning" without SP)."""
+    from ..prune import collapsed
+
+    if pr is None:
+        flags = collapsed(net, cfg.res, dense_loss, dense_loss)
+        return {"collapsed": [bool(f) for f in flags], "sp_stop": ["no pruning"] * net.population}
+    return {"collapsed": [bool(f) for f in pr.collapsed], "sp_stop": list(pr.extras["stop"])}
 
 
 def emc2_of(net, cfg: Point, member: int = 0):
@@ -153,8 +183,10 @@ def _png_ratio(target: str, res: int) -> float:
 
 def point(config: dict) -> dict:
     """SP networks at one depth. Metrics, one list entry per member: `score` (EMC2 AUC), `scores`
-    (S per δ), `loss` (MSE after SP), `dense_loss`, `nonzero`; and `live_units` (first member),
-    `judge`, `ratio` (the target's PNG ratio at `res`). Artifact: `net` (the population)."""
+    (S per δ), `loss` (MSE after SP), `dense_loss`, `nonzero`, `collapsed` (SP left a flat image
+    or lost the fit: `volratio.prune.collapsed`), `sp_stop` (why SP stopped); and `live_units`
+    (first member), `judge`, `ratio` (the target's PNG ratio at `res`). Runs stored before SP's
+    guard (`is_legacy`) have no `collapsed` and `sp_stop`. Artifact: `net` (the population)."""
     cfg = parse_point(config)
     net, target, img, dense_loss, pr = sp_network(cfg)
     loss = pr.final_loss if pr is not None else dense_loss
@@ -169,6 +201,8 @@ def point(config: dict) -> dict:
         "judge": results[0].judge,
         "ratio": _png_ratio(cfg.target, cfg.res),
     }
+    if not is_legacy(config):
+        out.update(sp_metrics(net, cfg, dense_loss, pr))
     if cfg.keep_net:
         out["net"] = net.to("cpu")
     return out

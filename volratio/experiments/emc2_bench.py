@@ -39,6 +39,7 @@ class Config(Presets):
     judge: str = "calibrated"  # EMC2 judge (volratio.judges.make_judge; "ssim": other-targets threshold)
     seed: int = 0  # initialisation, SP's choices, the EMC2 subsample and the "ssim" judge's calibration
     device: str = "cpu"  # CPU: bit-for-bit repeatable
+    legacy_rows: bool = False  # rows without `collapsed` (runs stored before SP's guard: `parse_dense_point`)
     scale: str = "quick"  # the preset this config came from
 
     # reference (issue 16): 64×64, 5,000 weights per network (≥ 5,000 asked), 8 δ, 2,000 dense
@@ -90,6 +91,19 @@ def train_ours(cfg: Config):
     return dense, sp_net, images
 
 
+def ours_collapsed(dense, sp_net, images, targets) -> dict:
+    """`{(kind, target): bool}`: which of our dense and SP networks (member k drew `targets[k]`)
+    collapsed (`volratio.prune.collapsed`, against the dense network's MSE)."""
+    from ..prune import collapsed
+
+    res, d = int(images.shape[-2]), mse(dense, images)
+    out = {}
+    for kind, net in (("dense (ours)", dense), ("SP (ours)", sp_net)):
+        for k, f in enumerate(collapsed(net, res, d, mse(net, images))):
+            out[(kind, targets[k])] = bool(f)
+    return out
+
+
 def run(cfg: Config | None = None) -> Result:
     import pandas as pd
 
@@ -107,6 +121,7 @@ def run(cfg: Config | None = None) -> Result:
         fer = load_network(f"fer-sgd:{name}")
         results[("FER SGD", name)] = emc2.score_network(fer, spec, _emc2_config(cfg), cfg.judge)
     dense, sp_net, images = train_ours(cfg)
+    flags = ours_collapsed(dense, sp_net, images, cfg.targets)
     for k, name in enumerate(cfg.targets):
         spec = f"picbreeder:{name}"
         results[("dense (ours)", name)] = emc2.score_network(dense, spec, _emc2_config(cfg, k), cfg.judge)
@@ -122,6 +137,7 @@ def run(cfg: Config | None = None) -> Result:
             "n_nonzero": int(r.n_nonzero),
             "judge": r.judge,
             "threshold": judge_threshold(r, name),
+            "collapsed": flags.get((kind, name)),  # our networks: flat image or lost fit; None: not ours
         }
         for (kind, name), r in results.items()
         for d, s in zip(r.deltas, r.scores)
@@ -231,24 +247,31 @@ def parse_dense_point(config: dict) -> Config:
     """A `Config` from a preset (`scale`, default reference) and overrides (`seed`, `dense_steps`, …).
     `judge` defaults to "ssim" here, not to the library's "calibrated": the stored reference runs
     (results/reference/emc2_dense) were scored under "ssim" with configs that do not name the judge,
-    and a config must keep meaning what it meant (see `Point.judge`)."""
+    and a config must keep meaning what it meant (see `Point.judge`). For the same reason a config
+    without `sp.loss_factor` runs SP without its guard and returns rows without `collapsed` (`LEGACY`)."""
     from ._base import preset
 
-    over = {"judge": "ssim", **config}
+    over = {"judge": "ssim", **LEGACY, **config}
     return preset(Config, over.pop("scale", "reference"), **over)
+
+
+# what a stored emc2_dense config (written before SP's guard) means by leaving these out
+LEGACY = {"sp.loss_factor": None, "legacy_rows": True}
 
 
 def dense_point(config: dict) -> dict:
     """Our dense population (one member per target) and its SP-pruned copy for one seed, each
     member scored on every non-zero weight (or `max_params`): the run function `emc2_dense`.
     Metrics: `rows`, one per network × target (`network`, `target`, `auc`, `auc_se`, `scores`,
-    `deltas`, `n_params`, `n_nonzero`, `threshold`, `mse`, `seed`)."""
+    `deltas`, `n_params`, `n_nonzero`, `threshold`, `mse`, `seed`, and `collapsed` except in runs
+    stored before SP's guard)."""
     import numpy as np
 
     from .. import emc2
 
     cfg = parse_dense_point(config)
     dense, sp_net, images = train_ours(cfg)
+    flags = {} if cfg.legacy_rows else ours_collapsed(dense, sp_net, images, cfg.targets)
     rows = []
     for kind, net in (("dense (ours)", dense), ("SP (ours)", sp_net)):
         losses = mse(net, images)
@@ -272,6 +295,7 @@ def dense_point(config: dict) -> dict:
                     "judge": r.judge,
                     "threshold": judge_threshold(r, name),
                     "mse": float(losses[k]),
+                    **({"collapsed": flags[(kind, name)]} if flags else {}),
                 }
             )
     return {"rows": rows}

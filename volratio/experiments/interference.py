@@ -26,6 +26,7 @@ class Config(Presets):
     taus: tuple = (0.8, 0.9)  # SP thresholds
     sp_rounds: int = 5  # SP rounds (SPConfig.quick)
     sp_retrain: int = 100  # retraining steps per round
+    sp_loss_factor: float | None = 2.0  # SP's guard (SPConfig.loss_factor; None: off, as in runs stored before it)
     res: int = 64  # grid of the feature maps
     seed: int = 0  # initialisation and SP's choices
     device: str = "cpu"  # CPU: bit-for-bit repeatable
@@ -36,8 +37,14 @@ class Config(Presets):
     FULL = {"steps": 20_000, "sp_rounds": 30, "sp_retrain": 2000, "res": 256}
 
 
+# A sweep config (`scale` + overrides) stored before SP's guard means no guard by leaving it out;
+# `volratio.experiments` applies this to every whole-experiment run config
+LEGACY = {"sp_loss_factor": None}
+
+
 def networks(cfg: Config) -> tuple[dict, dict]:
-    """`(nets, notes)`: name -> CoordMLP, and what was trained (MSEs, SP summaries)."""
+    """`(nets, notes)`: name -> CoordMLP, and what was trained (MSEs, SP summaries with each
+    network's `dense_loss`, `final_loss` and `collapsed`)."""
     from ..nets import CoordMLP
     from ..prune import SPConfig, sp
     from ..specs import load_network
@@ -62,6 +69,7 @@ def networks(cfg: Config) -> tuple[dict, dict]:
             retrain_steps=cfg.sp_retrain,
             seed=cfg.seed,
             train=TrainConfig(device=cfg.device),
+            loss_factor=cfg.sp_loss_factor,
         )
         pruned = sp(dense.net.select(0), image, scfg)  # select() copies: the dense network stays as it is
         nets[f"SP τ={tau}"] = pruned.net

@@ -36,7 +36,7 @@ class Point(depth_regime.Point):
 
 
 def parse_point(config: dict) -> Point:
-    cfg = configure(Point(), config, "optimizer_point")
+    cfg = configure(Point(), {**depth_regime.LEGACY, **config}, "optimizer_point")  # stored runs: no SP guard
     if cfg.members != 1:
         raise ExperimentError("optimizer_point trains one network per run (members = 1); use more seeds")
     return cfg
@@ -44,7 +44,8 @@ def parse_point(config: dict) -> Point:
 
 def point(config: dict) -> dict:
     """`depth_point` with the config's `optimizer` (adam | muon | sgd) and, in addition, the
-    sharpness: top Hessian eigenvalue of the final MSE (`volratio.flatness.top_eigenvalue`)."""
+    sharpness: top Hessian eigenvalue of the final MSE (`volratio.flatness.top_eigenvalue`).
+    `collapsed` and `sp_stop` as in `depth_point` (not in runs stored before SP's guard)."""
     from ..flatness import top_eigenvalue
 
     cfg = parse_point(config)
@@ -62,6 +63,8 @@ def point(config: dict) -> dict:
         "sharpness_iters": int(eig.iters),
         "judge": res.judge,
     }
+    if not depth_regime.is_legacy(config):  # `collapsed`, `sp_stop` of the one network
+        out.update({k: v[0] for k, v in depth_regime.sp_metrics(net, cfg, dense_loss, pr).items()})
     if cfg.keep_net:
         out["net"] = net.to("cpu")
     return out

@@ -56,7 +56,16 @@ from .masks import (
     weight_sparsity,
 )
 from .schedules import geometric, linear, one_shot, steps_for_rate
-from .similarity_pruning import SPConfig, redundant_pairs, similarity, sp
+from .similarity_pruning import (
+    COLLAPSE_FACTOR,
+    FLAT_STD,
+    SPConfig,
+    collapsed,
+    flat_images,
+    redundant_pairs,
+    similarity,
+    sp,
+)
 
 # method name -> (config class, function)
 METHODS = {
@@ -76,12 +85,28 @@ class PruneResult:
     method: str
     config: dict
     history: list[dict]  # one entry per round/level: round, nonzero, sparsity, live_units, loss (per network)
-    extras: dict = field(default_factory=dict)  # method-specific (SP: stop reasons; IMP: θ_k, rewound weights)
+    extras: dict = field(default_factory=dict)  # method-specific (SP: stop reasons, members; IMP: θ_k, rewound weights)
 
     @property
     def final_loss(self) -> np.ndarray:
         """(K,) MSE of each network at the end."""
         return np.asarray(self.history[-1]["loss"])
+
+    @property
+    def dense_loss(self) -> np.ndarray:
+        """(K,) MSE of each network before pruning (the first history entry)."""
+        return np.asarray(self.history[0]["loss"])
+
+    @property
+    def collapsed(self) -> np.ndarray:
+        """(K,) bool: members that ended as a (near) constant image or far above their dense loss
+        (`similarity_pruning.collapsed`, recorded by SP)."""
+        if "members" not in self.extras:
+            raise PruneError(
+                f"{self.method}: this result does not record collapsed members (SP does); "
+                "call volratio.prune.collapsed(net, res, dense_loss, final_loss) instead"
+            )
+        return np.array([m["collapsed"] for m in self.extras["members"]], dtype=bool)
 
     def summary(self) -> dict:
         """What `volratio prune` prints: method, sparsity reached, live units per layer, final loss."""
@@ -98,6 +123,9 @@ class PruneResult:
         }
         if "stop" in self.extras:
             out["stop"] = self.extras["stop"]
+        if "members" in self.extras:
+            out["dense_loss"] = [m["dense_loss"] for m in self.extras["members"]]
+            out["collapsed"] = [m["collapsed"] for m in self.extras["members"]]
         return out
 
 
@@ -168,6 +196,10 @@ __all__ = [
     "feature_maps",
     "similarity",
     "redundant_pairs",
+    "collapsed",
+    "flat_images",
+    "FLAT_STD",
+    "COLLAPSE_FACTOR",
     "weight_masks",
     "unit_masks",
     "unit_alive",

@@ -1,0 +1,154 @@
+"""SP's loss guard (DESIGN §3.3): a round that would erase the image is undone, collapsed members
+are flagged in every result, and run configs stored before the guard keep their key and meaning."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from volratio import prune as P
+from volratio.experiments import connectivity, depth_regime, emc2_bench, get_run, interference, optimizers
+from volratio.nets import CoordMLP, coords
+from volratio.store import config_key
+from volratio.train import TrainConfig, train
+
+RES = 8
+
+
+def image(res=RES):
+    """A smooth colour image (no data needed)."""
+    g = coords(res)
+    y, x = g[:, 0], g[:, 1]
+    rgb = torch.stack([0.5 + 0.4 * torch.sin(2 * x), 0.5 + 0.4 * y * x, 0.5 + 0.3 * torch.cos(3 * y)], -1)
+    return rgb.reshape(res, res, 3)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    net = CoordMLP("3;gaussian:4,sin:2", population=2, seed=1)
+    train(net, image(), TrainConfig(steps=200, lr=0.02))
+    return net
+
+
+def fresh(net):
+    return net.select(list(range(net.population)))
+
+
+# a round that removes one unit of every pair (τ = 0, opposite signs) and does not retrain: it
+# leaves about one unit per layer, far from the fit
+HARSH = dict(tau=0.0, opposite_sign=True, rounds=3, retrain_steps=0)
+
+
+def test_default_guard_undoes_a_collapsing_round_and_stops(fitted):
+    unguarded = fresh(fitted)
+    off = P.sp(unguarded, image(), P.SPConfig(**HARSH, loss_factor=None))
+    assert (off.final_loss > 2.0 * off.dense_loss).all()  # the round does wreck the fit without the guard
+    net = fresh(fitted)
+    weights, masks = [w.detach().clone() for w in net.weights], [m.clone() for m in net.masks]
+    res = P.sp(net, image(), P.SPConfig(**HARSH))  # default guard
+    assert P.SPConfig().loss_factor == 2.0
+    assert all(torch.equal(a, b) for a, b in zip(masks, net.masks))
+    assert all(torch.equal(a, b.detach()) for a, b in zip(weights, net.weights))
+    assert res.extras["stop"] == ["loss above loss_factor × dense loss (round undone)"] * 2
+    assert len(res.history) == 2 and res.history[1]["removed"] == [0, 0]  # stopped after the undone round
+    np.testing.assert_array_equal(res.final_loss, res.dense_loss)
+    members = res.extras["members"]
+    assert [m["collapsed"] for m in members] == [False, False]
+    assert [m["final_loss"] for m in members] == [m["dense_loss"] for m in members]
+    limit = np.maximum(2.0 * res.dense_loss, P.SPConfig().loss_floor)
+    np.testing.assert_allclose(res.extras["loss_limit"], limit)
+
+
+def test_guard_lets_a_round_within_the_factor_through(fitted):
+    net = fresh(fitted)
+    res = P.sp(net, image(), P.SPConfig(**HARSH, loss_factor=1e6))  # a limit no round reaches
+    assert all(s != "loss above loss_factor × dense loss (round undone)" for s in res.extras["stop"])
+    assert all(s > 0 for s in res.history[-1]["sparsity"])
+
+
+def test_absolute_max_loss_still_works(fitted):
+    net = fresh(fitted)
+    res = P.sp(net, image(), P.SPConfig(**HARSH, loss_factor=None, max_loss=0.0))
+    assert res.extras["stop"] == ["loss above max_loss (round undone)"] * 2
+    assert all(s == 0 for s in res.history[-1]["sparsity"])
+
+
+def test_floor_keeps_a_near_perfect_fit_prunable():
+    cfg = P.SPConfig(loss_factor=2.0, loss_floor=1e-3)
+    np.testing.assert_allclose(cfg.loss_limit([1e-6, 0.01]), [1e-3, 0.02])
+    assert np.isinf(P.SPConfig(loss_factor=None).loss_limit([0.5])).all()
+
+
+@pytest.mark.parametrize("bad", [dict(loss_factor=0.5), dict(loss_factor=float("nan")), dict(loss_floor=-1.0)])
+def test_bad_guard_settings(bad):
+    with pytest.raises(P.PruneError, match="loss_f"):
+        P.SPConfig(**bad)
+
+
+def test_collapsed_flag(fitted):
+    flat = fresh(fitted)
+    with torch.no_grad():
+        flat.weights[-1].zero_()  # the head sees nothing: every pixel gets the bias colour
+    dense_loss = np.full(2, 1e-3)
+    assert P.flat_images(flat, RES).tolist() == [True, True]
+    assert P.collapsed(flat, RES, dense_loss, dense_loss).tolist() == [True, True]
+    ok = fresh(fitted)
+    assert P.flat_images(ok, RES).tolist() == [False, False]
+    assert P.collapsed(ok, RES, dense_loss, dense_loss).tolist() == [False, False]
+    assert P.collapsed(ok, RES, dense_loss, 50 * dense_loss).tolist() == [True, True]  # far above the dense loss
+    # SP's result flags a flat member even when nothing was pruned
+    res = P.sp(flat, image(), P.SPConfig(tau=1.0, rounds=2, retrain_steps=0))
+    assert res.collapsed.tolist() == [True, True]
+    assert P.sp(fresh(fitted), image(), P.SPConfig(tau=1.0, rounds=2)).collapsed.tolist() == [False, False]
+    assert res.summary()["collapsed"] == [True, True]
+    other = P.prune(fresh(fitted), image(), "random", sparsity=0.1, retrain_steps=0)
+    with pytest.raises(P.PruneError, match="collapsed"):
+        _ = other.collapsed
+
+
+# ---------------------------------------------------------------------------------------------
+# Stored configs: no field = no guard, key unchanged
+
+
+def _stored(chunk):
+    t = pd.read_parquet(f"results/reference/{chunk}/results.parquet")
+    return [(r.run, json.loads(r.config), r.version, r.key) for r in t.itertuples()]
+
+
+def test_stored_depth_configs_mean_no_guard_and_keep_their_key():
+    run, config, version, key = _stored("depth_picbreeder")[0]
+    assert "sp_loss_factor" not in config
+    assert config_key(run, config, version) == key
+    assert depth_regime.parse_point(config).sp_loss_factor is None
+    assert depth_regime.is_legacy(config)
+    assert optimizers.parse_point(_stored("optimizers")[0][1]).sp_loss_factor is None
+    new = depth_regime.make_sweep("planted:0", depth_regime.Config.quick()).configs()[0]
+    assert new["sp_loss_factor"] == 2.0 and not depth_regime.is_legacy(new)
+    assert depth_regime.parse_point(new).sp_loss_factor == 2.0
+    assert depth_regime.parse_point({**config, "sp_loss_factor": None}).sp_loss_factor is None
+
+
+def test_stored_whole_experiment_configs_mean_no_guard():
+    run, config, version, key = _stored("connectivity")[0]
+    assert config_key(run, config, version) == key
+    cfg = get_run("connectivity").parse(config)
+    assert cfg.sp.loss_factor is None and cfg.legacy_rows and cfg.sp.tau == config["sp.tau"]
+    assert connectivity.Config.quick().sp.loss_factor == 2.0 and not connectivity.Config.quick().legacy_rows
+    assert get_run("connectivity").parse({**config, "sp.loss_factor": 2.0}).sp.loss_factor == 2.0
+    icfg = get_run("interference").parse(_stored("interference")[0][1])
+    assert icfg.sp_loss_factor is None and interference.Config.quick().sp_loss_factor == 2.0
+    dcfg = emc2_bench.parse_dense_point(_stored("emc2_dense")[0][1])
+    assert dcfg.sp.loss_factor is None and dcfg.legacy_rows
+    assert emc2_bench.Config.reference().sp.loss_factor == 2.0
+
+
+def test_depth_point_metrics_flag_collapsed_only_for_new_configs():
+    small = dict(target="planted:0", depth=1, width=3, res=8, steps=20, sp_rounds=1, retrain_steps=2, members=2,
+                 max_params=2, deltas=[-1.0, 1.0], judge="ssim", keep_net=False, seed=0)  # fmt: skip
+    new = depth_regime.point({**small, "sp_loss_factor": 2.0})
+    assert len(new["collapsed"]) == 2 and all(isinstance(c, bool) for c in new["collapsed"])
+    assert len(new["sp_stop"]) == 2 and len(new["dense_loss"]) == 2
+    old = depth_regime.point(small)
+    assert "collapsed" not in old and "sp_stop" not in old
