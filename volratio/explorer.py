@@ -18,8 +18,9 @@ prepares everything the `{weight-explorer}` directive (book/_ext/volratio_book.p
 - `widget_data(spec, …)` → the page's data for one network (export, ranking, static sweep images)
   and the reference renders the browser check compares the canvas against.
 
-Chapters: "EMC2-Bench" (book/emc2.md) and "Picbreeder networks and their SGD twins"
-(book/picbreeder.md) embed it. Tested in tests/test_explorer.py (round trip, and the JavaScript
+Any network `volratio.specs.load_network` knows can be opened — every one of the sixteen
+Picbreeder targets (`picbreeder:NAME`), FER's SGD twins, saved networks. Chapters: "EMC2-Bench"
+(book/emc2.md) and "Picbreeder networks and their SGD twins" (book/picbreeder.md) embed it. Tested in tests/test_explorer.py (round trip, and the JavaScript
 renderer under node against `CoordMLP.render`).
 """
 
