@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from volratio import machine as M
 from volratio import reference as R
 from volratio.cli import main
 from volratio.store import Store
@@ -73,10 +74,11 @@ def test_stored_records_reads_the_chunks_present_and_names_the_missing(store):
 
 def test_verify_reproduces_and_detects_a_changed_metric(store, capsys):
     _, root = store
-    out = R.verify(root, sample=6, seed=3)
-    assert len(out) == 6 and all(r["ok"] for r in out)
+    out = R.verify(root, sample=6, seed=3).runs
+    assert len(out) == 6 and all(r["ok"] and r["why"] == "same CPU kind" for r in out)
     # the sample is seeded: the same seed, the same runs
-    assert [r["key"] for r in R.verify(root, sample=2, seed=5)] == [r["key"] for r in R.verify(root, sample=2, seed=5)]
+    twice = [[r["key"] for r in R.verify(root, sample=2, seed=5).runs] for _ in range(2)]
+    assert twice[0] == twice[1]
     # change one stored metric (the row's key does not cover metrics): verify must notice
     st = Store(root / "tiny")
     key = next(iter(st.rows))
@@ -99,7 +101,7 @@ def test_verify_reproduces_and_detects_a_changed_metric(store, capsys):
                 },
             }
         )
-    bad = [r for r in R.verify(root, sample=6) if not r["ok"]]
+    bad = R.verify(root, sample=6).failures
     assert len(bad) == 1 and bad[0]["key"] == key and "metric loss does not reproduce" in bad[0]["problem"]
     rc = main(["results", "verify", str(root), "--sample", "6"])
     err = capsys.readouterr().err.strip().splitlines()
@@ -110,7 +112,8 @@ def test_verify_cli_and_cheap_sample(store, capsys):
     _, root = store
     assert main(["results", "verify", str(root), "--sample", "2", "--max-cpu-seconds", "1000", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert len(out) == 2 and all(r["ok"] for r in out)
+    assert len(out["runs"]) == 2 and all(r["ok"] for r in out["runs"])
+    assert out["machine"]["kind"] == M.identity()["kind"] and out["chunks"][0]["comparable"] == 6
     man_path = root / "tiny" / R.MANIFEST
     man = json.loads(man_path.read_text())
     for i, run in enumerate(man["runs"].values()):
@@ -118,12 +121,150 @@ def test_verify_cli_and_cheap_sample(store, capsys):
     man_path.write_text(json.dumps(man))
     with pytest.raises(R.ReferenceError, match="CPU time"):
         R.verify(root, sample=1, max_cpu_seconds=0.1)
-    cheap = R.verify(root, sample=3, max_cpu_seconds=1.0)  # only the cheap run can be drawn
+    cheap = R.verify(root, sample=3, max_cpu_seconds=1.0).runs  # only the cheap run can be drawn
     assert len(cheap) == 1 and cheap[0]["key"] == next(iter(man["runs"])) and cheap[0]["ok"]
     assert main(["results", "verify", str(root / "nosuch")]) == 2
     assert "no such folder" in capsys.readouterr().err
     assert main(["results", str(root / "tiny"), "--sample", "2"]) == 2  # --sample belongs to verify
     assert "applies to `volratio results verify" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# Machine kinds: runs are compared bit for bit only on the CPU kind that stored them
+
+AMD_SESSION = {  # a session written before the kind was recorded (what the AMD manifests hold)
+    "volratio": "0.1.0",
+    "torch": "2.13.0+cpu",
+    "commit": "0" * 40,
+    "device": "cpu",
+    "cpu_model": "AMD EPYC",
+    "cpu_count": 2,
+}
+CPUINFO = """processor\t: 0
+vendor_id\t: GenuineIntel
+model name\t: Intel(R) Xeon(R) Processor
+flags\t\t: fpu sse4_2 avx avx2 fma avx512f avx512bw amx_tile hypervisor
+"""
+CONFIG = """  - Intel(R) oneAPI Math Kernel Library Version 2024.2-Product Build 20240605 for Intel(R) 64
+  - Intel(R) MKL-DNN v3.12.0 (Git Hash 80afa71049cd69a3df32adcccb623b12cd7baa22)
+  - Build settings: BLAS_INFO=mkl, BUILD_TYPE=Release, LAPACK_INFO=mkl
+"""
+
+
+def test_machine_identity_and_kinds(tmp_path):
+    import torch
+
+    here = M.identity()
+    assert set(M.PARTS) | {"kind"} == set(here) and here["kind"] == M.kind_of(here)
+    assert here["torch"] == torch.__version__ and here["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert M.same_kind(here, here) and M.same_kind(M.of_session({**AMD_SESSION, **here}), here)
+    for part, other in (("cpu_capability", "AVX2"), ("cpu_model", "AMD EPYC"), ("torch", "2.0.0"), ("blas", "x")):
+        changed = {**here, part: other}
+        assert M.kind_of(changed) != here["kind"] and not M.same_kind(changed, here)
+    (tmp_path / "cpuinfo").write_text(CPUINFO)
+    vendor, model, isa = M._cpuinfo(tmp_path / "cpuinfo")
+    assert (vendor, model) == ("GenuineIntel", "Intel(R) Xeon(R) Processor")
+    assert isa == ["amx_tile", "avx", "avx2", "avx512bw", "avx512f", "fma", "sse4_2"]  # fpu, hypervisor: no
+    assert M._blas(CONFIG) == "mkl 2024.2, onednn 3.12.0" and M._blas("BLAS_INFO=open") == "open"
+    # an old session: vendor from the model name, ISA, capability and BLAS not recorded
+    old = M.of_session(AMD_SESSION)
+    assert old["cpu_vendor"] == "AuthenticAMD" and old["cpu_isa"] is old["blas"] is old["cpu_capability"] is None
+    assert old["kind"].startswith("amd-") and old["kind"] == M.of_session(dict(AMD_SESSION))["kind"]
+    assert "AMD EPYC, torch 2.13.0+cpu (ISA, capability, BLAS not recorded)" == M.describe(old)
+    amd_here = {**here, "cpu_vendor": "AuthenticAMD", "cpu_model": "AMD EPYC", "torch": "2.13.0+cpu"}
+    assert M.same_kind(old, amd_here)  # recorded parts agree: the same kind
+    assert not M.same_kind(old, {**amd_here, "torch": "2.14.0+cpu"}) and not M.same_kind(old, here)
+    assert not M.same_kind({**old, "cpu_model": None}, amd_here)  # CPU model, torch, device are required
+
+
+def _move_runs_to(root, session: dict, n: int) -> list:
+    """Mark the first `n` runs of the tiny chunk as stored in `session` (another machine)."""
+    path = root / "tiny" / R.MANIFEST
+    man = json.loads(path.read_text())
+    man["sessions"].append(session)
+    keys = list(man["runs"])[:n]
+    for k in keys:
+        man["runs"][k]["session"] = len(man["sessions"])
+        man["runs"][k].pop("kind", None)
+    path.write_text(json.dumps(man))
+    return keys
+
+
+def _change_metric(root, key):
+    st = Store(root / "tiny")
+    with st.writing():
+        row = st.rows[key]
+        metrics = {**json.loads(row["metrics"]), "loss": json.loads(row["metrics"])["loss"] + 1e-9}
+        arts = {n: (".npy", (root / "tiny" / a["file"]).read_bytes()) for n, a in json.loads(row["artifacts"]).items()}
+        st.record({**row, "config": json.loads(row["config"]), "metrics": metrics, "artifacts": arts})
+
+
+def test_runs_and_sessions_record_the_machine_kind(store):
+    _, root = store
+    man = R.manifest("tiny", root)
+    here = M.identity()
+    assert {k: man["sessions"][0][k] for k in (*M.PARTS, "kind")} == here
+    assert {r["kind"] for r in man["runs"].values()} == {here["kind"]}
+    assert all(r["machine"]["kind"] == here["kind"] for r in R.records("tiny", root))
+
+
+def test_verify_draws_only_runs_comparable_here(store, capsys):
+    _, root = store
+    amd = M.of_session(AMD_SESSION)
+    other = set(_move_runs_to(root, AMD_SESSION, 4))
+    report = R.verify(root, sample=6)
+    assert len(report.runs) == 2 and not other & {r["key"] for r in report.runs}
+    assert all(r["ok"] and r["comparable"] for r in report.runs) and not report.failures
+    (chunk,) = report.chunks
+    assert chunk == {"chunk": "tiny", "runs": 6, "comparable": 2, "independent": 0, "other": {amd["kind"]: 4}}
+    text = report.summary()
+    assert f"other CPU kind {amd['kind']}: {M.describe(amd)}" in text and f"4 stored on {amd['kind']}" in text
+    assert "2 of 6 comparable here" in text and text.endswith("2 of 2 re-run(s) reproduce the stored results")
+    # --any-machine: every run is drawn; a difference on another kind is reported, not a failure
+    changed = sorted(other)[0]
+    _change_metric(root, changed)
+    everything = R.verify(root, sample=6, any_machine=True)
+    assert len(everything.runs) == 6 and not everything.failures
+    (diff,) = [r for r in everything.runs if not r["ok"]]
+    assert diff["key"] == changed and not diff["comparable"] and diff["kind"] == amd["kind"]
+    assert f"tiny/{changed}: differs (other CPU kind {amd['kind']}; not a failure): metric loss" in everything.summary()
+    assert main(["results", "verify", str(root), "--sample", "6", "--any-machine"]) == 0
+    out = capsys.readouterr()
+    assert "differs (other CPU kind" in out.out and "5 of 6 re-run(s) reproduce" in out.out and not out.err
+    # a run of this machine's kind that differs is still a failure, with or without --any-machine
+    mine = sorted(set(json.loads((root / "tiny" / R.MANIFEST).read_text())["runs"]) - other)[0]
+    _change_metric(root, mine)
+    assert [r["key"] for r in R.verify(root, sample=6, any_machine=True).failures] == [mine]
+    assert main(["results", "verify", str(root), "--sample", "6"]) == 1
+    assert mine in capsys.readouterr().err
+
+
+def test_verify_with_nothing_comparable_is_an_error(store, capsys, monkeypatch):
+    _, root = store
+    _move_runs_to(root, AMD_SESSION, 6)
+    kind = M.of_session(AMD_SESSION)["kind"]
+    with pytest.raises(R.ReferenceError, match=f"none of the 6 stored run.*stored on {kind}.*--any-machine"):
+        R.verify(root, sample=2)
+    assert main(["results", "verify", str(root), "--max-cpu-seconds", "1000"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--any-machine" in err and M.identity()["kind"] in err
+    assert len(R.verify(root, sample=2, any_machine=True).runs) == 2
+    # runs of a machine-independent run function are comparable on any kind
+    monkeypatch.setitem(R.MACHINE_INDEPENDENT, "toy", ("test", lambda config: config["n"] == 4))
+    report = R.verify(root, sample=6)
+    assert len(report.runs) == 3 and all(r["why"] == "machine-independent" and r["ok"] for r in report.runs)
+    assert report.chunks[0]["independent"] == 3 and report.chunks[0]["other"] == {kind: 3}
+
+
+def test_machine_independent_run_functions_are_the_boolean_sampler():
+    amd = M.of_session(AMD_SESSION)
+    boolean = {"run": "volratio.experiments:volume_ratio", "config": {"targets": ["chain:2"], "basin_Ws": []}}
+    basin = {"run": "volratio.experiments:volume_ratio", "config": {"targets": [], "basin_Ws": [2]}}
+    trained = {"run": "volratio.depth_runs:optimizer_point", "config": {}}
+    assert R.comparable({**boolean, "machine": amd}) == "machine-independent"
+    assert R.comparable({**basin, "machine": amd}) is None and R.comparable({**trained, "machine": amd}) is None
+    assert R.comparable({**trained, "machine": amd}, here={**amd}) == "same CPU kind"
+    assert set(R.MACHINE_INDEPENDENT) == {"volume_ratio"}
 
 
 def test_plan_errors(tmp_path):

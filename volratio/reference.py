@@ -8,12 +8,17 @@ run by `volratio.sweep.run_sweep` into its own results store `ROOT/NAME/` (`volr
 chunk is resumable, committed to git as soon as it finishes, and read back without the others.
 
 Next to each chunk's store, `ROOT/NAME/manifest.json` records what is needed to trust and re-run
-it: the chunk's spec, the library version and git commit, torch/numpy/python versions, device, CPU
-model, and per run its key, config, seed, wall and CPU seconds.
+it: the chunk's spec, per session the library version and git commit, torch/numpy/python versions
+and the machine's numerics parts and `kind` (`volratio.machine`: device, CPU vendor, model, ISA,
+torch's CPU capability, BLAS), and per run its key, config, seed, wall and CPU seconds and `kind`.
 
 `verify(ROOT, sample=K)` re-runs K runs drawn with a seeded generator (optionally only among runs
 whose recorded CPU time is ≤ `max_cpu_seconds`) and checks that they reproduce the stored metrics
-and artifacts bit for bit (timing entries excepted). Used by `volratio reference run`,
+and artifacts bit for bit (timing entries excepted). Float results repeat bit for bit only on the
+CPU kind that stored them, so by default the sample is drawn among the runs *comparable* here: those
+stored on this machine's kind, and those of the run functions in `MACHINE_INDEPENDENT` (verified to
+reproduce across kinds). `any_machine=True` draws among all runs and reports a difference on another
+kind as such, not as a failure. Used by `volratio reference run`,
 `volratio results verify` and the chapters that show reference-scale results (book/volume_ratio.md,
 book/emc2.md, book/claims.md).
 """
@@ -27,8 +32,10 @@ import random
 import subprocess
 import time
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import machine as M
 from .errors import VolratioError
 from .fileio import atomic_path
 
@@ -36,6 +43,13 @@ MANIFEST = "manifest.json"
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "results" / "reference"
 # metric entries that measure time, not results: left out of the bit-for-bit comparison
 TIMING_KEYS = frozenset({"seconds_run", "elapsed_s", "seconds", "wall_s", "cpu_s", "versions"})
+# Run functions whose stored results reproduce bit for bit on any CPU kind: name -> (what, test on
+# a run's config). Only what was verified across kinds belongs here (results/reference/README.md):
+# the Boolean model of ρ samples networks and counts matches with integer and bitwise operations;
+# its basin cells (`basin_Ws`) render float networks and are not included.
+MACHINE_INDEPENDENT = {
+    "volume_ratio": ("Boolean ρ: integer and bitwise sampling", lambda config: not config.get("basin_Ws")),
+}
 
 
 class ReferenceError(VolratioError, ValueError):
@@ -83,22 +97,14 @@ def load_plan(path: "str | Path") -> dict:
 
 
 def machine() -> dict:
-    """What ran the chunk: versions, commit, device, CPU model."""
+    """What ran the chunk: versions, commit, CPU count, platform and the numerics parts and `kind`
+    of this machine (`volratio.machine.identity`: device, CPU vendor, model, ISA, capability, BLAS)."""
     from .experiments._base import versions
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     return {
         **versions(),
         "commit": git_commit(),
-        "device": "cpu",
-        "cpu_model": cpu,
+        **M.identity(),
         "cpu_count": os.cpu_count(),
         "platform": platform.platform(),
     }
@@ -155,6 +161,7 @@ def run_chunk(
             "cpu_s": round(float(outcome.get("cpu_seconds", float("nan"))), 3),
             "finished_at": outcome.get("finished_at"),
             "session": len(sessions),
+            "kind": session["kind"],  # reference runs execute locally: on the session's machine
         }
         _write_manifest(man_path, sweep, sessions, runs)
 
@@ -209,20 +216,34 @@ def manifest(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
 
 def records(name: str, root: "str | Path" = DEFAULT_ROOT) -> list[dict]:
     """The finished runs of chunk `name` (`volratio.store.Store.records`), each with its wall and
-    CPU seconds from the manifest (`wall_s`, `cpu_s`)."""
+    CPU seconds from the manifest (`wall_s`, `cpu_s`) and the numerics parts and `kind` of the
+    machine that stored it (`machine`; `run_machine`)."""
     from .store import Store
 
     path = Path(root) / name
     if not (path / "results.parquet").is_file():
         raise ReferenceError(f"{path}: no reference results for chunk {name!r} (run it with `volratio reference run`)")
     store = Store(path)
-    man = manifest(name, root)["runs"]
+    man = manifest(name, root)
     out = []
     for r in store.records():
         if r["status"] == "done":
-            r.update({k: man.get(r["key"], {}).get(k) for k in ("wall_s", "cpu_s")})
+            r.update({k: man["runs"].get(r["key"], {}).get(k) for k in ("wall_s", "cpu_s")})
+            r["machine"] = run_machine(man, r["key"])
             out.append(r)
     return out
+
+
+def run_machine(man: dict, key: str) -> dict | None:
+    """The numerics parts and `kind` of the machine that stored run `key` of a manifest: its
+    session's (`volratio.machine.of_session`; sessions that predate the kind derive it from their
+    CPU model, torch version and device). None when the manifest does not know the run."""
+    run = man.get("runs", {}).get(key)
+    sessions = man.get("sessions", [])
+    if run is None or not sessions:
+        return None
+    i = run.get("session")
+    return M.of_session(sessions[i - 1] if isinstance(i, int) and 1 <= i <= len(sessions) else sessions[-1])
 
 
 def stored_records(names, root=None, error: type[Exception] = ReferenceError) -> list[dict]:
@@ -241,51 +262,155 @@ def stored_records(names, root=None, error: type[Exception] = ReferenceError) ->
 # Verifying
 
 
+@dataclass
+class Verification:
+    """What `verify` checked. `machine`: this machine's parts and kind. `chunks`: per chunk, the
+    runs within the CPU-time limit (`runs`), how many are comparable here (`comparable`: stored on
+    this kind, `independent`: of a machine-independent run function), and those stored on other
+    kinds (`other`: kind -> count). `kinds`: kind -> description of every other kind met. `runs`:
+    the drawn runs — chunk, key, kind, comparable, ok, `result` (one word), seconds, stored_cpu_s,
+    and `problem` (one line) when it does not reproduce."""
+
+    machine: dict
+    max_cpu_seconds: float | None = None
+    chunks: list = field(default_factory=list)
+    kinds: dict = field(default_factory=dict)
+    runs: list = field(default_factory=list)
+
+    @property
+    def failures(self) -> list:
+        """Drawn runs that fail: a comparable run that does not reproduce, or a rerun that failed."""
+        return [r for r in self.runs if not r["ok"] and (r["comparable"] or r["result"] == "rerun failed")]
+
+    def to_json(self) -> dict:
+        return {
+            "machine": self.machine,
+            "max_cpu_seconds": self.max_cpu_seconds,
+            "kinds": self.kinds,
+            "chunks": self.chunks,
+            "runs": self.runs,
+        }
+
+    def summary(self) -> str:
+        """The report `volratio results verify` prints: this machine, the chunks, the drawn runs."""
+        lines = [f"this machine: {self.machine['kind']} ({M.describe(self.machine)})"]
+        lines += [f"other CPU kind {k}: {d}" for k, d in self.kinds.items()]
+        limit = "" if self.max_cpu_seconds is None else f" with CPU time ≤ {self.max_cpu_seconds:g} s"
+        lines.append(f"stored runs{limit}, per chunk: how many are comparable here (bit for bit)")
+        w = max((len(c["chunk"]) for c in self.chunks), default=0)
+        for c in self.chunks:
+            if not c["runs"]:
+                lines.append(f"  {c['chunk']:{w}s}  none")
+                continue
+            text = f"  {c['chunk']:{w}s}  {c['comparable']} of {c['runs']} comparable here"
+            if c["independent"]:
+                text += f" ({c['independent']} machine-independent)"
+            if c["other"]:
+                text += ", not comparable: " + ", ".join(f"{n} stored on {k}" for k, n in c["other"].items())
+            lines.append(text)
+        for r in self.runs:
+            name = f"{r['chunk']}/{r['key']}"
+            if r["ok"]:
+                lines.append(f"{name}: reproduced bit for bit ({r['seconds']:.1f} s, {r['why']})")
+            elif r["comparable"] or r["result"] == "rerun failed":
+                lines.append(r["problem"])
+            else:
+                lines.append(f"{name}: differs (other CPU kind {r['kind']}; not a failure): {r['difference']}")
+        n_ok = sum(r["ok"] for r in self.runs)
+        other = sum(1 for r in self.runs if not r["ok"] and r not in self.failures)
+        lines.append(
+            f"{n_ok} of {len(self.runs)} re-run(s) reproduce the stored results"
+            + (f"; {other} stored on another CPU kind differ" if other else "")
+        )
+        return "\n".join(lines)
+
+
+def comparable(record: dict, here: dict | None = None) -> str | None:
+    """Why a stored run (a `records` entry) can be compared bit for bit on this machine
+    ("same CPU kind" or "machine-independent"), or None when it was stored on another kind."""
+    here = M.identity() if here is None else here
+    independent = MACHINE_INDEPENDENT.get(_name_of(record["run"]))
+    if independent and independent[1](record["config"]):
+        return "machine-independent"
+    if record.get("machine") and M.same_kind(record["machine"], here):
+        return "same CPU kind"
+    return None
+
+
 def verify(
     root: "str | Path" = DEFAULT_ROOT,
     sample: int = 1,
     seed: int = 0,
     max_cpu_seconds: float | None = None,
     chunk: str | None = None,
-) -> list[dict]:
-    """Re-run `sample` stored runs (drawn with `seed`, among runs whose recorded CPU time is ≤
-    `max_cpu_seconds` when given) and compare. Returns one dict per run: chunk, key, ok, seconds,
-    and `problem` (one line) when it does not reproduce."""
+    any_machine: bool = False,
+) -> Verification:
+    """Re-run `sample` stored runs (drawn with `seed` among the runs comparable on this machine —
+    or among all with `any_machine` —, and among runs whose recorded CPU time is ≤ `max_cpu_seconds`
+    when given) and compare them bit for bit. A comparable run that differs is a failure; with
+    `any_machine`, a run of another CPU kind that differs is reported as such (see `Verification`).
+    Raises `ReferenceError` when no run can be drawn."""
     from . import __version__
     from .experiments import get_run
     from .sweep import execute
 
     root = Path(root)
+    here = M.identity()
     names = [chunk] if chunk else chunks(root)
     if not names:
         raise ReferenceError(f"{root}: no reference chunks (folders with results.parquet); nothing to verify")
-    pool = []
+    report = Verification(machine=here, max_cpu_seconds=max_cpu_seconds)
+    pool, within = [], 0
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a damaged store is an error here, not a silent recompute
         for name in names:
+            summary = {"chunk": name, "runs": 0, "comparable": 0, "independent": 0, "other": {}}
             for r in records(name, root):
-                if max_cpu_seconds is None or (r["cpu_s"] is not None and r["cpu_s"] <= max_cpu_seconds):
-                    pool.append((name, r))
-    if not pool:
+                if max_cpu_seconds is not None and (r["cpu_s"] is None or r["cpu_s"] > max_cpu_seconds):
+                    continue
+                summary["runs"] += 1
+                why = comparable(r, here)
+                if why:
+                    summary["comparable"] += 1
+                    summary["independent"] += why == "machine-independent"
+                else:
+                    kind = (r["machine"] or {}).get("kind", "unknown")
+                    summary["other"][kind] = summary["other"].get(kind, 0) + 1
+                    report.kinds.setdefault(kind, M.describe(r["machine"] or {}))
+                if why or any_machine:
+                    pool.append((name, r, why))
+            within += summary["runs"]
+            report.chunks.append(summary)
+    if not within:
         raise ReferenceError(f"{root}: no stored run with CPU time ≤ {max_cpu_seconds} s; raise --max-cpu-seconds")
+    if not pool:
+        others = "; ".join(f"{k}: {d}" for k, d in report.kinds.items())
+        raise ReferenceError(
+            f"{root}: none of the {within} stored run(s) is comparable on this machine's CPU kind {here['kind']} "
+            f"({M.describe(here)}); they were stored on {others}. Pass --any-machine to re-run them anyway "
+            "(differences reported, not failures), or store runs of this kind with `volratio reference run`"
+        )
     picked = random.Random(seed).sample(pool, min(sample, len(pool)))
-    out = []
-    for name, r in picked:
+    for name, r, why in picked:
         entry = get_run(_name_of(r["run"]))
         t0 = time.perf_counter()
         new = execute(entry.fn, entry.key, r["config"], r["key"], __version__, threads=1)
         res = {
             "chunk": name,
             "key": r["key"],
+            "kind": (r["machine"] or {}).get("kind"),
+            "comparable": why is not None,
+            "why": why or "other CPU kind",
             "seconds": round(time.perf_counter() - t0, 2),
             "stored_cpu_s": r["cpu_s"],
         }
         if new["status"] != "done":
-            res.update(ok=False, problem=f"{name}/{r['key']}: the rerun failed: {new['error']}")
+            res.update(ok=False, result="rerun failed", problem=f"{name}/{r['key']}: the rerun failed: {new['error']}")
         else:
             res.update(_compare(name, r, new))
-        out.append(res)
-    return out
+            res["result"] = "reproduced" if res["ok"] else "differs"
+        report.runs.append(res)
+    return report
 
 
 def _name_of(run_key: str) -> str:
@@ -306,22 +431,30 @@ def _strip(x):
 
 
 def _compare(name: str, stored: dict, new: dict) -> dict:
+    """ok, and when not: `difference` (what differs) and `problem` (the one-line error)."""
     from .store import sha256_bytes
 
     a, b = _strip(stored["metrics"]), _strip(json.loads(json.dumps(new["metrics"])))
+    diff = None
     if a != b:
         where, x, y = _first_difference(a, b)
-        return {
-            "ok": False,
-            "problem": f"{name}/{stored['key']}: metric {where} does not reproduce "
-            f"(stored {_short(x)}, now {_short(y)}); rerun it and compare versions",
-        }
-    stored_arts = {n: Path(p) for n, p in stored["artifacts"].items()}
-    for art, (_suffix, data) in new["artifacts"].items():
-        p = stored_arts.get(art)
-        if p is None or not p.is_file() or sha256_bytes(p.read_bytes()) != sha256_bytes(data):
-            return {"ok": False, "problem": f"{name}/{stored['key']}: artifact {art!r} does not reproduce"}
-    return {"ok": True}
+        diff = f"metric {where} (stored {_short(x)}, now {_short(y)})"
+    else:
+        stored_arts = {n: Path(p) for n, p in stored["artifacts"].items()}
+        for art, (_suffix, data) in new["artifacts"].items():
+            p = stored_arts.get(art)
+            if p is None or not p.is_file() or sha256_bytes(p.read_bytes()) != sha256_bytes(data):
+                diff = f"artifact {art!r}"
+                break
+    if diff is None:
+        return {"ok": True}
+    what, _, rest = diff.partition(" (")
+    detail = f" ({rest}" if rest else ""
+    return {
+        "ok": False,
+        "difference": diff,
+        "problem": f"{name}/{stored['key']}: {what} does not reproduce{detail}; rerun it and compare versions",
+    }
 
 
 def _first_difference(a, b, where: str = "") -> tuple:
