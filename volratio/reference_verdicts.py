@@ -98,6 +98,7 @@ def _connectivity_config(cfg: ReferenceSetConfig):
         sp=sp,
         emc2=False,
         device="cpu",
+        train_path="eager",  # the verdicts' networks were trained on the eager path (sha256-checked)
         seed=cfg.seed,
     )
 
@@ -115,10 +116,13 @@ def _trained(cfg_key: tuple):
     scene = get_target(SCENE)
     img = scene.image(cfg.scene_res)[None]  # (1, res, res, 3)
     dense = new_network(scene, depth=6, width=16, activation="gaussian", seed=cfg.seed)
-    train(dense, img, TrainConfig(steps=cfg.scene_steps, device="cpu"))
+    train(dense, img, TrainConfig(steps=cfg.scene_steps, device="cpu", path="eager"))
     sp_net = dense.select([0])
     prune.prune(
-        sp_net, img, "sp", prune.SPConfig.quick(train=TrainConfig(device="cpu"), seed=cfg.seed, loss_factor=None)
+        sp_net,
+        img,
+        "sp",
+        prune.SPConfig.quick(train=TrainConfig(device="cpu", path="eager"), seed=cfg.seed, loss_factor=None),
     )
     return conn["nets"], dense, sp_net
 

@@ -56,13 +56,14 @@ class Config(Presets):
     imp_rate: float = 0.2  # IMP: at most this fraction of the remaining weights per level
     methods: tuple = BASELINES  # baselines to run (SP always runs: it sets the sparsity)
     emc2: bool = True  # score every network with EMC2
-    judge: str = "calibrated"  # EMC2 judge (volratio.judges.make_judge): "calibrated" (the default) or "ssim" (calibrated per network)
+    judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): "anchored" (label-anchored, the default) or a stability judge
     emc2_res: int = 24  # EMC2 image size
     emc2_params: int | None = 40  # parameters scored per network (seeded subsample; None = all)
     deltas: tuple = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # EMC2 perturbation sizes
     seed: int = 0  # initialisation of the population; the table's seed of member k is seed + k % seeds
     device: str = "auto"  # CUDA when available
     legacy_rows: bool = False  # rows without dense_loss / collapsed (runs stored before SP's guard: `LEGACY`)
+    train_path: str = "fast"  # TrainConfig.path of every training and retraining (runs stored before it: eager)
     scale: str = "quick"  # the preset this config came from
 
     # reference (issue 16): 64×64, 5 seeds, 2,000 dense steps, equal fine-tuning budgets — SP 5 rounds ×
@@ -81,9 +82,9 @@ class Config(Presets):
     # fmt: on
 
 
-# A sweep config (`scale` + overrides) stored before SP's guard and the collapse columns means these
-# by leaving them out; `volratio.experiments` applies them to every whole-experiment run config
-LEGACY = {"sp.loss_factor": None, "legacy_rows": True}
+# A sweep config (`scale` + overrides) stored before SP's guard and the collapse columns (and before
+# the fast training path) means these by leaving them out; `volratio.experiments` applies them to every whole-experiment run config
+LEGACY = {"sp.loss_factor": None, "legacy_rows": True, "train_path": "eager"}
 
 
 def _copy(net: CoordMLP) -> CoordMLP:
@@ -103,7 +104,7 @@ def run(config: Config | None = None, progress=None) -> Result:
     T, S = len(cfg.targets), cfg.seeds
     arch = _arch(cfg)
     images = torch.stack([get_target(f"picbreeder:{t}").image(cfg.res) for t in cfg.targets for _ in range(S)])
-    tc = TrainConfig(lr=cfg.lr, device=cfg.device)
+    tc = TrainConfig(lr=cfg.lr, device=cfg.device, path=cfg.train_path)
     init = CoordMLP(arch, head="hsv", population=T * S, seed=cfg.seed)
     dense = _copy(init)
     train(dense, images, replace(tc, steps=cfg.dense_steps))
@@ -269,7 +270,10 @@ def tau_sensitivity(result: Result, taus=(0.8, 0.95)):
     for tau in taus:
         net = _copy(dense)
         s = prune(
-            net, result["images"], "sp", replace(cfg.sp, tau=tau, train=TrainConfig(lr=cfg.lr, device=cfg.device))
+            net,
+            result["images"],
+            "sp",
+            replace(cfg.sp, tau=tau, train=TrainConfig(lr=cfg.lr, device=cfg.device, path=cfg.train_path)),
         ).summary()
         aucs = [score_network(net, k, cfg.targets[k // cfg.seeds], cfg).auc for k in range(net.population)]
         rows.append(
@@ -301,7 +305,12 @@ def guard_sensitivity(result: Result, factors=(None, 2.0), centred=(False, True)
     for factor in factors:
         for c in centred:
             net = _copy(dense)
-            spc = replace(cfg.sp, loss_factor=factor, centred=c, train=TrainConfig(lr=cfg.lr, device=cfg.device))
+            spc = replace(
+                cfg.sp,
+                loss_factor=factor,
+                centred=c,
+                train=TrainConfig(lr=cfg.lr, device=cfg.device, path=cfg.train_path),
+            )
             pr = prune(net, images, "sp", spc)
             live = net.live_units()
             rows.append(

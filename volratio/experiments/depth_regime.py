@@ -51,8 +51,10 @@ class Settings:
     # MSE. A run config without this entry is one stored before the guard: it means None (`parse_point`)
     deltas: tuple = (-1.0, -0.5, 0.5, 1.0)  # EMC2 perturbation sizes (both signs, FER's |Δw| ≤ 1)
     max_params: int | None = 20  # EMC2 scores a seeded subsample of this many non-zero weights (None = all)
-    judge: str = "calibrated"  # EMC2 judge (volratio.judges.make_judge; "ssim": other-targets threshold)
+    judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
     device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
+    train_path: str = "fast"  # TrainConfig.path of training and SP retraining (volratio.fast_train). A run
+    # config without this entry is one stored before the fast path: it means "eager" (`parse_point`)
 
     def shared(self) -> dict:
         """The settings as a sweep's shared config (the store key hashes exactly these). `adamw_lr`
@@ -105,12 +107,13 @@ class Config(Presets, Settings):
 
 
 LEGACY = {"sp_loss_factor": None}  # what a run config stored before SP's guard means by leaving it out
+PATH_LEGACY = {"train_path": "eager"}  # what a run config stored before the fast training path means
 
 
 def parse_point(config: dict) -> Point:
-    """One run's config. An entry of `LEGACY` that the config lacks takes its legacy value, so a
-    stored run keeps its key and its result (`volratio results verify`); new sweeps write it."""
-    return configure(Point(), {**LEGACY, **config}, "depth_point")
+    """One run's config. An entry of `LEGACY` or `PATH_LEGACY` that the config lacks takes its legacy
+    value, so a stored run keeps its key and its result (`volratio results verify`); new sweeps write it."""
+    return configure(Point(), {**LEGACY, **PATH_LEGACY, **config}, "depth_point")
 
 
 def is_legacy(config: dict) -> bool:
@@ -142,6 +145,7 @@ def sp_network(cfg: Point):
         muon_lr=cfg.muon_lr,
         adamw_lr=cfg.adamw_lr,
         device=cfg.device,
+        path=cfg.train_path,
     )
     dense = train(net, img, tc).final_loss
     spc = SPConfig(

@@ -36,10 +36,11 @@ class Config(Presets):
     dense_width: int = 16  # … units per layer
     dense_steps: int = 600  # … Adam steps (full batch)
     sp: SPConfig = field(default_factory=SPConfig.quick)  # SP applied to our dense networks
-    judge: str = "calibrated"  # EMC2 judge (volratio.judges.make_judge; "ssim": other-targets threshold)
+    judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
     seed: int = 0  # initialisation, SP's choices, the EMC2 subsample and the "ssim" judge's calibration
     device: str = "cpu"  # CPU: bit-for-bit repeatable
     legacy_rows: bool = False  # rows without `collapsed` (runs stored before SP's guard: `parse_dense_point`)
+    train_path: str = "fast"  # TrainConfig.path of dense training and SP retraining (runs stored before it: eager)
     scale: str = "quick"  # the preset this config came from
 
     # reference (issue 16): 64×64, 5,000 weights per network (≥ 5,000 asked), 8 δ, 2,000 dense
@@ -84,7 +85,7 @@ def train_ours(cfg: Config):
         population=len(cfg.targets),
         seed=cfg.seed,
     )
-    tc = TrainConfig(steps=cfg.dense_steps, device=cfg.device)
+    tc = TrainConfig(steps=cfg.dense_steps, device=cfg.device, path=cfg.train_path)
     train(dense, images, tc)
     sp_net = copy.deepcopy(dense)
     prune(sp_net, images, "sp", SPConfig(**{**asdict(cfg.sp), "train": tc, "seed": cfg.seed}))
@@ -256,7 +257,7 @@ def parse_dense_point(config: dict) -> Config:
 
 
 # what a stored emc2_dense config (written before SP's guard) means by leaving these out
-LEGACY = {"sp.loss_factor": None, "legacy_rows": True}
+LEGACY = {"sp.loss_factor": None, "legacy_rows": True, "train_path": "eager"}  # (eager: before the fast path)
 
 
 def dense_point(config: dict) -> dict:

@@ -30,6 +30,7 @@ class Config(Presets):
     res: int = 64  # grid of the feature maps
     seed: int = 0  # initialisation and SP's choices
     device: str = "cpu"  # CPU: bit-for-bit repeatable
+    train_path: str = "fast"  # TrainConfig.path of training and SP retraining (runs stored before it: eager)
     scale: str = "quick"  # the preset this config came from
 
     # reference / full: longer training and SP, finer feature maps
@@ -39,7 +40,7 @@ class Config(Presets):
 
 # A sweep config (`scale` + overrides) stored before SP's guard means no guard by leaving it out;
 # `volratio.experiments` applies this to every whole-experiment run config
-LEGACY = {"sp_loss_factor": None}
+LEGACY = {"sp_loss_factor": None, "train_path": "eager"}  # (and the eager path: stored before the fast one)
 
 
 def networks(cfg: Config) -> tuple[dict, dict]:
@@ -58,7 +59,9 @@ def networks(cfg: Config) -> tuple[dict, dict]:
         nets[f"FER SGD {name}"] = load_network(f"fer-sgd:{name}")
     image = get_target(cfg.target).image(cfg.dense_res)
     dense = train(
-        CoordMLP(cfg.dense_arch, head="rgb", seed=cfg.seed), image, TrainConfig(steps=cfg.steps, device=cfg.device)
+        CoordMLP(cfg.dense_arch, head="rgb", seed=cfg.seed),
+        image,
+        TrainConfig(steps=cfg.steps, device=cfg.device, path=cfg.train_path),
     )
     nets[f"dense {cfg.dense_arch}"] = dense.net
     notes["dense_mse"] = float(dense.final_loss[0])
@@ -68,7 +71,7 @@ def networks(cfg: Config) -> tuple[dict, dict]:
             rounds=cfg.sp_rounds,
             retrain_steps=cfg.sp_retrain,
             seed=cfg.seed,
-            train=TrainConfig(device=cfg.device),
+            train=TrainConfig(device=cfg.device, path=cfg.train_path),
             loss_factor=cfg.sp_loss_factor,
         )
         pruned = sp(dense.net.select(0), image, scfg)  # select() copies: the dense network stays as it is

@@ -36,7 +36,8 @@ class Point(depth_regime.Point):
 
 
 def parse_point(config: dict) -> Point:
-    cfg = configure(Point(), {**depth_regime.LEGACY, **config}, "optimizer_point")  # stored runs: no SP guard
+    # stored runs: no SP guard, the eager training path
+    cfg = configure(Point(), {**depth_regime.LEGACY, **depth_regime.PATH_LEGACY, **config}, "optimizer_point")
     if cfg.members != 1:
         raise ExperimentError("optimizer_point trains one network per run (members = 1); use more seeds")
     return cfg

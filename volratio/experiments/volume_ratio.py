@@ -47,6 +47,11 @@ class Config(Presets):
     FULL = staticmethod(lambda: {"samples": (100_000_000, 100_000_000), "basin": BasinConfig.full(use_emc2=True)})
 
 
+# A sweep config (`scale` + overrides) stored before the fast training path means the eager one by
+# leaving it out; `volratio.experiments` applies this to every whole-experiment run config
+LEGACY = {"basin.train_path": "eager"}
+
+
 def boolean_configs(cfg: Config) -> list[BooleanRhoConfig]:
     """One `BooleanRhoConfig` per target."""
     if len(cfg.samples) != len(cfg.targets):
