@@ -164,6 +164,7 @@ def test_an_old_store_resumes_without_recomputing(tmp_path):
         retrain_steps=2,
         max_params=3,
         judge="ssim",  # the old store's runs name the judge they were scored under
+        train_path="eager",  # and were trained on the eager path (a config without train_path means it)
     )
     curves, rep = depth_regime.depth_sweep("planted:5:depth=2,width=2", cfg, out=out)
     assert rep.ran == [] and rep.skipped == 2 and curves["planted:5:depth=2,width=2"].score.shape == (2, 1)
