@@ -257,13 +257,23 @@ def test_verify_with_nothing_comparable_is_an_error(store, capsys, monkeypatch):
 
 
 def test_machine_independent_run_functions_are_the_boolean_sampler():
-    amd = M.of_session(AMD_SESSION)
-    boolean = {"run": "volratio.experiments:volume_ratio", "config": {"targets": ["chain:2"], "basin_Ws": []}}
-    basin = {"run": "volratio.experiments:volume_ratio", "config": {"targets": [], "basin_Ws": [2]}}
-    trained = {"run": "volratio.depth_runs:optimizer_point", "config": {}}
-    assert R.comparable({**boolean, "machine": amd}) == "machine-independent"
-    assert R.comparable({**basin, "machine": amd}) is None and R.comparable({**trained, "machine": amd}) is None
-    assert R.comparable({**trained, "machine": amd}, here={**amd}) == "same CPU kind"
+    """Of the stored chunks, the Boolean ρ runs are comparable on any kind; basin cells, trained
+    networks and EMC2 are comparable only on the kind that stored them (the store's: AMD)."""
+    here = M.identity()
+    intel = {**here, "cpu_vendor": "GenuineIntel", "cpu_model": "Intel(R) Xeon(R) Processor", "torch": "2.13.0+cpu"}
+    first = {n: R.records(n)[0] for n in ("rho", "rho_deep", "rho_basin", "optimizers", "emc2")}
+    assert {n: R.comparable(r, here=intel) for n, r in first.items()} == {
+        "rho": "machine-independent",
+        "rho_deep": "machine-independent",
+        "rho_basin": None,
+        "optimizers": None,
+        "emc2": None,
+    }
+    amd = {**intel, "cpu_vendor": "AuthenticAMD", "cpu_model": "AMD EPYC"}
+    assert R.comparable(first["optimizers"], here=amd) == R.comparable(first["rho_basin"], here=amd) == "same CPU kind"
+    # a volume_ratio config that leaves the basin model at its default computes basin cells
+    assert not R._boolean_only({"scale": "reference", "targets": ["chain:2"], "samples": [10]})
+    assert R._boolean_only({"scale": "reference", "targets": ["chain:2"], "samples": [10], "basin_target": None})
     assert set(R.MACHINE_INDEPENDENT) == {"volume_ratio"}
 
 
