@@ -128,6 +128,7 @@ def test_stored_depth_configs_mean_no_guard_and_keep_their_key():
     assert new["sp_loss_factor"] == 2.0 and not depth_regime.is_legacy(new)
     assert depth_regime.parse_point(new).sp_loss_factor == 2.0
     assert depth_regime.parse_point({**config, "sp_loss_factor": None}).sp_loss_factor is None
+    assert "sp_loss_factor" not in depth_regime.Config.quick(sp_loss_factor=None).shared()  # = a stored key
 
 
 def test_stored_whole_experiment_configs_mean_no_guard():

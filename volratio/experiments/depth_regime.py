@@ -59,13 +59,15 @@ class Settings:
     def shared(self) -> dict:
         """The settings as a sweep's shared config (the store key hashes exactly these). `adamw_lr`
         came later: it is left out at its default, so that stores written before it still resume; so is
-        `train_path` when it is "eager", what a config without it means."""
+        `train_path` when it is "eager", and `sp_loss_factor` when None: what a config without them means."""
         c = {f.name: getattr(self, f.name) for f in fields(Settings)}
         c["deltas"] = [float(x) for x in self.deltas]
         if c["adamw_lr"] == Settings.adamw_lr:
             del c["adamw_lr"]
         if c["train_path"] == PATH_LEGACY["train_path"]:  # absent means eager (`parse_point`): old keys stay
             del c["train_path"]
+        if c["sp_loss_factor"] is LEGACY["sp_loss_factor"]:  # absent means no SP guard: old keys stay
+            del c["sp_loss_factor"]  # (such runs, like the stored ones, report no `collapsed`)
         return c
 
 
