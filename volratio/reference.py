@@ -314,7 +314,7 @@ class Verification:
         w = max((len(c["chunk"]) for c in self.chunks), default=0)
         for c in self.chunks:
             if not c["runs"]:
-                lines.append(f"  {c['chunk']:{w}s}  none")
+                lines.append(f"  {c['chunk']:{w}s}  no run{limit}")
                 continue
             text = f"  {c['chunk']:{w}s}  {c['comparable']} of {c['runs']} comparable here"
             if c["independent"]:
