@@ -14,8 +14,9 @@ round: a round that leaves a network's MSE above `max(loss_factor × dense MSE, 
 undone and the network stops, so SP cannot trade the image for sparsity. `loss_factor = 2` is the
 fit criterion of the depth chapter (`depth_regime.among_fitting`: 2 × the median MSE) applied to
 each network's own dense MSE. Measured (seed 0, 5 networks per setting, MSE after a round ÷ dense
-MSE): at the connectivity chapter's quick scale a 2× guard still lets SP reach a mean weight
-sparsity of 0.30 (0.48 unguarded; 1.5×: 0.13) at a mean MSE 1.5× the dense one (2× unguarded); at
+MSE): at the connectivity chapter's quick scale (9 networks) a 2× guard still lets SP reach a mean
+weight sparsity of 0.23 at a mean MSE 1.4× the dense one, where unguarded SP reaches 0.51 at 2.1×
+and leaves one of the nine networks collapsed (1.5×: sparsity 0.13 on the eager path); at
 the depth reference settings (skull, width 12, 64 × 64, τ = 0.9, 200 retraining steps) the first
 round alone costs 2.1–7.0× at depths 6 and 14 with raw maps, 3.0–4.0× with centred maps after
 removing a single unit, and one of five depth-14 networks ends as a flat grey image at 21× (the
