@@ -105,7 +105,7 @@ def test_score_is_the_fraction_of_kept_perturbations_per_delta():
     eng = emc2.PerturbationEngine(net, 12, device="cpu")
     res = emc2.score(net, DistanceJudge(eng.base, 0.05), "thing", cfg)
     t = res.table
-    assert list(t.columns[:8]) == ["layer", "row", "col", "weight", "delta", "verdict", "score", "distance"]
+    assert list(t.columns[:9]) == ["layer", "row", "col", "weight", "delta", "shown", "verdict", "score", "distance"]
     assert len(t) == 3 * len(emc2.nonzero_params(net)) and res.n_params == res.n_nonzero
     assert np.allclose(t["score"], t["distance"])
     for d, s in zip(res.deltas, res.scores):
@@ -358,9 +358,10 @@ def test_cli_emc2_json_and_sweep(tmp_path, capsys):
     )
     out = json.loads(capsys.readouterr().out)
     assert {"judge", "deltas", "scores", "auc", "n_params"} <= set(out)
-    assert out["judge"] == "calibrated" and out["deltas"] == [-1.0, 0.5, 1.0] and out["n_params"] == 12
+    assert out["judge"] == "anchored" and out["deltas"] == [-1.0, 0.5, 1.0] and out["n_params"] == 12
+    assert out["anchor"] == "target" and isinstance(out["base_kept"], bool) and out["measure"] == "compositional"
     assert len(out["scores"]) == 3 and all(0 <= s <= 1 for s in out["scores"])
-    assert 0 < out["judge_settings"]["thresholds"]["*"] < 1 and out["judge_settings"]["res"] == 64  # 16 px → 64
+    assert "*" in out["judge_settings"]["thresholds"] and out["judge_settings"]["anchor_res"] == 16
     assert (
         _cli(
             ["emc2", str(f), "--target", "image:camera", "--deltas=-0.5", "--res", "16", "--max-params", "3", "--json"]

@@ -47,11 +47,11 @@ def test_scores_are_one_for_the_reference_and_lower_for_noise():
         jc.score_of("nope", ref, ref)
 
 
-def test_stored_rule_is_the_calibrated_default_judge():
+def test_stored_rule_is_the_calibrated_judge():
     rule = jc.read_rule()
     assert rule.score in jc.SCORES and {"skull", "butterfly", "apple", "*"} <= set(rule.thresholds)
     ref = torch.rand(64, 64, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    j = judges.default_judge(ref)
+    j = judges.make_judge("calibrated", ref)
     v = j(torch.stack([ref, torch.zeros_like(ref)]), "skull")
     assert v.verdicts.tolist() == [True, False] and v.judge == "calibrated" and v.settings["score"] == rule.score
     assert j(ref, "an unseen label").settings["thresholds"]["*"] == rule.thresholds["*"]
@@ -86,16 +86,19 @@ def test_judge_command_on_png_files(tmp_path, capsys):
             str(tmp_path / "ref.png"),
             "--label",
             "skull",
+            "--judge",
+            "calibrated",
             "--json",
         ]
     )
     out = json.loads(capsys.readouterr().out)
-    assert rc == 0 and out["judge"] == "calibrated"
+    assert rc == 0 and out["judge"] == "calibrated" and out["anchor"] == "own image"
     assert [r["kept"] for r in out["images"]] == [True, False] and out["images"][0]["score"] == pytest.approx(1.0)
     _png(tmp_path / "small.png", ref[:32, :32])
-    rc = main(["judge", str(tmp_path / "small.png"), "--reference", str(tmp_path / "ref.png"), "--label", "skull"])
+    rc = main(["judge", str(tmp_path / "small.png"), "--reference", str(tmp_path / "ref.png"), "--label", "skull",
+               "--judge", "calibrated"])  # fmt: skip
     err = capsys.readouterr().err
-    assert rc == 2 and "reference is 48×48" in err and len(err.strip().splitlines()) == 1
+    assert rc == 2 and "--reference is 48×48" in err and len(err.strip().splitlines()) == 1
 
 
 def test_judge_check_calibrated(picbreeder_dir, capsys):

@@ -108,25 +108,27 @@ def test_pooled_judge_scores_alike_and_uses_one_threshold_for_every_label():
         jc.Rule("ssim@4", {"skull": 0.5}).pooled()
 
 
-def test_calibrated_is_the_default_everywhere():
+def test_anchored_is_the_default_everywhere():
     from volratio import emc2, rho
     from volratio.cli import build_parser
     from volratio.experiments import connectivity, depth_regime, emc2_bench, optimizers, unknown_targets
 
-    assert judges.DEFAULT_JUDGE == "calibrated" and judges.JUDGES[0] == "calibrated" and "ssim" in judges.JUDGES
-    assert inspect.signature(emc2.score_network).parameters["judge"].default == "calibrated"
-    assert depth_regime.Settings().judge == depth_regime.Config.quick().judge == "calibrated"
-    assert connectivity.Config.quick().judge == "calibrated" and emc2_bench.Config.quick().judge == "calibrated"
-    assert unknown_targets.Config.quick().judge == "calibrated"
-    assert optimizers.Config.quick().base.judge == "calibrated"
-    assert depth_regime.Config.reference().judge == "calibrated"
-    assert inspect.signature(rho.basin_grid).parameters["judge"].default is None  # None → DEFAULT_JUDGE
+    assert judges.DEFAULT_JUDGE == "anchored" and judges.JUDGES[0] == "anchored" and "ssim" in judges.JUDGES
+    assert set(judges.SELF_ANCHORED) == {"calibrated", "calibrated-pooled", "ssim", "stability"}
+    assert inspect.signature(emc2.score_network).parameters["judge"].default == "anchored"
+    assert depth_regime.Settings().judge == depth_regime.Config.quick().judge == "anchored"
+    assert connectivity.Config.quick().judge == "anchored" and emc2_bench.Config.quick().judge == "anchored"
+    assert unknown_targets.Config.quick().judge == "anchored"
+    assert optimizers.Config.quick().base.judge == "anchored"
+    assert depth_regime.Config.reference().judge == "anchored"
+    # the basin criterion keeps its own (stored rho_basin runs name no judge and mean this one)
+    assert inspect.signature(rho.basin_grid).parameters["judge"].default is None and rho.BASIN_JUDGE == "calibrated"
     p = build_parser()
     for argv in (
         ["emc2", "picbreeder:skull", "--target", "picbreeder:skull"],
-        ["judge", "a.png", "--reference", "r.png", "--label", "skull"],
+        ["judge", "a.png", "--target", "picbreeder:skull"],
     ):
-        assert p.parse_args(argv).judge == "calibrated"
+        assert p.parse_args(argv).judge == "anchored"
     assert p.parse_args(["emc2", "x", "--target", "y", "--judge", "ssim"]).judge == "ssim"
 
 
@@ -136,7 +138,8 @@ def test_ssim_is_still_selectable_and_a_bad_name_is_a_clear_error():
     assert isinstance(j, judges.SSIMJudge) and j(batch, "skull").judge == "ssim"
     assert isinstance(judges.make_judge("calibrated", ref), judges.ReferenceCalibratedJudge)
     with pytest.raises(
-        judges.JudgeError, match="judge 'nope': choose one of calibrated, calibrated-pooled, ssim, clip, vlm"
+        judges.JudgeError,
+        match="judge 'nope': choose one of anchored, calibrated, calibrated-pooled, ssim, stability, clip, vlm",
     ):
         judges.make_judge("nope", ref)
 

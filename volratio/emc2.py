@@ -55,6 +55,7 @@ import torch
 
 from .device import generator, resolve_device
 from .errors import VolratioError
+from .judges import DEFAULT_JUDGE, anchor_of, make_judge
 from .nets import ACTIVATIONS, CoordMLP, coords, head_to_rgb
 
 DEFAULT_DELTAS = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # both signs, |δ| from 0.25 to 2
@@ -66,6 +67,11 @@ class PerturbationError(VolratioError, ValueError):
 
 # ---------------------------------------------------------------------------------------------
 # Which parameters
+
+
+class DisconnectedNetwork(PerturbationError):
+    """A network whose masks leave no path from the input to the output: its image is one colour,
+    the engine's layer reuse does not apply (`perturbed_images` renders it naively instead)."""
 
 
 def nonzero_params(net: CoordMLP, member: int = 0) -> np.ndarray:
@@ -220,7 +226,7 @@ class PerturbationEngine:
         alive[0] = np.ones(W[0].shape[0], bool)
         cut = [l for l in range(1, L + 1) if not alive[l].any()]
         if cut:
-            raise PerturbationError(
+            raise DisconnectedNetwork(
                 f"network {member}: no unit of hidden layer {cut[-1] - 1} lies on a path to the output, so its "
                 "image does not depend on the input and EMC2 is undefined for it; score a network whose "
                 "masks leave a path from the input to the output"
@@ -444,6 +450,28 @@ class PerturbationEngine:
         return out
 
 
+def perturbed_images(net: CoordMLP, res: int, params, deltas, member: int = 0, device="auto",
+                     dtype=torch.float64, memory_bytes=None):  # fmt: skip
+    """`(base (res, res, 3), iterator of (indices, images (b, res, res, 3)))` for the perturbations
+    `params[i] ← + deltas[i]`: the engine's, or — for a `DisconnectedNetwork`, whose image is one
+    colour — each perturbed network rendered from scratch (`naive_render`, the engine's reference)."""
+    params = np.asarray(params, dtype=np.int64).reshape(-1, 3)
+    deltas = np.asarray(deltas, dtype=np.float64)
+    try:
+        eng = PerturbationEngine(net, res, member, device, dtype, memory_bytes)
+        return eng.base, eng.iter_images(params, deltas)
+    except DisconnectedNetwork:
+        one = net.select(member).to(dtype)
+        with torch.no_grad():
+            base = one.render(res)[0]
+
+        def naive():
+            for i, (p, d) in enumerate(zip(params.tolist(), deltas.tolist())):
+                yield np.array([i]), naive_render(one, p, d, res)[None]
+
+        return base, naive()
+
+
 # ---------------------------------------------------------------------------------------------
 # The score
 
@@ -491,12 +519,20 @@ class EMC2Result:
     n_nonzero: int  # non-zero parameters of the network (|nz(θ)|, or genome weights for which="genome")
     judge: str
     judge_settings: dict
-    table: "object"  # pandas DataFrame: layer, row, col, weight, delta, verdict, score, distance
+    table: "object"  # pandas DataFrame: layer, row, col, weight, delta, shown, verdict, score, distance
     config: dict = field(default_factory=dict)
+    base_kept: bool = True  # the judge says the unperturbed image shows the label (else every S is 0)
+    base_score: float = float("nan")  # the judge's score of the unperturbed image
+    anchor: str = "target"  # what the verdicts are anchored on: "target", "label" or "own image"
+    measure: str = "compositional"  # "compositional" (anchored on the label) or "stability" (own image)
 
     def to_json(self) -> dict:
         return {
             "judge": self.judge,
+            "anchor": self.anchor,
+            "measure": self.measure,
+            "base_kept": bool(self.base_kept),
+            "base_score": float(self.base_score),
             "judge_settings": self.judge_settings,
             "deltas": [float(x) for x in self.deltas],
             "scores": [float(x) for x in self.scores],
@@ -569,27 +605,33 @@ def score(
         n_nonzero = len(nonzero_params(net, cfg.member))
     if len(params) == 0:
         raise VolratioError("the network has no non-zero parameters to perturb")
-    eng = PerturbationEngine(net, cfg.res, cfg.member, cfg.device, _dtype(cfg.dtype), cfg.memory_bytes)
     P_all = np.repeat(params, len(deltas), axis=0)  # (N·n_δ, 3), δ varies fastest
     D_all = np.tile(deltas, len(params))
-    verdict = np.zeros(len(P_all), bool)
+    base, images = perturbed_images(
+        net, cfg.res, P_all, D_all, cfg.member, cfg.device, _dtype(cfg.dtype), cfg.memory_bytes
+    )
+    shown = np.zeros(len(P_all), bool)  # the judge: the perturbed image shows the label
     jscore = np.zeros(len(P_all))
     dist = np.zeros(len(P_all))
-    base = eng.base
+    # the unperturbed image is judged too: a weight preserves the identity only when the network
+    # draws the label in the first place (self-anchored judges always accept their own render)
+    base_v = judge(base[None], label)
+    base_kept = bool(base_v.verdicts[0])
     bar = None
     if progress:
         from tqdm import tqdm  # plain text bar: tqdm.auto warns in kernels without ipywidgets
 
         bar = tqdm(total=len(P_all), desc="EMC2", unit="img", leave=False, disable=None)  # None: off unless a terminal
-    for idx, imgs in eng.iter_images(P_all, D_all):
+    for idx, imgs in images:
         if bar is not None:
             bar.update(len(idx))
         v = judge(imgs, label)
-        verdict[idx] = v.verdicts
+        shown[idx] = v.verdicts
         jscore[idx] = v.scores
         dist[idx] = ((imgs - base) ** 2).mean(dim=(1, 2, 3)).sqrt().cpu().numpy()
     if bar is not None:
         bar.close()
+    verdict = shown & base_kept  # the identity is preserved: shown before and after the perturbation
     W = [w.detach()[cfg.member].cpu().double().numpy() for w in net.effective_weights()]
     weight = np.zeros(len(P_all))
     for k in np.unique(P_all[:, 0]):
@@ -602,6 +644,7 @@ def score(
             "col": P_all[:, 2],
             "weight": weight,
             "delta": D_all,
+            "shown": shown,
             "verdict": verdict,
             "score": jscore,
             "distance": dist,
@@ -618,6 +661,10 @@ def score(
         judge_settings=judge.settings(),
         table=table,
         config={**asdict(cfg), "deltas": [float(x) for x in deltas]},
+        base_kept=base_kept,
+        base_score=float(base_v.scores[0]),
+        anchor=anchor_of(judge),
+        measure="stability" if anchor_of(judge) == "own image" else "compositional",
     )
 
 
@@ -632,26 +679,30 @@ def score_network(
     net: CoordMLP,
     target_spec: str,
     config: EMC2Config | None = None,
-    judge: str = "calibrated",
+    judge: str = DEFAULT_JUDGE,
     layered=None,
     label: str | None = None,
     judge_model: str | None = None,
     params=None,
     calibration_seed: int | None = None,
     progress: bool = False,
+    anchor=None,
 ) -> EMC2Result:
     """The one EMC2 path every experiment, chapter and command takes: S(θ; δ) of member
-    `config.member` under judge `judge` built by `volratio.judges.make_judge` for this network's own
-    unperturbed image (the engine's base render). Default "calibrated" (`volratio.judges.DEFAULT_JUDGE`:
-    thresholds fitted on the reference verdicts); for "ssim" the threshold is calibrated on the base
-    image with `target_spec` left out of the identity-destroying set and the calibration seeded by
-    `calibration_seed`, default `config.seed`. `label` defaults to `target_label(target_spec)`."""
-    from .judges import make_judge
+    `config.member` under judge `judge` (`volratio.judges.make_judge`), asked about `label`
+    (default `target_label(target_spec)`).
 
+    The default judge, "anchored", is label-anchored: each image is judged against the *target
+    image* of `target_spec` (or `anchor`, an image of what the label looks like), the unperturbed
+    image included — a network that does not draw the label scores 0 at every δ
+    (`EMC2Result.base_kept` is False). The self-anchored judges ("stability", "calibrated",
+    "calibrated-pooled", "ssim") compare with the network's own render instead and measure
+    stability (`EMC2Result.measure`); for "ssim" the threshold is calibrated with `target_spec`
+    left out and seeded by `calibration_seed` (default `config.seed`)."""
     cfg = config or EMC2Config()
-    eng = PerturbationEngine(net, cfg.res, cfg.member, cfg.device, _dtype(cfg.dtype), cfg.memory_bytes)
+    base, _ = perturbed_images(net, cfg.res, [], [], cfg.member, cfg.device, _dtype(cfg.dtype), cfg.memory_bytes)
     seed = cfg.seed if calibration_seed is None else calibration_seed
-    j = make_judge(judge, eng.base.cpu(), target_spec, judge_model, seed, cfg.device)
+    j = make_judge(judge, base.cpu(), target_spec, judge_model, seed, cfg.device, anchor=anchor)
     return score(net, j, label or target_label(target_spec), cfg, params=params, layered=layered, progress=progress)
 
 

@@ -308,32 +308,74 @@ def calibrated_ssim_judge(reference, exclude: str | None = None, seed: int = 0) 
     return SSIMJudge(reference, cal.threshold, cal)
 
 
-JUDGES = ("calibrated", "calibrated-pooled", "ssim", "clip", "vlm")  # make_judge names
-DEFAULT_JUDGE = "calibrated"  # the library's default everywhere (best held-out κ on the reference verdicts)
+JUDGES = ("anchored", "calibrated", "calibrated-pooled", "ssim", "stability", "clip", "vlm")  # make_judge names
+DEFAULT_JUDGE = "anchored"  # the library's default everywhere: label-anchored on the target image
+# Judges that compare each image with the network's own unperturbed render: they measure how stable
+# the picture is, not whether it shows the label (kept so that stored results naming them re-judge).
+SELF_ANCHORED = ("calibrated", "calibrated-pooled", "ssim", "stability")
+
+
+def target_anchor(target_spec: str, res: int) -> torch.Tensor:
+    """`(res, res, 3)` the target image a label-anchored judge compares with (`volratio.targets`)."""
+    from .targets import get_target
+
+    return as_images(np.asarray(get_target(target_spec).image(res)))[0]
 
 
 def make_judge(
-    name: str, reference, target_spec: str | None = None, model: str | None = None, seed: int = 0, device: str = "auto"
+    name: str,
+    reference,
+    target_spec: str | None = None,
+    model: str | None = None,
+    seed: int = 0,
+    device: str = "auto",
+    anchor=None,
 ) -> Judge:
-    """The one judge factory (command line, experiments, chapters): judge `name` for a network whose
-    unperturbed image is `reference` — "calibrated" (the default, `DEFAULT_JUDGE`): SSIM@4 with
-    thresholds fitted on the reference verdicts (`ReferenceCalibratedJudge`, the best held-out κ;
-    any image size); "calibrated-pooled": the same with its one pooled threshold for every target
-    (`PooledCalibratedJudge`); "ssim": the SSIM judge calibrated on it against other targets (`target_spec`
-    left out of the identity-destroying set, seeded by `seed`); or a CLIP / VLM judge loaded from
-    `model` (a local folder or a cached id; default the judge's own)."""
+    """The one judge factory (command line, experiments, chapters), for a network whose
+    unperturbed image is `reference` `(H, W, 3)`:
+
+    - "anchored" (the default, `DEFAULT_JUDGE`): label-anchored on the target image — `anchor`
+      when given (a user's own image of what the label looks like), else the image of
+      `target_spec` at the reference's size (`AnchoredJudge`);
+    - "clip" / "vlm": a model asked about the label, loaded from `model` (a local folder or a
+      cached id; default the judge's own);
+    - self-anchored, measuring *stability* (`SELF_ANCHORED`): "stability" (SSIM@4 against the own
+      render, one threshold), "calibrated" (the same with per-label thresholds fitted on the first
+      verdict set), "calibrated-pooled", and "ssim" (SSIM calibrated on the own render against other
+      targets, `target_spec` left out, seeded by `seed`)."""
+    if name == "anchored":
+        if anchor is None and target_spec is None:
+            raise JudgeError(
+                "the anchored judge needs the target: give a target spec (--target) or an image of "
+                "what the label looks like (--reference PNG)"
+            )
+        ref = as_images(reference)
+        a = anchor if anchor is not None else target_anchor(target_spec, int(ref.shape[1]))
+        return AnchoredJudge(a, anchor_name=str(target_spec or "image"))
     if name == "ssim":
         return calibrated_ssim_judge(reference, exclude=target_spec, seed=seed)
     if name == "calibrated":  # SSIM@4 with thresholds fitted on the reference verdicts (data/judge_reference)
         return ReferenceCalibratedJudge(reference)
     if name == "calibrated-pooled":  # the same, with its one pooled threshold for every target
         return PooledCalibratedJudge(reference)
+    if name == "stability":
+        return StabilityJudge(reference)
     kw = {"model": model} if model else {}
     if name == "clip":
         return CLIPJudge(device=device, **kw)
     if name == "vlm":
         return VLMJudge(device=device, **kw)
     raise JudgeError(f"judge {name!r}: choose one of {', '.join(JUDGES)}")
+
+
+def anchor_of(judge: Judge) -> str:
+    """What a judge's verdicts are anchored on: "target" (an image of the label), "label" (a model
+    asked about the label's name) or "own image" (the network's own render: stability)."""
+    if getattr(judge, "anchor_kind", None) == "target":
+        return "target"
+    if judge.name in SELF_ANCHORED:
+        return "own image"
+    return "label"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -633,6 +675,62 @@ class PooledCalibratedJudge(ReferenceCalibratedJudge):
         super().__init__(reference, (rule if rule is not None else read_rule()).pooled())
 
 
-def default_judge(reference) -> ReferenceCalibratedJudge:
-    """The offline judge with the best held-out agreement with the reference verdicts."""
-    return ReferenceCalibratedJudge(reference)
+class AnchoredJudge(Judge):
+    """ "Is this a <label>?" answered against the label's *target image* (`anchor`): the image
+    shows the label ⇔ p(image, anchor) ≥ the label's threshold, with the features, the logistic
+    model and the thresholds of the rule fitted on the anchored verdicts
+    (`volratio.anchored_rule`, `data/judge_reference/anchored/`). Any image size (brought to the
+    rule's size first). A label the verdicts do not cover gets the pooled threshold, and the
+    settings say so (`"label_fitted": False`). This is the library's default judge: a network
+    that never draws the label scores 0, whatever it draws."""
+
+    name = "anchored"
+    anchor_kind = "target"  # compared with the target image, not with the network's own render
+
+    def __init__(self, anchor, rule=None, anchor_name: str = ""):
+        from .anchored_rule import read_rule
+
+        self.anchor = as_images(anchor)[0]  # (H, W, 3)
+        self.anchor_name = str(anchor_name)
+        self.rule = rule if rule is not None else read_rule()
+
+    def settings(self) -> dict:
+        return {
+            "anchor": self.anchor_name or "image",
+            "anchor_res": int(self.anchor.shape[0]),
+            "rule": self.rule.name,
+            "thresholds": dict(self.rule.thresholds),
+            "fitted_on": dict(self.rule.fitted_on),
+        }
+
+    def __call__(self, images, label: str) -> Verdicts:
+        out = super().__call__(images, label)
+        out.settings["label_fitted"] = self.rule.threshold(label)[1]
+        return out
+
+    def _judge(self, images, label):
+        from .anchored_rule import features
+
+        x = as_images(images)
+        f = features(x, self.anchor[None].expand(len(x), -1, -1, -1))
+        p = self.rule.prob(f)
+        return p >= self.rule.threshold(label)[0], p
+
+
+class StabilityJudge(ReferenceCalibratedJudge):
+    """*Stability*, not the compositional score: does the perturbed image stay close to the
+    network's own unperturbed render (SSIM@4 against it, the calibrated rule's pooled threshold)?
+    It measures how much the picture a network draws moves, whatever the picture is; no claim is
+    decided by it."""
+
+    name = "stability"
+
+    def __init__(self, reference, rule=None):
+        from .judge_calibration import read_rule
+
+        super().__init__(reference, (rule if rule is not None else read_rule()).pooled())
+
+
+def default_judge(anchor, anchor_name: str = "") -> AnchoredJudge:
+    """The library's default judge: label-anchored (`AnchoredJudge`) on the target image `anchor`."""
+    return AnchoredJudge(anchor, anchor_name=anchor_name)

@@ -863,7 +863,7 @@ def assigned_correlations(C: np.ndarray) -> np.ndarray:
 
 def basin_cell(target, W: int, L: int, cfg: BasinConfig, judge: str | None = None) -> dict:
     """Train K masked networks of width W, depth L on a planted target; one result row. `judge`:
-    the EMC2 judge's name when `cfg.use_emc2` (None: the library's default, "calibrated")."""
+    the EMC2 judge's name when `cfg.use_emc2` (None: `BASIN_JUDGE`)."""
     from .nets import CoordMLP
     from .targets import get_target
     from .train import TrainConfig, train
@@ -910,22 +910,25 @@ def basin_cell(target, W: int, L: int, cfg: BasinConfig, judge: str | None = Non
     return r
 
 
+# The basin criterion's EMC2 judge when none is named: "calibrated" (similarity to the solution's own
+# render, per-label thresholds of the first verdict set). The anchored judge has no verdicts on
+# planted targets; stored basin runs (results/reference/rho_basin) name no judge and mean this one.
+BASIN_JUDGE = "calibrated"
+
+
 def _emc2_aucs(net, members, judge, cfg: BasinConfig, target_spec: str = "target") -> list:
     """Normalised EMC2 AUC of the chosen members (None for the others), each scored by
     `volratio.emc2.score_network` (the one EMC2 path) on its own unperturbed image with the label
-    "target": `judge` is a `volratio.judges.make_judge` name (None: the library's default,
-    "calibrated"; "ssim" is calibrated per member, seeded by `cfg.seed`)."""
+    "target": `judge` is a `volratio.judges.make_judge` name (None: `BASIN_JUDGE`; "ssim" is
+    calibrated per member, seeded by `cfg.seed`)."""
     from . import emc2
-    from .judges import DEFAULT_JUDGE
 
     out = [None] * net.population
     for k in members:
         ec = emc2.EMC2Config.quick(
             member=int(k), res=cfg.res, device=cfg.device, max_params=cfg.emc2_params, seed=cfg.seed
         )
-        res = emc2.score_network(
-            net, target_spec, ec, judge or DEFAULT_JUDGE, label="target", calibration_seed=cfg.seed
-        )
+        res = emc2.score_network(net, target_spec, ec, judge or BASIN_JUDGE, label="target", calibration_seed=cfg.seed)
         out[int(k)] = res.auc
     return out
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..judges import JUDGES
 from . import _args as A
 from ._common import add_json_flag, add_out, emit
 
@@ -16,10 +17,11 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--judge",
-        default="calibrated",
-        choices=["calibrated", "calibrated-pooled", "ssim", "clip", "vlm"],
-        help="calibrated: SSIM@4 with thresholds fitted on the reference verdicts (default; best held-out "
-        "agreement); calibrated-pooled: the same with one threshold for every target; ssim: threshold from other targets; clip / vlm: local model weights",
+        default="anchored",
+        choices=list(JUDGES),
+        help="anchored: is each image a <label>? judged against the target image (default); clip / vlm: a local "
+        "model asked about the label; stability, calibrated, calibrated-pooled, ssim: similarity to the "
+        "network's own render (how stable its picture is, not the compositional score)",
     )
     p.add_argument("--judge-model", default=None, help="local folder or cached model id for the clip/vlm judges")
     p.add_argument("--label", default=None, help="what the judge is asked about (default: the target's name)")
@@ -119,7 +121,10 @@ def cmd_emc2(args) -> int:
     )
     payload = {**res.to_json(), "network": args.spec, "target": args.target}
     lines = [
-        f"EMC2 {args.spec} on {args.target} — judge {res.judge}, {res.n_params} of {res.n_nonzero} parameters, res {args.res}"
+        f"EMC2 {args.spec} on {args.target} — judge {res.judge} (anchored on the {res.anchor}; {res.measure}), "
+        f"{res.n_params} of {res.n_nonzero} parameters, res {args.res}",
+        f"  unperturbed image shows the {args.label or emc2.target_label(args.target)}: "
+        f"{'yes' if res.base_kept else 'no — every S is 0'} (score {res.base_score:.3f})",
     ]
     lines += [f"  δ = {d:+.3g}: S = {s:.3f}" for d, s in zip(res.deltas, res.scores)]
     lines.append(f"  AUC (normalised) = {res.auc:.3f}")

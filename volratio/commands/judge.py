@@ -3,22 +3,28 @@ reference verdicts of `data/judge_reference/`)."""
 
 from __future__ import annotations
 
+from ..judges import JUDGES
 from . import _args as A
 from ._common import add_json_flag, emit
 
 
 def register(sub) -> None:
-    p = sub.add_parser("judge", help="is each image still a <label>? one verdict and score per image")
-    p.add_argument("images", nargs="+", help="PNG images (square, the reference's size)")
-    p.add_argument("--reference", required=True, help="the unperturbed image (PNG) the offline judge compares with")
-    p.add_argument("--label", required=True, help="what the image should show, e.g. skull")
+    p = sub.add_parser("judge", help="does each image show the <label>? one verdict and score per image")
+    p.add_argument("images", nargs="+", help="PNG images (square; any size)")
+    p.add_argument("--target", default=None, help="the target whose image anchors the judge, e.g. picbreeder:skull")
+    p.add_argument(
+        "--reference",
+        default=None,
+        help="an image (PNG) of what the label looks like, for a target of your own (instead of --target); "
+        "for the self-anchored judges: the unperturbed image they compare with",
+    )
+    p.add_argument("--label", default=None, help="what the image should show (default: the target's name)")
     p.add_argument(
         "--judge",
-        default="calibrated",
-        choices=["calibrated", "calibrated-pooled", "ssim", "clip", "vlm"],
-        help="calibrated: SSIM@4 with thresholds fitted on the reference verdicts (default); calibrated-pooled: "
-        "the same with one threshold for every target; ssim: threshold "
-        "from other targets; clip, vlm: local model weights",
+        default="anchored",
+        choices=list(JUDGES),
+        help="anchored: against the target image (default); clip, vlm: local model weights; stability, "
+        "calibrated, calibrated-pooled, ssim: similarity to the --reference image (stability)",
     )
     p.add_argument("--model", default=None, help="local folder or cached model id for --judge clip/vlm")
     p.add_argument("--device", default="auto", type=A.device, help="auto, cpu, cuda or cuda:N")
@@ -26,7 +32,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_judge)
 
     p = sub.add_parser("judge-check", help="agreement of a judge with the reference verdicts (data/judge_reference)")
-    p.add_argument("--judge", required=True, choices=["calibrated", "calibrated-pooled", "ssim", "clip", "vlm"])
+    p.add_argument("--judge", required=True, choices=[j for j in JUDGES if j != "anchored"])
     p.add_argument("--model", default=None, help="local folder or cached model id for --judge clip/vlm")
     p.add_argument(
         "--groups",
@@ -68,7 +74,7 @@ def _judge_factory(name: str, model: str | None, device: str):
     """`make(reference) -> Judge` for the judge `name`."""
     from .. import judges
 
-    if name in ("ssim", "calibrated", "calibrated-pooled"):  # per image: each compares it with its own reference
+    if name in judges.SELF_ANCHORED:  # per image: each compares it with its own reference
         return lambda reference: judges.make_judge(name, reference, model=model, device=device)
     kw = {"model": model} if model else {}
     j = judges.CLIPJudge(device=device, **kw) if name == "clip" else judges.VLMJudge(device=device, **kw)
@@ -78,23 +84,55 @@ def _judge_factory(name: str, model: str | None, device: str):
 def cmd_judge(args) -> int:
     import torch
 
-    ref = read_png(args.reference)
-    imgs = torch.stack([read_png(p, ref.shape[0]) for p in args.images])  # (B, H, W, 3)
-    judge = _judge_factory(args.judge, args.model, args.device)(ref)
-    v = judge(imgs, args.label)
+    from .. import judges
+    from ..emc2 import target_label
+    from ..errors import VolratioError
+    from ..targets import get_target
+
+    if args.target is None and args.reference is None:
+        raise VolratioError(
+            "give --target T (a target spec) or --reference PNG (an image of what the label looks like)"
+        )
+    if args.target is not None:
+        get_target(args.target)  # an unknown target is its own one-line error
+    label = args.label or (target_label(args.target) if args.target else None)
+    if label is None:
+        raise VolratioError("give --label (what the images should show) with --reference")
+    imgs = [read_png(p) for p in args.images]
+    if len({im.shape for im in imgs}) > 1:
+        raise VolratioError(
+            f"the images have different sizes {sorted({tuple(im.shape[:2]) for im in imgs})}; give images of one size"
+        )
+    batch = torch.stack(imgs)  # (B, H, W, 3)
+    ref = read_png(args.reference) if args.reference else None
+    if args.judge in judges.SELF_ANCHORED:
+        if ref is None:
+            raise VolratioError(
+                f"--judge {args.judge} compares with the network's own image: give it as --reference PNG"
+            )
+        if ref.shape != batch.shape[1:]:
+            raise VolratioError(
+                f"--reference is {ref.shape[0]}×{ref.shape[1]}, the images {batch.shape[1]}×{batch.shape[2]}; render both at one size"
+            )
+        judge = judges.make_judge(args.judge, ref, args.target, model=args.model, device=args.device)
+    else:
+        judge = judges.make_judge(args.judge, batch[0], args.target, model=args.model, device=args.device, anchor=ref)
+    v = judge(batch, label)
+    anchor = judges.anchor_of(judge)
     payload = {
         "judge": v.judge,
+        "anchor": anchor,
         "settings": v.settings,
-        "label": args.label,
+        "label": label,
+        "target": args.target,
         "reference": args.reference,
         "images": [
             {"image": p, "kept": bool(k), "score": float(s)} for p, k, s in zip(args.images, v.verdicts, v.scores)
         ],
     }
-    lines = [f"judge {v.judge} — is this still a {args.label}?"]
-    lines += [
-        f"  {'kept    ' if k else 'not kept'}  score {s:.3f}  {p}" for p, k, s in zip(args.images, v.verdicts, v.scores)
-    ]
+    note = "" if v.settings.get("label_fitted", True) else f" (no threshold fitted for {label!r}: the pooled one)"
+    lines = [f"judge {v.judge} (anchored on the {anchor}) — is this a {label}?{note}"]
+    lines += [f"  {'yes' if k else 'no '}  score {s:.3f}  {p}" for p, k, s in zip(args.images, v.verdicts, v.scores)]
     emit(args, payload, "\n".join(lines))
     return 0
 

@@ -56,7 +56,7 @@ class Config(Presets):
     imp_rate: float = 0.2  # IMP: at most this fraction of the remaining weights per level
     methods: tuple = BASELINES  # baselines to run (SP always runs: it sets the sparsity)
     emc2: bool = True  # score every network with EMC2
-    judge: str = "calibrated"  # EMC2 judge (volratio.judges.make_judge): "calibrated" (the default) or "ssim" (calibrated per network)
+    judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): "anchored" (label-anchored, the default) or a stability judge
     emc2_res: int = 24  # EMC2 image size
     emc2_params: int | None = 40  # parameters scored per network (seeded subsample; None = all)
     deltas: tuple = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # EMC2 perturbation sizes

@@ -51,7 +51,7 @@ class Settings:
     # MSE. A run config without this entry is one stored before the guard: it means None (`parse_point`)
     deltas: tuple = (-1.0, -0.5, 0.5, 1.0)  # EMC2 perturbation sizes (both signs, FER's |Δw| ≤ 1)
     max_params: int | None = 20  # EMC2 scores a seeded subsample of this many non-zero weights (None = all)
-    judge: str = "calibrated"  # EMC2 judge (volratio.judges.make_judge; "ssim": other-targets threshold)
+    judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
     device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
     train_path: str = "fast"  # TrainConfig.path of training and SP retraining (volratio.fast_train). A run
     # config without this entry is one stored before the fast path: it means "eager" (`parse_point`)

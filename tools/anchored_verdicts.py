@@ -1,0 +1,144 @@
+"""Build the anchored verdict set (`volratio.anchored_set`): networks, judging mosaics, the CSV.
+
+    python tools/anchored_verdicts.py networks            # train/build and store every network (CPU-minutes)
+    python tools/anchored_verdicts.py mosaics DIR [--pass 2]   # mosaics of the rows not yet judged, + DIR/index1.json
+    python tools/anchored_verdicts.py record DIR...       # each DIR/answers.json (+ answers2.json) → verdicts.csv
+    python tools/anchored_verdicts.py fit                 # fit the anchored judge's rule → rule.json
+
+`answers.json` maps each mosaic's file name to the tile numbers judged "shows the label" (every
+other tile: not). The first pass judges every new row; the second pass (`--pass 2`) a seeded 20%
+of them, shuffled afresh with new numbering. Rows shared with the first verdict set (the
+Picbreeder and FER SGD networks at 64×64) are copied with their verdicts after their images are
+checked to be the same (SHA-256 of the uint8 image).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from volratio import anchored_set as A
+from volratio import reference_verdicts as rv
+
+SECOND_PASS = 0.2
+
+
+def new_rows() -> pd.DataFrame:
+    nets = A.networks()
+    rows = A.sample_rows(A.AnchoredSetConfig(), nets)
+    rows["sha256"] = A.image_sha(A.render(rows, nets))
+    return rows, nets
+
+
+def cmd_networks(args) -> None:
+    nets = A.build_networks()
+    A.save_networks(nets)
+    print(f"stored {len(nets)} networks in {A.NETWORKS_DIR}")
+
+
+KEY = ["network", "kernel", "row", "col", "delta", "res"]
+
+
+def unjudged(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows not yet in the stored verdicts (networks added in a later batch)."""
+    if not A.VERDICTS_CSV.exists():
+        return rows
+    done = set(map(tuple, A.load_verdicts()[KEY].astype(str).to_numpy().tolist()))
+    return rows[[tuple(r) not in done for r in rows[KEY].astype(str).to_numpy().tolist()]]
+
+
+def cmd_mosaics(args) -> None:
+    rows, nets = new_rows()
+    rows.insert(0, "id", np.arange(len(rows)))
+    rows = unjudged(rows)
+    if args.pass_ == 2:
+        rng = np.random.default_rng(2)
+        rows = rows.iloc[np.sort(rng.permutation(len(rows))[: round(SECOND_PASS * len(rows))])]
+    images = A.render(rows, nets)
+    out = Path(args.dir)
+    out.mkdir(parents=True, exist_ok=True)
+    index = {}
+    for i, (label, ids, img) in enumerate(A.judging_mosaics(rows, images, seed=args.pass_)):
+        name = f"pass{args.pass_}_{i:02d}.png"
+        img.save(out / name)
+        index[name] = {"label": label, "ids": [int(x) for x in ids]}
+    (out / f"index{args.pass_}.json").write_text(json.dumps(index, indent=1))
+    print(f"{len(index)} mosaics, {sum(len(v['ids']) for v in index.values())} images in {out}")
+
+
+def _verdicts(out: Path, p: int) -> dict[int, int]:
+    index = json.loads((out / f"index{p}.json").read_text())
+    answers = json.loads(
+        (out / ("answers.json" if p == 1 else "answers2.json")).read_text()
+    )  # tile numbers judged "shows the label"
+    v = {}
+    for name, m in index.items():
+        kept = set(answers[name])
+        if bad := kept - set(range(1, len(m["ids"]) + 1)):
+            sys.exit(f"{name}: tiles {sorted(bad)} do not exist")
+        for t, i in enumerate(m["ids"], start=1):
+            v[i] = int(t in kept)
+    return v
+
+
+def cmd_record(args) -> None:
+    rows, _ = new_rows()
+    rows.insert(0, "id", np.arange(len(rows)))
+    p1, p2 = {}, {}
+    for d in args.dirs:  # one folder per judging batch
+        p1.update(_verdicts(Path(d), 1))
+        if (Path(d) / "answers2.json").exists():
+            p2.update(_verdicts(Path(d), 2))
+    if len(p1) != len(rows):
+        sys.exit(f"pass 1 judged {len(p1)} of {len(rows)} images")
+    rows["pass1"] = rows["id"].map(p1)
+    rows["pass2"] = rows["id"].map(p2)
+    rows["source"] = "new"
+    old = rv.load_verdicts()
+    shared = old[old.group.isin(A.DATA_GROUPS)].copy()
+    check = rv.render_rows(shared.reset_index(drop=True), A.networks(groups=list(A.DATA_GROUPS)))
+    if rv.image_sha(check) != shared["sha256"].tolist():
+        sys.exit("the shared Picbreeder/FER rows do not regenerate the first set's images")
+    shared = shared.assign(source="first set", pass2=shared["pass2"])
+    cols = ["network", "group", "member", "target", "label", "kernel", "row", "col", "delta", "res", "sha256",
+            "pass1", "pass2", "source"]  # fmt: skip
+    table = pd.concat([shared[cols], rows[cols]], ignore_index=True)
+    table.insert(0, "id", np.arange(len(table)))
+    table.to_csv(A.VERDICTS_CSV, index=False)
+    print(f"wrote {A.VERDICTS_CSV}: {len(table)} rows ({len(shared)} shared, {len(rows)} new)")
+
+
+def cmd_fit(args) -> None:
+    from volratio import anchored_rule as ar
+
+    table = ar.verdict_table()
+    rule, ks = ar.fit_default(table)
+    ar.write_rule(rule)
+    for name, k in ks.items():
+        print(f"  {name:32s} held-out κ {np.mean(k):.3f} ± {np.std(k):.3f}")
+    print(f"wrote {ar.RULE_JSON}: {rule.name}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(required=True)
+    sub.add_parser("networks").set_defaults(func=cmd_networks)
+    m = sub.add_parser("mosaics")
+    m.add_argument("dir")
+    m.add_argument("--pass", dest="pass_", type=int, default=1, choices=[1, 2])
+    m.set_defaults(func=cmd_mosaics)
+    r = sub.add_parser("record")
+    r.add_argument("dirs", nargs="+")
+    r.set_defaults(func=cmd_record)
+    sub.add_parser("fit").set_defaults(func=cmd_fit)
+    args = ap.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,349 @@
+"""The target-anchored judge's rule: features of an image against the target, a fitted decision.
+
+`volratio.judges.AnchoredJudge` ("anchored", the library's default judge) asks "is this a
+<label>?" by comparing the image with the *target image* of the label — never with the network's
+own render. This module defines what it computes and how its decision was fitted on the
+anchored verdicts (`volratio.anchored_set`, `data/judge_reference/anchored/verdicts.csv`):
+
+- **Features** (`FEATURES`, `features`): every image and its target are first brought to one size
+  (`FIT_RES`, area averaging / bilinear as `volratio.judges.resample`); then SSIM at full
+  resolution and after 2×2 and 4×4 average pooling (Wang et al. 2004), multi-scale SSIM over
+  three scales (Wang, Simoncelli & Bovik 2003; `torchmetrics`), the correlation of Sobel edge
+  maps, the negated RMS distance, the distance of the mean colours, and the log-ratio of the
+  images' contrasts (a flat image has none).
+- **Rules** (`Rule`): a logistic model on standardised features (or one feature alone) gives
+  p(shows the label); the image is judged to show the label when p ≥ the label's threshold (one
+  per label the verdicts cover, plus a pooled `"*"` for any other label — the judge's settings
+  say which was used). `fit` fits one on a training split (L2-penalised log-loss, L-BFGS,
+  deterministic); `compare` evaluates candidates on the held-out split, overall and per group,
+  with κ and its bootstrap interval; `best_rule` picks one; `write_rule`/`read_rule` store it in
+  `data/judge_reference/anchored/rule.json`.
+
+Chapter: "EMC2-Bench" (book/emc2.md), section "The judge, validated".
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+
+from .errors import DataNotFoundError, VolratioError
+from .reference_verdicts import DATA_DIR, cohen_kappa
+
+RULE_JSON = DATA_DIR / "anchored" / "rule.json"
+FIT_RES = 64  # images and targets are compared at this size
+FEATURES = ("ssim@1", "ssim@2", "ssim@4", "ms-ssim", "edges", "-rmse", "-dcolour", "contrast")
+
+
+# ---------------------------------------------------------------------------------------------
+# Features
+
+
+def _pool(x: torch.Tensor, k: int) -> torch.Tensor:
+    return x if k == 1 else torch.nn.functional.avg_pool2d(x.permute(0, 3, 1, 2), k).permute(0, 2, 3, 1)
+
+
+def _ms_ssim(x: torch.Tensor, r: torch.Tensor) -> np.ndarray:
+    """Multi-scale SSIM over three scales (7×7 Gaussian window, σ 1.5; the standard weights of the
+    first three scales, renormalised) of each image against its reference, per image."""
+    from torchmetrics.functional.image import multiscale_structural_similarity_index_measure as ms
+
+    betas = (0.0448, 0.2856, 0.3001)
+    betas = tuple(b / sum(betas) for b in betas)
+    a, b = x.permute(0, 3, 1, 2), r.permute(0, 3, 1, 2)
+    v = ms(a, b, kernel_size=7, betas=betas, data_range=1.0, reduction="none", normalize="relu")
+    return v.reshape(-1).numpy()
+
+
+def features(images, targets) -> dict[str, np.ndarray]:
+    """Every feature of each image against its target: `images`, `targets` `(B, H, W, 3)` in
+    [0, 1] (row i of `targets` is image i's target; both of any size, brought to `FIT_RES`)."""
+    from .judge_calibration import _corr, edge_map
+    from .judges import as_images, resample, ssim
+
+    x, r = resample(as_images(images), FIT_RES), resample(as_images(targets), FIT_RES)
+    if len(x) != len(r):
+        raise VolratioError(f"{len(x)} images but {len(r)} targets; give one target per image")
+    out = {f"ssim@{k}": np.zeros(len(x)) for k in (1, 2, 4)}
+    keys = [hash(ri.numpy().tobytes()) for ri in r]
+    for key in dict.fromkeys(keys):  # SSIM takes one reference per call: group rows by target
+        idx = [i for i, k in enumerate(keys) if k == key]
+        for k in (1, 2, 4):
+            out[f"ssim@{k}"][idx] = ssim(_pool(x[idx], k), _pool(r[idx[:1]], k)[0])
+    out["ms-ssim"] = _ms_ssim(x, r)
+    out["edges"] = _corr(edge_map(x).flatten(1), edge_map(r).flatten(1)).numpy()
+    out["-rmse"] = -((x - r) ** 2).mean(dim=(1, 2, 3)).sqrt().numpy()
+    out["-dcolour"] = -(x.mean(dim=(1, 2)) - r.mean(dim=(1, 2))).norm(dim=1).numpy()
+    sx, sr = x.std(dim=(1, 2)).mean(1), r.std(dim=(1, 2)).mean(1)
+    out["contrast"] = torch.log((sx + 1e-3) / (sr + 1e-3)).numpy()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules
+
+
+@dataclass
+class Rule:
+    """p = σ(b + Σ wᵢ·(fᵢ − μᵢ)/sᵢ) over `features`; shows the label ⇔ p ≥ threshold(label)."""
+
+    features: tuple  # feature names (a subset of FEATURES)
+    weights: list  # one per feature
+    bias: float
+    mean: list  # standardisation, from the training split
+    scale: list
+    thresholds: dict  # label -> threshold on p; "*" for every other label
+    fitted_on: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        f = "+".join(self.features)
+        return f"{f} ({'per label' if len(self.thresholds) > 1 else 'one threshold'})"
+
+    def threshold(self, label: str) -> tuple[float, bool]:
+        """`(threshold, fitted for this label)`."""
+        if label in self.thresholds:
+            return float(self.thresholds[label]), True
+        return float(self.thresholds["*"]), False
+
+    def prob(self, feats: dict) -> np.ndarray:
+        z = np.full(len(feats[self.features[0]]), float(self.bias))
+        for f, w, m, s in zip(self.features, self.weights, self.mean, self.scale):
+            z = z + w * (np.asarray(feats[f], float) - m) / s
+        return 1.0 / (1.0 + np.exp(-z))
+
+    def predict(self, feats: dict, labels) -> np.ndarray:
+        p = self.prob(feats)
+        t = np.array([self.threshold(lab)[0] for lab in labels])
+        return p >= t
+
+
+def _logistic(X: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
+    from scipy.optimize import minimize
+
+    n, d = X.shape
+
+    def loss(theta):
+        w, b = theta[:d], theta[d]
+        z = X @ w + b
+        lz = np.logaddexp(0, z)
+        f = (lz - y * z).mean() + 0.5 * l2 * (w @ w)
+        p = 1 / (1 + np.exp(-z))
+        g = np.r_[X.T @ (p - y) / n + l2 * w, (p - y).mean()]
+        return f, g
+
+    r = minimize(loss, np.zeros(d + 1), jac=True, method="L-BFGS-B")
+    return r.x[:d], float(r.x[d])
+
+
+def best_threshold(p, truth) -> float:
+    """The threshold on `p` maximising Cohen's κ (candidates: midpoints of consecutive distinct
+    values; ties: the middle one)."""
+    v, y = np.asarray(p, float), np.asarray(truth, bool)
+    s = np.unique(v)
+    cands = np.r_[s[0] - 1e-9, (s[:-1] + s[1:]) / 2, s[-1] + 1e-9]
+    k = np.array([cohen_kappa(v >= t, y) if y.any() and (~y).any() else float((v >= t) == y).mean() for t in cands])
+    best = np.flatnonzero(k >= np.nanmax(k) - 1e-12)
+    return float(cands[best[len(best) // 2]])
+
+
+def fit(feats: dict, truth, labels, names, per_label: bool = True, l2: float = 1e-2) -> Rule:
+    """A `Rule` on the features `names`, fitted on (`feats`, `truth`, `labels`)."""
+    y = np.asarray(truth, float)
+    X = np.stack([np.asarray(feats[f], float) for f in names], 1)
+    mu, sd = X.mean(0), X.std(0) + 1e-12
+    w, b = _logistic((X - mu) / sd, y, l2)
+    rule = Rule(tuple(names), w.tolist(), b, mu.tolist(), sd.tolist(), {"*": 0.5})
+    p = rule.prob(feats)
+    labels = np.asarray(labels)
+    th = {"*": best_threshold(p, y > 0.5)}
+    if per_label:
+        for lab in np.unique(labels):
+            sel = labels == lab
+            yl = y[sel] > 0.5
+            if yl.all() or (~yl).all():  # one class only: the pooled threshold says it as well as any
+                continue
+            th[str(lab)] = best_threshold(p[sel], yl)
+    rule.thresholds = th
+    return rule
+
+
+def agreement(pred, truth) -> dict:
+    """n, accuracy, Cohen's κ (NaN when the verdicts hold one class only) and the confusion counts."""
+    p, y = np.asarray(pred, bool), np.asarray(truth, bool)
+    one_class = bool(y.all() or (~y).all())
+    return {
+        "n": int(len(y)),
+        "accuracy": float((p == y).mean()) if len(y) else float("nan"),
+        "kappa": float("nan") if (one_class or not len(y)) else cohen_kappa(p, y),
+        "kept_kept": int((p & y).sum()),
+        "kept_notkept": int((p & ~y).sum()),
+        "notkept_kept": int((~p & y).sum()),
+        "notkept_notkept": int((~p & ~y).sum()),
+    }
+
+
+def kappa_interval(pred, truth, n_boot: int = 1000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile bootstrap interval of Cohen's κ (NaN when the verdicts hold one class)."""
+    p, y = np.asarray(pred, bool), np.asarray(truth, bool)
+    if not len(y) or y.all() or (~y).all():
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    ks = []
+    for _ in range(n_boot):
+        i = rng.integers(0, len(y), len(y))
+        if y[i].all() or (~y[i]).all():
+            continue
+        ks.append(cohen_kappa(p[i], y[i]))
+    return (float(np.percentile(ks, 2.5)), float(np.percentile(ks, 97.5)))
+
+
+def split(networks, groups, test_fraction: float = 0.4, seed: int = 0) -> np.ndarray:
+    """`(n,)` bool, True for held-out rows. Whole *networks* are held out — a seeded
+    `test_fraction` of each group's networks (at least one when the group has two or more) — so
+    that no network is judged on held-out images of itself whose siblings it was fitted on."""
+    networks, groups = np.asarray(networks), np.asarray(groups)
+    rng = np.random.default_rng(seed)
+    held = set()
+    for g in np.unique(groups):
+        names = np.unique(networks[groups == g])
+        if len(names) < 2:
+            continue
+        n = min(len(names) - 1, max(1, round(test_fraction * len(names))))
+        held |= set(names[rng.permutation(len(names))[:n]].tolist())
+    return np.array([n in held for n in networks], bool)
+
+
+def write_rule(rule: Rule, path=None) -> None:
+    from .fileio import atomic_path
+
+    p = path or RULE_JSON
+    d = asdict(rule)
+    d["features"] = list(rule.features)
+    with atomic_path(p) as tmp, open(tmp, "w") as f:
+        json.dump(d, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def read_rule(path=None) -> Rule:
+    """The stored rule of the anchored judge (`data/judge_reference/anchored/rule.json`)."""
+    p = path or RULE_JSON
+    if not p.exists():
+        raise DataNotFoundError(f"anchored judge rule not found at {p}; it ships in data/judge_reference/anchored/")
+    d = json.loads(p.read_text())
+    feats = tuple(d.get("features", ()))
+    if not feats or set(feats) - set(FEATURES) or "*" not in d.get("thresholds", {}):
+        raise VolratioError(f"{p}: not an anchored judge rule (needs features from {FEATURES} and a '*' threshold)")
+    return Rule(feats, list(d["weights"]), float(d["bias"]), list(d["mean"]), list(d["scale"]),
+                {k: float(v) for k, v in d["thresholds"].items()}, d.get("fitted_on", {}))  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# The comparison
+
+CANDIDATES = {  # rule name -> features (each single feature, and logistic combinations)
+    **{f: (f,) for f in FEATURES},
+    "ssim@4+contrast": ("ssim@4", "contrast"),
+    "ssim@4+-dcolour+contrast": ("ssim@4", "-dcolour", "contrast"),
+    "ms-ssim+-dcolour+contrast": ("ms-ssim", "-dcolour", "contrast"),
+    "all": FEATURES,
+}
+
+
+def compare(table, test_fraction: float = 0.4, seed: int = 0, candidates=None):
+    """Fit every candidate rule on the training split (whole networks held out, `split`) and
+    evaluate it on the held-out rows: overall and per group, κ with its bootstrap interval.
+    `table`: one row per judged image with `pass1`, `label`, `group`, `network` and a column per
+    feature. Returns `(results DataFrame, {name: Rule}, held-out mask)`."""
+    import pandas as pd
+
+    cands = candidates or CANDIDATES
+    y = table["pass1"].to_numpy().astype(bool)
+    labels = table["label"].to_numpy()
+    test = split(table["network"].to_numpy(), table["group"].to_numpy(), test_fraction, seed)
+    feats = {f: table[f].to_numpy() for f in FEATURES if f in table}
+    tr = {f: v[~test] for f, v in feats.items()}
+    te = {f: v[test] for f, v in feats.items()}
+    out, rules = [], {}
+    for name, names in cands.items():
+        rule = fit(tr, y[~test], labels[~test], names)
+        rule.fitted_on = {"n": int((~test).sum()), "split_seed": seed, "test_fraction": test_fraction, "res": FIT_RES}
+        rules[name] = rule
+        pred = rule.predict(te, labels[test])
+        a = agreement(pred, y[test])
+        lo, hi = kappa_interval(pred, y[test])
+        out.append({"rule": name, **a, "kappa_lo": lo, "kappa_hi": hi})
+    return pd.DataFrame(out).set_index("rule"), rules, test
+
+
+def per_group(rule: Rule, table, rows_mask=None) -> "object":
+    """Agreement of `rule` with the verdicts per group (and overall) over `rows_mask` (default all)."""
+    import pandas as pd
+
+    t = table if rows_mask is None else table[np.asarray(rows_mask, bool)]
+    feats = {f: t[f].to_numpy() for f in rule.features}
+    pred = rule.predict(feats, t["label"].to_numpy())
+    y = t["pass1"].to_numpy().astype(bool)
+    out = []
+    for g in [*sorted(set(t["group"])), "all"]:
+        sel = np.ones(len(t), bool) if g == "all" else (t["group"].to_numpy() == g)
+        a = agreement(pred[sel], y[sel])
+        lo, hi = kappa_interval(pred[sel], y[sel])
+        out.append({"group": g, **a, "kappa_lo": lo, "kappa_hi": hi})
+    return pd.DataFrame(out).set_index("group")
+
+
+def best_rule(results, rules) -> Rule:
+    """The rule with the highest held-out κ (ties: fewer features, then the order of `CANDIDATES`)."""
+    k = results["kappa"].to_numpy()
+    names = [n for n, kk in zip(results.index, k) if kk >= np.nanmax(k) - 1e-12]
+    names.sort(key=lambda n: (len(rules[n].features), list(rules).index(n)))
+    return rules[names[0]]
+
+
+def verdict_table(verdicts=None):
+    """The anchored verdicts (`volratio.anchored_set.load_verdicts`) with every feature of each
+    image against its target, the images regenerated from the stored networks (seconds)."""
+    from . import anchored_set as A
+    from .judges import target_anchor
+
+    df = (A.load_verdicts() if verdicts is None else verdicts).reset_index(drop=True).copy()
+    nets = A.networks(groups=sorted(set(df["group"])))
+    images = A.render(df, nets)
+    anchors = {}
+    for t, r in set(zip(df["target"], df["res"])):
+        anchors[(t, r)] = target_anchor(t, int(r))  # as the judge: the target at the image's size
+    feats = {f: np.zeros(len(df)) for f in FEATURES}
+    for (t, r), part in df.groupby(["target", "res"], sort=False):
+        idx = part.index.to_numpy()
+        x = torch.stack([images[i] for i in idx])
+        f = features(x, anchors[(t, r)][None].expand(len(idx), -1, -1, -1))
+        for k, v in f.items():
+            feats[k][idx] = v
+    for k, v in feats.items():
+        df[k] = v
+    return df
+
+
+def repeated_kappa(table, names, repeats: int = 10, test_fraction: float = 0.4) -> np.ndarray:
+    """Held-out κ of the rule on `names` over `repeats` random network splits (seeds 0…)."""
+    return np.array(
+        [compare(table, test_fraction, seed, {"r": tuple(names)})[0].loc["r", "kappa"] for seed in range(repeats)]
+    )
+
+
+def fit_default(table, repeats: int = 10, test_fraction: float = 0.4):
+    """The stored rule, regenerable from the verdicts: the candidate with the best mean held-out κ
+    over `repeats` network splits (ties: fewer features), fitted on the training split of seed 0.
+    Returns `(rule, {candidate: κ per split})`."""
+    ks = {name: repeated_kappa(table, names, repeats, test_fraction) for name, names in CANDIDATES.items()}
+    best = max(ks, key=lambda n: (round(float(np.mean(ks[n])), 6), -len(CANDIDATES[n])))
+    _, rules, _ = compare(table, test_fraction, 0, {best: CANDIDATES[best]})
+    rule = rules[best]
+    rule.fitted_on.update(
+        {"selected_by": f"mean held-out kappa over {repeats} splits", "kappa_mean": float(np.mean(ks[best]))}
+    )
+    return rule, ks
