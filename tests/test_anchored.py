@@ -168,3 +168,13 @@ def test_refitting_on_the_anchored_verdicts_gives_the_stored_rule(picbreeder_dir
     assert rule.thresholds == pytest.approx(stored.thresholds, abs=1e-9)
     assert rule.weights == pytest.approx(stored.weights, abs=1e-9)
     assert set(ks) == set(ar.CANDIDATES) and all(len(k) == 10 for k in ks.values())
+
+
+def test_judge_check_on_the_anchored_set_tells_stability_from_the_label(picbreeder_dir):
+    anchored = ar.check_judge("anchored", groups=["flat", "other-target"])
+    stability = ar.check_judge("stability", groups=["flat", "other-target"])
+    assert anchored["images"]["n"] == stability["images"]["n"] == 72
+    assert anchored["images"]["accuracy"] == 1.0  # no flat image, no other target's drawing shows the label
+    assert stability["images"]["accuracy"] < 0.2  # the own-render similarity keeps them all
+    with pytest.raises(ar.VolratioError, match="unknown groups"):
+        ar.check_judge("anchored", groups=["nope"])

@@ -58,28 +58,40 @@ def _ms_ssim(x: torch.Tensor, r: torch.Tensor) -> np.ndarray:
     return v.reshape(-1).numpy()
 
 
-def features(images, targets) -> dict[str, np.ndarray]:
-    """Every feature of each image against its target: `images`, `targets` `(B, H, W, 3)` in
-    [0, 1] (row i of `targets` is image i's target; both of any size, brought to `FIT_RES`)."""
+def features(images, targets, names=FEATURES) -> dict[str, np.ndarray]:
+    """The features `names` (default all) of each image against its target: `images`, `targets`
+    `(B, H, W, 3)` in [0, 1] (row i of `targets` is image i's target; both of any size, brought to
+    `FIT_RES`). Each feature is computed the same way whichever others are asked for."""
     from .judge_calibration import _corr, edge_map
     from .judges import as_images, resample, ssim
 
+    if unknown := set(names) - set(FEATURES):
+        raise VolratioError(f"unknown features {sorted(unknown)}; known: {', '.join(FEATURES)}")
     x, r = resample(as_images(images), FIT_RES), resample(as_images(targets), FIT_RES)
     if len(x) != len(r):
         raise VolratioError(f"{len(x)} images but {len(r)} targets; give one target per image")
-    out = {f"ssim@{k}": np.zeros(len(x)) for k in (1, 2, 4)}
-    keys = [hash(ri.numpy().tobytes()) for ri in r]
-    for key in dict.fromkeys(keys):  # SSIM takes one reference per call: group rows by target
-        idx = [i for i, k in enumerate(keys) if k == key]
-        for k in (1, 2, 4):
-            out[f"ssim@{k}"][idx] = ssim(_pool(x[idx], k), _pool(r[idx[:1]], k)[0])
-    out["ms-ssim"] = _ms_ssim(x, r)
-    out["edges"] = _corr(edge_map(x).flatten(1), edge_map(r).flatten(1)).numpy()
-    out["-rmse"] = -((x - r) ** 2).mean(dim=(1, 2, 3)).sqrt().numpy()
-    out["-dcolour"] = -(x.mean(dim=(1, 2)) - r.mean(dim=(1, 2))).norm(dim=1).numpy()
-    sx, sr = x.std(dim=(1, 2)).mean(1), r.std(dim=(1, 2)).mean(1)
-    out["contrast"] = torch.log((sx + 1e-3) / (sr + 1e-3)).numpy()
-    return out
+    out = {}
+    pooled = [k for k in (1, 2, 4) if f"ssim@{k}" in names]
+    if pooled:
+        for k in pooled:
+            out[f"ssim@{k}"] = np.zeros(len(x))
+        keys = [hash(ri.numpy().tobytes()) for ri in r]
+        for key in dict.fromkeys(keys):  # SSIM takes one reference per call: group rows by target
+            idx = [i for i, kk in enumerate(keys) if kk == key]
+            for k in pooled:
+                out[f"ssim@{k}"][idx] = ssim(_pool(x[idx], k), _pool(r[idx[:1]], k)[0])
+    if "ms-ssim" in names:
+        out["ms-ssim"] = _ms_ssim(x, r)
+    if "edges" in names:
+        out["edges"] = _corr(edge_map(x).flatten(1), edge_map(r).flatten(1)).numpy()
+    if "-rmse" in names:
+        out["-rmse"] = -((x - r) ** 2).mean(dim=(1, 2, 3)).sqrt().numpy()
+    if "-dcolour" in names:
+        out["-dcolour"] = -(x.mean(dim=(1, 2)) - r.mean(dim=(1, 2))).norm(dim=1).numpy()
+    if "contrast" in names:
+        sx, sr = x.std(dim=(1, 2)).mean(1), r.std(dim=(1, 2)).mean(1)
+        out["contrast"] = torch.log((sx + 1e-3) / (sr + 1e-3)).numpy()
+    return {n: out[n] for n in names}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -347,3 +359,85 @@ def fit_default(table, repeats: int = 10, test_fraction: float = 0.4):
         {"selected_by": f"mean held-out kappa over {repeats} splits", "kappa_mean": float(np.mean(ks[best]))}
     )
     return rule, ks
+
+
+def preserved(table, shown) -> np.ndarray:
+    """`(n,)` bool: each row's image shows the label *and* its network's unperturbed image (at the
+    same size) does — the EMC2 verdict — from per-row `shown` verdicts (the judge's or `pass1`)."""
+    t = table.reset_index(drop=True)
+    shown = np.asarray(shown, bool)
+    base = {(n, r): shown[i] for i, (n, r, k) in enumerate(zip(t["network"], t["res"], t["kernel"])) if k < 0}
+    return shown & np.array([base[(n, r)] for n, r in zip(t["network"], t["res"])])
+
+
+def emc2_by_network(table, rule: Rule):
+    """Per network and size: S, the share of its sampled perturbations that preserve the identity
+    (δ drawn uniformly, so S is the δ-averaged score), under the verdicts (95% Wilson interval) and
+    under `rule`; and whether the unperturbed image shows the label by each."""
+    import pandas as pd
+
+    from .judge_calibration import wilson
+
+    t = table.reset_index(drop=True)
+    by_rule = rule.predict({f: t[f].to_numpy() for f in rule.features}, t["label"].to_numpy())
+    v_ref, v_rule = preserved(t, t["pass1"].to_numpy()), preserved(t, by_rule)
+    out = []
+    for (name, res), part in t.groupby(["network", "res"], sort=False):
+        pert = part.index[part["kernel"] >= 0].to_numpy()
+        base = part.index[part["kernel"] < 0].to_numpy()
+        k, n = int(v_ref[pert].sum()), len(pert)
+        lo, hi = wilson(k, n)
+        out.append({"network": name, "res": int(res), "group": part["group"].iloc[0], "n": n,
+                    "shown (verdicts)": bool(t.loc[base[0], "pass1"]), "shown (judge)": bool(by_rule[base[0]]),
+                    "S (verdicts)": k / n if n else np.nan, "lo": lo, "hi": hi,
+                    "S (judge)": float(v_rule[pert].mean()) if n else np.nan})  # fmt: skip
+    return pd.DataFrame(out).set_index(["network", "res"])
+
+
+def check_judge(name: str, groups=None, model: str | None = None, device: str = "auto", max_images=None, seed=0):
+    """Agreement of judge `name` (any `volratio.judges.make_judge` name) with the anchored verdicts,
+    asked as EMC2 asks it: each network's unperturbed image and its perturbations, each judged
+    "shows the label" with the judge built for that network and its target. Over all images of
+    `groups` (default all; `max_images`: a seeded subsample of whole networks' rows) — accuracy, κ
+    and the confusion counts of the per-image verdicts, and of the EMC2 verdicts (base and
+    perturbed image both shown)."""
+    from . import anchored_set as A
+    from .emc2 import perturbed_images
+    from .judge_calibration import roc_auc
+    from .judges import make_judge
+
+    df = A.load_verdicts()
+    if groups:
+        if unknown := set(groups) - set(A.GROUPS):
+            raise VolratioError(f"unknown groups {sorted(unknown)}; known: {', '.join(A.GROUPS)}")
+        df = df[df["group"].isin(groups)]
+    df = df.reset_index(drop=True)
+    if max_images is not None and max_images < len(df):
+        keys = df[["network", "res"]].drop_duplicates().sample(frac=1.0, random_state=seed)
+        keep, n = [], 0
+        for nw, r in keys.itertuples(index=False):
+            part = df.index[(df["network"] == nw) & (df["res"] == r)]
+            keep += part.tolist()
+            n += len(part)
+            if n >= max_images:
+                break
+        df = df.loc[sorted(keep)].reset_index(drop=True)
+    nets = A.networks(groups=sorted(set(df["group"])))
+    images = A.render(df, nets)
+    shown, scores, settings = np.zeros(len(df), bool), np.zeros(len(df)), {}
+    for (nw, r), part in df.groupby(["network", "res"], sort=False):
+        rn = nets[nw]
+        base = perturbed_images(rn.net, int(r), [], [], rn.member, "cpu")[0].cpu()
+        j = make_judge(name, base, rn.target, model=model, device=device)
+        idx = part.index.to_numpy()
+        v = j(torch.stack([images[i] for i in idx]), rn.label)
+        shown[idx], scores[idx] = v.verdicts, v.scores
+        settings = {"judge": v.judge, **{k: x for k, x in v.settings.items() if k != "label"}}
+    y = df["pass1"].to_numpy().astype(bool)
+    return {
+        "settings": settings,
+        "groups": sorted(set(df["group"])),
+        "images": agreement(shown, y),
+        "emc2": agreement(preserved(df, shown), preserved(df, y)),
+        "auc": roc_auc(scores, y),
+    }

@@ -658,7 +658,7 @@ def score(
         n_params=len(params),
         n_nonzero=n_nonzero,
         judge=judge.name,
-        judge_settings=judge.settings(),
+        judge_settings={**judge.settings(), **{k: v for k, v in base_v.settings.items() if k == "label_fitted"}},
         table=table,
         config={**asdict(cfg), "deltas": [float(x) for x in deltas]},
         base_kept=base_kept,

@@ -712,7 +712,7 @@ class AnchoredJudge(Judge):
         from .anchored_rule import features
 
         x = as_images(images)
-        f = features(x, self.anchor[None].expand(len(x), -1, -1, -1))
+        f = features(x, self.anchor[None].expand(len(x), -1, -1, -1), self.rule.features)
         p = self.rule.prob(f)
         return p >= self.rule.threshold(label)[0], p
 

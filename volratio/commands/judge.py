@@ -31,14 +31,22 @@ def register(sub) -> None:
     add_json_flag(p)
     p.set_defaults(func=cmd_judge)
 
-    p = sub.add_parser("judge-check", help="agreement of a judge with the reference verdicts (data/judge_reference)")
-    p.add_argument("--judge", required=True, choices=[j for j in JUDGES if j != "anchored"])
+    p = sub.add_parser(
+        "judge-check", help="agreement of a judge with the verdicts judged by inspection (data/judge_reference)"
+    )
+    p.add_argument("--judge", required=True, choices=list(JUDGES))
+    p.add_argument(
+        "--set",
+        default="anchored",
+        choices=["anchored", "first"],
+        help="anchored: the anchored verdict set (is this a <label>?, networks stored; default); first: the first "
+        "set (perturbations of networks retrained on the fly; the self-anchored judges only)",
+    )
     p.add_argument("--model", default=None, help="local folder or cached model id for --judge clip/vlm")
     p.add_argument(
         "--groups",
         default=None,
-        help="comma-separated network groups to check, e.g. picbreeder,fer-sgd (default: all; "
-        "the others need about a minute of training)",
+        help="comma-separated network groups to check, e.g. picbreeder,fer-sgd,flat (default: all)",
     )
     p.add_argument(
         "--max-images", type=A.positive_int, default=None, help="a seeded random subsample of this many perturbations"
@@ -139,22 +147,46 @@ def cmd_judge(args) -> int:
 
 def cmd_check(args) -> int:
     from ..errors import VolratioError
-    from ..judge_calibration import check_judge
 
     if args.max_images is not None and args.max_images < 1:
         raise VolratioError(f"--max-images must be at least 1, got {args.max_images}")
     groups = [g.strip() for g in args.groups.split(",") if g.strip()] if args.groups else None
+    if args.set == "anchored":
+        return _check_anchored(args, groups)
+    from ..judge_calibration import check_judge
+    from ..judges import SELF_ANCHORED
+
+    if args.judge not in SELF_ANCHORED and args.judge not in ("clip", "vlm"):
+        raise VolratioError(
+            f"--set first checks self-anchored and model judges; check --judge {args.judge} with --set anchored"
+        )
     res = check_judge(
         _judge_factory(args.judge, args.model, args.device), groups=groups, max_images=args.max_images, seed=args.seed
     )
     a, b = res["all"], res["base kept"]
-    lines = [f"judge {res['settings'].get('judge')} against the reference verdicts ({', '.join(res['groups'])})"]
+    lines = [f"judge {res['settings'].get('judge')} against the first verdict set ({', '.join(res['groups'])})"]
     for name, r in (("all perturbations", a), ("networks whose own image shows the object", b)):
-        lines.append(f"  {name}: n = {r['n']}, accuracy {r['accuracy']:.3f}, Cohen's κ {r['kappa']:.3f}")
-        lines.append(
-            f"    judge kept / reference kept {r['kept_kept']}, judge kept / reference not {r['kept_notkept']}, "
-            f"judge not / reference kept {r['notkept_kept']}, judge not / reference not {r['notkept_notkept']}"
-        )
+        lines += _agreement_lines(name, r)
+    lines.append(f"  ROC AUC of the judge's score: {res['auc']:.3f}")
+    emit(args, res, "\n".join(lines))
+    return 0
+
+
+def _agreement_lines(name: str, r: dict) -> list[str]:
+    return [
+        f"  {name}: n = {r['n']}, accuracy {r['accuracy']:.3f}, Cohen's κ {r['kappa']:.3f}",
+        f"    judge yes / reference yes {r['kept_kept']}, judge yes / reference no {r['kept_notkept']}, "
+        f"judge no / reference yes {r['notkept_kept']}, judge no / reference no {r['notkept_notkept']}",
+    ]
+
+
+def _check_anchored(args, groups) -> int:
+    from ..anchored_rule import check_judge
+
+    res = check_judge(args.judge, groups, args.model, args.device, args.max_images, args.seed)
+    lines = [f"judge {res['settings'].get('judge')} against the anchored verdicts ({', '.join(res['groups'])})"]
+    lines += _agreement_lines("each image shows the label", res["images"])
+    lines += _agreement_lines("EMC2 verdicts (unperturbed and perturbed image shown)", res["emc2"])
     lines.append(f"  ROC AUC of the judge's score: {res['auc']:.3f}")
     emit(args, res, "\n".join(lines))
     return 0
