@@ -38,6 +38,7 @@ from pathlib import Path
 from . import machine as M
 from .errors import VolratioError
 from .fileio import atomic_path
+from .rescore import reading_from
 
 MANIFEST = "manifest.json"
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "results" / "reference"
@@ -186,17 +187,33 @@ def run_chunk(
     return report
 
 
+def manifest_totals(runs: dict) -> dict:
+    """`runs_done`, `cpu_s_total`, `wall_s_total` of a manifest's runs: the chunk's own runs; the
+    rescore runs stored beside them (`volratio.rescore`, marked `"run": "rescore"`) are counted
+    apart (`rescores_done`, `rescore_cpu_s_total`) when there are any."""
+
+    def totals(rs):
+        cpu = sum(r["cpu_s"] for r in rs if r["cpu_s"] == r["cpu_s"])
+        return len(rs), round(cpu, 1), round(sum(r["wall_s"] for r in rs), 1)
+
+    own = [r for r in runs.values() if r.get("run") != "rescore"]
+    rescored = [r for r in runs.values() if r.get("run") == "rescore"]
+    n, cpu, wall = totals(own)
+    out = {"runs_done": n, "cpu_s_total": cpu, "wall_s_total": wall}
+    if rescored:
+        n, cpu, _ = totals(rescored)
+        out.update(rescores_done=n, rescore_cpu_s_total=cpu)
+    return out
+
+
 def _write_manifest(path: Path, sweep, sessions: list, runs: dict) -> None:
     import dataclasses
 
-    total_cpu = sum(r["cpu_s"] for r in runs.values() if r["cpu_s"] == r["cpu_s"])
     doc = {
         "chunk": sweep.name,
         "spec": {k: v for k, v in dataclasses.asdict(sweep).items() if k != "name"},
         "runs_total": len(sweep.configs()),
-        "runs_done": len(runs),
-        "cpu_s_total": round(total_cpu, 1),
-        "wall_s_total": round(sum(r["wall_s"] for r in runs.values()), 1),
+        **manifest_totals(runs),
         "sessions": sessions,
         "runs": runs,
     }
@@ -228,10 +245,11 @@ def manifest(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
     return json.loads(path.read_text())
 
 
-def records(name: str, root: "str | Path" = DEFAULT_ROOT) -> list[dict]:
+def records(name: str, root: "str | Path" = DEFAULT_ROOT, rescores: bool = False) -> list[dict]:
     """The finished runs of chunk `name` (`volratio.store.Store.records`), each with its wall and
     CPU seconds from the manifest (`wall_s`, `cpu_s`) and the numerics parts and `kind` of the
-    machine that stored it (`machine`; `run_machine`)."""
+    machine that stored it (`machine`; `run_machine`). The rescore runs stored beside the chunk's
+    own (`volratio.rescore`) are left out unless `rescores`."""
     from .store import Store
 
     path = Path(root) / name
@@ -241,7 +259,7 @@ def records(name: str, root: "str | Path" = DEFAULT_ROOT) -> list[dict]:
     man = manifest(name, root)
     out = []
     for r in store.records():
-        if r["status"] == "done":
+        if r["status"] == "done" and (rescores or _name_of(r["run"]) != "rescore"):
             r.update({k: man["runs"].get(r["key"], {}).get(k) for k in ("wall_s", "cpu_s")})
             r["machine"] = run_machine(man, r["key"])
             out.append(r)
@@ -379,7 +397,7 @@ def verify(
         warnings.simplefilter("error")  # a damaged store is an error here, not a silent recompute
         for name in names:
             summary = {"chunk": name, "runs": 0, "comparable": 0, "independent": 0, "other": {}}
-            for r in records(name, root):
+            for r in records(name, root, rescores=True):
                 if max_cpu_seconds is not None and (r["cpu_s"] is None or r["cpu_s"] > max_cpu_seconds):
                     continue
                 summary["runs"] += 1
@@ -408,7 +426,8 @@ def verify(
     for name, r, why in picked:
         entry = get_run(_name_of(r["run"]))
         t0 = time.perf_counter()
-        new = execute(entry.fn, entry.key, r["config"], r["key"], __version__, threads=1)
+        with reading_from(root):  # a rescore run reads its source network from the chunks under root
+            new = execute(entry.fn, entry.key, r["config"], r["key"], __version__, threads=1)
         res = {
             "chunk": name,
             "key": r["key"],

@@ -2,6 +2,7 @@
 
     volratio reference run examples/sweeps/reference.toml --chunk rho --out results/reference
     volratio reference list examples/sweeps/reference.toml
+    volratio reference rescore depth_picbreeder --judge stability   # stored networks, another judge
     volratio results verify results/reference --sample 3     # re-run 3 stored runs and compare
 
 See `volratio.reference` and the issue of the reference scale (results/reference/README.md).
@@ -9,6 +10,7 @@ See `volratio.reference` and the issue of the reference scale (results/reference
 
 from __future__ import annotations
 
+from ..judges import JUDGES
 from . import _args as A
 from ._common import add_json_flag, emit
 
@@ -20,7 +22,7 @@ def register(sub) -> None:
         description="The reference-scale runs (issue 16): chunks of a plan file, each a sweep into "
         "its own store with a manifest (versions, commit, CPU model, wall and CPU time per run).",
     )
-    s = p.add_subparsers(dest="sub", required=True, metavar="{run,list}")
+    s = p.add_subparsers(dest="sub", required=True, metavar="{run,list,rescore}")
     r = s.add_parser(
         "run",
         help="run (or resume) one chunk",
@@ -50,6 +52,31 @@ def register(sub) -> None:
     )
     add_json_flag(ls)
     ls.set_defaults(func=_list)
+    rs = s.add_parser(
+        "rescore",
+        help="score a chunk's stored networks under another judge, without retraining",
+        description="Score the networks a chunk's runs stored (depth_point / optimizer_point runs with "
+        "keep_net = true: the final SP population, artifact `net`) under JUDGE, into the chunk's own store: "
+        "one `rescore` run per (source run, judge), its key hashing the judge and the source run's key, "
+        "with the EMC2 settings of the source run's config (float64 on CPU). Resumable: runs already "
+        "stored are skipped. Each run is recorded in the chunk's manifest, and `volratio results verify` "
+        "re-runs it like any other. Rescoring under the source runs' own judge reproduces their stored "
+        "scores exactly. A chunk whose runs stored no networks is an error: re-run it with keep_net = true.",
+    )
+    rs.add_argument("chunk", metavar="CHUNK", help="the chunk folder under --root (e.g. depth_picbreeder)")
+    rs.add_argument(
+        "--judge", required=True, choices=JUDGES, metavar="NAME", help=f"the judge to score under: {', '.join(JUDGES)}"
+    )
+    rs.add_argument(
+        "--root",
+        dest="dir",
+        default="results/reference",
+        metavar="DIR",
+        help="reference root (default results/reference)",
+    )
+    rs.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_json_flag(rs)
+    rs.set_defaults(func=_rescore)
 
 
 def _run(args) -> int:
@@ -101,3 +128,25 @@ def _list(args) -> int:
     w = max((len(r["chunk"]) for r in rows), default=0)
     emit(args, rows, "\n".join(f"{r['chunk']:{w}s}  {r['run']:16s} {r['done']}/{r['runs']} runs stored" for r in rows))
     return 0
+
+
+def _rescore(args) -> int:
+    from ..rescore import rescore_chunk
+
+    report = rescore_chunk(
+        args.chunk, args.judge, args.dir, progress=False if (args.no_progress or args.json) else None
+    )
+    emit(
+        args,
+        {
+            "chunk": report.chunk,
+            "judge": report.judge,
+            "total": report.total,
+            "ran": len(report.ran),
+            "skipped": report.skipped,
+            "failed": report.failed,
+            "seconds": round(report.seconds, 3),
+        },
+        report.summary(),
+    )
+    return 1 if report.failed else 0

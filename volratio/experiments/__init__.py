@@ -67,6 +67,7 @@ _BUILTIN_RUNS = {
     "optimizer_point": ("optimizers", "point", "volratio.depth_runs:optimizer_point"),
     "emc2_point": ("emc2_bench", "point", "volratio.experiments:emc2_point"),
     "emc2_dense": ("emc2_bench", "dense_point", "volratio.experiments:emc2_dense"),
+    "rescore": ("volratio.rescore", "point", "volratio.experiments:rescore"),  # stored networks, another judge
 }
 # old spec names (import paths) → registry names; a spec may still say run = "volratio.runs:train"
 ALIASES = {key: name for name, (_, _, key) in _BUILTIN_RUNS.items()}
@@ -92,7 +93,7 @@ def get_run(name: str) -> RunFunction:
         return _USER_RUNS[name]
     if name in _BUILTIN_RUNS:
         mod, fn, key = _BUILTIN_RUNS[name]
-        m = importlib.import_module(f"{__name__}.{mod}")
+        m = importlib.import_module(mod if mod.startswith("volratio.") else f"{__name__}.{mod}")
         return RunFunction(name, getattr(m, fn), getattr(m, f"parse_{fn}"), key)
     if name in EXPERIMENTS:
         return RunFunction(name, _WholeRun(name), _WholeParse(name), f"volratio.experiments:{name}")

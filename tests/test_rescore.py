@@ -1,0 +1,141 @@
+"""Train, then score (volratio.rescore): stored networks rescored under another judge, resumably,
+into the chunk's own store, re-checked by `results verify`."""
+
+import json
+import shutil
+
+import pytest
+
+from volratio import __version__
+from volratio import reference as R
+from volratio import rescore as RS
+from volratio.cli import main
+from volratio.experiments import get_run
+from volratio.nets import CoordMLP
+from volratio.store import Store, config_key
+
+PLAN = """
+[chunks.tiny]
+run = "depth_point"
+seeds = [0]
+
+[chunks.tiny.config]
+target = "planted:1:depth=2,width=3"
+depth = 2
+members = 2
+width = 4
+res = 16
+steps = 20
+sp_rounds = 1
+retrain_steps = 5
+max_params = 20
+deltas = [-0.25, 0.25]
+judge = "stability"
+keep_net = {keep}
+"""
+
+
+def _chunk(root, keep: bool, steps: int = 20):
+    plan = root.parent / f"plan-{keep}.toml"
+    plan.write_text(PLAN.format(keep=str(keep).lower()).replace("steps = 20", f"steps = {steps}"))
+    report = R.run_chunk(R.load_plan(plan), "tiny", root, progress=False)
+    assert not report.failed and len(report.ran) == 1
+    return root
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    """A chunk of one depth_point run (2 networks) that stored its networks; copied per test."""
+    return _chunk(tmp_path_factory.mktemp("src") / "reference", keep=True)
+
+
+@pytest.fixture()
+def root(source, tmp_path):
+    shutil.copytree(source, tmp_path / "reference")
+    return tmp_path / "reference"
+
+
+def test_stored_networks_are_safetensors_with_their_config(root):
+    (rec,) = R.records("tiny", root)
+    path = rec["artifacts"]["net"]
+    assert path.endswith(".safetensors")
+    with open(path, "rb") as f:
+        assert f.read(1) != b"\x80"  # not a pickle
+    net = CoordMLP.load(path)
+    assert net.population == 2 and len(net.weights) == 3  # depth 2: three kernels
+    assert Store(root / "tiny").artifact(rec["key"], "net").nonzero() == rec["metrics"]["nonzero"]
+    cfg = RS.rescore_config("tiny", rec, "anchored")  # built from the stored row alone
+    assert cfg["emc2"]["res"] == 16 and cfg["emc2"]["deltas"] == [-0.25, 0.25] and cfg["emc2"]["max_params"] == 20
+    assert cfg["emc2"]["dtype"] == "float64" and cfg["emc2"]["device"] == "cpu" and cfg["members"] == 2
+
+
+def test_rescore_two_judges_keys_resume_and_readers(root, capsys):
+    (src,) = R.records("tiny", root)
+    for judge in ("stability", "anchored"):
+        assert main(["reference", "rescore", "tiny", "--judge", judge, "--root", str(root), "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert (out["total"], out["ran"], out["skipped"], out["failed"]) == (1, 1, 0, [])
+    runs = {r["config"]["judge"]: r for r in RS.records("tiny", root=root)}
+    assert set(runs) == {"stability", "anchored"}
+    for judge, r in runs.items():
+        assert r["key"] == config_key(get_run("rescore").key, r["config"], __version__)
+        assert r["config"]["source"]["key"] == src["key"] and r["config"]["source"]["chunk"] == "tiny"
+        m = r["metrics"]
+        assert m["judge"] == judge and len(m["score"]) == len(m["base_kept"]) == 2
+        assert all(len(s) == 2 and all(0 <= x <= 1 for x in s) for s in m["scores"])
+    assert runs["anchored"]["metrics"]["anchor"] == "target"
+    assert runs["stability"]["metrics"]["anchor"] == "own image" and all(runs["stability"]["metrics"]["base_kept"])
+    assert runs["stability"]["key"] != runs["anchored"]["key"]
+    # resume: nothing recomputed, the store unchanged
+    before = (root / "tiny" / "results.parquet").read_bytes()
+    again = RS.rescore_chunk("tiny", "anchored", root, progress=False)
+    assert (again.ran, again.skipped, again.total) == ([], 1, 1)
+    assert (root / "tiny" / "results.parquet").read_bytes() == before
+    # the chunk's own readers see its own run only; the manifest counts rescores apart
+    assert [r["key"] for r in R.records("tiny", root)] == [src["key"]] and len(R.table("tiny", root)) == 1
+    man = R.manifest("tiny", root)
+    assert (man["runs_done"], man["rescores_done"]) == (1, 2)
+    assert man["sessions"][-1]["rescore"] == {"judge": "anchored"} and man["runs"][runs["anchored"]["key"]]["kind"]
+    t = RS.table("tiny", "anchored", root)
+    assert len(t) == 2 and set(t["source"]) == {src["key"]} and list(t["member"]) == [0, 1]
+
+
+def test_rescore_under_the_source_judge_reproduces_its_scores(root):
+    (src,) = R.records("tiny", root)
+    assert src["metrics"]["judge"] == "stability" and any(s > 0 for s in src["metrics"]["score"])
+    assert not RS.rescore_chunk("tiny", "stability", root, progress=False).failed
+    (r,) = RS.records("tiny", "stability", root)
+    assert r["metrics"]["score"] == src["metrics"]["score"]  # exactly
+    assert r["metrics"]["scores"] == src["metrics"]["scores"]
+
+
+def test_verify_reruns_rescore_runs_bit_for_bit(root, capsys):
+    RS.rescore_chunk("tiny", "anchored", root, progress=False)
+    RS.rescore_chunk("tiny", "stability", root, progress=False)
+    runs = R.verify(root, sample=3).runs
+    assert len(runs) == 3 and all(r["ok"] for r in runs)
+    rescored = {r["key"] for r in RS.records("tiny", root=root)}
+    assert rescored <= {r["key"] for r in runs}
+    # a replaced source network is noticed: the rescore run refuses it instead of scoring another network
+    (src,) = R.records("tiny", root)
+    net = CoordMLP.load(src["artifacts"]["net"])
+    net.weights[0].data.mul_(2.0)
+    net.save(src["artifacts"]["net"])
+    with pytest.raises(RS.RescoreError, match="SHA-256 differs|missing or damaged"):
+        with RS.reading_from(root):
+            RS.point((next(iter(RS.records("tiny", root=root))))["config"])
+
+
+def test_chunks_without_networks_are_one_line_errors(tmp_path, capsys):
+    root = _chunk(tmp_path / "reference", keep=False, steps=2)
+    rc = main(["reference", "rescore", "tiny", "--judge", "anchored", "--root", str(root)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "stored no networks" in err[0] and "keep_net = true" in err[0]
+    assert not RS.records("tiny", root=root)  # nothing was written
+    rc = main(["reference", "rescore", "nosuch", "--judge", "anchored", "--root", str(root)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "nosuch" in err[0]
+    with pytest.raises(RS.RescoreError, match="folder name"):
+        RS.rescore_chunk("../tiny", "anchored", root)
+    with pytest.raises(RS.RescoreError, match="choose one of"):
+        RS.rescore_chunk("tiny", "nosuch", root)

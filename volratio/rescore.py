@@ -1,0 +1,387 @@
+"""Rescoring stored networks under another judge: the second stage of "train, then score" (issue 25).
+
+A run that trains networks can store them beside its metrics: `depth_point` and `optimizer_point`
+with `keep_net = true` return the final (SP-pruned, optimised) population as the artifact `net`, a
+`volratio.nets.CoordMLP` safetensors file (`volratio.store.encode_net`; never a pickle), and their
+row holds the run's whole config. Scoring is then a separate, cheap step that reads them:
+
+    volratio reference rescore depth_picbreeder --judge stability --root results/reference
+
+`rescore_chunk(chunk, judge, root)` scores every stored network of a chunk under `judge` without
+retraining, *into the same store*: one run of the registered run function `rescore` (`point`) per
+(source run, judge). Its config names the source (`chunk`, `key`, run function, the network's
+SHA-256), the judge, the target and the EMC2 settings taken from the source run's config (exactly
+what the source's own scoring used: `depth_regime.emc2_of`, float64 on CPU, calibration seed 0), so
+its store key includes the judge and the source key, a second rescore recomputes nothing, and
+rescoring under the source run's own judge reproduces its stored scores exactly. Metrics, one list
+entry per member: `score` (EMC2 AUC), `scores` (S per δ), `base_kept`; and `judge`, `anchor`.
+
+Rescore runs are recorded in the chunk's manifest like any run (per run: config, seed, wall and
+CPU seconds, the machine's `kind`), marked `"run": "rescore"`, so `volratio results verify`
+re-runs them like any other; `volratio.reference.records` leaves them out unless asked, so the
+readers of a chunk see its own runs only. Read them with `records(chunk, judge)` / `table`.
+
+Float results are compared bit for bit on the CPU kind that stored them; rescore runs have not been
+shown to reproduce across kinds, so they are not in `volratio.reference.MACHINE_INDEPENDENT`.
+
+Used by `volratio reference rescore` (volratio/commands/reference.py); results/reference/README.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from .errors import VolratioError
+from .judges import JUDGES
+
+RUN = "rescore"  # the registry name of the run function (volratio.experiments._BUILTIN_RUNS)
+NET = "net"  # the artifact holding a run's final population
+# run functions whose stored networks can be rescored: each parses to a `depth_regime.Point`-like
+# config (target, res, deltas, max_params, seed, device, judge) scored by `depth_regime.emc2_of`
+SOURCES = ("depth_point", "optimizer_point")
+CALIBRATION_SEED = 0  # what `depth_regime.emc2_of` seeds the "ssim" judge's calibration with
+
+_ROOT: contextvars.ContextVar = contextvars.ContextVar("volratio_rescore_root", default=None)
+
+
+class RescoreError(VolratioError, ValueError):
+    """A chunk, judge or rescore config that cannot be rescored as asked."""
+
+
+@contextlib.contextmanager
+def reading_from(root: "str | Path"):
+    """Within this block, rescore runs read their source networks from the chunks under `root`
+    (default: `volratio.reference.DEFAULT_ROOT`). `rescore_chunk` and `volratio.reference.verify`
+    set it; rescore runs execute in-process."""
+    token = _ROOT.set(Path(root))
+    try:
+        yield
+    finally:
+        _ROOT.reset(token)
+
+
+def source_root() -> Path:
+    from .reference import DEFAULT_ROOT
+
+    root = _ROOT.get()
+    return DEFAULT_ROOT if root is None else root
+
+
+# ---------------------------------------------------------------------------------------------
+# One rescore run (run function `rescore`)
+
+
+@dataclass(frozen=True)
+class Config:
+    """One rescore run: the stored population of one source run, scored under `judge`."""
+
+    source: dict = field(default_factory=dict)  # chunk, key, run (function name), net_sha256 of the stored network
+    judge: str = "anchored"  # the judge to score under (volratio.judges.make_judge)
+    target: str = "planted:0"  # the source run's target spec (what the judge is anchored on)
+    members: int = 1  # networks in the stored population
+    emc2: dict = field(default_factory=dict)  # volratio.emc2.EMC2Config entries but `member` (the source's)
+    calibration_seed: int = CALIBRATION_SEED  # seeds the "ssim" judge's calibration (as the source's scoring)
+    seed: int = 0  # the source run's seed (recorded; the EMC2 subsample's seed is emc2.seed)
+
+
+_SOURCE_KEYS = ("chunk", "key", "run", "net_sha256")
+
+
+def parse_point(config: dict) -> Config:
+    """Validate one rescore run's config (`RescoreError` naming the entry and the fix)."""
+    from .emc2 import EMC2Config
+
+    if not isinstance(config, dict):
+        raise RescoreError("a rescore config is a table (dict); see volratio.rescore.Config")
+    names = {f.name for f in fields(Config)}
+    unknown = set(config) - names
+    if unknown:
+        raise RescoreError(f"rescore config: unknown entries {sorted(unknown)}; it has {sorted(names)}")
+    cfg = Config(**config)
+    src = cfg.source
+    if not isinstance(src, dict) or set(src) != set(_SOURCE_KEYS) or not all(isinstance(src[k], str) for k in src):
+        raise RescoreError(f"rescore config: source must name {', '.join(_SOURCE_KEYS)} (strings); got {src!r}")
+    check_chunk_name(src["chunk"])
+    if src["run"] not in SOURCES:
+        raise RescoreError(f"rescore config: source run {src['run']!r} cannot be rescored; one of {', '.join(SOURCES)}")
+    if cfg.judge not in JUDGES:
+        raise RescoreError(f"rescore config: judge {cfg.judge!r}; choose one of {', '.join(JUDGES)}")
+    if not isinstance(cfg.target, str) or not cfg.target:
+        raise RescoreError(f"rescore config: target {cfg.target!r}; give the source run's target spec")
+    for name in ("members", "calibration_seed", "seed"):
+        v = getattr(cfg, name)
+        if not isinstance(v, int) or isinstance(v, bool) or v < (1 if name == "members" else 0):
+            raise RescoreError(
+                f"rescore config: {name} = {v!r}; give a {'positive' if name == 'members' else 'non-negative'} integer"
+            )
+    allowed = {f.name for f in fields(EMC2Config)} - {"member"}
+    if not isinstance(cfg.emc2, dict) or set(cfg.emc2) - allowed:
+        raise RescoreError(
+            f"rescore config: emc2 holds EMC2Config entries ({', '.join(sorted(allowed))}); got {cfg.emc2!r}"
+        )
+    try:
+        emc2_config(cfg, 0)
+    except (TypeError, ValueError) as e:
+        raise RescoreError(f"rescore config: emc2 {cfg.emc2!r} is not an EMC2Config ({e})") from None
+    return cfg
+
+
+def emc2_config(cfg: Config, member: int):
+    from .emc2 import EMC2Config
+
+    kw = dict(cfg.emc2)
+    if "deltas" in kw:
+        kw["deltas"] = tuple(float(d) for d in kw["deltas"])
+    return EMC2Config(**kw, member=member)
+
+
+def load_source(cfg: Config):
+    """The stored population of `cfg.source` (a `CoordMLP`), after checking its SHA-256."""
+    from .nets import CoordMLP
+    from .store import Store, StoreError, _sha256_file
+
+    src = cfg.source
+    path = source_root() / src["chunk"]
+    try:
+        art = Store(path).artifact_path(src["key"], NET)
+    except StoreError as e:
+        raise RescoreError(f"source network of rescore run: {e}") from None
+    if _sha256_file(art) != src["net_sha256"]:
+        raise RescoreError(
+            f"{art}: the stored network is not the one this rescore run scored (SHA-256 differs); "
+            f"rescore the chunk again (`volratio reference rescore {src['chunk']} --judge {cfg.judge}`)"
+        )
+    net = CoordMLP.load(art)
+    if net.population != cfg.members:
+        raise RescoreError(f"{art}: {net.population} networks, the config says {cfg.members}; rescore the chunk again")
+    return net
+
+
+def point(config: dict) -> dict:
+    """Score the stored population of one source run under `judge`. Metrics, per member: `score`
+    (EMC2 AUC), `scores` (S per δ), `base_kept`; and `judge`, `anchor` (what the verdicts are
+    anchored on: "target", "label" or "own image")."""
+    from . import emc2
+
+    cfg = parse_point(config)
+    net = load_source(cfg)
+    results = [
+        emc2.score_network(net, cfg.target, emc2_config(cfg, k), cfg.judge, calibration_seed=cfg.calibration_seed)
+        for k in range(net.population)
+    ]
+    return {
+        "score": [float(r.auc) for r in results],
+        "scores": [[float(s) for s in r.scores] for r in results],
+        "base_kept": [bool(r.base_kept) for r in results],
+        "judge": results[0].judge,
+        "anchor": results[0].anchor,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Rescoring a chunk
+
+
+def check_chunk_name(chunk) -> str:
+    if not isinstance(chunk, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", chunk):
+        raise RescoreError(f"chunk {chunk!r}: give a chunk's folder name (letters, digits, '_', '-', '.')")
+    return chunk
+
+
+def rescore_config(chunk: str, record: dict, judge: str) -> dict:
+    """The rescore run's config for a stored source run (a `volratio.reference.records` entry)."""
+    from .emc2 import EMC2Config
+    from .experiments import get_run
+    from .reference import _name_of
+    from .store import _sha256_file
+
+    name = _name_of(record["run"])
+    point_cfg = get_run(name).parse(dict(record["config"]))
+    ec = EMC2Config.like(point_cfg, member=0, dtype="float64")  # as depth_regime.emc2_of
+    emc = {k: v for k, v in asdict(ec).items() if k != "member"}
+    emc["deltas"] = [float(d) for d in ec.deltas]
+    members = int(point_cfg.members)
+    return {
+        "source": {
+            "chunk": chunk,
+            "key": record["key"],
+            "run": name,
+            "net_sha256": _sha256_file(Path(record["artifacts"][NET])),
+        },
+        "judge": judge,
+        "target": point_cfg.target,
+        "members": members,
+        "emc2": emc,
+        "calibration_seed": CALIBRATION_SEED,
+        "seed": int(point_cfg.seed),
+    }
+
+
+def plan(chunk: str, judge: str, root: "str | Path | None" = None) -> dict:
+    """`{rescore key: config}` of every stored network of `chunk` under `judge`. `RescoreError`
+    when the chunk's runs cannot be rescored (not networks' runs, or no network stored)."""
+    from . import __version__
+    from .experiments import get_run
+    from .reference import DEFAULT_ROOT, _name_of, records
+    from .store import config_key
+
+    root = Path(DEFAULT_ROOT if root is None else root)
+    check_chunk_name(chunk)
+    if judge not in JUDGES:
+        raise RescoreError(f"judge {judge!r}: choose one of {', '.join(JUDGES)}")
+    recs = records(chunk, root)
+    runs = sorted({_name_of(r["run"]) for r in recs})
+    sources = [r for r in recs if _name_of(r["run"]) in SOURCES]
+    if not sources:
+        raise RescoreError(
+            f"{root / chunk}: its runs ({', '.join(runs) or 'none'}) train no networks that can be rescored; "
+            f"rescore a chunk of {' or '.join(SOURCES)}"
+        )
+    with_net = [r for r in sources if NET in r["artifacts"]]
+    if not with_net:
+        raise RescoreError(
+            f"{root / chunk}: its runs stored no networks; re-run the chunk with keep_net = true in its "
+            f"config (`volratio reference run PLAN --chunk {chunk}`), then rescore it"
+        )
+    key_of = get_run(RUN).key
+    out = {}
+    for r in with_net:
+        cfg = rescore_config(chunk, r, judge)
+        out[config_key(key_of, cfg, __version__)] = cfg
+    return out
+
+
+@dataclass
+class RescoreReport:
+    chunk: str
+    judge: str
+    total: int  # rescore runs of the chunk under this judge (one per stored source run with a network)
+    ran: list  # keys executed now
+    skipped: int  # already in the store
+    failed: list  # keys whose run failed now
+    seconds: float
+
+    def summary(self) -> str:
+        return (
+            f"rescore {self.chunk!r} under {self.judge!r}: {self.total} runs — ran {len(self.ran)}, "
+            f"skipped {self.skipped} already in the store, failed {len(self.failed)} ({self.seconds:.1f} s)"
+        )
+
+
+def rescore_chunk(
+    chunk: str, judge: str, root: "str | Path | None" = None, progress: bool | None = None
+) -> RescoreReport:
+    """Score every stored network of `chunk` under `judge` into the chunk's own store (resuming:
+    runs already done are skipped; failed ones are run again) and record each run in the chunk's
+    manifest (a new session). Returns the report."""
+    from tqdm import tqdm
+
+    from . import __version__
+    from . import reference as R
+    from .experiments import get_run
+    from .store import Store
+    from .sweep import execute
+
+    t0 = time.perf_counter()
+    root = Path(R.DEFAULT_ROOT if root is None else root)
+    todo = plan(chunk, judge, root)
+    entry = get_run(RUN)
+    for cfg in todo.values():
+        entry.parse(dict(cfg))
+    path = root / chunk
+    man_path = path / R.MANIFEST
+    man = json.loads(man_path.read_text()) if man_path.is_file() else {}
+    session = {"started_at": R._now(), **R.machine(), "rescore": {"judge": judge}}
+    man.setdefault("sessions", []).append(session)
+    runs = man.setdefault("runs", {})
+    store = Store(path)
+    ran, failed, skipped = [], [], 0
+    with store.writing(), reading_from(root):
+        queue = []
+        for key, cfg in todo.items():
+            if store.status(key) == "done":
+                skipped += 1
+            else:
+                queue.append((key, cfg))
+        bar = tqdm(
+            total=len(queue), desc=f"rescore {chunk}", unit="run", disable=None if progress is None else not progress
+        )
+        try:
+            for key, cfg in queue:
+                outcome = execute(entry.fn, entry.key, cfg, key, __version__, threads=1)
+                store.record(outcome)
+                ran.append(key)
+                if outcome["status"] == "done":
+                    runs[key] = {
+                        "config": cfg,
+                        "seed": cfg["seed"],
+                        "wall_s": round(float(outcome["seconds"]), 3),
+                        "cpu_s": round(float(outcome["cpu_seconds"]), 3),
+                        "finished_at": outcome["finished_at"],
+                        "session": len(man["sessions"]),
+                        "kind": session["kind"],
+                        "run": RUN,
+                    }
+                    _write_manifest(man_path, man)
+                else:
+                    failed.append(key)
+                bar.update(1)
+        finally:
+            bar.close()
+    if ran:
+        _write_manifest(man_path, man)
+    return RescoreReport(chunk, judge, len(todo), ran, skipped, failed, time.perf_counter() - t0)
+
+
+def _write_manifest(path: Path, man: dict) -> None:
+    from .fileio import atomic_path
+    from .reference import manifest_totals
+
+    man.update(manifest_totals(man["runs"]))
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(man, indent=1, sort_keys=False) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def records(chunk: str, judge: str | None = None, root: "str | Path | None" = None) -> list[dict]:
+    """The finished rescore runs of `chunk` (all judges, or `judge`'s), as `volratio.reference.records`."""
+    from . import reference as R
+
+    recs = R.records(check_chunk_name(chunk), R.DEFAULT_ROOT if root is None else root, rescores=True)
+    return [r for r in recs if R._name_of(r["run"]) == RUN and (judge is None or r["config"]["judge"] == judge)]
+
+
+def table(chunk: str, judge: str | None = None, root: "str | Path | None" = None):
+    """One row per rescored network: chunk, source key, seed, member, judge, anchor, score,
+    scores, base_kept, and the rescore run's key."""
+    import pandas as pd
+
+    rows = []
+    for r in records(chunk, judge, root):
+        m = r["metrics"]
+        for k, s in enumerate(m["score"]):
+            rows.append(
+                {
+                    "chunk": chunk,
+                    "source": r["config"]["source"]["key"],
+                    "target": r["config"]["target"],
+                    "seed": r["config"]["seed"],
+                    "member": k,
+                    "judge": m["judge"],
+                    "anchor": m["anchor"],
+                    "score": s,
+                    "scores": m["scores"][k],
+                    "base_kept": m["base_kept"][k],
+                    "key": r["key"],
+                }
+            )
+    return pd.DataFrame(rows)
