@@ -296,13 +296,13 @@ def rescore_chunk(
         entry.parse(dict(cfg))
     path = root / chunk
     man_path = path / R.MANIFEST
-    man = json.loads(man_path.read_text()) if man_path.is_file() else {}
     session = {"started_at": R._now(), **R.machine(), "rescore": {"judge": judge}}
-    man.setdefault("sessions", []).append(session)
-    runs = man.setdefault("runs", {})
     store = Store(path)
     ran, failed, skipped = [], [], 0
     with store.writing(), reading_from(root):
+        man = json.loads(man_path.read_text()) if man_path.is_file() else {}  # read under the store's lock
+        man.setdefault("sessions", []).append(session)
+        runs = man.setdefault("runs", {})
         queue = []
         for key, cfg in todo.items():
             if store.status(key) == "done":
