@@ -194,8 +194,9 @@ def point(config: dict) -> dict:
     """SP networks at one depth. Metrics, one list entry per member: `score` (EMC2 AUC), `scores`
     (S per δ), `loss` (MSE after SP), `dense_loss`, `nonzero`, `collapsed` (SP left a flat image
     or lost the fit: `volratio.prune.collapsed`), `sp_stop` (why SP stopped); and `live_units`
-    (first member), `judge`, `ratio` (the target's PNG ratio at `res`). Runs stored before SP's
-    guard (`is_legacy`) have no `collapsed` and `sp_stop`. Artifact: `net` (the population)."""
+    (first member), `judge`, `ratio` (the target's PNG ratio at `res`), `base_kept` (per member:
+    the judge says its unperturbed image shows the label). Runs stored before SP's guard
+    (`is_legacy`) have no `collapsed`, `sp_stop` and `base_kept`. Artifact: `net` (the population)."""
     cfg = parse_point(config)
     net, target, img, dense_loss, pr = sp_network(cfg)
     loss = pr.final_loss if pr is not None else dense_loss
@@ -212,6 +213,7 @@ def point(config: dict) -> dict:
     }
     if not is_legacy(config):
         out.update(sp_metrics(net, cfg, dense_loss, pr))
+        out["base_kept"] = [bool(r.base_kept) for r in results]  # the judge: the member draws the label
     if cfg.keep_net:
         out["net"] = net.to("cpu")
     return out
