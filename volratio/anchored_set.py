@@ -57,16 +57,7 @@ OTHER = {"skull": "butterfly", "butterfly": "apple", "apple": "skull"}  # networ
 NATURAL = ("image:camera", "image:coffee")
 SCENE2 = "scene:picbreeder:skull+picbreeder:butterfly"
 GROUPS = (
-    "picbreeder",
-    "fer-sgd",
-    "dense",
-    "sp",
-    "imp",
-    "wanda",
-    "llm-pruner",
-    "magnitude",
-    "random",
-    "random-units",
+    *(g for g in rv.GROUPS if not g.startswith("scene-")),  # the first set's groups but its scene networks
     "sp-deep",
     "sp-guarded",
     "other-target",
