@@ -170,13 +170,17 @@ class Verdict:
 
 NO_JUDGE = ("rho-concentrated", "welch-r-le-d", "png-ratio-linear")  # claims measured without an EMC2 judge
 JUDGE_TEXT = {  # `volratio.judges.make_judge` names, as the claims page says them
-    "ssim": "SSIM judge, threshold from other targets",
-    "calibrated": "SSIM@4 judge, threshold fitted on the reference verdicts",
-    "calibrated-pooled": "SSIM@4 judge, one pooled threshold fitted on the reference verdicts",
+    "anchored": "label-anchored judge: each image against the target image",
+    "stability": "stability (similarity to the network's own render)",
+    "ssim": "stability: SSIM to the own render, threshold from other targets",
+    "calibrated": "stability: SSIM@4 to the own render, thresholds fitted on the first verdicts",
+    "calibrated-pooled": "stability: SSIM@4 to the own render, one pooled threshold",
     "clip": "CLIP judge",
     "vlm": "VLM judge",
 }
 JUDGE_SHORT = {  # in `measured`
+    "anchored": "label-anchored judge",
+    "stability": "stability judge",
     "ssim": "other-targets SSIM judge",
     "calibrated": "calibrated SSIM@4 judge",
     "calibrated-pooled": "calibrated SSIM@4 judge, pooled threshold",
