@@ -102,7 +102,8 @@ def test_judge_command_on_png_files(tmp_path, capsys):
 
 
 def test_judge_check_calibrated(picbreeder_dir, capsys):
-    rc = main(["judge-check", "--judge", "calibrated", "--groups", "picbreeder", "--max-images", "30", "--json"])
+    rc = main(["judge-check", "--judge", "calibrated", "--set", "first", "--groups", "picbreeder", "--max-images", "30",
+               "--json"])  # fmt: skip
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["all"]["n"] == 30 and out["groups"] == ["picbreeder"]
     assert out["all"]["accuracy"] > 0.7  # the calibrated judge against the verdicts it was calibrated on
@@ -115,6 +116,8 @@ def test_judge_check_with_a_tiny_clip(picbreeder_dir, tmp_path, capsys):
     rc = main(
         [
             "judge-check",
+            "--set",
+            "first",
             "--judge",
             "clip",
             "--model",
@@ -141,6 +144,8 @@ def test_judge_check_with_a_fake_vlm(picbreeder_dir, monkeypatch, capsys):
     rc = main(
         [
             "judge-check",
+            "--set",
+            "first",
             "--judge",
             "vlm",
             "--model",
@@ -155,6 +160,22 @@ def test_judge_check_with_a_fake_vlm(picbreeder_dir, monkeypatch, capsys):
     )
     out = capsys.readouterr().out
     assert rc == 0 and "judge vlm" in out and "n = 10" in out and "Cohen's κ" in out
+
+
+def test_judge_check_on_the_anchored_set_with_a_fake_vlm(picbreeder_dir, monkeypatch, capsys):
+    """A model judge goes through the same base check: on the anchored set its EMC2 verdicts need
+    the unperturbed image shown too."""
+    from test_emc2 import FakeProcessor, FakeVLM
+
+    monkeypatch.setattr(judges, "_load", lambda *a, **k: (FakeVLM(), FakeProcessor()))
+    argv = ["judge-check", "--judge", "vlm", "--model", "fake", "--groups", "flat", "--device", "cpu", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["groups"] == ["flat"] and out["images"]["n"] == 36 and out["settings"]["judge"] == "vlm"
+    assert (
+        out["emc2"]["kept_kept"] + out["emc2"]["kept_notkept"]
+        <= out["images"]["kept_kept"] + out["images"]["kept_notkept"]
+    )
 
 
 def test_judge_check_rejects_bad_options(capsys):
