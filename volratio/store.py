@@ -450,7 +450,8 @@ def _read_table(path: Path) -> list[dict]:
     except _Corrupt:
         raise
     except Exception as e:  # whatever a damaged file makes pyarrow raise (ArrowInvalid, OSError, …)
-        raise _Corrupt(f"unreadable Parquet: {type(e).__name__}: {e}") from e
+        detail = " ".join(str(e).split())  # one line: pyarrow's messages can hold newlines
+        raise _Corrupt(f"unreadable Parquet: {type(e).__name__}: {detail}") from e
     if _rows_digest(rows).encode() != meta.get(b"volratio.rows_sha256"):
         raise _Corrupt("row checksum mismatch")
     return rows
