@@ -88,7 +88,15 @@ def _connectivity_config(cfg: ReferenceSetConfig):
     from .experiments.connectivity import Config as ConnectivityConfig
     from .prune.similarity_pruning import SPConfig
 
-    sp = SPConfig(tau=0.9, opposite_sign=True, rounds=3, retrain_steps=cfg.retrain_steps, loss_factor=None)
+    sp = SPConfig(
+        tau=0.9,
+        opposite_sign=True,
+        rounds=3,
+        retrain_steps=cfg.retrain_steps,
+        loss_factor=None,
+        retrain_lr_factor=1.0,
+        compensate="none",
+    )
     return ConnectivityConfig(
         seeds=cfg.connectivity_seeds,
         res=cfg.connectivity_res,

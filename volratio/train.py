@@ -25,7 +25,7 @@ Chapters: all of Part I; `benchmarks/population.py` measures the population spee
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import torch
@@ -58,6 +58,18 @@ class TrainConfig:
     # "fast": volratio.fast_train's hand-written step (same optimizers, losses equal to rounding,
     # several times faster for populations). The experiments choose "fast" for new runs.
     path: str = "eager"
+
+    def finetune(self, steps: int, lr_factor: float = 1.0) -> "TrainConfig":
+        """This optimizer for `steps` steps of fine-tuning an already trained network, every learning
+        rate (`lr`, `muon_lr`, `adamw_lr`) times `lr_factor`. Each call starts a fresh optimizer: Adam's
+        first steps move every weight by about its learning rate whatever the gradient, so fine-tuning a
+        converged network at the training rate first undoes part of its fit (SP's module docstring)."""
+        if not (np.isfinite(lr_factor) and lr_factor > 0):
+            raise ValueError(f"fine-tuning lr_factor = {lr_factor!r}: give a finite factor > 0")
+        kw = {"steps": int(steps)}
+        if lr_factor != 1.0:
+            kw.update(lr=self.lr * lr_factor, muon_lr=self.muon_lr * lr_factor, adamw_lr=self.adamw_lr * lr_factor)
+        return replace(self, **kw)
 
     @classmethod
     def quick(cls, **kw) -> "TrainConfig":

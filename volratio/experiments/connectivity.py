@@ -84,7 +84,13 @@ class Config(Presets):
 
 # A sweep config (`scale` + overrides) stored before SP's guard and the collapse columns (and before
 # the fast training path) means these by leaving them out; `volratio.experiments` applies them to every whole-experiment run config
-LEGACY = {"sp.loss_factor": None, "legacy_rows": True, "train_path": "eager"}
+LEGACY = {
+    "sp.loss_factor": None,
+    "legacy_rows": True,
+    "train_path": "eager",
+    "sp.retrain_lr_factor": 1.0,
+    "sp.compensate": "none",
+}
 
 
 def _copy(net: CoordMLP) -> CoordMLP:
@@ -118,7 +124,8 @@ def run(config: Config | None = None, progress=None) -> Result:
     s_w = [float(x) for x in weight_sparsity(sp_net.masks)]
     L, W = sp_net.depth, sp_net.width
     s_u = [1.0 - int(sum(a[k].sum() for a in unit_alive(sp_net.masks))) / (L * W) for k in range(T * S)]
-    common = dict(retrain_steps=cfg.retrain_steps, train=tc)
+    # the baselines fine-tune at SP's retraining rate (equal budgets); IMP trains from its rewind point
+    common = dict(retrain_steps=cfg.retrain_steps, train=tc.finetune(0, cfg.sp.retrain_lr_factor))
     options = {
         "imp": dict(sparsity=s_w, rate=cfg.imp_rate, rewind_step=cfg.imp_rewind, train_steps=cfg.imp_steps, train=tc),
         "wanda": dict(sparsity=s_w, **common),

@@ -47,6 +47,12 @@ class Settings:
     tau: float = 0.9  # SP cosine-similarity threshold (the paper gives none; ours)
     sp_rounds: int = 2  # SP prune → retrain rounds (0: no pruning)
     retrain_steps: int = 30  # training steps after each SP round
+    retrain_lr_factor: float = 0.1  # SP retrains at this × `lr` (SPConfig.retrain_lr_factor). A run config
+    # without this entry is one stored before it: it means 1.0 (`parse_point`)
+    sp_per_round: int | None = 2  # SPConfig.per_round: units removed per network per round, most similar
+    # first (None: every redundant pair, the meaning of a run config without this entry)
+    sp_compensate: str = "span"  # SPConfig.compensate: a removed unit's outgoing weights move onto the units
+    # that stay. A run config without this entry means "none" (`parse_point`)
     sp_loss_factor: float | None = 2.0  # SP's guard (SPConfig.loss_factor): undo a round above this × the dense
     # MSE. A run config without this entry is one stored before the guard: it means None (`parse_point`)
     deltas: tuple = (-1.0, -0.5, 0.5, 1.0)  # EMC2 perturbation sizes (both signs, FER's |Δw| ≤ 1)
@@ -66,6 +72,9 @@ class Settings:
             del c["adamw_lr"]
         if c["train_path"] == PATH_LEGACY["train_path"]:  # absent means eager (`parse_point`): old keys stay
             del c["train_path"]
+        for name, value in LR_LEGACY.items():  # absent means the legacy value: old keys stay
+            if c[name] == value:
+                del c[name]
         if c["sp_loss_factor"] is LEGACY["sp_loss_factor"]:  # absent means no SP guard: old keys stay
             del c["sp_loss_factor"]  # (such runs, like the stored ones, report no `collapsed`)
         return c
@@ -113,12 +122,14 @@ class Config(Presets, Settings):
 
 LEGACY = {"sp_loss_factor": None}  # what a run config stored before SP's guard means by leaving it out
 PATH_LEGACY = {"train_path": "eager"}  # what a run config stored before the fast training path means
+LR_LEGACY = {"retrain_lr_factor": 1.0, "sp_compensate": "none", "sp_per_round": None}  # ... and before SP kept the fit
+ABSENT = {**LEGACY, **PATH_LEGACY, **LR_LEGACY}  # every entry a stored run config may lack, and its meaning
 
 
 def parse_point(config: dict) -> Point:
-    """One run's config. An entry of `LEGACY` or `PATH_LEGACY` that the config lacks takes its legacy
-    value, so a stored run keeps its key and its result (`volratio results verify`); new sweeps write it."""
-    return configure(Point(), {**LEGACY, **PATH_LEGACY, **config}, "depth_point")
+    """One run's config. An entry of `ABSENT` that the config lacks takes its legacy value, so a stored
+    run keeps its key and its result (`volratio results verify`); new sweeps write it."""
+    return configure(Point(), {**ABSENT, **config}, "depth_point")
 
 
 def is_legacy(config: dict) -> bool:
@@ -157,6 +168,9 @@ def sp_network(cfg: Point):
         tau=cfg.tau,
         rounds=cfg.sp_rounds,
         retrain_steps=cfg.retrain_steps,
+        retrain_lr_factor=cfg.retrain_lr_factor,
+        compensate=cfg.sp_compensate,
+        per_round=cfg.sp_per_round,
         seed=cfg.seed,
         train=tc,
         loss_factor=cfg.sp_loss_factor,

@@ -257,7 +257,13 @@ def parse_dense_point(config: dict) -> Config:
 
 
 # what a stored emc2_dense config (written before SP's guard) means by leaving these out
-LEGACY = {"sp.loss_factor": None, "legacy_rows": True, "train_path": "eager"}  # (eager: before the fast path)
+LEGACY = {
+    "sp.loss_factor": None,
+    "legacy_rows": True,
+    "train_path": "eager",
+    "sp.retrain_lr_factor": 1.0,
+    "sp.compensate": "none",
+}  # (eager: before the fast path)
 
 
 def dense_point(config: dict) -> dict:

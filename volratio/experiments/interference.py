@@ -27,6 +27,8 @@ class Config(Presets):
     sp_rounds: int = 5  # SP rounds (SPConfig.quick)
     sp_retrain: int = 100  # retraining steps per round
     sp_loss_factor: float | None = 2.0  # SP's guard (SPConfig.loss_factor; None: off, as in runs stored before it)
+    sp_retrain_lr_factor: float = 0.1  # SP retrains at this × the training rate (SPConfig; 1.0 in stored runs)
+    sp_compensate: str = "span"  # SPConfig.compensate ("none" in stored runs)
     res: int = 64  # grid of the feature maps
     seed: int = 0  # initialisation and SP's choices
     device: str = "cpu"  # CPU: bit-for-bit repeatable
@@ -40,7 +42,12 @@ class Config(Presets):
 
 # A sweep config (`scale` + overrides) stored before SP's guard means no guard by leaving it out;
 # `volratio.experiments` applies this to every whole-experiment run config
-LEGACY = {"sp_loss_factor": None, "train_path": "eager"}  # (and the eager path: stored before the fast one)
+LEGACY = {
+    "sp_loss_factor": None,
+    "train_path": "eager",
+    "sp_retrain_lr_factor": 1.0,
+    "sp_compensate": "none",
+}  # (and the eager path: stored before the fast one)
 
 
 def networks(cfg: Config) -> tuple[dict, dict]:
@@ -70,6 +77,8 @@ def networks(cfg: Config) -> tuple[dict, dict]:
             tau=tau,
             rounds=cfg.sp_rounds,
             retrain_steps=cfg.sp_retrain,
+            retrain_lr_factor=cfg.sp_retrain_lr_factor,
+            compensate=cfg.sp_compensate,
             seed=cfg.seed,
             train=TrainConfig(device=cfg.device, path=cfg.train_path),
             loss_factor=cfg.sp_loss_factor,

@@ -37,7 +37,7 @@ class Point(depth_regime.Point):
 
 def parse_point(config: dict) -> Point:
     # stored runs: no SP guard, the eager training path
-    cfg = configure(Point(), {**depth_regime.LEGACY, **depth_regime.PATH_LEGACY, **config}, "optimizer_point")
+    cfg = configure(Point(), {**depth_regime.ABSENT, **config}, "optimizer_point")
     if cfg.members != 1:
         raise ExperimentError("optimizer_point trains one network per run (members = 1); use more seeds")
     return cfg

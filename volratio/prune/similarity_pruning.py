@@ -59,8 +59,14 @@ class SPConfig:
     centred: bool = False  # compare mean-subtracted maps (Pearson correlation) instead of raw maps
     opposite_sign: bool = False  # also count similarity below −τ (a unit and its negation) as redundant
     cap: int | None = None  # at most this many units removed per layer per round (most similar pairs first); None = all
+    per_round: int | None = None  # at most this many units removed per network per round (most similar first)
     rounds: int = 10  # at most this many prune → retrain rounds
     retrain_steps: int = 200  # training steps after each round (0 = no retraining)
+    retrain_lr_factor: float = 0.1  # retraining runs at this × the training learning rates (measured choice:
+    # module docstring; 1.0 = the training rates, as in the runs stored before this field)
+    compensate: str = "span"  # before a unit goes, its outgoing weights are re-expressed on the units that stay:
+    # "span" (least squares of its map on theirs), "twin" (on its redundant partner only), "none" (masked
+    # only, as in the runs stored before this field)
     target_units: int | None = None  # stop a network once it has this many live hidden units in all
     max_loss: float | None = None  # absolute cap: undo a round that leaves a network's MSE above this, and stop it
     loss_factor: float | None = 2.0  # undo a round that leaves a network's MSE above this × its dense MSE
@@ -79,6 +85,19 @@ class SPConfig:
             raise PruneError(f"SP loss_floor = {self.loss_floor!r}: give a finite MSE ≥ 0")
         if self.max_loss is not None and not (np.isfinite(self.max_loss) and self.max_loss >= 0.0):
             raise PruneError(f"SP max_loss = {self.max_loss!r}: give a finite MSE ≥ 0, or None for no cap")
+
+    def check(self) -> None:
+        """Raise `PruneError` naming the bad knob."""
+        if not 0.0 <= self.tau <= 1.0:
+            raise PruneError(f"SP threshold tau must lie in [0, 1] (a cosine similarity), got {self.tau}")
+        if self.compensate not in COMPENSATE:
+            raise PruneError(f"SP compensate = {self.compensate!r}: choose one of {', '.join(COMPENSATE)}")
+        if self.per_round is not None and (
+            isinstance(self.per_round, bool) or not isinstance(self.per_round, int) or self.per_round < 1
+        ):
+            raise PruneError(f"SP per_round = {self.per_round!r}: give a positive integer, or None for every pair")
+        if not (np.isfinite(self.retrain_lr_factor) and self.retrain_lr_factor > 0):
+            raise PruneError(f"SP retrain_lr_factor = {self.retrain_lr_factor!r}: give a finite factor > 0")
 
     def loss_limit(self, dense_loss) -> np.ndarray:
         """`(K,)` the MSE above which a round is undone, per member (inf: no guard)."""
@@ -153,9 +172,10 @@ def redundant_pairs(sim: torch.Tensor, tau: float, opposite_sign: bool = False) 
     return [(int(iu[0, t]), int(iu[1, t]), float(vals[t])) for t in order]
 
 
-def choose_removals(pairs, gen: torch.Generator, cap: int | None = None) -> list[tuple[int, float]]:
+def choose_removals(pairs, gen: torch.Generator, cap: int | None = None, with_twin: bool = False) -> list[tuple]:
     """Walk the pairs (most similar first); for each whose two units are both still present, remove
-    one of the two at random. Returns `(unit, similarity)` in the order removed."""
+    one of the two at random. Returns `(unit, similarity)` in the order removed (`with_twin`:
+    `(unit, similarity, the other unit of its pair)`)."""
     gone: set[int] = set()
     out = []
     for i, j, s in pairs:
@@ -163,40 +183,93 @@ def choose_removals(pairs, gen: torch.Generator, cap: int | None = None) -> list
             break
         if i in gone or j in gone:
             continue
-        u = i if float(torch.rand((), generator=gen)) < 0.5 else j
+        u, v = (i, j) if float(torch.rand((), generator=gen)) < 0.5 else (j, i)
         gone.add(u)
-        out.append((u, s))
+        out.append((u, s, v) if with_twin else (u, s))
     return out
+
+
+COMPENSATE = ("span", "twin", "none")
+
+
+@dataclass(frozen=True)
+class Removal:
+    """Unit `unit` of hidden layer `layer` of member `member` goes; `twin` is the unit it duplicated."""
+
+    member: int
+    layer: int
+    unit: int
+    twin: int
+    similarity: float
 
 
 def sp_round(
     net: CoordMLP, calib: Calibration, cfg: SPConfig, gen: torch.Generator, active: list[bool]
-) -> tuple[list[torch.Tensor], list[int]]:
-    """One pruning step (no retraining): the new masks and the units removed per network."""
-    if not 0.0 <= cfg.tau <= 1.0:
-        raise PruneError(f"SP threshold tau must lie in [0, 1] (a cosine similarity), got {cfg.tau}")
+) -> tuple[list[torch.Tensor], list[int], list[Removal]]:
+    """One pruning step (no retraining, no weight change): the new masks, the number of units removed
+    per network and the removals themselves (for `compensate`)."""
+    cfg.check()
     feats = feature_maps(net, calib.grid)  # per layer (K, P, W)
     alive = unit_alive(net.masks)
     new_alive = [a.clone() for a in alive]
     removed = [0] * net.population
+    plan: list[Removal] = []
     for k in range(net.population):
         if not active[k]:
             continue
-        cands = []  # (similarity, layer, unit)
+        cands = []  # (similarity, layer, unit, twin)
         for l, f in enumerate(feats):
             idx = torch.nonzero(alive[l][k]).flatten()
             if len(idx) < 2:
                 continue
             sim = similarity(f[k][:, idx], cfg.centred)
-            for u, s in choose_removals(redundant_pairs(sim, cfg.tau, cfg.opposite_sign), gen, cfg.cap):
-                cands.append((s, l, int(idx[u])))
+            pairs = redundant_pairs(sim, cfg.tau, cfg.opposite_sign)
+            for u, s, v in choose_removals(pairs, gen, cfg.cap, with_twin=True):
+                cands.append((s, l, int(idx[u]), int(idx[v])))
         if cfg.target_units is not None:
             budget = max(0, sum(int(a[k].sum()) for a in alive) - cfg.target_units)
             cands = sorted(cands, key=lambda c: -c[0])[:budget]
-        for _, l, u in cands:
+        if cfg.per_round is not None:
+            cands = sorted(cands, key=lambda c: -c[0])[: cfg.per_round]
+        for s, l, u, v in cands:
             new_alive[l][k, u] = False
+            plan.append(Removal(k, l, u, v, float(s)))
         removed[k] = len(cands)
-    return masks_with_units(net.masks, new_alive), removed
+    return masks_with_units(net.masks, new_alive), removed, plan
+
+
+@torch.no_grad()
+def compensate(net: CoordMLP, calib: Calibration, plan: list[Removal], how: str = "span") -> None:
+    """Re-express each removed unit's contribution on the units of its layer that stay, in place, before
+    its weights are masked: with `a_u` its map over the calibration grid and `A` the maps of the units
+    that stay, `β = argmin ‖A β − a_u‖²` ("span"; "twin": `A` is its redundant partner's map alone), and
+    the outgoing weights of those units grow by `β ⊗ w_u` — only where their outgoing mask is 1, so no
+    pruned connection comes back. The next layer's input changes by `(a_u − A β) w_u`, the part of the
+    unit that no other unit of its layer carries; SP's retraining then starts from there."""
+    if how == "none" or not plan:
+        return
+    feats = feature_maps(net, calib.grid)
+    alive = unit_alive(net.masks)
+    gone = [a.clone() for a in alive]
+    for r in plan:  # the units that stay: alive before the round and not removed in it
+        gone[r.layer][r.member, r.unit] = False
+    for r in plan:
+        k, l = r.member, r.layer
+        if how == "twin":
+            keep = [r.twin] if gone[l][k, r.twin] else []  # (a twin removed later in the round takes nothing)
+        else:
+            keep = torch.nonzero(gone[l][k]).flatten().tolist()
+        if not keep:
+            continue
+        A = feats[l][k][:, keep].detach().cpu().double()
+        b = feats[l][k][:, r.unit].detach().cpu().double()
+        beta = torch.linalg.lstsq(A, b[:, None], driver="gelsd").solution[:, 0]  # rank-revealing: ties are safe
+        beta = beta.to(net.weights[0].device)
+        if not torch.all(torch.isfinite(beta)):
+            continue  # nothing to re-express on (the maps carry no signal); the unit is only masked
+        w, m = net.weights[l + 1], net.masks[l + 1]
+        delta = beta[:, None] * w[k, r.unit].double()[None, :]
+        w[k, keep] += (delta * m[k, keep].double()).to(w.dtype)
 
 
 def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None):
@@ -214,13 +287,13 @@ def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None):
     history = [record(net, calib, 0, removed=[0] * K)]
     dense_loss = np.asarray(history[0]["loss"])
     limit = cfg.loss_limit(dense_loss)  # (K,)
-    tcfg = TrainConfig(**{**asdict(cfg.train), "steps": cfg.retrain_steps})
+    tcfg = cfg.train.finetune(cfg.retrain_steps, cfg.retrain_lr_factor)
     for r in range(1, cfg.rounds + 1):
         if cfg.target_units is not None:
             for k in range(K):
                 if active[k] and sum(net.live_units()[k]) <= cfg.target_units:
                     active[k], stop[k] = False, "target size"
-        masks, removed = sp_round(net, calib, cfg, gen, active)
+        masks, removed, plan = sp_round(net, calib, cfg, gen, active)
         for k in range(K):
             if active[k] and removed[k] == 0:
                 active[k], stop[k] = False, "no redundant pair"
@@ -228,6 +301,7 @@ def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None):
             break
         saved_w = [w.detach().clone() for w in net.weights]
         saved_m = [m.clone() for m in net.masks]
+        compensate(net, calib, plan, cfg.compensate)
         for i, m in enumerate(masks):
             net.set_mask(i, m)
         if cfg.retrain_steps > 0:
