@@ -178,3 +178,26 @@ def test_judge_check_on_the_anchored_set_tells_stability_from_the_label(picbreed
     assert stability["images"]["accuracy"] < 0.2  # the own-render similarity keeps them all
     with pytest.raises(ar.VolratioError, match="unknown groups"):
         ar.check_judge("anchored", groups=["nope"])
+
+
+@pytest.mark.parametrize("name", ["anchored-ssim", "anchored-pooled"])
+def test_the_other_label_anchored_judges_ask_the_same_question(name, picbreeder_dir):
+    """The second judge (another similarity) and the pooled one also score a flat grey square and
+    another target's network 0, and the Picbreeder skull above 0."""
+    assert emc2.score_network(flat("fer-sgd:skull"), "picbreeder:skull", CFG, judge=name).auc == 0
+    assert emc2.score_network(load_network("picbreeder:apple"), "picbreeder:skull", CFG, judge=name).auc == 0
+    r = emc2.score_network(load_network("picbreeder:skull"), "picbreeder:skull", CFG, judge=name)
+    assert r.judge == name and r.anchor == "target" and r.measure == "compositional"
+    assert r.base_kept and r.auc > 0
+
+
+def test_the_second_judge_uses_another_similarity_and_its_stored_rule_regenerates():
+    second = ar.read_rule(ar.SECOND_RULE_JSON)
+    assert second.features == ar.SECOND_FEATURES and set(second.features) != set(ar.read_rule().features)
+    table = ar.verdict_table()
+    _, rules, _ = ar.compare(table, 0.4, 0, {"second": ar.SECOND_FEATURES})
+    assert rules["second"].thresholds == pytest.approx(second.thresholds)
+    pooled = judges.AnchoredJudge(torch.zeros(8, 8, 3), variant="anchored-pooled")
+    assert set(pooled.rule.thresholds) == {"*"}
+    with pytest.raises(judges.JudgeError, match="anchored judge"):
+        judges.AnchoredJudge(torch.zeros(8, 8, 3), variant="anchored-vlm")

@@ -122,6 +122,9 @@ def cmd_fit(args) -> None:
     for name, k in ks.items():
         print(f"  {name:32s} held-out κ {np.mean(k):.3f} ± {np.std(k):.3f}")
     print(f"wrote {ar.RULE_JSON}: {rule.name}")
+    second, k2 = ar.fit_second(table)
+    ar.write_rule(second, ar.SECOND_RULE_JSON)
+    print(f"wrote {ar.SECOND_RULE_JSON}: {second.name}, held-out κ {np.mean(k2):.3f} ± {np.std(k2):.3f}")
 
 
 def main() -> None:

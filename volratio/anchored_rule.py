@@ -34,6 +34,9 @@ from .errors import DataNotFoundError, VolratioError
 from .reference_verdicts import DATA_DIR, cohen_kappa
 
 RULE_JSON = DATA_DIR / "anchored" / "rule.json"
+# the second label-anchored judge ("anchored-ssim"): one feature, a similarity other than the default's
+SECOND_RULE_JSON = DATA_DIR / "anchored" / "rule_ssim.json"
+SECOND_FEATURES = ("ssim@1",)  # the single feature other than -rmse with the best held-out κ (fit_second)
 FIT_RES = 64  # images and targets are compared at this size
 FEATURES = ("ssim@1", "ssim@2", "ssim@4", "ms-ssim", "edges", "-rmse", "-dcolour", "contrast")
 
@@ -357,6 +360,19 @@ def fit_default(table, repeats: int = 10, test_fraction: float = 0.4):
     rule = rules[best]
     rule.fitted_on.update(
         {"selected_by": f"mean held-out kappa over {repeats} splits", "kappa_mean": float(np.mean(ks[best]))}
+    )
+    return rule, ks
+
+
+def fit_second(table, repeats: int = 10, test_fraction: float = 0.4):
+    """The second label-anchored judge's rule: `SECOND_FEATURES`, fitted like `fit_default`'s on the
+    training split of seed 0. Returns `(rule, κ per split)`."""
+    ks = repeated_kappa(table, SECOND_FEATURES, repeats, test_fraction)
+    name = "+".join(SECOND_FEATURES)
+    _, rules, _ = compare(table, test_fraction, 0, {name: SECOND_FEATURES})
+    rule = rules[name]
+    rule.fitted_on.update(
+        {"selected_by": f"second judge; mean held-out kappa over {repeats} splits", "kappa_mean": float(np.mean(ks))}
     )
     return rule, ks
 

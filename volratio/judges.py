@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -308,7 +308,17 @@ def calibrated_ssim_judge(reference, exclude: str | None = None, seed: int = 0) 
     return SSIMJudge(reference, cal.threshold, cal)
 
 
-JUDGES = ("anchored", "calibrated", "calibrated-pooled", "ssim", "stability", "clip", "vlm")  # make_judge names
+JUDGES = (
+    "anchored",
+    "anchored-ssim",
+    "anchored-pooled",
+    "calibrated",
+    "calibrated-pooled",
+    "ssim",
+    "stability",
+    "clip",
+    "vlm",
+)  # make_judge names
 DEFAULT_JUDGE = "anchored"  # the library's default everywhere: label-anchored on the target image
 # Judges that compare each image with the network's own unperturbed render: they measure how stable
 # the picture is, not whether it shows the label (kept so that stored results naming them re-judge).
@@ -336,14 +346,16 @@ def make_judge(
 
     - "anchored" (the default, `DEFAULT_JUDGE`): label-anchored on the target image — `anchor`
       when given (a user's own image of what the label looks like), else the image of
-      `target_spec` at the reference's size (`AnchoredJudge`);
+      `target_spec` at the reference's size (`AnchoredJudge`); "anchored-ssim", the same question
+      answered with another similarity (SSIM instead of RMSE, its own fitted thresholds), and
+      "anchored-pooled", the default rule with its one pooled threshold for every label (`ANCHORED`);
     - "clip" / "vlm": a model asked about the label, loaded from `model` (a local folder or a
       cached id; default the judge's own);
     - self-anchored, measuring *stability* (`SELF_ANCHORED`): "stability" (SSIM@4 against the own
       render, one threshold), "calibrated" (the same with per-label thresholds fitted on the first
       verdict set), "calibrated-pooled", and "ssim" (SSIM calibrated on the own render against other
       targets, `target_spec` left out, seeded by `seed`)."""
-    if name == "anchored":
+    if name in ANCHORED:
         if anchor is None and target_spec is None:
             raise JudgeError(
                 "the anchored judge needs the target: give a target spec (--target) or an image of "
@@ -351,7 +363,7 @@ def make_judge(
             )
         ref = as_images(reference)
         a = anchor if anchor is not None else target_anchor(target_spec, int(ref.shape[1]))
-        return AnchoredJudge(a, anchor_name=str(target_spec or "image"))
+        return AnchoredJudge(a, anchor_name=str(target_spec or "image"), variant=name)
     if name == "ssim":
         return calibrated_ssim_judge(reference, exclude=target_spec, seed=seed)
     if name == "calibrated":  # SSIM@4 with thresholds fitted on the reference verdicts (data/judge_reference)
@@ -675,6 +687,11 @@ class PooledCalibratedJudge(ReferenceCalibratedJudge):
         super().__init__(reference, (rule if rule is not None else read_rule()).pooled())
 
 
+# the label-anchored judges: name -> (rule file, one pooled threshold for every label)
+ANCHORED = {"anchored": ("rule.json", False), "anchored-ssim": ("rule_ssim.json", False),
+            "anchored-pooled": ("rule.json", True)}  # fmt: skip
+
+
 class AnchoredJudge(Judge):
     """ "Is this a <label>?" answered against the label's *target image* (`anchor`): the image
     shows the label ⇔ p(image, anchor) ≥ the label's threshold, with the features, the logistic
@@ -687,12 +704,18 @@ class AnchoredJudge(Judge):
     name = "anchored"
     anchor_kind = "target"  # compared with the target image, not with the network's own render
 
-    def __init__(self, anchor, rule=None, anchor_name: str = ""):
-        from .anchored_rule import read_rule
+    def __init__(self, anchor, rule=None, anchor_name: str = "", variant: str = "anchored"):
+        from .anchored_rule import RULE_JSON, read_rule
 
+        if variant not in ANCHORED:
+            raise JudgeError(f"anchored judge {variant!r}: choose one of {', '.join(ANCHORED)}")
+        self.name = variant
         self.anchor = as_images(anchor)[0]  # (H, W, 3)
         self.anchor_name = str(anchor_name)
-        self.rule = rule if rule is not None else read_rule()
+        file, pooled = ANCHORED[variant]
+        self.rule = rule if rule is not None else read_rule(RULE_JSON.parent / file)
+        if pooled:
+            self.rule = replace(self.rule, thresholds={"*": self.rule.thresholds["*"]})
 
     def settings(self) -> dict:
         return {

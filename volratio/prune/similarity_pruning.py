@@ -279,6 +279,7 @@ def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None):
     from . import PruneResult, record
 
     cfg = cfg or SPConfig()
+    cfg.check()
     calib = Calibration.from_image(image, place(net, cfg.train))
     gen = generator(cfg.seed)
     K = net.population
