@@ -139,3 +139,18 @@ def test_chunks_without_networks_are_one_line_errors(tmp_path, capsys):
         RS.rescore_chunk("../tiny", "anchored", root)
     with pytest.raises(RS.RescoreError, match="choose one of"):
         RS.rescore_chunk("tiny", "nosuch", root)
+
+
+def test_stored_curves_read_another_judges_scores_from_the_rescore_runs(root):
+    from volratio.experiments import depth_regime as D
+
+    own = D.stored_curves(["tiny"], root)["planted:1:depth=2,width=3"]
+    with pytest.raises(D.DepthError, match="rescore its chunk"):
+        D.stored_curves(["tiny"], root, judge="anchored")
+    RS.rescore_chunk("tiny", "anchored", root, progress=False)
+    (re,) = RS.records("tiny", "anchored", root)
+    anch = D.stored_curves(["tiny"], root, judge="anchored")["planted:1:depth=2,width=3"]
+    assert anch.score[0].tolist() == re["metrics"]["score"]
+    assert anch.loss.tolist() == own.loss.tolist()  # the same networks: only the judge differs
+    same = D.stored_curves(["tiny"], root, judge="stability")["planted:1:depth=2,width=3"]
+    assert same.score.tolist() == own.score.tolist()  # the runs' own judge: their own scores

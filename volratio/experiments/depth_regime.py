@@ -507,14 +507,16 @@ def load_nets(report) -> dict:
 REFERENCE_CHUNKS = ("depth_picbreeder", "depth_planted")  # chunks of examples/sweeps/reference.toml
 
 
-def stored_curves(names=REFERENCE_CHUNKS, root=None, tol: float = 1e-9) -> dict[str, DepthCurve]:
+def stored_curves(
+    names=REFERENCE_CHUNKS, root=None, tol: float = 1e-9, judge: str | None = None
+) -> dict[str, DepthCurve]:
     """Depth curves from the stored reference chunks `names` (those present under `root`, default
-    `results/reference`): one per target, one column per network (seed.member)."""
+    `results/reference`): one per target, one column per network (seed.member). `judge`: score every
+    network under this judge — the runs' own scores where they were judged by it, else the chunk's
+    rescore runs (`volratio reference rescore CHUNK --judge NAME`); a run without one is an error."""
     import pandas as pd
 
-    from .. import reference
-
-    stored = reference.stored_records(names, root, error=DepthError)
+    stored = stored_judged(names, root, judge)
     rows = [
         {
             "status": "done",
@@ -527,6 +529,38 @@ def stored_curves(names=REFERENCE_CHUNKS, root=None, tol: float = 1e-9) -> dict[
         for r in stored
     ]
     return curves_from_table(pd.DataFrame(rows), tol)
+
+
+def stored_judged(names, root=None, judge: str | None = None) -> list[dict]:
+    """The stored runs of the chunks `names` (`volratio.reference.stored_records`), each run's
+    `score`, `scores` and `base_kept` those under `judge` (default: the runs' own judge)."""
+    from .. import reference, rescore
+
+    stored = reference.stored_records(names, root, error=DepthError)
+    if judge is None:
+        return stored
+    names = [names] if isinstance(names, str) else list(names)
+    root = reference.DEFAULT_ROOT if root is None else root
+    by_source = {
+        r["config"]["source"]["key"]: r["metrics"]
+        for n in names
+        if n in reference.chunks(root)
+        for r in rescore.records(n, judge, root)
+    }
+    out = []
+    for r in stored:
+        if r["metrics"].get("judge") == judge:
+            out.append(r)
+            continue
+        m = by_source.get(r["key"])
+        if m is None:
+            raise DepthError(
+                f"run {r['key']} of {r['config']['target']} at depth {r['config']['depth']} has no scores under "
+                f"judge {judge!r}; rescore its chunk (`volratio reference rescore CHUNK --judge {judge}`)"
+            )
+        metrics = {**r["metrics"], **{c: m[c] for c in ("score", "scores", "base_kept")}, "judge": judge}
+        out.append({**r, "metrics": metrics})
+    return out
 
 
 @dataclass
