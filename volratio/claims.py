@@ -12,6 +12,8 @@ file outside the build carries the verdicts.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import html
 from dataclasses import dataclass
 
@@ -171,6 +173,8 @@ class Verdict:
 NO_JUDGE = ("rho-concentrated", "welch-r-le-d", "png-ratio-linear")  # claims measured without an EMC2 judge
 JUDGE_TEXT = {  # `volratio.judges.make_judge` names, as the claims page says them
     "anchored": "label-anchored judge: each image against the target image",
+    "anchored-ssim": "label-anchored judge, SSIM against the target image",
+    "anchored-pooled": "label-anchored judge, one threshold for every label",
     "stability": "stability (similarity to the network's own render)",
     "ssim": "stability: SSIM to the own render, threshold from other targets",
     "calibrated": "stability: SSIM@4 to the own render, thresholds fitted on the first verdicts",
@@ -180,6 +184,8 @@ JUDGE_TEXT = {  # `volratio.judges.make_judge` names, as the claims page says th
 }
 JUDGE_SHORT = {  # in `measured`
     "anchored": "label-anchored judge",
+    "anchored-ssim": "label-anchored SSIM judge",
+    "anchored-pooled": "label-anchored judge, pooled threshold",
     "stability": "stability judge",
     "ssim": "other-targets SSIM judge",
     "calibrated": "calibrated SSIM@4 judge",
@@ -217,12 +223,56 @@ def record(
     if verdict not in VERDICTS:
         raise VolratioError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
     v = Verdict(key, verdict, measured, dict(evidence or {}), scale, judge)
-    if _in_kernel():
+    if _in_kernel() and not _UNGLUED.get():
         from IPython.display import HTML
         from myst_nb import glue
 
         glue(f"claim-{key}-{scale}" if stored else f"claim-{key}", HTML(v.html()), display=False)
     return v
+
+
+_UNGLUED: contextvars.ContextVar = contextvars.ContextVar("volratio_claims_unglued", default=False)
+
+
+@contextlib.contextmanager
+def unglued():
+    """Within this block verdicts are computed but not glued (the same claim under another judge
+    must not replace the claims page's verdict); `by_judge` uses it."""
+    token = _UNGLUED.set(True)
+    try:
+        yield
+    finally:
+        _UNGLUED.reset(token)
+
+
+def by_judge(key: str, decide, judges, scale: str = "reference") -> dict:
+    """The verdict on claim `key` under each of `judges`: `decide(judge) -> Verdict` (computed from
+    the same stored networks, scored under that judge; not glued), and — in a notebook — the
+    comparison glued as `claim-<key>-judges` (`judge_comparison`). Returns `{judge: Verdict}`."""
+    with unglued():
+        out = {j: decide(j) for j in judges}
+    if _in_kernel():
+        from IPython.display import HTML
+        from myst_nb import glue
+
+        glue(f"claim-{key}-judges", HTML(html.escape(judge_comparison(out))), display=False)
+    return out
+
+
+def robust_to_judge(verdicts: dict) -> bool:
+    """True when every label-anchored judge among `verdicts` (`{judge: Verdict}`) gives the same
+    verdict. The self-anchored stability measures (`volratio.judges.SELF_ANCHORED`) answer another
+    question (is the image stable, not is it the label), so they are reported beside, not counted."""
+    from .judges import SELF_ANCHORED
+
+    asked = {v.verdict for j, v in verdicts.items() if j not in SELF_ANCHORED}
+    return len(asked) <= 1
+
+
+def judge_comparison(verdicts: dict) -> str:
+    """One line: each judge's verdict, then whether the verdict is robust to the judge."""
+    parts = "; ".join(f"{JUDGE_SHORT.get(j, j)}: {v.verdict}" for j, v in verdicts.items())
+    return f"{parts} — {'robust to the judge' if robust_to_judge(verdicts) else 'depends on the judge'}"
 
 
 def _in_kernel() -> bool:
