@@ -154,3 +154,18 @@ def test_stored_curves_read_another_judges_scores_from_the_rescore_runs(root):
     assert anch.loss.tolist() == own.loss.tolist()  # the same networks: only the judge differs
     same = D.stored_curves(["tiny"], root, judge="stability")["planted:1:depth=2,width=3"]
     assert same.score.tolist() == own.score.tolist()  # the runs' own judge: their own scores
+
+
+def test_fit_table_and_stored_images_show_what_was_scored(root):
+    from volratio.experiments import depth_regime as D
+
+    t = "planted:1:depth=2,width=3"
+    table = D.fit_table(D.stored_curves(["tiny"], root))
+    assert table.loc[(t, 2), "× best depth"] == 1.0  # one depth: it is the best
+    (rec,) = R.records("tiny", root)
+    assert table.loc[(t, 2), "dense MSE (median)"] == pytest.approx(
+        float(sorted(rec["metrics"]["dense_loss"])[0] + sorted(rec["metrics"]["dense_loss"])[1]) / 2
+    )
+    imgs = D.stored_images(["tiny"], root, res=8)[t]
+    assert imgs["depths"] == [2] and len(imgs["images"][0]) == 2 and imgs["images"][0][0].shape == (8, 8, 3)
+    assert imgs["score"][0] == rec["metrics"]["score"]
