@@ -169,3 +169,18 @@ def test_fit_table_and_stored_images_show_what_was_scored(root):
     imgs = D.stored_images(["tiny"], root, res=8)[t]
     assert imgs["depths"] == [2] and len(imgs["images"][0]) == 2 and imgs["images"][0][0].shape == (8, 8, 3)
     assert imgs["score"][0] == rec["metrics"]["score"]
+
+
+def test_chunks_judged_differently_are_not_mixed(root, tmp_path):
+    from volratio.experiments import depth_regime as D
+
+    other = root.parent / "other"
+    plan = other.parent / "plan-other.toml"
+    plan.write_text(
+        PLAN.format(keep="false")
+        .replace("[chunks.tiny", "[chunks.tiny2")
+        .replace('judge = "stability"', 'judge = "anchored"')
+    )
+    R.run_chunk(R.load_plan(plan), "tiny2", root, progress=False)
+    with pytest.raises(D.DepthError, match="judged differently"):
+        D.stored_curves(["tiny", "tiny2"], root)

@@ -585,6 +585,13 @@ def stored_judged(names, root=None, judge: str | None = None) -> list[dict]:
 
     stored = reference.stored_records(names, root, error=DepthError)
     if judge is None:
+        judged = sorted({str(r["metrics"].get("judge")) for r in stored})
+        if len(judged) > 1:
+            raise DepthError(
+                f"the stored runs of {', '.join([names] if isinstance(names, str) else names)} were judged "
+                f"differently ({', '.join(judged)}); read chunks judged alike, or give judge=NAME to score "
+                "them all under one judge (rescored where needed)"
+            )
         return stored
     names = [names] if isinstance(names, str) else list(names)
     root = reference.DEFAULT_ROOT if root is None else root
