@@ -215,3 +215,11 @@ def test_by_judge_compares_label_anchored_verdicts_and_reports_stability_beside(
     assert "robust to the judge" in line and "stability judge: reproduced" in line
     out["anchored-ssim"] = C.Verdict("depth-optimum", "not reproduced", "", {}, "reference", "anchored-ssim")
     assert not C.robust_to_judge(out) and "depends on the judge" in C.judge_comparison(out)
+
+
+def test_judge_comparison_names_missing_judges_and_needs_two_label_anchored():
+    from volratio import claims as C
+
+    one = {"anchored": C.Verdict("depth-optimum", "partly", "", {}, "reference", "anchored")}
+    line = C.judge_comparison(one, missing=["anchored-ssim"])
+    assert "label-anchored SSIM judge: not scored yet" in line and "not measured" in line

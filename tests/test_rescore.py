@@ -184,3 +184,9 @@ def test_chunks_judged_differently_are_not_mixed(root, tmp_path):
     R.run_chunk(R.load_plan(plan), "tiny2", root, progress=False)
     with pytest.raises(D.DepthError, match="judged differently"):
         D.stored_curves(["tiny", "tiny2"], root)
+
+
+def test_judges_covering_names_the_judges_every_run_has_scores_under(root):
+    assert RS.judges_covering(["tiny"], root) == ["stability"]  # the runs' own judge
+    RS.rescore_chunk("tiny", "anchored", root, progress=False)
+    assert RS.judges_covering(["tiny"], root) == ["anchored", "stability"]

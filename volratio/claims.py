@@ -245,18 +245,31 @@ def unglued():
         _UNGLUED.reset(token)
 
 
-def by_judge(key: str, decide, judges, scale: str = "reference") -> dict:
+def by_judge(key: str, decide, judges, scale: str = "reference", missing=()) -> dict:
     """The verdict on claim `key` under each of `judges`: `decide(judge) -> Verdict` (computed from
     the same stored networks, scored under that judge; not glued), and — in a notebook — the
-    comparison glued as `claim-<key>-judges` (`judge_comparison`). Returns `{judge: Verdict}`."""
+    comparison glued as `claim-<key>-judges` (`judge_comparison`; `missing`: judges asked for whose
+    scores are not stored yet, named as such). Returns `{judge: Verdict}`."""
     with unglued():
         out = {j: decide(j) for j in judges}
     if _in_kernel():
         from IPython.display import HTML
         from myst_nb import glue
 
-        glue(f"claim-{key}-judges", HTML(html.escape(judge_comparison(out))), display=False)
+        glue(f"claim-{key}-judges", HTML(html.escape(judge_comparison(out, missing))), display=False)
     return out
+
+
+def single_judge(key: str, judge: str) -> str:
+    """For a claim whose stored runs were scored under one judge only (no stored networks to judge
+    again): the line that says so, glued as `claim-<key>-judges` in a notebook."""
+    line = f"scored under one judge only ({JUDGE_TEXT.get(judge, judge)}); robustness to the judge not measured"
+    if _in_kernel():
+        from IPython.display import HTML
+        from myst_nb import glue
+
+        glue(f"claim-{key}-judges", HTML(html.escape(line)), display=False)
+    return line
 
 
 def robust_to_judge(verdicts: dict) -> bool:
@@ -269,10 +282,19 @@ def robust_to_judge(verdicts: dict) -> bool:
     return len(asked) <= 1
 
 
-def judge_comparison(verdicts: dict) -> str:
-    """One line: each judge's verdict, then whether the verdict is robust to the judge."""
-    parts = "; ".join(f"{JUDGE_SHORT.get(j, j)}: {v.verdict}" for j, v in verdicts.items())
-    return f"{parts} — {'robust to the judge' if robust_to_judge(verdicts) else 'depends on the judge'}"
+def judge_comparison(verdicts: dict, missing=()) -> str:
+    """One line: each judge's verdict, then whether the verdict is robust to the judge (among the
+    label-anchored judges measured; `missing` judges are named as not scored yet)."""
+    parts = [f"{JUDGE_SHORT.get(j, j)}: {v.verdict}" for j, v in verdicts.items()]
+    parts += [f"{JUDGE_SHORT.get(j, j)}: not scored yet" for j in missing]
+    from .judges import SELF_ANCHORED
+
+    asked = [j for j in verdicts if j not in SELF_ANCHORED]
+    if len(asked) < 2:
+        end = "robustness to the judge not measured (one label-anchored judge)"
+    else:
+        end = "robust to the judge" if robust_to_judge(verdicts) else "depends on the judge"
+    return f"{'; '.join(parts)} — {end}"
 
 
 def _in_kernel() -> bool:

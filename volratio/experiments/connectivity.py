@@ -299,45 +299,6 @@ def tau_sensitivity(result: Result, taus=(0.8, 0.95)):
     return pd.DataFrame(rows).set_index("τ").sort_index()
 
 
-def guard_sensitivity(result: Result, factors=(None, 2.0), centred=(False, True)):
-    """SP's loss guard and similarity moved: the dense networks of `result` pruned again with SP's
-    `loss_factor` ∈ `factors` (None: no guard) × `centred` ∈ `centred` (raw or mean-subtracted
-    maps), the rest of the run's SP config kept. One row per setting: mean weight and unit sparsity,
-    mean MSE (and the dense networks' mean MSE), the share of collapsed networks
-    (`volratio.prune.collapsed`) and how many stopped at the guard. No EMC2 (cheap enough for the
-    chapter). Chapter: "Connectivity", section on the guard."""
-    import pandas as pd
-
-    cfg, dense, images = result["config"], result["nets"]["dense"], result["images"]
-    dense_loss = _losses(dense, images)
-    L, W = dense.depth, dense.width
-    rows = []
-    for factor in factors:
-        for c in centred:
-            net = _copy(dense)
-            spc = replace(
-                cfg.sp,
-                loss_factor=factor,
-                centred=c,
-                train=TrainConfig(lr=cfg.lr, device=cfg.device, path=cfg.train_path),
-            )
-            pr = prune(net, images, "sp", spc)
-            live = net.live_units()
-            rows.append(
-                {
-                    "guard": "off" if factor is None else f"{factor:g}× dense MSE",
-                    "similarity": "centred" if c else "raw",
-                    "sparsity": float(np.mean(weight_sparsity(net.masks))),
-                    "unit sparsity": float(np.mean([1.0 - sum(u) / (L * W) for u in live])),
-                    "MSE": float(np.mean(pr.final_loss)),
-                    "dense MSE": float(np.mean(dense_loss)),
-                    "collapsed": float(np.mean(pr.collapsed)),
-                    "stopped at the guard": sum("round undone" in x for x in pr.extras["stop"]),
-                }
-            )
-    return pd.DataFrame(rows)
-
-
 # SP as it was before it kept the fit (no guard, retraining at the training rate, units only masked,
 # every redundant pair at once), and each of the four changes added in turn (`sp_ablation`)
 SP_STEPS = {
