@@ -163,14 +163,19 @@ class Verdict:
 
     def html(self) -> str:
         """The verdict as the claims page shows it: verdict, scale, judge, then what was measured."""
-        judge = "no judge" if self.key in NO_JUDGE else JUDGE_TEXT.get(self.judge, self.judge or "judge not recorded")
+        if self.judge is None and self.key in NO_JUDGE:
+            judge = "no judge"
+        else:
+            judge = JUDGE_TEXT.get(self.judge, self.judge or "judge not recorded")
         return (
             f"<b>{html.escape(self.verdict)}</b> ({html.escape(self.scale)} scale; {html.escape(judge)}) — "
             f"{html.escape(self.measured)}"
         )
 
 
-NO_JUDGE = ("rho-concentrated", "welch-r-le-d", "png-ratio-linear")  # claims measured without an EMC2 judge
+# claims that can be measured without an EMC2 judge (the predictor: on true depths; on measured sweet
+# spots it names the judge that found them)
+NO_JUDGE = ("rho-concentrated", "welch-r-le-d", "png-ratio-linear")
 JUDGE_TEXT = {  # `volratio.judges.make_judge` names, as the claims page says them
     "anchored": "label-anchored judge: each image against the target image",
     "anchored-ssim": "label-anchored judge, SSIM against the target image",
@@ -252,24 +257,28 @@ def by_judge(key: str, decide, judges, scale: str = "reference", missing=()) -> 
     scores are not stored yet, named as such). Returns `{judge: Verdict}`."""
     with unglued():
         out = {j: decide(j) for j in judges}
-    if _in_kernel():
-        from IPython.display import HTML
-        from myst_nb import glue
-
-        glue(f"claim-{key}-judges", HTML(html.escape(judge_comparison(out, missing))), display=False)
+    glue_judges(key, judge_comparison(out, missing))
     return out
 
 
-def single_judge(key: str, judge: str) -> str:
-    """For a claim whose stored runs were scored under one judge only (no stored networks to judge
-    again): the line that says so, glued as `claim-<key>-judges` in a notebook."""
-    line = f"scored under one judge only ({JUDGE_TEXT.get(judge, judge)}); robustness to the judge not measured"
+def glue_judges(key: str, line: str) -> str:
+    """Glue `line` as `claim-<key>-judges` (what the claims page says about the judge) in a notebook."""
+    if key not in CLAIMS:
+        raise VolratioError(f"unknown claim {key!r}; known: {', '.join(CLAIMS)}")
     if _in_kernel():
         from IPython.display import HTML
         from myst_nb import glue
 
         glue(f"claim-{key}-judges", HTML(html.escape(line)), display=False)
     return line
+
+
+def single_judge(key: str, judge: str) -> str:
+    """For a claim whose stored runs were scored under one judge only (no stored networks to judge
+    again): the line that says so, glued as `claim-<key>-judges`."""
+    return glue_judges(
+        key, f"scored under one judge only ({JUDGE_TEXT.get(judge, judge)}); robustness to the judge not measured"
+    )
 
 
 def robust_to_judge(verdicts: dict) -> bool:
@@ -415,7 +424,7 @@ def depth_optimum(
 
 
 def png_ratio_linear(
-    pred, scale: str = "quick", check=None, what: str = "true depth L*", stored: bool = False
+    pred, scale: str = "quick", check=None, what: str = "true depth L*", stored: bool = False, judge: str | None = None
 ) -> Verdict:
     """Claim "png-ratio-linear" from a predictor fitted on planted targets (`volratio.depth.
     DepthPredictor`; `what` it was fitted to: their true depths, or their measured sweet spots):
@@ -440,7 +449,7 @@ def png_ratio_linear(
         )
         evidence["held_out_inside"] = check.inside
     return record(
-        "png-ratio-linear", verdict_from_fraction(sum(linear), len(linear)), measured, evidence, scale, stored=stored
+        "png-ratio-linear", verdict_from_fraction(sum(linear), len(linear)), measured, evidence, scale, judge, stored
     )
 
 
