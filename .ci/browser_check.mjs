@@ -8,8 +8,9 @@
 // Screenshots go to _build/screenshots/. Usage (from the repository root, book already built):
 //   node .ci/browser_check.mjs BASE_URL TOOLS_DIR
 // BASE_URL serves _build/html (e.g. http://127.0.0.1:8765/); TOOLS_DIR holds node_modules with
-// playwright-core and mathjax@3. The book loads MathJax from its CDN; this machine has no network,
-// so those requests are answered from the local mathjax package — the same files.
+// playwright-core. The book must read offline: it serves its own MathJax (book/_static/mathjax,
+// built into _static/mathjax), so a request for anything not on BASE_URL's host (a CDN, a web font)
+// is a problem, and so is one to it that fails (a MathJax component or font missing from the copy).
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
@@ -17,7 +18,9 @@ import { createRequire } from "node:module";
 const [base, tools] = process.argv.slice(2);
 const require = createRequire(path.join(path.resolve(tools), "node_modules", "x.js"));
 const { chromium } = require("playwright-core");
-const mathjaxDir = path.join(path.resolve(tools), "node_modules", "mathjax");
+const host = new URL(base).host;
+const offMachine = (u) => { const url = new URL(String(u)); return /^https?:$/.test(url.protocol) && url.host !== host; };
+const mathjaxFiles = new Set();  // what MathJax loads at run time: the files book/_static/mathjax must hold
 
 const htmlRoot = "_build/html";
 // index.html only redirects to book/intro.html
@@ -123,7 +126,8 @@ async function checkExplorers(page, pageUrl, browser) {
   // without JavaScript the static sweep figures stay
   const ctx = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 1280, height: 1600 } });
   const plain = await ctx.newPage();
-  await plain.route(/^https?:\/\/(?!127\.0\.0\.1|localhost)/, (route) => route.abort());
+  const offline = [];
+  await plain.route(offMachine, (route) => { offline.push(route.request().url()); return route.abort(); });
   await plain.goto(pageUrl, { waitUntil: "load", timeout: 60000 });
   const still = await plain.evaluate(async () => {
     const imgs = [...document.querySelectorAll(".volratio-explorer figure.vx-static img")];
@@ -135,6 +139,7 @@ async function checkExplorers(page, pageUrl, browser) {
   notes.push(`without JavaScript: ${still.loaded} of ${still.n} static sweep figures shown`);
   if (still.n === 0 || still.loaded < still.n) problems.push(`without JavaScript the explorer's static figures are missing (${still.loaded} of ${still.n} load)`);
   if (still.liveShown) problems.push("without JavaScript the explorer's (empty) live part is shown");
+  if (offline.length) problems.push(`without JavaScript it requests files off this machine: ${offline.join(", ")}`);
   return { problems, notes };
 }
 
@@ -144,16 +149,18 @@ for (const page_ of pages) {
   const errors = [];
   page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
   page.on("pageerror", (e) => errors.push(String(e)));
-  // MathJax from its CDN → the local package; any other off-machine request is dropped silently
-  // (fonts/analytics a theme may reference), since the check is about the book's own content.
-  await page.route(/^https?:\/\/(?!127\.0\.0\.1|localhost)/, async (route) => {
-    const url = route.request().url();
-    const m = url.match(/mathjax@3\/(es5\/.*)$/);
-    if (m) {
-      const file = path.join(mathjaxDir, m[1].split("?")[0]);
-      if (fs.existsSync(file)) return route.fulfill({ path: file });
-    }
-    return route.abort();
+  // the book reads offline: nothing may come from off this machine (a CDN's MathJax, a web font),
+  // and every file it asks this machine for must be there
+  const offsite = [], missing = [];
+  await page.route(offMachine, (route) => { offsite.push(route.request().url()); return route.abort(); });
+  page.on("response", (r) => { if (r.status() >= 400 && !offMachine(r.url())) missing.push(`${r.url()} (${r.status()})`); });
+  page.on("requestfailed", (r) => {  // (not a load the page itself cancelled)
+    const why = r.failure()?.errorText || "";
+    if (!offMachine(r.url()) && !/ERR_ABORTED/.test(why)) missing.push(`${r.url()} (${why})`);
+  });
+  page.on("request", (r) => {
+    const m = new URL(r.url()).pathname.match(/\/_static\/mathjax\/(.*)$/);
+    if (m) mathjaxFiles.add(m[1]);
   });
   await page.goto(base + page_, { waitUntil: "load", timeout: 60000 });
   const info = await page.evaluate(async () => {
@@ -183,6 +190,9 @@ for (const page_ of pages) {
   if (info.broken.length) problems.push(`broken images: ${info.broken.join(", ")}`);
   const explorer = await checkExplorers(page, base + page_, browser);
   problems.push(...explorer.problems);
+  // (after the explorer's checks, which make the page load more)
+  if (offsite.length) problems.push(`requests off this machine (the book must read offline): ${offsite.join(", ")}`);
+  if (missing.length) problems.push(`files it asks for are missing: ${missing.join(", ")}`);
   for (const note of explorer.notes) console.log(`     weight explorer: ${note}`);
   const realErrors = errors.filter((e) => !/net::ERR_FAILED|ERR_BLOCKED|Failed to load resource/.test(e));
   if (realErrors.length) problems.push(`console errors: ${realErrors.join(" | ")}`);
@@ -192,5 +202,6 @@ for (const page_ of pages) {
   await page.close();
 }
 await browser.close();
+console.log(`MathJax files requested: ${[...mathjaxFiles].sort().join(", ") || "none"}`);
 console.log(`${pages.length - failures.length} passed, ${failures.length} failed`);
 process.exit(failures.length ? 1 : 0);

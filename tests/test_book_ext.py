@@ -1,4 +1,4 @@
-"""The book's Sphinx extension: the student-edition switch and the script de-duplication."""
+"""The book's Sphinx extension (the student-edition switch, the script de-duplication) and its MathJax."""
 
 import importlib.util
 from pathlib import Path
@@ -70,3 +70,25 @@ def test_inline_scripts_are_written_once():
     app = SimpleNamespace(builder=builder, registry=registry)
     ext._dedupe_scripts(app, None)
     assert registry.js_files == [("a.js", {"priority": 500}), (None, {"body": "new", "priority": 500})]
+
+
+def test_mathjax_is_served_with_the_book():
+    """The book reads offline: Jupyter Book resolves `mathjax_path` to the copy in
+    `book/_static/mathjax` (an `html_static_path` folder), never to a CDN; that copy holds MathJax 3,
+    its CHTML fonts and its licence, and no page loads its files as extra scripts."""
+    from jupyter_book.config import get_final_config
+
+    root = Path(__file__).resolve().parent.parent
+    cfg, _ = get_final_config(
+        user_yaml=root / "_config.yml", cli_config={"latex_individualpages": False}, sourcedir=root
+    )
+    path = cfg["mathjax_path"]
+    assert "//" not in path, f"mathjax_path {path!r} loads MathJax from off the reader's machine"
+    scripts = [root / d / path for d in cfg["html_static_path"] if (root / d / path).is_file()]
+    assert scripts, f"{path} is in none of html_static_path {cfg['html_static_path']} (book/_static/mathjax/README.md)"
+    assert b'VERSION="3.' in scripts[0].read_bytes(), f"{scripts[0]} is not MathJax 3"
+    mathjax = scripts[0].parent
+    assert (mathjax / "LICENSE").is_file() and (mathjax / "README.md").is_file()
+    assert (mathjax / "output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff").is_file()
+    # a top-level _static/ would make Jupyter Book add every .js file in it to every page
+    assert not [f for f in cfg.get("html_js_files", []) if "mathjax" in str(f)]
