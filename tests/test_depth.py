@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from volratio.complexity import png_bytes, png_ratio
+from volratio.data.targets import get_target
 from volratio.depth import DepthError, fit_predictor, sweet_spot
 from volratio.experiments import depth_regime
 from volratio.flatness import explicit_hessian, top_eigenvalue
 from volratio.nets import CoordMLP
-from volratio.targets import get_target
 
 # -- PNG compression ratio ---------------------------------------------------------------------
 

@@ -105,7 +105,7 @@ class Estimate:
         """Mean with a Student-t interval over the samples (a point when there is one sample)."""
         import numpy as np
 
-        from .stats import mean_ci
+        from .util.stats import mean_ci
 
         a = np.asarray(list(xs), dtype=float)
         if a.size == 0:

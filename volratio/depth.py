@@ -244,7 +244,7 @@ def planted_specs(depths=(2, 3, 4, 5), per_depth: int = 3, width: int = 3, start
 def planted_predictor(specs=None, res: int = 64, level: float = 0.95) -> tuple[DepthPredictor, list[Complexity]]:
     """The predictor calibrated on planted targets' true depths L* (no training needed):
     L* ≈ a + b·ratio. The default calibration set of `volratio depth predict`."""
-    from .targets import get_target
+    from .data.targets import get_target
 
     specs = specs or planted_specs()
     for s in specs:

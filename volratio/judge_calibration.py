@@ -416,7 +416,7 @@ def repeated_kappa(
 
 def write_rule(rule: Rule, path=None) -> None:
     """Store `rule` as JSON (the default judge's settings)."""
-    from .fileio import atomic_path
+    from .util.fileio import atomic_path
 
     p = path or RULE_JSON
     with atomic_path(p) as tmp, open(tmp, "w") as f:

@@ -115,8 +115,8 @@ def _connectivity_config(cfg: ReferenceSetConfig):
 def _trained(cfg_key: tuple):
     """The trained networks (connectivity study + scene), built once per config."""
     from . import prune
+    from .data.targets import get_target
     from .experiments.connectivity import run
-    from .targets import get_target
     from .train import TrainConfig, new_network, train
 
     cfg = ReferenceSetConfig(**dict(cfg_key))
@@ -144,7 +144,7 @@ def networks(cfg: ReferenceSetConfig | None = None, groups=None) -> dict[str, Re
     `scene-dense:scene`), or only those of `groups`. Deterministic: trained on CPU with fixed
     seeds (about a minute on one core, cached per config; the Picbreeder and FER networks need
     no training)."""
-    from .specs import load_network
+    from .data.specs import load_network
 
     cfg = cfg or ReferenceSetConfig()
     if groups is not None and (unknown := set(groups) - set(GROUPS)):

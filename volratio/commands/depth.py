@@ -76,8 +76,8 @@ def cmd_sweep(args) -> int:
     from dataclasses import replace
 
     from ..experiments.depth_regime import Config, depth_sweep, parse_depths
-    from ..fileio import check_out
     from ..sweep import make_executor
+    from ..util.fileio import check_out
 
     if args.out is not None:
         check_out(args.out, folder=True)

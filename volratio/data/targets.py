@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .errors import ImageError, VolratioError
+from ..errors import ImageError, VolratioError
 from .graph import Graph, Node
 
 # scikit-image's bundled colour/grey photographs that make sensible targets
@@ -83,7 +83,7 @@ def _square_resize(arr: np.ndarray, res: int) -> torch.Tensor:
     """Centre-crop an (H, W) or (H, W, C) array to a square, resize to res×res, return RGB float."""
     from skimage.transform import resize
 
-    from . import budget
+    from ..util import budget
 
     budget.check(int(res) ** 2 * 3 * 8 * 3, f"an image target at {res}×{res}", "lower the resolution")
     h, w = arr.shape[:2]
@@ -202,7 +202,7 @@ def _check_image_file(p: Path, size: tuple[int, int], bands: int, res: int) -> N
     """Refuse, before decoding, an image that is too large for the memory budget (a decompression
     bomb declares a huge size in a small file), too small, or so elongated that the square centre
     crop would silently drop most of it."""
-    from . import budget
+    from ..util import budget
 
     w, h = size
     budget.check(budget.image_bytes(w, h, bands), f"{p}: decoding a {w}×{h} image", "downscale the image first")
@@ -295,7 +295,7 @@ class PlantedTarget:
 
     def primitive_maps(self, res: int = 64) -> dict[str, torch.Tensor]:
         """Ground-truth feature map `(res, res)` of every primitive (hidden node, output included)."""
-        from .nets import coords
+        from ..nets import coords
 
         _check_graph_budget(self, res)
         vals = self.graph.evaluate(coords(res, dtype=torch.float64))
@@ -309,7 +309,7 @@ PLANTED_MAX = {"depth": 64, "width": 256, "arity": 16}  # bounds of planted:SEED
 
 
 def _check_graph_budget(t: PlantedTarget, res: int) -> None:
-    from . import budget
+    from ..util import budget
 
     nodes = t.depth * t.width if t.primitives is None else int(t.primitives)
     budget.check(

@@ -2,7 +2,7 @@
 
 | spec | network |
 | --- | --- |
-| `picbreeder:NAME` | the network of a Picbreeder target (`volratio.picbreeder.network`): the layerized genome for skull, butterfly, apple; the fork `jagilley/fer`'s layered network for the thirteen others, which have no genome |
+| `picbreeder:NAME` | the network of a Picbreeder target (`volratio.data.picbreeder.network`): the layerized genome for skull, butterfly, apple; the fork `jagilley/fer`'s layered network for the thirteen others, which have no genome |
 | `fer-sgd:NAME` | the FER paper's dense SGD network for NAME (skull, butterfly, apple only) |
 | `fer-layered:NAME` | the FER repository's own layerization of NAME (or the fork's layered network) |
 | a path to a `.safetensors` file | a network saved with `CoordMLP.save` |
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import VolratioError
-from .nets import CoordMLP
+from ..errors import VolratioError
+from ..nets import CoordMLP
 
 NETWORK_KINDS = ("picbreeder", "fer-sgd", "fer-layered")  # spec prefixes that name networks
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ImageError
+from ..errors import ImageError
 
 
 def to_uint8(image) -> np.ndarray:
