@@ -198,6 +198,24 @@ def test_no_cycle_outside_the_middle_and_the_middle_record_is_true():
     )
 
 
+def test_the_layered_modules_import_the_library_at_the_top():
+    # a file's header says what it depends on; a function-body import of the library is hidden
+    hidden = []
+    for path in sorted(PKG.rglob("*.py")):
+        if layer_of(module_name(path)) not in ("base", "util", "nets", "data"):
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        top = {id(n) for n in tree.body}
+        hidden += [
+            f"{path.relative_to(PKG.parent)}:{n.lineno}: {ast.unparse(n)}"
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom)
+            and (n.level or (n.module or "").startswith("volratio"))
+            and id(n) not in top
+        ]
+    assert not hidden, "imports of the library inside functions (move them to the top):\n" + "\n".join(hidden)
+
+
 @pytest.mark.parametrize(
     "graph, expected",
     [

@@ -37,6 +37,7 @@ from torch import nn
 from .errors import ArchError, VolratioError
 from .util import budget
 from .util.device import generator, resolve_device
+from .util.fileio import atomic_path
 
 # ---------------------------------------------------------------------------------------------
 # Activations
@@ -504,8 +505,6 @@ class CoordMLP(nn.Module):
     def save(self, path: "str | Path") -> Path:
         """Write weights and masks as safetensors; arch, head and provenance go in its JSON header."""
         from safetensors.torch import save_file
-
-        from .util.fileio import atomic_path
 
         path = Path(path)
         tensors = {}

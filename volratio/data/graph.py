@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ..errors import GenomeError
-from ..nets import ACTIVATIONS, CoordMLP, coords
+from ..nets import ACTIVATIONS, CoordMLP, coords, head_to_rgb
+from ..util import budget
 
 # Column of the coordinate vector (volratio.nets.coords) that feeds each genome input. The FER
 # README names that vector (y, x, d, bias) after its meshgrid variables; its first entry varies
@@ -174,9 +175,6 @@ class Graph:
 
     def render(self, res: int = 256, dtype=torch.float64) -> torch.Tensor:
         """RGB image `(res, res, 3)` in [0, 1], evaluated node by node (no layering)."""
-        from ..nets import head_to_rgb
-        from ..util import budget
-
         budget.check(
             budget.graph_render_bytes(int(res) ** 2, len(self.nodes)),
             f"drawing {self.name or 'a graph'} ({len(self.nodes)} nodes) at {res}×{res}",

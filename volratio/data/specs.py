@@ -14,14 +14,14 @@ from pathlib import Path
 
 from ..errors import VolratioError
 from ..nets import CoordMLP
+from . import picbreeder
+from .targets import KINDS
 
 NETWORK_KINDS = ("picbreeder", "fer-sgd", "fer-layered")  # spec prefixes that name networks
 
 
 def load_network(spec: str, device: str = "cpu") -> CoordMLP:
     """Resolve a network spec (see the module docstring)."""
-    from . import picbreeder
-
     kind, sep, name = str(spec).partition(":")
     if sep and kind == "picbreeder":
         return picbreeder.network(name).to(device)
@@ -30,8 +30,6 @@ def load_network(spec: str, device: str = "cpu") -> CoordMLP:
     p = Path(spec)
     if p.suffix == ".safetensors" or p.exists():
         return CoordMLP.load(p, device=device)
-    from .targets import KINDS
-
     if sep and kind in KINDS:
         raise VolratioError(
             f"{spec!r} is a target, not a network; train a network on it first "

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import os
 
+from ..errors import VolratioError
+
 ENV = "VOLRATIO_THREADS"
 
 
@@ -62,8 +64,6 @@ def threads_per_worker(workers: int = 1) -> int:
         try:
             n = int(env)
         except ValueError:
-            from ..errors import VolratioError
-
             raise VolratioError(f"{ENV}={env!r} is not a positive integer; unset it or give e.g. {ENV}=1") from None
         if n >= 1:
             return n
