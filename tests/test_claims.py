@@ -197,3 +197,29 @@ def test_every_claim_has_a_reference_verdict_recorded_by_its_chapter():
         chapter = (BOOK / f"{c.doc}.md").read_text()
         # a claim function called with stored=True, or one that reads stored runs only (`…_stored(`)
         assert "stored=True" in chapter or re.search(r"claims\.\w+_stored\(", chapter), (key, c.doc)
+
+
+def test_by_judge_compares_label_anchored_verdicts_and_reports_stability_beside():
+    from volratio import claims as C
+
+    def decide(judge):
+        verdict = {"anchored": "partly", "anchored-ssim": "partly", "stability": "reproduced"}[judge]
+        return C.record(
+            "depth-optimum", verdict, f"measured under {judge}", scale="reference", judge=judge, stored=True
+        )
+
+    out = C.by_judge("depth-optimum", decide, ["anchored", "anchored-ssim", "stability"])
+    assert [v.verdict for v in out.values()] == ["partly", "partly", "reproduced"]
+    assert C.robust_to_judge(out)  # stability answers another question: not counted
+    line = C.judge_comparison(out)
+    assert "robust to the judge" in line and "stability judge: reproduced" in line
+    out["anchored-ssim"] = C.Verdict("depth-optimum", "not reproduced", "", {}, "reference", "anchored-ssim")
+    assert not C.robust_to_judge(out) and "depends on the judge" in C.judge_comparison(out)
+
+
+def test_judge_comparison_names_missing_judges_and_needs_two_label_anchored():
+    from volratio import claims as C
+
+    one = {"anchored": C.Verdict("depth-optimum", "partly", "", {}, "reference", "anchored")}
+    line = C.judge_comparison(one, missing=["anchored-ssim"])
+    assert "label-anchored SSIM judge: not scored yet" in line and "not measured" in line

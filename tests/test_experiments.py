@@ -166,6 +166,9 @@ def test_an_old_store_resumes_without_recomputing(tmp_path):
         judge="ssim",  # the old store's runs name the judge they were scored under
         train_path="eager",  # and were trained on the eager path (a config without train_path means it)
         sp_loss_factor=None,  # and pruned without SP's guard (likewise)
+        retrain_lr_factor=1.0,  # retrained at the training rate,
+        sp_compensate="none",  # removed units only masked,
+        sp_per_round=None,  # every redundant pair at once (likewise)
     )
     curves, rep = depth_regime.depth_sweep("planted:5:depth=2,width=2", cfg, out=out)
     assert rep.ran == [] and rep.skipped == 2 and curves["planted:5:depth=2,width=2"].score.shape == (2, 1)

@@ -139,3 +139,54 @@ def test_chunks_without_networks_are_one_line_errors(tmp_path, capsys):
         RS.rescore_chunk("../tiny", "anchored", root)
     with pytest.raises(RS.RescoreError, match="choose one of"):
         RS.rescore_chunk("tiny", "nosuch", root)
+
+
+def test_stored_curves_read_another_judges_scores_from_the_rescore_runs(root):
+    from volratio.experiments import depth_regime as D
+
+    own = D.stored_curves(["tiny"], root)["planted:1:depth=2,width=3"]
+    with pytest.raises(D.DepthError, match="rescore its chunk"):
+        D.stored_curves(["tiny"], root, judge="anchored")
+    RS.rescore_chunk("tiny", "anchored", root, progress=False)
+    (re,) = RS.records("tiny", "anchored", root)
+    anch = D.stored_curves(["tiny"], root, judge="anchored")["planted:1:depth=2,width=3"]
+    assert anch.score[0].tolist() == re["metrics"]["score"]
+    assert anch.loss.tolist() == own.loss.tolist()  # the same networks: only the judge differs
+    same = D.stored_curves(["tiny"], root, judge="stability")["planted:1:depth=2,width=3"]
+    assert same.score.tolist() == own.score.tolist()  # the runs' own judge: their own scores
+
+
+def test_fit_table_and_stored_images_show_what_was_scored(root):
+    from volratio.experiments import depth_regime as D
+
+    t = "planted:1:depth=2,width=3"
+    table = D.fit_table(D.stored_curves(["tiny"], root))
+    assert table.loc[(t, 2), "× best depth"] == 1.0  # one depth: it is the best
+    (rec,) = R.records("tiny", root)
+    assert table.loc[(t, 2), "dense MSE (median)"] == pytest.approx(
+        float(sorted(rec["metrics"]["dense_loss"])[0] + sorted(rec["metrics"]["dense_loss"])[1]) / 2
+    )
+    imgs = D.stored_images(["tiny"], root, res=8)[t]
+    assert imgs["depths"] == [2] and len(imgs["images"][0]) == 2 and imgs["images"][0][0].shape == (8, 8, 3)
+    assert imgs["score"][0] == rec["metrics"]["score"]
+
+
+def test_chunks_judged_differently_are_not_mixed(root, tmp_path):
+    from volratio.experiments import depth_regime as D
+
+    other = root.parent / "other"
+    plan = other.parent / "plan-other.toml"
+    plan.write_text(
+        PLAN.format(keep="false")
+        .replace("[chunks.tiny", "[chunks.tiny2")
+        .replace('judge = "stability"', 'judge = "anchored"')
+    )
+    R.run_chunk(R.load_plan(plan), "tiny2", root, progress=False)
+    with pytest.raises(D.DepthError, match="judged differently"):
+        D.stored_curves(["tiny", "tiny2"], root)
+
+
+def test_judges_covering_names_the_judges_every_run_has_scores_under(root):
+    assert RS.judges_covering(["tiny"], root) == ["stability"]  # the runs' own judge
+    RS.rescore_chunk("tiny", "anchored", root, progress=False)
+    assert RS.judges_covering(["tiny"], root) == ["anchored", "stability"]

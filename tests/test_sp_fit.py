@@ -149,3 +149,19 @@ def test_a_run_is_repeatable_bit_for_bit():
     a, b = depth_regime.point(dict(cfg)), depth_regime.point(dict(cfg))
     assert a == b
     assert np.isfinite(a["loss"]).all()
+
+
+def test_sp_ablation_adds_each_change_in_turn():
+    from dataclasses import replace
+
+    from volratio.experiments import connectivity as C
+
+    cfg = C.Config.quick(seeds=1, res=12, dense_steps=60, retrain_steps=10, imp_steps=10, emc2=False, device="cpu",
+                         methods=("magnitude",))  # fmt: skip
+    res = C.run(replace(cfg, sp=replace(cfg.sp, rounds=2, retrain_steps=10)))
+    table = C.sp_ablation(res)
+    assert list(table.index) == list(C.SP_STEPS)
+    assert ((table.sparsity >= 0) & (table.sparsity <= 1)).all()
+    guarded = table.iloc[1:]
+    assert (guarded.collapsed == 0).all()  # the guard never leaves a collapsed network
+    assert C.Config().sp.per_round == 4 and C.LEGACY["sp.per_round"] is None  # stored runs: every pair at once

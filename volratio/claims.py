@@ -12,6 +12,8 @@ file outside the build carries the verdicts.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import html
 from dataclasses import dataclass
 
@@ -161,16 +163,23 @@ class Verdict:
 
     def html(self) -> str:
         """The verdict as the claims page shows it: verdict, scale, judge, then what was measured."""
-        judge = "no judge" if self.key in NO_JUDGE else JUDGE_TEXT.get(self.judge, self.judge or "judge not recorded")
+        if self.judge is None and self.key in NO_JUDGE:
+            judge = "no judge"
+        else:
+            judge = JUDGE_TEXT.get(self.judge, self.judge or "judge not recorded")
         return (
             f"<b>{html.escape(self.verdict)}</b> ({html.escape(self.scale)} scale; {html.escape(judge)}) — "
             f"{html.escape(self.measured)}"
         )
 
 
-NO_JUDGE = ("rho-concentrated", "welch-r-le-d", "png-ratio-linear")  # claims measured without an EMC2 judge
+# claims that can be measured without an EMC2 judge (the predictor: on true depths; on measured sweet
+# spots it names the judge that found them)
+NO_JUDGE = ("rho-concentrated", "welch-r-le-d", "png-ratio-linear")
 JUDGE_TEXT = {  # `volratio.judges.make_judge` names, as the claims page says them
     "anchored": "label-anchored judge: each image against the target image",
+    "anchored-ssim": "label-anchored judge, SSIM against the target image",
+    "anchored-pooled": "label-anchored judge, one threshold for every label",
     "stability": "stability (similarity to the network's own render)",
     "ssim": "stability: SSIM to the own render, threshold from other targets",
     "calibrated": "stability: SSIM@4 to the own render, thresholds fitted on the first verdicts",
@@ -180,6 +189,8 @@ JUDGE_TEXT = {  # `volratio.judges.make_judge` names, as the claims page says th
 }
 JUDGE_SHORT = {  # in `measured`
     "anchored": "label-anchored judge",
+    "anchored-ssim": "label-anchored SSIM judge",
+    "anchored-pooled": "label-anchored judge, pooled threshold",
     "stability": "stability judge",
     "ssim": "other-targets SSIM judge",
     "calibrated": "calibrated SSIM@4 judge",
@@ -217,12 +228,82 @@ def record(
     if verdict not in VERDICTS:
         raise VolratioError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
     v = Verdict(key, verdict, measured, dict(evidence or {}), scale, judge)
-    if _in_kernel():
+    if _in_kernel() and not _UNGLUED.get():
         from IPython.display import HTML
         from myst_nb import glue
 
         glue(f"claim-{key}-{scale}" if stored else f"claim-{key}", HTML(v.html()), display=False)
     return v
+
+
+_UNGLUED: contextvars.ContextVar = contextvars.ContextVar("volratio_claims_unglued", default=False)
+
+
+@contextlib.contextmanager
+def unglued():
+    """Within this block verdicts are computed but not glued (the same claim under another judge
+    must not replace the claims page's verdict); `by_judge` uses it."""
+    token = _UNGLUED.set(True)
+    try:
+        yield
+    finally:
+        _UNGLUED.reset(token)
+
+
+def by_judge(key: str, decide, judges, scale: str = "reference", missing=()) -> dict:
+    """The verdict on claim `key` under each of `judges`: `decide(judge) -> Verdict` (computed from
+    the same stored networks, scored under that judge; not glued), and — in a notebook — the
+    comparison glued as `claim-<key>-judges` (`judge_comparison`; `missing`: judges asked for whose
+    scores are not stored yet, named as such). Returns `{judge: Verdict}`."""
+    with unglued():
+        out = {j: decide(j) for j in judges}
+    glue_judges(key, judge_comparison(out, missing))
+    return out
+
+
+def glue_judges(key: str, line: str) -> str:
+    """Glue `line` as `claim-<key>-judges` (what the claims page says about the judge) in a notebook."""
+    if key not in CLAIMS:
+        raise VolratioError(f"unknown claim {key!r}; known: {', '.join(CLAIMS)}")
+    if _in_kernel():
+        from IPython.display import HTML
+        from myst_nb import glue
+
+        glue(f"claim-{key}-judges", HTML(html.escape(line)), display=False)
+    return line
+
+
+def single_judge(key: str, judge: str) -> str:
+    """For a claim whose stored runs were scored under one judge only (no stored networks to judge
+    again): the line that says so, glued as `claim-<key>-judges`."""
+    return glue_judges(
+        key, f"scored under one judge only ({JUDGE_TEXT.get(judge, judge)}); robustness to the judge not measured"
+    )
+
+
+def robust_to_judge(verdicts: dict) -> bool:
+    """True when every label-anchored judge among `verdicts` (`{judge: Verdict}`) gives the same
+    verdict. The self-anchored stability measures (`volratio.judges.SELF_ANCHORED`) answer another
+    question (is the image stable, not is it the label), so they are reported beside, not counted."""
+    from .judges import SELF_ANCHORED
+
+    asked = {v.verdict for j, v in verdicts.items() if j not in SELF_ANCHORED}
+    return len(asked) <= 1
+
+
+def judge_comparison(verdicts: dict, missing=()) -> str:
+    """One line: each judge's verdict, then whether the verdict is robust to the judge (among the
+    label-anchored judges measured; `missing` judges are named as not scored yet)."""
+    parts = [f"{JUDGE_SHORT.get(j, j)}: {v.verdict}" for j, v in verdicts.items()]
+    parts += [f"{JUDGE_SHORT.get(j, j)}: not scored yet" for j in missing]
+    from .judges import SELF_ANCHORED
+
+    asked = [j for j in verdicts if j not in SELF_ANCHORED]
+    if len(asked) < 2:
+        end = "robustness to the judge not measured (one label-anchored judge)"
+    else:
+        end = "robust to the judge" if robust_to_judge(verdicts) else "depends on the judge"
+    return f"{'; '.join(parts)} — {end}"
 
 
 def _in_kernel() -> bool:
@@ -343,7 +424,7 @@ def depth_optimum(
 
 
 def png_ratio_linear(
-    pred, scale: str = "quick", check=None, what: str = "true depth L*", stored: bool = False
+    pred, scale: str = "quick", check=None, what: str = "true depth L*", stored: bool = False, judge: str | None = None
 ) -> Verdict:
     """Claim "png-ratio-linear" from a predictor fitted on planted targets (`volratio.depth.
     DepthPredictor`; `what` it was fitted to: their true depths, or their measured sweet spots):
@@ -368,7 +449,7 @@ def png_ratio_linear(
         )
         evidence["held_out_inside"] = check.inside
     return record(
-        "png-ratio-linear", verdict_from_fraction(sum(linear), len(linear)), measured, evidence, scale, stored=stored
+        "png-ratio-linear", verdict_from_fraction(sum(linear), len(linear)), measured, evidence, scale, judge, stored
     )
 
 

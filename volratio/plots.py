@@ -42,8 +42,12 @@ def image_grid(
     col_labels: Sequence[str] | None = None,
     size: float = 1.2,
     title: str | None = None,
+    frames: Sequence[Sequence] | None = None,
+    captions: Sequence[Sequence[str]] | None = None,
 ):
-    """A grid of images: `rows[i][j]` is `(H, W, 3)` (weight sweeps and similar figures)."""
+    """A grid of images: `rows[i][j]` is `(H, W, 3)` (weight sweeps and similar figures). `frames[i][j]`:
+    True draws a green frame round the image, False a red one, None none; `captions[i][j]`: a line
+    under it."""
     import matplotlib.pyplot as plt
 
     nr, nc = len(rows), max(len(r) for r in rows)
@@ -55,6 +59,14 @@ def image_grid(
             ax.set_yticks([])
             if j < len(rows[i]):
                 ax.imshow(np.clip(_np(rows[i][j]), 0, 1), interpolation="nearest")
+                mark = frames[i][j] if frames is not None and j < len(frames[i]) else None
+                for side in ax.spines.values():
+                    side.set_visible(mark is not None)
+                    if mark is not None:
+                        side.set_color("#1a9641" if mark else "#d7191c")
+                        side.set_linewidth(2.0)
+                if captions is not None and j < len(captions[i]):
+                    ax.set_xlabel(captions[i][j], fontsize=6, labelpad=1)
             else:
                 ax.axis("off")
             if row_labels is not None and j == 0:

@@ -360,6 +360,25 @@ def records(chunk: str, judge: str | None = None, root: "str | Path | None" = No
     return [r for r in recs if R._name_of(r["run"]) == RUN and (judge is None or r["config"]["judge"] == judge)]
 
 
+def judges_covering(chunks, root: "str | Path | None" = None) -> list[str]:
+    """The judges under which every stored run of `chunks` has scores: the runs' own judge when all
+    share it, and each judge whose rescore runs cover every run (in `volratio.judges.JUDGES` order)."""
+    from . import reference as R
+
+    root = R.DEFAULT_ROOT if root is None else root
+    chunks = [chunks] if isinstance(chunks, str) else list(chunks)
+    runs = [r for c in chunks for r in R.records(c, root)]
+    if not runs:
+        return []
+    own = {r["metrics"].get("judge") for r in runs}
+    covered = {}
+    for c in chunks:
+        for r in records(c, None, root):
+            covered.setdefault(r["config"]["judge"], set()).add(r["config"]["source"]["key"])
+    keys = {r["key"] for r in runs}
+    return [j for j in JUDGES if own == {j} or keys <= covered.get(j, set())]
+
+
 def table(chunk: str, judge: str | None = None, root: "str | Path | None" = None):
     """One row per rescored network: chunk, source key, seed, member, judge, anchor, score,
     scores, base_kept, and the rescore run's key."""

@@ -47,7 +47,9 @@ class Config(Presets):
     res: int = 24  # training and feature-map resolution
     dense_steps: int = 300  # Adam steps for the dense networks
     lr: float = 3e-3  # Adam learning rate everywhere
-    sp: SPConfig = field(default_factory=lambda: SPConfig(tau=0.9, opposite_sign=True, rounds=3, retrain_steps=80))
+    sp: SPConfig = field(  # SP that keeps the fit: at most 4 units per network and round (SPConfig's other defaults)
+        default_factory=lambda: SPConfig(tau=0.9, opposite_sign=True, rounds=3, retrain_steps=80, per_round=4)
+    )
     retrain_steps: int = (
         240  # baselines' fine-tuning after pruning (Wanda included): SP's rounds × retrain_steps, an equal budget
     )
@@ -74,11 +76,11 @@ class Config(Presets):
     # 6 × 16 arch) at τ = 0.9 and 0.95; measured 136 CPU-s per run (skull, one thread)
     # fmt: off
     REFERENCE = dict(targets=("skull", "butterfly", "apple"), seeds=5, res=64, dense_steps=2000, retrain_steps=500,
-                     imp_steps=300, imp_rewind=30, sp=SPConfig(tau=0.9, opposite_sign=True, rounds=5, retrain_steps=100),
+                     imp_steps=300, imp_rewind=30, sp=SPConfig(tau=0.9, opposite_sign=True, rounds=5, retrain_steps=100, per_round=4),
                      emc2_res=64, emc2_params=300)
     # larger: 128×128, long training, 10 seeds, every parameter scored (hours on a CPU); equal budgets
     FULL = dict(seeds=10, res=128, dense_steps=10_000, retrain_steps=10_000, imp_steps=3000, imp_rewind=300,
-                sp=SPConfig(tau=0.9, opposite_sign=True, rounds=20, retrain_steps=500), emc2_res=128, emc2_params=None)
+                sp=SPConfig(tau=0.9, opposite_sign=True, rounds=20, retrain_steps=500, per_round=4), emc2_res=128, emc2_params=None)
     # fmt: on
 
 
@@ -90,6 +92,7 @@ LEGACY = {
     "train_path": "eager",
     "sp.retrain_lr_factor": 1.0,
     "sp.compensate": "none",
+    "sp.per_round": None,
 }
 
 
@@ -296,43 +299,44 @@ def tau_sensitivity(result: Result, taus=(0.8, 0.95)):
     return pd.DataFrame(rows).set_index("τ").sort_index()
 
 
-def guard_sensitivity(result: Result, factors=(None, 2.0), centred=(False, True)):
-    """SP's loss guard and similarity moved: the dense networks of `result` pruned again with SP's
-    `loss_factor` ∈ `factors` (None: no guard) × `centred` ∈ `centred` (raw or mean-subtracted
-    maps), the rest of the run's SP config kept. One row per setting: mean weight and unit sparsity,
-    mean MSE (and the dense networks' mean MSE), the share of collapsed networks
-    (`volratio.prune.collapsed`) and how many stopped at the guard. No EMC2 (cheap enough for the
-    chapter). Chapter: "Connectivity", section on the guard."""
+# SP as it was before it kept the fit (no guard, retraining at the training rate, units only masked,
+# every redundant pair at once), and each of the four changes added in turn (`sp_ablation`)
+SP_STEPS = {
+    "masked only, no guard": {"loss_factor": None, "retrain_lr_factor": 1.0, "compensate": "none", "per_round": None},
+    "+ guard (2× dense MSE)": {"loss_factor": 2.0, "retrain_lr_factor": 1.0, "compensate": "none", "per_round": None},
+    "+ retraining at 0.1 × lr": {"loss_factor": 2.0, "retrain_lr_factor": 0.1, "compensate": "none", "per_round": None},
+    "+ compensation (span)": {"loss_factor": 2.0, "retrain_lr_factor": 0.1, "compensate": "span", "per_round": None},
+    "+ 4 units per round": {"loss_factor": 2.0, "retrain_lr_factor": 0.1, "compensate": "span", "per_round": 4},
+}
+
+
+def sp_ablation(result: Result, steps: dict = SP_STEPS):
+    """SP's fit-keeping changes one at a time: the dense networks of `result` pruned again with each
+    entry of `steps` (label -> SPConfig overrides; the run's τ, rounds and retraining steps kept).
+    One row per entry: mean weight and unit sparsity, the median of MSE after SP ÷ dense MSE, the
+    share of collapsed networks and how many stopped at the guard. No EMC2 (cheap enough for the
+    chapter). Chapter: "Connectivity", section on keeping the fit."""
     import pandas as pd
 
     cfg, dense, images = result["config"], result["nets"]["dense"], result["images"]
-    dense_loss = _losses(dense, images)
+    dense_loss = np.asarray(_losses(dense, images))
     L, W = dense.depth, dense.width
     rows = []
-    for factor in factors:
-        for c in centred:
-            net = _copy(dense)
-            spc = replace(
-                cfg.sp,
-                loss_factor=factor,
-                centred=c,
-                train=TrainConfig(lr=cfg.lr, device=cfg.device, path=cfg.train_path),
-            )
-            pr = prune(net, images, "sp", spc)
-            live = net.live_units()
-            rows.append(
-                {
-                    "guard": "off" if factor is None else f"{factor:g}× dense MSE",
-                    "similarity": "centred" if c else "raw",
-                    "sparsity": float(np.mean(weight_sparsity(net.masks))),
-                    "unit sparsity": float(np.mean([1.0 - sum(u) / (L * W) for u in live])),
-                    "MSE": float(np.mean(pr.final_loss)),
-                    "dense MSE": float(np.mean(dense_loss)),
-                    "collapsed": float(np.mean(pr.collapsed)),
-                    "stopped at the guard": sum("round undone" in x for x in pr.extras["stop"]),
-                }
-            )
-    return pd.DataFrame(rows)
+    for label, over in steps.items():
+        net = _copy(dense)
+        spc = replace(cfg.sp, **over, train=TrainConfig(lr=cfg.lr, device=cfg.device, path=cfg.train_path))
+        pr = prune(net, images, "sp", spc)
+        rows.append(
+            {
+                "SP": label,
+                "sparsity": float(np.mean(weight_sparsity(net.masks))),
+                "unit sparsity": float(np.mean([1.0 - sum(u) / (L * W) for u in net.live_units()])),
+                "MSE ÷ dense (median)": float(np.median(np.asarray(pr.final_loss) / dense_loss)),
+                "collapsed": float(np.mean(pr.collapsed)),
+                "stopped at the guard": sum("round undone" in x for x in pr.extras["stop"]),
+            }
+        )
+    return pd.DataFrame(rows).set_index("SP")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -507,14 +507,16 @@ def load_nets(report) -> dict:
 REFERENCE_CHUNKS = ("depth_picbreeder", "depth_planted")  # chunks of examples/sweeps/reference.toml
 
 
-def stored_curves(names=REFERENCE_CHUNKS, root=None, tol: float = 1e-9) -> dict[str, DepthCurve]:
+def stored_curves(
+    names=REFERENCE_CHUNKS, root=None, tol: float = 1e-9, judge: str | None = None
+) -> dict[str, DepthCurve]:
     """Depth curves from the stored reference chunks `names` (those present under `root`, default
-    `results/reference`): one per target, one column per network (seed.member)."""
+    `results/reference`): one per target, one column per network (seed.member). `judge`: score every
+    network under this judge — the runs' own scores where they were judged by it, else the chunk's
+    rescore runs (`volratio reference rescore CHUNK --judge NAME`); a run without one is an error."""
     import pandas as pd
 
-    from .. import reference
-
-    stored = reference.stored_records(names, root, error=DepthError)
+    stored = stored_judged(names, root, judge)
     rows = [
         {
             "status": "done",
@@ -527,6 +529,92 @@ def stored_curves(names=REFERENCE_CHUNKS, root=None, tol: float = 1e-9) -> dict[
         for r in stored
     ]
     return curves_from_table(pd.DataFrame(rows), tol)
+
+
+def fit_table(curves: dict):
+    """Per target and depth: the median dense MSE over the networks (before SP), its ratio to the
+    best depth's median (1 = the best depth; the training budget is chosen so that this stays within
+    a stated factor), the median MSE after SP and its ratio to the dense one, and the share of
+    networks SP left within its guard."""
+    import pandas as pd
+
+    rows = []
+    for t, c in curves.items():
+        dense = np.nanmedian(c.dense_loss, axis=1)
+        for i, d in enumerate(c.depths):
+            rows.append({"target": t, "depth": int(d), "dense MSE (median)": float(dense[i]),
+                         "× best depth": float(dense[i] / np.nanmin(dense)),
+                         "MSE after SP (median)": float(np.nanmedian(c.loss[i])),
+                         "after SP ÷ dense (median)": float(np.nanmedian(c.loss[i] / c.dense_loss[i]))})  # fmt: skip
+    return pd.DataFrame(rows).set_index(["target", "depth"])
+
+
+def stored_images(names=REFERENCE_CHUNKS, root=None, judge: str | None = None, targets=None, res: int = 64) -> dict:
+    """What was scored: per target, `{"depths", "images", "kept", "score", "loss"}` with one list per
+    depth of one entry per stored network — its render at `res` (`(res, res, 3)` numpy), whether the
+    judge said its unperturbed image shows the label, its EMC2 AUC and its MSE. Reads the networks the
+    runs stored (`keep_net`); a run without one is an error."""
+    from ..nets import CoordMLP
+
+    out: dict = {}
+    for r in stored_judged(names, root, judge):
+        t = r["config"]["target"]
+        if targets is not None and t not in targets:
+            continue
+        if "net" not in r.get("artifacts", {}):
+            raise DepthError(f"run {r['key']} ({t}, depth {r['config']['depth']}) stored no network (keep_net)")
+        imgs = CoordMLP.load(r["artifacts"]["net"]).render(res).numpy()
+        m = r["metrics"]
+        e = out.setdefault(t, {"depths": [], "images": [], "kept": [], "score": [], "loss": []})
+        e["depths"].append(int(r["config"]["depth"]))
+        e["images"].append(list(imgs))
+        e["kept"].append(list(m.get("base_kept", [None] * len(imgs))))
+        e["score"].append(list(m["score"]))
+        e["loss"].append(list(m["loss"]))
+    for e in out.values():  # by depth
+        order = np.argsort(e["depths"], kind="stable")
+        for k in e:
+            e[k] = [e[k][i] for i in order]
+    return out
+
+
+def stored_judged(names, root=None, judge: str | None = None) -> list[dict]:
+    """The stored runs of the chunks `names` (`volratio.reference.stored_records`), each run's
+    `score`, `scores` and `base_kept` those under `judge` (default: the runs' own judge)."""
+    from .. import reference, rescore
+
+    stored = reference.stored_records(names, root, error=DepthError)
+    if judge is None:
+        judged = sorted({str(r["metrics"].get("judge")) for r in stored})
+        if len(judged) > 1:
+            raise DepthError(
+                f"the stored runs of {', '.join([names] if isinstance(names, str) else names)} were judged "
+                f"differently ({', '.join(judged)}); read chunks judged alike, or give judge=NAME to score "
+                "them all under one judge (rescored where needed)"
+            )
+        return stored
+    names = [names] if isinstance(names, str) else list(names)
+    root = reference.DEFAULT_ROOT if root is None else root
+    by_source = {
+        r["config"]["source"]["key"]: r["metrics"]
+        for n in names
+        if n in reference.chunks(root)
+        for r in rescore.records(n, judge, root)
+    }
+    out = []
+    for r in stored:
+        if r["metrics"].get("judge") == judge:
+            out.append(r)
+            continue
+        m = by_source.get(r["key"])
+        if m is None:
+            raise DepthError(
+                f"run {r['key']} of {r['config']['target']} at depth {r['config']['depth']} has no scores under "
+                f"judge {judge!r}; rescore its chunk (`volratio reference rescore CHUNK --judge {judge}`)"
+            )
+        metrics = {**r["metrics"], **{c: m[c] for c in ("score", "scores", "base_kept")}, "judge": judge}
+        out.append({**r, "metrics": metrics})
+    return out
 
 
 @dataclass

@@ -66,6 +66,7 @@ def point(config: dict) -> dict:
     }
     if not depth_regime.is_legacy(config):  # `collapsed`, `sp_stop` of the one network
         out.update({k: v[0] for k, v in depth_regime.sp_metrics(net, cfg, dense_loss, pr).items()})
+        out["base_kept"] = bool(res.base_kept)  # the judge: the network draws the label
     if cfg.keep_net:
         out["net"] = net.to("cpu")
     return out
