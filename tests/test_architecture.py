@@ -59,6 +59,7 @@ MIDDLE_PREFIXES = (
     "sweep",
     "theory",
     "train",
+    "verdicts",
     "welch",
 )
 

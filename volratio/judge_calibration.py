@@ -508,7 +508,7 @@ def claims_under_judges(rows, judge_verdicts: dict):
     separated in the claimed direction). A DataFrame, one row per comparison × judge."""
     import pandas as pd
 
-    from .claims import Estimate, compare_estimates
+    from .verdicts import Estimate, compare_estimates
 
     kinds = rows["group"].map(kind_of).to_numpy()
     out = []
