@@ -30,8 +30,8 @@ import numpy as np
 import torch
 
 from volratio import emc2
-from volratio.device import resolve_device
-from volratio.specs import load_network
+from volratio.data.specs import load_network
+from volratio.util.device import resolve_device
 
 
 def unit_sample(params: np.ndarray, n_units: int | None, seed: int = 0) -> np.ndarray:

@@ -17,8 +17,8 @@ import time
 import numpy as np
 import torch
 
+from volratio.data.targets import get_target
 from volratio.nets import CoordMLP
-from volratio.targets import get_target
 from volratio.train import TrainConfig, train
 
 

@@ -1,4 +1,4 @@
-"""Torch threads chosen by `volratio.threads` vs torch's default (one per core), on this machine now.
+"""Torch threads chosen by `volratio.util.threads` vs torch's default (one per core), on this machine now.
 
 Trains the network `volratio train` makes by default (depth 4, width 16, Gaussian units, 64×64
 pixels, Adam) for the same steps twice from the same seed: with `threads_per_worker()` threads
@@ -19,10 +19,10 @@ import time
 
 import torch
 
-from volratio import threads
+from volratio.data.targets import get_target
 from volratio.nets import CoordMLP
-from volratio.targets import get_target
 from volratio.train import TrainConfig, train
+from volratio.util import threads
 
 
 def _time(n_threads: int, steps: int, img) -> tuple[float, float]:

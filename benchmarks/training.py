@@ -26,8 +26,8 @@ import time
 import numpy as np
 import torch
 
+from volratio.data.targets import get_target
 from volratio.nets import CoordMLP, coords, head_to_rgb
-from volratio.targets import get_target
 from volratio.train import TrainConfig, train
 
 

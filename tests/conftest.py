@@ -16,12 +16,12 @@ import torch
 os.environ.setdefault("VOLRATIO_OFFLINE", "1")
 
 torch.set_num_threads(1)  # the suite's numbers must not depend on the thread count
-os.environ["VOLRATIO_THREADS"] = "1"  # … also inside the CLI, which sets its threads (volratio.threads)
+os.environ["VOLRATIO_THREADS"] = "1"  # … also inside the CLI, which sets its threads (volratio.util.threads)
 
 
 @pytest.fixture(scope="session")
 def picbreeder_dir():
-    from volratio import picbreeder
+    from volratio.data import picbreeder
 
     d = picbreeder.data_dir(required=False)
     if d is None:
@@ -57,7 +57,7 @@ def extra_installed(tmp_path_factory):
     """The thirteen extra Picbreeder targets, fetched once per session from the byte-exact mirror of
     the fork served on 127.0.0.1 into a temporary folder (its pooch cache too); skips when the
     mirror is absent."""
-    from volratio import fer_fork
+    from volratio.data import fer_fork
 
     if not (FORK_MIRROR / "SHA256SUMS").is_file():
         pytest.skip(f"no mirror of the fork jagilley/fer at {FORK_MIRROR}")

@@ -10,8 +10,8 @@ import torch
 from volratio import anchored_rule as ar
 from volratio import anchored_set as A
 from volratio import emc2, judges
+from volratio.data.specs import load_network
 from volratio.prune import flat_images
-from volratio.specs import load_network
 
 CFG = emc2.EMC2Config(deltas=(-1.0, -0.5, 0.5, 1.0), res=32, max_params=40, seed=0, device="cpu")
 

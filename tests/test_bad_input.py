@@ -24,12 +24,12 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from volratio import budget, threads
 from volratio.cli import build_parser, main
 from volratio.commands import _args as A
 from volratio.commands.rho import int_list
 from volratio.errors import BudgetError, OutputError, UsageError, VolratioError
 from volratio.nets import CoordMLP
+from volratio.util import budget, threads
 
 
 def run(capsys, *argv):
@@ -506,7 +506,7 @@ def test_thread_rule(monkeypatch):
 
 
 def test_check_out_rules(tmp_path):
-    from volratio.fileio import check_out
+    from volratio.util.fileio import check_out
 
     (tmp_path / "f").write_text("x")
     assert check_out(tmp_path / "new.png") == tmp_path / "new.png"
@@ -523,10 +523,10 @@ def test_check_out_rules(tmp_path):
 
 
 def test_library_refuses_bad_values_too():
-    from volratio.device import generator, resolve_device
+    from volratio.data.targets import get_target
     from volratio.emc2 import subsample
-    from volratio.targets import get_target
     from volratio.train import TrainConfig, train
+    from volratio.util.device import generator, resolve_device
 
     with pytest.raises(VolratioError, match="seed"):
         generator(2**70)

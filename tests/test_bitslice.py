@@ -13,7 +13,6 @@ import torch
 
 from volratio import bitslice as bs
 from volratio.boolean import get_boolean_target, input_table
-from volratio.device import generator
 from volratio.rho import (
     Counts,
     Nets,
@@ -32,6 +31,7 @@ from volratio.rho import (
     networks_for_width,
     sample_networks,
 )
+from volratio.util.device import generator
 
 
 def block_from_nets(nets: Nets, ternary: bool) -> bs.Block:

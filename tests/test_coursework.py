@@ -16,8 +16,8 @@ import torch
 
 from volratio import coursework as cw
 from volratio.boolean import get_boolean_target
-from volratio.device import generator
 from volratio.nets import CoordMLP
+from volratio.util.device import generator
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -150,7 +150,7 @@ def test_layers_function():
 
 
 def test_twin_rejects(picbreeder_dir):
-    from volratio import picbreeder
+    from volratio.data import picbreeder
 
     pb = picbreeder.layerized("skull")
     _fails(cw.picbreeder.check_twin.verdict(CoordMLP("3;gaussian:4", head="hsv"), "skull"), "architecture")
@@ -210,7 +210,7 @@ def test_perturbation_score():
 
 
 def _trained_net():
-    from volratio.targets import get_target
+    from volratio.data.targets import get_target
     from volratio.train import TrainConfig, train
 
     target = get_target("planted:3:depth=3")
@@ -273,7 +273,7 @@ def test_unit_removed_and_sparsity():
 
 
 def test_png_ratio():
-    from volratio.depth import png_ratio
+    from volratio.complexity import png_ratio
 
     c = png_ratio("image:camera", 32)
     _passes(cw.depth.check_png_ratio.verdict(c.ratio, "image:camera", 32))
@@ -445,7 +445,7 @@ def test_sweep_table():
 
 
 def test_dag_shape():
-    from volratio.targets import PlantedTarget
+    from volratio.data.targets import PlantedTarget
 
     t = PlantedTarget(seed=0, depth=3, width=5, arity=2)
     w_min = max(t.layer_sizes())
@@ -464,8 +464,8 @@ def test_dag_shape():
 
 
 def test_top_eigenvalue():
+    from volratio.data.targets import get_target
     from volratio.flatness import explicit_hessian, top_eigenvalue
-    from volratio.targets import get_target
 
     image = get_target("planted:1:depth=2").image(8)
     net = CoordMLP("2;gaussian:3", head="grey", seed=0)
@@ -487,7 +487,7 @@ def test_top_eigenvalue():
 
 
 def test_scene_image():
-    from volratio.targets import get_target
+    from volratio.data.targets import get_target
 
     spec = "scene:image:camera+image:coffee+image:astronaut"
     res, cell = 26, 8  # three 8-px cells in 26 px: one pixel of margin left and right

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from volratio import depth
-from volratio.depth import DepthError, fit_predictor, png_ratio, sweet_spot
+from volratio.complexity import png_bytes, png_ratio
+from volratio.data.targets import get_target
+from volratio.depth import DepthError, fit_predictor, sweet_spot
 from volratio.experiments import depth_regime
 from volratio.flatness import explicit_hessian, top_eigenvalue
 from volratio.nets import CoordMLP
-from volratio.targets import get_target
 
 # -- PNG compression ratio ---------------------------------------------------------------------
 
@@ -46,7 +46,7 @@ def test_ratio_rejects_bad_shape():
     from volratio.errors import ImageError
 
     with pytest.raises(ImageError, match="shape"):
-        depth.png_bytes(np.zeros((4, 4, 2)))
+        png_bytes(np.zeros((4, 4, 2)))
 
 
 # -- Sweet spot ---------------------------------------------------------------------------------
@@ -89,10 +89,10 @@ def test_sweet_spot_bad_input():
 
 
 def test_parse_depths():
-    assert depth.parse_depths("2..5") == (2, 3, 4, 5)
-    assert depth.parse_depths("1,3") == (1, 3)
+    assert depth_regime.parse_depths("2..5") == (2, 3, 4, 5)
+    assert depth_regime.parse_depths("1,3") == (1, 3)
     with pytest.raises(DepthError):
-        depth.parse_depths("a..b")
+        depth_regime.parse_depths("a..b")
 
 
 # -- Predictor ----------------------------------------------------------------------------------

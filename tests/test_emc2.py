@@ -144,7 +144,7 @@ def test_weight_sweep_rows_columns_and_control():
 
 
 def test_picbreeder_genome_and_cache_parameters(picbreeder_dir):
-    from volratio import picbreeder
+    from volratio.data import picbreeder
 
     lay = picbreeder.layerize("skull")
     allp = emc2.params_of(lay.net, "all")

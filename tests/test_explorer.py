@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from volratio import emc2, explorer, specs
+from volratio import emc2, explorer
+from volratio.data import specs
 from volratio.nets import CoordMLP
 
 JS = Path(__file__).resolve().parent.parent / "book" / "_ext" / "static" / "weight_explorer.js"

@@ -17,7 +17,7 @@ import pytest
 import torch
 from PIL import Image
 
-from volratio import fer_data, jaxpickle, picbreeder
+from volratio.data import fer_data, jaxpickle, picbreeder
 from volratio.errors import DataNotFoundError
 
 MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "fer-mirror"
@@ -72,7 +72,7 @@ def fresh_machine(tmp_path, monkeypatch):
 def test_fetch_from_loopback_mirror_equals_reference_conversion(fresh_machine, picbreeder_ref):
     with serve(MIRROR) as url:
         dest = fer_data.fetch(url=url)
-    assert dest == picbreeder.cache_dir() and str(dest).startswith(str(fresh_machine / "cache"))
+    assert dest == fer_data.cache_dir() and str(dest).startswith(str(fresh_machine / "cache"))
     assert fer_data.complete(dest)
     for name in picbreeder.NAMES:
         for kind in ("sgd", "layered"):
@@ -96,7 +96,7 @@ def test_fetch_from_loopback_mirror_equals_reference_conversion(fresh_machine, p
 def test_fetched_networks_render_the_target(fresh_machine, name):
     with serve(MIRROR) as url:
         fer_data.fetch(url=url)
-    assert picbreeder.data_dir() == picbreeder.cache_dir()
+    assert picbreeder.data_dir() == fer_data.cache_dir()
     target = picbreeder.target_image(name)
     img = picbreeder.layerized(name, dtype=torch.float64).render(256)[0].float()
     assert (img - target).abs().mean().item() < 0.004  # 0.0026 / 0.0022 with the reference data
@@ -110,7 +110,7 @@ def test_first_use_downloads_with_one_line_notice(fresh_machine, monkeypatch, ca
         monkeypatch.setenv("VOLRATIO_FER_URL", url)
         d = picbreeder.data_dir()
     err = capsys.readouterr().err.strip().splitlines()
-    assert d == picbreeder.cache_dir() and fer_data.complete(d)
+    assert d == fer_data.cache_dir() and fer_data.complete(d)
     assert len(err) == 1 and "downloading 1.8 MB" in err[0] and str(d) in err[0] and url in err[0]
     assert picbreeder.fer_network("apple", "sgd").provenance["final_loss"] > 0
 

@@ -15,9 +15,9 @@ import pytest
 import torch
 from conftest import FORK_MIRROR, serve_folder
 
-from volratio import fer_data, fer_fork, jaxpickle, picbreeder
+from volratio.data import fer_data, fer_fork, jaxpickle, picbreeder
+from volratio.data.targets import get_target
 from volratio.errors import DataNotFoundError
-from volratio.targets import get_target
 
 needs_mirror = pytest.mark.skipif(not (FORK_MIRROR / "SHA256SUMS").is_file(), reason=f"no fork mirror at {FORK_MIRROR}")
 
@@ -58,7 +58,7 @@ def test_names_are_new_and_short():
 def test_fetch_converts_like_the_original_data(fresh_machine):
     with serve_folder(FORK_MIRROR) as url:
         dest = fer_fork.fetch(url=url)
-    assert dest == picbreeder.cache_dir() and fer_fork.complete(dest) and not fer_data.complete(dest)
+    assert dest == fer_data.cache_dir() and fer_fork.complete(dest) and not fer_data.complete(dest)
     assert fer_fork.raw_cache_dir().name == "fer-fork-0f2b0a2b4ecd"
     for name, folder in fer_fork.FOLDERS.items():
         src = FORK_MIRROR / "data" / folder
@@ -79,12 +79,12 @@ def test_both_datasets_share_one_folder_without_touching_each_other(fresh_machin
         pytest.skip(f"no FER mirror at {original}")
     with serve_folder(original) as url:
         fer_data.fetch(url=url)
-    before = _installed(picbreeder.cache_dir())
+    before = _installed(fer_data.cache_dir())
     with serve_folder(FORK_MIRROR) as url:
         fer_fork.fetch(url=url)
-    after = _installed(picbreeder.cache_dir())
+    after = _installed(fer_data.cache_dir())
     assert {p: b for p, b in after.items() if p in before} == before and len(after) == len(before) + 26
-    assert picbreeder.data_dir() == picbreeder.extra_dir() == picbreeder.cache_dir()
+    assert picbreeder.data_dir() == picbreeder.extra_dir() == fer_data.cache_dir()
 
 
 @needs_mirror
@@ -94,8 +94,8 @@ def test_first_use_by_a_target_downloads_with_one_line_notice(fresh_machine, mon
         img = get_target("picbreeder:ghost").image(32)
     err = capsys.readouterr().err.strip().splitlines()
     assert img.shape == (32, 32, 3) and 0 <= img.min() and img.max() <= 1 and img.std() > 0.05
-    assert len(err) == 1 and "downloading 1.0 MB" in err[0] and url in err[0] and str(picbreeder.cache_dir()) in err[0]
-    assert fer_fork.complete(picbreeder.cache_dir())
+    assert len(err) == 1 and "downloading 1.0 MB" in err[0] and url in err[0] and str(fer_data.cache_dir()) in err[0]
+    assert fer_fork.complete(fer_data.cache_dir())
     assert picbreeder.data_dir(required=False) is None  # the original three are a separate dataset
 
 

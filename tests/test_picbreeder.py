@@ -8,7 +8,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from volratio import picbreeder
+from volratio.data import genome, picbreeder
 from volratio.errors import DataNotFoundError, GenomeError, VolratioError
 
 EXPECTED = {  # depth, width, non-zero weights of the FER repository's layered networks
@@ -97,7 +97,7 @@ GOOD = """<data><genome><nodes>
 
 
 def test_good_tiny_genome_layerizes():
-    g = picbreeder.parse_genome(GOOD, name="tiny")
+    g = genome.parse_genome(GOOD, name="tiny")
     lay = g.layerize(ink_as_hsv=False, dtype=torch.float64)
     assert lay.net.depth == 2 and g.depth() == 2
     assert torch.allclose(lay.net.render(16)[0], g.render(16), atol=1e-12)
@@ -130,13 +130,13 @@ def test_good_tiny_genome_layerizes():
 )
 def test_malformed_genomes_give_specific_errors(mutate, fragment):
     with pytest.raises(GenomeError, match=re.escape(fragment)):
-        picbreeder.parse_genome(mutate(GOOD), name="tiny")
+        genome.parse_genome(mutate(GOOD), name="tiny")
 
 
 def test_entity_expansion_is_refused():
     bomb = '<?xml version="1.0"?><!DOCTYPE d [<!ENTITY a "aaaa">]><data>&a;</data>'
     with pytest.raises(GenomeError, match="not a readable genome XML"):
-        picbreeder.parse_genome(bomb)
+        genome.parse_genome(bomb)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -154,7 +154,7 @@ def test_random_corruption_only_raises_genome_errors(picbreeder_dir, data):
         else:
             raw[i:i] = data.draw(st.binary(min_size=1, max_size=20))
     try:
-        g = picbreeder.parse_genome(bytes(raw), name=name)
+        g = genome.parse_genome(bytes(raw), name=name)
         g.layerize()
     except VolratioError as e:
         assert isinstance(e, GenomeError)

@@ -482,9 +482,9 @@ def test_connectivity_study_matches_sparsity(picbreeder_dir):
 def test_connectivity_picbreeder_arch(picbreeder_dir):
     """arch="picbreeder" trains the target's own Picbreeder architecture (FER's layered form), one
     target per run; the table's seeds continue from the config's seed."""
+    from volratio.data.picbreeder import fer_arch
     from volratio.experiments import ExperimentError
     from volratio.experiments import connectivity as study
-    from volratio.picbreeder import fer_arch
 
     cfg = study.Config(
         targets=("skull",), seeds=1, seed=3, arch="picbreeder", res=8, dense_steps=2, retrain_steps=1, imp_steps=1,

@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from volratio import machine as M
 from volratio import reference as R
 from volratio.cli import main
 from volratio.store import Store
+from volratio.util import machine as M
 
 PLAN = """
 scale = "reference"

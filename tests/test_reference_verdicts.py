@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from volratio import machine as M
 from volratio import reference_verdicts as rv
+from volratio.util import machine as M
 
 # the CPU kind that trained the set's networks: they regenerate bit for bit only on that kind
 RECORDED = M.read(rv.DATA_DIR / "machine.json")

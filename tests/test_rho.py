@@ -315,8 +315,8 @@ def test_basin_heatmap_draws_every_cell():
 
 
 def test_sampler_variants():
-    from volratio.device import generator
     from volratio.rho import sample_networks
+    from volratio.util.device import generator
 
     cfg = SamplerConfig(weights="gaussian", masks="fanin", fan_in=3, device="cpu")
     nets = sample_networks(6, 8, 3, 2000, cfg, generator(0))

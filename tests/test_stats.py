@@ -3,7 +3,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from volratio.stats import mean_ci
+from volratio.util.stats import mean_ci
 
 
 def test_mean_ci_matches_scipy_t_interval():

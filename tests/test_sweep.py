@@ -124,10 +124,10 @@ def test_configs_that_cannot_be_hashed_are_refused():
 
 def test_spec_files_toml_and_yaml_give_the_same_sweep(tmp_path):
     (tmp_path / "s.toml").write_text(
-        'run = "volratio.runs:toy"\nseeds = 2\n[config]\nsteps = 10\n[grid]\nn = [4, 8]\nlr = [0.1, 0.2]\n'
+        'run = "toy"\nseeds = 2\n[config]\nsteps = 10\n[grid]\nn = [4, 8]\nlr = [0.1, 0.2]\n'
     )
     (tmp_path / "s.yaml").write_text(
-        "run: volratio.runs:toy\nseeds: [0, 1]\nconfig: {steps: 10}\ngrid:\n  n: [4, 8]\n  lr: [0.1, 0.2]\n"
+        "run: toy\nseeds: [0, 1]\nconfig: {steps: 10}\ngrid:\n  n: [4, 8]\n  lr: [0.1, 0.2]\n"
     )
     a, b = Sweep.from_file(tmp_path / "s.toml"), Sweep.from_file(tmp_path / "s.yaml")
     assert a.configs() == b.configs() and a.keys() == b.keys()
@@ -137,11 +137,11 @@ def test_spec_files_toml_and_yaml_give_the_same_sweep(tmp_path):
         {"steps": 10, "n": 4, "lr": 0.1, "seed": 1},
         {"steps": 10, "n": 4, "lr": 0.2, "seed": 0},
     ]
-    (tmp_path / "bad.toml").write_text('run = "volratio.runs:toy"\ngird = {n = [1]}\n')
+    (tmp_path / "bad.toml").write_text('run = "toy"\ngird = {n = [1]}\n')
     with pytest.raises(SweepSpecError, match="unknown entries.*gird"):
         Sweep.from_file(tmp_path / "bad.toml")
     with pytest.raises(SweepSpecError, match="'seed' is set by `seeds`"):
-        Sweep(run="volratio.runs:toy", config={"seed": 1})
+        Sweep(run="toy", config={"seed": 1})
     with pytest.raises(SweepSpecError, match="not a registered run function"):  # nothing named in a spec is imported
         run_sweep(Sweep(run="volratio.no_such_module:f"), tmp_path / "out")
 
@@ -173,7 +173,7 @@ def test_rerun_skips_done_runs_and_records_failures_with_traceback(tmp_path):
 
 
 def _toy_store(tmp_path) -> tuple[Sweep, Path, dict]:
-    sweep = Sweep(run="volratio.runs:toy", grid={"n": [4, 8, 16]}, seeds=[0, 1], config={"steps": 20})
+    sweep = Sweep(run="toy", grid={"n": [4, 8, 16]}, seeds=[0, 1], config={"steps": 20})
     out = tmp_path / "store"
     report = run_sweep(sweep, out)
     assert len(report.ran) == 6
@@ -338,7 +338,7 @@ def test_sigkill_at_a_random_point_then_resume_loses_nothing_and_repeats_nothing
 
 def _tiny_train_spec(path: Path) -> Path:
     path.write_text(
-        'run = "volratio.runs:train"\nseeds = [0, 1]\n'
+        'run = "train"\nseeds = [0, 1]\n'
         '[config]\ntarget = "planted:1:depth=2,width=3"\nres = 12\nsteps = 25\nwidth = 4\ndevice = "cpu"\n'
         "[grid]\ndepth = [1, 2]\n"
     )
@@ -368,7 +368,7 @@ def test_dask_localcluster_equals_in_process_bitwise(tmp_path):
 
 def test_local_processes_equal_in_process(tmp_path):
     # threads=None: a pure-numpy run needs no torch, so the spawned workers start quickly
-    sweep = Sweep(run="volratio.runs:toy", grid={"n": [3, 6]}, seeds=[0, 1, 2], threads=None)
+    sweep = Sweep(run="toy", grid={"n": [3, 6]}, seeds=[0, 1, 2], threads=None)
     run_sweep(sweep, tmp_path / "inproc")
     report = run_sweep(sweep, tmp_path / "procs", Processes(2), timeout=120)
     assert len(report.ran) == 6 and report.failed == [] and report.executor == "2 local processes"
@@ -379,7 +379,7 @@ def test_an_existing_scheduler_by_address(tmp_path, capsys):
     from distributed import LocalCluster
 
     spec = tmp_path / "toy.toml"
-    spec.write_text('run = "volratio.runs:toy"\nseeds = 3\n[grid]\nn = [4, 9]\n')
+    spec.write_text('run = "toy"\nseeds = 3\n[grid]\nn = [4, 9]\n')
     run_sweep(Sweep.from_file(spec), tmp_path / "inproc")
     # a scheduler with one in-process worker of 3 threads: cheap to start, and runs overlap in threads
     with LocalCluster(n_workers=1, threads_per_worker=3, processes=False, dashboard_address=None) as cluster:
@@ -409,7 +409,7 @@ def test_a_stalled_sweep_raises_instead_of_hanging(tmp_path):
 
 
 def test_train_run_function_reports_metrics_and_refuses_typos():
-    from volratio.runs import train
+    from volratio.experiments.training import train
 
     out = train(
         {
@@ -436,7 +436,7 @@ def test_train_run_function_reports_metrics_and_refuses_typos():
 
 def test_cli_sweep_refuses_a_used_store_without_resume_and_results_json(tmp_path, capsys):
     spec = tmp_path / "toy.toml"
-    spec.write_text('run = "volratio.runs:toy"\nseeds = [0, 1]\n[grid]\nn = [2, 3]\n')
+    spec.write_text('run = "toy"\nseeds = [0, 1]\n[grid]\nn = [2, 3]\n')
     out = str(tmp_path / "store")
     assert cli_main(["sweep", str(spec), "--out", out, "--no-progress"]) == 0
     assert "ran 4" in capsys.readouterr().out

@@ -3,8 +3,8 @@ import pytest
 import torch
 from PIL import Image
 
+from volratio.data.targets import PlantedTarget, TargetError, get_target
 from volratio.errors import ImageError
-from volratio.targets import PlantedTarget, TargetError, get_target
 
 
 @pytest.mark.parametrize(

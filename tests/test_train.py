@@ -1,9 +1,9 @@
 import pytest
 import torch
 
+from volratio.data.targets import get_target
 from volratio.errors import ImageError, TrainingDiverged, VolratioError
 from volratio.nets import CoordMLP
-from volratio.targets import get_target
 from volratio.train import TrainConfig, train
 
 

@@ -11,9 +11,9 @@ import numpy as np
 import torch
 
 from volratio import emc2
+from volratio.data.targets import get_target
 from volratio.nets import CoordMLP
 from volratio.prune import prune
-from volratio.targets import get_target
 from volratio.train import TrainConfig, train
 
 assert torch.cuda.is_available(), "no CUDA device"

@@ -233,7 +233,7 @@ def split(networks, groups, test_fraction: float = 0.4, seed: int = 0) -> np.nda
 
 
 def write_rule(rule: Rule, path=None) -> None:
-    from .fileio import atomic_path
+    from .util.fileio import atomic_path
 
     p = path or RULE_JSON
     d = asdict(rule)

@@ -43,10 +43,10 @@ import numpy as np
 import torch
 
 from . import reference_verdicts as rv
+from .data.specs import load_network
 from .emc2 import nonzero_params, perturbed_images, subsample, target_label
 from .errors import DataNotFoundError, VolratioError
 from .nets import CoordMLP
-from .specs import load_network
 
 SET_DIR = rv.DATA_DIR / "anchored"
 VERDICTS_CSV = SET_DIR / "verdicts.csv"
@@ -102,7 +102,7 @@ class AnchoredSetConfig:
 
 
 def _dense(target: str, cfg: AnchoredSetConfig, width: int = 16, steps: int | None = None) -> CoordMLP:
-    from .targets import get_target
+    from .data.targets import get_target
     from .train import TrainConfig, new_network, train
 
     t = get_target(target)
@@ -197,7 +197,7 @@ def _file(name: str) -> str:
 def save_networks(nets: dict[str, rv.RefNet], folder: Path | None = None) -> dict:
     """Write every trained network (not the data groups) and `networks.json` (name → file, SHA-256,
     member, target, label, source; the machine that built them)."""
-    from .fileio import atomic_path
+    from .util.fileio import atomic_path
 
     folder = Path(folder or NETWORKS_DIR)
     folder.mkdir(parents=True, exist_ok=True)
@@ -359,7 +359,7 @@ def judging_mosaics(rows, images, seed: int = 0, per_mosaic: int = 36, show_res:
     of `per_mosaic` numbered tiles (no network, δ or resolution shown), each image shown at
     `show_res` (nearest upscaling) with the label's target image on top. What the verdicts were
     given on."""
-    from .targets import get_target
+    from .data.targets import get_target
 
     rows = rows.reset_index(drop=True)
     rng = np.random.default_rng(seed)

@@ -87,7 +87,7 @@ def compare_groups(table, by: str = "kind", measures=MEASURES):
     """Mean and 95% t-interval of each measure per group (`table[by]`); a DataFrame."""
     import pandas as pd
 
-    from .stats import mean_ci
+    from .util.stats import mean_ci
 
     rows = []
     for g, part in table.groupby(by, sort=False):

@@ -18,8 +18,8 @@ import html
 from dataclasses import dataclass
 
 from .errors import VolratioError
-
-VERDICTS = ("reproduced", "partly", "not reproduced", "not measured")
+from .judges import SELF_ANCHORED
+from .verdicts import VERDICTS, Estimate, combine, compare_estimates, lower_is_better, verdict_from_fraction
 
 
 @dataclass(frozen=True)
@@ -92,64 +92,6 @@ CLAIMS: dict[str, Claim] = {
         ),
     ]
 }
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A measured quantity with an interval (e.g. a mean over seeds with its 95% CI)."""
-
-    mean: float
-    lo: float
-    hi: float
-
-    @classmethod
-    def from_samples(cls, xs, level: float = 0.95) -> "Estimate":
-        """Mean with a Student-t interval over the samples (a point when there is one sample)."""
-        import numpy as np
-
-        from .stats import mean_ci
-
-        a = np.asarray(list(xs), dtype=float)
-        if a.size == 0:
-            raise VolratioError("an estimate needs at least one sample")
-        return cls(*mean_ci(a, level))
-
-
-def compare_estimates(higher: Estimate, lower: Estimate) -> str:
-    """Verdict on "`higher` exceeds `lower`": reproduced when the intervals are separated in that
-    direction, partly when only the means are ordered, not reproduced otherwise."""
-    if higher.lo > lower.hi:
-        return "reproduced"
-    if higher.mean > lower.mean:
-        return "partly"
-    return "not reproduced"
-
-
-def verdict_from_fraction(passed: int, total: int, all_needed: bool = True) -> str:
-    """Verdict from a count of sub-claims that held: all → reproduced, some → partly, none → not."""
-    if total <= 0:
-        return "not measured"
-    if passed == total:
-        return "reproduced"
-    return "partly" if passed > 0 else "not reproduced"
-
-
-def combine(verdicts) -> str:
-    """One verdict from the verdicts of a claim's parts: all reproduced → reproduced, none
-    reproduced or partly → not reproduced, otherwise partly."""
-    vs = [v for v in verdicts if v != "not measured"]
-    if not vs:
-        return "not measured"
-    if all(v == "reproduced" for v in vs):
-        return "reproduced"
-    if all(v == "not reproduced" for v in vs):
-        return "not reproduced"
-    return "partly"
-
-
-def lower_is_better(e: Estimate) -> Estimate:
-    """Negate an estimate so that `compare_estimates` can test "lower than"."""
-    return Estimate(-e.mean, -e.hi, -e.lo)
 
 
 @dataclass(frozen=True)
@@ -285,8 +227,6 @@ def robust_to_judge(verdicts: dict) -> bool:
     """True when every label-anchored judge among `verdicts` (`{judge: Verdict}`) gives the same
     verdict. The self-anchored stability measures (`volratio.judges.SELF_ANCHORED`) answer another
     question (is the image stable, not is it the label), so they are reported beside, not counted."""
-    from .judges import SELF_ANCHORED
-
     asked = {v.verdict for j, v in verdicts.items() if j not in SELF_ANCHORED}
     return len(asked) <= 1
 
@@ -296,8 +236,6 @@ def judge_comparison(verdicts: dict, missing=()) -> str:
     label-anchored judges measured; `missing` judges are named as not scored yet)."""
     parts = [f"{JUDGE_SHORT.get(j, j)}: {v.verdict}" for j, v in verdicts.items()]
     parts += [f"{JUDGE_SHORT.get(j, j)}: not scored yet" for j in missing]
-    from .judges import SELF_ANCHORED
-
     asked = [j for j in verdicts if j not in SELF_ANCHORED]
     if len(asked) < 2:
         end = "robustness to the judge not measured (one label-anchored judge)"

@@ -11,7 +11,7 @@ every error raised on purpose by the library (`VolratioError`) print one line
 `volratio CMD: error: …` naming the problem and the fix, exit status 2 — never a traceback.
 Ctrl-C prints one line and exits 130; a closed output pipe (`volratio targets | head -1`) exits
 quietly. Before a command runs, torch's intra-op threads are set so that they fit the free cores
-(`volratio.threads`), and `--memory-budget` sets the memory budget (`volratio.budget`).
+(`volratio.util.threads`), and `--memory-budget` sets the memory budget (`volratio.util.budget`).
 """
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ def _command_name(args, argv) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .budget import ENV as BUDGET_ENV
-    from .budget import parse_size
+    from .util.budget import ENV as BUDGET_ENV
+    from .util.budget import parse_size
 
     parser = build_parser()
     args = None
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.memory_budget is not None:
             parse_size(args.memory_budget)  # validate before exporting to this process and its workers
             os.environ[BUDGET_ENV] = args.memory_budget
-        from .threads import set_threads
+        from .util.threads import set_threads
 
         set_threads()
         rc = args.func(args)

@@ -1,6 +1,6 @@
 """Image complexity: the PNG compression ratio of a target (DESIGN §3.7, §9).
 
-Quantise the target to uint8 RGB at a fixed size (`volratio.images.to_uint8`), save it with Pillow
+Quantise the target to uint8 RGB at a fixed size (`volratio.util.images.to_uint8`), save it with Pillow
 to memory with `optimize=True` (zlib level 9); ratio = raw bytes / PNG bytes (higher = simpler
 image). The sizes depend on the zlib build (Pillow ≥ 11.1 wheels use zlib-ng), so every ratio
 carries the Pillow version, and ratios are only compared at one resolution (the ~60-byte header
@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .images import to_uint8
+from .util.images import to_uint8
 
 
 def pillow_version() -> str:
@@ -51,7 +51,7 @@ class Complexity:
 
 def png_ratio(target, res: int = 64) -> Complexity:
     """The PNG compression ratio of a target spec (or target object, or image array) at `res`."""
-    from .targets import get_target
+    from .data.targets import get_target
 
     if isinstance(target, str):
         name, img = target, get_target(target).image(res)

@@ -22,10 +22,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .complexity import Complexity, pillow_version, png_bytes, png_ratio  # noqa: F401  (re-exported)
+from .complexity import Complexity, png_ratio
 from .errors import VolratioError
-from .images import to_uint8  # noqa: F401  (re-exported)
-from .stats import mean_ci  # noqa: F401  (re-exported: chapters call depth.mean_ci)
 
 
 class DepthError(VolratioError, ValueError):
@@ -246,7 +244,7 @@ def planted_specs(depths=(2, 3, 4, 5), per_depth: int = 3, width: int = 3, start
 def planted_predictor(specs=None, res: int = 64, level: float = 0.95) -> tuple[DepthPredictor, list[Complexity]]:
     """The predictor calibrated on planted targets' true depths L* (no training needed):
     L* ≈ a + b·ratio. The default calibration set of `volratio depth predict`."""
-    from .targets import get_target
+    from .data.targets import get_target
 
     specs = specs or planted_specs()
     for s in specs:
@@ -258,26 +256,3 @@ def planted_predictor(specs=None, res: int = 64, level: float = 0.95) -> tuple[D
     cx = [png_ratio(s, res) for s in specs]
     depths = [get_target(s).depth for s in specs]
     return fit_predictor([c.ratio for c in cx], depths, names=list(specs), level=level), cx
-
-
-# Moved to volratio.experiments.depth_regime and volratio.plots; old names keep working.
-_MOVED = {
-    "DepthSweepConfig": "Config",
-    "depth_sweep": "depth_sweep",
-    "make_sweep": "make_sweep",
-    "curves_from_table": "curves_from_table",
-    "DepthCurve": "DepthCurve",
-    "parse_depths": "parse_depths",
-}
-
-
-def __getattr__(name):
-    if name in _MOVED:
-        from .experiments import depth_regime
-
-        return getattr(depth_regime, _MOVED[name])
-    if name in ("plot_curves", "plot_predictor"):
-        from . import plots
-
-        return getattr(plots, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -53,10 +53,10 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from .device import generator, resolve_device
 from .errors import VolratioError
 from .judges import DEFAULT_JUDGE, anchor_of, make_judge
 from .nets import ACTIVATIONS, CoordMLP, coords, head_to_rgb
+from .util.device import generator, resolve_device
 
 DEFAULT_DELTAS = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # both signs, |δ| from 0.25 to 2
 
@@ -85,7 +85,7 @@ def nonzero_params(net: CoordMLP, member: int = 0) -> np.ndarray:
 
 
 def cache_params(layered) -> np.ndarray:
-    """`(N, 3)` positions of a layerized network's carrying weights (`volratio.graph.Layered`): the
+    """`(N, 3)` positions of a layerized network's carrying weights (`volratio.data.graph.Layered`): the
     incoming weight of every cache unit, and the output selection (every non-zero entry of the
     last kernel). All are exactly 1."""
     placement, caches = layered.placement, layered.caches
@@ -103,14 +103,14 @@ def cache_params(layered) -> np.ndarray:
 
 def params_of(net: CoordMLP, which: str = "all", layered=None, member: int = 0) -> np.ndarray:
     """The parameters to score: `"all"` non-zero weights, or `"genome"` — the non-zero weights
-    that are not cache copies or output selection (needs `layered`, a `volratio.graph.Layered`)."""
+    that are not cache copies or output selection (needs `layered`, a `volratio.data.graph.Layered`)."""
     allp = nonzero_params(net, member)
     if which == "all":
         return allp
     if which == "genome":
         if layered is None:
             raise VolratioError(
-                "which='genome' needs the layerization (volratio.picbreeder.layerize(name)) to know "
+                "which='genome' needs the layerization (volratio.data.picbreeder.layerize(name)) to know "
                 "which weights are cache copies; pass layered=…"
             )
         cache = {tuple(p) for p in cache_params(layered).tolist()}
@@ -249,7 +249,7 @@ class PerturbationEngine:
         # Units-major layout: a layer's activations are (n_units, P), so the units of one
         # activation function form one contiguous block and are activated in place.
         # Base pass: H[i] = input of kernel i (n_i, P), Z[i] = its pre-activation output (n_{i+1}, P).
-        from . import budget
+        from .util import budget
 
         item = torch.empty((), dtype=dtype).element_size()
         cached = 2 * sum(len(k) for k in keep) + 4 * 3  # H and Z of every layer, the grid, the base image
@@ -751,7 +751,7 @@ def weight_sweep(
     offsets = np.asarray(offsets, np.float64)
     if int(controls) < 0 or not np.isfinite(offsets).all() or offsets.size == 0:
         raise VolratioError(f"weight_sweep needs controls ≥ 0 and finite offsets, got {controls}, {offsets.tolist()}")
-    from . import budget
+    from .util import budget
 
     budget.check(
         (len(params) + int(controls)) * len(offsets) * int(res) ** 2 * 3 * 4 * 3,

@@ -41,7 +41,7 @@ class UsageError(VolratioError, ValueError):
 
 
 class BudgetError(VolratioError, MemoryError):
-    """A request whose estimated memory exceeds the budget (`volratio.budget`); the message holds
+    """A request whose estimated memory exceeds the budget (`volratio.util.budget`); the message holds
     the estimate, the budget, and how to shrink the request or raise the budget."""
 
 

@@ -18,7 +18,7 @@ prepares everything the `{weight-explorer}` directive (book/_ext/volratio_book.p
 - `widget_data(spec, …)` → the page's data for one network (export, ranking, static sweep images)
   and the reference renders the browser check compares the canvas against.
 
-Any network `volratio.specs.load_network` knows can be opened — every one of the sixteen
+Any network `volratio.data.specs.load_network` knows can be opened — every one of the sixteen
 Picbreeder targets (`picbreeder:NAME`), FER's SGD twins, saved networks. Chapters: "EMC2-Bench"
 (book/emc2.md) and "Picbreeder networks and their SGD twins" (book/picbreeder.md) embed it. Tested in tests/test_explorer.py (round trip, and the JavaScript
 renderer under node against `CoordMLP.render`).
@@ -364,8 +364,8 @@ def reference_renders(net: CoordMLP, ranking: Ranking, cfg: ExplorerConfig) -> d
 
 def widget_data(spec: str, cfg: ExplorerConfig | None = None) -> tuple[dict, dict, object]:
     """`(page data, reference renders, static sweep figure)` for network `spec` (see
-    `volratio.specs.load_network`)."""
-    from .specs import load_network
+    `volratio.data.specs.load_network`)."""
+    from .data.specs import load_network
 
     cfg = cfg or ExplorerConfig()
     net = load_network(spec, device="cpu").select(0)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .device import generator
 from .nets import CoordMLP, coords
+from .util.device import generator
 
 
 @dataclass

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from . import picbreeder
 from .complexity import pillow_version, png_ratio
+from .data import picbreeder
 from .depth import DepthPredictor, fit_predictor, r2_interval
 
 RATIO_RES = 64  # the resolution the depth chapter computes PNG ratios at (ratios compare only at one size)

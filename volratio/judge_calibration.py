@@ -416,7 +416,7 @@ def repeated_kappa(
 
 def write_rule(rule: Rule, path=None) -> None:
     """Store `rule` as JSON (the default judge's settings)."""
-    from .fileio import atomic_path
+    from .util.fileio import atomic_path
 
     p = path or RULE_JSON
     with atomic_path(p) as tmp, open(tmp, "w") as f:
@@ -508,7 +508,7 @@ def claims_under_judges(rows, judge_verdicts: dict):
     separated in the claimed direction). A DataFrame, one row per comparison × judge."""
     import pandas as pd
 
-    from .claims import Estimate, compare_estimates
+    from .verdicts import Estimate, compare_estimates
 
     kinds = rows["group"].map(kind_of).to_numpy()
     out = []

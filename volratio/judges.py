@@ -71,8 +71,8 @@ def as_images(images) -> torch.Tensor:
 
 
 def to_uint8(images) -> np.ndarray:
-    """`(B, H, W, 3)` uint8 (`volratio.images.to_uint8`, rounding as PNG export does)."""
-    from .images import to_uint8 as quantise
+    """`(B, H, W, 3)` uint8 (`volratio.util.images.to_uint8`, rounding as PNG export does)."""
+    from .util.images import to_uint8 as quantise
 
     return quantise(as_images(images))
 
@@ -201,7 +201,7 @@ def noise_images(res: int, n: int = 4, seed: int = 0) -> dict[str, torch.Tensor]
     """Uniform noise and smoothed noise, seeded."""
     from scipy import ndimage
 
-    from .device import generator
+    from .util.device import generator
 
     g = generator(seed)
     out = {}
@@ -226,8 +226,8 @@ def other_target_images(res: int, exclude: str | None = None) -> dict[str, torch
 @functools.lru_cache(maxsize=8)
 def _target_images(res: int) -> tuple:
     """`((spec, image), …)` of every candidate target at `res` (rendered once per resolution)."""
-    from . import picbreeder
-    from .targets import get_target
+    from .data import picbreeder
+    from .data.targets import get_target
 
     specs = [f"picbreeder:{n}" for n in picbreeder.NAMES] if picbreeder.available() else []
     specs += list(OTHER_IMAGES)
@@ -326,8 +326,8 @@ SELF_ANCHORED = ("calibrated", "calibrated-pooled", "ssim", "stability")
 
 
 def target_anchor(target_spec: str, res: int) -> torch.Tensor:
-    """`(res, res, 3)` the target image a label-anchored judge compares with (`volratio.targets`)."""
-    from .targets import get_target
+    """`(res, res, 3)` the target image a label-anchored judge compares with (`volratio.data.targets`)."""
+    from .data.targets import get_target
 
     return as_images(np.asarray(get_target(target_spec).image(res)))[0]
 
@@ -499,7 +499,7 @@ class CLIPJudge(_CachedModelJudge):
         processor_obj=None,
     ):
         super().__init__()
-        from .device import resolve_device
+        from .util.device import resolve_device
 
         self.model_id, self.distractors, self.template = model, tuple(distractors), template
         self.threshold, self.image_size, self.batch_size = threshold, image_size, batch_size
@@ -571,7 +571,7 @@ class VLMJudge(_CachedModelJudge):
         processor_obj=None,
     ):
         super().__init__()
-        from .device import resolve_device
+        from .util.device import resolve_device
 
         self.model_id, self.prompt, self.max_new_tokens = model, prompt, int(max_new_tokens)
         self.image_size, self.batch_size = image_size, batch_size

@@ -34,9 +34,10 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
-from . import budget
-from .device import generator, resolve_device
 from .errors import ArchError, VolratioError
+from .util import budget
+from .util.device import generator, resolve_device
+from .util.fileio import atomic_path
 
 # ---------------------------------------------------------------------------------------------
 # Activations
@@ -386,7 +387,7 @@ class CoordMLP(nn.Module):
         what: str = "evaluating",
     ) -> None:
         """Raise `BudgetError` before an evaluation at `res`×`res` that would not fit the memory
-        budget (`volratio.budget`)."""
+        budget (`volratio.util.budget`)."""
         res = int(res)
         if res < 1:
             raise VolratioError(f"resolution must be a positive integer, got {res}")
@@ -504,8 +505,6 @@ class CoordMLP(nn.Module):
     def save(self, path: "str | Path") -> Path:
         """Write weights and masks as safetensors; arch, head and provenance go in its JSON header."""
         from safetensors.torch import save_file
-
-        from .fileio import atomic_path
 
         path = Path(path)
         tensors = {}

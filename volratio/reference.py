@@ -9,7 +9,7 @@ chunk is resumable, committed to git as soon as it finishes, and read back witho
 
 Next to each chunk's store, `ROOT/NAME/manifest.json` records what is needed to trust and re-run
 it: the chunk's spec, per session the library version and git commit, torch/numpy/python versions
-and the machine's numerics parts and `kind` (`volratio.machine`: device, CPU vendor, model, ISA,
+and the machine's numerics parts and `kind` (`volratio.util.machine`: device, CPU vendor, model, ISA,
 torch's CPU capability, BLAS), and per run its key, config, seed, wall and CPU seconds and `kind`.
 
 `verify(ROOT, sample=K)` re-runs K runs drawn with a seeded generator (optionally only among runs
@@ -35,10 +35,10 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import machine as M
 from .errors import VolratioError
-from .fileio import atomic_path
 from .rescore import reading_from
+from .util import machine as M
+from .util.fileio import atomic_path
 
 MANIFEST = "manifest.json"
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "results" / "reference"
@@ -113,7 +113,7 @@ def load_plan(path: "str | Path") -> dict:
 
 def machine() -> dict:
     """What ran the chunk: versions, commit, CPU count, platform and the numerics parts and `kind`
-    of this machine (`volratio.machine.identity`: device, CPU vendor, model, ISA, capability, BLAS)."""
+    of this machine (`volratio.util.machine.identity`: device, CPU vendor, model, ISA, capability, BLAS)."""
     from .experiments._base import versions
 
     return {
@@ -268,7 +268,7 @@ def records(name: str, root: "str | Path" = DEFAULT_ROOT, rescores: bool = False
 
 def run_machine(man: dict, key: str) -> dict | None:
     """The numerics parts and `kind` of the machine that stored run `key` of a manifest: its
-    session's (`volratio.machine.of_session`; sessions that predate the kind derive it from their
+    session's (`volratio.util.machine.of_session`; sessions that predate the kind derive it from their
     CPU model, torch version and device). None when the manifest does not know the run."""
     run = man.get("runs", {}).get(key)
     sessions = man.get("sessions", [])

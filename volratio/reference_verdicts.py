@@ -9,7 +9,7 @@ and every judge can be checked against them.
 
 - `ReferenceSetConfig` — everything that fixes the set (networks, how many perturbations each, δ,
   resolution, seeds). `networks(cfg)` builds the networks (trained on CPU with fixed seeds: the
-  connectivity study of `volratio.experiments.connectivity` (formerly `volratio.prune.study`) at one seed per target, plus a dense and an
+  connectivity study of `volratio.experiments.connectivity` at one seed per target, plus a dense and an
   SP-pruned network on a scene); `sample_rows(cfg, nets)` draws the perturbations.
 - `render_rows(rows, nets)` renders the images of a table of rows `(B, res, res, 3)` with the exact
   engine (`volratio.emc2.PerturbationEngine`, float64, CPU); `base_images` the unperturbed images.
@@ -115,8 +115,8 @@ def _connectivity_config(cfg: ReferenceSetConfig):
 def _trained(cfg_key: tuple):
     """The trained networks (connectivity study + scene), built once per config."""
     from . import prune
+    from .data.targets import get_target
     from .experiments.connectivity import run
-    from .targets import get_target
     from .train import TrainConfig, new_network, train
 
     cfg = ReferenceSetConfig(**dict(cfg_key))
@@ -144,7 +144,7 @@ def networks(cfg: ReferenceSetConfig | None = None, groups=None) -> dict[str, Re
     `scene-dense:scene`), or only those of `groups`. Deterministic: trained on CPU with fixed
     seeds (about a minute on one core, cached per config; the Picbreeder and FER networks need
     no training)."""
-    from .specs import load_network
+    from .data.specs import load_network
 
     cfg = cfg or ReferenceSetConfig()
     if groups is not None and (unknown := set(groups) - set(GROUPS)):
@@ -161,7 +161,7 @@ def networks(cfg: ReferenceSetConfig | None = None, groups=None) -> dict[str, Re
         for method, net in conn.items():
             for k in range(net.population):
                 t = cc.targets[k // cc.seeds]
-                src = f"volratio.prune.study.run(reference_verdicts._connectivity_config(cfg)).nets['{method}'] member {k}"
+                src = f"volratio.experiments.connectivity.run(reference_verdicts._connectivity_config(cfg)).nets['{method}'] member {k}"
                 out[f"{method}:{t}" + (f"/{k % cc.seeds}" if cc.seeds > 1 else "")] = RefNet(
                     net, k, f"picbreeder:{t}", t, src
                 )

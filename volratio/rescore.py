@@ -340,8 +340,8 @@ def rescore_chunk(
 
 
 def _write_manifest(path: Path, man: dict) -> None:
-    from .fileio import atomic_path
     from .reference import manifest_totals
+    from .util.fileio import atomic_path
 
     man.update(manifest_totals(man["runs"]))
     with atomic_path(path) as tmp:

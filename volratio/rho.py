@@ -51,8 +51,8 @@ import numpy as np
 import torch
 
 from .boolean import BooleanTarget, input_table
-from .device import generator, resolve_device
 from .errors import VolratioError
+from .util.device import generator, resolve_device
 
 
 class RhoError(VolratioError, ValueError):
@@ -864,8 +864,8 @@ def assigned_correlations(C: np.ndarray) -> np.ndarray:
 def basin_cell(target, W: int, L: int, cfg: BasinConfig, judge: str | None = None) -> dict:
     """Train K masked networks of width W, depth L on a planted target; one result row. `judge`:
     the EMC2 judge's name when `cfg.use_emc2` (None: `BASIN_JUDGE`)."""
+    from .data.targets import get_target
     from .nets import CoordMLP
-    from .targets import get_target
     from .train import TrainConfig, train
 
     if isinstance(target, str):
@@ -935,7 +935,7 @@ def _emc2_aucs(net, members, judge, cfg: BasinConfig, target_spec: str = "target
 
 def basin_grid(target, Ws, Ls, cfg: BasinConfig = BasinConfig(), judge: str | None = None) -> list[dict]:
     """`basin_cell` over a (W, L) grid."""
-    from .targets import get_target
+    from .data.targets import get_target
 
     t = get_target(target) if isinstance(target, str) else target
     return [basin_cell(t, W, L, cfg, judge) for L in Ls for W in Ws]

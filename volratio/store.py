@@ -12,7 +12,7 @@ config and the library version. Rerunning a sweep therefore skips every run whos
 table, and a new library version recomputes everything.
 
 Reliability (DESIGN.md §7):
-- every file appears atomically (`volratio.fileio.atomic_path`): a crash leaves the old table or the
+- every file appears atomically (`volratio.util.fileio.atomic_path`): a crash leaves the old table or the
   new one, never half of one; leftover temporary files are removed on the next open;
 - the table is written with Parquet page checksums, and a SHA-256 of its rows is stored in the
   file's metadata, so a damaged table is detected (not silently read): it is set aside as
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .errors import VolratioError
-from .fileio import atomic_path
+from .util.fileio import atomic_path
 
 TABLE = "results.parquet"
 ARTIFACTS = "artifacts"

@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from .device import generator, resolve_device
 from .errors import VolratioError
+from .util.device import generator, resolve_device
 from .welch import max_sq_inner, mean_sq_inner, welch_bound
 
 

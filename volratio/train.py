@@ -31,11 +31,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import budget
-from .device import resolve_device
 from .errors import TrainingDiverged, VolratioError
 from .fast_train import FastStep
 from .nets import CoordMLP, coords
+from .util import budget
+from .util.device import resolve_device
 
 OPTIMIZERS = ("adam", "adamw", "sgd", "muon")
 PATHS = ("eager", "fast")  # how a step's losses and gradients are computed (TrainConfig.path)
@@ -102,7 +102,7 @@ def mse_per_network(net: CoordMLP, grid: torch.Tensor, target: torch.Tensor) -> 
 
 
 def _check_target(target: torch.Tensor, K: int) -> torch.Tensor:
-    from .targets import check_image
+    from .data.targets import check_image
 
     t = torch.as_tensor(target)
     if t.dim() == 4:

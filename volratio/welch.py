@@ -474,7 +474,7 @@ def low_coherence_frame(m: int, n: int, seed: int = 0, config: FrameConfig | Non
     projection with both spectral sets at target μ = slack·√(best bound); the best is polished by `smooth_max_descent` (real frames only). Seeded.
     """
     m, n, _ = _check_mn(m, n)
-    from . import budget
+    from .util import budget
 
     budget.check(
         budget.frame_bytes(max(m, n), n), f"a frame of {m} vectors in R^{n}", "use fewer vectors (m) or dimensions (n)"

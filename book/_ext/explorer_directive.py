@@ -1,5 +1,5 @@
 """The `{weight-explorer}` directive of the book (loaded by volratio_book.py): an interactive weight
-explorer (`static/weight_explorer.js`) for any network `volratio.specs.load_network` knows,
+explorer (`static/weight_explorer.js`) for any network `volratio.data.specs.load_network` knows,
 computed when the page is read:
 
     ```{weight-explorer} picbreeder:skull
@@ -75,7 +75,7 @@ class WeightExplorer(SphinxDirective):
         except VolratioError as e:
             raise self.error(f"weight-explorer: {e}") from None
         from volratio import emc2, nets
-        from volratio import specs as specs_module
+        from volratio.data import specs as specs_module
 
         # re-read the page when the library code it ran changes
         for mod in (explorer, emc2, nets, specs_module):

@@ -121,8 +121,8 @@ class FloatList:
 
 def device(text: str) -> str:
     """`auto`, `cpu`, `cuda`, `cuda:N` or `mps` — and present on this machine."""
-    from ..device import resolve_device
     from ..errors import VolratioError
+    from ..util.device import resolve_device
 
     t = str(text).strip()
     try:

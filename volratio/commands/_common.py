@@ -14,7 +14,7 @@ def add_json_flag(p) -> None:
 
 def add_out(p, help: str, folder: bool = False, required: bool = True) -> None:
     """Add `--out` (and `--force` for a file) to a subcommand parser; check it with
-    `volratio.fileio.check_out` before doing any work."""
+    `volratio.util.fileio.check_out` before doing any work."""
     p.add_argument("--out", required=required, metavar="DIR" if folder else "PATH", help=help)
     if not folder:
         p.add_argument("--force", action="store_true", help="overwrite --out if it exists (also when it is the input)")

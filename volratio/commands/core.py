@@ -1,7 +1,7 @@
 """Core commands: `targets`, `render`, `info`, `train`, `data fetch|where`.
 
-`volratio data fetch` installs the original three Picbreeder targets (`volratio.fer_data`);
-`volratio data fetch --extra` the thirteen of the fork `jagilley/fer` (`volratio.fer_fork`)."""
+`volratio data fetch` installs the original three Picbreeder targets (`volratio.data.fer_data`);
+`volratio data fetch --extra` the thirteen of the fork `jagilley/fer` (`volratio.data.fer_fork`)."""
 
 from __future__ import annotations
 
@@ -74,8 +74,8 @@ def register(sub) -> None:
 
 
 def cmd_targets(args) -> int:
-    from .. import fer_data, fer_fork
-    from ..targets import LAYERED_SOURCE, list_targets
+    from ..data import fer_data, fer_fork
+    from ..data.targets import LAYERED_SOURCE, list_targets
 
     rows = list_targets()
 
@@ -99,8 +99,8 @@ def _image_for(spec: str, res: int):
     which, so a bad target spec gets the target's error (not a network's)."""
     from pathlib import Path
 
-    from ..specs import NETWORK_KINDS, load_network
-    from ..targets import KINDS, TargetError, get_target
+    from ..data.specs import NETWORK_KINDS, load_network
+    from ..data.targets import KINDS, TargetError, get_target
 
     kind, sep, _ = spec.partition(":")
     if (sep and kind in NETWORK_KINDS) or spec.endswith(".safetensors") or (not sep and Path(spec).exists()):
@@ -116,11 +116,11 @@ def _image_for(spec: str, res: int):
 def cmd_render(args) -> int:
     from PIL import Image
 
-    from ..fileio import atomic_path, check_out
+    from ..util.fileio import atomic_path, check_out
 
     check_out(args.out, args.force, inputs=[args.spec, args.spec.partition(":")[2]])
     img = _image_for(args.spec, args.res)
-    from ..images import to_uint8
+    from ..util.images import to_uint8
 
     arr = to_uint8(img)  # (res, res, 3)
     with atomic_path(args.out) as tmp:
@@ -149,7 +149,7 @@ def network_info(net) -> dict:
 
 
 def cmd_info(args) -> int:
-    from ..specs import load_network
+    from ..data.specs import load_network
 
     info = network_info(load_network(args.spec))
     text = (
@@ -165,9 +165,9 @@ def cmd_info(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from ..fileio import check_out
-    from ..targets import get_target
+    from ..data.targets import get_target
     from ..train import TrainConfig, new_network, train
+    from ..util.fileio import check_out
 
     check_out(args.out, args.force)
     target = get_target(args.target)
@@ -204,15 +204,15 @@ def cmd_train(args) -> int:
 
 
 def cmd_data_where(args) -> int:
-    from ..picbreeder import where
+    from ..data.picbreeder import where
 
     print(where())
     return 0
 
 
 def cmd_data_fetch(args) -> int:
-    from .. import fer_data, fer_fork
-    from ..fileio import check_out
+    from ..data import fer_data, fer_fork
+    from ..util.fileio import check_out
 
     if args.dest is not None:
         check_out(args.dest, folder=True, option="--dest")

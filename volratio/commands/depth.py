@@ -61,7 +61,7 @@ def register(sub) -> None:
 
 
 def cmd_ratio(args) -> int:
-    from ..depth import png_ratio
+    from ..complexity import png_ratio
 
     c = png_ratio(args.target, args.res)
     emit(
@@ -76,8 +76,8 @@ def cmd_sweep(args) -> int:
     from dataclasses import replace
 
     from ..experiments.depth_regime import Config, depth_sweep, parse_depths
-    from ..fileio import check_out
     from ..sweep import make_executor
+    from ..util.fileio import check_out
 
     if args.out is not None:
         check_out(args.out, folder=True)
@@ -114,7 +114,8 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    from ..depth import planted_predictor, planted_specs, png_ratio
+    from ..complexity import png_ratio
+    from ..depth import planted_predictor, planted_specs
 
     specs = args.calibration or planted_specs()
     pred, _ = planted_predictor(specs, args.res)

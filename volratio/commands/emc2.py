@@ -83,9 +83,9 @@ def _allow_negative_lists(p) -> None:
 
 def cmd_emc2(args) -> int:
     from .. import emc2
+    from ..data.specs import load_network
+    from ..data.targets import get_target
     from ..errors import VolratioError
-    from ..specs import load_network
-    from ..targets import get_target
 
     get_target(args.target)  # validate early
     deltas = args.deltas
@@ -97,7 +97,7 @@ def cmd_emc2(args) -> int:
             raise VolratioError(
                 "--which genome applies to picbreeder:NAME networks only (their cache copies are known)"
             )
-        from ..picbreeder import layerize
+        from ..data.picbreeder import layerize
 
         layered = layerize(name)
     cfg = emc2.EMC2Config(
@@ -136,9 +136,9 @@ def cmd_sweep(args) -> int:
     import numpy as np
 
     from .. import emc2
+    from ..data.specs import load_network
     from ..errors import VolratioError
-    from ..fileio import atomic_path, check_out
-    from ..specs import load_network
+    from ..util.fileio import atomic_path, check_out
 
     check_out(args.out, args.force, inputs=[args.spec])
     net = load_network(args.spec)

@@ -61,8 +61,8 @@ def read_png(path: str, size: int | None = None):
     """`(H, W, 3)` float tensor in [0, 1] of a square PNG (of side `size` when given)."""
     from PIL import Image, UnidentifiedImageError
 
+    from ..data.targets import FileTarget
     from ..errors import ImageError
-    from ..targets import FileTarget
 
     try:
         with Image.open(path) as im:
@@ -93,9 +93,9 @@ def cmd_judge(args) -> int:
     import torch
 
     from .. import judges
+    from ..data.targets import get_target
     from ..emc2 import target_label
     from ..errors import VolratioError
-    from ..targets import get_target
 
     if args.target is None and args.reference is None:
         raise VolratioError(

@@ -75,8 +75,8 @@ def register(sub) -> None:
 
 def options_for(args) -> dict:
     """The method's config fields from the command-line flags."""
+    from ..data.specs import load_network
     from ..errors import VolratioError
-    from ..specs import load_network
     from ..train import TrainConfig
 
     tc = TrainConfig(optimizer=args.optimizer, lr=args.lr, device=args.device)
@@ -137,10 +137,10 @@ def options_for(args) -> dict:
 
 
 def cmd_prune(args) -> int:
-    from ..fileio import check_out
+    from ..data.specs import load_network
+    from ..data.targets import get_target
     from ..prune import prune
-    from ..specs import load_network
-    from ..targets import get_target
+    from ..util.fileio import check_out
 
     opts = options_for(args)  # the method's own option errors first
     check_out(args.out, args.force, inputs=[args.net, args.match])

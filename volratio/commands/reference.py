@@ -80,9 +80,9 @@ def register(sub) -> None:
 
 
 def _run(args) -> int:
-    from ..fileio import check_out
     from ..reference import load_plan, run_chunk
     from ..sweep import make_executor
+    from ..util.fileio import check_out
 
     check_out(args.out, folder=True)
     plan = load_plan(args.spec)

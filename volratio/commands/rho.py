@@ -128,8 +128,8 @@ def _check_boolean_budget(n: int, widths, depths, batch: int) -> None:
     """Networks are drawn `batch` at a time; one draw holds their weights and masks (float32, ~3
     copies while drawing) and, while classifying, ~3 truth tables per unit. Refuse a grid whose
     largest cell would not fit the memory budget."""
-    from .. import budget
     from ..rho import n_params
+    from ..util import budget
 
     W, L = max(widths), max(depths)
     need = batch * (n_params(n, W, L) * 4 * 3 + (2**n) * W * L * 4 * 3)
@@ -139,7 +139,7 @@ def _check_boolean_budget(n: int, widths, depths, batch: int) -> None:
 def _check_basin_budget(widths, depths, population: int, res: int) -> None:
     """The largest cell trains `population` networks at once: their weights, masks and Adam state,
     and the activations autograd keeps (float32)."""
-    from .. import budget
+    from ..util import budget
 
     W, L = max(widths), max(depths)
     n_params = 4 * W + (L - 1) * W * W + W

@@ -53,7 +53,7 @@ def cmd_run(args) -> int:
     cfg = experiments.make_config(args.name, args.scale, parse_sets(args.set))
     if args.out:  # refuse a bad --out before the run, not after it
         from ..errors import VolratioError
-        from ..fileio import check_out
+        from ..util.fileio import check_out
 
         if not args.out.endswith((".parquet", ".csv")):
             raise VolratioError(f"--out {args.out}: write a .parquet or a .csv file")
@@ -83,7 +83,7 @@ def cmd_run(args) -> int:
 
 
 def _write(frame, out: str) -> None:
-    from ..fileio import atomic_path
+    from ..util.fileio import atomic_path
 
     with atomic_path(out) as tmp:
         if out.endswith(".parquet"):

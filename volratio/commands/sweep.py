@@ -83,9 +83,9 @@ def register(sub) -> None:
 
 
 def _sweep(args) -> int:
-    from ..fileio import check_out
     from ..store import Store, StoreError
     from ..sweep import Sweep, make_executor, run_sweep
+    from ..util.fileio import check_out
 
     check_out(args.out, folder=True)
     sweep = Sweep.from_file(args.spec)

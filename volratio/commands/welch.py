@@ -71,8 +71,8 @@ def cmd_frame(args) -> int:
 
 
 def _load(spec: str):
-    """A network from a spec, through `volratio.specs` (saved files, picbreeder:, fer-sgd:)."""
-    from ..specs import load_network
+    """A network from a spec, through `volratio.data.specs` (saved files, picbreeder:, fer-sgd:)."""
+    from ..data.specs import load_network
 
     return load_network(spec)
 

@@ -1,7 +1,7 @@
 """Checks for the exercises of "Compositional sparsity" (book/compositional_sparsity.md): the ASAP
 layering of a graph, and the depth L* and width W_min that the proposition "Depth and width of a
-layerized DAG" (thm-layerized-dag) predicts for a planted target (`volratio.graph`,
-`volratio.targets`)."""
+layerized DAG" (thm-layerized-dag) predicts for a planted target (`volratio.data.graph`,
+`volratio.data.targets`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ __all__ = ["check_dag_shape", "check_layers"]
 
 def _layer_cases(seed: int):
     """Graphs to test a layering function on: planted DAGs (always) and the skull genome (if present)."""
-    from .. import picbreeder
-    from ..targets import get_target
+    from ..data import picbreeder
+    from ..data.targets import get_target
 
     cases = [
         (f"planted:{seed + i}:depth={d}", get_target(f"planted:{seed + i}:depth={d}").graph)
@@ -86,7 +86,7 @@ def check_layers(fn, seed: int = 0) -> Check:
 
 
 def _planted(target):
-    from ..targets import PlantedTarget, get_target
+    from ..data.targets import PlantedTarget, get_target
 
     t = get_target(target) if isinstance(target, str) else target
     if not isinstance(t, PlantedTarget):

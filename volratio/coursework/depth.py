@@ -24,7 +24,7 @@ def _png_variant(img, optimize: bool, level: int) -> int:
 
     from PIL import Image
 
-    from ..depth import to_uint8
+    from ..util.images import to_uint8
 
     buf = io.BytesIO()
     Image.fromarray(to_uint8(img), mode="RGB").save(buf, format="PNG", optimize=optimize, compress_level=level)
@@ -34,9 +34,9 @@ def _png_variant(img, optimize: bool, level: int) -> int:
 @checker
 def check_png_ratio(answer, target: str, res: int = 64) -> Check:
     """The PNG compression ratio raw bytes / PNG bytes of target spec `target` at `res`: uint8 RGB,
-    Pillow, `optimize=True`, `compress_level=9` (`volratio.depth.png_ratio`)."""
-    from ..depth import png_ratio
-    from ..targets import get_target
+    Pillow, `optimize=True`, `compress_level=9` (`volratio.complexity.png_ratio`)."""
+    from ..complexity import png_ratio
+    from ..data.targets import get_target
 
     got = number(answer, "your ratio")
     c = png_ratio(target, res)

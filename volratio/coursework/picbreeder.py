@@ -1,5 +1,5 @@
 """Checks for the exercises of "Picbreeder networks and their SGD twins" (book/picbreeder.md):
-the size of a layerized genome and a dense SGD twin trained on its image (`volratio.picbreeder`,
+the size of a layerized genome and a dense SGD twin trained on its image (`volratio.data.picbreeder`,
 `volratio.train`)."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ __all__ = ["check_layerized_size", "check_twin"]
 @checker
 def check_layerized_size(name: str, depth, width, nonzero) -> Check:
     """Depth (hidden layers), width (units per hidden layer) and non-zero weights of the layerized
-    Picbreeder network `name` (`volratio.picbreeder.layerize`)."""
-    from .. import picbreeder
+    Picbreeder network `name` (`volratio.data.picbreeder.layerize`)."""
+    from ..data import picbreeder
 
     lay = picbreeder.layerize(name)
     net = lay.net
@@ -81,8 +81,8 @@ def check_twin(net, name: str, res: int = 16) -> Check:
     """A dense SGD twin of Picbreeder `name`: the layerized network's architecture and head, every
     weight unmasked, and an MSE at `res` (against `get_target('picbreeder:NAME').image(res)`) below
     that of the best constant image (the target's mean colour)."""
-    from .. import picbreeder
-    from ..targets import get_target
+    from ..data import picbreeder
+    from ..data.targets import get_target
 
     net = network(net)
     pb = picbreeder.layerized(name)

@@ -1,5 +1,5 @@
 """Checks for the exercises of "Unknown targets" (book/unknown_targets.md): composing a
-multi-object scene the way `volratio.targets.SceneTarget` does — parts side by side, each drawn at
+multi-object scene the way `volratio.data.targets.SceneTarget` does — parts side by side, each drawn at
 res // n, vertically centred on a black frame."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _compose(parts, res: int, top=None, offset: bool = True, fill: float = 0.0) 
 def check_scene_image(image, spec: str, res: int) -> Check:
     """The `(res, res, 3)` image of scene target `spec` (`scene:A+B…`), compared with
     `get_target(spec).image(res)`."""
-    from ..targets import SceneTarget, get_target
+    from ..data.targets import SceneTarget, get_target
 
     t = get_target(spec)
     if not isinstance(t, SceneTarget):

@@ -30,8 +30,8 @@ from ..nets import CoordMLP
 from ..prune import PruneError, collapsed, prune
 from ..prune.masks import unit_alive, weight_sparsity
 from ..prune.similarity_pruning import SPConfig
-from ..stats import mean_ci
 from ..train import TrainConfig, train
+from ..util.stats import mean_ci
 from ._base import ExperimentError, Presets, Result
 
 BASELINES = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units")
@@ -105,7 +105,7 @@ def run(config: Config | None = None, progress=None) -> Result:
     `progress`: optional callable taking a message string."""
     import pandas as pd
 
-    from ..targets import get_target
+    from ..data.targets import get_target
 
     cfg = config or Config()
     say = progress or (lambda msg: None)
@@ -213,7 +213,7 @@ def _arch(cfg: Config) -> str:
             f'arch = "picbreeder" needs exactly one target (a population shares one architecture), not '
             f"{len(cfg.targets)}: run one target per run (e.g. a sweep over targets)"
         )
-    from ..picbreeder import fer_arch
+    from ..data.picbreeder import fer_arch
 
     return fer_arch(cfg.targets[0])
 

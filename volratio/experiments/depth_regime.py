@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 
 from ..depth import DepthError, sweet_spot
-from ..stats import mean_ci
+from ..util.stats import mean_ci
 from ._base import Presets, Result, Timer, configure
 
 DELTAS_8 = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # the reference and full δ grid (FER's |Δw| ≤ 1, and 2)
@@ -84,7 +84,7 @@ class Settings:
 class Point(Settings):
     """One run of a depth sweep: `members` SP networks of one depth on one target."""
 
-    target: str = "planted:0"  # a volratio.targets spec
+    target: str = "planted:0"  # a volratio.data.targets spec
     depth: int = 3  # hidden layers
     seed: int = 0  # initialisations, SP's choices and the EMC2 subsample
     keep_net: bool = True  # return the population as an artifact
@@ -141,9 +141,9 @@ def is_legacy(config: dict) -> bool:
 def sp_network(cfg: Point):
     """Train a population of `members` dense networks (independent initialisations drawn from
     `seed`) and prune each with SP; returns `(net, target, image, dense_loss (K,), sp_result)`."""
+    from ..data.targets import get_target
     from ..nets import Arch, CoordMLP
     from ..prune import SPConfig, sp
-    from ..targets import get_target
     from ..train import TrainConfig, train
 
     target = get_target(cfg.target)
@@ -462,8 +462,8 @@ def run(cfg: Config | None = None, out=None, executor=None) -> Result:
     predictor of sweet-spot depth from the ratio (fitted where ≥ 3 targets have a sweet spot).
     `Result.table`: one row per target × depth; extras: `curves`, `report`, `ratios`, `predictor`."""
     from ..complexity import png_ratio
+    from ..data.targets import get_target
     from ..depth import fit_predictor
-    from ..targets import get_target
 
     cfg = cfg or Config.quick()
     with Timer() as t:

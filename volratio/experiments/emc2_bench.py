@@ -73,8 +73,8 @@ def train_ours(cfg: Config):
     """Our dense population (one member per target) and its SP-pruned copy."""
     import torch
 
+    from ..data.targets import get_target
     from ..prune import prune
-    from ..targets import get_target
     from ..train import TrainConfig, new_network, train
 
     images = torch.stack([get_target(f"picbreeder:{n}").image(cfg.res) for n in cfg.targets])  # (T, res, res, 3)
@@ -108,8 +108,9 @@ def ours_collapsed(dense, sp_net, images, targets) -> dict:
 def run(cfg: Config | None = None) -> Result:
     import pandas as pd
 
-    from .. import emc2, picbreeder
-    from ..specs import load_network
+    from .. import emc2
+    from ..data import picbreeder
+    from ..data.specs import load_network
 
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
@@ -217,8 +218,9 @@ def point(config: dict) -> dict:
     `n_params`, `n_nonzero`, `judge`, `threshold`. Artifact: `verdicts` `(n_params, n_δ)` uint8."""
     import numpy as np
 
-    from .. import emc2, picbreeder
-    from ..specs import load_network
+    from .. import emc2
+    from ..data import picbreeder
+    from ..data.specs import load_network
 
     cfg = parse_point(config)
     spec = f"picbreeder:{cfg.target}"

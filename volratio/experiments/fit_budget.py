@@ -45,8 +45,8 @@ def run(cfg: Config):
     """One row per (target, depth, member, checkpoint): `mse`. A pandas DataFrame (config in `.attrs`)."""
     import pandas as pd
 
+    from ..data.targets import get_target
     from ..nets import Arch, CoordMLP
-    from ..targets import get_target
     from ..train import TrainConfig, train
 
     rows = []

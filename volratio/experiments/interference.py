@@ -53,10 +53,10 @@ LEGACY = {
 def networks(cfg: Config) -> tuple[dict, dict]:
     """`(nets, notes)`: name -> CoordMLP, and what was trained (MSEs, SP summaries with each
     network's `dense_loss`, `final_loss` and `collapsed`)."""
+    from ..data.specs import load_network
+    from ..data.targets import get_target
     from ..nets import CoordMLP
     from ..prune import SPConfig, sp
-    from ..specs import load_network
-    from ..targets import get_target
     from ..train import TrainConfig, train
 
     nets, notes = {}, {"target": cfg.target}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
-from ..stats import mean_ci
+from ..util.stats import mean_ci
 from . import depth_regime
 from ._base import ExperimentError, Presets, Result, Timer, configure
 
@@ -130,8 +130,8 @@ def summarise(table, level: float = 0.95):
 def sweet_spot(cfg: Config, out=None):
     """`(depth, curve, report)`: the sweet spot of an Adam depth sweep of `cfg.target` over
     `cfg.base.depths` (a flat curve falls back to the target's true depth, else the middle depth)."""
+    from ..data.targets import get_target
     from ..sweep import results_dir
-    from ..targets import get_target
 
     curves, report = depth_regime.depth_sweep(cfg.target, cfg.base, out=out or results_dir("optimizers-depth"))
     curve = curves[cfg.target]

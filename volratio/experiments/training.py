@@ -27,7 +27,7 @@ ARTIFACTS = ("net", "image", "losses")
 @dataclass(frozen=True)
 class Config:
     seed: int = 0  # seeds the initialisation (training itself is full-batch and deterministic)
-    target: str = "planted:0"  # a `volratio.targets.get_target` spec
+    target: str = "planted:0"  # a `volratio.data.targets.get_target` spec
     res: int = 32  # training resolution
     arch: str | None = None  # an arch string "L;act:n,…"; None: `depth` × `width` of `activation`
     depth: int = 3  # hidden layers (without `arch`)
@@ -64,10 +64,10 @@ def parse_train(config: dict) -> Config:
 
 def train(config: dict) -> dict:
     """Train as `config` says; see the module docstring for what comes back."""
-    from ..device import resolve_device
+    from ..data.targets import get_target
     from ..nets import Arch, CoordMLP
-    from ..targets import get_target
     from ..train import train as train_net
+    from ..util.device import resolve_device
 
     cfg = parse_train(config)
     target = get_target(cfg.target)

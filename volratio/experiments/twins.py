@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from .. import picbreeder
+from ..data import picbreeder
 from ..nets import CoordMLP
 from ..train import TrainConfig, train
 from ._base import Presets, Result

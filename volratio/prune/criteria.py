@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..device import generator
 from ..nets import CoordMLP, coords
 from ..train import mse_per_network
+from ..util.device import generator
 from .masks import check_finite_features
 
 
@@ -51,7 +51,7 @@ class Calibration:
 def place(net: CoordMLP, train_config) -> CoordMLP:
     """Move `net` to the device its retraining will use (`TrainConfig.device`, "auto" = CUDA when
     present), so that calibration data and retraining live on one device."""
-    from ..device import resolve_device
+    from ..util.device import resolve_device
 
     return net.to(resolve_device(train_config.device))
 

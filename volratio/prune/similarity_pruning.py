@@ -46,9 +46,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from ..device import generator
 from ..nets import CoordMLP
 from ..train import TrainConfig, mse_per_network, train
+from ..util.device import generator
 from .criteria import Calibration, feature_maps, place
 from .masks import PruneError, masks_with_units, unit_alive
 

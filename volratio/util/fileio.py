@@ -16,7 +16,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import OutputError
+from ..errors import OutputError
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)

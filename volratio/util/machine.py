@@ -36,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from .errors import VolratioError
+from ..errors import VolratioError
 
 # the parts that decide float results, in the order they are hashed
 PARTS = ("device", "cpu_vendor", "cpu_model", "cpu_isa", "cpu_capability", "torch", "blas")
@@ -182,7 +182,7 @@ def _blas(config: str) -> str | None:
 
 
 def _device() -> str:
-    # what `device="auto"` picks (volratio.device.resolve_device), with the GPU's name on CUDA
+    # what `device="auto"` picks (volratio.util.device.resolve_device), with the GPU's name on CUDA
     if torch.cuda.is_available():
         return f"cuda ({torch.cuda.get_device_name(0)})"
     return "cpu"

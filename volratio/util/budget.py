@@ -11,7 +11,7 @@ The budget (`budget_bytes()`):
   line's `volratio --memory-budget SIZE …` sets for itself and for the worker processes it starts;
 - otherwise `DEFAULT_BUDGET`: 4 GiB, or half of the machine's physical memory when that is smaller.
 
-Used by `volratio.nets` (networks, rendering, features), `volratio.train`, `volratio.targets`
+Used by `volratio.nets` (networks, rendering, features), `volratio.train`, `volratio.data.targets`
 (planted DAGs, image files), `volratio.welch` (frames) and the command line. CONTRIBUTING.md states
 the rule for new code.
 """
@@ -22,7 +22,7 @@ import math
 import os
 import re
 
-from .errors import BudgetError, VolratioError
+from ..errors import BudgetError, VolratioError
 
 ENV = "VOLRATIO_MEMORY_BUDGET"
 DEFAULT_BUDGET = 4 << 30  # 4 GiB (or half the physical memory when that is less)

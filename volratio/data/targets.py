@@ -24,8 +24,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .errors import ImageError, VolratioError
+from ..errors import ImageError, VolratioError
+from ..nets import coords
+from ..util import budget
 from .graph import Graph, Node
+from .picbreeder import ALL_NAMES, EXTRA_NAMES, NAMES, available, extra_available, fer_network, genome, has_genome
 
 # scikit-image's bundled colour/grey photographs that make sensible targets
 SKIMAGE_NAMES = (
@@ -83,8 +86,6 @@ def _square_resize(arr: np.ndarray, res: int) -> torch.Tensor:
     """Centre-crop an (H, W) or (H, W, C) array to a square, resize to res×res, return RGB float."""
     from skimage.transform import resize
 
-    from . import budget
-
     budget.check(int(res) ** 2 * 3 * 8 * 3, f"an image target at {res}×{res}", "lower the resolution")
     h, w = arr.shape[:2]
     s = min(h, w)
@@ -122,8 +123,6 @@ class PicbreederTarget:
         return f"picbreeder:{self.name}"
 
     def image(self, res: int = 64) -> torch.Tensor:
-        from .picbreeder import fer_network, genome, has_genome
-
         if has_genome(self.name):
             return genome(self.name).render(res).float()
         return fer_network(self.name, "layered", dtype=torch.float64).render(res)[0].float()
@@ -202,8 +201,6 @@ def _check_image_file(p: Path, size: tuple[int, int], bands: int, res: int) -> N
     """Refuse, before decoding, an image that is too large for the memory budget (a decompression
     bomb declares a huge size in a small file), too small, or so elongated that the square centre
     crop would silently drop most of it."""
-    from . import budget
-
     w, h = size
     budget.check(budget.image_bytes(w, h, bands), f"{p}: decoding a {w}×{h} image", "downscale the image first")
     if min(w, h) < MIN_IMAGE_SIDE:
@@ -295,8 +292,6 @@ class PlantedTarget:
 
     def primitive_maps(self, res: int = 64) -> dict[str, torch.Tensor]:
         """Ground-truth feature map `(res, res)` of every primitive (hidden node, output included)."""
-        from .nets import coords
-
         _check_graph_budget(self, res)
         vals = self.graph.evaluate(coords(res, dtype=torch.float64))
         return {k: vals[k].reshape(res, res).float() for k, n in self.graph.nodes.items() if n.kind != "in"}
@@ -309,8 +304,6 @@ PLANTED_MAX = {"depth": 64, "width": 256, "arity": 16}  # bounds of planted:SEED
 
 
 def _check_graph_budget(t: PlantedTarget, res: int) -> None:
-    from . import budget
-
     nodes = t.depth * t.width if t.primitives is None else int(t.primitives)
     budget.check(
         budget.graph_render_bytes(int(res) ** 2, nodes + 4), f"drawing {t.spec} at {res}×{res}", "lower the resolution"
@@ -404,8 +397,6 @@ def get_target(spec: str):
         )
     kind, _, rest = spec.partition(":")
     if kind == "picbreeder":
-        from .picbreeder import ALL_NAMES
-
         if rest not in ALL_NAMES:
             raise TargetError(f"unknown Picbreeder target {rest!r}; known: {', '.join(ALL_NAMES)}")
         return PicbreederTarget(rest)
@@ -456,8 +447,6 @@ LAYERED_SOURCE = "layered network of jagilley/fer (no genome)"
 def list_targets() -> list[dict]:
     """Every named target with its kind, whether it is available here, and (Picbreeder targets)
     `source`: whether its genome draws it or, for the fork's thirteen, the fork's layered network."""
-    from .picbreeder import EXTRA_NAMES, NAMES, available, extra_available
-
     have, extra = available(), extra_available()
     rows = [
         {"spec": f"picbreeder:{n}", "kind": "picbreeder", "available": have, "source": GENOME_SOURCE} for n in NAMES

@@ -9,7 +9,7 @@ So the rule (DESIGN §4) is: count the cores this process may use
 (`os.sched_getaffinity`), subtract the ones other processes keep busy (the load), and give each
 of `workers` processes an equal share, at least one thread.
 
-    from volratio.threads import set_threads
+    from volratio.util.threads import set_threads
     set_threads()            # this process is the only worker (the CLI, a chapter)
     set_threads(workers=4)   # in each of 4 sweep workers
 
@@ -20,6 +20,8 @@ Used by the command line (`volratio.cli`), the sweeps (`volratio.sweep`) and the
 from __future__ import annotations
 
 import os
+
+from ..errors import VolratioError
 
 ENV = "VOLRATIO_THREADS"
 
@@ -62,8 +64,6 @@ def threads_per_worker(workers: int = 1) -> int:
         try:
             n = int(env)
         except ValueError:
-            from .errors import VolratioError
-
             raise VolratioError(f"{ENV}={env!r} is not a positive integer; unset it or give e.g. {ENV}=1") from None
         if n >= 1:
             return n

@@ -8,8 +8,8 @@ XML files and no SGD twins** for the thirteen: the fork's layered network *is* t
 
 `fetch()` downloads the 39 files of the thirteen (1.0 MB; SHA-256 and size of each pinned in
 `SOURCES` below) with `pooch`, which checks each file's pinned SHA-256 *before* anything reads it,
-converts them in memory exactly as `volratio.fer_data` converts the original three's layered
-networks (`fer_data.network_npz`: the restricted unpickler of `volratio.jaxpickle`, numpy array
+converts them in memory exactly as `volratio.data.fer_data` converts the original three's layered
+networks (`fer_data.network_npz`: the restricted unpickler of `volratio.data.jaxpickle`, numpy array
 reconstruction only), and only then writes, atomically, one folder per target:
 
     NAME/target.png        the 256×256 image (data/picbreeder_ID_NAME/img.png)
@@ -17,7 +17,7 @@ reconstruction only), and only then writes, atomically, one folder per target:
 
 A failed, truncated or tampered download, or a pickle naming any other callable, installs nothing
 and leaves an existing installation as it was. The folders go next to the original three (by
-default the user cache, `picbreeder.cache_dir()`); `picbreeder.extra_dir()` looks for them where
+default the user cache, `fer_data.cache_dir()`); `picbreeder.extra_dir()` looks for them where
 it looks for the original data. `ensure()` is the first-use path (one line on stderr, or the
 one-line fix under `VOLRATIO_OFFLINE=1`); `VOLRATIO_FER_FORK_URL` (or `volratio data fetch --extra
 --url`) replaces the fork's base URL — a mirror, or the byte-exact copy in
@@ -34,8 +34,9 @@ import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
-from .errors import DataNotFoundError
-from .fer_data import OFFLINE_ENV, download_verified, network_npz, offline
+from ..errors import DataNotFoundError
+from ..util.fileio import atomic_path
+from .fer_data import OFFLINE_ENV, cache_dir, download_verified, network_npz, offline
 
 REPO = "jagilley/fer"
 COMMIT = "0f2b0a2b4ecd08914394c2999a6bf5ac004b3f49"
@@ -202,8 +203,6 @@ def base_url(url: str | None = None) -> str:
 
 def raw_cache_dir() -> Path:
     """Where pooch keeps the verified original files (`<user cache>/volratio/fer-fork-<commit>`)."""
-    from .picbreeder import cache_dir
-
     return cache_dir().parent / f"fer-fork-{COMMIT[:12]}"
 
 
@@ -222,14 +221,11 @@ def convert(blobs: dict[str, bytes]) -> dict[str, dict[str, bytes]]:
 
 def fetch(dest: "str | Path | None" = None, url: str | None = None) -> Path:
     """Download the fork's files of the thirteen extra targets, verify, convert, and install under
-    `dest` (default: `picbreeder.cache_dir()`, beside the original three). Returns `dest`.
+    `dest` (default: `fer_data.cache_dir()`, beside the original three). Returns `dest`.
 
     Nothing is written under `dest` until every file has been downloaded, verified against its
     pinned SHA-256 and converted; each file is then written atomically. Raises `DataNotFoundError`
     (or `jaxpickle.UnsafePickleError`) naming the file and the fix."""
-    from .fileio import atomic_path
-    from .picbreeder import cache_dir
-
     url = base_url(url)
     dest = Path(dest).expanduser() if dest else cache_dir()
     registry = {rel: f"sha256:{digest}" for rel, (digest, _) in SOURCES.items()}
@@ -257,8 +253,6 @@ def missing(folder: Path) -> list[str]:
 def ensure(looked: str) -> Path:
     """First use: download the thirteen into the cache with a one-line notice, or — offline — raise
     the one-line fix. `looked` lists the folders already searched, for the error message."""
-    from .picbreeder import cache_dir
-
     if offline():
         raise DataNotFoundError(
             f"the thirteen extra Picbreeder targets were not found (looked in {looked}) and {OFFLINE_ENV}=1 "

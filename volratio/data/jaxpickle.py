@@ -11,7 +11,7 @@ it is called. The arrays must come out numeric (no object dtype), so no further 
 inside them.
 
 This is the library's only unpickling, and it is used only on files whose pinned SHA-256 has
-already matched (`volratio.fer_data`): the checksum fixes every byte, the allow-list is a second
+already matched (`volratio.data.fer_data`): the checksum fixes every byte, the allow-list is a second
 wall. Chapter: "Picbreeder networks and their SGD twins" (where the FER networks come from).
 """
 
@@ -22,7 +22,7 @@ import pickle
 
 import numpy as np
 
-from .errors import VolratioError
+from ..errors import VolratioError
 
 try:  # numpy >= 2
     from numpy._core.multiarray import _reconstruct as _np_reconstruct

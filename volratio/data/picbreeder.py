@@ -4,8 +4,8 @@ Sixteen Picbreeder images, in two datasets:
 
 - `NAMES` — skull, butterfly, apple: the three genomes and the FER paper's networks, from the
   public repository `akarshkumar0101/fer` (Kumar, Clune, Lehman, Stanley 2025) at a pinned commit
-  (`volratio.fer_data`). Their network is the layerized genome (`layerized`).
-- `EXTRA_NAMES` — the thirteen more of the public fork `jagilley/fer` (`volratio.fer_fork`):
+  (`volratio.data.fer_data`). Their network is the layerized genome (`layerized`).
+- `EXTRA_NAMES` — the thirteen more of the public fork `jagilley/fer` (`volratio.data.fer_fork`):
   images and layered networks, **no genome and no SGD twin**, so their network is the fork's
   layered network (`fer_network(name, "layered")`).
 
@@ -16,7 +16,7 @@ first use) fills by downloading the original files, checking their pinned SHA-25
 the FER networks.
 
 Genomes are parsed with `defusedxml`, the converted `.npz` networks read with `allow_pickle=False`
-(the only unpickling in the library is `volratio.jaxpickle`, on checksum-verified downloads).
+(the only unpickling in the library is `volratio.data.jaxpickle`, on checksum-verified downloads).
 
 Chapter: "Picbreeder networks and their SGD twins".
 """
@@ -25,31 +25,31 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from ..errors import DataNotFoundError
+from ..nets import CoordMLP
 from . import fer_fork
-from .errors import DataNotFoundError, GenomeError
-from .fer_data import COMMIT, NAMES, REPO  # the pinned source, defined with its download
+from .fer_data import (  # the pinned source, defined with its download
+    COMMIT,
+    INSTALLED_FILES,
+    NAMES,
+    REPO,
+    cache_dir,
+    complete,
+    ensure,
+    missing,
+)
 from .fer_fork import NAMES as EXTRA_NAMES  # the fork's thirteen (no genomes)
-from .graph import Graph, Layered, Node
-from .nets import CoordMLP
+from .genome import parse_genome
+from .graph import Graph, Layered
 
 ENV_VAR = "VOLRATIO_DATA"
 ALL_NAMES = NAMES + EXTRA_NAMES  # the sixteen Picbreeder targets: the genomes' three first
 
-# genome activation names -> volratio.nets.ACTIVATIONS keys
-_GENOME_ACTIVATIONS = {
-    "identity": "identity",
-    "sin": "sin",
-    "cos": "cos",
-    "tanh": "tanh",
-    "sigmoid": "sigmoid",
-    "gaussian": "gaussian",
-}
 _FIX_DATA = (
     "set VOLRATIO_DATA to a folder holding skull/, butterfly/ and apple/, or run "
     "`volratio data fetch` to download the files from github.com/akarshkumar0101/fer"
@@ -65,15 +65,7 @@ _FIX_EXTRA = (
 
 
 def _repo_root() -> Path:
-    return Path(__file__).resolve().parent.parent
-
-
-def cache_dir() -> Path:
-    """Where `volratio.fer_data.fetch()` installs the data: the user cache (on Linux
-    `$XDG_CACHE_HOME/volratio/picbreeder`, by default `~/.cache/volratio/picbreeder`)."""
-    import platformdirs  # what pooch.os_cache uses; importing pooch itself here would pull in tqdm.auto
-
-    return Path(platformdirs.user_cache_dir("volratio")) / "picbreeder"
+    return Path(__file__).resolve().parents[2]
 
 
 def candidate_dirs() -> list[tuple[str, Path]]:
@@ -89,11 +81,9 @@ def candidate_dirs() -> list[tuple[str, Path]]:
 def data_dir(required: bool = True) -> Path | None:
     """The first candidate folder that holds the complete data (genome, image and both FER networks
     of all three targets). When none does: with `required=False` return None; otherwise download
-    it into the cache on first use (`volratio.fer_data.ensure`: one line on stderr, or the one-line
+    it into the cache on first use (`volratio.data.fer_data.ensure`: one line on stderr, or the one-line
     fix under `VOLRATIO_OFFLINE=1`). An incomplete folder (e.g. a copy without the FER networks)
     is passed over, so fetching always ends the search."""
-    from .fer_data import complete, ensure
-
     for _, d in candidate_dirs():
         if complete(d):
             return d
@@ -110,7 +100,7 @@ def extra_dir(required: bool = True) -> Path | None:
     """The first candidate folder (the same as `data_dir`'s) that holds the complete data of the
     thirteen extra targets (`EXTRA_NAMES`: image and layered network each). When none does: with
     `required=False` return None; otherwise download it from the fork into the cache on first use
-    (`volratio.fer_fork.ensure`), or raise the one-line fix under `VOLRATIO_OFFLINE=1`."""
+    (`volratio.data.fer_fork.ensure`), or raise the one-line fix under `VOLRATIO_OFFLINE=1`."""
     for _, d in candidate_dirs():
         if fer_fork.complete(d):
             return d
@@ -161,68 +151,6 @@ def _file(name: str, fname: str) -> Path:
 # Genomes
 
 
-def parse_genome(source: "str | Path | bytes", name: str | None = None) -> Graph:
-    """Parse a Picbreeder `genome.xml` (a path, or the XML as bytes/str) into a validated `Graph`.
-
-    Raises `GenomeError` naming the problem: not XML, a node without marking or activation, an
-    unknown activation, a dangling link, a cycle, a missing output.
-    """
-    from defusedxml import ElementTree as ET
-
-    if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith("<")):
-        path = Path(source)
-        name = name or (path.parent.name if path.name == "genome.xml" else path.stem)
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise GenomeError(f"{path}: cannot read genome ({e.strerror})") from e
-    else:
-        data = source.encode() if isinstance(source, str) else bytes(source)
-    name = name or "genome"
-    try:
-        root = ET.fromstring(data)
-    except Exception as e:  # ParseError, or defusedxml's refusal of entities/DTDs
-        raise GenomeError(f"{name}: not a readable genome XML ({type(e).__name__}: {e})") from e
-
-    def key(el, what: str, ctx: str) -> str:
-        if el is None or el.get("branch") is None or el.get("id") is None:
-            raise GenomeError(f"{name}: {ctx} has no <{what} branch=… id=…>")
-        return f"{el.get('branch')}_{el.get('id')}"
-
-    nodes: dict[str, Node] = {}
-    for i, el in enumerate(root.iter("node")):
-        k = key(el.find("marking"), "marking", f"node {i}")
-        act_el = el.find("activation")
-        if act_el is None or not (act_el.text or "").strip():
-            raise GenomeError(f"{name}: node {k} has no <activation>")
-        m = re.fullmatch(r"\s*([a-zA-Z_]+)\s*(\(\s*x\s*\))?\s*", act_el.text)
-        act = _GENOME_ACTIVATIONS.get(m.group(1).lower()) if m else None
-        if act is None:
-            raise GenomeError(
-                f"{name}: node {k} has unknown activation {act_el.text.strip()!r}; "
-                f"known: {', '.join(f'{a}(x)' for a in _GENOME_ACTIVATIONS)}"
-            )
-        kind = el.get("type", "hidden")
-        if kind not in ("in", "hidden", "out"):
-            raise GenomeError(f"{name}: node {k} has type {kind!r}; expected in, hidden or out")
-        if k in nodes:
-            raise GenomeError(f"{name}: node {k} is defined twice")
-        nodes[k] = Node(k, kind, act, el.get("label"))
-    if not nodes:
-        raise GenomeError(f"{name}: the genome has no <node> elements")
-    links = []
-    for i, el in enumerate(root.iter("link")):
-        s = key(el.find("source"), "source", f"link {i}")
-        t = key(el.find("target"), "target", f"link {i}")
-        w_el = el.find("weight")
-        try:
-            w = float(w_el.text)
-        except (AttributeError, TypeError, ValueError):
-            raise GenomeError(f"{name}: link {i} ({s} → {t}) has no numeric <weight>") from None
-        links.append((s, t, w))
-    return Graph(nodes, links, name=name)
-
-
 @functools.cache
 def genome(name: str) -> Graph:
     """The parsed genome of a Picbreeder target (`skull`, `butterfly`, `apple`; the thirteen extra
@@ -231,7 +159,7 @@ def genome(name: str) -> Graph:
 
 
 def layerize(name: str, dtype=torch.float32) -> Layered:
-    """The genome of `name` layerized (see `volratio.graph.Graph.layerize`), with its placement."""
+    """The genome of `name` layerized (see `volratio.data.graph.Graph.layerize`), with its placement."""
     return genome(name).layerize(dtype=dtype)
 
 
@@ -339,8 +267,6 @@ def _where_lines(missing, n_files: int) -> list[str]:
 def where() -> str:
     """A human-readable answer to "where is the data, or how do I get it?", for both datasets:
     the original three (first line: where they are, or how to get them) and the fork's thirteen."""
-    from .fer_data import INSTALLED_FILES, missing
-
     found = data_dir(required=False)
     head = f"Picbreeder data: {found}" if found else f"Picbreeder data: not found. {_FIX_DATA}"
     lines = [head] + _where_lines(missing, len(NAMES) * len(INSTALLED_FILES))

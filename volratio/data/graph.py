@@ -7,7 +7,7 @@ layer of its longest path from the inputs, and a value needed more than one laye
 up by `cache` (identity) units. The result is a `CoordMLP` with the same image, the minimal depth,
 and only the graph's links (plus the cache copies of weight 1) non-zero.
 
-Picbreeder genomes (`volratio.picbreeder`) and planted compositional targets (`volratio.targets`)
+Picbreeder genomes (`volratio.data.picbreeder`) and planted compositional targets (`volratio.data.targets`)
 are both graphs of this kind. Chapters: "Picbreeder networks and their SGD twins", "Compositional sparsity".
 """
 
@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .errors import GenomeError
-from .nets import ACTIVATIONS, CoordMLP, coords
+from ..errors import GenomeError
+from ..nets import ACTIVATIONS, CoordMLP, coords, head_to_rgb
+from ..util import budget
 
 # Column of the coordinate vector (volratio.nets.coords) that feeds each genome input. The FER
 # README names that vector (y, x, d, bias) after its meshgrid variables; its first entry varies
@@ -174,9 +175,6 @@ class Graph:
 
     def render(self, res: int = 256, dtype=torch.float64) -> torch.Tensor:
         """RGB image `(res, res, 3)` in [0, 1], evaluated node by node (no layering)."""
-        from . import budget
-        from .nets import head_to_rgb
-
         budget.check(
             budget.graph_render_bytes(int(res) ** 2, len(self.nodes)),
             f"drawing {self.name or 'a graph'} ({len(self.nodes)} nodes) at {res}×{res}",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .errors import VolratioError
+from ..errors import VolratioError
 
 DEVICE_NAMES = ("auto", "cpu", "cuda", "cuda:N", "mps")
 

@@ -12,7 +12,7 @@ in its cache. The files are then converted into the library's own format, one fo
     NAME/fer_layered.npz   FER's layerized genome (data/picbreeder_NAME/{params,arch}.pkl)
     NAME/fer_sgd.npz       FER's dense SGD network and its losses (data/sgd_NAME/{params,arch,losses}.pkl)
 
-The `.pkl` files are JAX pickles of flat arrays; they are read by `volratio.jaxpickle`'s
+The `.pkl` files are JAX pickles of flat arrays; they are read by `volratio.data.jaxpickle`'s
 allow-list unpickler (numpy array reconstruction only). Everything is downloaded, verified and
 converted in memory before the first file is written, and every file is written atomically, so a
 failed, truncated or tampered download installs nothing and leaves an existing installation as it
@@ -38,9 +38,11 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from ..errors import DataNotFoundError
+from ..nets import Arch
+from ..util.fileio import atomic_path
 from . import jaxpickle
-from .errors import DataNotFoundError
-from .nets import Arch
+from .genome import parse_genome
 
 REPO = "akarshkumar0101/fer"
 COMMIT = "23a9c452a57810c86db07c3ed23c1d1352011299"
@@ -81,10 +83,16 @@ def base_url(url: str | None = None) -> str:
     return url if url.endswith("/") else url + "/"
 
 
+def cache_dir() -> Path:
+    """Where `volratio.data.fer_data.fetch()` installs the data: the user cache (on Linux
+    `$XDG_CACHE_HOME/volratio/picbreeder`, by default `~/.cache/volratio/picbreeder`)."""
+    import platformdirs  # what pooch.os_cache uses; importing pooch itself here would pull in tqdm.auto
+
+    return Path(platformdirs.user_cache_dir("volratio")) / "picbreeder"
+
+
 def raw_cache_dir() -> Path:
     """Where pooch keeps the verified original files (`<user cache>/volratio/fer-<commit>`)."""
-    from .picbreeder import cache_dir
-
     return cache_dir().parent / f"fer-{COMMIT[:12]}"
 
 
@@ -103,7 +111,7 @@ def download_verified(
     verified against its pinned SHA-256 by pooch before it is read (verified files are kept in
     `cache`). Raises `DataNotFoundError` naming the file and the fix (`url_env`, then `fix`) at the
     first download that fails or does not match. Shared by the FER data and the fork's
-    (`volratio.fer_fork`)."""
+    (`volratio.data.fer_fork`)."""
     import requests
 
     with warnings.catch_warnings():  # pooch imports tqdm.auto, which warns in a kernel without ipywidgets
@@ -186,8 +194,6 @@ def network_npz(params: bytes, arch: bytes, losses: bytes | None = None, what: s
 
 def genome_xml(zip_blob: bytes, name: str) -> bytes:
     """The genome XML inside `picbreeder_genomes/NAME.zip`, checked to parse as a genome."""
-    from .picbreeder import parse_genome
-
     with zipfile.ZipFile(io.BytesIO(zip_blob)) as zf:
         members = [i for i in zf.infolist() if not i.is_dir()]
         if len(members) != 1:  # upstream: one member, named "a"
@@ -219,14 +225,11 @@ def convert(blobs: dict[str, bytes]) -> dict[str, dict[str, bytes]]:
 
 def fetch(dest: "str | Path | None" = None, url: str | None = None) -> Path:
     """Download every FER file the library uses, verify, convert, and install under `dest`
-    (default: `picbreeder.cache_dir()`). Returns `dest`.
+    (default: `cache_dir()`). Returns `dest`.
 
     Nothing is written under `dest` until every file has been downloaded, verified against its
     pinned SHA-256 and converted; each file is then written atomically. Raises `DataNotFoundError`
     naming the file and the fix when a download fails or does not match."""
-    from .fileio import atomic_path
-    from .picbreeder import cache_dir
-
     url = base_url(url)
     dest = Path(dest).expanduser() if dest else cache_dir()
     files = convert(_download_all(url))
@@ -250,8 +253,6 @@ def missing(folder: Path) -> list[str]:
 def ensure(looked: str) -> Path:
     """First use: download the data into the cache with a one-line notice, or — offline — raise the
     one-line fix. `looked` lists the folders already searched, for the error message."""
-    from .picbreeder import cache_dir
-
     if offline():
         raise DataNotFoundError(
             f"Picbreeder data not found (looked in {looked}) and {OFFLINE_ENV}=1 forbids downloading "
