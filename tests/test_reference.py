@@ -258,16 +258,16 @@ def test_verify_with_nothing_comparable_is_an_error(store, capsys, monkeypatch):
 
 def test_machine_independent_run_functions_are_the_boolean_sampler():
     """Of the stored chunks, the Boolean ρ runs are comparable on any kind; basin cells, trained
-    networks and EMC2 are comparable only on the kind that stored them (the store's: AMD)."""
+    networks and EMC2 are comparable only on the kind that stored them (for these chunks: AMD)."""
     here = M.identity()
     intel = {**here, "cpu_vendor": "GenuineIntel", "cpu_model": "Intel(R) Xeon(R) Processor", "torch": "2.13.0+cpu"}
-    first = {n: R.records(n)[0] for n in ("rho", "rho_deep", "rho_basin", "optimizers", "emc2")}
+    first = {n: R.records(n)[0] for n in ("rho", "rho_deep", "rho_basin", "optimizers", "connectivity")}
     assert {n: R.comparable(r, here=intel) for n, r in first.items()} == {
         "rho": "machine-independent",
         "rho_deep": "machine-independent",
         "rho_basin": None,
         "optimizers": None,
-        "emc2": None,
+        "connectivity": None,
     }
     amd = {**intel, "cpu_vendor": "AuthenticAMD", "cpu_model": "AMD EPYC"}
     assert R.comparable(first["optimizers"], here=amd) == R.comparable(first["rho_basin"], here=amd) == "same CPU kind"

@@ -43,8 +43,9 @@ class Config(Presets):
     train_path: str = "fast"  # TrainConfig.path of dense training and SP retraining (runs stored before it: eager)
     scale: str = "quick"  # the preset this config came from
 
-    # reference (issue 16): 64×64, 5,000 weights per network (≥ 5,000 asked), 8 δ, 2,000 dense
-    # steps. Stored run: chunks emc2 (5.8 CPU-minutes) and emc2_dense (8.3) of examples/sweeps/reference.toml
+    # reference: 64×64, 5,000 weights per network (≥ 5,000 asked), 8 δ, 2,000 dense steps. The stored
+    # runs (chunks emc2, emc2_dense of examples/sweeps/reference.toml) override SP's rounds and knobs;
+    # their manifests hold the CPU time
     REFERENCE = staticmethod(
         lambda: {"res": 64, "max_params": 5000, "dense_steps": 2000, "sp": SPConfig(rounds=5, retrain_steps=300)}
     )
