@@ -140,8 +140,10 @@ def test_stored_whole_experiment_configs_mean_no_guard():
     assert get_run("connectivity").parse({**config, "sp.loss_factor": 2.0}).sp.loss_factor == 2.0
     icfg = get_run("interference").parse(_stored("interference")[0][1])
     assert icfg.sp_loss_factor is None and interference.Config.quick().sp_loss_factor == 2.0
-    dcfg = emc2_bench.parse_dense_point(_stored("emc2_dense")[0][1])
-    assert dcfg.sp.loss_factor is None and dcfg.legacy_rows
+    dcfg = emc2_bench.parse_dense_point({"scale": "reference", "seed": 0})  # a config stored before the guard
+    assert dcfg.sp.loss_factor is None and dcfg.legacy_rows and dcfg.sp.compensate == "none"
+    rerun = emc2_bench.parse_dense_point(_stored("emc2_dense")[0][1])  # the chunk as re-run with the guard
+    assert rerun.sp.loss_factor == 2.0 and not rerun.legacy_rows and rerun.sp.compensate == "span"
     assert emc2_bench.Config.reference().sp.loss_factor == 2.0
 
 
