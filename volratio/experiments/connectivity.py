@@ -299,7 +299,7 @@ def tau_sensitivity(result: Result, taus=(0.8, 0.95)):
     return pd.DataFrame(rows).set_index("τ").sort_index()
 
 
-# SP as it was before it kept the fit (no guard, retraining at the training rate, units only masked,
+# SP without its fit-keeping changes (no guard, retraining at the training rate, units only masked,
 # every redundant pair at once), and each of the four changes added in turn (`sp_ablation`)
 SP_STEPS = {
     "masked only, no guard": {"loss_factor": None, "retrain_lr_factor": 1.0, "compensate": "none", "per_round": None},
