@@ -269,3 +269,17 @@ def test_curve_among_fitting_networks_leaves_out_those_that_did_not_fit():
         c.fitting(1e-4)
     with pytest.raises(DepthError, match="positive"):
         among_fitting({"t": c}, factor=0)
+
+
+def test_curves_from_runs_stored_before_the_anchored_judge_have_no_drawn_share():
+    import pandas as pd
+
+    from volratio.experiments.depth_regime import curves_from_table, spot_table
+
+    rows = [{"status": "done", "key": f"k{d}", "seed": 0, "target": "t", "depth": d, "score": [0.1 * d, 0.6],
+             "loss": [0.01, 0.02], "dense_loss": [0.01, 0.02], "nonzero": [30, 30]} for d in (2, 3)]  # fmt: skip
+    old = curves_from_table(pd.DataFrame(rows))["t"]
+    assert np.isnan(old.kept).all() and np.isnan(old.summary()[0]["drawn"])
+    new = curves_from_table(pd.DataFrame([{**r, "base_kept": [True, False]} for r in rows]))["t"]
+    assert new.kept.tolist() == [[1.0, 0.0], [1.0, 0.0]] and new.summary()[1]["drawn"] == 0.5
+    assert spot_table({"t": new}).loc["t", "drawn at spot"] == 0.5

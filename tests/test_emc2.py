@@ -382,3 +382,21 @@ def test_inplace_activations_match_the_network_bit_for_bit():
     z = torch.linspace(-6, 6, 1001, dtype=torch.float32)
     for name, f in emc2._INPLACE.items():
         assert torch.equal(f(z.clone()), ACTIVATIONS[name](z)), name
+
+
+def test_judged_examples_are_the_scored_perturbations(picbreeder_dir):
+    from volratio.data import picbreeder
+
+    net = picbreeder.layerized("skull")
+    ex = emc2.judged_examples(net, "picbreeder:skull", n=3, deltas=(1.0, -1.0), res=24, seed=2)
+    assert ex.images.shape == (2, 3, 24, 24, 3) and ex.kept.shape == (2, 3) and ex.judge == "anchored"
+    assert list(ex.deltas) == [-1.0, 1.0] and ex.base_kept  # sorted δ; the layerized skull draws a skull
+    cfg = emc2.EMC2Config(deltas=(-1.0, 1.0), res=24, device="cpu")
+    t = emc2.score_network(net, "picbreeder:skull", cfg, params=ex.params).table
+    for i, d in enumerate(ex.deltas):
+        for j, (k, r, c) in enumerate(ex.params.tolist()):
+            row = t[(t.delta == d) & (t.layer == k) & (t.row == r) & (t.col == c)]
+            assert bool(row.verdict.iloc[0]) == bool(ex.kept[i, j])
+            img = emc2.naive_render(net, (k, r, c), d, 24).float().numpy().clip(0, 1)
+            assert np.allclose(ex.images[i, j], img, atol=1e-5)
+    assert np.allclose(ex.base, net.render(24)[0].detach().float().numpy().clip(0, 1), atol=1e-5)

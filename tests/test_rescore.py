@@ -4,6 +4,7 @@ into the chunk's own store, re-checked by `results verify`."""
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 from volratio import __version__
@@ -169,6 +170,14 @@ def test_fit_table_and_stored_images_show_what_was_scored(root):
     imgs = D.stored_images(["tiny"], root, res=8)[t]
     assert imgs["depths"] == [2] and len(imgs["images"][0]) == 2 and imgs["images"][0][0].shape == (8, 8, 3)
     assert imgs["score"][0] == rec["metrics"]["score"]
+    # whether the judge said each network draws its label travels into the curve and the tables:
+    # not recorded by these runs (stored before the label-anchored judge), recorded by a rescore
+    assert np.isnan(table.loc[(t, 2), "drawn"])
+    RS.rescore_chunk("tiny", "anchored", root, progress=False)
+    (re,) = RS.records("tiny", "anchored", root)
+    curve = D.stored_curves(["tiny"], root, judge="anchored")[t]
+    assert curve.kept[0].tolist() == [float(k) for k in re["metrics"]["base_kept"]]
+    assert D.fit_table({t: curve}).loc[(t, 2), "drawn"] == pytest.approx(np.mean(re["metrics"]["base_kept"]))
 
 
 def test_chunks_judged_differently_are_not_mixed(root, tmp_path):

@@ -784,6 +784,54 @@ def weight_sweep(
     return WeightSweep(np.concatenate(rows).clip(0, 1), offsets, labels, params)
 
 
+@dataclass
+class JudgedExamples:
+    """What a judge saw: a network's unperturbed image and a grid of its perturbed images, each
+    with the judge's verdict (the identity preserved, as EMC2 counts it)."""
+
+    base: np.ndarray  # (res, res, 3) the unperturbed render
+    base_kept: bool  # the judge says the unperturbed image shows the label
+    images: np.ndarray  # (n_δ, n_params, res, res, 3): row i is δ = deltas[i], column j parameter j
+    kept: np.ndarray  # (n_δ, n_params) bool: the identity is preserved (shown before and after)
+    deltas: np.ndarray  # (n_δ,)
+    params: np.ndarray  # (n_params, 3) kernel, row, column
+    judge: str
+
+
+def judged_examples(
+    net: CoordMLP,
+    target_spec: str,
+    judge: str = DEFAULT_JUDGE,
+    n: int = 6,
+    deltas=(-1.0, 1.0),
+    res: int = 64,
+    seed: int = 0,
+    device: str = "cpu",
+) -> JudgedExamples:
+    """`n` perturbations per δ of `deltas` (a seeded uniform draw of non-zero parameters), their
+    images and the verdicts EMC2 gives them under `judge` — the same scoring path as
+    `score_network`, restricted to these parameters — so a figure can show what a score counts."""
+    params = subsample(nonzero_params(net), int(n), seed)
+    cfg = EMC2Config(deltas=tuple(float(d) for d in deltas), res=int(res), seed=seed, device=device)
+    r = score_network(net, target_spec, cfg, judge=judge, params=params)
+    P = np.repeat(params, len(r.deltas), axis=0)  # the order of score's table: δ varies fastest
+    D = np.tile(r.deltas, len(params))
+    base, batches = perturbed_images(net, int(res), P, D, device=device, dtype=_dtype(cfg.dtype))
+    imgs = np.zeros((len(P), int(res), int(res), 3), np.float32)
+    for idx, batch in batches:
+        imgs[idx] = batch.float().cpu().numpy().clip(0, 1)
+    shape = (len(params), len(r.deltas))
+    return JudgedExamples(
+        base=base.float().cpu().numpy().clip(0, 1),
+        base_kept=bool(r.base_kept),
+        images=imgs.reshape(*shape, int(res), int(res), 3).swapaxes(0, 1),
+        kept=r.table["verdict"].to_numpy(bool).reshape(shape).T,
+        deltas=r.deltas,
+        params=params,
+        judge=r.judge,
+    )
+
+
 def sweep_figure(sweep: WeightSweep, title: str | None = None, scale: float = 1.1):
     """The sweep as a grid of images (`volratio.plots.weight_sweep`)."""
     from .plots import weight_sweep as draw

@@ -100,12 +100,12 @@ class Config(Presets, Settings):
     processes: int = 1  # local worker processes (1: in-process); results do not depend on it
     scale: str = "quick"  # the preset this config came from
 
-    # reference (issue 16): 64×64, depths 1..8, 5 seeds, 2,000 steps, 5 SP rounds of 200 steps, 8 δ
-    # on 200 weights. Stored run (chunks depth_picbreeder, depth_planted of examples/sweeps/reference.toml,
-    # width 12, depths 2..16 / L* ± 3): 42 + 42 CPU-minutes for 3 Picbreeder + 12 planted targets
+    # reference: what chunk depth_picbreeder of examples/sweeps/reference.toml runs — 64×64, depths 2..16,
+    # 5 networks, 2,000 steps, 10 SP rounds of 200 steps (the other SP settings are the defaults above),
+    # 8 δ on 200 weights (the planted chunk sweeps L* ± 3 instead; tests/test_reference.py compares them)
     # fmt: off
-    REFERENCE = {"depths": tuple(range(1, 9)), "seeds": 5, "members": 5, "width": 12, "res": 64, "steps": 2000,
-                 "lr": 3e-3, "sp_rounds": 5, "retrain_steps": 200, "max_params": 200, "deltas": DELTAS_8}
+    REFERENCE = {"depths": tuple(range(2, 17)), "seeds": 5, "members": 5, "width": 12, "res": 64, "steps": 2000,
+                 "lr": 3e-3, "sp_rounds": 10, "retrain_steps": 200, "max_params": 200, "deltas": DELTAS_8}
     # closer to the paper: depths 1..12, 10 seeds, long training, every weight scored
     FULL = {"depths": tuple(range(1, 13)), "seeds": 10, "width": 16, "res": 64, "steps": 5000, "lr": 3e-3,
             "sp_rounds": 10, "retrain_steps": 500, "deltas": DELTAS_8, "max_params": None, "members": 1}
@@ -278,6 +278,12 @@ class DepthCurve:
     dense_loss: np.ndarray  # (n_depths, n_seeds) MSE before SP
     nonzero: np.ndarray  # (n_depths, n_seeds) non-zero weights after SP
     spot: object  # volratio.depth.SweetSpot
+    kept: np.ndarray | None = None  # (n_depths, n_seeds) 1 where the judge said the network draws its label,
+    # 0 where not, NaN where the run did not record it (runs stored before the label-anchored judge)
+
+    def __post_init__(self):
+        if self.kept is None:
+            self.kept = np.full(np.shape(self.score), np.nan)
 
     def summary(self, level: float = 0.95) -> list[dict]:
         """One row per depth: mean score and loss with t-intervals over seeds (the score's interval
@@ -298,6 +304,7 @@ class DepthCurve:
                     "loss_lo": ml,
                     "loss_hi": mh,
                     "nonzero": float(np.mean(self.nonzero[i])),
+                    "drawn": _finite_mean(self.kept[i]),  # share of networks whose own image shows the label
                 }
             )
         return rows
@@ -319,7 +326,7 @@ class DepthCurve:
 
         score = cut(self.score)
         return DepthCurve(self.target, self.depths, score, cut(self.loss), cut(self.dense_loss), cut(self.nonzero),
-                          sweet_spot(self.depths, score, tol=tol))  # fmt: skip
+                          sweet_spot(self.depths, score, tol=tol), cut(self.kept))  # fmt: skip
 
 
 def among_fitting(curves: dict, factor: float = 2.0, tol: float = 1e-9) -> tuple[dict, dict]:
@@ -342,6 +349,10 @@ def networks_table(table):
     for _, r in table[table["status"] == "done"].iterrows():
         vals = {c: r[c] for c in ("score", "loss", "dense_loss", "nonzero")}
         n = len(vals["score"]) if isinstance(vals["score"], (list, tuple, np.ndarray)) else None
+        kept = r.get("base_kept")  # absent (or NaN) in runs stored before the label-anchored judge
+        if not isinstance(kept, (list, tuple, np.ndarray)) and (kept is None or _isnan(kept)):
+            kept = [np.nan] * n if n else np.nan
+        vals["kept"] = np.asarray(kept, dtype=np.float64).tolist() if n else float(kept)
         for k in range(n or 1):
             rows.append(
                 {
@@ -377,7 +388,7 @@ def curves_from_table(table, tol: float = 1e-9) -> dict[str, DepthCurve]:
             col: g.pivot_table(index="depth", columns="net", values=col, aggfunc="first")
             .reindex(index=depths, columns=nets)
             .to_numpy(dtype=np.float64)
-            for col in ("score", "loss", "dense_loss", "nonzero")
+            for col in ("score", "loss", "dense_loss", "nonzero", "kept")
         }  # each (n_depths, n_networks)
         out[tgt] = DepthCurve(
             tgt,
@@ -387,6 +398,7 @@ def curves_from_table(table, tol: float = 1e-9) -> dict[str, DepthCurve]:
             grids["dense_loss"],
             grids["nonzero"],
             sweet_spot(depths, grids["score"], tol=tol),
+            grids["kept"],
         )
     return out
 
@@ -434,6 +446,7 @@ def spot_table(curves: dict, true_depths: dict | None = None):
                 "score drop, one layer less": drop(i - 1) if i is not None else np.nan,
                 "score drop, one layer more": drop(i + 1) if i is not None else np.nan,
                 "MSE at spot": _finite_mean(c.loss[i]) if i is not None else np.nan,
+                "drawn at spot": _finite_mean(c.kept[i]) if i is not None else np.nan,
                 "MSE elsewhere (median)": (
                     float(np.nanmedian([_finite_mean(c.loss[j]) for j in range(len(m)) if j != i]))
                     if i is not None and len(m) > 1
@@ -442,6 +455,13 @@ def spot_table(curves: dict, true_depths: dict | None = None):
             }
         )
     return pd.DataFrame(rows).set_index("target")
+
+
+def _isnan(x) -> bool:
+    try:
+        return bool(np.isnan(x))
+    except TypeError:
+        return False
 
 
 def _finite_mean(a) -> float:
@@ -525,6 +545,7 @@ def stored_curves(
             "target": r["config"]["target"],
             "depth": r["config"]["depth"],
             **{c: r["metrics"][c] for c in ("score", "loss", "dense_loss", "nonzero")},
+            "base_kept": r["metrics"].get("base_kept"),
         }
         for r in stored
     ]
@@ -535,7 +556,7 @@ def fit_table(curves: dict):
     """Per target and depth: the median dense MSE over the networks (before SP), its ratio to the
     best depth's median (1 = the best depth; the training budget is chosen so that this stays within
     a stated factor), the median MSE after SP and its ratio to the dense one, and the share of
-    networks SP left within its guard."""
+    networks whose unperturbed image the judge says shows the label (`drawn`; NaN where not recorded)."""
     import pandas as pd
 
     rows = []
@@ -545,7 +566,8 @@ def fit_table(curves: dict):
             rows.append({"target": t, "depth": int(d), "dense MSE (median)": float(dense[i]),
                          "× best depth": float(dense[i] / np.nanmin(dense)),
                          "MSE after SP (median)": float(np.nanmedian(c.loss[i])),
-                         "after SP ÷ dense (median)": float(np.nanmedian(c.loss[i] / c.dense_loss[i]))})  # fmt: skip
+                         "after SP ÷ dense (median)": float(np.nanmedian(c.loss[i] / c.dense_loss[i])),
+                         "drawn": _finite_mean(c.kept[i])})  # fmt: skip
     return pd.DataFrame(rows).set_index(["target", "depth"])
 
 
