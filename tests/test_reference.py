@@ -7,6 +7,7 @@ import pytest
 
 from volratio import reference as R
 from volratio.cli import main
+from volratio.errors import VolratioError
 from volratio.store import Store
 from volratio.util import machine as M
 
@@ -504,3 +505,27 @@ def test_stored_tables_read_non_finite_metrics_back_as_floats():
     )
     assert df["x"].dtype == float and math.isnan(df["x"][1]) and df["x"][2] == -math.inf and df["x"][0] == 1.0
     assert list(df["msg"][:3]) == ["ok", "nan", "x"] and list(df["n"]) == [1, 2, 3, 4]
+
+
+def test_fit_budget_chunk_stores_what_the_experiment_measures(tmp_path):
+    from volratio.experiments import fit_budget as FB
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        '[chunks.budget]\nrun = "fit_budget"\nseeds = [0]\n\n[chunks.budget.config]\nwidth = 4\nres = 8\n'
+        'members = 2\ncheckpoints = [4, 8]\ndevice = "cpu"\n\n[chunks.budget.grid]\n'
+        'target = ["planted:1:depth=2,width=3"]\ndepth = [1, 2]\n'
+    )
+    root = tmp_path / "reference"
+    report = R.run_chunk(R.load_plan(plan), "budget", root, progress=False)
+    assert not report.failed and len(report.ran) == 2
+    stored = FB.stored_table("budget", root).sort_values(["depth", "steps", "member"]).reset_index(drop=True)
+    live = FB.run(FB.Config(targets=("planted:1:depth=2,width=3",), depths=(1, 2), width=4, res=8, members=2,
+                            checkpoints=(4, 8)))  # fmt: skip
+    live = live.sort_values(["depth", "steps", "member"]).reset_index(drop=True)
+    assert stored[["target", "depth", "member", "steps"]].equals(live[["target", "depth", "member", "steps"]])
+    assert stored.mse.tolist() == live.mse.tolist()  # bit for bit
+    t = FB.budget_table(stored)
+    assert (t.groupby("steps").ratio_to_best.min() == 1.0).all()
+    with pytest.raises(VolratioError, match="give depth"):
+        FB.parse_point({"target": "planted:1"})

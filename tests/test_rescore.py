@@ -170,6 +170,12 @@ def test_fit_table_and_stored_images_show_what_was_scored(root):
     imgs = D.stored_images(["tiny"], root, res=8)[t]
     assert imgs["depths"] == [2] and len(imgs["images"][0]) == 2 and imgs["images"][0][0].shape == (8, 8, 3)
     assert imgs["score"][0] == rec["metrics"]["score"]
+    one = D.stored_network(t, 2, member=1, names=["tiny"], root=root)
+    assert one.population == 1 and np.allclose(one.render(8)[0].detach().numpy(), imgs["images"][0][1])
+    with pytest.raises(D.DepthError, match="member 2 out of range"):
+        D.stored_network(t, 2, member=2, names=["tiny"], root=root)
+    with pytest.raises(D.DepthError, match="no stored run"):
+        D.stored_network(t, 3, names=["tiny"], root=root)
     # whether the judge said each network draws its label travels into the curve and the tables:
     # not recorded by these runs (stored before the label-anchored judge), recorded by a rescore
     assert np.isnan(table.loc[(t, 2), "drawn"])

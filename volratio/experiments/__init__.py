@@ -68,6 +68,7 @@ _BUILTIN_RUNS = {
     "emc2_point": ("emc2_bench", "point", "volratio.experiments:emc2_point"),
     "emc2_dense": ("emc2_bench", "dense_point", "volratio.experiments:emc2_dense"),
     "rescore": ("volratio.rescore", "point", "volratio.experiments:rescore"),  # stored networks, another judge
+    "fit_budget": ("fit_budget", "point", "volratio.experiments:fit_budget"),  # dense MSE against training steps
 }
 # old spec names (import paths) → registry names; a spec may still say run = "volratio.runs:train"
 ALIASES = {key: name for name, (_, _, key) in _BUILTIN_RUNS.items()}

@@ -600,6 +600,27 @@ def stored_images(names=REFERENCE_CHUNKS, root=None, judge: str | None = None, t
     return out
 
 
+def stored_network(target: str, depth: int, member: int = 0, names=REFERENCE_CHUNKS, root=None):
+    """The stored network `member` (0-based, of the run's population) of `target` at `depth` from the
+    chunks `names` (a `CoordMLP` of population 1), e.g. to show what its perturbations look like
+    (`volratio.emc2.judged_examples`)."""
+    from .. import reference
+    from ..nets import CoordMLP
+
+    runs = [r for r in reference.stored_records(names, root, error=DepthError)
+            if r["config"]["target"] == target and int(r["config"]["depth"]) == int(depth)]  # fmt: skip
+    if not runs:
+        raise DepthError(f"no stored run of {target} at depth {depth} in {names}")
+    if "net" not in runs[0].get("artifacts", {}):
+        raise DepthError(f"run {runs[0]['key']} ({target}, depth {depth}) stored no network (keep_net)")
+    net = CoordMLP.load(runs[0]["artifacts"]["net"])
+    if not 0 <= int(member) < net.population:
+        raise DepthError(
+            f"member {member} out of range: the run stored {net.population} networks (0..{net.population - 1})"
+        )
+    return net.select(int(member))
+
+
 def stored_judged(names, root=None, judge: str | None = None) -> list[dict]:
     """The stored runs of the chunks `names` (`volratio.reference.stored_records`), each run's
     `score`, `scores` and `base_kept` those under `judge` (default: the runs' own judge)."""

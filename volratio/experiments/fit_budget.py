@@ -6,7 +6,9 @@ population of dense networks (the depth sweep's architecture: `width` units, one
 `max(checkpoints)` full-batch steps and records the MSE of each member at every checkpoint;
 `budget_table` gives, per target, checkpoint and depth, the median MSE and its ratio to the best
 depth's median at that checkpoint — the number a training budget is chosen by ("every depth within
-a factor F of the best").
+a factor F of the best"). The run function `fit_budget` (`point`) is one target at one depth, for
+sweeps: chunk `depth_budget` of `examples/sweeps/reference.toml` stores it at the reference scale;
+`stored_table` reads it back.
 
 Chapter: "Depth: a narrow, target-dependent regime" (book/depth.md).
 """
@@ -41,36 +43,80 @@ class Config:
             raise VolratioError(f"depths must be positive, got {self.depths}")
 
 
-def run(cfg: Config):
-    """One row per (target, depth, member, checkpoint): `mse`. A pandas DataFrame (config in `.attrs`)."""
-    import pandas as pd
-
+def _mse_at_checkpoints(spec: str, depth: int, cfg: Config) -> dict[int, list[float]]:
+    """`{steps: [MSE of each member]}` of one population of `cfg.members` dense networks."""
     from ..data.targets import get_target
     from ..nets import Arch, CoordMLP
     from ..train import TrainConfig, train
 
-    rows = []
+    target = get_target(spec)
+    net = CoordMLP(
+        Arch.uniform(int(depth), cfg.width, cfg.activation),
+        head=getattr(target, "head", "hsv"),
+        population=cfg.members,
+        seed=cfg.seed,
+    )
     every = int(np.gcd.reduce(np.asarray(cfg.checkpoints)))
-    for spec in cfg.targets:
-        target = get_target(spec)
-        img = target.image(cfg.res)
-        for depth in cfg.depths:
-            net = CoordMLP(
-                Arch.uniform(depth, cfg.width, cfg.activation),
-                head=getattr(target, "head", "hsv"),
-                population=cfg.members,
-                seed=cfg.seed,
-            )
-            tc = TrainConfig(steps=max(cfg.checkpoints), lr=cfg.lr, log_every=every, device=cfg.device,
-                             path=cfg.train_path)  # fmt: skip
-            tr = train(net, img, tc)
-            for step in cfg.checkpoints:
-                i = int(np.flatnonzero(tr.steps == step)[0]) if (tr.steps == step).any() else -1
-                for k, mse in enumerate(tr.losses[i]):
-                    rows.append({"target": spec, "depth": depth, "member": k, "steps": step, "mse": float(mse)})
+    tc = TrainConfig(steps=max(cfg.checkpoints), lr=cfg.lr, log_every=every, device=cfg.device, path=cfg.train_path)
+    tr = train(net, target.image(cfg.res), tc)
+    out = {}
+    for step in cfg.checkpoints:
+        i = int(np.flatnonzero(tr.steps == step)[0]) if (tr.steps == step).any() else -1
+        out[int(step)] = [float(x) for x in tr.losses[i]]
+    return out
+
+
+def _rows(spec: str, depth: int, by_step: dict) -> list[dict]:
+    return [{"target": spec, "depth": int(depth), "member": k, "steps": int(step), "mse": float(mse)}
+            for step, losses in by_step.items() for k, mse in enumerate(losses)]  # fmt: skip
+
+
+def run(cfg: Config):
+    """One row per (target, depth, member, checkpoint): `mse`. A pandas DataFrame (config in `.attrs`)."""
+    import pandas as pd
+
+    rows = [r for spec in cfg.targets for d in cfg.depths for r in _rows(spec, d, _mse_at_checkpoints(spec, d, cfg))]
     df = pd.DataFrame(rows)
     df.attrs["config"] = asdict(cfg)
     return df
+
+
+# ---------------------------------------------------------------------------------------------
+# One run (sweep run function `fit_budget`): one target at one depth
+
+
+def parse_point(config: dict) -> tuple[str, int, Config]:
+    """`(target, depth, Config)` of one run; the config's other entries are `Config`'s fields."""
+    from ._base import ExperimentError, configure
+
+    config = dict(config)
+    missing = [k for k in ("target", "depth") if k not in config]
+    if missing:
+        raise ExperimentError(f"fit_budget: give {' and '.join(missing)} (one target at one depth per run)")
+    spec, depth = str(config.pop("target")), config.pop("depth")
+    if int(depth) != depth or int(depth) < 1:
+        raise ExperimentError(f"fit_budget: depth must be a positive integer, got {depth!r}")
+    return spec, int(depth), configure(Config(targets=(spec,), depths=(int(depth),)), config, "fit_budget")
+
+
+def point(config: dict) -> dict:
+    """Metrics: `mse` — `{str(steps): [MSE of each member]}` — and `steps` (the checkpoints)."""
+    spec, depth, cfg = parse_point(config)
+    by_step = _mse_at_checkpoints(spec, depth, cfg)
+    return {"mse": {str(k): v for k, v in by_step.items()}, "steps": sorted(by_step)}
+
+
+def stored_table(name: str = "depth_budget", root=None):
+    """The rows of `run` from the stored runs of chunk `name` (under `root`, default
+    `results/reference`)."""
+    import pandas as pd
+
+    from .. import reference
+
+    recs = reference.stored_records([name], root, error=VolratioError)
+    rows = [r for rec in recs for r in _rows(rec["config"]["target"], rec["config"]["depth"],
+                                            {int(k): v for k, v in rec["metrics"]["mse"].items()})]  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 def budget_table(df):
