@@ -400,3 +400,18 @@ def test_judged_examples_are_the_scored_perturbations(picbreeder_dir):
             img = emc2.naive_render(net, (k, r, c), d, 24).float().numpy().clip(0, 1)
             assert np.allclose(ex.images[i, j], img, atol=1e-5)
     assert np.allclose(ex.base, net.render(24)[0].detach().float().numpy().clip(0, 1), atol=1e-5)
+
+
+def test_several_judges_at_once_equal_each_judge_alone(picbreeder_dir):
+    from volratio.data import picbreeder
+
+    net = picbreeder.layerized("apple")
+    cfg = emc2.EMC2Config(deltas=(-1.0, 0.5), res=16, max_params=12, device="cpu")
+    many = emc2.score_network_judges(net, "picbreeder:apple", ["anchored", "anchored-ssim", "stability"], cfg)
+    assert list(many) == ["anchored", "anchored-ssim", "stability"]
+    for j, r in many.items():
+        alone = emc2.score_network(net, "picbreeder:apple", cfg, judge=j)
+        assert r.judge == alone.judge and r.base_kept == alone.base_kept and r.auc == alone.auc
+        assert r.table.equals(alone.table)
+    with pytest.raises(VolratioError, match="at least one judge"):
+        emc2.score_judges(net, [], "apple", cfg)

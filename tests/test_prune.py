@@ -515,3 +515,23 @@ def test_connectivity_records_a_baseline_that_cannot_reach_the_sparsity(picbreed
     assert np.isnan(t.loc["magnitude", "emc2_auc"]) and 0 <= t.loc["sp", "emc2_auc"] <= 1
     s = study.summary(r.table).set_index("method")
     assert s.loc["magnitude", "n"] == 0 and s.loc["magnitude", "failed"] == 1 and s.loc["sp", "failed"] == 0
+    assert t.loc["magnitude", "base_kept:anchored"] is None and isinstance(t.loc["sp", "base_kept:anchored"], bool)
+
+
+def test_connectivity_scores_every_network_under_more_judges_too(picbreeder_dir):
+    """`judges`: the same perturbed images judged again; the main judge's columns do not change."""
+    from volratio.experiments import connectivity as study
+
+    cfg = study.Config(
+        targets=("apple",), seeds=2, arch="3;gaussian:6", res=8, dense_steps=5, retrain_steps=2, imp_steps=2,
+        imp_rewind=1, sp=P.SPConfig(tau=0.5, rounds=1, retrain_steps=2), emc2_res=16, emc2_params=4,
+        deltas=(-1.0, 1.0), methods=("magnitude",), device="cpu",
+    )  # fmt: skip
+    one = study.run(cfg).table
+    more = study.run(dataclasses.replace(cfg, judges=("stability", "anchored-ssim"))).table
+    assert more["emc2_auc"].tolist() == one["emc2_auc"].tolist()
+    assert {"emc2_auc:stability", "emc2_auc:anchored-ssim", "base_kept:stability"} <= set(more.columns)
+    assert more["base_kept:stability"].all()  # a stability judge always accepts the network's own render
+    net = study.run(cfg)["nets"]["sp"]
+    alone = study.score_network(net, 1, "apple", dataclasses.replace(cfg, judge="stability"))
+    assert more.set_index(["method", "member"]).loc[("sp", 1), "emc2_auc:stability"] == alone.auc

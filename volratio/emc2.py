@@ -590,9 +590,26 @@ def score(
     subsampled to `config.max_params`. The judge sees batches of perturbed images with `label`.
     `progress=True` shows a progress bar over the perturbed images (on a terminal only).
     """
+    return score_judges(net, [judge], label, config, params, layered, progress)[0]
+
+
+def score_judges(
+    net: CoordMLP,
+    judges,
+    label: str,
+    config: EMC2Config | None = None,
+    params=None,
+    layered=None,
+    progress: bool = False,
+) -> list[EMC2Result]:
+    """`score` under each of `judges` at once: the perturbed images are rendered once and every judge
+    sees the same batches, so each result equals `score` under that judge alone."""
     import pandas as pd
 
     cfg = config or EMC2Config()
+    judges = list(judges)
+    if not judges:
+        raise VolratioError("score_judges needs at least one judge")
     deltas = np.sort(np.asarray(cfg.deltas, dtype=np.float64))
     if deltas.size == 0 or not np.isfinite(deltas).all():
         raise VolratioError(f"deltas must be finite numbers, at least one, got {list(cfg.deltas)}")
@@ -610,13 +627,14 @@ def score(
     base, images = perturbed_images(
         net, cfg.res, P_all, D_all, cfg.member, cfg.device, _dtype(cfg.dtype), cfg.memory_bytes
     )
-    shown = np.zeros(len(P_all), bool)  # the judge: the perturbed image shows the label
-    jscore = np.zeros(len(P_all))
+    J = len(judges)
+    shown = np.zeros((J, len(P_all)), bool)  # the judge: the perturbed image shows the label
+    jscore = np.zeros((J, len(P_all)))
     dist = np.zeros(len(P_all))
     # the unperturbed image is judged too: a weight preserves the identity only when the network
     # draws the label in the first place (self-anchored judges always accept their own render)
-    base_v = judge(base[None], label)
-    base_kept = bool(base_v.verdicts[0])
+    base_v = [judge(base[None], label) for judge in judges]
+    base_kept = [bool(v.verdicts[0]) for v in base_v]
     bar = None
     if progress:
         from tqdm import tqdm  # plain text bar: tqdm.auto warns in kernels without ipywidgets
@@ -625,47 +643,54 @@ def score(
     for idx, imgs in images:
         if bar is not None:
             bar.update(len(idx))
-        v = judge(imgs, label)
-        shown[idx] = v.verdicts
-        jscore[idx] = v.scores
+        for j, judge in enumerate(judges):
+            v = judge(imgs, label)
+            shown[j, idx] = v.verdicts
+            jscore[j, idx] = v.scores
         dist[idx] = ((imgs - base) ** 2).mean(dim=(1, 2, 3)).sqrt().cpu().numpy()
     if bar is not None:
         bar.close()
-    verdict = shown & base_kept  # the identity is preserved: shown before and after the perturbation
     W = [w.detach()[cfg.member].cpu().double().numpy() for w in net.effective_weights()]
     weight = np.zeros(len(P_all))
     for k in np.unique(P_all[:, 0]):
         sel = P_all[:, 0] == k
         weight[sel] = W[k][P_all[sel, 1], P_all[sel, 2]]
-    table = pd.DataFrame(
-        {
-            "layer": P_all[:, 0],
-            "row": P_all[:, 1],
-            "col": P_all[:, 2],
-            "weight": weight,
-            "delta": D_all,
-            "shown": shown,
-            "verdict": verdict,
-            "score": jscore,
-            "distance": dist,
-        }
-    )
-    scores = table.groupby("delta")["verdict"].mean().reindex(deltas).to_numpy()
-    return EMC2Result(
-        deltas=deltas,
-        scores=scores,
-        auc=normalised_auc(deltas, scores),
-        n_params=len(params),
-        n_nonzero=n_nonzero,
-        judge=judge.name,
-        judge_settings={**judge.settings(), **{k: v for k, v in base_v.settings.items() if k == "label_fitted"}},
-        table=table,
-        config={**asdict(cfg), "deltas": [float(x) for x in deltas]},
-        base_kept=base_kept,
-        base_score=float(base_v.scores[0]),
-        anchor=anchor_of(judge),
-        measure="stability" if anchor_of(judge) == "own image" else "compositional",
-    )
+    out = []
+    for j, judge in enumerate(judges):
+        verdict = shown[j] & base_kept[j]  # the identity is preserved: shown before and after the perturbation
+        table = pd.DataFrame(
+            {
+                "layer": P_all[:, 0],
+                "row": P_all[:, 1],
+                "col": P_all[:, 2],
+                "weight": weight,
+                "delta": D_all,
+                "shown": shown[j],
+                "verdict": verdict,
+                "score": jscore[j],
+                "distance": dist,
+            }
+        )
+        scores = table.groupby("delta")["verdict"].mean().reindex(deltas).to_numpy()
+        settings = {k: v for k, v in base_v[j].settings.items() if k == "label_fitted"}
+        out.append(
+            EMC2Result(
+                deltas=deltas,
+                scores=scores,
+                auc=normalised_auc(deltas, scores),
+                n_params=len(params),
+                n_nonzero=n_nonzero,
+                judge=judge.name,
+                judge_settings={**judge.settings(), **settings},
+                table=table,
+                config={**asdict(cfg), "deltas": [float(x) for x in deltas]},
+                base_kept=base_kept[j],
+                base_score=float(base_v[j].scores[0]),
+                anchor=anchor_of(judge),
+                measure="stability" if anchor_of(judge) == "own image" else "compositional",
+            )
+        )
+    return out
 
 
 def target_label(target_spec: str) -> str:
@@ -704,6 +729,24 @@ def score_network(
     seed = cfg.seed if calibration_seed is None else calibration_seed
     j = make_judge(judge, base.cpu(), target_spec, judge_model, seed, cfg.device, anchor=anchor)
     return score(net, j, label or target_label(target_spec), cfg, params=params, layered=layered, progress=progress)
+
+
+def score_network_judges(
+    net: CoordMLP,
+    target_spec: str,
+    judges,
+    config: EMC2Config | None = None,
+    label: str | None = None,
+    calibration_seed: int | None = None,
+) -> dict:
+    """`score_network` under each judge of `judges` (names), the perturbed images rendered once
+    (`score_judges`): `{judge: EMC2Result}`, each equal to `score_network` under that judge."""
+    cfg = config or EMC2Config()
+    names = list(dict.fromkeys(judges))
+    base, _ = perturbed_images(net, cfg.res, [], [], cfg.member, cfg.device, _dtype(cfg.dtype), cfg.memory_bytes)
+    seed = cfg.seed if calibration_seed is None else calibration_seed
+    made = [make_judge(j, base.cpu(), target_spec, None, seed, cfg.device) for j in names]
+    return dict(zip(names, score_judges(net, made, label or target_label(target_spec), cfg)))
 
 
 # ---------------------------------------------------------------------------------------------

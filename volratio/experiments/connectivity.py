@@ -59,6 +59,7 @@ class Config(Presets):
     methods: tuple = BASELINES  # baselines to run (SP always runs: it sets the sparsity)
     emc2: bool = True  # score every network with EMC2
     judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): "anchored" (label-anchored, the default) or a stability judge
+    judges: tuple = ()  # more judges to score the same perturbed images under (columns emc2_auc:<judge>, base_kept:<judge>)
     emc2_res: int = 24  # EMC2 image size
     emc2_params: int | None = 40  # parameters scored per network (seeded subsample; None = all)
     deltas: tuple = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # EMC2 perturbation sizes
@@ -180,19 +181,26 @@ def run(config: Config | None = None, progress=None) -> Result:
             )
     table = pd.DataFrame(rows)
     if cfg.emc2:
-        auc, curves = [], []
+        auc, curves, extra = [], [], []
         for row in rows:
             if row["method"] in failed:
                 auc.append(float("nan"))
                 curves.append([])
+                extra.append({})
                 continue
-            r = score_network(nets[row["method"]], row["member"], row["target"], cfg)
+            by = score_judged(nets[row["method"]], row["member"], row["target"], cfg)
+            r = by[cfg.judge]
             auc.append(r.auc)
             curves.append([float(x) for x in r.scores])
+            extra.append({f"base_kept:{j}": bool(rj.base_kept) for j, rj in by.items()}
+                         | {f"emc2_auc:{j}": rj.auc for j, rj in by.items() if j != cfg.judge})  # fmt: skip
             judge = r.judge
         table["emc2_auc"] = auc
         table["emc2_scores"] = curves
         table["judge"] = judge
+        if not cfg.legacy_rows:  # whether each judge said the network draws its label; the other judges' AUC
+            for name in dict.fromkeys(k for e in extra for k in e):
+                table[name] = [e.get(name) for e in extra]
         say("EMC2 scored")
     return Result(
         "connectivity",
@@ -225,6 +233,15 @@ def _losses(net: CoordMLP, images: torch.Tensor) -> np.ndarray:
 
     calib = Calibration.from_image(images, net)
     return mse_per_network(net, calib.grid, calib.target).cpu().numpy()
+
+
+def score_judged(net: CoordMLP, member: int, target: str, cfg: Config) -> dict:
+    """EMC2 of one member under `cfg.judge` and each of `cfg.judges` (the images rendered once):
+    `{judge: EMC2Result}`."""
+    from .. import emc2
+
+    ec = emc2.EMC2Config.like(cfg, res=cfg.emc2_res, max_params=cfg.emc2_params, member=member, dtype="float32")
+    return emc2.score_network_judges(net, f"picbreeder:{target}", [cfg.judge, *cfg.judges], ec, label=target)
 
 
 def score_network(net: CoordMLP, member: int, target: str, cfg: Config):
