@@ -549,7 +549,8 @@ def non_finite_as_floats(df):
 
 
 def cost(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
-    """What chunk `name` cost: runs, CPU and wall seconds (sums over its runs), CPU model."""
+    """What chunk `name` cost: runs, CPU and wall seconds (sums over its runs), the CPU seconds of
+    its rescore runs (scoring its stored networks under other judges), CPU model."""
     man = manifest(name, root)
     used = [man["sessions"][i - 1] for i in sorted({r["session"] for r in man["runs"].values()})] or man["sessions"][
         -1:
@@ -560,6 +561,7 @@ def cost(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
         "of": man["runs_total"],
         "cpu_s": man["cpu_s_total"],
         "wall_s": man["wall_s_total"],
+        "rescore_cpu_s": float(man.get("rescore_cpu_s_total", 0.0)),
         "cpu_model": ", ".join(dict.fromkeys(s["cpu_model"] for s in used)),
         "commit": ", ".join(dict.fromkeys(str(s["commit"])[:10] for s in used)),
     }

@@ -159,12 +159,24 @@ def restrict(curve: depth_regime.DepthCurve, depths) -> depth_regime.DepthCurve:
     ds = [curve.depths[i] for i in keep]
     score = curve.score[keep]
     return depth_regime.DepthCurve(
-        curve.target, ds, score, curve.loss[keep], curve.dense_loss[keep], curve.nonzero[keep], sweet_spot(ds, score)
+        curve.target,
+        ds,
+        score,
+        curve.loss[keep],
+        curve.dense_loss[keep],
+        curve.nonzero[keep],
+        sweet_spot(ds, score),
+        curve.kept[keep],
     )
 
 
 def stored_scenes(
-    root=None, n_boot: int = 1000, level: float = 0.90, fitting: float | None = None, names=REFERENCE_CHUNKS
+    root=None,
+    n_boot: int = 1000,
+    level: float = 0.90,
+    fitting: float | None = None,
+    names=REFERENCE_CHUNKS,
+    judge: str | None = None,
 ) -> tuple[dict, list]:
     """`(curves, rows)` from the stored reference chunks: every scene of `depth_scenes` and its parts
     on the scene's depths (`restrict`), and per scene × effect the row of `scene_vs_parts` (its
@@ -172,8 +184,9 @@ def stored_scenes(
     `fitting`: compare only the networks that fit, MSE ≤ `fitting` × each target's median MSE on
     the scene's depths (`depth_regime.among_fitting`; None: every network, the protocol). `names`:
     the chunks read (`REFERENCE_CHUNKS`; `("depth_scenes_pooled",)` for the one-threshold check —
-    never mix chunks whose runs were judged differently)."""
-    curves = depth_regime.stored_curves(names, root)
+    never mix chunks whose runs were judged differently). `judge`: every network scored under this
+    judge (`depth_regime.stored_curves`; its rescore runs where the runs' own judge differs)."""
+    curves = depth_regime.stored_curves(names, root, judge=judge)
     rows, out = [], {}
     for scene in [t for t in curves if t.startswith("scene:")]:
         parts = scene_parts(scene)
