@@ -205,3 +205,24 @@ def test_judges_covering_names_the_judges_every_run_has_scores_under(root):
     assert RS.judges_covering(["tiny"], root) == ["stability"]  # the runs' own judge
     RS.rescore_chunk("tiny", "anchored", root, progress=False)
     assert RS.judges_covering(["tiny"], root) == ["anchored", "stability"]
+
+
+def test_optimizer_runs_read_under_another_judge(tmp_path):
+    from volratio.experiments import optimizers as O
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        PLAN.format(keep="true")
+        .replace("[chunks.tiny", "[chunks.opt")
+        .replace('run = "depth_point"', 'run = "optimizer_point"')
+        .replace("members = 2", "members = 1\nhessian_iters = 2")
+    )
+    root = tmp_path / "reference"
+    assert not R.run_chunk(R.load_plan(plan), "opt", root, progress=False).failed
+    own = O.stored_runs(["opt"], root)
+    assert own.score.tolist() == [R.records("opt", root)[0]["metrics"]["score"]] and own.drawn.isna().all()
+    RS.rescore_chunk("opt", "anchored", root, progress=False)
+    (re,) = RS.records("opt", "anchored", root)
+    anch = O.stored_runs(["opt"], root, judge="anchored")
+    assert anch.score.tolist() == re["metrics"]["score"] and anch.drawn.tolist() == re["metrics"]["base_kept"]
+    assert anch.loss.tolist() == own.loss.tolist()  # the same network, judged again

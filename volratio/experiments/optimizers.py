@@ -174,16 +174,21 @@ def run(cfg: Config | None = None, out=None, executor=None, progress: bool | Non
 REFERENCE_CHUNKS = ("optimizers",)  # chunks of examples/sweeps/reference.toml
 
 
-def stored_runs(names=REFERENCE_CHUNKS, root=None):
+def stored_runs(names=REFERENCE_CHUNKS, root=None, judge: str | None = None):
     """The stored `optimizer_point` runs of `names` (under `root`, default `results/reference`): one
     row per run with `target`, `depth`, `optimizer`, `lr` (the learning rate that optimizer tunes:
     Muon's `muon_lr`, else `lr`), `adamw_lr` (Muon's AdamW part; NaN otherwise), `setting` (the
-    learning rates in words), `seed`, `loss`, `score`, `sharpness`, `cpu_s`."""
+    learning rates in words), `seed`, `loss`, `score`, `drawn` (the judge said the network draws its
+    label; None where the run did not record it), `sharpness`, `cpu_s`. `judge`: scores under this
+    judge (the chunk's rescore runs where the runs' own judge differs; `depth_regime.stored_judged`)."""
     import pandas as pd
 
     from .. import reference
 
-    stored = reference.stored_records(names, root, error=ExperimentError)
+    if judge is None:
+        stored = reference.stored_records(names, root, error=ExperimentError)
+    else:
+        stored = depth_regime.stored_judged(names, root, judge)
     rows = []
     for r in stored:
         cfg = parse_point(r["config"])
@@ -193,8 +198,21 @@ def stored_runs(names=REFERENCE_CHUNKS, root=None):
                      "lr": cfg.muon_lr if muon else cfg.lr, "adamw_lr": cfg.adamw_lr if muon else float("nan"),
                      "setting": f"lr {cfg.muon_lr:g}, AdamW {cfg.adamw_lr:g}" if muon else f"lr {cfg.lr:g}",
                      "seed": cfg.seed,
-                     "loss": m["loss"], "score": m["score"], "sharpness": m["sharpness"], "cpu_s": r["cpu_s"]})  # fmt: skip
+                     "loss": m["loss"], "score": _first(m["score"]), "drawn": _one(m.get("base_kept")),
+                     "sharpness": m["sharpness"], "cpu_s": r["cpu_s"]})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def _first(score) -> float:
+    """A run's `score`: a float (an `optimizer_point` run), or a one-entry list (its rescore)."""
+    return float(score[0]) if isinstance(score, (list, tuple)) else float(score)
+
+
+def _one(kept):
+    """A run's `base_kept`: one bool (an `optimizer_point` run), or a one-entry list (its rescore)."""
+    if isinstance(kept, (list, tuple)):
+        return bool(kept[0]) if len(kept) == 1 else None
+    return None if kept is None else bool(kept)
 
 
 def at_best_lr(runs, level: float = 0.95) -> dict:
