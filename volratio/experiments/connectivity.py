@@ -383,6 +383,27 @@ def stored_table(names=REFERENCE_CHUNKS, root=None):
     return table
 
 
+def judges_of(table) -> list[str]:
+    """The judges a connectivity table has EMC2 scores under: its own (`judge`), then every judge of
+    an `emc2_auc:<judge>` column (`Config.judges`)."""
+    own = [str(j) for j in dict.fromkeys(table["judge"].dropna())] if "judge" in table else []
+    return own + [c.split(":", 1)[1] for c in table.columns if c.startswith("emc2_auc:")]
+
+
+def judged(table, judge: str):
+    """`table` with `emc2_auc` (and `judge`) those under `judge`: the table's own scores, or its
+    `emc2_auc:<judge>` column (the same networks and perturbed images, judged again)."""
+    have = judges_of(table)
+    if judge not in have:
+        raise ExperimentError(
+            f"the connectivity runs have no EMC2 scores under judge {judge!r} (they have: {', '.join(have) or 'none'}); "
+            f"run them with judges = [{judge!r}]"
+        )
+    if "judge" in table and set(table["judge"].dropna()) == {judge}:
+        return table
+    return table.assign(emc2_auc=table[f"emc2_auc:{judge}"].astype(float), judge=judge)
+
+
 def _config_of(config: dict) -> Config:
     """The `Config` of a stored run (a sweep config: `scale` plus overrides)."""
     from . import make_config
