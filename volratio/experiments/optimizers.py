@@ -179,7 +179,8 @@ def stored_runs(names=REFERENCE_CHUNKS, root=None, judge: str | None = None):
     row per run with `target`, `depth`, `optimizer`, `lr` (the learning rate that optimizer tunes:
     Muon's `muon_lr`, else `lr`), `adamw_lr` (Muon's AdamW part; NaN otherwise), `setting` (the
     learning rates in words), `seed`, `loss`, `score`, `drawn` (the judge said the network draws its
-    label; None where the run did not record it), `sharpness`, `cpu_s`. `judge`: scores under this
+    label; None where the run did not record it), `sharpness`, `cpu_s`, `net` (the stored network's
+    file, `CoordMLP.load`; None where the run kept none). `judge`: scores under this
     judge (the chunk's rescore runs where the runs' own judge differs; `depth_regime.stored_judged`)."""
     import pandas as pd
 
@@ -199,7 +200,7 @@ def stored_runs(names=REFERENCE_CHUNKS, root=None, judge: str | None = None):
                      "setting": f"lr {cfg.muon_lr:g}, AdamW {cfg.adamw_lr:g}" if muon else f"lr {cfg.lr:g}",
                      "seed": cfg.seed,
                      "loss": m["loss"], "score": _first(m["score"]), "drawn": _one(m.get("base_kept")),
-                     "sharpness": m["sharpness"], "cpu_s": r["cpu_s"]})  # fmt: skip
+                     "sharpness": m["sharpness"], "cpu_s": r["cpu_s"], "net": r.get("artifacts", {}).get("net")})  # fmt: skip
     return pd.DataFrame(rows)
 
 
