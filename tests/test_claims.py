@@ -23,7 +23,7 @@ def test_estimate_from_samples_interval_contains_mean():
 
 def test_record_checks_and_returns_the_verdict():
     v = claims.record("muon-above-adam", "partly", "loss 0.01 vs 0.02", {"adam": 0.02})
-    assert v.verdict == "partly" and v.scale == "quick" and "<b>partly</b>" in v.html()
+    assert v.verdict == "partly" and v.scale == "quick" and "<b>partly</b>" in v.html() and "<details>" in v.html()
     with pytest.raises(VolratioError, match="unknown claim"):
         claims.record("nope", "reproduced", "")
     with pytest.raises(VolratioError, match="verdict must be"):
@@ -223,3 +223,9 @@ def test_judge_comparison_names_missing_judges_and_needs_two_label_anchored():
     one = {"anchored": C.Verdict("depth-optimum", "partly", "", {}, "reference", "anchored")}
     line = C.judge_comparison(one, missing=["anchored-ssim"])
     assert "label-anchored SSIM judge: not scored yet" in line and "not measured" in line
+
+
+def test_every_verdict_has_a_badge_colour():
+    assert set(claims.BADGE_COLOURS) == set(claims.VERDICTS)
+    html = claims.record("welch-r-le-d", "not reproduced", "a < b").html()
+    assert claims.BADGE_COLOURS["not reproduced"] in html and "a &lt; b" in html

@@ -104,15 +104,27 @@ class Verdict:
     judge: str | None = None  # the EMC2 judge the measurement used (None: the claim involves no judge)
 
     def html(self) -> str:
-        """The verdict as the claims page shows it: verdict, scale, judge, then what was measured."""
+        """The verdict as the claims page shows it: a coloured badge, the scale and judge, and what was
+        measured folded under it (a `<details>` a reader opens)."""
         if self.judge is None and self.key in NO_JUDGE:
             judge = "no judge"
         else:
             judge = JUDGE_TEXT.get(self.judge, self.judge or "judge not recorded")
+        colour = BADGE_COLOURS[self.verdict]
         return (
-            f"<b>{html.escape(self.verdict)}</b> ({html.escape(self.scale)} scale; {html.escape(judge)}) — "
-            f"{html.escape(self.measured)}"
+            f'<span class="verdict-badge" style="background:{colour};color:#fff;padding:1px 7px;border-radius:4px;'
+            f'white-space:nowrap"><b>{html.escape(self.verdict)}</b></span> '
+            f"<small>{html.escape(self.scale)} scale; {html.escape(judge)}</small>"
+            f"<details><summary>what was measured</summary>{html.escape(self.measured)}</details>"
         )
+
+
+BADGE_COLOURS = {  # verdict -> badge colour (colour-blind-safe: blue, orange, red-purple, grey)
+    "reproduced": "#0072b2",
+    "partly": "#d55e00",
+    "not reproduced": "#cc79a7",
+    "not measured": "#777777",
+}
 
 
 # claims that can be measured without an EMC2 judge (the predictor: on true depths; on measured sweet
