@@ -1,6 +1,6 @@
 """The reference-scale results: a plan of chunks, each a sweep into its own store, with a manifest.
 
-The reference scale (issue 16) decides the paper's claims at a size a 2-core machine can afford
+The reference scale decides the paper's claims at a size a 2-core machine can afford
 (all claims ≤ 8 CPU-hours). Its runs are described by a *plan* (`examples/sweeps/reference.toml`,
 `full.toml`): a TOML file whose `[chunks.NAME]` tables are sweep specs (`volratio.sweep.Sweep`:
 `run` names a registered run function, plus `config`, `grid`, `seeds`, `threads`). Each chunk is

@@ -1,4 +1,4 @@
-"""Rescoring stored networks under another judge: the second stage of "train, then score" (issue 25).
+"""Rescoring stored networks under another judge: the second stage of "train, then score".
 
 A run that trains networks can store them beside its metrics: `depth_point` and `optimizer_point`
 with `keep_net = true` return the final (SP-pruned, optimised) population as the artifact `net`, a

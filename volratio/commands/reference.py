@@ -19,7 +19,7 @@ def register(sub) -> None:
     p = sub.add_parser(
         "reference",
         help="run a chunk of the reference-scale plan into results/reference/CHUNK",
-        description="The reference-scale runs (issue 16): chunks of a plan file, each a sweep into "
+        description="The reference-scale runs: chunks of a plan file, each a sweep into "
         "its own store with a manifest (versions, commit, CPU model, wall and CPU time per run).",
     )
     s = p.add_subparsers(dest="sub", required=True, metavar="{run,list,rescore}")

@@ -20,7 +20,7 @@ A spec can only name what is registered here, or what a user registers in code w
 Store keys hash a run function's `key` — for the run functions that existed before this package,
 their old import path (`"volratio.runs:train"`, …), so stores written then still resume.
 
-The reference scale (issue 16) is budgeted at ≤ 8 CPU-hours for all claims on a 2-core machine.
+The reference scale is budgeted at ≤ 8 CPU-hours for all claims on a 2-core machine.
 The runs are the chunks of `examples/sweeps/reference.toml`, stored under `results/reference/`;
 their measured cost (one thread, CPU time, `results/reference/*/manifest.json`) is what the
 chapters state. The presets here hold the settings; the plan says which targets, seeds and grids.

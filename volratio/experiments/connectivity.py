@@ -69,7 +69,7 @@ class Config(Presets):
     train_path: str = "fast"  # TrainConfig.path of every training and retraining (runs stored before it: eager)
     scale: str = "quick"  # the preset this config came from
 
-    # reference (issue 16): 64×64, 5 seeds, 2,000 dense steps, equal fine-tuning budgets — SP 5 rounds ×
+    # reference: 64×64, 5 seeds, 2,000 dense steps, equal fine-tuning budgets — SP 5 rounds ×
     # 100 steps, every baseline 500 steps after pruning (IMP: 300 steps per level from its rewind point,
     # as the Lottery Ticket procedure prescribes) — 8 δ on 300 weights per network. The stored
     # reference (examples/sweeps/reference.toml, chunk connectivity) runs one target per run with
@@ -357,7 +357,7 @@ def sp_ablation(result: Result, steps: dict = SP_STEPS):
 
 
 # ---------------------------------------------------------------------------------------------
-# The reference scale (stored results, issue 16)
+# The reference scale (stored results)
 
 REFERENCE_CHUNKS = ("connectivity",)  # chunks of examples/sweeps/reference.toml
 

@@ -522,7 +522,7 @@ def load_nets(report) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# The reference scale (stored results, issue 16)
+# The reference scale (stored results)
 
 REFERENCE_CHUNKS = ("depth_picbreeder", "depth_planted")  # chunks of examples/sweeps/reference.toml
 

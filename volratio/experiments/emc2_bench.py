@@ -171,7 +171,7 @@ def mse(net, images):
 
 
 # ---------------------------------------------------------------------------------------------
-# One network as a sweep run (the reference store, issue 16)
+# One network as a sweep run (the reference store)
 
 NETWORKS = {"picbreeder": "Picbreeder", "fer-sgd": "FER SGD"}  # `network` of a point → the table's kind
 

@@ -84,7 +84,7 @@ class Config(Presets):
     )  # width, res, steps, SP, EMC2
     scale: str = "quick"  # the preset this config came from
 
-    # reference (issue 16): 5 seeds on the depth-regime reference settings. The stored run (chunk optimizers of
+    # reference: 5 seeds on the depth-regime reference settings. The stored run (chunk optimizers of
     # examples/sweeps/reference.toml) adds a learning-rate grid per optimizer: ~22 CPU-s per run at depth 14
     REFERENCE = staticmethod(
         lambda: {
@@ -169,7 +169,7 @@ def run(cfg: Config | None = None, out=None, executor=None, progress: bool | Non
 
 
 # ---------------------------------------------------------------------------------------------
-# The reference scale (stored results, issue 16)
+# The reference scale (stored results)
 
 REFERENCE_CHUNKS = ("optimizers",)  # chunks of examples/sweeps/reference.toml
 

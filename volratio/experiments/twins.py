@@ -35,7 +35,7 @@ class Config(Presets):
     seed: int = 0  # LeCun-normal init seed
     scale: str = "quick"  # the preset this config came from
 
-    # reference (issue 16): 64×64, 5,000 steps — budget ~0.3 CPU-hours (an estimate: not run here)
+    # reference: 64×64, 5,000 steps — budget ~0.3 CPU-hours (an estimate: not run here)
     REFERENCE = {"res": 64, "steps": 5000}
     # FER's recipe: 256×256, 100,000 steps
     FULL = {"res": 256, "steps": 100_000}

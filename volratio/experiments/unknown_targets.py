@@ -140,7 +140,7 @@ def run(cfg: Config | None = None, out=None, executor=None) -> Result:
 
 
 # ---------------------------------------------------------------------------------------------
-# The reference scale (stored results, issue 16)
+# The reference scale (stored results)
 
 REFERENCE_CHUNKS = ("depth_scenes", "depth_picbreeder")  # scenes (and natural parts); Picbreeder parts
 

@@ -32,7 +32,7 @@ class Config(Presets):
     basin: BasinConfig = field(default_factory=lambda: BasinConfig.quick(device="cpu", use_emc2=True))  # basin model
     scale: str = "quick"  # the preset this config came from
 
-    # reference (issue 16: ≥ 10⁸ networks per target): the rule of `BooleanRhoConfig.reference()` —
+    # reference (≥ 10⁸ networks per target): the rule of `BooleanRhoConfig.reference()` —
     # up to 10⁸ networks per cell, a cell stopping once ρ's relative interval width is ≤ 0.1
     # (checked in chunk order: deterministic); basin K = 64. Boolean part measured in
     # results/reference/rho/manifest.json.

@@ -2,7 +2,7 @@
 
 The networks here are small; torch's default (one thread per core) on a core that another process
 is using makes every matmul wait for the slowest thread. Measured on a 2-core machine with one other
-busy process (issue 13): `volratio train` for 100 steps at 64² took 55.8 s with torch's default 2
+busy process: `volratio train` for 100 steps at 64² took 55.8 s with torch's default 2
 threads and 4.95 s with 1; `benchmarks/threads.py --quick` on the same kind of machine under a
 1-minute load of 9.7 took 5.38 s with 2 threads and 0.23 s with the 1 this module chose (23×).
 So the rule (DESIGN §4) is: count the cores this process may use
