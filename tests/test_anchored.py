@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from volratio import anchored_rule as ar
-from volratio import anchored_set as A
 from volratio import emc2, judges
 from volratio.data.specs import load_network
+from volratio.judges import anchored_rule as ar
+from volratio.judges import anchored_set as A
 from volratio.prune import flat_images
 
 CFG = emc2.EMC2Config(deltas=(-1.0, -0.5, 0.5, 1.0), res=32, max_params=40, seed=0, device="cpu")
@@ -151,7 +151,7 @@ def test_rows_regenerate_bit_for_bit_from_the_stored_networks(verdicts, picbreed
 
 
 def test_the_shared_rows_are_the_first_sets_images(verdicts, picbreeder_dir):
-    from volratio import reference_verdicts as rv
+    from volratio.judges import reference_verdicts as rv
 
     shared = verdicts[verdicts.source == "first set"]
     old = rv.load_verdicts()

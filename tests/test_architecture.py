@@ -13,8 +13,10 @@ Layers, bottom to top; a module may import only from its own layer and the layer
     middle      the modules not yet moved into a layer subpackage (`MIDDLE`, below)
     front       volratio/cli.py, __main__.py, commands/, coursework/
 
-`MIDDLE` is the part of the package that still waits for its subpackages (train/, prune/, emc2/,
-judges/, rho/, welch/, depth/, experiments/, runs/, report/). Its import cycles are recorded in
+`MIDDLE` is the part of the package that is not yet a layer: the flat modules that still wait for
+their subpackages (train/, emc2/, rho/, welch/, depth/, runs/, report/) and the subpackages already
+made that do not form a layer of their own yet (prune/, judges/, experiments/; judges/ lies on a
+cycle with emc2 through its calibration and verdict-set modules). Its import cycles are recorded in
 `MIDDLE_CYCLES` so that the record stays true: a new cycle fails, and so does a cycle that is gone
 but still recorded (delete it from the record). No cycle may touch a module outside `MIDDLE`.
 """
@@ -30,10 +32,8 @@ PKG = Path(__file__).resolve().parents[1] / "volratio"
 
 LAYERS = ["base", "util", "nets", "data", "middle", "front"]
 
-# modules (dotted, under volratio) that are not yet in a layer subpackage
+# modules and subpackages (dotted, under volratio) that are not yet a layer of their own
 MIDDLE_PREFIXES = (
-    "anchored_rule",
-    "anchored_set",
     "bitslice",
     "boolean",
     "change_structure",
@@ -46,12 +46,10 @@ MIDDLE_PREFIXES = (
     "fast_train",
     "flatness",
     "gallery",
-    "judge_calibration",
     "judges",
     "plots",
     "prune",
     "reference",
-    "reference_verdicts",
     "rescore",
     "rho",
     "store",
@@ -65,19 +63,22 @@ MIDDLE_PREFIXES = (
 
 # every module that lies on an import cycle today (all of them in MIDDLE): the work left to do
 MIDDLE_CYCLES = {
-    "volratio.anchored_rule",
-    "volratio.anchored_set",
     "volratio.emc2",
     "volratio.experiments.connectivity",
     "volratio.experiments.depth_regime",
-    "volratio.judge_calibration",
     "volratio.judges",
+    "volratio.judges.anchored",
+    "volratio.judges.anchored_rule",
+    "volratio.judges.anchored_set",
+    "volratio.judges.calibration",
+    "volratio.judges.reference_verdicts",
+    "volratio.judges.registry",
+    "volratio.judges.stability",
     "volratio.plots",
     "volratio.prune",
     "volratio.prune.baselines",
     "volratio.prune.similarity_pruning",
     "volratio.reference",
-    "volratio.reference_verdicts",
     "volratio.rescore",
     "volratio.rho",
 }
@@ -170,6 +171,7 @@ def test_the_graph_is_read_from_the_source():
     assert "volratio.errors" in GRAPH["volratio.util.device"]
     assert "volratio.data.picbreeder" in GRAPH["volratio.data.specs"]
     assert "volratio.nets" in GRAPH["volratio.data.graph"]
+    assert "volratio.judges.base" in GRAPH["volratio.judges.similarity"]  # inside a subpackage
     assert len(GRAPH) > 60
 
 

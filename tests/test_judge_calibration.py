@@ -7,9 +7,10 @@ import pytest
 import torch
 
 from volratio import change_structure as cs
-from volratio import judge_calibration as jc
 from volratio import judges
 from volratio.cli import main
+from volratio.judges import calibration as jc
+from volratio.judges import models as judge_models
 
 
 def test_threshold_fit_and_agreement_on_synthetic_scores():
@@ -140,7 +141,7 @@ def test_judge_check_with_a_tiny_clip(picbreeder_dir, tmp_path, capsys):
 def test_judge_check_with_a_fake_vlm(picbreeder_dir, monkeypatch, capsys):
     from test_emc2 import FakeProcessor, FakeVLM
 
-    monkeypatch.setattr(judges, "_load", lambda *a, **k: (FakeVLM(), FakeProcessor()))
+    monkeypatch.setattr(judge_models, "_load", lambda *a, **k: (FakeVLM(), FakeProcessor()))
     rc = main(
         [
             "judge-check",
@@ -167,7 +168,7 @@ def test_judge_check_on_the_anchored_set_with_a_fake_vlm(picbreeder_dir, monkeyp
     the unperturbed image shown too."""
     from test_emc2 import FakeProcessor, FakeVLM
 
-    monkeypatch.setattr(judges, "_load", lambda *a, **k: (FakeVLM(), FakeProcessor()))
+    monkeypatch.setattr(judge_models, "_load", lambda *a, **k: (FakeVLM(), FakeProcessor()))
     argv = ["judge-check", "--judge", "vlm", "--model", "fake", "--groups", "flat", "--device", "cpu", "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
@@ -211,7 +212,7 @@ def test_refitting_on_the_verdicts_gives_the_stored_rule(picbreeder_dir):
     is checked, and on another kind the refit is skipped, naming both kinds."""
     from test_reference_verdicts import other_kind_reason
 
-    from volratio import reference_verdicts as rv
+    from volratio.judges import reference_verdicts as rv
 
     stored = jc.read_rule()
     verdicts = rv.load_verdicts()

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from volratio import judge_calibration as jc
 from volratio import judges
+from volratio.judges import calibration as jc
 
 
 def _images(res: int, n: int = 6):

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from volratio import reference_verdicts as rv
+from volratio.judges import reference_verdicts as rv
 from volratio.util import machine as M
 
 # the CPU kind that trained the set's networks: they regenerate bit for bit only on that kind

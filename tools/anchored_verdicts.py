@@ -1,4 +1,4 @@
-"""Build the anchored verdict set (`volratio.anchored_set`): networks, judging mosaics, the CSV.
+"""Build the anchored verdict set (`volratio.judges.anchored_set`): networks, judging mosaics, the CSV.
 
     python tools/anchored_verdicts.py networks            # train/build and store every network (CPU-minutes)
     python tools/anchored_verdicts.py mosaics DIR [--pass 2]   # mosaics of the rows not yet judged, + DIR/index1.json
@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from volratio import anchored_set as A
-from volratio import reference_verdicts as rv
+from volratio.judges import anchored_set as A
+from volratio.judges import reference_verdicts as rv
 
 SECOND_PASS = 0.2
 
@@ -114,7 +114,7 @@ def cmd_record(args) -> None:
 
 
 def cmd_fit(args) -> None:
-    from volratio import anchored_rule as ar
+    from volratio.judges import anchored_rule as ar
 
     table = ar.verdict_table()
     rule, ks = ar.fit_default(table)

@@ -103,7 +103,7 @@ def compare_groups(table, by: str = "kind", measures=MEASURES):
 def separation(table, a: str, b: str, by: str = "kind", measures=MEASURES) -> dict:
     """ROC AUC of each measure for telling group `a` from group `b` (0.5 = no separation; the
     larger of AUC and 1 − AUC, so 1 = perfect either way)."""
-    from .judge_calibration import roc_auc
+    from .judges.calibration import roc_auc
 
     ta, tb = table[table[by] == a], table[table[by] == b]
     out = {}

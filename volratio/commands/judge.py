@@ -153,8 +153,8 @@ def cmd_check(args) -> int:
     groups = [g.strip() for g in args.groups.split(",") if g.strip()] if args.groups else None
     if args.set == "anchored":
         return _check_anchored(args, groups)
-    from ..judge_calibration import check_judge
     from ..judges import SELF_ANCHORED
+    from ..judges.calibration import check_judge
 
     if args.judge not in SELF_ANCHORED and args.judge not in ("clip", "vlm"):
         raise VolratioError(
@@ -181,7 +181,7 @@ def _agreement_lines(name: str, r: dict) -> list[str]:
 
 
 def _check_anchored(args, groups) -> int:
-    from ..anchored_rule import check_judge
+    from ..judges.anchored_rule import check_judge
 
     res = check_judge(args.judge, groups, args.model, args.device, args.max_images, args.seed)
     lines = [f"judge {res['settings'].get('judge')} against the anchored verdicts ({', '.join(res['groups'])})"]

@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .errors import DataNotFoundError, VolratioError
+from ..errors import DataNotFoundError, VolratioError
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "judge_reference"
+DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "judge_reference"  # the repository's data/
 VERDICTS_CSV = DATA_DIR / "verdicts.csv"
 TARGETS = ("skull", "butterfly", "apple")
 SCENE = "scene:picbreeder:skull+picbreeder:apple"  # the scene the scene networks draw
@@ -85,8 +85,8 @@ class RefNet:
 
 
 def _connectivity_config(cfg: ReferenceSetConfig):
-    from .experiments.connectivity import Config as ConnectivityConfig
-    from .prune.similarity_pruning import SPConfig
+    from ..experiments.connectivity import Config as ConnectivityConfig
+    from ..prune.similarity_pruning import SPConfig
 
     sp = SPConfig(
         tau=0.9,
@@ -114,10 +114,10 @@ def _connectivity_config(cfg: ReferenceSetConfig):
 @functools.lru_cache(maxsize=2)
 def _trained(cfg_key: tuple):
     """The trained networks (connectivity study + scene), built once per config."""
-    from . import prune
-    from .data.targets import get_target
-    from .experiments.connectivity import run
-    from .train import TrainConfig, new_network, train
+    from .. import prune
+    from ..data.targets import get_target
+    from ..experiments.connectivity import run
+    from ..train import TrainConfig, new_network, train
 
     cfg = ReferenceSetConfig(**dict(cfg_key))
     conn = run(_connectivity_config(cfg))
@@ -144,7 +144,7 @@ def networks(cfg: ReferenceSetConfig | None = None, groups=None) -> dict[str, Re
     `scene-dense:scene`), or only those of `groups`. Deterministic: trained on CPU with fixed
     seeds (about a minute on one core, cached per config; the Picbreeder and FER networks need
     no training)."""
-    from .data.specs import load_network
+    from ..data.specs import load_network
 
     cfg = cfg or ReferenceSetConfig()
     if groups is not None and (unknown := set(groups) - set(GROUPS)):
@@ -190,7 +190,7 @@ def sample_rows(cfg: ReferenceSetConfig | None = None, nets: dict | None = None)
     draw from `cfg.deltas`."""
     import pandas as pd
 
-    from .emc2 import nonzero_params, subsample
+    from ..emc2 import nonzero_params, subsample
 
     cfg = cfg or ReferenceSetConfig()
     nets = nets or networks(cfg)
@@ -212,7 +212,7 @@ def sample_rows(cfg: ReferenceSetConfig | None = None, nets: dict | None = None)
 
 def render_rows(rows, nets: dict) -> torch.Tensor:
     """`(B, res, res, 3)` float64 images of `rows` (any subset of the set's table), exact engine on CPU."""
-    from .emc2 import PerturbationEngine
+    from ..emc2 import PerturbationEngine
 
     rows = rows.reset_index(drop=True)
     res = int(rows["res"].iloc[0])
@@ -235,7 +235,7 @@ def render_rows(rows, nets: dict) -> torch.Tensor:
 
 def base_images(rows, nets: dict) -> torch.Tensor:
     """`(B, res, res, 3)` the unperturbed image of each row's network (the offline judges' reference)."""
-    from .emc2 import PerturbationEngine
+    from ..emc2 import PerturbationEngine
 
     rows = rows.reset_index(drop=True)
     res = int(rows["res"].iloc[0])
@@ -253,7 +253,7 @@ def base_images(rows, nets: dict) -> torch.Tensor:
 
 def image_sha(images) -> list[str]:
     """sha256 (first 16 hex digits) of each image after PNG-style rounding to uint8."""
-    from .judges import to_uint8
+    from .base import to_uint8
 
     return [hashlib.sha256(a.tobytes()).hexdigest()[:16] for a in to_uint8(images)]
 
@@ -280,7 +280,7 @@ def mosaic(images, captions, cols: int = 6, scale: int = 2, header=None, header_
     each with its caption underneath; optional `header` image `(H, W, 3)` on top with its caption."""
     from PIL import Image, ImageDraw
 
-    from .judges import to_uint8
+    from .base import to_uint8
 
     u8 = to_uint8(images)
     B, H, W, _ = u8.shape
@@ -315,7 +315,7 @@ def verdict_figure(images, rows, columns: dict, cols: int = 8, title: str | None
     judge in `columns` (name -> `(B,)` bool), ✓ kept / ✗ not kept."""
     import matplotlib.pyplot as plt
 
-    from .judges import to_uint8
+    from .base import to_uint8
 
     u8 = to_uint8(images)
     n = len(u8)

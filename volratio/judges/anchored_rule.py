@@ -3,7 +3,7 @@
 `volratio.judges.AnchoredJudge` ("anchored", the library's default judge) asks "is this a
 <label>?" by comparing the image with the *target image* of the label — never with the network's
 own render. This module defines what it computes and how its decision was fitted on the
-anchored verdicts (`volratio.anchored_set`, `data/judge_reference/anchored/verdicts.csv`):
+anchored verdicts (`volratio.judges.anchored_set`, `data/judge_reference/anchored/verdicts.csv`):
 
 - **Features** (`FEATURES`, `features`): every image and its target are first brought to one size
   (`FIT_RES`, area averaging / bilinear as `volratio.judges.resample`); then SSIM at full
@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from .errors import DataNotFoundError, VolratioError
+from ..errors import DataNotFoundError, VolratioError
 from .reference_verdicts import DATA_DIR, cohen_kappa
 
 RULE_JSON = DATA_DIR / "anchored" / "rule.json"
@@ -65,8 +65,9 @@ def features(images, targets, names=FEATURES) -> dict[str, np.ndarray]:
     """The features `names` (default all) of each image against its target: `images`, `targets`
     `(B, H, W, 3)` in [0, 1] (row i of `targets` is image i's target; both of any size, brought to
     `FIT_RES`). Each feature is computed the same way whichever others are asked for."""
-    from .judge_calibration import _corr, edge_map
-    from .judges import as_images, resample, ssim
+    from .base import as_images, resample
+    from .calibration import _corr, edge_map
+    from .similarity import ssim
 
     if unknown := set(names) - set(FEATURES):
         raise VolratioError(f"unknown features {sorted(unknown)}; known: {', '.join(FEATURES)}")
@@ -233,7 +234,7 @@ def split(networks, groups, test_fraction: float = 0.4, seed: int = 0) -> np.nda
 
 
 def write_rule(rule: Rule, path=None) -> None:
-    from .util.fileio import atomic_path
+    from ..util.fileio import atomic_path
 
     p = path or RULE_JSON
     d = asdict(rule)
@@ -320,10 +321,10 @@ def best_rule(results, rules) -> Rule:
 
 
 def verdict_table(verdicts=None):
-    """The anchored verdicts (`volratio.anchored_set.load_verdicts`) with every feature of each
+    """The anchored verdicts (`volratio.judges.anchored_set.load_verdicts`) with every feature of each
     image against its target, the images regenerated from the stored networks (seconds)."""
     from . import anchored_set as A
-    from .judges import target_anchor
+    from .anchored import target_anchor
 
     df = (A.load_verdicts() if verdicts is None else verdicts).reset_index(drop=True).copy()
     nets = A.networks(groups=sorted(set(df["group"])))
@@ -392,7 +393,7 @@ def emc2_by_network(table, rule: Rule):
     under `rule`; and whether the unperturbed image shows the label by each."""
     import pandas as pd
 
-    from .judge_calibration import wilson
+    from .calibration import wilson
 
     t = table.reset_index(drop=True)
     by_rule = rule.predict({f: t[f].to_numpy() for f in rule.features}, t["label"].to_numpy())
@@ -417,10 +418,10 @@ def check_judge(name: str, groups=None, model: str | None = None, device: str = 
     `groups` (default all; `max_images`: a seeded subsample of whole networks' rows) — accuracy, κ
     and the confusion counts of the per-image verdicts, and of the EMC2 verdicts (base and
     perturbed image both shown)."""
+    from ..emc2 import perturbed_images
     from . import anchored_set as A
-    from .emc2 import perturbed_images
-    from .judge_calibration import roc_auc
-    from .judges import make_judge
+    from .calibration import roc_auc
+    from .registry import make_judge
 
     df = A.load_verdicts()
     if groups:

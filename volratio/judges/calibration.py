@@ -1,6 +1,6 @@
 """Calibrating and checking the offline EMC2 judge against the reference verdicts.
 
-The reference verdicts (`volratio.reference_verdicts`, `data/judge_reference/verdicts.csv`) say,
+The reference verdicts (`volratio.judges.reference_verdicts`, `data/judge_reference/verdicts.csv`) say,
 for 646 single-weight perturbations, whether the image still shows its object. This module turns
 them into a validated offline judge:
 
@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from .errors import VolratioError
+from ..errors import VolratioError
 from .reference_verdicts import DATA_DIR, cohen_kappa
 
 RULE_JSON = DATA_DIR / "calibrated_rule.json"
@@ -75,7 +75,8 @@ def _corr(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def scores(images, references) -> dict[str, np.ndarray]:
     """Every candidate score of each image against its own reference: `images`, `references`
     `(B, H, W, 3)` in [0, 1] (row i of `references` is image i's unperturbed image)."""
-    from .judges import as_images, ssim
+    from .base import as_images
+    from .similarity import ssim
 
     x, r = as_images(images), as_images(references)
     if x.shape != r.shape:
@@ -94,7 +95,7 @@ def scores(images, references) -> dict[str, np.ndarray]:
 
 def score_of(name: str, images, reference) -> np.ndarray:
     """One candidate score `name` of a batch against one reference `(H, W, 3)`."""
-    from .judges import as_images
+    from .base import as_images
 
     if name not in SCORES:
         raise VolratioError(f"unknown score {name!r}; one of {', '.join(SCORES)}")
@@ -106,7 +107,8 @@ def score_of(name: str, images, reference) -> np.ndarray:
 def single_score(name: str, images, reference) -> np.ndarray:
     """`score_of(name, images, reference)` computing only that score (the same operations on the
     same tensors, so the same numbers bit for bit; tested): what the calibrated judge runs."""
-    from .judges import as_images, ssim
+    from .base import as_images
+    from .similarity import ssim
 
     if name not in SCORES:
         raise VolratioError(f"unknown score {name!r}; one of {', '.join(SCORES)}")
@@ -248,8 +250,8 @@ class JudgeTable:
 def judge_table(verdicts=None, nets=None) -> JudgeTable:
     """Regenerate every perturbation's image and compute each candidate score and the current
     default judge's verdict (a minute: the trained networks are rebuilt on CPU)."""
-    from .judges import calibrate, noise_images, other_target_images, random_cppn_images
     from .reference_verdicts import base_images, load_verdicts, networks, render_rows
+    from .similarity import calibrate, noise_images, other_target_images, random_cppn_images
 
     df = load_verdicts() if verdicts is None else verdicts
     nets = nets or networks(groups=sorted(set(df["group"])))
@@ -287,7 +289,7 @@ def judge_rows(make_judge, rows, nets) -> tuple[np.ndarray, np.ndarray, dict]:
     rows = rows.reset_index(drop=True)
     imgs = render_rows(rows, nets)
     v, sc, settings = np.zeros(len(rows), bool), np.zeros(len(rows)), {}
-    from .emc2 import PerturbationEngine
+    from ..emc2 import PerturbationEngine
 
     for name, part in rows.groupby("network", sort=False):
         rn = nets[name]
@@ -416,7 +418,7 @@ def repeated_kappa(
 
 def write_rule(rule: Rule, path=None) -> None:
     """Store `rule` as JSON (the default judge's settings)."""
-    from .util.fileio import atomic_path
+    from ..util.fileio import atomic_path
 
     p = path or RULE_JSON
     with atomic_path(p) as tmp, open(tmp, "w") as f:
@@ -426,13 +428,13 @@ def write_rule(rule: Rule, path=None) -> None:
 
 def read_rule(path=None) -> Rule:
     """The stored rule (`data/judge_reference/calibrated_rule.json`)."""
-    from .errors import DataNotFoundError
+    from ..errors import DataNotFoundError
 
     p = path or RULE_JSON
     if not p.exists():
         raise DataNotFoundError(
             f"calibrated judge rule not found at {p}; regenerate it with "
-            "volratio.judge_calibration.write_rule(best_rule(*compare(judge_table())))"
+            "volratio.judges.calibration.write_rule(best_rule(*compare(judge_table())))"
         )
     d = json.loads(p.read_text())
     if d.get("score") not in SCORES or not isinstance(d.get("thresholds"), dict):
@@ -508,7 +510,7 @@ def claims_under_judges(rows, judge_verdicts: dict):
     separated in the claimed direction). A DataFrame, one row per comparison × judge."""
     import pandas as pd
 
-    from .verdicts import Estimate, compare_estimates
+    from ..verdicts import Estimate, compare_estimates
 
     kinds = rows["group"].map(kind_of).to_numpy()
     out = []

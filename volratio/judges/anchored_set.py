@@ -10,7 +10,7 @@ row per image, each judged by inspection with the *target image* as the anchor (
 Groups of networks (`GROUPS`):
 
 - `picbreeder`, `fer-sgd` — the Picbreeder and FER SGD networks (rows shared with the first verdict
-  set, `volratio.reference_verdicts`, same images, same verdicts), and at 32×32 as well;
+  set, `volratio.judges.reference_verdicts`, same images, same verdicts), and at 32×32 as well;
 - `dense`, `sp`, `imp`, `wanda`, `llm-pruner`, `magnitude`, `random`, `random-units` — the
   connectivity study's networks (one per target and method);
 - `sp-deep` — SP networks of depth 14 at the depth chapter's reference settings without SP's loss
@@ -42,11 +42,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..data.specs import load_network
+from ..emc2 import nonzero_params, perturbed_images, subsample, target_label
+from ..errors import DataNotFoundError, VolratioError
+from ..nets import CoordMLP
 from . import reference_verdicts as rv
-from .data.specs import load_network
-from .emc2 import nonzero_params, perturbed_images, subsample, target_label
-from .errors import DataNotFoundError, VolratioError
-from .nets import CoordMLP
 
 SET_DIR = rv.DATA_DIR / "anchored"
 VERDICTS_CSV = SET_DIR / "verdicts.csv"
@@ -102,8 +102,8 @@ class AnchoredSetConfig:
 
 
 def _dense(target: str, cfg: AnchoredSetConfig, width: int = 16, steps: int | None = None) -> CoordMLP:
-    from .data.targets import get_target
-    from .train import TrainConfig, new_network, train
+    from ..data.targets import get_target
+    from ..train import TrainConfig, new_network, train
 
     t = get_target(target)
     net = new_network(t, depth=6, width=width, activation="gaussian", seed=cfg.seed)
@@ -127,7 +127,7 @@ def build_networks(cfg: AnchoredSetConfig | None = None, groups=None) -> dict[st
     deep SP networks dominate). Keys `GROUP:NAME`. Bit for bit on the CPU kind that built the
     stored copies; elsewhere the trained ones differ — use `networks()` to read the stored ones.
     `groups`: build only these groups (default all)."""
-    from .experiments.depth_regime import Point, sp_network
+    from ..experiments.depth_regime import Point, sp_network
 
     cfg = cfg or AnchoredSetConfig()
     want = set(GROUPS if groups is None else groups)
@@ -197,7 +197,7 @@ def _file(name: str) -> str:
 def save_networks(nets: dict[str, rv.RefNet], folder: Path | None = None) -> dict:
     """Write every trained network (not the data groups) and `networks.json` (name → file, SHA-256,
     member, target, label, source; the machine that built them)."""
-    from .util.fileio import atomic_path
+    from ..util.fileio import atomic_path
 
     folder = Path(folder or NETWORKS_DIR)
     folder.mkdir(parents=True, exist_ok=True)
@@ -359,7 +359,7 @@ def judging_mosaics(rows, images, seed: int = 0, per_mosaic: int = 36, show_res:
     of `per_mosaic` numbered tiles (no network, δ or resolution shown), each image shown at
     `show_res` (nearest upscaling) with the label's target image on top. What the verdicts were
     given on."""
-    from .data.targets import get_target
+    from ..data.targets import get_target
 
     rows = rows.reset_index(drop=True)
     rng = np.random.default_rng(seed)

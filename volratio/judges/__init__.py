@@ -1,0 +1,114 @@
+"""Judges: "is this image still a <label>?" — one interface for EMC2-Bench (DESIGN §3.4).
+
+A judge is called on a batch of images `(B, H, W, 3)` in [0, 1] (torch or numpy) and a label, and
+returns `Verdicts`: a boolean per image (identity kept), a score per image, the judge's name and
+its settings — every score records which judge produced it and how it was set up. `make_judge`
+builds any of them by name (`JUDGES`); `DEFAULT_JUDGE` is the label-anchored one.
+
+Layout (every public name of the judge modules is importable from `volratio.judges`):
+
+- `base` — the interface: `Judge`, `Verdicts`, `JudgeError`, `JudgeWeightsMissing`, and the image
+  conversions every judge uses (`as_images`, `to_uint8`, `image_hash`, `resample`);
+- `anchored` — `AnchoredJudge` ("anchored", **the default**; "anchored-ssim", "anchored-pooled"):
+  label-anchored, each image compared with the label's *target image* (`target_anchor`);
+- `stability` — the self-anchored judges fitted on the reference verdicts, SSIM@4 against the
+  network's own render: `ReferenceCalibratedJudge` ("calibrated"), `PooledCalibratedJudge`
+  ("calibrated-pooled"), `StabilityJudge` ("stability");
+- `similarity` — batched SSIM (`ssim`, equal to scikit-image's) and `SSIMJudge` ("ssim") with its
+  threshold calibrated per network against other targets, random CPPN images and noise (`calibrate`);
+- `models` — `CLIPJudge` (CLIP zero-shot) and `VLMJudge` (a vision-language model asked yes/no),
+  local weights only (`transformers`, the `judges` extra);
+- `registry` — `make_judge`, `JUDGES`, `DEFAULT_JUDGE`, `SELF_ANCHORED`, `anchor_of`, `default_judge`;
+- the verdict sets and the fits (import them as modules; not re-exported here):
+  `reference_verdicts` (the first verdict set, `data/judge_reference/`), `calibration` (the
+  calibrated judges' rule fitted and checked on it), `anchored_set` (the target-anchored verdict
+  set, `data/judge_reference/anchored/`) and `anchored_rule` (the anchored judge's features and rule).
+
+Chapter: "EMC2-Bench" (book/emc2.md).
+"""
+
+from __future__ import annotations
+
+from .anchored import ANCHORED, AnchoredJudge, target_anchor
+from .base import Judge, JudgeError, JudgeWeightsMissing, Verdicts, as_images, image_hash, resample, to_uint8
+from .models import (
+    DEFAULT_DISTRACTORS,
+    VLM_PROMPT,
+    CLIPJudge,
+    VLMJudge,
+    clip_prompts,
+    parse_answer,
+    vlm_messages,
+)
+from .registry import DEFAULT_JUDGE, JUDGES, SELF_ANCHORED, anchor_of, default_judge, make_judge
+from .similarity import (
+    OTHER_IMAGES,
+    SSIM_K1,
+    SSIM_K2,
+    SSIM_WIN,
+    Calibration,
+    SSIMJudge,
+    calibrate,
+    calibrated_ssim_judge,
+    choose_threshold,
+    identity_edits,
+    negative_images,
+    noise_images,
+    other_target_images,
+    random_cppn_images,
+    roc,
+    ssim,
+)
+from .stability import PooledCalibratedJudge, ReferenceCalibratedJudge, StabilityJudge
+
+__all__ = [
+    # base
+    "Judge",
+    "Verdicts",
+    "JudgeError",
+    "JudgeWeightsMissing",
+    "as_images",
+    "to_uint8",
+    "image_hash",
+    "resample",
+    # registry
+    "make_judge",
+    "JUDGES",
+    "DEFAULT_JUDGE",
+    "SELF_ANCHORED",
+    "anchor_of",
+    "default_judge",
+    # anchored
+    "ANCHORED",
+    "AnchoredJudge",
+    "target_anchor",
+    # stability
+    "ReferenceCalibratedJudge",
+    "PooledCalibratedJudge",
+    "StabilityJudge",
+    # similarity
+    "SSIM_WIN",
+    "SSIM_K1",
+    "SSIM_K2",
+    "ssim",
+    "SSIMJudge",
+    "Calibration",
+    "identity_edits",
+    "random_cppn_images",
+    "noise_images",
+    "OTHER_IMAGES",
+    "other_target_images",
+    "negative_images",
+    "roc",
+    "choose_threshold",
+    "calibrate",
+    "calibrated_ssim_judge",
+    # models
+    "CLIPJudge",
+    "VLMJudge",
+    "DEFAULT_DISTRACTORS",
+    "clip_prompts",
+    "VLM_PROMPT",
+    "vlm_messages",
+    "parse_answer",
+]

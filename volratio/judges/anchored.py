@@ -1,0 +1,79 @@
+"""The label-anchored judges: "is this a <label>?" answered against the label's target image.
+
+`AnchoredJudge` ("anchored", the library's default judge; "anchored-ssim" and "anchored-pooled",
+`ANCHORED`) compares every image — the unperturbed one included — with the *target image* of its
+label (`target_anchor`, or a user's own image), never with the network's own render, so a network
+that never draws the label scores 0 whatever it draws. Its features, logistic model and thresholds
+are the rule of `volratio.judges.anchored_rule`, fitted on the anchored verdicts
+(`volratio.judges.anchored_set`, `data/judge_reference/anchored/`).
+
+Chapter: "EMC2-Bench" (book/emc2.md), section "The judge, validated".
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from .base import Judge, JudgeError, Verdicts, as_images
+
+# the label-anchored judges: name -> (rule file, one pooled threshold for every label)
+ANCHORED = {"anchored": ("rule.json", False), "anchored-ssim": ("rule_ssim.json", False),
+            "anchored-pooled": ("rule.json", True)}  # fmt: skip
+
+
+class AnchoredJudge(Judge):
+    """ "Is this a <label>?" answered against the label's *target image* (`anchor`): the image
+    shows the label ⇔ p(image, anchor) ≥ the label's threshold, with the features, the logistic
+    model and the thresholds of the rule fitted on the anchored verdicts
+    (`volratio.judges.anchored_rule`, `data/judge_reference/anchored/`). Any image size (brought to the
+    rule's size first). A label the verdicts do not cover gets the pooled threshold, and the
+    settings say so (`"label_fitted": False`). This is the library's default judge: a network
+    that never draws the label scores 0, whatever it draws."""
+
+    name = "anchored"
+    anchor_kind = "target"  # compared with the target image, not with the network's own render
+
+    def __init__(self, anchor, rule=None, anchor_name: str = "", variant: str = "anchored"):
+        from .anchored_rule import RULE_JSON, read_rule
+
+        if variant not in ANCHORED:
+            raise JudgeError(f"anchored judge {variant!r}: choose one of {', '.join(ANCHORED)}")
+        self.name = variant
+        self.anchor = as_images(anchor)[0]  # (H, W, 3)
+        self.anchor_name = str(anchor_name)
+        file, pooled = ANCHORED[variant]
+        self.rule = rule if rule is not None else read_rule(RULE_JSON.parent / file)
+        if pooled:
+            self.rule = replace(self.rule, thresholds={"*": self.rule.thresholds["*"]})
+
+    def settings(self) -> dict:
+        return {
+            "anchor": self.anchor_name or "image",
+            "anchor_res": int(self.anchor.shape[0]),
+            "rule": self.rule.name,
+            "thresholds": dict(self.rule.thresholds),
+            "fitted_on": dict(self.rule.fitted_on),
+        }
+
+    def __call__(self, images, label: str) -> Verdicts:
+        out = super().__call__(images, label)
+        out.settings["label_fitted"] = self.rule.threshold(label)[1]
+        return out
+
+    def _judge(self, images, label):
+        from .anchored_rule import features
+
+        x = as_images(images)
+        f = features(x, self.anchor[None].expand(len(x), -1, -1, -1), self.rule.features)
+        p = self.rule.prob(f)
+        return p >= self.rule.threshold(label)[0], p
+
+
+def target_anchor(target_spec: str, res: int) -> torch.Tensor:
+    """`(res, res, 3)` the target image a label-anchored judge compares with (`volratio.data.targets`)."""
+    from ..data.targets import get_target
+
+    return as_images(np.asarray(get_target(target_spec).image(res)))[0]

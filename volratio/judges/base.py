@@ -1,0 +1,99 @@
+"""The judges' interface: a judge, its verdicts, its errors, and the image conversions every judge uses.
+
+A judge is called on a batch of images `(B, H, W, 3)` in [0, 1] (torch or numpy) and a label, and
+returns `Verdicts`: a boolean per image (identity kept), a score per image, the judge's name and
+its settings — every score records which judge produced it and how it was set up. Subclasses of
+`Judge` set `name` and implement `_judge(images, label) -> (verdicts, scores)`.
+
+- `as_images` brings any batch to `(B, H, W, 3)` float64 on the CPU; `to_uint8` quantises it as
+  PNG export does (`volratio.util.images.to_uint8`); `image_hash` is the model judges' cache key;
+  `resample` brings images to one size (area averaging when shrinking, bilinear when enlarging),
+  as the fitted judges do before scoring.
+- `JudgeError` — a judge that cannot run as configured; `JudgeWeightsMissing` — a model judge's
+  weights (or `transformers`) are not available locally.
+
+Chapter: "EMC2-Bench" (book/emc2.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..errors import DataNotFoundError, VolratioError
+
+
+class JudgeError(VolratioError):
+    """A judge that cannot run as configured."""
+
+
+class JudgeWeightsMissing(JudgeError, DataNotFoundError):
+    """A judge's model weights (or `transformers` itself) are not available locally."""
+
+
+@dataclass
+class Verdicts:
+    verdicts: np.ndarray  # (B,) bool: the identity is kept
+    scores: np.ndarray  # (B,) float: the judge's score (SSIM, p(label), 1/0 for yes/no)
+    judge: str  # judge name
+    settings: dict = field(default_factory=dict)  # everything that determines the verdicts
+
+
+def as_images(images) -> torch.Tensor:
+    """`(B, H, W, 3)` float64 CPU tensor in [0, 1] from a torch/numpy batch (or one `(H, W, 3)` image)."""
+    t = torch.as_tensor(np.asarray(images) if not torch.is_tensor(images) else images)
+    if t.dim() == 3:
+        t = t[None]
+    if t.dim() != 4 or t.shape[-1] != 3:
+        raise JudgeError(f"judges take images of shape (B, H, W, 3) in [0, 1]; got {tuple(t.shape)}")
+    return t.detach().to("cpu", torch.float64)
+
+
+def to_uint8(images) -> np.ndarray:
+    """`(B, H, W, 3)` uint8 (`volratio.util.images.to_uint8`, rounding as PNG export does)."""
+    from ..util.images import to_uint8 as quantise
+
+    return quantise(as_images(images))
+
+
+def image_hash(img_u8: np.ndarray) -> str:
+    """sha256 of one uint8 image (shape included): the cache key of the model judges."""
+    h = hashlib.sha256(str(img_u8.shape).encode())
+    h.update(np.ascontiguousarray(img_u8).tobytes())
+    return h.hexdigest()
+
+
+class Judge:
+    """Base class: subclasses set `name` and implement `_judge(images, label) -> (verdicts, scores)`."""
+
+    name = "judge"
+
+    def settings(self) -> dict:
+        return {}
+
+    def __call__(self, images, label: str) -> Verdicts:
+        v, s = self._judge(images, label)
+        return Verdicts(np.asarray(v, bool), np.asarray(s, float), self.name, {**self.settings(), "label": label})
+
+    def _judge(self, images, label):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def resample(images, res: int) -> torch.Tensor:
+    """`(B, H, W, 3)` → `(B, res, res, 3)` float64: unchanged (the same tensor values) when already
+    res×res; **area averaging** (`torch.nn.functional.interpolate(mode="area")`, each output pixel
+    the mean of the input pixels it covers) when the image is at least `res` on both sides;
+    **bilinear** (`align_corners=False`, antialiased along a side that shrinks) otherwise."""
+    x = as_images(images)
+    H, W = x.shape[1:3]
+    if (H, W) == (res, res):
+        return x
+    t = x.permute(0, 3, 1, 2)  # (B, 3, H, W)
+    if H >= res and W >= res:
+        t = torch.nn.functional.interpolate(t, size=(res, res), mode="area")
+    else:
+        t = torch.nn.functional.interpolate(t, size=(res, res), mode="bilinear", align_corners=False, antialias=True)
+    return t.permute(0, 2, 3, 1).contiguous()  # (B, res, res, 3)

@@ -1,0 +1,97 @@
+"""The judges by name: `make_judge`, the one judge factory, and what each name measures.
+
+`JUDGES` are the names `make_judge` knows (the command line's `--judge` choices); `DEFAULT_JUDGE`
+("anchored", label-anchored on the target image) is the library's default everywhere;
+`SELF_ANCHORED` are the judges that compare each image with the network's own render (stability,
+kept so that stored results naming them re-judge); `anchor_of` says what a judge's verdicts are
+anchored on; `default_judge` builds the default judge for a target image.
+
+Chapter: "EMC2-Bench" (book/emc2.md).
+"""
+
+from __future__ import annotations
+
+from .anchored import ANCHORED, AnchoredJudge, target_anchor
+from .base import Judge, JudgeError, as_images
+from .models import CLIPJudge, VLMJudge
+from .similarity import calibrated_ssim_judge
+from .stability import PooledCalibratedJudge, ReferenceCalibratedJudge, StabilityJudge
+
+JUDGES = (
+    "anchored",
+    "anchored-ssim",
+    "anchored-pooled",
+    "calibrated",
+    "calibrated-pooled",
+    "ssim",
+    "stability",
+    "clip",
+    "vlm",
+)  # make_judge names
+DEFAULT_JUDGE = "anchored"  # the library's default everywhere: label-anchored on the target image
+# Judges that compare each image with the network's own unperturbed render: they measure how stable
+# the picture is, not whether it shows the label (kept so that stored results naming them re-judge).
+SELF_ANCHORED = ("calibrated", "calibrated-pooled", "ssim", "stability")
+
+
+def make_judge(
+    name: str,
+    reference,
+    target_spec: str | None = None,
+    model: str | None = None,
+    seed: int = 0,
+    device: str = "auto",
+    anchor=None,
+) -> Judge:
+    """The one judge factory (command line, experiments, chapters), for a network whose
+    unperturbed image is `reference` `(H, W, 3)`:
+
+    - "anchored" (the default, `DEFAULT_JUDGE`): label-anchored on the target image — `anchor`
+      when given (a user's own image of what the label looks like), else the image of
+      `target_spec` at the reference's size (`AnchoredJudge`); "anchored-ssim", the same question
+      answered with another similarity (SSIM instead of RMSE, its own fitted thresholds), and
+      "anchored-pooled", the default rule with its one pooled threshold for every label (`ANCHORED`);
+    - "clip" / "vlm": a model asked about the label, loaded from `model` (a local folder or a
+      cached id; default the judge's own);
+    - self-anchored, measuring *stability* (`SELF_ANCHORED`): "stability" (SSIM@4 against the own
+      render, one threshold), "calibrated" (the same with per-label thresholds fitted on the first
+      verdict set), "calibrated-pooled", and "ssim" (SSIM calibrated on the own render against other
+      targets, `target_spec` left out, seeded by `seed`)."""
+    if name in ANCHORED:
+        if anchor is None and target_spec is None:
+            raise JudgeError(
+                "the anchored judge needs the target: give a target spec (--target) or an image of "
+                "what the label looks like (--reference PNG)"
+            )
+        ref = as_images(reference)
+        a = anchor if anchor is not None else target_anchor(target_spec, int(ref.shape[1]))
+        return AnchoredJudge(a, anchor_name=str(target_spec or "image"), variant=name)
+    if name == "ssim":
+        return calibrated_ssim_judge(reference, exclude=target_spec, seed=seed)
+    if name == "calibrated":  # SSIM@4 with thresholds fitted on the reference verdicts (data/judge_reference)
+        return ReferenceCalibratedJudge(reference)
+    if name == "calibrated-pooled":  # the same, with its one pooled threshold for every target
+        return PooledCalibratedJudge(reference)
+    if name == "stability":
+        return StabilityJudge(reference)
+    kw = {"model": model} if model else {}
+    if name == "clip":
+        return CLIPJudge(device=device, **kw)
+    if name == "vlm":
+        return VLMJudge(device=device, **kw)
+    raise JudgeError(f"judge {name!r}: choose one of {', '.join(JUDGES)}")
+
+
+def anchor_of(judge: Judge) -> str:
+    """What a judge's verdicts are anchored on: "target" (an image of the label), "label" (a model
+    asked about the label's name) or "own image" (the network's own render: stability)."""
+    if getattr(judge, "anchor_kind", None) == "target":
+        return "target"
+    if judge.name in SELF_ANCHORED:
+        return "own image"
+    return "label"
+
+
+def default_judge(anchor, anchor_name: str = "") -> AnchoredJudge:
+    """The library's default judge: label-anchored (`AnchoredJudge`) on the target image `anchor`."""
+    return AnchoredJudge(anchor, anchor_name=anchor_name)
