@@ -9,9 +9,10 @@ compositional) — `volratio.rho.count`. Three ways, same sampler distribution a
   with one thread and with `--workers` threads (the whole machine either way).
 The roofline: uint64 bitwise operations (AND/XOR on in-cache arrays of the size the evaluator
 uses, numpy, one process) per second, measured in the same run, times the number of processes;
-the share is rate × operations per network / that. Operations per network: `volratio.bitslice.
-op_count` (the word operations of the ternary evaluator; layer 1 is a table lookup, the random
-draws and byte-wide work on the int8 codes are not counted — they are the rest of the time).
+the share is rate × operations per network / that. Operations per network:
+`volratio.rho.bitslice.op_count` (the word operations of the ternary evaluator; layer 1 is a table
+lookup, the random draws and byte-wide work on the int8 codes are not counted — they are the rest
+of the time).
 The last line prints `…networks/s  …x  roofline …%` for the bits engine on `--workers`
 processes, its speed-up over the faster of the two float configurations, and the share.
 
@@ -27,9 +28,8 @@ import time
 import numpy as np
 import torch
 
-from volratio import bitslice
-from volratio.boolean import get_boolean_target
-from volratio.rho import SamplerConfig, count
+from volratio.rho import SamplerConfig, bitslice, count
+from volratio.rho.boolean import get_boolean_target
 
 
 def bitwise_rate(words: int, seconds: float = 1.0) -> float:

@@ -1,4 +1,4 @@
-"""The bit-sliced engine (volratio.bitslice) against the float path (volratio.rho): the same
+"""The bit-sliced engine (volratio.rho.bitslice) against the float path (volratio.rho.sampler): the same
 networks through both give the same truth table for every unit and the same solution and
 compositional verdicts; the sampler has the float path's distribution; counts do not depend on the
 number of worker processes."""
@@ -11,15 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from volratio import bitslice as bs
-from volratio.boolean import get_boolean_target, input_table
 from volratio.rho import (
     Counts,
     Nets,
     RhoError,
     SamplerConfig,
-    _compositional,
-    _nets_from_block,
     classify,
     count,
     estimate,
@@ -31,6 +27,10 @@ from volratio.rho import (
     networks_for_width,
     sample_networks,
 )
+from volratio.rho import bitslice as bs
+from volratio.rho.boolean import get_boolean_target, input_table
+from volratio.rho.montecarlo import _nets_from_block
+from volratio.rho.sampler import _compositional
 from volratio.util.device import generator
 
 

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from volratio import coursework as cw
-from volratio.boolean import get_boolean_target
 from volratio.nets import CoordMLP
+from volratio.rho.boolean import get_boolean_target
 from volratio.util.device import generator
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -320,7 +320,7 @@ def test_truth_table():
     _fails(cw.volume_ratio.check_truth_table.verdict(-tab, "chain:2"), "negated")
     _fails(cw.volume_ratio.check_truth_table.verdict(tab[:4], "chain:2"), "2^3")
     t3 = get_boolean_target("chain:3")
-    from volratio.boolean import input_table
+    from volratio.rho.boolean import input_table
 
     X = input_table(3)
     rev = {tuple(r): i for i, r in enumerate(X[:, ::-1].tolist())}
@@ -414,7 +414,7 @@ def test_first_higher_order():
 
 
 def test_represented():
-    from volratio.superposition import feature_interference
+    from volratio.welch.superposition import feature_interference
 
     W = np.random.default_rng(1).standard_normal((3, 8)) * np.array([1, 1, 1, 1, 1, 0.05, 0.05, 0.05])
     ref = feature_interference(W)

@@ -180,6 +180,7 @@ def test_stored_ssim_chunks_keep_their_judge_and_keys():
 def test_basin_emc2_goes_through_score_network(monkeypatch):
     from volratio import emc2, rho
     from volratio.nets import CoordMLP
+    from volratio.rho import basin
 
     seen = []
     real = emc2.score_network
@@ -191,7 +192,7 @@ def test_basin_emc2_goes_through_score_network(monkeypatch):
     monkeypatch.setattr(emc2, "score_network", spy)
     net = CoordMLP("2;gaussian:3", head="grey", population=2, seed=0)
     cfg = rho.BasinConfig(res=16, emc2_params=3, device="cpu")
-    aucs = rho._emc2_aucs(net, [1], None, cfg, "planted:0")
+    aucs = basin._emc2_aucs(net, [1], None, cfg, "planted:0")
     assert aucs[0] is None and 0.0 <= aucs[1] <= 1.0
     assert seen == [("planted:0", "calibrated", "target", 16)]  # 16 px: below SSIM@4's old 28-px floor
     assert dataclasses.is_dataclass(cfg)

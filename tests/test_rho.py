@@ -1,4 +1,4 @@
-"""Tests of the Boolean volume-ratio model (volratio.boolean, volratio.rho, volratio.theory)."""
+"""Tests of the Boolean volume-ratio model (volratio.rho: its boolean, sampler, … and theory modules)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from volratio.boolean import BooleanTargetError, get_boolean_target, input_table
 from volratio.rho import Nets, SamplerConfig, classify, count, exact, interval
-from volratio.theory import clean_volume_value, support_zero
+from volratio.rho.boolean import BooleanTargetError, get_boolean_target, input_table
+from volratio.rho.theory import clean_volume_value, support_zero
 
 CPU = SamplerConfig(device="cpu")
 
@@ -331,7 +331,7 @@ def test_sampler_variants():
 
 
 def test_theory_grid_shapes_and_decay():
-    from volratio.theory import W_SYM, copy_factor, theory_grid
+    from volratio.rho.theory import W_SYM, copy_factor, theory_grid
 
     t = get_boolean_target("tree:2:2")
     exprs, vals = theory_grid(t, [1, 2, 4, 8, 16], [1, 2, 3], CPU)

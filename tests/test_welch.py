@@ -1,5 +1,5 @@
-"""Welch bounds, frames, layer interference and the superposition toy model (volratio/welch.py,
-volratio/superposition.py, `volratio welch …`)."""
+"""Welch bounds, frames, layer interference and the superposition toy model (volratio/welch/,
+`volratio welch …`)."""
 
 import json
 import math
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from volratio import welch
 from volratio.errors import VolratioError
 from volratio.nets import CoordMLP
-from volratio.superposition import ToyConfig, feature_interference, train_toy
+from volratio.welch.superposition import ToyConfig, feature_interference, train_toy
 
 FAST = settings(max_examples=60, deadline=None)
 

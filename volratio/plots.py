@@ -213,7 +213,7 @@ def basin_heatmap(rows: list[dict], Ws, Ls, depth: int, w_min: int, ax=None, tit
     compositional/solutions; the planted (W_min, L*) outlined in red."""
     import matplotlib.pyplot as plt
 
-    from .rho import rows_to_grid
+    from .rho.grid import rows_to_grid
 
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3.8))

@@ -580,7 +580,7 @@ def rho_grids(root: "str | Path" = DEFAULT_ROOT, names=RHO_CHUNKS) -> dict:
     `volratio.rho.run_boolean` outputs, one per target: `{spec: {"target", "L_star", "W_min",
     "rows"}}` with the rows (as `volratio.rho.boolean_grid` returns them: None where there is no
     estimate) in (L, W) order — what book/volume_ratio.md draws."""
-    from .boolean import get_boolean_target
+    from .rho.boolean import get_boolean_target
 
     by_target: dict[str, list] = {}
     for r in stored_records(names, root):

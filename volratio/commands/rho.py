@@ -154,8 +154,8 @@ def _check_basin_budget(widths, depths, population: int, res: int) -> None:
 
 
 def cmd_boolean(args) -> int:
-    from ..boolean import get_boolean_target
     from ..rho import SamplerConfig, boolean_grid
+    from ..rho.boolean import get_boolean_target
 
     target = get_boolean_target(args.target)
     cfg = SamplerConfig(

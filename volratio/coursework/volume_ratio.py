@@ -1,6 +1,6 @@
 """Checks for the exercises of "The volume-ratio argument" (book/volume_ratio.md): a Boolean
 target's truth table, its (L*, W_min) — the support of ρ in the volume-ratio theorem — a Monte
-Carlo P(solution) against exact enumeration, and a Wilson interval (`volratio.boolean`,
+Carlo P(solution) against exact enumeration, and a Wilson interval (`volratio.rho.boolean`,
 `volratio.rho`)."""
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ __all__ = ["check_interval", "check_p_solution", "check_target_shape", "check_tr
 @checker
 def check_truth_table(answer, spec: str) -> Check:
     """The truth table of Boolean target `spec` on all 2ⁿ inputs, as ±1, rows in the order of
-    `volratio.boolean.input_table(n)`."""
-    from ..boolean import get_boolean_target, input_table
+    `volratio.rho.boolean.input_table(n)`."""
+    from ..rho.boolean import get_boolean_target, input_table
 
     t = get_boolean_target(spec)
     ref = np.asarray(t.table, dtype=np.int64)
@@ -58,7 +58,7 @@ def check_truth_table(answer, spec: str) -> Check:
 @checker
 def check_target_shape(spec: str, depth, w_min) -> Check:
     """L* (gates on the longest input → root path) and W_min = `min_width(L*)` of Boolean target `spec`."""
-    from ..boolean import get_boolean_target
+    from ..rho.boolean import get_boolean_target
 
     t = get_boolean_target(spec)
     ref = {"depth": t.depth, "w_min": t.min_width(t.depth)}
@@ -96,8 +96,8 @@ def check_p_solution(estimate, spec: str, W: int, L: int, samples: int, p: float
     """A Monte Carlo estimate of P(solution) for width W, depth L on Boolean target `spec` from
     `samples` random masked ternary networks (mask density `p`): accepted when within `z` binomial
     standard errors of the exact value from enumeration (`volratio.rho.exact`)."""
-    from ..boolean import get_boolean_target
     from ..rho import RhoError, SamplerConfig, exact
+    from ..rho.boolean import get_boolean_target
 
     t = get_boolean_target(spec)
     cfg = SamplerConfig(p=p, device="cpu")

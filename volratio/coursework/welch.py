@@ -1,7 +1,7 @@
 """Checks for the exercises of "Feature interference and the Welch bound" (book/welch.md): the
 bound itself, the coherence of a set of vectors, a frame that meets the bound, and the interference
 of the superposition toy model's features, and the first m at which a higher-order bound beats
-k = 1 (proposition prop-welch-gerzon) (`volratio.welch`, `volratio.superposition`)."""
+k = 1 (proposition prop-welch-gerzon) (`volratio.welch`, `volratio.welch.superposition`)."""
 
 from __future__ import annotations
 
@@ -139,8 +139,8 @@ def check_frame(vectors, m: int, n: int, slack: float = 0.02, seed: int = 0) -> 
 def check_represented(r, max_sq, W, threshold: float = 0.5) -> Check:
     """Superposition toy model, one instance with hidden weights `W` `(m, n)` (column i = feature
     i's direction): `r` = features represented (‖Wᵢ‖ > threshold) and `max_sq` = the largest
-    ⟨Ŵᵢ, Ŵⱼ⟩² among them (`volratio.superposition.feature_interference`)."""
-    from ..superposition import feature_interference
+    ⟨Ŵᵢ, Ŵⱼ⟩² among them (`volratio.welch.superposition.feature_interference`)."""
+    from ..welch.superposition import feature_interference
 
     Wa = array(W, "W")
     ref = feature_interference(Wa, threshold)

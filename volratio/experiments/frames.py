@@ -3,7 +3,7 @@
 For every (m, n) of a grid (from n + 1 vectors to past Gerzon's limit, plus ETF sizes), build a
 low-coherence frame (`volratio.welch.low_coherence_frame`) and compare its max squared inner
 product with the Welch bound and the best bound known here. `Config` is
-`volratio.welch.FrameSweepConfig` with the three presets.
+`volratio.welch.sweep.FrameSweepConfig` with the three presets.
 
 Chapter: "Feature interference and the Welch bound" (book/welch.md).
 """
@@ -13,7 +13,8 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
-from ..welch import FrameConfig, FrameSweepConfig, frame_sweep
+from ..welch.frames import FrameConfig
+from ..welch.sweep import FrameSweepConfig, frame_sweep
 from ._base import Result
 
 
@@ -36,7 +37,7 @@ class Config(FrameSweepConfig):
 
 
 def run(cfg: Config | None = None) -> Result:
-    """`Result.table`: one row per (m, n) (`volratio.welch.frame_sweep`)."""
+    """`Result.table`: one row per (m, n) (`volratio.welch.sweep.frame_sweep`)."""
     import pandas as pd
 
     cfg = cfg or Config.quick()

@@ -93,7 +93,7 @@ def run(cfg: Config | None = None) -> Result:
     """`Result.table`: one row per network × vectors (weights | maps) × layer; extras `nets`, `notes`."""
     import pandas as pd
 
-    from ..welch import network_interference
+    from ..welch.interference import network_interference
 
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()

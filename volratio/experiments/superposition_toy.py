@@ -1,8 +1,8 @@
 """Experiment `superposition`: the toy model of superposition against the Welch bound (DESIGN §3.6).
 
-The sweep over feature sparsity is trained as one population (`volratio.superposition.train_toy`);
+The sweep over feature sparsity is trained as one population (`volratio.welch.superposition.train_toy`);
 per instance, the interference of its represented features against the Welch bound at (r, m) and
-its final loss. `Config` is `volratio.superposition.ToyConfig` with the three presets.
+its final loss. `Config` is `volratio.welch.superposition.ToyConfig` with the three presets.
 
 Chapter: "Feature interference and the Welch bound" (book/welch.md).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
-from ..superposition import ToyConfig, train_toy
+from ..welch.superposition import ToyConfig, train_toy
 from ._base import Result
 
 

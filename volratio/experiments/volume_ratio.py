@@ -12,20 +12,22 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field, replace
 
-from ..rho import BasinConfig, BooleanRhoConfig, SamplerConfig, basin_grid, run_boolean
+from ..rho.basin import BasinConfig, basin_grid
+from ..rho.grid import BooleanRhoConfig, run_boolean
+from ..rho.sampler import SamplerConfig
 from ._base import Presets, Result
 
 
 @dataclass(frozen=True)
 class Config(Presets):
-    targets: tuple = ("chain:2", "tree:2:2")  # Boolean targets (volratio.boolean specs)
+    targets: tuple = ("chain:2", "tree:2:2")  # Boolean targets (volratio.rho.boolean specs)
     samples: tuple = (300_000, 600_000)  # networks per (W, L) cell, one entry per target
     Ws: tuple = (1, 2, 3, 4, 6)  # widths
     Ls: tuple = (1, 2, 3, 4)  # depths (threshold layers, output included)
     sampler: SamplerConfig = field(default_factory=lambda: SamplerConfig(device="cpu"))  # weights, masks, intervals
     exact: bool = False  # also enumerate exactly where small enough
     until_width: float | None = None  # stop a cell once ρ's relative interval width is ≤ this (None: every sample)
-    seed: int = 0  # seeds every cell (volratio.rho.cell_seed)
+    seed: int = 0  # seeds every cell (volratio.rho.sampler.cell_seed)
     basin_target: str | None = "planted:0:depth=2,width=3"  # planted image target of the basin model (None: skip)
     basin_Ws: tuple = (2, 4, 8)  # basin model widths
     basin_Ls: tuple = (1, 2, 3)  # basin model depths

@@ -4,7 +4,7 @@ A target is a directed acyclic graph whose leaves are the n input bits and whose
 ("primitives") are threshold gates of local arity ≤ k; the last gate is the root and computes the
 target. Bits are encoded as ±1 and a gate with integer weights `w` and bias `b` outputs
 `+1 if w·x + b > 0 else −1` — the same rule as the units of the random networks in
-`volratio.rho`, so a network can hold each primitive in one unit.
+`volratio.rho.sampler`, so a network can hold each primitive in one unit.
 
 Named targets (`get_boolean_target(spec)`):
 - `tree:D:K` — a balanced tree of depth D and arity K on K^D inputs, gates alternating AND (at the
@@ -36,9 +36,9 @@ from functools import cached_property
 
 import numpy as np
 
-from .errors import VolratioError
+from ..errors import VolratioError
 
-MAX_INPUTS = 10  # 2^10 = 1024 rows per truth table (16 uint64 words in volratio.bitslice)
+MAX_INPUTS = 10  # 2^10 = 1024 rows per truth table (16 uint64 words in volratio.rho.bitslice)
 
 
 class BooleanTargetError(VolratioError, ValueError):

@@ -2,7 +2,7 @@
 
 With n input bits a unit's whole truth table has 2ⁿ rows: one 64-bit word for n ≤ 6, ⌈2ⁿ/64⌉
 words for n = 7..10. Row r of a table is bit r % 64 of word r // 64 (the row order of
-`volratio.boolean.input_table`); a set bit means +1. For n < 6 only the low 2ⁿ bits are
+`volratio.rho.boolean.input_table`); a set bit means +1. For n < 6 only the low 2ⁿ bits are
 meaningful (`valid_mask`).
 
 **Ternary weights** (effective weights in {−1, 0, +1}, the Boolean model's default): a unit's
@@ -35,11 +35,11 @@ are a third of the run time and it is ~1.4× faster here):
   `standard_normal(float32) / sqrt(fan_in)`;
 - then the biases (shape (fan_out, B)): ternary ⌊3u / 2³²⌋ − 1, Gaussian as the weights.
 
-The distribution is that of `volratio.rho.sample_networks` (the float path, whose torch stream
+The distribution is that of `volratio.rho.sampler.sample_networks` (the float path, whose torch stream
 differs): every probability is exact to 2⁻³² (the float path's float32 uniforms: 2⁻²⁴).
 
 Reference: the bit-slicing technique of Biham (1997, "A fast new DES implementation in
-software"), applied to threshold gates; DESIGN §3.5 and §6. Used by `volratio.rho.count` (the
+software"), applied to threshold gates; DESIGN §3.5 and §6. Used by `volratio.rho.montecarlo.count` (the
 default engine), the chapter "The volume-ratio argument" and `benchmarks/rho_sampling.py`.
 """
 
@@ -140,7 +140,7 @@ def chunk_rng(seed: int, W: int, L: int, chunk: int) -> np.random.Generator:
 
 @dataclass(frozen=True)
 class DrawSpec:
-    """What `sample_block` draws (the fields of `volratio.rho.SamplerConfig` it needs; kept here
+    """What `sample_block` draws (the fields of `volratio.rho.sampler.SamplerConfig` it needs; kept here
     so that worker processes need not import torch)."""
 
     weights: str = "ternary"  # "ternary" or "gaussian"

@@ -25,9 +25,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from .errors import VolratioError
-from .util.device import generator, resolve_device
-from .welch import max_sq_inner, mean_sq_inner, welch_bound
+from ..errors import VolratioError
+from ..util.device import generator, resolve_device
+from .bounds import welch_bound
+from .frames import max_sq_inner, mean_sq_inner
 
 
 @dataclass

@@ -1,124 +1,31 @@
-"""Welch bounds, frames, and the interference of learned features.
+"""Frames: measures of a set of unit vectors, known equiangular tight frames, low-coherence frames.
 
-For m unit vectors v_1 … v_m in ℝⁿ or ℂⁿ and every order k ≥ 1 (Welch 1974),
-
-    max_{i≠j} |⟨vᵢ, vⱼ⟩|^{2k}  ≥  ( m / C(n+k−1, k) − 1 ) / (m − 1),
-
-and k = 1 reads  max |⟨vᵢ, vⱼ⟩|² ≥ (m − n) / (n (m − 1)). The right-hand side also bounds the *mean*
-of |⟨vᵢ, vⱼ⟩|^{2k} over pairs — the proof bounds the frame potential — so it is a bound on typical
-interference, not only on the worst pair. At k = 1 equality holds iff the vectors form an
-equiangular tight frame (ETF); over ℝ an ETF needs m ≤ n(n+1)/2 (Gerzon). Beyond that size the
-orthoplex bound max |⟨vᵢ, vⱼ⟩|² ≥ 1/n (Conway, Hardin and Sloane 1996) is stronger.
-
-This module holds
-- the bounds (`welch_bound`, `welch_bound_sq`, `best_bound`, `orthoplex_bound`, `gerzon_limit`);
-- measures of any set of vectors (`coherence`, `max_sq_inner`, `mean_sq_inner`,
-  `frame_potential`, `is_tight`, `is_equiangular`, `is_etf`);
+- measures of any set of vectors (`coherence`, `max_sq_inner`, `mean_sq_inner`, `frame_potential`,
+  `is_tight`, `is_equiangular`, `is_etf`, `tightness`);
 - known ETFs: simplices, the six diagonals of the icosahedron, Paley ETFs from conference matrices,
   harmonic ETFs from difference sets (complex; Xia, Zhou and Giannakis 2005) and Naimark
-  complements;
+  complements (`known_etfs`);
 - numerical low-coherence frames: alternating projection on the Gram matrix (Tropp, Dhillon, Heath
   and Strohmer 2005) followed by gradient descent on a smooth maximum of the squared inner products
-  (`low_coherence_frame`);
-- the interference of a trained network's layer (`layer_interference`), with the vectors compared
-  and the dimension they live in defined explicitly (see that function).
+  (`low_coherence_frame`), compared with the bounds of `volratio.welch.bounds`.
 
 Vectors are the *rows* of an (m, n) array throughout. Everything is float64 numpy (complex128 for
 complex frames) so that ETFs meet the bound to ~1e-12.
 
 Used by the chapter "Feature interference and the Welch bound" (book/welch.md) and by
-`volratio welch …`.
+`volratio welch frame`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from fractions import Fraction
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import VolratioError
-
-# ---------------------------------------------------------------------------------------------
-# Bounds
-
-
-def _check_mn(m: int, n: int, k: int = 1) -> tuple[int, int, int]:
-    try:
-        m, n, k = int(m), int(n), int(k)
-    except (TypeError, ValueError) as e:
-        raise VolratioError(f"m, n and k must be integers (got m={m!r}, n={n!r}, k={k!r})") from e
-    if m < 1 or n < 1 or k < 1:
-        raise VolratioError(
-            f"the Welch bound needs m ≥ 1 vectors in n ≥ 1 dimensions and order k ≥ 1 (got m={m}, n={n}, k={k})"
-        )
-    if min(n - 1, k) > MAX_BINOMIAL:
-        raise VolratioError(
-            f"order k={k} in n={n} dimensions needs the exact binomial C(n+k-1, k) with more than {MAX_BINOMIAL} factors; "
-            f"use k ≤ {MAX_BINOMIAL} (or n ≤ {MAX_BINOMIAL + 1})"
-        )
-    return m, n, k
-
-
-MAX_BINOMIAL = 100_000  # C(n+k-1, k) is exact; beyond min(n-1, k) = 10^5 it takes seconds and megabytes
-
-
-def welch_bound_exact(m: int, n: int, k: int = 1) -> Fraction:
-    """The order-k Welch bound on max |⟨vᵢ, vⱼ⟩|^{2k} as an exact fraction, clipped at 0.
-
-    It is 0 exactly when m ≤ C(n+k−1, k) (for k = 1: when m ≤ n); with one vector there is no
-    pair, and the bound is 0 by convention.
-    """
-    m, n, k = _check_mn(m, n, k)
-    if m == 1:
-        return Fraction(0)
-    value = (Fraction(m, math.comb(n + k - 1, k)) - 1) / (m - 1)
-    return max(value, Fraction(0))
-
-
-def welch_bound(m: int, n: int, k: int = 1) -> float:
-    """The order-k Welch bound on max_{i≠j} |⟨vᵢ, vⱼ⟩|^{2k} for m unit vectors in n dimensions."""
-    return float(welch_bound_exact(m, n, k))
-
-
-def welch_bound_sq(m: int, n: int, k: int = 1) -> float:
-    """The order-k bound restated as a bound on max |⟨vᵢ, vⱼ⟩|² (the k-th root of `welch_bound`)."""
-    return float(welch_bound_exact(m, n, k)) ** (1.0 / int(k))
-
-
-def gerzon_limit(n: int, field: str = "real") -> int:
-    """Largest m for which an ETF of m vectors in n dimensions can exist: n(n+1)/2 over ℝ, n² over ℂ."""
-    n = int(n)
-    if field == "real":
-        return n * (n + 1) // 2
-    if field == "complex":
-        return n * n
-    raise VolratioError(f"field must be 'real' or 'complex', got {field!r}")
-
-
-def orthoplex_bound(m: int, n: int, field: str = "real") -> float:
-    """max |⟨vᵢ, vⱼ⟩|² ≥ 1/n once m exceeds the Gerzon limit (Conway, Hardin, Sloane 1996); else 0."""
-    m, n, _ = _check_mn(m, n)
-    return 1.0 / n if m > gerzon_limit(n, field) else 0.0
-
-
-def best_bound(m: int, n: int, kmax: int = 4, field: str = "real") -> tuple[float, str]:
-    """The largest of the Welch bounds of orders 1 … kmax (as bounds on max |⟨·,·⟩|²) and the
-    orthoplex bound, with the name of the one that wins (``"welch k=2"``, ``"orthoplex"``, …)."""
-    best, name = 0.0, "welch k=1"
-    for k in range(1, int(kmax) + 1):
-        b = welch_bound_sq(m, n, k)
-        if b > best + 1e-15:
-            best, name = b, f"welch k={k}"
-    o = orthoplex_bound(m, n, field)
-    if o > best + 1e-15:
-        best, name = o, "orthoplex"
-    return best, name
-
-
-# ---------------------------------------------------------------------------------------------
-# Measures of a set of vectors (rows)
+from ..errors import VolratioError
+from ..util import budget
+from .bounds import _check_mn, best_bound, welch_bound
 
 
 def as_frame(vectors, normalise: bool = True) -> np.ndarray:
@@ -474,8 +381,6 @@ def low_coherence_frame(m: int, n: int, seed: int = 0, config: FrameConfig | Non
     projection with both spectral sets at target μ = slack·√(best bound); the best is polished by `smooth_max_descent` (real frames only). Seeded.
     """
     m, n, _ = _check_mn(m, n)
-    from .util import budget
-
     budget.check(
         budget.frame_bytes(max(m, n), n), f"a frame of {m} vectors in R^{n}", "use fewer vectors (m) or dimensions (n)"
     )
@@ -502,138 +407,3 @@ def low_coherence_frame(m: int, n: int, seed: int = 0, config: FrameConfig | Non
             method += " + smooth-max descent"
     V = as_frame(V)
     return FrameResult(V, m, n, int(seed), max_sq_inner(V) if m > 1 else 0.0, bound, bb, bb_name, method, cfg)
-
-
-# Real ETFs with m > n known to exist for n ≤ 7 (Fickus and Mixon's tables, 2015): the simplex
-# (n+1, n), and (6,3), (10,5), (16,6), (14,7), (28,7). The frame experiment marks these sizes.
-REAL_ETF_SIZES: frozenset[tuple[int, int]] = frozenset(
-    {(n + 1, n) for n in range(1, 8)} | {(6, 3), (10, 5), (16, 6), (14, 7), (28, 7)}
-)
-
-
-@dataclass
-class FrameSweepConfig:
-    """The chapter's frame experiment: a low-coherence frame for every (m, n) on a grid."""
-
-    dims: tuple[int, ...] = (2, 3, 4)  # the dimensions n of the grid
-    extra: int = 2  # m runs from n+1 to Gerzon's limit n(n+1)/2 plus this many
-    also: tuple[tuple[int, int], ...] = ((10, 5), (16, 6))  # further (m, n) to build (ETF sizes)
-    seed: int = 0  # one seed per sweep; frame (m, n) uses seed + m + 100·n
-    frame: FrameConfig = field(default_factory=lambda: FrameConfig(ap_iters=500, restarts=2, descent_steps=800))
-    scale: str = "custom"  # preset name, printed by the chapter
-
-    @classmethod
-    def quick(cls, **kw) -> "FrameSweepConfig":
-        return cls(**{"scale": "quick", **kw})
-
-    @classmethod
-    def full(cls, **kw) -> "FrameSweepConfig":
-        return cls(
-            **{"dims": (2, 3, 4, 5, 6), "also": ((14, 7), (28, 7)), "frame": FrameConfig(), "scale": "full", **kw}
-        )
-
-    def sizes(self) -> list[tuple[int, int]]:
-        grid = [(m, n) for n in self.dims for m in range(n + 1, gerzon_limit(n) + self.extra + 1)]
-        return grid + [mn for mn in self.also if mn not in grid]
-
-
-def frame_sweep(config: FrameSweepConfig | None = None) -> list[dict]:
-    """Build a frame for every size of the sweep; one row per (m, n) with the achieved max squared
-    inner product, the Welch bound, the best lower bound known here, their ratios, and whether a
-    real ETF of that size is known to exist."""
-    cfg = config or FrameSweepConfig.quick()
-    rows = []
-    for m, n in cfg.sizes():
-        r = low_coherence_frame(m, n, seed=cfg.seed + m + 100 * n, config=cfg.frame)
-        rows.append(
-            {**r.summary(), "best_ratio": r.max_sq_inner / r.best_bound, "etf_exists": (m, n) in REAL_ETF_SIZES}
-        )
-    return rows
-
-
-# ---------------------------------------------------------------------------------------------
-# Interference of a trained network's features
-
-
-@dataclass
-class LayerInterference:
-    """Interference of one hidden layer's features against the Welch bound at its (r, d).
-
-    vectors="weights": the vectors are the incoming effective weight vectors of the layer's live
-      units (column j of kernel ℓ), restricted to the rows of the previous layer's units (or inputs)
-      that feed at least one of them. r = number of live units of layer ℓ (non-zero incoming and
-      outgoing weight), d = number of those feeding rows. Each unit reads the d-dimensional
-      previous layer along its vector; r ≤ d is what lets all r readouts be orthogonal.
-    vectors="maps": the vectors are the live units' feature maps over the res×res pixel grid,
-      centred (mean over pixels removed: a constant offset acts as a bias, not as a feature) and
-      normalised; units with a constant map are dropped (`n_constant`). r = the remaining units,
-      d = rank of the (r, res²) matrix of maps (numpy's default tolerance): the dimension of the
-      space the maps actually span. r > d exactly when the maps are linearly dependent.
-    """
-
-    layer: int  # hidden layer index ℓ (0-based)
-    vectors: str
-    r: int
-    d: int
-    max_sq_inner: float | None  # None when r < 2
-    mean_sq_inner: float | None
-    bound: float  # Welch k = 1 at (r, d)
-    n_constant: int = 0  # maps mode: live units whose map is constant (excluded)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def layer_interference(net, vectors: str = "weights", res: int = 64, member: int = 0) -> list[LayerInterference]:
-    """Per hidden layer of `net` (a `volratio.nets.CoordMLP`, population member `member`), the
-    interference of its features against the Welch bound; see `LayerInterference` for what the
-    vectors, r and d are in each mode."""
-    import torch
-
-    from .nets import live_unit_mask
-
-    if vectors not in ("weights", "maps"):
-        raise VolratioError(f"vectors must be 'weights' or 'maps', got {vectors!r}")
-    if not 0 <= int(member) < net.population:
-        raise VolratioError(f"member {member} out of range: the network holds {net.population}")
-    k = int(member)
-    with torch.no_grad():
-        ew = [w.detach().to("cpu", torch.float64) for w in net.effective_weights()]  # (K, fan_in, fan_out)
-        feats = net.features(int(res)) if vectors == "maps" else None  # list of (K, res, res, W)
-    alive = live_unit_mask(ew)  # per hidden layer (K, W)
-    out = []
-    for layer in range(net.depth):
-        live = alive[layer][k]  # (W,)
-        n_const = 0
-        if vectors == "weights":
-            cols = ew[layer][k][:, live]  # (fan_in, r)
-            rows = (cols != 0).any(dim=1)
-            V = cols[rows].T.numpy()  # (r, d)
-            r, d = V.shape
-        else:
-            F = feats[layer][k].reshape(-1, feats[layer].shape[-1])[:, live].to("cpu", torch.float64).numpy()
-            F = F - F.mean(axis=0, keepdims=True)  # (P, r) centred
-            norms = np.linalg.norm(F, axis=0)
-            keep = norms > 1e-9 * max(1.0, float(norms.max(initial=0.0)))
-            n_const = int((~keep).sum())
-            V = (F[:, keep] / norms[keep]).T  # (r, P)
-            r = V.shape[0]
-            d = int(np.linalg.matrix_rank(V)) if r else 0
-        if r >= 2 and d >= 1:
-            mx, mn = max_sq_inner(V), mean_sq_inner(V)
-        else:
-            mx = mn = None
-        b = welch_bound(r, d) if r >= 1 and d >= 1 else 0.0
-        out.append(LayerInterference(layer, vectors, int(r), int(d), mx, mn, b, n_const))
-    return out
-
-
-def network_interference(nets: dict, vectors=("weights", "maps"), res: int = 64, member: int = 0) -> list[dict]:
-    """`layer_interference` for several named networks and both kinds of vectors, as table rows
-    (name, vectors, layer, r, d, max_sq_inner, mean_sq_inner, bound, n_constant)."""
-    rows = []
-    for name, net in nets.items():
-        for kind in [vectors] if isinstance(vectors, str) else vectors:
-            for li in layer_interference(net, kind, res=res, member=member):
-                rows.append({"network": name, **li.as_dict()})
-    return rows
