@@ -183,9 +183,9 @@ def stored_scenes(
     `effect` prefixed with the scene, `spec` the scene). Scenes whose parts are not all stored are left out.
     `fitting`: compare only the networks that fit, MSE ≤ `fitting` × each target's median MSE on
     the scene's depths (`depth_regime.among_fitting`; None: every network, the protocol). `names`:
-    the chunks read (`REFERENCE_CHUNKS`; `("depth_scenes_pooled",)` for the one-threshold check —
-    never mix chunks whose runs were judged differently). `judge`: every network scored under this
-    judge (`depth_regime.stored_curves`; its rescore runs where the runs' own judge differs)."""
+    the chunks read (`REFERENCE_CHUNKS`). `judge`: every network scored under this judge
+    (`depth_regime.stored_curves`, which never mixes chunks judged differently; the rescore runs where
+    the runs' own judge differs), e.g. "anchored-pooled" for one threshold for every image."""
     curves = depth_regime.stored_curves(names, root, judge=judge)
     rows, out = [], {}
     for scene in [t for t in curves if t.startswith("scene:")]:
