@@ -529,3 +529,25 @@ def test_fit_budget_chunk_stores_what_the_experiment_measures(tmp_path):
     assert (t.groupby("steps").ratio_to_best.min() == 1.0).all()
     with pytest.raises(VolratioError, match="give depth"):
         FB.parse_point({"target": "planted:1"})
+
+
+def test_connectivity_as_a_sweep_run_stores_its_networks(tmp_path, picbreeder_dir):
+    from volratio.experiments import connectivity as C
+    from volratio.nets import CoordMLP
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        '[chunks.conn]\nrun = "connectivity"\nseeds = [0]\n\n[chunks.conn.config]\nscale = "quick"\n'
+        'targets = ["apple"]\nseeds = 1\narch = "2;gaussian:4"\nres = 8\ndense_steps = 3\nretrain_steps = 1\n'
+        'imp_steps = 1\nimp_rewind = 0\nmethods = ["magnitude"]\nemc2_res = 8\nemc2_params = 2\n'
+        'deltas = [-1.0, 1.0]\ndevice = "cpu"\nkeep_nets = true\n"sp.rounds" = 1\n"sp.retrain_steps" = 1\n'
+    )
+    root = tmp_path / "reference"
+    assert not R.run_chunk(R.load_plan(plan), "conn", root, progress=False).failed
+    table = C.stored_table(["conn"], root)
+    assert set(table.method) == {"dense", "sp", "magnitude"} and table.net.notna().all()
+    (rec,) = R.records("conn", root)
+    assert {"net_dense", "net_sp", "net_magnitude"} <= set(rec["artifacts"])
+    sp = table[table.method == "sp"].iloc[0]
+    net = CoordMLP.load(sp.net)
+    assert net.nonzero()[int(sp.member)] == sp.nonzero  # the stored population is the one the row measured

@@ -157,4 +157,7 @@ class _WholeRun:
     def __call__(self, config: dict) -> dict:
         cfg = _WholeParse(self.name)(config)
         res = module(self.name).run(cfg)
-        return {"rows": res.to_frame().to_dict("records"), "seconds_run": res.seconds, "versions": res.versions}
+        out = {"rows": res.to_frame().to_dict("records"), "seconds_run": res.seconds, "versions": res.versions}
+        if getattr(cfg, "keep_nets", False):  # the trained populations as artifacts `net_<name>` (safetensors)
+            out.update({f"net_{name}": net.to("cpu") for name, net in res.extras["nets"].items()})
+        return out

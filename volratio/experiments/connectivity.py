@@ -66,6 +66,9 @@ class Config(Presets):
     seed: int = 0  # initialisation of the population; the table's seed of member k is seed + k % seeds
     device: str = "auto"  # CUDA when available
     legacy_rows: bool = False  # rows without dense_loss / collapsed (runs stored before SP's guard: `LEGACY`)
+    keep_nets: bool = (
+        False  # as a sweep run: store every population (dense, SP, each baseline) as artifact net_<method>
+    )
     train_path: str = "fast"  # TrainConfig.path of every training and retraining (runs stored before it: eager)
     scale: str = "quick"  # the preset this config came from
 
@@ -365,7 +368,8 @@ REFERENCE_CHUNKS = ("connectivity",)  # chunks of examples/sweeps/reference.toml
 def stored_table(names=REFERENCE_CHUNKS, root=None):
     """The stored reference runs of `names` (those present under `root`, default
     `results/reference`) as one table like `run`'s: one row per target × seed × method, plus `tau`
-    (the run's SP threshold), `arch`, the run's `key` and `cpu_s`."""
+    (the run's SP threshold), `arch`, the run's `key` and `cpu_s`, and `net`: the file of the
+    population the row's network belongs to (member `member`; runs with `keep_nets`, else None)."""
     import pandas as pd
 
     from .. import reference
@@ -376,7 +380,8 @@ def stored_table(names=REFERENCE_CHUNKS, root=None):
         cfg = _config_of(r["config"])
         for row in r["metrics"]["rows"]:
             rows.append({**row, "tau": cfg.sp.tau, "arch": _arch(replace(cfg, targets=(row["target"],))),
-                         "key": r["key"], "cpu_s": r["cpu_s"]})  # fmt: skip
+                         "key": r["key"], "cpu_s": r["cpu_s"],
+                         "net": r.get("artifacts", {}).get(f"net_{row['method']}")})  # fmt: skip
     table = reference.non_finite_as_floats(pd.DataFrame(rows))
     if "failed" in table:  # rows of methods that worked carry no message (stored as NaN, read back as "nan")
         table["failed"] = table["failed"].where(table["failed"].notna() & (table["failed"] != "nan"), None)
