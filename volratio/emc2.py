@@ -58,7 +58,9 @@ from .judges import DEFAULT_JUDGE, anchor_of, make_judge
 from .nets import ACTIVATIONS, CoordMLP, coords, head_to_rgb
 from .util.device import generator, resolve_device
 
+# The δ grids (every module and test takes them from here; stored configs record the values):
 DEFAULT_DELTAS = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # both signs, |δ| from 0.25 to 2
+UNIT_DELTAS = (-1.0, -0.5, 0.5, 1.0)  # both signs, |δ| ≤ 1 (FER's |Δw| ≤ 1): the quick depth sweeps
 
 
 class PerturbationError(VolratioError, ValueError):

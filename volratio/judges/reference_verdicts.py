@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..emc2 import DEFAULT_DELTAS
 from ..errors import DataNotFoundError, VolratioError
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "judge_reference"  # the repository's data/
@@ -56,7 +57,7 @@ GROUPS = (
 @dataclass
 class ReferenceSetConfig:
     res: int = 64  # images are res×res
-    deltas: tuple = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # δ drawn uniformly from these
+    deltas: tuple = DEFAULT_DELTAS  # δ drawn uniformly from these
     n_picbreeder: int = 45  # perturbations per Picbreeder network
     n_fer: int = 45  # perturbations per FER SGD network
     n_trained: int = 14  # per dense / SP / baseline network (24 networks: 3 targets × 8 methods)
