@@ -30,7 +30,7 @@ its layer that computes the same function or its negation, together, so that red
 count — changes that consumer at some input; constant units only shift biases and never
 influence. Other solutions are **fractured**. ρ(W, L) = P(compositional | solution); the absolute
 volumes P(solution) and P(compositional) are reported too, with Wilson or Clopper–Pearson
-intervals (`scipy.stats.binomtest`).
+intervals (`volratio.util.stats.binomial_interval`).
 
 Consequences of the definition proved in the chapter and checked by the tests: ρ = 0 when L < L*
 or when W is below the embedding width `target.min_width(L)`.
@@ -53,6 +53,7 @@ import torch
 from .boolean import BooleanTarget, input_table
 from .errors import VolratioError
 from .util.device import generator, resolve_device
+from .util.stats import binomial_interval
 
 
 class RhoError(VolratioError, ValueError):
@@ -252,18 +253,6 @@ def _compositional(nets: Nets, target: BooleanTarget, X: torch.Tensor) -> torch.
 # Counting, intervals, exact enumeration
 
 
-def interval(k: int, n: int, confidence: float = 0.95, method: str = "wilson") -> tuple[float, float]:
-    """Confidence interval for a binomial proportion k/n (scipy). n = 0 gives (0, 1)."""
-    from scipy.stats import binomtest
-
-    if n == 0:
-        return (0.0, 1.0)
-    ci = binomtest(int(k), int(n)).proportion_ci(
-        confidence, method="exact" if method == "clopper-pearson" else "wilson"
-    )
-    return (float(ci.low), float(ci.high))
-
-
 @dataclass
 class Counts:
     samples: int = 0
@@ -452,7 +441,7 @@ def _rel_width(c: Counts, cfg: SamplerConfig) -> float:
     """(hi − lo) / ρ̂ of ρ's interval; inf while no compositional solution is seen."""
     if not c.compositional:
         return math.inf
-    lo, hi = interval(c.compositional, c.solutions, cfg.confidence, cfg.interval)
+    lo, hi = binomial_interval(c.compositional, c.solutions, cfg.confidence, cfg.interval)
     return (hi - lo) / (c.compositional / c.solutions)
 
 
@@ -544,9 +533,9 @@ def exact(
 def row(target: BooleanTarget, W: int, L: int, c: Counts, cfg: SamplerConfig) -> dict:
     """One result row (the JSON schema of `volratio rho boolean`)."""
     rho = c.compositional / c.solutions if c.solutions else None
-    lo, hi = interval(c.compositional, c.solutions, cfg.confidence, cfg.interval)
-    s_lo, s_hi = interval(c.solutions, c.samples, cfg.confidence, cfg.interval)
-    k_lo, k_hi = interval(c.compositional, c.samples, cfg.confidence, cfg.interval)
+    lo, hi = binomial_interval(c.compositional, c.solutions, cfg.confidence, cfg.interval)
+    s_lo, s_hi = binomial_interval(c.solutions, c.samples, cfg.confidence, cfg.interval)
+    k_lo, k_hi = binomial_interval(c.compositional, c.samples, cfg.confidence, cfg.interval)
     return {
         "W": W,
         "L": L,
