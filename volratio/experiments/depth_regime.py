@@ -26,7 +26,6 @@ from ..emc2 import DEFAULT_DELTAS, UNIT_DELTAS
 from ..util.stats import mean_ci
 from ._base import Presets, Result, Timer, configure
 
-
 # The planted targets of the chapter: true depth L* known, PNG ratio computable (width 3 each)
 PLANTED = ("planted:1:depth=2,width=3", "planted:2:depth=3,width=3", "planted:3:depth=4,width=3")
 
@@ -55,7 +54,7 @@ class Settings:
     # that stay. A run config without this entry means "none" (`parse_point`)
     sp_loss_factor: float | None = 2.0  # SP's guard (SPConfig.loss_factor): undo a round above this × the dense
     # MSE. A run config without this entry is one stored before the guard: it means None (`parse_point`)
-    deltas: tuple = UNIT_DELTAS  # EMC2 perturbation sizes (both signs, FER's |Δw| ≤ 1); DEFAULT_DELTAS at the other scales
+    deltas: tuple = UNIT_DELTAS  # EMC2 perturbation sizes (both signs, FER's |Δw| ≤ 1)
     max_params: int | None = 20  # EMC2 scores a seeded subsample of this many non-zero weights (None = all)
     judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
     device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
