@@ -229,10 +229,10 @@ def _arch(cfg: Config) -> str:
 
 @torch.no_grad()
 def _losses(net: CoordMLP, images: torch.Tensor) -> np.ndarray:
-    from ..prune.criteria import Calibration
+    from ..prune.criteria import CalibrationGrid
     from ..train import mse_per_network
 
-    calib = Calibration.from_image(images, net)
+    calib = CalibrationGrid.from_image(images, net)
     return mse_per_network(net, calib.grid, calib.target).cpu().numpy()
 
 
