@@ -67,7 +67,7 @@ def test_unknown_group_is_a_clear_error():
 
 def test_mosaic_layout():
     imgs = torch.rand(7, 8, 8, 3, generator=torch.Generator().manual_seed(0))
-    m = rv.mosaic(imgs, list(range(7)), cols=3, scale=2, header=imgs[0], header_caption="ref")
+    m = rv.captioned_mosaic(imgs, list(range(7)), cols=3, scale=2, header=imgs[0], header_caption="ref")
     assert m.size == (3 * (16 + 6) + 6, (16 + 14 + 6) * 4 + 6)
 
 

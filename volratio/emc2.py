@@ -878,7 +878,7 @@ def judged_examples(
 
 
 def sweep_figure(sweep: WeightSweep, title: str | None = None, scale: float = 1.1):
-    """The sweep as a grid of images (`volratio.plots.weight_sweep`)."""
-    from .plots import weight_sweep as draw
+    """The sweep as a grid of images (`volratio.plots.draw_weight_sweep`)."""
+    from .plots import draw_weight_sweep
 
-    return draw(sweep, title, scale)
+    return draw_weight_sweep(sweep, title, scale)

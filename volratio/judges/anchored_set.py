@@ -371,8 +371,8 @@ def judging_mosaics(rows, images, seed: int = 0, per_mosaic: int = 36, show_res:
             chunk = idx[j : j + per_mosaic]
             tiles = torch.stack([_show(images[i], show_res) for i in chunk])
             header = torch.as_tensor(np.asarray(get_target(header_spec).image(show_res)), dtype=torch.float64)
-            m = rv.mosaic(tiles, list(range(1, len(chunk) + 1)), cols=6, scale=2, header=header,
-                          header_caption=f"is this a {label}?")  # fmt: skip
+            m = rv.captioned_mosaic(tiles, list(range(1, len(chunk) + 1)), cols=6, scale=2, header=header,
+                                      header_caption=f"is this a {label}?")  # fmt: skip
             out.append((label, rows.loc[chunk, "id"].tolist(), m))
     return out
 

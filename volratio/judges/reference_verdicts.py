@@ -13,7 +13,7 @@ and every judge can be checked against them.
   SP-pruned network on a scene); `sample_rows(cfg, nets)` draws the perturbations.
 - `render_rows(rows, nets)` renders the images of a table of rows `(B, res, res, 3)` with the exact
   engine (`volratio.emc2.PerturbationEngine`, float64, CPU); `base_images` the unperturbed images.
-- `load_verdicts()` reads the stored CSV; `mosaic(...)` composes numbered tiles (the protocol's
+- `load_verdicts()` reads the stored CSV; `captioned_mosaic(...)` composes numbered tiles (the protocol's
   mosaics, and the chapter's figure).
 
 The protocol, who judged and the counts are in `data/judge_reference/README.md`.
@@ -276,7 +276,7 @@ def load_verdicts(path: str | Path | None = None):
     return df
 
 
-def mosaic(images, captions, cols: int = 6, scale: int = 2, header=None, header_caption: str = ""):
+def captioned_mosaic(images, captions, cols: int = 6, scale: int = 2, header=None, header_caption: str = ""):
     """A PIL image: tiles of `images` `(B, H, W, 3)` upscaled ×`scale` (nearest), `cols` per row,
     each with its caption underneath; optional `header` image `(H, W, 3)` on top with its caption."""
     from PIL import Image, ImageDraw
