@@ -13,7 +13,7 @@ from volratio.judges import anchored_rule as ar
 from volratio.judges import anchored_set as A
 from volratio.prune import flat_images
 
-CFG = emc2.EMC2Config(deltas=(-1.0, -0.5, 0.5, 1.0), res=32, max_params=40, seed=0, device="cpu")
+CFG = emc2.EMC2Config(deltas=emc2.UNIT_DELTAS, res=32, max_params=40, seed=0, device="cpu")
 
 
 def flat(spec: str):

@@ -22,7 +22,6 @@ from volratio.rho import (
     exact,
     forward,
     inputs,
-    interval,
     layer_dims,
     networks_for_width,
     sample_networks,
@@ -32,6 +31,7 @@ from volratio.rho.boolean import get_boolean_target, input_table
 from volratio.rho.montecarlo import _nets_from_block
 from volratio.rho.sampler import _compositional
 from volratio.util.device import generator
+from volratio.util.stats import binomial_interval
 
 
 def block_from_nets(nets: Nets, ternary: bool) -> bs.Block:
@@ -172,7 +172,7 @@ def test_bits_engine_inside_interval_around_exact(spec, W, L):
         (c.compositional, c.samples, e.p_compositional),
         (c.compositional, c.solutions, e.rho),
     ]:
-        lo, hi = interval(k, nn, 0.999)
+        lo, hi = binomial_interval(k, nn, 0.999)
         assert lo <= want <= hi
 
 
@@ -199,7 +199,7 @@ def test_until_width_stops_early_and_identically_with_workers():
     assert c1 == c2 and i1["chunks"] == i2["chunks"]
     # one chunk fewer would not have reached the width
     c0, _ = estimate(t, 2, 2, c1.samples - 1024, SamplerConfig(chunk=1024), seed=0)
-    lo, hi = interval(c0.compositional, c0.solutions)
+    lo, hi = binomial_interval(c0.compositional, c0.solutions)
     assert c0.compositional == 0 or (hi - lo) / (c0.compositional / c0.solutions) > 0.5
 
 
@@ -213,7 +213,7 @@ def test_networks_for_width():
     c = Counts(1_000_000, 400, 100)  # ρ = 0.25, P(sol) = 4e-4
     n = networks_for_width(c, 0.2)
     s = n * 4e-4  # solutions needed
-    lo, hi = interval(round(s * 0.25), round(s))
+    lo, hi = binomial_interval(round(s * 0.25), round(s))
     assert (hi - lo) / 0.25 == pytest.approx(0.2, rel=0.03)
     assert networks_for_width(Counts(10, 0, 0), 0.2) is None
 
@@ -236,8 +236,8 @@ def test_float_engine_still_available_and_agrees_in_distribution():
     t = get_boolean_target("tree:1:2")
     f = count(t, 2, 2, 60_000, SamplerConfig(engine="float", device="cpu"), seed=1)
     b = count(t, 2, 2, 60_000, SamplerConfig(), seed=1)
-    lo, hi = interval(f.solutions, f.samples, 0.999)
-    lo2, hi2 = interval(b.solutions, b.samples, 0.999)
+    lo, hi = binomial_interval(f.solutions, f.samples, 0.999)
+    lo2, hi2 = binomial_interval(b.solutions, b.samples, 0.999)
     assert max(lo, lo2) <= min(hi, hi2)  # the two intervals overlap
     assert torch.get_num_threads() >= 1
 

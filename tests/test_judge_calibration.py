@@ -30,13 +30,6 @@ def test_threshold_fit_and_agreement_on_synthetic_scores():
     assert jc.split(10, 0.4, 0).sum() == 4 and np.array_equal(jc.split(10, 0.4, 0), jc.split(10, 0.4, 0))
 
 
-def test_wilson_interval():
-    lo, hi = jc.wilson(0, 20)
-    assert lo == 0.0 and 0.1 < hi < 0.2
-    lo, hi = jc.wilson(10, 20)
-    assert lo < 0.5 < hi and hi - 0.5 == pytest.approx(0.5 - lo)
-
-
 def test_scores_are_one_for_the_reference_and_lower_for_noise():
     g = torch.Generator().manual_seed(0)
     ref = torch.rand(32, 32, 3, generator=g, dtype=torch.float64)

@@ -103,6 +103,12 @@ def test_load_rejects_garbage(tmp_path):
         CoordMLP.load(bad)
     with pytest.raises(VolratioError, match="no such network"):
         CoordMLP.load(tmp_path / "missing.safetensors")
+    # a saved network cut short: safetensors' own header check refuses it before any tensor is read
+    data = CoordMLP("2;gaussian:4", head="grey", seed=0).save(tmp_path / "n.safetensors").read_bytes()
+    cut = tmp_path / "cut.safetensors"
+    cut.write_bytes(data[:-7])
+    with pytest.raises(VolratioError, match="not a readable safetensors"):
+        CoordMLP.load(cut)
 
 
 def test_render_any_resolution_and_chunking():

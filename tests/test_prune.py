@@ -232,7 +232,7 @@ def test_wanda_matches_brute_force(dense):
 
 def test_wanda_scores_are_weight_times_input_norm(dense):
     net = fresh(dense)
-    calib = P.Calibration.from_image(image(), net)
+    calib = P.CalibrationGrid.from_image(image(), net)
     sc = P.Wanda().scores(net, calib)
     _, feats = net(calib.grid, return_features=True)
     expect = net.weights[2].detach().abs() * feats[1].norm(dim=1)[:, :, None]
@@ -271,7 +271,7 @@ def test_llm_pruner_group_importance_by_hand():
     g = _hand_grads(ks, X, T)
     first = [np.abs(k * gi) for k, gi in zip(ks, g)]
     want = [first[l].sum(0) + first[l + 1].sum(1) for l in range(2)]
-    calib = P.Calibration.from_image(img, net)
+    calib = P.CalibrationGrid.from_image(img, net)
     got = P.Taylor("first").scores(net, calib)
     for l in range(2):
         np.testing.assert_allclose(got[l][0].numpy(), want[l], rtol=1e-10)

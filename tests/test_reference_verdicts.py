@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from volratio.emc2 import DEFAULT_DELTAS
 from volratio.judges import reference_verdicts as rv
 from volratio.util import machine as M
 
@@ -30,7 +31,7 @@ def table():
 def test_stored_set_has_the_protocols_shape(table):
     pert = table[table.kernel >= 0]
     assert len(table) == 678 and len(pert) == 646 and (table.kernel < 0).sum() == 32
-    assert set(pert["delta"]) == {-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0}
+    assert set(pert["delta"]) == set(DEFAULT_DELTAS)
     assert set(table["group"]) == set(rv.GROUPS) and set(table["res"]) == {64}
     assert table["pass1"].isin([0, 1]).all() and table["id"].is_unique
     twice = table.dropna(subset=["pass2"])
@@ -66,7 +67,7 @@ def test_unknown_group_is_a_clear_error():
 
 def test_mosaic_layout():
     imgs = torch.rand(7, 8, 8, 3, generator=torch.Generator().manual_seed(0))
-    m = rv.mosaic(imgs, list(range(7)), cols=3, scale=2, header=imgs[0], header_caption="ref")
+    m = rv.captioned_mosaic(imgs, list(range(7)), cols=3, scale=2, header=imgs[0], header_caption="ref")
     assert m.size == (3 * (16 + 6) + 6, (16 + 14 + 6) * 4 + 6)
 
 

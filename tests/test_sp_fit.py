@@ -9,7 +9,7 @@ import torch
 from volratio import prune as P
 from volratio.experiments import depth_regime
 from volratio.nets import CoordMLP, coords
-from volratio.prune.criteria import Calibration
+from volratio.prune.criteria import CalibrationGrid
 from volratio.prune.similarity_pruning import Removal, compensate
 from volratio.train import TrainConfig, mse_per_network, train
 
@@ -34,7 +34,7 @@ def with_twin(seed=0):
 
 
 def loss(net, img):
-    calib = Calibration.from_image(img, net)
+    calib = CalibrationGrid.from_image(img, net)
     with torch.no_grad():
         return float(mse_per_network(net, calib.grid, calib.target)[0])
 
@@ -55,7 +55,7 @@ def test_compensation_removes_a_duplicate_unit_without_changing_the_image(how):
     remove(plain, 0, 3)
     assert loss(plain, img) > before + 1e-4  # masking alone loses the unit's contribution
     comp = net.select([0])
-    compensate(comp, Calibration.from_image(img, comp), [Removal(0, 0, 3, 1, 1.0)], how)
+    compensate(comp, CalibrationGrid.from_image(img, comp), [Removal(0, 0, 3, 1, 1.0)], how)
     remove(comp, 0, 3)
     assert loss(comp, img) == pytest.approx(before, rel=1e-4, abs=1e-7)
 
@@ -67,14 +67,14 @@ def test_compensation_never_revives_a_pruned_connection():
         m = net.masks[1].clone()
         m[0, 1, 0] = 0.0  # unit 1's connection to output 0 is pruned
     net.set_mask(1, m)
-    compensate(net, Calibration.from_image(img, net), [Removal(0, 0, 3, 1, 1.0)], "span")
+    compensate(net, CalibrationGrid.from_image(img, net), [Removal(0, 0, 3, 1, 1.0)], "span")
     assert float(net.weights[1].detach()[0, 1, 0]) == 0.0
 
 
 def test_compensate_none_changes_no_weight():
     net = with_twin()
     before = [w.detach().clone() for w in net.weights]
-    compensate(net, Calibration.from_image(image(), net), [Removal(0, 0, 3, 1, 1.0)], "none")
+    compensate(net, CalibrationGrid.from_image(image(), net), [Removal(0, 0, 3, 1, 1.0)], "none")
     assert all(torch.equal(a, b.detach()) for a, b in zip(before, net.weights))
 
 

@@ -58,7 +58,9 @@ from .judges import DEFAULT_JUDGE, anchor_of, make_judge
 from .nets import ACTIVATIONS, CoordMLP, coords, head_to_rgb
 from .util.device import generator, resolve_device
 
+# The δ grids (every module and test takes them from here; stored configs record the values):
 DEFAULT_DELTAS = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # both signs, |δ| from 0.25 to 2
+UNIT_DELTAS = (-1.0, -0.5, 0.5, 1.0)  # both signs, |δ| ≤ 1 (FER's |Δw| ≤ 1): the quick depth sweeps
 
 
 class PerturbationError(VolratioError, ValueError):
@@ -876,7 +878,7 @@ def judged_examples(
 
 
 def sweep_figure(sweep: WeightSweep, title: str | None = None, scale: float = 1.1):
-    """The sweep as a grid of images (`volratio.plots.weight_sweep`)."""
-    from .plots import weight_sweep as draw
+    """The sweep as a grid of images (`volratio.plots.draw_weight_sweep`)."""
+    from .plots import draw_weight_sweep
 
-    return draw(sweep, title, scale)
+    return draw_weight_sweep(sweep, title, scale)

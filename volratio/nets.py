@@ -526,24 +526,26 @@ class CoordMLP(nn.Module):
 
     @classmethod
     def load(cls, path: "str | Path", device: str | torch.device = "cpu") -> "CoordMLP":
-        """Read a network written by `save` (no pickle involved).
+        """Read a network written by `save` (no pickle involved: safetensors holds raw tensors).
 
-        The safetensors header is read and checked first — metadata with the arch and head, each
-        kernel's dtype and shape against the arch, the declared sizes against the file and the
-        memory budget — so that a damaged or hostile file is refused before any tensor is read;
-        then weights holding NaN/Inf are refused."""
-        from safetensors import safe_open
+        `safetensors.safe_open` parses the header and checks it against the file (JSON, dtypes,
+        shapes against data offsets, offsets against the file size) without reading a tensor; then
+        the volratio metadata with the arch and head, each kernel's dtype and shape against the
+        arch, and the declared sizes against the memory budget are checked (`_check_header`), so
+        that a damaged or hostile file is refused before any tensor is read; then weights holding
+        NaN/Inf are refused."""
+        from safetensors import SafetensorError, safe_open
 
         path = Path(path)
         if path.is_dir():
             raise VolratioError(f"{path} is a folder, not a network file; give the path of a .safetensors file")
         if not path.is_file():
             raise VolratioError(f"{path}: no such network file (save one with `volratio train … --out {path}`)")
-        meta, names = _check_header(path)
         try:
             with safe_open(str(path), framework="pt") as f:
+                meta, names = _check_header(path, f)
                 tensors = {k: f.get_tensor(k) for k in names}
-        except Exception as e:  # safetensors raises its own types for corrupt files
+        except (SafetensorError, OSError) as e:  # a damaged header or data, an unreadable file
             raise VolratioError(f"{path}: not a readable safetensors file ({e}); re-create it") from e
         n = len(names) // 2
         kernels = [tensors[f"weight{i}"] for i in range(n)]
@@ -565,40 +567,23 @@ class CoordMLP(nn.Module):
         return net.to(resolve_device(device))
 
 
-_ST_DTYPES = {"F32": 4, "F64": 8, "U8": 1, "BOOL": 1, "F16": 2, "BF16": 2, "I8": 1, "I16": 2, "I32": 4, "I64": 8}
-_MAX_HEADER = 100 << 20  # safetensors' own limit on the JSON header
+_ST_BYTES = {"F32": 4, "F64": 8, "U8": 1, "BOOL": 1}  # bytes per element of the dtypes a saved network holds
 
 
-def _check_header(path: Path) -> tuple[dict, list[str]]:
-    """Parse and check a saved network's safetensors header (see `CoordMLP.load`); returns the
-    volratio metadata and the tensor names to read (`weight0, mask0, …`)."""
-    import struct
+def _check_header(path: Path, f) -> tuple[dict, list[str]]:
+    """Check an open safetensors file (`safetensors.safe_open`, header already parsed by it) as a
+    saved network (see `CoordMLP.load`), reading no tensor; returns the volratio metadata and the
+    tensor names to read (`weight0, mask0, …`)."""
 
     def bad(msg: str) -> VolratioError:
         return VolratioError(f"{path}: {msg}")
 
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(8)
-        if len(head) < 8:
-            raise bad("not a readable safetensors file (shorter than its 8-byte header length); re-create it")
-        (n,) = struct.unpack("<Q", head)
-        if n > min(_MAX_HEADER, size - 8):
-            raise bad(
-                f"not a readable safetensors file (header length {n} does not fit the {size}-byte file); re-create it"
-            )
-        try:
-            header = json.loads(f.read(n))
-        except (UnicodeDecodeError, ValueError):
-            raise bad("not a readable safetensors file (its header is not JSON); re-create it") from None
-    if not isinstance(header, dict):
-        raise bad("not a readable safetensors file (its header is not a JSON object); re-create it")
-    raw = (header.get("__metadata__") or {}).get("volratio") if isinstance(header.get("__metadata__"), dict) else None
+    raw = (f.metadata() or {}).get("volratio")
     if raw is None:
         raise bad("safetensors file without volratio metadata; not a saved CoordMLP (save networks with CoordMLP.save)")
     try:
         meta = json.loads(raw)
-    except (TypeError, ValueError):
+    except ValueError:
         raise bad("its volratio metadata is not JSON; re-create it with CoordMLP.save") from None
     if not isinstance(meta, dict) or meta.get("format") != "volratio.CoordMLP/1":
         raise bad("its volratio metadata is not a volratio.CoordMLP/1 object; re-create it with CoordMLP.save")
@@ -616,32 +601,21 @@ def _check_header(path: Path) -> tuple[dict, list[str]]:
     if not (isinstance(K, int) and K >= 1 and isinstance(n_in, int) and n_in >= 1):
         raise bad(f"population {K!r} / n_inputs {n_in!r} in its metadata are not positive integers; re-create it")
     dims = [n_in] + [arch.width] * arch.depth + [HEADS[meta["head"]]]
-    names, total, data = [], 0, size - 8 - n
+    present = set(f.keys())
+    names, total = [], 0
     for i, (fi, fo) in enumerate(itertools.pairwise(dims)):
         for name, dtypes in ((f"weight{i}", ("F32", "F64")), (f"mask{i}", ("U8", "BOOL", "F32", "F64"))):
-            info = header.get(name)
-            if not isinstance(info, dict):
+            if name not in present:
                 raise bad(f"tensor {name} is missing for arch {arch}; the file is damaged — re-create it")
-            dt, shape, off = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+            info = f.get_slice(name)
+            dt, shape = info.get_dtype(), list(info.get_shape())
             if dt not in dtypes:
                 raise bad(f"tensor {name} has dtype {dt}; a saved network holds {' or '.join(dtypes)} — re-create it")
             if shape != [K, fi, fo]:
                 raise bad(
                     f"tensor {name} has shape {shape}, but arch {arch} with head {meta['head']} needs {[K, fi, fo]}; re-create it"
                 )
-            nbytes = K * fi * fo * _ST_DTYPES[dt]
-            if not (
-                isinstance(off, list)
-                and len(off) == 2
-                and all(isinstance(o, int) for o in off)
-                and 0 <= off[0]
-                and off[1] - off[0] == nbytes
-                and off[1] <= data
-            ):
-                raise bad(
-                    f"tensor {name}: its data offsets {off} do not match its shape or the file size; the file is damaged"
-                )
             names.append(name)
-            total += nbytes
+            total += K * fi * fo * _ST_BYTES[dt]
     budget.check(total * 3, f"{path}: loading a network of {total} bytes of tensors", "load it on a larger machine")
     return meta, names

@@ -79,7 +79,7 @@ def image_grid(
     return fig
 
 
-def mosaic(maps: Sequence[np.ndarray], pad: int = 1, fill: float = np.nan) -> np.ndarray:
+def tile_maps(maps: Sequence[np.ndarray], pad: int = 1, fill: float = np.nan) -> np.ndarray:
     """Stack rows of feature maps into one array. `maps[i]` is `(n_i, H, W)`; rows are padded to
     the longest with `fill` (drawn as background)."""
     maps = [_np(m) for m in maps]
@@ -100,7 +100,7 @@ def feature_mosaic(layers: Sequence, title: str = "", ax=None, row_label: str = 
 
     if per_unit:
         layers = [_np(l) / np.maximum(np.abs(_np(l)).max(axis=(1, 2), keepdims=True), 1e-12) for l in layers]
-    m = mosaic(layers)
+    m = tile_maps(layers)
     if ax is None:
         fig, ax = plt.subplots(figsize=(min(14, 0.35 * m.shape[1] / layers[0].shape[1] + 2), 0.35 * len(layers) + 1))
     lim = np.nanmax(np.abs(m)) or 1.0
@@ -186,7 +186,7 @@ def plot_predictor(pred, ax=None, title: str = "", xlabel: str = "PNG compressio
 # EMC2 weight sweeps
 
 
-def weight_sweep(sweep, title: str | None = None, scale: float = 1.1):
+def draw_weight_sweep(sweep, title: str | None = None, scale: float = 1.1):
     """A weight sweep (`volratio.emc2.WeightSweep`) as a grid of images (rows: parameters, then
     controls; columns: Δw). Chapters "EMC2-Bench", "Unknown targets", "Your own target"."""
     import matplotlib.pyplot as plt

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ..util.stats import binomial_interval
 from .check import (
     BadAnswer,
     Check,
@@ -149,11 +150,9 @@ def check_p_solution(estimate, spec: str, W: int, L: int, samples: int, p: float
 
 @checker
 def check_interval(lo, hi, k: int, n: int, confidence: float = 0.95) -> Check:
-    """The Wilson score interval for k successes out of n (`volratio.rho.interval`)."""
-    from ..rho import interval
-
+    """The Wilson score interval for k successes out of n (`volratio.util.stats.binomial_interval`)."""
     a, b = number(lo, "lower end"), number(hi, "upper end")
-    rlo, rhi = interval(k, n, confidence, "wilson")
+    rlo, rhi = binomial_interval(k, n, confidence, "wilson")
     if close(a, rlo, rtol=1e-6, atol=1e-9) and close(b, rhi, rtol=1e-6, atol=1e-9):
         return Check(
             "check_interval",
@@ -167,7 +166,7 @@ def check_interval(lo, hi, k: int, n: int, confidence: float = 0.95) -> Check:
     zq = stats.norm.ppf(0.5 + confidence / 2)
     ph = k / n
     wald = (ph - zq * math.sqrt(ph * (1 - ph) / n), ph + zq * math.sqrt(ph * (1 - ph) / n))
-    cp = interval(k, n, confidence, "clopper-pearson")
+    cp = binomial_interval(k, n, confidence, "clopper-pearson")
     if close(a, wald[0], rtol=1e-6, atol=1e-9) and close(b, wald[1], rtol=1e-6, atol=1e-9):
         why = "that is the normal (Wald) interval p̂ ± z·√(p̂(1−p̂)/n), which fails for rare events; use Wilson's"
     elif close(a, cp[0], rtol=1e-6, atol=1e-9) and close(b, cp[1], rtol=1e-6, atol=1e-9):

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import torch
 
+from ..emc2 import DEFAULT_DELTAS
 from ..nets import CoordMLP
 from ..prune import PruneError, collapsed, prune
 from ..prune.masks import unit_alive, weight_sparsity
@@ -62,7 +63,7 @@ class Config(Presets):
     judges: tuple = ()  # more judges to score the same perturbed images under (columns emc2_auc:<judge>, base_kept:<judge>)
     emc2_res: int = 24  # EMC2 image size
     emc2_params: int | None = 40  # parameters scored per network (seeded subsample; None = all)
-    deltas: tuple = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # EMC2 perturbation sizes
+    deltas: tuple = DEFAULT_DELTAS  # EMC2 perturbation sizes
     seed: int = 0  # initialisation of the population; the table's seed of member k is seed + k % seeds
     device: str = "auto"  # CUDA when available
     legacy_rows: bool = False  # rows without dense_loss / collapsed (runs stored before SP's guard: `LEGACY`)
@@ -231,10 +232,10 @@ def _arch(cfg: Config) -> str:
 
 @torch.no_grad()
 def _losses(net: CoordMLP, images: torch.Tensor) -> np.ndarray:
-    from ..prune.criteria import Calibration
+    from ..prune.criteria import CalibrationGrid
     from ..train import mse_per_network
 
-    calib = Calibration.from_image(images, net)
+    calib = CalibrationGrid.from_image(images, net)
     return mse_per_network(net, calib.grid, calib.target).cpu().numpy()
 
 

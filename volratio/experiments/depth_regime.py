@@ -22,10 +22,9 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 
 from ..depth import DepthError, sweet_spot
+from ..emc2 import DEFAULT_DELTAS, UNIT_DELTAS
 from ..util.stats import mean_ci
 from ._base import Presets, Result, Timer, configure
-
-DELTAS_8 = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # the reference and full δ grid (FER's |Δw| ≤ 1, and 2)
 
 # The planted targets of the chapter: true depth L* known, PNG ratio computable (width 3 each)
 PLANTED = ("planted:1:depth=2,width=3", "planted:2:depth=3,width=3", "planted:3:depth=4,width=3")
@@ -55,7 +54,7 @@ class Settings:
     # that stay. A run config without this entry means "none" (`parse_point`)
     sp_loss_factor: float | None = 2.0  # SP's guard (SPConfig.loss_factor): undo a round above this × the dense
     # MSE. A run config without this entry is one stored before the guard: it means None (`parse_point`)
-    deltas: tuple = (-1.0, -0.5, 0.5, 1.0)  # EMC2 perturbation sizes (both signs, FER's |Δw| ≤ 1)
+    deltas: tuple = UNIT_DELTAS  # EMC2 perturbation sizes (both signs, FER's |Δw| ≤ 1)
     max_params: int | None = 20  # EMC2 scores a seeded subsample of this many non-zero weights (None = all)
     judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
     device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
@@ -105,10 +104,10 @@ class Config(Presets, Settings):
     # 8 δ on 200 weights (the planted chunk sweeps L* ± 3 instead; tests/test_reference.py compares them)
     # fmt: off
     REFERENCE = {"depths": tuple(range(2, 17)), "seeds": 5, "members": 5, "width": 12, "res": 64, "steps": 2000,
-                 "lr": 3e-3, "sp_rounds": 10, "retrain_steps": 200, "max_params": 200, "deltas": DELTAS_8}
+                 "lr": 3e-3, "sp_rounds": 10, "retrain_steps": 200, "max_params": 200, "deltas": DEFAULT_DELTAS}
     # closer to the paper: depths 1..12, 10 seeds, long training, every weight scored
     FULL = {"depths": tuple(range(1, 13)), "seeds": 10, "width": 16, "res": 64, "steps": 5000, "lr": 3e-3,
-            "sp_rounds": 10, "retrain_steps": 500, "deltas": DELTAS_8, "max_params": None, "members": 1}
+            "sp_rounds": 10, "retrain_steps": 500, "deltas": DEFAULT_DELTAS, "max_params": None, "members": 1}
     # fmt: on
 
     def __post_init__(self):

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from ..errors import DataNotFoundError, VolratioError
+from ..util.stats import binomial_interval
 from .reference_verdicts import DATA_DIR, cohen_kappa
 
 RULE_JSON = DATA_DIR / "anchored" / "rule.json"
@@ -393,8 +394,6 @@ def emc2_by_network(table, rule: Rule):
     under `rule`; and whether the unperturbed image shows the label by each."""
     import pandas as pd
 
-    from .calibration import wilson
-
     t = table.reset_index(drop=True)
     by_rule = rule.predict({f: t[f].to_numpy() for f in rule.features}, t["label"].to_numpy())
     v_ref, v_rule = preserved(t, t["pass1"].to_numpy()), preserved(t, by_rule)
@@ -403,7 +402,7 @@ def emc2_by_network(table, rule: Rule):
         pert = part.index[part["kernel"] >= 0].to_numpy()
         base = part.index[part["kernel"] < 0].to_numpy()
         k, n = int(v_ref[pert].sum()), len(pert)
-        lo, hi = wilson(k, n)
+        lo, hi = binomial_interval(k, n)
         out.append({"network": name, "res": int(res), "group": part["group"].iloc[0], "n": n,
                     "shown (verdicts)": bool(t.loc[base[0], "pass1"]), "shown (judge)": bool(by_rule[base[0]]),
                     "S (verdicts)": k / n if n else np.nan, "lo": lo, "hi": hi,

@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from ..data.specs import load_network
-from ..emc2 import nonzero_params, perturbed_images, subsample, target_label
+from ..emc2 import DEFAULT_DELTAS, nonzero_params, perturbed_images, subsample, target_label
 from ..errors import DataNotFoundError, VolratioError
 from ..nets import CoordMLP
 from . import reference_verdicts as rv
@@ -72,7 +72,7 @@ DATA_GROUPS = ("picbreeder", "fer-sgd")  # built from the Picbreeder data, never
 class AnchoredSetConfig:
     res: int = 64  # main image size (as the first set)
     low_res: int = 32  # second image size: Picbreeder, FER SGD and connectivity networks again
-    deltas: tuple = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # δ drawn uniformly from these
+    deltas: tuple = DEFAULT_DELTAS  # δ drawn uniformly from these
     n_trained: int = 7  # perturbations per connectivity network (plus its unperturbed image)
     n_deep: int = 5  # per deep SP network
     n_other: int = 5  # per other-target / flat / natural-as-other network
@@ -371,8 +371,8 @@ def judging_mosaics(rows, images, seed: int = 0, per_mosaic: int = 36, show_res:
             chunk = idx[j : j + per_mosaic]
             tiles = torch.stack([_show(images[i], show_res) for i in chunk])
             header = torch.as_tensor(np.asarray(get_target(header_spec).image(show_res)), dtype=torch.float64)
-            m = rv.mosaic(tiles, list(range(1, len(chunk) + 1)), cols=6, scale=2, header=header,
-                          header_caption=f"is this a {label}?")  # fmt: skip
+            m = rv.captioned_mosaic(tiles, list(range(1, len(chunk) + 1)), cols=6, scale=2, header=header,
+                                      header_caption=f"is this a {label}?")  # fmt: skip
             out.append((label, rows.loc[chunk, "id"].tolist(), m))
     return out
 

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from ..errors import VolratioError
+from ..util.stats import binomial_interval
 from .reference_verdicts import DATA_DIR, cohen_kappa
 
 RULE_JSON = DATA_DIR / "calibrated_rule.json"
@@ -449,17 +450,6 @@ def read_rule(path=None) -> Rule:
 # EMC2 under the verdicts
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval for a proportion k/n (95% by default)."""
-    if n == 0:
-        return (float("nan"), float("nan"))
-    p = k / n
-    den = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / den
-    h = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (float(max(0.0, c - h)), float(min(1.0, c + h)))
-
-
 def emc2_from_verdicts(rows, judge_verdicts: dict | None = None):
     """Per network: S = the share of its sampled perturbations kept under the reference verdicts,
     with a 95% Wilson interval, and beside it S under each judge in `judge_verdicts`
@@ -470,7 +460,7 @@ def emc2_from_verdicts(rows, judge_verdicts: dict | None = None):
     out = []
     for name, part in rows.groupby("network", sort=False):
         k, n = int(part["pass1"].sum()), len(part)
-        lo, hi = wilson(k, n)
+        lo, hi = binomial_interval(k, n)
         row = {"network": name, "group": part["group"].iloc[0], "n": n, "S (verdicts)": k / n, "lo": lo, "hi": hi}
         if "base_kept" in part:
             row["own image kept"] = bool(part["base_kept"].iloc[0])
@@ -521,7 +511,7 @@ def claims_under_judges(rows, judge_verdicts: dict):
             for k in (hi_kind, lo_kind):
                 sel = kinds == k
                 n, kept = int(sel.sum()), int(v[sel].sum())
-                est[k] = Estimate(kept / n, *wilson(kept, n)) if n else Estimate(np.nan, np.nan, np.nan)
+                est[k] = Estimate(kept / n, *binomial_interval(kept, n)) if n else Estimate(np.nan, np.nan, np.nan)
             out.append(
                 {
                     "comparison": claim,

@@ -13,7 +13,7 @@ and every judge can be checked against them.
   SP-pruned network on a scene); `sample_rows(cfg, nets)` draws the perturbations.
 - `render_rows(rows, nets)` renders the images of a table of rows `(B, res, res, 3)` with the exact
   engine (`volratio.emc2.PerturbationEngine`, float64, CPU); `base_images` the unperturbed images.
-- `load_verdicts()` reads the stored CSV; `mosaic(...)` composes numbered tiles (the protocol's
+- `load_verdicts()` reads the stored CSV; `captioned_mosaic(...)` composes numbered tiles (the protocol's
   mosaics, and the chapter's figure).
 
 The protocol, who judged and the counts are in `data/judge_reference/README.md`.
@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..emc2 import DEFAULT_DELTAS
 from ..errors import DataNotFoundError, VolratioError
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "judge_reference"  # the repository's data/
@@ -56,7 +57,7 @@ GROUPS = (
 @dataclass
 class ReferenceSetConfig:
     res: int = 64  # images are res×res
-    deltas: tuple = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # δ drawn uniformly from these
+    deltas: tuple = DEFAULT_DELTAS  # δ drawn uniformly from these
     n_picbreeder: int = 45  # perturbations per Picbreeder network
     n_fer: int = 45  # perturbations per FER SGD network
     n_trained: int = 14  # per dense / SP / baseline network (24 networks: 3 targets × 8 methods)
@@ -275,7 +276,7 @@ def load_verdicts(path: str | Path | None = None):
     return df
 
 
-def mosaic(images, captions, cols: int = 6, scale: int = 2, header=None, header_caption: str = ""):
+def captioned_mosaic(images, captions, cols: int = 6, scale: int = 2, header=None, header_caption: str = ""):
     """A PIL image: tiles of `images` `(B, H, W, 3)` upscaled ×`scale` (nearest), `cols` per row,
     each with its caption underneath; optional `header` image `(H, W, 3)` on top with its caption."""
     from PIL import Image, ImageDraw

@@ -56,7 +56,7 @@ class SSIMJudge(Judge):
 
     name = "ssim"
 
-    def __init__(self, reference, threshold: float, calibration: "Calibration | None" = None):
+    def __init__(self, reference, threshold: float, calibration: "SSIMCalibration | None" = None):
         self.reference = as_images(reference)[0]
         self.threshold = float(threshold)
         self.calibration = calibration
@@ -156,7 +156,10 @@ def _target_images(res: int) -> tuple:
 
 
 @dataclass
-class Calibration:
+class SSIMCalibration:
+    """The SSIM threshold fitted for one reference (`calibrate`): the ROC of identity-preserving
+    edits against identity-destroying images and the scores it was fitted on."""
+
     threshold: float
     auc: float  # area under the ROC (1 = the score separates the two sets perfectly)
     fpr: np.ndarray  # ROC points, one per candidate threshold (descending thresholds)
@@ -208,7 +211,7 @@ def negative_images(res: int, exclude: str | None = None, seed: int = 0) -> dict
     return {k: v for k, v in _negatives(int(res), int(seed)) if k != exclude}
 
 
-def calibrate(reference, negatives: dict | None = None, exclude: str | None = None, seed: int = 0) -> Calibration:
+def calibrate(reference, negatives: dict | None = None, exclude: str | None = None, seed: int = 0) -> SSIMCalibration:
     """Calibrate the SSIM threshold for one reference image (see the module docstring).
     `negatives` default: `negative_images(res, exclude, seed)`."""
     ref = as_images(reference)[0]
@@ -220,7 +223,7 @@ def calibrate(reference, negatives: dict | None = None, exclude: str | None = No
     ns = dict(zip(negatives, ssim(torch.stack([as_images(v)[0] for v in negatives.values()]), ref).tolist()))
     fpr, tpr, th, auc = roc(np.array(list(ps.values())), np.array(list(ns.values())))
     t = choose_threshold(np.array(list(ps.values())), np.array(list(ns.values())))
-    return Calibration(t, auc, fpr, tpr, th, ps, ns)
+    return SSIMCalibration(t, auc, fpr, tpr, th, ps, ns)
 
 
 def calibrated_ssim_judge(reference, exclude: str | None = None, seed: int = 0) -> SSIMJudge:

@@ -44,7 +44,7 @@ from .baselines import (
     random_weights,
     wanda,
 )
-from .criteria import Calibration, Magnitude, RandomScore, Taylor, Wanda, feature_maps
+from .criteria import CalibrationGrid, Magnitude, RandomScore, Taylor, Wanda, feature_maps
 from .masks import (
     PruneError,
     apportion,
@@ -130,7 +130,7 @@ class PruneResult:
 
 
 @torch.no_grad()
-def record(net: CoordMLP, calib: Calibration, round_: int, **extra) -> dict:
+def record(net: CoordMLP, calib: CalibrationGrid, round_: int, **extra) -> dict:
     """One history entry: the state of every network after a round."""
     loss = mse_per_network(net, calib.grid, calib.target).cpu().numpy().astype(np.float64)
     return {
@@ -188,7 +188,7 @@ __all__ = [
     "magnitude",
     "random_weights",
     "random_units",
-    "Calibration",
+    "CalibrationGrid",
     "Magnitude",
     "Wanda",
     "Taylor",

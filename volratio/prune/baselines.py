@@ -24,7 +24,7 @@ import torch
 
 from ..nets import CoordMLP
 from ..train import TrainConfig, train
-from .criteria import Calibration, Magnitude, RandomScore, Taylor, Wanda, place
+from .criteria import CalibrationGrid, Magnitude, RandomScore, Taylor, Wanda, place
 from .masks import (
     PruneError,
     check_not_empty,
@@ -95,7 +95,7 @@ class WandaConfig:
 def _weight_loop(net, image, criterion, cfg, scope, prunable, name):
     from . import PruneResult, record
 
-    calib = Calibration.from_image(image, place(net, cfg.train))
+    calib = CalibrationGrid.from_image(image, place(net, cfg.train))
     history = [record(net, calib, 0)]
     steps = getattr(cfg, "steps", 1)
     for r, s in enumerate(_schedule(getattr(cfg, "schedule", "one_shot"), cfg.sparsity, steps, net.population), 1):
@@ -123,7 +123,7 @@ def wanda(net: CoordMLP, image, cfg: WandaConfig | None = None):
     from . import PruneResult, record
 
     cfg = cfg or WandaConfig()
-    calib = Calibration.from_image(image, place(net, cfg.train))
+    calib = CalibrationGrid.from_image(image, place(net, cfg.train))
     history = [record(net, calib, 0)]
     counts = kernel_counts(net.masks, cfg.sparsity)  # (K, n_kernels)
     crit = Wanda()
@@ -165,7 +165,7 @@ def imp(net: CoordMLP, image, cfg: IMPConfig | None = None):
     cfg = cfg or IMPConfig()
     if not 0 <= cfg.rewind_step <= cfg.train_steps:
         raise PruneError(f"rewind_step must lie in [0, train_steps={cfg.train_steps}], got {cfg.rewind_step}")
-    calib = Calibration.from_image(image, place(net, cfg.train))
+    calib = CalibrationGrid.from_image(image, place(net, cfg.train))
     k_steps = int(cfg.rewind_step)
     _retrain(net, image, cfg.train, k_steps)
     theta_k = [w.detach().clone() for w in net.weights]
@@ -221,7 +221,7 @@ def llm_pruner(net: CoordMLP, image, cfg: LLMPrunerConfig | None = None):
 
     cfg = cfg or LLMPrunerConfig()
     crit = Taylor(cfg.variant, cfg.n_batches)
-    calib = Calibration.from_image(image, place(net, cfg.train))
+    calib = CalibrationGrid.from_image(image, place(net, cfg.train))
     history = [record(net, calib, 0)]
     for r, s in enumerate(_schedule(cfg.schedule, cfg.sparsity, cfg.steps, net.population, "unit sparsity"), 1):
         _set_masks(net, unit_masks(crit.scores(net, calib), net.masks, sparsity=s, scope=cfg.scope))
@@ -253,7 +253,7 @@ def random_units(net: CoordMLP, image, cfg: RandomUnitsConfig | None = None):
     from . import PruneResult, record
 
     cfg = cfg or RandomUnitsConfig()
-    calib = Calibration.from_image(image, place(net, cfg.train))
+    calib = CalibrationGrid.from_image(image, place(net, cfg.train))
     history = [record(net, calib, 0)]
     scores = RandomScore(cfg.seed, level="unit").scores(net)
     if cfg.match is not None:

@@ -32,14 +32,14 @@ from .masks import check_finite_features
 
 
 @dataclass
-class Calibration:
+class CalibrationGrid:
     """What data-aware criteria look at: every pixel of the grid and the target colours."""
 
     grid: torch.Tensor  # (P, 4) inputs (y, x, d, bias)
     target: torch.Tensor  # (P, 3) or (K, P, 3) RGB in [0, 1]
 
     @classmethod
-    def from_image(cls, image: torch.Tensor, net: CoordMLP) -> "Calibration":
+    def from_image(cls, image: torch.Tensor, net: CoordMLP) -> "CalibrationGrid":
         """From a target image `(res, res, 3)` or `(K, res, res, 3)`, on the network's device."""
         img = torch.as_tensor(image)
         res = img.shape[-2]
@@ -69,7 +69,7 @@ class Magnitude:
 
     level = "weight"
 
-    def scores(self, net: CoordMLP, calib: Calibration | None = None) -> list[torch.Tensor]:
+    def scores(self, net: CoordMLP, calib: CalibrationGrid | None = None) -> list[torch.Tensor]:
         return [w.detach().abs() for w in net.effective_weights()]
 
 
@@ -82,14 +82,14 @@ class Wanda:
 
     level = "weight"
 
-    def input_norms(self, net: CoordMLP, calib: Calibration) -> list[torch.Tensor]:
+    def input_norms(self, net: CoordMLP, calib: CalibrationGrid) -> list[torch.Tensor]:
         """Per kernel, `(K, fan_in)`: the L2 norm over pixels of each input of that kernel."""
         feats = feature_maps(net, calib.grid)
         K = net.population
         first = calib.grid.norm(dim=0).expand(K, -1)  # (K, 4)
         return [first] + [f.norm(dim=1) for f in feats]  # hidden: (K, P, W) -> (K, W)
 
-    def scores(self, net: CoordMLP, calib: Calibration) -> list[torch.Tensor]:
+    def scores(self, net: CoordMLP, calib: CalibrationGrid) -> list[torch.Tensor]:
         norms = self.input_norms(net, calib)
         return [w.detach().abs() * n[:, :, None] for w, n in zip(net.effective_weights(), norms)]
 
@@ -101,7 +101,7 @@ class RandomScore:
     seed: int = 0
     level: str = "weight"  # "weight" or "unit"
 
-    def scores(self, net: CoordMLP, calib: Calibration | None = None) -> list[torch.Tensor]:
+    def scores(self, net: CoordMLP, calib: CalibrationGrid | None = None) -> list[torch.Tensor]:
         g = generator(self.seed)
         dev = net.weights[0].device
         if self.level == "unit":
@@ -130,7 +130,7 @@ class Taylor:
     n_batches: int = 16  # calibration batches for F (param_mix only)
     level: str = "unit"
 
-    def element_scores(self, net: CoordMLP, calib: Calibration) -> list[torch.Tensor]:
+    def element_scores(self, net: CoordMLP, calib: CalibrationGrid) -> list[torch.Tensor]:
         """Per kernel `(K, fan_in, fan_out)`: the element importance before group aggregation."""
         if self.variant not in ("first", "param_mix"):
             from .masks import PruneError
@@ -149,7 +149,7 @@ class Taylor:
                 f += gb * gb / self.n_batches
         return [(w * g - 0.5 * w * w * f).abs() for w, g, f in zip(ws, grads, fisher)]
 
-    def scores(self, net: CoordMLP, calib: Calibration) -> list[torch.Tensor]:
+    def scores(self, net: CoordMLP, calib: CalibrationGrid) -> list[torch.Tensor]:
         el = self.element_scores(net, calib)
         return [el[l].sum(dim=1) + el[l + 1].sum(dim=2) for l in range(net.depth)]  # (K, W) each
 

@@ -49,7 +49,7 @@ import torch
 from ..nets import CoordMLP
 from ..train import TrainConfig, mse_per_network, train
 from ..util.device import generator
-from .criteria import Calibration, feature_maps, place
+from .criteria import CalibrationGrid, feature_maps, place
 from .masks import PruneError, masks_with_units, unit_alive
 
 
@@ -204,7 +204,7 @@ class Removal:
 
 
 def sp_round(
-    net: CoordMLP, calib: Calibration, cfg: SPConfig, gen: torch.Generator, active: list[bool]
+    net: CoordMLP, calib: CalibrationGrid, cfg: SPConfig, gen: torch.Generator, active: list[bool]
 ) -> tuple[list[torch.Tensor], list[int], list[Removal]]:
     """One pruning step (no retraining, no weight change): the new masks, the number of units removed
     per network and the removals themselves (for `compensate`)."""
@@ -239,7 +239,7 @@ def sp_round(
 
 
 @torch.no_grad()
-def compensate(net: CoordMLP, calib: Calibration, plan: list[Removal], how: str = "span") -> None:
+def compensate(net: CoordMLP, calib: CalibrationGrid, plan: list[Removal], how: str = "span") -> None:
     """Re-express each removed unit's contribution on the units of its layer that stay, in place, before
     its weights are masked: with `a_u` its map over the calibration grid and `A` the maps of the units
     that stay, `β = argmin ‖A β − a_u‖²` ("span"; "twin": `A` is its redundant partner's map alone), and
@@ -280,7 +280,7 @@ def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None):
 
     cfg = cfg or SPConfig()
     cfg.check()
-    calib = Calibration.from_image(image, place(net, cfg.train))
+    calib = CalibrationGrid.from_image(image, place(net, cfg.train))
     gen = generator(cfg.seed)
     K = net.population
     active = [True] * K

@@ -58,7 +58,7 @@ from .basin import (
 from .decay import decay_fit, decay_verdict
 from .enumeration import Exact, exact
 from .grid import BooleanRhoConfig, boolean_grid, rows_to_grid, run_boolean
-from .intervals import Counts, interval, networks_for_width, row
+from .intervals import Counts, networks_for_width, row
 from .montecarlo import MAX_INPUTS, count, estimate
 from .sampler import (
     Nets,
@@ -87,7 +87,6 @@ __all__ = [
     "cell_seed",
     # intervals
     "Counts",
-    "interval",
     "row",
     "networks_for_width",
     # montecarlo

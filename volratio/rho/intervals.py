@@ -1,7 +1,7 @@
 """Counts of a ρ(W, L) cell and their binomial intervals: ρ = P(compositional | solution).
 
-`Counts` holds a cell's networks, solutions and compositional solutions; `interval` is the Wilson
-or Clopper–Pearson interval of a binomial proportion (`scipy.stats.binomtest`); `row` turns a
+`Counts` holds a cell's networks, solutions and compositional solutions; the intervals are the
+library's Wilson or Clopper–Pearson interval (`volratio.util.stats.binomial_interval`); `row` turns a
 cell's counts into one result row (ρ and the absolute volumes P(solution), P(compositional), each
 with its interval); `networks_for_width` says how many networks a cell needs for a given relative
 interval width of ρ.
@@ -14,20 +14,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..util.stats import binomial_interval
 from .boolean import BooleanTarget
 from .sampler import SamplerConfig
-
-
-def interval(k: int, n: int, confidence: float = 0.95, method: str = "wilson") -> tuple[float, float]:
-    """Confidence interval for a binomial proportion k/n (scipy). n = 0 gives (0, 1)."""
-    from scipy.stats import binomtest
-
-    if n == 0:
-        return (0.0, 1.0)
-    ci = binomtest(int(k), int(n)).proportion_ci(
-        confidence, method="exact" if method == "clopper-pearson" else "wilson"
-    )
-    return (float(ci.low), float(ci.high))
 
 
 @dataclass
@@ -47,7 +36,7 @@ def _rel_width(c: Counts, cfg: SamplerConfig) -> float:
     """(hi − lo) / ρ̂ of ρ's interval; inf while no compositional solution is seen."""
     if not c.compositional:
         return math.inf
-    lo, hi = interval(c.compositional, c.solutions, cfg.confidence, cfg.interval)
+    lo, hi = binomial_interval(c.compositional, c.solutions, cfg.confidence, cfg.interval)
     return (hi - lo) / (c.compositional / c.solutions)
 
 
@@ -76,9 +65,9 @@ def networks_for_width(c: Counts, width: float, confidence: float = 0.95) -> flo
 def row(target: BooleanTarget, W: int, L: int, c: Counts, cfg: SamplerConfig) -> dict:
     """One result row (the JSON schema of `volratio rho boolean`)."""
     rho = c.compositional / c.solutions if c.solutions else None
-    lo, hi = interval(c.compositional, c.solutions, cfg.confidence, cfg.interval)
-    s_lo, s_hi = interval(c.solutions, c.samples, cfg.confidence, cfg.interval)
-    k_lo, k_hi = interval(c.compositional, c.samples, cfg.confidence, cfg.interval)
+    lo, hi = binomial_interval(c.compositional, c.solutions, cfg.confidence, cfg.interval)
+    s_lo, s_hi = binomial_interval(c.solutions, c.samples, cfg.confidence, cfg.interval)
+    k_lo, k_hi = binomial_interval(c.compositional, c.samples, cfg.confidence, cfg.interval)
     return {
         "W": W,
         "L": L,

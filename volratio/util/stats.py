@@ -1,11 +1,15 @@
-"""Small statistics shared by the experiments: the mean of a few seeds and its interval.
-
-(Binomial intervals for ρ live in `volratio.rho.interval`; regression in `volratio.depth`.)
+"""Small statistics shared by the experiments: the mean of a few seeds and its interval
+(`mean_ci`), and the library's one interval for a binomial proportion (`binomial_interval`: ρ,
+P(solution), the judges' S under the verdicts). Regression lives in `volratio.depth`.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from ..errors import VolratioError
+
+INTERVAL_METHODS = ("wilson", "clopper-pearson")  # the methods `binomial_interval` knows
 
 
 def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
@@ -22,3 +26,24 @@ def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
         return m, m, m
     h = float(stats.t.ppf(0.5 + level / 2, a.size - 1) * a.std(ddof=1) / np.sqrt(a.size))
     return m, m - h, m + h
+
+
+def binomial_interval(k: int, n: int, confidence: float = 0.95, method: str = "wilson") -> tuple[float, float]:
+    """`(lo, hi)`: the confidence interval at `confidence` for a proportion of `k` successes in
+    `n` trials — Wilson's score interval (default) or Clopper–Pearson's exact one
+    (`method="clopper-pearson"`), as `scipy.stats.binomtest(k, n).proportion_ci`.
+
+    n = 0 gives `(0.0, 1.0)`: no trials rule out no proportion (the interval every n > 0 narrows)."""
+    from scipy.stats import binomtest
+
+    if method not in INTERVAL_METHODS:
+        raise VolratioError(f"interval method {method!r}: use one of {', '.join(INTERVAL_METHODS)}")
+    if not 0.0 < confidence < 1.0:
+        raise VolratioError(f"confidence {confidence!r} is not inside (0, 1); use e.g. 0.95")
+    k, n = int(k), int(n)
+    if not 0 <= k <= n:
+        raise VolratioError(f"{k} successes in {n} trials: need 0 ≤ k ≤ n")
+    if n == 0:
+        return (0.0, 1.0)
+    ci = binomtest(k, n).proportion_ci(confidence, method="exact" if method == "clopper-pearson" else "wilson")
+    return (float(ci.low), float(ci.high))
