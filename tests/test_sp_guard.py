@@ -117,8 +117,21 @@ def _stored(chunk):
     return [(r.run, json.loads(r.config), r.version, r.key) for r in t.itertuples()]
 
 
+# a depth_point run config as stored before SP's guard (chunk depth_picbreeder before its re-run with
+# SP that keeps the fit; the run is in git history), with its run key and store key
+LEGACY_DEPTH = (
+    "volratio.depth_runs:depth_point",
+    {"activation": "gaussian", "deltas": [-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0], "depth": 2, "device": "cpu",
+     "judge": "calibrated", "keep_net": False, "lr": 0.003, "max_params": 200, "members": 5, "optimizer": "adam",
+     "res": 64, "retrain_steps": 200, "seed": 0, "sp_rounds": 5, "steps": 2000, "target": "picbreeder:skull",
+     "tau": 0.9, "width": 12},
+    "0.1.0",
+    "baf820eaef5583e8",
+)  # fmt: skip
+
+
 def test_stored_depth_configs_mean_no_guard_and_keep_their_key():
-    run, config, version, key = _stored("depth_picbreeder")[0]
+    run, config, version, key = LEGACY_DEPTH
     assert "sp_loss_factor" not in config
     assert config_key(run, config, version) == key
     assert depth_regime.parse_point(config).sp_loss_factor is None
@@ -155,3 +168,22 @@ def test_depth_point_metrics_flag_collapsed_only_for_new_configs():
     assert len(new["sp_stop"]) == 2 and len(new["dense_loss"]) == 2
     old = depth_regime.point(small)
     assert "collapsed" not in old and "sp_stop" not in old
+
+
+def test_backoff_retries_an_undone_round_with_half_as_many_units(fitted):
+    """With `backoff`, a round the guard undoes is tried again with half as many units (down to one)
+    before the network stops; without it the network stops at once. Undone rounds change nothing."""
+    harsh = dict(HARSH, rounds=6, per_round=4, loss_floor=0.0, compensate="none")
+    plain = P.sp(fresh(fitted), image(), P.SPConfig(**harsh))
+    assert plain.extras["attempts"][0] == [4, 4] and not any(map(any, plain.extras["attempts"][1:]))
+    net = fresh(fitted)
+    res = P.sp(net, image(), P.SPConfig(**harsh, backoff=True))
+    tried = [a[0] for a in res.extras["attempts"]]
+    assert tried[:3] == [4, 2, 1]  # no retraining: every removal breaks the fit, so each round is undone
+    undone = [r["removed"][0] == 0 for r in res.history[1:]]
+    for i, (a, b) in enumerate(zip(tried, tried[1:])):  # after an undone round: half as many
+        if undone[i]:
+            assert b == a // 2
+    assert res.extras["stop"][0] in ("loss above loss_factor × dense loss (round undone)", "rounds")
+    assert (res.final_loss <= np.maximum(2.0 * res.dense_loss, 0.0) + 1e-12).all()  # the guard still holds
+    assert P.SPConfig().backoff is False  # off unless asked: stored runs keep their meaning

@@ -72,6 +72,8 @@ class SPConfig:
     loss_factor: float | None = 2.0  # undo a round that leaves a network's MSE above this × its dense MSE
     # (at least loss_floor), and stop it; None = no relative guard (measured choice: module docstring)
     loss_floor: float = 0.002  # the relative guard never undoes a round whose MSE stays below this
+    backoff: bool = False  # a round the guard undoes is tried again with half as many units for that network
+    # (down to one) before the network stops; False: it stops at once (the runs stored before this field)
     seed: int = 0  # which unit of each redundant pair goes
     train: TrainConfig = field(default_factory=TrainConfig)  # optimizer for retraining (its `steps` is ignored)
 
@@ -204,10 +206,16 @@ class Removal:
 
 
 def sp_round(
-    net: CoordMLP, calib: CalibrationGrid, cfg: SPConfig, gen: torch.Generator, active: list[bool]
+    net: CoordMLP,
+    calib: CalibrationGrid,
+    cfg: SPConfig,
+    gen: torch.Generator,
+    active: list[bool],
+    per_round: list | None = None,
 ) -> tuple[list[torch.Tensor], list[int], list[Removal]]:
     """One pruning step (no retraining, no weight change): the new masks, the number of units removed
-    per network and the removals themselves (for `compensate`)."""
+    per network and the removals themselves (for `compensate`). `per_round[k]`: network k's cap on
+    units this round (None: `cfg.per_round`)."""
     cfg.check()
     feats = feature_maps(net, calib.grid)  # per layer (K, P, W)
     alive = unit_alive(net.masks)
@@ -229,8 +237,9 @@ def sp_round(
         if cfg.target_units is not None:
             budget = max(0, sum(int(a[k].sum()) for a in alive) - cfg.target_units)
             cands = sorted(cands, key=lambda c: -c[0])[:budget]
-        if cfg.per_round is not None:
-            cands = sorted(cands, key=lambda c: -c[0])[: cfg.per_round]
+        cap = cfg.per_round if per_round is None else per_round[k]
+        if cap is not None:
+            cands = sorted(cands, key=lambda c: -c[0])[:cap]
         for s, l, u, v in cands:
             new_alive[l][k, u] = False
             plan.append(Removal(k, l, u, v, float(s)))
@@ -275,7 +284,8 @@ def compensate(net: CoordMLP, calib: CalibrationGrid, plan: list[Removal], how: 
 def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None):
     """Run SP on `net` (in place) against `image` `(res, res, 3)` or `(K, res, res, 3)`. The result's
     `extras`: `stop` (why each member stopped), `members` (per member: `dense_loss`, `final_loss`,
-    `collapsed`, `stop`) and `loss_limit` (the guard's MSE per member; inf: none)."""
+    `collapsed`, `stop`), `loss_limit` (the guard's MSE per member; inf: none) and `attempts` (per
+    round, the units each member tried to remove, undone rounds included)."""
     from . import PruneResult, record
 
     cfg = cfg or SPConfig()
@@ -289,12 +299,15 @@ def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None):
     dense_loss = np.asarray(history[0]["loss"])
     limit = cfg.loss_limit(dense_loss)  # (K,)
     tcfg = cfg.train.finetune(cfg.retrain_steps, cfg.retrain_lr_factor)
+    cap = [cfg.per_round] * K  # per network: units a round may remove (halved by the guard with backoff)
+    attempts = []  # per round: the units each network tried to remove
     for r in range(1, cfg.rounds + 1):
         if cfg.target_units is not None:
             for k in range(K):
                 if active[k] and sum(net.live_units()[k]) <= cfg.target_units:
                     active[k], stop[k] = False, "target size"
-        masks, removed, plan = sp_round(net, calib, cfg, gen, active)
+        masks, removed, plan = sp_round(net, calib, cfg, gen, active, cap)
+        attempts.append(list(removed))
         for k in range(K):
             if active[k] and removed[k] == 0:
                 active[k], stop[k] = False, "no redundant pair"
@@ -317,7 +330,10 @@ def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None):
                         w[k] = sw[k]
                     for i, sm in enumerate(saved_m):
                         net.masks[i][k] = sm[k]
-                if over:
+                if over and cfg.backoff and removed[k] > 1:
+                    cap[k] = removed[k] // 2  # undone; the next round tries half as many units
+                    removed[k] = 0
+                elif over:
                     absolute = cfg.max_loss is not None and not loss[k] <= cfg.max_loss  # NaN: either
                     why = "max_loss" if absolute else "loss_factor × dense loss"
                     active[k], stop[k] = False, f"loss above {why} (round undone)"
@@ -334,7 +350,7 @@ def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None):
         }
         for k in range(K)
     ]
-    extras = {"stop": stop, "members": members, "loss_limit": [float(x) for x in limit]}
+    extras = {"stop": stop, "members": members, "loss_limit": [float(x) for x in limit], "attempts": attempts}
     return PruneResult(net, "sp", asdict(cfg), history, extras=extras)
 
 
