@@ -437,10 +437,16 @@ class _Corrupt(Exception):
 
 
 def _read_table(path: Path) -> list[dict]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path, page_checksum_verification=True)
+        # one read of the whole file, then parse from memory: pyarrow opening the path itself may open
+        # it more than once (footer, then pages), and a writer's atomic replace in between would give
+        # a reader one file's footer and the other's pages (a torn read, seen as damage)
+        with open(path, "rb") as f:
+            data = f.read()
+        table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
         meta = table.schema.metadata or {}
         if meta.get(b"volratio.format") != FORMAT.encode():
             raise _Corrupt(f"not a {FORMAT} table")
