@@ -232,7 +232,11 @@ def fetch(dest: "str | Path | None" = None, url: str | None = None) -> Path:
     naming the file and the fix when a download fails or does not match."""
     url = base_url(url)
     dest = Path(dest).expanduser() if dest else cache_dir()
-    files = convert(_download_all(url))
+    return install(convert(_download_all(url)), dest)
+
+
+def install(files: dict, dest: Path) -> Path:
+    """Write converted files (`{target: {file name: bytes}}`) under `dest`, each atomically."""
     for name, named in files.items():
         for fname, blob in named.items():
             with atomic_path(dest / name / fname) as tmp:
@@ -240,14 +244,19 @@ def fetch(dest: "str | Path | None" = None, url: str | None = None) -> Path:
     return dest
 
 
+def missing_in(folder: Path, names, files) -> list[str]:
+    """The files of `files` that `folder/NAME/` lacks for each of `names`, as `NAME/file`."""
+    return [f"{n}/{f}" for n in names for f in files if not (folder / n / f).is_file()]
+
+
 def complete(folder: Path) -> bool:
     """Whether `folder` holds every installed file of every target."""
-    return all((folder / n / f).is_file() for n in NAMES for f in INSTALLED_FILES)
+    return not missing(folder)
 
 
 def missing(folder: Path) -> list[str]:
     """The installed files `folder` lacks, as `NAME/file` (empty when complete)."""
-    return [f"{n}/{f}" for n in NAMES for f in INSTALLED_FILES if not (folder / n / f).is_file()]
+    return missing_in(folder, NAMES, INSTALLED_FILES)
 
 
 def ensure(looked: str) -> Path:

@@ -35,8 +35,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ..errors import DataNotFoundError
-from ..util.fileio import atomic_path
-from .fer_data import OFFLINE_ENV, cache_dir, download_verified, network_npz, offline
+from .fer_data import OFFLINE_ENV, cache_dir, download_verified, install, missing_in, network_npz, offline
 
 REPO = "jagilley/fer"
 COMMIT = "0f2b0a2b4ecd08914394c2999a6bf5ac004b3f49"
@@ -232,22 +231,17 @@ def fetch(dest: "str | Path | None" = None, url: str | None = None) -> Path:
     blobs = download_verified(
         url, registry, raw_cache_dir(), COMMIT, URL_ENV, "set VOLRATIO_DATA to a folder holding the thirteen targets"
     )
-    files = convert(blobs)
-    for name, named in files.items():
-        for fname, blob in named.items():
-            with atomic_path(dest / name / fname) as tmp:
-                tmp.write_bytes(blob)
-    return dest
+    return install(convert(blobs), dest)
 
 
 def complete(folder: Path) -> bool:
     """Whether `folder` holds every installed file of every extra target."""
-    return all((folder / n / f).is_file() for n in NAMES for f in INSTALLED_FILES)
+    return not missing(folder)
 
 
 def missing(folder: Path) -> list[str]:
     """The installed files `folder` lacks, as `NAME/file` (empty when complete)."""
-    return [f"{n}/{f}" for n in NAMES for f in INSTALLED_FILES if not (folder / n / f).is_file()]
+    return missing_in(folder, NAMES, INSTALLED_FILES)
 
 
 def ensure(looked: str) -> Path:
