@@ -94,19 +94,7 @@ def _run(args) -> int:
         progress=False if (args.no_progress or args.json) else None,
         retry_failed=args.retry_failed,
     )
-    emit(
-        args,
-        {
-            "chunk": args.chunk,
-            "total": report.total,
-            "ran": len(report.ran),
-            "skipped": report.skipped,
-            "failed": report.failed,
-            "seconds": round(report.seconds, 3),
-        },
-        report.summary(),
-    )
-    return 1 if report.failed else 0
+    return _emit_report(args, report, chunk=args.chunk)
 
 
 def _list(args) -> int:
@@ -136,17 +124,11 @@ def _rescore(args) -> int:
     report = rescore_chunk(
         args.chunk, args.judge, args.dir, progress=False if (args.no_progress or args.json) else None
     )
-    emit(
-        args,
-        {
-            "chunk": report.chunk,
-            "judge": report.judge,
-            "total": report.total,
-            "ran": len(report.ran),
-            "skipped": report.skipped,
-            "failed": report.failed,
-            "seconds": round(report.seconds, 3),
-        },
-        report.summary(),
-    )
+    return _emit_report(args, report, chunk=report.chunk, judge=report.judge)
+
+
+def _emit_report(args, report, **head) -> int:
+    """Print a chunk's run or rescore report (`head` first, then its counts); exit 1 if a run failed."""
+    counts = {"total": report.total, "ran": len(report.ran), "skipped": report.skipped, "failed": report.failed}
+    emit(args, {**head, **counts, "seconds": round(report.seconds, 3)}, report.summary())
     return 1 if report.failed else 0
