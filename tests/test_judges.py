@@ -84,7 +84,7 @@ def test_rule_resolution_is_recorded_and_defaults_to_64(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps(d))
     with pytest.raises(jc.VolratioError, match="fitted_on.res"):
         jc.read_rule(tmp_path / "bad.json")
-    rule = jc.Rule("ssim@4", {"*": 0.5}, {"res": 32})
+    rule = jc.ThresholdRule("ssim@4", {"*": 0.5}, {"res": 32})
     ref, batch = _images(64)
     j = judges.ReferenceCalibratedJudge(ref, rule)
     assert j.res == 32 and np.array_equal(
@@ -105,7 +105,7 @@ def test_pooled_judge_scores_alike_and_uses_one_threshold_for_every_label():
         assert np.array_equal(v.verdicts, v.scores >= rule.threshold("*"))
     assert pooled.settings()["thresholds"] == {"*": rule.threshold("*")}
     with pytest.raises(jc.VolratioError, match="no pooled threshold"):
-        jc.Rule("ssim@4", {"skull": 0.5}).pooled()
+        jc.ThresholdRule("ssim@4", {"skull": 0.5}).pooled()
 
 
 def test_anchored_is_the_default_everywhere():

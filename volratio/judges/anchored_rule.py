@@ -11,7 +11,7 @@ anchored verdicts (`volratio.judges.anchored_set`, `data/judge_reference/anchore
   three scales (Wang, Simoncelli & Bovik 2003; `torchmetrics`), the correlation of Sobel edge
   maps, the negated RMS distance, the distance of the mean colours, and the log-ratio of the
   images' contrasts (a flat image has none).
-- **Rules** (`Rule`): a logistic model on standardised features (or one feature alone) gives
+- **Rules** (`LogisticRule`): a logistic model on standardised features (or one feature alone) gives
   p(shows the label); the image is judged to show the label when p ≥ the label's threshold (one
   per label the verdicts cover, plus a pooled `"*"` for any other label — the judge's settings
   say which was used). `fit` fits one on a training split (L2-penalised log-loss, L-BFGS,
@@ -104,7 +104,7 @@ def features(images, targets, names=FEATURES) -> dict[str, np.ndarray]:
 
 
 @dataclass
-class Rule:
+class LogisticRule:
     """p = σ(b + Σ wᵢ·(fᵢ − μᵢ)/sᵢ) over `features`; shows the label ⇔ p ≥ threshold(label)."""
 
     features: tuple  # feature names (a subset of FEATURES)
@@ -167,13 +167,13 @@ def best_threshold(p, truth) -> float:
     return float(cands[best[len(best) // 2]])
 
 
-def fit(feats: dict, truth, labels, names, per_label: bool = True, l2: float = 1e-2) -> Rule:
-    """A `Rule` on the features `names`, fitted on (`feats`, `truth`, `labels`)."""
+def fit(feats: dict, truth, labels, names, per_label: bool = True, l2: float = 1e-2) -> LogisticRule:
+    """A `LogisticRule` on the features `names`, fitted on (`feats`, `truth`, `labels`)."""
     y = np.asarray(truth, float)
     X = np.stack([np.asarray(feats[f], float) for f in names], 1)
     mu, sd = X.mean(0), X.std(0) + 1e-12
     w, b = _logistic((X - mu) / sd, y, l2)
-    rule = Rule(tuple(names), w.tolist(), b, mu.tolist(), sd.tolist(), {"*": 0.5})
+    rule = LogisticRule(tuple(names), w.tolist(), b, mu.tolist(), sd.tolist(), {"*": 0.5})
     p = rule.prob(feats)
     labels = np.asarray(labels)
     th = {"*": best_threshold(p, y > 0.5)}
@@ -234,7 +234,7 @@ def split(networks, groups, test_fraction: float = 0.4, seed: int = 0) -> np.nda
     return np.array([n in held for n in networks], bool)
 
 
-def write_rule(rule: Rule, path=None) -> None:
+def write_rule(rule: LogisticRule, path=None) -> None:
     from ..util.fileio import atomic_path
 
     p = path or RULE_JSON
@@ -245,7 +245,7 @@ def write_rule(rule: Rule, path=None) -> None:
         f.write("\n")
 
 
-def read_rule(path=None) -> Rule:
+def read_rule(path=None) -> LogisticRule:
     """The stored rule of the anchored judge (`data/judge_reference/anchored/rule.json`)."""
     p = path or RULE_JSON
     if not p.exists():
@@ -254,7 +254,7 @@ def read_rule(path=None) -> Rule:
     feats = tuple(d.get("features", ()))
     if not feats or set(feats) - set(FEATURES) or "*" not in d.get("thresholds", {}):
         raise VolratioError(f"{p}: not an anchored judge rule (needs features from {FEATURES} and a '*' threshold)")
-    return Rule(feats, list(d["weights"]), float(d["bias"]), list(d["mean"]), list(d["scale"]),
+    return LogisticRule(feats, list(d["weights"]), float(d["bias"]), list(d["mean"]), list(d["scale"]),
                 {k: float(v) for k, v in d["thresholds"].items()}, d.get("fitted_on", {}))  # fmt: skip
 
 
@@ -274,7 +274,7 @@ def compare(table, test_fraction: float = 0.4, seed: int = 0, candidates=None):
     """Fit every candidate rule on the training split (whole networks held out, `split`) and
     evaluate it on the held-out rows: overall and per group, κ with its bootstrap interval.
     `table`: one row per judged image with `pass1`, `label`, `group`, `network` and a column per
-    feature. Returns `(results DataFrame, {name: Rule}, held-out mask)`."""
+    feature. Returns `(results DataFrame, {name: LogisticRule}, held-out mask)`."""
     import pandas as pd
 
     cands = candidates or CANDIDATES
@@ -296,7 +296,7 @@ def compare(table, test_fraction: float = 0.4, seed: int = 0, candidates=None):
     return pd.DataFrame(out).set_index("rule"), rules, test
 
 
-def per_group(rule: Rule, table, rows_mask=None) -> "object":
+def per_group(rule: LogisticRule, table, rows_mask=None) -> "object":
     """Agreement of `rule` with the verdicts per group (and overall) over `rows_mask` (default all)."""
     import pandas as pd
 
@@ -313,7 +313,7 @@ def per_group(rule: Rule, table, rows_mask=None) -> "object":
     return pd.DataFrame(out).set_index("group")
 
 
-def best_rule(results, rules) -> Rule:
+def best_rule(results, rules) -> LogisticRule:
     """The rule with the highest held-out κ (ties: fewer features, then the order of `CANDIDATES`)."""
     k = results["kappa"].to_numpy()
     names = [n for n, kk in zip(results.index, k) if kk >= np.nanmax(k) - 1e-12]
@@ -388,7 +388,7 @@ def preserved(table, shown) -> np.ndarray:
     return shown & np.array([base[(n, r)] for n, r in zip(t["network"], t["res"])])
 
 
-def emc2_by_network(table, rule: Rule):
+def emc2_by_network(table, rule: LogisticRule):
     """Per network and size: S, the share of its sampled perturbations that preserve the identity
     (δ drawn uniformly, so S is the δ-averaged score), under the verdicts (95% Wilson interval) and
     under `rule`; and whether the unperturbed image shows the label by each."""

@@ -130,7 +130,7 @@ def single_score(name: str, images, reference) -> np.ndarray:
 
 
 @dataclass
-class Rule:
+class ThresholdRule:
     score: str  # one of SCORES
     thresholds: dict  # label -> threshold, or {"*": t} for one threshold for all labels
     fitted_on: dict = field(default_factory=dict)  # what the rule was fitted on (n, res, split seed, …)
@@ -159,12 +159,12 @@ class Rule:
     def name(self) -> str:
         return f"{self.score} ({'per label' if self.per_label else 'one threshold'})"
 
-    def pooled(self) -> "Rule":
+    def pooled(self) -> "ThresholdRule":
         """This rule with its one threshold for all labels (`"*"`, fitted on every label's verdicts
         together) for every label: scores of different targets judged against the same threshold."""
         if "*" not in self.thresholds:
             raise VolratioError(f"rule on {self.score} has no pooled threshold ('*'); refit it with one")
-        return Rule(self.score, {"*": float(self.thresholds["*"])}, {**self.fitted_on, "pooled": True})
+        return ThresholdRule(self.score, {"*": float(self.thresholds["*"])}, {**self.fitted_on, "pooled": True})
 
 
 def best_threshold(values, truth) -> float:
@@ -178,16 +178,16 @@ def best_threshold(values, truth) -> float:
     return float(cands[best[len(best) // 2]])
 
 
-def fit_rule(values, truth, labels=None, per_label: bool = False, score: str = "") -> Rule:
-    """A `Rule` on one score, one threshold for all (default) or one per label (plus `"*"`, the
+def fit_rule(values, truth, labels=None, per_label: bool = False, score: str = "") -> ThresholdRule:
+    """A `ThresholdRule` on one score, one threshold for all (default) or one per label (plus `"*"`, the
     one threshold for all, used for labels the fit did not see)."""
     v, y = np.asarray(values, float), np.asarray(truth, bool)
     if not per_label:
-        return Rule(score, {"*": best_threshold(v, y)}, {"n": len(v)})
+        return ThresholdRule(score, {"*": best_threshold(v, y)}, {"n": len(v)})
     labels = np.asarray(labels)
     th = {str(lab): best_threshold(v[labels == lab], y[labels == lab]) for lab in np.unique(labels)}
     th["*"] = best_threshold(v, y)
-    return Rule(score, th, {"n": len(v)})
+    return ThresholdRule(score, th, {"n": len(v)})
 
 
 def agreement(pred, truth) -> dict:
@@ -335,7 +335,7 @@ def compare(table: JudgeTable, population: str = "base kept", test_fraction: flo
     """Fit every rule on the training split and evaluate it on the held-out split.
 
     `population`: "base kept" (perturbations of networks whose own image shows the object — the
-    question EMC2 asks) or "all". Returns `(results DataFrame, {rule name: Rule})`, one row per
+    question EMC2 asks) or "all". Returns `(results DataFrame, {rule name: ThresholdRule})`, one row per
     rule with held-out accuracy, κ, confusion counts, the score's held-out ROC AUC, and the
     training κ; the "ssim" judge (other-targets SSIM, the earlier default) is evaluated without fitting."""
     import pandas as pd
@@ -386,7 +386,7 @@ def compare(table: JudgeTable, population: str = "base kept", test_fraction: flo
     return pd.DataFrame(out).set_index("rule"), rules
 
 
-def best_rule(results, rules) -> Rule:
+def best_rule(results, rules) -> ThresholdRule:
     """The fitted rule with the highest held-out κ (ties: the simpler one-threshold rule, then the
     order of `SCORES`)."""
     fitted = results.drop(index=[k for k in results.index if k not in rules])
@@ -417,7 +417,7 @@ def repeated_kappa(
     return np.asarray(out)
 
 
-def write_rule(rule: Rule, path=None) -> None:
+def write_rule(rule: ThresholdRule, path=None) -> None:
     """Store `rule` as JSON (the default judge's settings)."""
     from ..util.fileio import atomic_path
 
@@ -427,7 +427,7 @@ def write_rule(rule: Rule, path=None) -> None:
         f.write("\n")
 
 
-def read_rule(path=None) -> Rule:
+def read_rule(path=None) -> ThresholdRule:
     """The stored rule (`data/judge_reference/calibrated_rule.json`)."""
     from ..errors import DataNotFoundError
 
@@ -443,7 +443,7 @@ def read_rule(path=None) -> Rule:
     fitted_on = {"res": FIT_RES, **d.get("fitted_on", {})}
     if not isinstance(fitted_on["res"], int) or fitted_on["res"] < 1:
         raise VolratioError(f"{p}: fitted_on.res must be a positive image size, got {fitted_on['res']!r}")
-    return Rule(d["score"], {k: float(v) for k, v in d["thresholds"].items()}, fitted_on)
+    return ThresholdRule(d["score"], {k: float(v) for k, v in d["thresholds"].items()}, fitted_on)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ class ReferenceCalibratedJudge(Judge):
 
 
 class PooledCalibratedJudge(ReferenceCalibratedJudge):
-    """The calibrated judge with its pooled threshold (`Rule.pooled`) for every label: SSIM@4 against
+    """The calibrated judge with its pooled threshold (`ThresholdRule.pooled`) for every label: SSIM@4 against
     one threshold whatever the target, so that EMC2 scores of different targets (a scene and its
     parts) are judged alike. The default judge keeps a threshold per Picbreeder target, which fits
     the reference verdicts better (higher held-out κ) but makes cross-target comparisons mix
