@@ -18,6 +18,7 @@ import html
 from dataclasses import dataclass
 
 from .errors import VolratioError
+from .forest import Forest, Row
 from .judges import SELF_ANCHORED
 from .verdicts import VERDICTS, Estimate, combine, compare_estimates, lower_is_better, verdict_from_fraction
 
@@ -102,10 +103,12 @@ class Verdict:
     evidence: dict  # the numbers behind it
     scale: str  # the scale of the run that measured it
     judge: str | None = None  # the EMC2 judge the measurement used (None: the claim involves no judge)
+    forest: Forest | None = None  # the deciding effect and the claim's threshold, drawn under the badge
 
     def html(self) -> str:
-        """The verdict as the claims page shows it: a coloured badge, the scale and judge, and what was
-        measured folded under it (a `<details>` a reader opens)."""
+        """The verdict as the claims page shows it: a coloured badge, the scale and judge, the forest
+        plot of what decided it (when there is one), and what was measured folded under it (a
+        `<details>` a reader opens)."""
         if self.judge is None and self.key in NO_JUDGE:
             judge = "no judge"
         else:
@@ -115,7 +118,8 @@ class Verdict:
             f'<span class="verdict-badge" style="background:{colour};color:#fff;padding:1px 7px;border-radius:4px;'
             f'white-space:nowrap"><b>{html.escape(self.verdict)}</b></span> '
             f"<small>{html.escape(self.scale)} scale; {html.escape(judge)}</small>"
-            f"<details><summary>what was measured</summary>{html.escape(self.measured)}</details>"
+            + (f"<div>{self.forest.svg()}</div>" if self.forest is not None else "")
+            + f"<details><summary>what was measured</summary>{html.escape(self.measured)}</details>"
         )
 
 
@@ -163,6 +167,20 @@ def judge_of(table, judge: str | None = None) -> str | None:
     return names[0] if names else None
 
 
+def forest_of(rows, xlabel: str, threshold: float | None = None, threshold_label: str = "") -> Forest | None:
+    """A `Forest` from `(label, Estimate, group)` rows; an interval that is not finite (one seed)
+    is drawn as its point, a row without a finite estimate is left out; None when none is left."""
+    import math
+
+    drawn = []
+    for label, e, group in rows:
+        if not math.isfinite(e.mean):
+            continue
+        ok = math.isfinite(e.lo) and math.isfinite(e.hi) and e.lo <= e.mean <= e.hi
+        drawn.append(Row(label, float(e.mean), float(e.lo if ok else e.mean), float(e.hi if ok else e.mean), group))
+    return Forest(tuple(drawn), xlabel, threshold, threshold_label) if drawn else None
+
+
 def record(
     key: str,
     verdict: str,
@@ -171,17 +189,18 @@ def record(
     scale: str = "quick",
     judge: str | None = None,
     stored: bool = False,
+    forest: Forest | None = None,
 ) -> Verdict:
     """The verdict on claim `key`, checked, and — when called in a notebook that myst-nb executes —
     glued as `claim-<key>` (HTML) for the claims page to paste. `judge`: which EMC2 judge the
     measurement used (None for claims that involve no judge). `stored=True`: a verdict read from the
     committed results of a scale (`results/<scale>/`), glued as `claim-<key>-<scale>` beside the
-    live one. Returns the `Verdict`."""
+    live one. `forest`: the numbers it was decided on, drawn (`volratio.forest`). Returns the `Verdict`."""
     if key not in CLAIMS:
         raise VolratioError(f"unknown claim {key!r}; known: {', '.join(CLAIMS)}")
     if verdict not in VERDICTS:
         raise VolratioError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
-    v = Verdict(key, verdict, measured, dict(evidence or {}), scale, judge)
+    v = Verdict(key, verdict, measured, dict(evidence or {}), scale, judge, forest)
     if _in_kernel() and not _UNGLUED.get():
         from IPython.display import HTML
         from myst_nb import glue
@@ -327,7 +346,13 @@ def sp_vs_pruners(
         + ", ".join(f"{named[m]} {est[m].mean:.2f}" for m in named)
         + f"; baselines at 0: {at_zero} of 3; SP's interval above theirs: {separated} of 3"
     )
-    v = record("sp-vs-pruners", verdict, measured, {m: vars(e) for m, e in est.items()}, scale, judge, stored)
+    forest = forest_of(
+        [("SP", est["sp"], 0)] + [(named[m], est[m], 1) for m in named],
+        f"EMC2 AUC, mean and 95% interval ({JUDGE_SHORT.get(judge, judge or 'judge not recorded')})",
+        zero,
+        f"baselines at 0 end below {zero}",
+    )
+    v = record("sp-vs-pruners", verdict, measured, {m: vars(e) for m, e in est.items()}, scale, judge, stored, forest)
     return v, pd.DataFrame(rows).set_index("method")
 
 
@@ -369,6 +394,15 @@ def depth_optimum(
         scale,
         judge,
         stored,
+        forest_of(
+            [
+                (t.split(":", 1)[-1], Estimate(*[c.spot.peak_contrast] * 3), int(t in true_depths))
+                for t, c in curves.items()
+            ],  # fmt: skip
+            "peak − rest of each target's curve (planted targets in orange)",
+            width,
+            "mean width of a depth's 95% interval",
+        ),
     )
     return v, {"width": width, "contrast": contrast, "hits": hits, "inside": inside, "agree": agree}
 
@@ -398,8 +432,23 @@ def png_ratio_linear(
             for r in check.held_out
         )
         evidence["held_out_inside"] = check.inside
+    forest = None
+    if check is not None and check.held_out:
+        rows = []
+        for r in check.held_out:
+            name = r["target"].split(":", 1)[-1]
+            rows.append((f"{name}: predicted", Estimate(r["predicted"], *r["prediction interval"]), 0))
+            rows.append((f"{name}: measured", Estimate(*[float(r["measured sweet spot"])] * 3), 1))
+        forest = forest_of(rows, "sweet-spot depth: predicted (95% prediction interval) and measured")
     return record(
-        "png-ratio-linear", verdict_from_fraction(sum(linear), len(linear)), measured, evidence, scale, judge, stored
+        "png-ratio-linear",
+        verdict_from_fraction(sum(linear), len(linear)),
+        measured,
+        evidence,
+        scale,
+        judge,
+        stored,
+        forest,
     )
 
 
@@ -408,14 +457,16 @@ def _muon_parts(summary) -> tuple[dict, object, object]:
     s = summary.set_index("optimizer") if "optimizer" in summary.columns else summary
     a, m = s.loc["adam"], s.loc["muon"]
 
-    def est(row, col):
-        return Estimate(row[col], row[f"{col}_lo"], row[f"{col}_hi"])
-
     parts = {
-        "loss": compare_estimates(lower_is_better(est(m, "loss")), lower_is_better(est(a, "loss"))),
-        "score": compare_estimates(est(m, "score"), est(a, "score")),
+        "loss": compare_estimates(lower_is_better(_est(m, "loss")), lower_is_better(_est(a, "loss"))),
+        "score": compare_estimates(_est(m, "score"), _est(a, "score")),
     }
     return parts, a, m
+
+
+def _est(row, col: str) -> Estimate:
+    """Column `col` of a summary row (`col`, `col_lo`, `col_hi`) as an `Estimate`."""
+    return Estimate(row[col], row[f"{col}_lo"], row[f"{col}_hi"])
 
 
 def muon_above_adam(summary, detail: str = "", scale: str = "quick", judge: str | None = None) -> Verdict:
@@ -431,6 +482,9 @@ def muon_above_adam(summary, detail: str = "", scale: str = "quick", judge: str 
         {"muon": m.to_dict(), "adam": a.to_dict()},
         scale,
         judge,
+        forest=forest_of(
+            [("Adam", _est(a, "score"), 0), ("Muon", _est(m, "score"), 1)], "EMC2 AUC (mean, 95% interval)"
+        ),
     )
 
 
@@ -439,7 +493,7 @@ def muon_above_adam_by_target(
 ) -> Verdict:
     """Claim "muon-above-adam" over several targets (`{target: summary}` as for `muon_above_adam`,
     e.g. each optimizer at its best learning rate): every target's loss and score parts combined."""
-    parts, texts, evidence = [], [], {}
+    parts, texts, evidence, rows = [], [], {}, []
     for target, summary in summaries.items():
         p, a, m = _muon_parts(summary)
         parts += p.values()
@@ -448,6 +502,8 @@ def muon_above_adam_by_target(
             f"vs Adam {a['score']:.3f} ({p['score']})"
         )
         evidence[target] = p
+        name = target.split(":", 1)[-1]
+        rows += [(f"{name}: Adam", _est(a, "score"), 0), (f"{name}: Muon", _est(m, "score"), 1)]
     return record(
         "muon-above-adam",
         combine(parts),
@@ -456,6 +512,7 @@ def muon_above_adam_by_target(
         scale,
         judge,
         stored,
+        forest_of(rows, "EMC2 AUC at each optimizer's best setting (mean, 95% interval)"),
     )
 
 
@@ -473,6 +530,12 @@ def scenes_weaker(
         scale,
         judge,
         stored,
+        forest_of(
+            [(str(r["effect"]), Estimate(r["difference"], r["lo"], r["hi"]), 0) for r in rows],
+            "scene − parts, mean score difference (bootstrap 95% interval)",
+            0.0,
+            "no difference (the claim: below it)",
+        ),
     )
 
 
@@ -520,12 +583,14 @@ def picbreeder_vs_sgd_stored(
     def est(row):
         return Estimate(row.auc, row.auc - z * row.auc_se, row.auc + z * row.auc_se)
 
-    rows, parts = [], []
+    rows, parts, drawn = [], [], []
     for target in dict.fromkeys(table.target):
         sel = table[table.target == target].set_index("network")
         if not {"Picbreeder", "FER SGD"} <= set(sel.index):
             continue
         pb, sgd = est(sel.loc["Picbreeder"]), est(sel.loc["FER SGD"])
+        name = target.split(":", 1)[-1]
+        drawn += [(f"{name}: Picbreeder", pb, 0), (f"{name}: FER SGD", sgd, 1)]
         v = compare_estimates(pb, sgd)
         parts.append(v)
         row = {
@@ -538,6 +603,7 @@ def picbreeder_vs_sgd_stored(
             ours = dense[(dense.target == target) & (dense.network == "dense (ours)")].auc
             if len(ours):
                 d = Estimate.from_samples(ours)
+                drawn.append((f"{name}: dense (ours)", d, 2))
                 parts.append(compare_estimates(pb, d))
                 row.update(
                     {
@@ -570,5 +636,6 @@ def picbreeder_vs_sgd_stored(
         scale,
         judge,
         stored=True,
+        forest=forest_of(drawn, "EMC2 AUC, mean and 95% interval"),
     )
     return v, pd.DataFrame(rows).set_index("target") if rows else pd.DataFrame()
