@@ -46,6 +46,7 @@ MIDDLE_PREFIXES = (
     "explorer",
     "fast_train",
     "flatness",
+    "forest",
     "gallery",
     "judges",
     "plots",
