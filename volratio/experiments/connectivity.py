@@ -78,7 +78,7 @@ class Config(Presets):
     # as the Lottery Ticket procedure prescribes) — 8 δ on 300 weights per network. The stored
     # reference (examples/sweeps/reference.toml, chunk connectivity) runs one target per run with
     # arch="picbreeder" for skull and butterfly (apple's 33 × 38 would cost ~8× more: it keeps this
-    # 6 × 16 arch) at τ = 0.9 and 0.95; measured 136 CPU-s per run (skull, one thread)
+    # 6 × 16 arch) at τ = 0.9, scored under three judges: about 176 CPU-s per run (one thread)
     # fmt: off
     REFERENCE = dict(targets=("skull", "butterfly", "apple"), seeds=5, res=64, dense_steps=2000, retrain_steps=500,
                      imp_steps=300, imp_rewind=30, sp=SPConfig(tau=0.9, opposite_sign=True, rounds=5, retrain_steps=100, per_round=4),
@@ -378,7 +378,7 @@ def stored_table(names=REFERENCE_CHUNKS, root=None):
     stored = reference.stored_records(names, root, error=ExperimentError)
     rows = []
     for r in stored:
-        cfg = _config_of(r["config"])
+        cfg = config_of(r["config"])
         for row in r["metrics"]["rows"]:
             rows.append({**row, "tau": cfg.sp.tau, "arch": _arch(replace(cfg, targets=(row["target"],))),
                          "key": r["key"], "cpu_s": r["cpu_s"],
@@ -410,7 +410,7 @@ def judged(table, judge: str):
     return table.assign(emc2_auc=table[f"emc2_auc:{judge}"].astype(float), judge=judge)
 
 
-def _config_of(config: dict) -> Config:
+def config_of(config: dict) -> Config:
     """The `Config` of a stored run (a sweep config: `scale` plus overrides)."""
     from . import make_config
 
