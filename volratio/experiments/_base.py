@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import VolratioError
+from ..util.limits import LimitError, check_limits
 
 SCALES = ("quick", "reference", "full")
 
@@ -128,7 +129,9 @@ def preset(config_cls: type, scale: str, **overrides):
 
 def configure(cfg, overrides: dict, where: str = "config"):
     """A copy of dataclass `cfg` with `overrides` applied (dotted names reach nested dataclasses:
-    `sp.tau`). Unknown names and values of the wrong type raise `ExperimentError`."""
+    `sp.tau`). Unknown names, values of the wrong type and values outside the config's `LIMITS`
+    (`volratio.util.limits`, every entry checked, not only the overridden ones) raise
+    `ExperimentError`."""
     nested: dict[str, dict] = {}
     flat = {}
     for name, value in overrides.items():
@@ -150,9 +153,14 @@ def configure(cfg, overrides: dict, where: str = "config"):
             raise ExperimentError(f"{where}: {name!r} is not a nested config; write {name}=VALUE")
         changes[name] = configure(inner, sub, f"{where}.{name}")
     try:
-        return dataclasses.replace(cfg, **changes)
+        out = dataclasses.replace(cfg, **changes)
     except (TypeError, ValueError) as e:
         raise ExperimentError(f"{where}: {e}") from e
+    try:
+        check_limits(out, where)
+    except LimitError as e:
+        raise ExperimentError(str(e)) from e
+    return out
 
 
 def _coerce(value, current, hint, where: str):

@@ -27,11 +27,13 @@ import numpy as np
 import torch
 
 from ..emc2 import DEFAULT_DELTAS
+from ..judges.registry import JUDGES
 from ..nets import CoordMLP
 from ..prune import PruneError, collapsed, prune
 from ..prune.masks import unit_alive, weight_sparsity
 from ..prune.similarity_pruning import SPConfig
-from ..train import TrainConfig, train
+from ..train import PATHS, TrainConfig, train
+from ..util.limits import above, at_least, between, nonzero, one_of
 from ..util.stats import mean_ci
 from ._base import ExperimentError, Presets, Result
 
@@ -72,6 +74,15 @@ class Config(Presets):
     )
     train_path: str = "fast"  # TrainConfig.path of every training and retraining (runs stored before it: eager)
     scale: str = "quick"  # the preset this config came from
+
+    # allowed values, checked when a config is parsed (`volratio.util.limits`); None passes where allowed
+    LIMITS = {
+        "seeds": at_least(1), "res": at_least(2), "dense_steps": at_least(1), "lr": above(0),
+        "retrain_steps": at_least(0), "imp_steps": at_least(1), "imp_rewind": at_least(0),
+        "imp_rate": between(0, 1, open_lo=True), "methods": one_of(*BASELINES), "judge": one_of(*JUDGES),
+        "judges": one_of(*JUDGES), "emc2_res": at_least(2), "emc2_params": at_least(1), "deltas": nonzero(),
+        "seed": at_least(0), "train_path": one_of(*PATHS),
+    }  # fmt: skip
 
     # reference: 64×64, 5 seeds, 2,000 dense steps, equal fine-tuning budgets — SP 5 rounds ×
     # 100 steps, every baseline 500 steps after pruning (IMP: 300 steps per level from its rewind point,

@@ -23,6 +23,11 @@ import numpy as np
 
 from ..depth import DepthError, sweet_spot
 from ..emc2 import DEFAULT_DELTAS, UNIT_DELTAS
+from ..judges.registry import JUDGES
+from ..nets import ACTIVATIONS
+from ..prune.similarity_pruning import COMPENSATE
+from ..train import OPTIMIZERS, PATHS
+from ..util.limits import above, at_least, between, nonzero, one_of
 from ..util.stats import mean_ci
 from ._base import Presets, Result, Timer, configure
 
@@ -60,6 +65,18 @@ class Settings:
     device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
     train_path: str = "fast"  # TrainConfig.path of training and SP retraining (volratio.fast_train). A run
     # config without this entry is one stored before the fast path: it means "eager" (`parse_point`)
+
+    # allowed values, checked when a config is parsed (`volratio.util.limits`); None passes where allowed
+    LIMITS = {
+        "members": at_least(1), "width": at_least(1), "activation": one_of(*ACTIVATIONS), "res": at_least(2),
+        "steps": at_least(1), "lr": above(0), "optimizer": one_of(*OPTIMIZERS), "muon_lr": above(0),
+        "adamw_lr": above(0), "tau": between(0, 1, open_lo=True), "sp_rounds": at_least(0),
+        "retrain_steps": at_least(0), "retrain_lr_factor": above(0), "sp_per_round": at_least(1),
+        "sp_compensate": one_of(*COMPENSATE), "sp_loss_factor": at_least(1), "deltas": nonzero(),
+        "max_params": at_least(1), "judge": one_of(*JUDGES), "train_path": one_of(*PATHS),
+        "depth": at_least(1), "seed": at_least(0), "seeds": at_least(1), "depths": at_least(1),
+        "ratio_res": at_least(2), "processes": at_least(1), "tol": at_least(0),
+    }  # fmt: skip
 
     def shared(self) -> dict:
         """The settings as a sweep's shared config (the store key hashes exactly these). `adamw_lr`

@@ -19,8 +19,18 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from ..emc2 import DEFAULT_DELTAS
+from ..judges.registry import JUDGES
 from ..prune.similarity_pruning import SPConfig
+from ..train import PATHS
+from ..util.limits import at_least, nonzero, one_of
 from ._base import Presets, Result
+
+# allowed values, checked when a config is parsed (`volratio.util.limits`); None passes where allowed
+LIMITS = {
+    "res": at_least(2), "deltas": nonzero(), "max_params": at_least(1), "dtype": one_of("float32", "float64"),
+    "dense_depth": at_least(1), "dense_width": at_least(1), "dense_steps": at_least(1), "judge": one_of(*JUDGES),
+    "seed": at_least(0), "train_path": one_of(*PATHS),
+}  # fmt: skip
 
 KINDS = ("Picbreeder", "FER SGD", "dense (ours)", "SP (ours)")
 
@@ -42,6 +52,8 @@ class Config(Presets):
     legacy_rows: bool = False  # rows without `collapsed` (runs stored before SP's guard: `parse_dense_point`)
     train_path: str = "fast"  # TrainConfig.path of dense training and SP retraining (runs stored before it: eager)
     scale: str = "quick"  # the preset this config came from
+
+    LIMITS = LIMITS
 
     # reference: 64×64, 5,000 weights per network (≥ 5,000 asked), 8 δ, 2,000 dense steps. The stored
     # runs (chunks emc2, emc2_dense of examples/sweeps/reference.toml) override SP's rounds and knobs;
@@ -193,6 +205,8 @@ class Point:
     # not name the judge, and a config must keep meaning what it meant (their store keys and
     # `volratio results verify` depend on it). Name "calibrated" to score under the default judge.
     judge: str = "ssim"
+
+    LIMITS = LIMITS
 
     def __post_init__(self):
         from ._base import ExperimentError

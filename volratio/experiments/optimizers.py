@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
+from ..util.limits import at_least, one_of
 from ..util.stats import mean_ci
 from . import depth_regime
 from ._base import ExperimentError, Presets, Result, Timer, configure
@@ -33,6 +34,8 @@ class Point(depth_regime.Point):
     members: int = 1  # one network per run (more seeds, not more members)
     hessian_iters: int = 30  # power-iteration steps for the sharpness
     keep_net: bool = False  # return the network as an artifact
+
+    LIMITS = {**depth_regime.Settings.LIMITS, "members": one_of(1), "hessian_iters": at_least(1)}
 
 
 def parse_point(config: dict) -> Point:

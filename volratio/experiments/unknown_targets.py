@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from ..depth import peak_effect, planted_predictor
+from ..util.limits import at_least, between
 from . import depth_regime
 from ._base import Result
 
@@ -32,6 +33,8 @@ class Config(depth_regime.Config):
     res: int = 24  # at 16 px each half of a two-object scene would be 8×8 pixels; at 24 it is 12×12
     n_boot: int = 1000  # bootstrap resamples of the networks
     level: float = 0.90  # bootstrap interval of scene − parts
+
+    LIMITS = {**depth_regime.Settings.LIMITS, "n_boot": at_least(1), "level": between(0, 1, open_lo=True)}
 
     # reference / full: the depth-regime presets' training and scoring, on these targets; the stored scenes are
     # chunk depth_scenes of examples/sweeps/reference.toml (four scenes, depths 2, 4, …, 16)
