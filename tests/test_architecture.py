@@ -13,6 +13,8 @@ Layers, bottom to top; a module may import only from its own layer and the layer
     welch       volratio/welch/ (bounds, frames, the interference of a network's features, the
                 superposition toy model: only errors, util and nets below it)
     middle      the modules not yet moved into a layer subpackage (`MIDDLE`, below)
+    report      volratio/report/ (claims and their verdicts, forest plots, figures, the weight
+                explorer: what the book shows, above every experiment)
     front       volratio/cli.py, __main__.py, commands/, coursework/
 
 `MIDDLE` is the part of the package that is not yet a layer: the flat modules that still wait for
@@ -33,23 +35,19 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "volratio"
 
-LAYERS = ["base", "util", "nets", "data", "welch", "middle", "front"]
+LAYERS = ["base", "util", "nets", "data", "welch", "middle", "report", "front"]
 
 # modules and subpackages (dotted, under volratio) that are not yet a layer of their own
 MIDDLE_PREFIXES = (
     "change_structure",
-    "claims",
     "complexity",
     "depth",
     "emc2",
     "experiments",
-    "explorer",
     "fast_train",
     "flatness",
-    "forest",
     "gallery",
     "judges",
-    "plots",
     "prune",
     "reference",
     "rescore",
@@ -57,7 +55,6 @@ MIDDLE_PREFIXES = (
     "store",
     "sweep",
     "train",
-    "verdicts",
 )
 
 # every module that lies on an import cycle today (all of them in MIDDLE): the work left to do
@@ -91,7 +88,7 @@ def layer_of(mod: str) -> str:
     head = rest[0] if rest else ""
     if mod == "volratio" or head == "errors":
         return "base"
-    if head in ("util", "nets", "data", "welch"):
+    if head in ("util", "nets", "data", "welch", "report"):
         return head
     if head in ("cli", "__main__", "commands", "coursework"):
         return "front"

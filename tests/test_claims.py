@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from volratio import claims
 from volratio.errors import VolratioError
+from volratio.report import claims
 
 BOOK = Path(__file__).resolve().parent.parent / "book"
 
@@ -200,7 +200,7 @@ def test_every_claim_has_a_reference_verdict_recorded_by_its_chapter():
 
 
 def test_by_judge_compares_label_anchored_verdicts_and_reports_stability_beside():
-    from volratio import claims as C
+    from volratio.report import claims as C
 
     def decide(judge):
         verdict = {"anchored": "partly", "anchored-ssim": "partly", "stability": "reproduced"}[judge]
@@ -218,7 +218,7 @@ def test_by_judge_compares_label_anchored_verdicts_and_reports_stability_beside(
 
 
 def test_judge_comparison_names_missing_judges_and_needs_two_label_anchored():
-    from volratio import claims as C
+    from volratio.report import claims as C
 
     one = {"anchored": C.Verdict("depth-optimum", "partly", "", {}, "reference", "anchored")}
     line = C.judge_comparison(one, missing=["anchored-ssim"])

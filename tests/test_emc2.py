@@ -11,6 +11,7 @@ import torch
 from volratio import emc2, judges
 from volratio.errors import VolratioError
 from volratio.nets import CoordMLP
+from volratio.report import plots
 
 ARCH = "4;gaussian:3,sin:2,sigmoid:1,identity:2"
 
@@ -139,7 +140,7 @@ def test_weight_sweep_rows_columns_and_control():
     base = net.render(12)[0].detach().numpy()
     assert np.allclose(sw.images[:, 1], base, atol=1e-6)  # Δw = 0 is the network itself
     assert not np.allclose(sw.images[0, 0], base)
-    fig = emc2.sweep_figure(sw)
+    fig = plots.draw_weight_sweep(sw)
     assert len(fig.axes) == 12
 
 

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from volratio import emc2, explorer
+from volratio import emc2
 from volratio.data import specs
 from volratio.nets import CoordMLP
+from volratio.report import explorer
 
 JS = Path(__file__).resolve().parent.parent / "book" / "_ext" / "static" / "weight_explorer.js"
 
@@ -122,7 +123,7 @@ def test_export_keeps_float64_and_picks_member():
 def test_damaged_export_is_a_clear_error():
     doc = explorer.export(small_net())
     with pytest.raises(explorer.ExportError, match="format"):
-        explorer.load({**doc, "format": "volratio.explorer/0"})
+        explorer.load({**doc, "format": "volratio.report.explorer/0"})
     bad = json.loads(json.dumps(doc))
     bad["kernels"][1]["values"] = bad["kernels"][1]["values"][:8]
     with pytest.raises(explorer.ExportError, match="kernel 1"):

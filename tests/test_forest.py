@@ -6,10 +6,10 @@ import xml.etree.ElementTree as ET
 import pandas as pd
 import pytest
 
-from volratio import claims
 from volratio.errors import VolratioError
-from volratio.forest import Forest, Row, ticks
-from volratio.verdicts import Estimate
+from volratio.report import claims
+from volratio.report.forest import Forest, Row, ticks
+from volratio.util.verdicts import Estimate
 
 
 def _circles(svg: str) -> list[float]:

@@ -13,12 +13,13 @@ import torch
 from scipy import stats
 from test_explorer import check_js_matches, reference, run_js
 
-from volratio import complexity, explorer, gallery
+from volratio import complexity, gallery
 from volratio.cli import main
 from volratio.data import fer_fork, picbreeder, specs
 from volratio.data.targets import TargetError, get_target, list_targets
 from volratio.depth import DepthError, r2_interval
 from volratio.errors import DataNotFoundError
+from volratio.report import explorer
 
 FORK_ARCH_DEPTH = {"ghost": 7, "moon": 33, "letter-g": 10, "plane": 17}  # from the fork's arch.pkl (mirror README)
 

@@ -300,7 +300,7 @@ def test_basin_heatmap_draws_every_cell():
     import matplotlib
 
     matplotlib.use("Agg")
-    from volratio import plots
+    from volratio.report import plots
 
     rows = [_basin_row(W, L, 0, 0, None, None, None, [1.0], [[0.1]]) for L in (1, 2) for W in (2, 4)]
     rows[3].update(rho=0.5, lo=0.2, hi=0.8, solutions=2, compositional=1)

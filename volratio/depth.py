@@ -12,7 +12,7 @@
   planted targets of known depth.
 
 The depth sweep itself is the experiment `volratio.experiments.depth_regime`; its figures are in
-`volratio.plots`. Chapters: "Depth: a narrow, target-dependent regime" (book/depth.md), "Unknown
+`volratio.report.plots`. Chapters: "Depth: a narrow, target-dependent regime" (book/depth.md), "Unknown
 targets" (book/unknown_targets.md); command: `volratio depth`.
 """
 

@@ -30,7 +30,7 @@ default; float32 is faster and differs by up to ~1e-5 on long cache chains):
 
 `naive_render` is the reference it is tested and benchmarked against (copy, perturb, render).
 
-**Weight sweeps** (`weight_sweep`, `sweep_figure`): one row per parameter, columns Δw over
+**Weight sweeps** (`weight_sweep`; drawn by `volratio.report.plots.draw_weight_sweep`): one row per parameter, columns Δw over
 [−1, +1], plus control rows along random unit directions in parameter space — the figures of FER
 (Kumar, Clune, Lehman, Stanley 2025).
 
@@ -875,10 +875,3 @@ def judged_examples(
         params=params,
         judge=r.judge,
     )
-
-
-def sweep_figure(sweep: WeightSweep, title: str | None = None, scale: float = 1.1):
-    """The sweep as a grid of images (`volratio.plots.draw_weight_sweep`)."""
-    from .plots import draw_weight_sweep
-
-    return draw_weight_sweep(sweep, title, scale)

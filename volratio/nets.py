@@ -420,7 +420,7 @@ class CoordMLP(nn.Module):
     @torch.no_grad()
     def live_features(self, res: int = 64, member: int = 0) -> list:
         """Feature maps of one network, per hidden layer `(W, res, res)` float64 numpy, dead units
-        (`live_unit_mask`) set to NaN — drawn blank by `volratio.plots.feature_mosaic`."""
+        (`live_unit_mask`) set to NaN — drawn blank by `volratio.report.plots.feature_mosaic`."""
         import numpy as np
 
         net = self.select(member)

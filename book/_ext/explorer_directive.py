@@ -6,7 +6,7 @@ computed when the page is read:
     :compare: fer-sgd:skull
     ```
 
-The page gets the network(s) exported by `volratio.explorer`, their weights ranked by how much they
+The page gets the network(s) exported by `volratio.report.explorer`, their weights ranked by how much they
 move the image, and a static sweep figure per network that stays for readers without JavaScript.
 When the page is written, the sweep figures and the reference renders of `CoordMLP.render` that
 the browser check (.ci/browser_check.mjs) compares the canvas against go to
@@ -62,8 +62,8 @@ class WeightExplorer(SphinxDirective):
         import matplotlib
 
         matplotlib.use("Agg")  # the build draws the static figures off-screen
-        from volratio import explorer
         from volratio.errors import VolratioError
+        from volratio.report import explorer
 
         cfg = explorer.ExplorerConfig()
         for opt in ("res", "top", "seed"):

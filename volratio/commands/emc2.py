@@ -138,6 +138,7 @@ def cmd_sweep(args) -> int:
     from .. import emc2
     from ..data.specs import load_network
     from ..errors import VolratioError
+    from ..report import plots
     from ..util.fileio import atomic_path, check_out
 
     check_out(args.out, args.force, inputs=[args.spec])
@@ -161,7 +162,7 @@ def cmd_sweep(args) -> int:
     sw = emc2.weight_sweep(
         net, params, args.offsets, res=args.res, controls=args.controls, seed=args.seed, device=args.device
     )
-    fig = emc2.sweep_figure(sw, title=f"weight sweep: {args.spec}")
+    fig = plots.draw_weight_sweep(sw, title=f"weight sweep: {args.spec}")
     with atomic_path(args.out) as tmp:
         fig.savefig(tmp, format="png", dpi=120)
     emit(

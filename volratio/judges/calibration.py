@@ -496,11 +496,11 @@ CLAIM_CHECKS = (  # (claim, higher kind, lower kind): the comparisons EMC2-Bench
 def claims_under_judges(rows, judge_verdicts: dict):
     """For each comparison of `CLAIM_CHECKS`, S of both kinds (pooled over their networks' sampled
     perturbations, 95% Wilson intervals) under each judge (`name -> (n,) bool` aligned with
-    `rows`), and the verdict of `volratio.claims.compare_estimates` ("reproduced" = intervals
+    `rows`), and the verdict of `volratio.report.claims.compare_estimates` ("reproduced" = intervals
     separated in the claimed direction). A DataFrame, one row per comparison × judge."""
     import pandas as pd
 
-    from ..verdicts import Estimate, compare_estimates
+    from ..util.verdicts import Estimate, compare_estimates
 
     kinds = rows["group"].map(kind_of).to_numpy()
     out = []

@@ -4,7 +4,7 @@
 solution counts (maximum likelihood), with intervals on the decay rates λ; `decay_verdict` reads a
 rate's interval as "decays", "grows" or "no decay shown".
 
-Chapter: "The volume-ratio argument" (book/volume_ratio.md), its verdicts (`volratio.claims`).
+Chapter: "The volume-ratio argument" (book/volume_ratio.md), its verdicts (`volratio.report.claims`).
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ import contextvars
 import html
 from dataclasses import dataclass
 
-from .errors import VolratioError
+from ..errors import VolratioError
+from ..judges import SELF_ANCHORED
+from ..util.verdicts import VERDICTS, Estimate, combine, compare_estimates, lower_is_better, verdict_from_fraction
 from .forest import Forest, Row
-from .judges import SELF_ANCHORED
-from .verdicts import VERDICTS, Estimate, combine, compare_estimates, lower_is_better, verdict_from_fraction
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,7 @@ def record(
     glued as `claim-<key>` (HTML) for the claims page to paste. `judge`: which EMC2 judge the
     measurement used (None for claims that involve no judge). `stored=True`: a verdict read from the
     committed results of a scale (`results/<scale>/`), glued as `claim-<key>-<scale>` beside the
-    live one. `forest`: the numbers it was decided on, drawn (`volratio.forest`). Returns the `Verdict`."""
+    live one. `forest`: the numbers it was decided on, drawn (`volratio.report.forest`). Returns the `Verdict`."""
     if key not in CLAIMS:
         raise VolratioError(f"unknown claim {key!r}; known: {', '.join(CLAIMS)}")
     if verdict not in VERDICTS:

@@ -2,7 +2,7 @@
 
 `Estimate` (a mean with its interval), `compare_estimates` ("does one exceed the other?"),
 `verdict_from_fraction` (sub-claims that held), `combine` (a claim's parts) and `lower_is_better`.
-The claims (`volratio.claims`) and the judge's calibration checks (`volratio.judges.calibration`)
+The claims (`volratio.report.claims`) and the judge's calibration checks (`volratio.judges.calibration`)
 both decide with these.
 """
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import VolratioError
-from .util.stats import mean_ci
+from ..errors import VolratioError
+from .stats import mean_ci
 
 VERDICTS = ("reproduced", "partly", "not reproduced", "not measured")
 

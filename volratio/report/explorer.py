@@ -35,10 +35,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .errors import VolratioError
-from .nets import CoordMLP
+from ..data.specs import load_network
+from ..emc2 import PerturbationEngine, WeightSweep, nonzero_params, perturbed_copy
+from ..errors import VolratioError
+from ..nets import CoordMLP
+from .plots import draw_weight_sweep
 
-FORMAT = "volratio.explorer/1"
+FORMAT = "volratio.explorer/1"  # the export format's name (kept when the module moved)
 INPUTS = (
     "y",
     "x",
@@ -110,7 +113,7 @@ def load(doc: dict | str) -> CoordMLP:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         raise ExportError(
-            f"not an exported network of format {FORMAT!r} (got {got!r}); re-export it with volratio.explorer.export"
+            f"not an exported network of format {FORMAT!r} (got {got!r}); re-export it with volratio.report.explorer.export"
         )
     np_dtype = np.dtype(doc["dtype"])
     kernels, masks = [], []
@@ -140,7 +143,7 @@ def load(doc: dict | str) -> CoordMLP:
         head=doc["head"],
         masks=masks,
         dtype=tdtype,
-        provenance=doc.get("provenance") or {"made_by": "volratio.explorer.load"},
+        provenance=doc.get("provenance") or {"made_by": "volratio.report.explorer.load"},
     )
 
 
@@ -177,7 +180,6 @@ def rank_weights(
 ) -> Ranking:
     """Every non-zero weight of network `member`, ranked by the RMS change of the image when it moves
     by each of `deltas` (averaged), rendered by the exact EMC2 engine in float32."""
-    from .emc2 import PerturbationEngine, nonzero_params
 
     params = nonzero_params(net, member)
     deltas = tuple(float(d) for d in deltas)
@@ -209,8 +211,6 @@ def local_effects(
     `regions` maps a name to `(top, bottom, left, right)` as fractions of the image height and width
     (rows from the top, as the image is shown). Rendered by the exact EMC2 engine (float32)."""
     import pandas as pd
-
-    from .emc2 import PerturbationEngine, nonzero_params
 
     boxes = {}
     for name, (t, b, l, r) in regions.items():
@@ -283,7 +283,6 @@ def perturbed(
 ) -> CoordMLP:
     """A copy of network `member` moved by `amount`: along weight `param = (kernel, row, col)`, or,
     with `seed`, along `random_direction(net, seed)`. Render it with `.render(res)`."""
-    from .emc2 import perturbed_copy
 
     if (param is None) == (seed is None):
         raise VolratioError("give exactly one of param=(kernel, row, col) or seed=… (a random direction)")
@@ -316,7 +315,6 @@ class ExplorerConfig:
 def static_sweep(net: CoordMLP, ranking: Ranking, cfg: ExplorerConfig, title: str):
     """The sweep figure a reader without JavaScript sees: the top-ranked weights and one random
     direction (`cfg.seed`), each over `cfg.sweep_offsets`. Returns a matplotlib figure."""
-    from .emc2 import PerturbationEngine, WeightSweep, sweep_figure
 
     params = ranking.params[: cfg.sweep_rows]
     offs = np.asarray(cfg.sweep_offsets, np.float64)
@@ -327,7 +325,7 @@ def static_sweep(net: CoordMLP, ranking: Ranking, cfg: ExplorerConfig, title: st
     labels = [f"k{k} r{r} c{c} (w={w:+.2f})" for (k, r, c), w in zip(params.tolist(), ranking.weight)]
     labels.append(f"random direction {cfg.seed}")
     sw = WeightSweep(np.concatenate([imgs, ctrl[None]]).clip(0, 1), offs, labels, params)
-    return sweep_figure(sw, title=title)
+    return draw_weight_sweep(sw, title)
 
 
 def reference_renders(net: CoordMLP, ranking: Ranking, cfg: ExplorerConfig) -> dict:
@@ -365,7 +363,6 @@ def reference_renders(net: CoordMLP, ranking: Ranking, cfg: ExplorerConfig) -> d
 def widget_data(spec: str, cfg: ExplorerConfig | None = None) -> tuple[dict, dict, object]:
     """`(page data, reference renders, static sweep figure)` for network `spec` (see
     `volratio.data.specs.load_network`)."""
-    from .data.specs import load_network
 
     cfg = cfg or ExplorerConfig()
     net = load_network(spec, device="cpu").select(0)

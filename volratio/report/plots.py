@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
+
+from ..rho.grid import rows_to_grid
 
 
 def _np(img) -> np.ndarray:
@@ -20,7 +23,6 @@ def _np(img) -> np.ndarray:
 
 def image_row(images: Sequence, titles: Sequence[str] | None = None, size: float = 2.2, suptitle: str | None = None):
     """Images `(H, W, 3)` side by side."""
-    import matplotlib.pyplot as plt
 
     n = len(images)
     fig, axes = plt.subplots(1, n, figsize=(size * n, size * 1.1), squeeze=False)
@@ -48,7 +50,6 @@ def image_grid(
     """A grid of images: `rows[i][j]` is `(H, W, 3)` (weight sweeps and similar figures). `frames[i][j]`:
     True draws a green frame round the image, False a red one, None none; `captions[i][j]`: a line
     under it."""
-    import matplotlib.pyplot as plt
 
     nr, nc = len(rows), max(len(r) for r in rows)
     fig, axes = plt.subplots(nr, nc, figsize=(size * nc + 1.0, size * nr + 0.4), squeeze=False)
@@ -96,7 +97,6 @@ def feature_mosaic(layers: Sequence, title: str = "", ax=None, row_label: str = 
     """Draw per-layer feature maps (`layers[l]` is `(n_units, H, W)`) as one mosaic: one row per
     layer, one tile per unit, a diverging colour map centred at 0. With `per_unit` each tile is
     scaled by its own largest |value|, so that a unit's *pattern* is visible whatever its size."""
-    import matplotlib.pyplot as plt
 
     if per_unit:
         layers = [_np(l) / np.maximum(np.abs(_np(l)).max(axis=(1, 2), keepdims=True), 1e-12) for l in layers]
@@ -117,7 +117,6 @@ def feature_mosaic(layers: Sequence, title: str = "", ax=None, row_label: str = 
 
 def loss_curves(curves: dict, title: str = "", logy: bool = True):
     """`curves` maps a label to `(steps, losses)`."""
-    import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.2))
     for label, (x, y) in curves.items():
@@ -140,7 +139,6 @@ def loss_curves(curves: dict, title: str = "", logy: bool = True):
 def plot_curves(curves: dict, ax=None, title: str = "", true_depths: dict | None = None):
     """Mean EMC2 score vs depth per target with 95% t-intervals over seeds; the sweet spot marked
     (and the true depth L*, dashed, where `true_depths` gives it)."""
-    import matplotlib.pyplot as plt
 
     if ax is None:
         _, ax = plt.subplots(figsize=(6.4, 3.6))
@@ -164,7 +162,6 @@ def plot_curves(curves: dict, ax=None, title: str = "", true_depths: dict | None
 
 def plot_predictor(pred, ax=None, title: str = "", xlabel: str = "PNG compression ratio", ylabel: str = "depth"):
     """The points, the fitted line, its confidence band and the prediction interval."""
-    import matplotlib.pyplot as plt
 
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3.6))
@@ -189,7 +186,6 @@ def plot_predictor(pred, ax=None, title: str = "", xlabel: str = "PNG compressio
 def draw_weight_sweep(sweep, title: str | None = None, scale: float = 1.1):
     """A weight sweep (`volratio.emc2.WeightSweep`) as a grid of images (rows: parameters, then
     controls; columns: Δw). Chapters "EMC2-Bench", "Unknown targets", "Your own target"."""
-    import matplotlib.pyplot as plt
 
     R, C = sweep.images.shape[:2]
     fig, axes = plt.subplots(R, C, figsize=(scale * C + 1.6, scale * R + 0.4), squeeze=False)
@@ -211,9 +207,6 @@ def draw_weight_sweep(sweep, title: str | None = None, scale: float = 1.1):
 def basin_heatmap(rows: list[dict], Ws, Ls, depth: int, w_min: int, ax=None, title: str = ""):
     """ρ(W, L) of a basin grid as a heat map, each cell annotated with ρ, its interval and
     compositional/solutions; the planted (W_min, L*) outlined in red."""
-    import matplotlib.pyplot as plt
-
-    from .rho.grid import rows_to_grid
 
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3.8))

@@ -2,7 +2,7 @@
 
 A `Forest` holds the numbers a verdict was decided on — one row per measured quantity, its
 estimate and interval — and the claim's threshold (the line the rows are read against). A
-`volratio.claims.Verdict` that carries one shows it under its badge (`Verdict.html`), so the claims
+`volratio.report.claims.Verdict` that carries one shows it under its badge (`Verdict.html`), so the claims
 page, which pastes each verdict as HTML, shows the figure with it: no image files, and the same
 figure whichever page the verdict is pasted into.
 """
@@ -13,7 +13,7 @@ import html
 import math
 from dataclasses import dataclass
 
-from .errors import VolratioError
+from ..errors import VolratioError
 
 # layout of the drawing, in pixels
 WIDTH, LABEL_W, ROW_H, TOP, BOTTOM = 420, 140, 15, 6, 30
