@@ -260,3 +260,37 @@ def test_a_chapter_experiment_runs_as_a_sweep(tmp_path):
     rows = rep.table["rows"].tolist()
     assert [r[0]["experiment"] for r in rows] == ["frames", "frames"] and rows[0][0]["m"] == 3
     assert rows[0][0]["max_sq_inner"] >= rows[0][0]["bound"] - 1e-12
+
+
+def _triple(config: dict) -> dict:
+    return {"y": 3 * config["x"]}
+
+
+def test_a_store_never_mixes_versions_of_a_run_function(tmp_path):
+    """Version 1 keys are the library's (every store written before versions keeps its keys); a
+    bumped version makes new keys, and a store holding the older version's runs refuses to resume."""
+    from volratio import __version__
+    from volratio.store import config_key
+
+    try:
+        v1 = register_run("versioned", _double)
+        sweep = Sweep(run="versioned", grid={"x": [1, 2]}, seeds=[0])
+        assert v1.key_version(__version__) == __version__
+        assert sweep.keys() == [config_key("user:versioned", c, __version__) for c in sweep.configs()]
+        run_sweep(sweep, tmp_path / "s")
+        v2 = register_run("versioned", _triple, version=2)
+        assert v2.key_version(__version__) == f"{__version__}/v2" and sweep.keys()[0] not in v1_keys(sweep, v1)
+        with pytest.raises(SweepSpecError, match="holds 2 runs of these configs made by version 1 of run function"):
+            run_sweep(sweep, tmp_path / "s")
+        assert sorted(run_sweep(sweep, tmp_path / "new").table["y"]) == [3, 6]  # a new store: version 2's runs
+        with pytest.raises(ExperimentError, match="version must be a positive integer"):
+            register_run("versioned", _double, version=0)
+    finally:
+        unregister_run("versioned")
+
+
+def v1_keys(sweep, entry):
+    from volratio import __version__
+    from volratio.store import config_key
+
+    return [config_key(entry.key, c, entry.key_version(__version__, 1)) for c in sweep.configs()]

@@ -249,11 +249,12 @@ def plan(chunk: str, judge: str, root: "str | Path | None" = None) -> dict:
             f"{root / chunk}: its runs stored no networks; re-run the chunk with keep_net = true in its "
             f"config (`volratio reference run PLAN --chunk {chunk}`), then rescore it"
         )
-    key_of = get_run(RUN).key
+    entry = get_run(RUN)
+    version = entry.key_version(__version__)
     out = {}
     for r in with_net:
         cfg = rescore_config(chunk, r, judge)
-        out[config_key(key_of, cfg, __version__)] = cfg
+        out[config_key(entry.key, cfg, version)] = cfg
     return out
 
 

@@ -117,8 +117,13 @@ class Sweep:
         return out
 
     def keys(self, version: str | None = None) -> list[str]:
-        run_key = resolve_run(self.run).key
-        return [config_key(run_key, c, version) for c in self.configs()]
+        """The store key of every run (`version`: the library's, default the installed one; the run
+        function's own version is added by `RunFunction.key_version`)."""
+        from . import __version__
+
+        entry = resolve_run(self.run)
+        v = entry.key_version(version or __version__)
+        return [config_key(entry.key, c, v) for c in self.configs()]
 
     @classmethod
     def from_dict(cls, spec: dict, source: str = "spec") -> "Sweep":
@@ -488,9 +493,11 @@ def run_sweep(
     entry = resolve_run(sweep.run)
     configs = sweep.configs()
     check_configs(entry, configs)  # a bad config fails here, before any run or worker starts
-    keys = [config_key(entry.key, c, __version__) for c in configs]
+    version = entry.key_version(__version__)
+    keys = [config_key(entry.key, c, version) for c in configs]
     todo = dict(zip(keys, configs))  # duplicates collapse: one run per key
     store = Store(out)
+    _refuse_older_versions(store, entry, configs, __version__)
     ran, failed = [], []
     with store.writing():
         skipped = 0
@@ -512,7 +519,7 @@ def run_sweep(
                         key, cfg = queue.pop(0)
                         counts["running"] = len(inflight) + 1
                         bar.set_postfix(counts, refresh=True)
-                        inflight[ex.submit(execute, entry.fn, entry.key, cfg, key, __version__, sweep.threads)] = key
+                        inflight[ex.submit(execute, entry.fn, entry.key, cfg, key, version, sweep.threads)] = key
                     done, _ = cf.wait(list(inflight), timeout=timeout, return_when=cf.FIRST_COMPLETED)
                     if not done:
                         raise SweepStalled(
@@ -521,7 +528,7 @@ def run_sweep(
                         )
                     for fut in done:
                         key = inflight.pop(fut)
-                        outcome = _outcome(fut, key, todo[key], entry.key, __version__)
+                        outcome = _outcome(fut, key, todo[key], entry.key, version)
                         store.record(outcome)
                         if on_outcome is not None:
                             on_outcome(outcome)
@@ -540,6 +547,20 @@ def run_sweep(
     return SweepReport(
         sweep.name, Path(out), str(executor), len(set(keys)), ran, skipped, failed, time.perf_counter() - t0, table
     )
+
+
+def _refuse_older_versions(store: Store, entry, configs: list[dict], library: str) -> None:
+    """A store holding runs of these configs made by an older version of the run function (the
+    function's results have changed since) is not resumed: mixing them would be silent."""
+    for old in range(1, entry.version):
+        v = entry.key_version(library, old)
+        held = sum(store.status(config_key(entry.key, c, v)) is not None for c in configs)
+        if held:
+            raise SweepSpecError(
+                f"{store.root}: holds {held} runs of these configs made by version {old} of run function "
+                f"{entry.name!r}; this code is version {entry.version}, whose results differ. Write this sweep "
+                "to a new folder (--out), or move the old store away to keep it"
+            )
 
 
 def _outcome(fut: cf.Future, key: str, config: dict, run: str, version: str) -> dict:

@@ -57,9 +57,19 @@ class RunFunction:
     fn: Callable[[dict], dict]
     parse: Callable[[dict], Any]  # raises ExperimentError (a VolratioError) for a bad config
     key: str  # hashed into store keys (old import path for run functions older than the registry)
+    version: int = 1  # bumped when the function's results change for the same config (`key_version`)
+
+    def key_version(self, library: str, version: int | None = None) -> str:
+        """The version hashed into a run's store key: the library's version for version 1 of the
+        function (every store written before run functions had versions), `library/vN` for a later
+        one — so the runs of an older version of the function are never taken for this one's."""
+        v = self.version if version is None else int(version)
+        return library if v == 1 else f"{library}/v{v}"
 
 
-# name -> (module, function, key) of the built-in run functions; `parse_<function>` validates
+# name -> (module, function, key[, version]) of the built-in run functions; `parse_<function>`
+# validates. The version (default 1) is bumped when a function's results change for the same config:
+# a store holding the runs of an older version then refuses to resume (`volratio.sweep.run_sweep`).
 _BUILTIN_RUNS = {
     "train": ("training", "train", "volratio.runs:train"),
     "toy": ("toy", "toy", "volratio.runs:toy"),
@@ -71,7 +81,7 @@ _BUILTIN_RUNS = {
     "fit_budget": ("fit_budget", "point", "volratio.experiments:fit_budget"),  # dense MSE against training steps
 }
 # old spec names (import paths) → registry names; a spec may still say run = "volratio.runs:train"
-ALIASES = {key: name for name, (_, _, key) in _BUILTIN_RUNS.items()}
+ALIASES = {entry[2]: name for name, entry in _BUILTIN_RUNS.items()}
 
 _USER_RUNS: dict[str, RunFunction] = {}
 
@@ -93,9 +103,9 @@ def get_run(name: str) -> RunFunction:
     if name in _USER_RUNS:
         return _USER_RUNS[name]
     if name in _BUILTIN_RUNS:
-        mod, fn, key = _BUILTIN_RUNS[name]
+        mod, fn, key, *version = _BUILTIN_RUNS[name]
         m = importlib.import_module(mod if mod.startswith("volratio.") else f"{__name__}.{mod}")
-        return RunFunction(name, getattr(m, fn), getattr(m, f"parse_{fn}"), key)
+        return RunFunction(name, getattr(m, fn), getattr(m, f"parse_{fn}"), key, *version)
     if name in EXPERIMENTS:
         return RunFunction(name, _WholeRun(name), _WholeParse(name), f"volratio.experiments:{name}")
     raise ExperimentError(
@@ -109,16 +119,23 @@ def known_run(name: str) -> bool:
 
 
 def register_run(
-    name: str, fn: Callable[[dict], dict], parse: Callable[[dict], Any] | None = None, key: str | None = None
+    name: str,
+    fn: Callable[[dict], dict],
+    parse: Callable[[dict], Any] | None = None,
+    key: str | None = None,
+    version: int = 1,
 ) -> RunFunction:
     """Make `fn(config) -> dict` runnable by sweeps as `run = name`. `parse(config)` validates a
     config before any run starts (default: accept any). On local processes and Dask the function
-    is sent by reference, so it must be importable there (a module, not a notebook cell)."""
+    is sent by reference, so it must be importable there (a module, not a notebook cell). `version`: bump it when `fn`'s results change for
+    the same config (a store holding the older version's runs then refuses to resume)."""
     if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
         raise ExperimentError(f"run name {name!r}: use letters, digits, '_' or '-'")
     if name in _BUILTIN_RUNS or name in EXPERIMENTS or name in ALIASES:
         raise ExperimentError(f"run name {name!r} is taken by the library; choose another")
-    entry = RunFunction(name, fn, parse or (lambda config: config), key or f"user:{name}")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ExperimentError(f"run {name!r}: version must be a positive integer, got {version!r}")
+    entry = RunFunction(name, fn, parse or (lambda config: config), key or f"user:{name}", version)
     _USER_RUNS[name] = entry
     return entry
 
