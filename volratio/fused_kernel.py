@@ -5,15 +5,16 @@ includes no torch headers, so it compiles in about two seconds (an extension bui
 `torch.utils.cpp_extension` spends tens of seconds on torch's headers and needs ninja). It is
 compiled on first use with the C++ compiler `$CXX` (default `g++`) and these fixed flags:
 
-    -O3 -std=c++17 -shared -fPIC -pthread -ffp-contract=off -Wno-psabi  [+ -march=x86-64-v3]
+    -O3 -std=c++17 -shared -fPIC -pthread -ffp-contract=off -Wno-psabi  [+ -march=x86-64-v4 | -v3]
 
 - `-ffp-contract=off` (and no `-ffast-math`): no fused multiply-add, no reassociation; every sum
   in the kernel has an order fixed by its source, so results are bit-identical across runs,
   processes and thread counts, and across instruction sets too;
-- `-march=x86-64-v3` (AVX2) is added on x86-64 CPUs that have AVX2 (`torch.backends.cpu`'s
-  capability): it only changes how the source's 32-byte vectors are lowered (one AVX register
-  instead of two SSE halves), not the results — `tests/test_fused_train.py` checks both builds
-  give the same bits. No `-march=native`.
+- `-march=x86-64-v4` (AVX-512, variant `avx512`) or `-march=x86-64-v3` (AVX2, variant `avx2`)
+  is added on x86-64 CPUs that have it (`torch.backends.cpu.get_cpu_capability()`): it only
+  changes how the source's 64-byte vectors are lowered (one AVX-512 register, two AVX2 or four
+  SSE2 ones), not the results — `tests/test_fused_train.py` checks that the builds give the same
+  bits. No `-march=native`.
 
 The library is cached in `$VOLRATIO_KERNEL_CACHE`, else `<user cache>/volratio/kernels`
 (`platformdirs.user_cache_dir("volratio")`, e.g. `~/.cache/volratio/kernels` on Linux), under a
@@ -41,11 +42,11 @@ from .errors import VolratioError
 SOURCE = Path(__file__).with_name("csrc") / "fused_mlp.cpp"
 ENV_CACHE = "VOLRATIO_KERNEL_CACHE"
 BASE_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-pthread", "-ffp-contract=off", "-Wno-psabi")
-AVX2_FLAGS = ("-march=x86-64-v3",)
+VARIANT_FLAGS = {"avx512": ("-march=x86-64-v4",), "avx2": ("-march=x86-64-v3",), "baseline": ()}
 ABI_VERSION = 2
 FIX = "install a C++ compiler (g++; or set CXX), or train with TrainConfig(path='fast')"
 
-# per variant ("avx2" | "baseline"): the loaded library, and how it was obtained
+# per variant ("avx512" | "avx2" | "baseline"): the loaded library, and how it was obtained
 _loaded: dict[str, ctypes.CDLL] = {}
 build_info: dict[str, dict] = {}  # variant -> {"path", "compiled": bool, "seconds"}
 
@@ -65,20 +66,22 @@ def cache_dir() -> Path:
 
 
 def default_variant() -> str:
-    """`"avx2"` on an x86-64 CPU with AVX2, else `"baseline"` (the compiler's default target)."""
+    """`"avx512"` or `"avx2"` on an x86-64 CPU that has it, else `"baseline"` (the compiler's default)."""
     import torch
 
     if platform.machine().lower() in ("x86_64", "amd64"):
         cap = torch.backends.cpu.get_cpu_capability()
-        if cap.startswith("AVX2") or cap.startswith("AVX512"):
+        if cap.startswith("AVX512"):
+            return "avx512"
+        if cap.startswith("AVX2"):
             return "avx2"
     return "baseline"
 
 
 def flags(variant: str) -> tuple[str, ...]:
-    if variant not in ("avx2", "baseline"):
-        raise VolratioError(f"unknown kernel variant {variant!r}; use 'avx2' or 'baseline'")
-    return BASE_FLAGS + (AVX2_FLAGS if variant == "avx2" else ())
+    if variant not in VARIANT_FLAGS:
+        raise VolratioError(f"unknown kernel variant {variant!r}; use one of {', '.join(VARIANT_FLAGS)}")
+    return BASE_FLAGS + VARIANT_FLAGS[variant]
 
 
 def _compiler() -> str:

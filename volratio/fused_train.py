@@ -5,7 +5,7 @@ and gradients.
 here. The fast path (`volratio.fast_train`) is bound by memory: every elementwise operation is a
 pass over `(K, P, W)` activations that do not fit in cache, and its head and loss (through
 autograd) are a few tens more passes over `(K, P, 3)`. The kernel (`volratio/csrc/fused_mlp.cpp`,
-built and cached by `volratio.fused_kernel`) instead takes the pixels 32 at a time and runs each
+built and cached by `volratio.fused_kernel`) instead takes the pixels 64 at a time and runs each
 tile through the whole step while its activations stay in L1/L2: the masked matmuls and per-unit
 activations of every layer (keeping each unit's activation derivative), the head
 (`volratio.nets.head_to_rgb`: HSV, grey, RGB) and the squared error with its gradient, then

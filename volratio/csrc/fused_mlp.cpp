@@ -11,8 +11,8 @@
 //   losses (K,)                       per-network mean squared RGB error, output of vr_fused_step
 //   g[l]   (K, fan_in_l, fan_out_l)   dLoss/dw[l], output of vr_fused_step (overwritten)
 //
-// The pixels are processed in tiles of T = 32. A tile's activations are stored unit-major,
-// `[unit][pixel]`, as NV = 4 vectors of VL = 8 floats per unit; every layer of one tile (values and
+// The pixels are processed in tiles of T = 64. A tile's activations are stored unit-major,
+// `[unit][pixel]`, as NV = 4 vectors of VL = 16 floats per unit; every layer of one tile (values and
 // activation derivatives) stays in L1/L2, so there is one pass over the pixels per call instead of
 // a few passes over (K, P, W) buffers per layer. vr_fused_step does a whole training step's work
 // in that one pass: per tile the forward pass (storing each unit's activation derivative), the
@@ -21,12 +21,13 @@
 //
 // Determinism: every sum has an order fixed by this source — matmuls sum over the input units in
 // ascending order; kernel gradients sum, per vector lane, over the tiles in ascending order, and
-// the 8 lanes in a fixed tree at the end; a loss sums its tiles (each in a fixed tree) in
+// the 16 lanes in a fixed tree at the end; a loss sums its tiles (each in a fixed tree) in
 // ascending order, in double. Threads split the population (each network's outputs
 // and gradients are computed by one thread), so results do not depend on the thread count. It
 // is compiled with -ffp-contract=off and without -ffast-math: no fused multiply-add, no
 // reassociation, so the same bits come out whatever instruction set the compiler targets
-// (the vector type is 32 bytes in the source; SSE2 lowers it to two halves).
+// (the vector type is 64 bytes in the source: AVX-512 holds it in one register, AVX2 in two,
+// SSE2 in four).
 
 #include <cmath>
 #include <cstdint>
@@ -36,17 +37,17 @@
 
 namespace {
 
-constexpr int VL = 8;       // floats per vector
+constexpr int VL = 16;      // floats per vector
 constexpr int NV = 4;       // vectors per tile row
 constexpr int T = VL * NV;  // pixels per tile
-static_assert(NV == 4, "the gradient kernel's summation tree is written for 4 vectors per row");
+static_assert(NV == 4 && VL == 16, "the summation trees below are written for 4 vectors of 16 lanes");
 
-typedef float vf __attribute__((vector_size(32)));
-typedef int32_t vi __attribute__((vector_size(32)));
+typedef float vf __attribute__((vector_size(64)));
+typedef int32_t vi __attribute__((vector_size(64)));
 
 enum Act { ACT_IDENTITY = 0, ACT_GAUSSIAN = 1, ACT_SIGMOID = 2, ACT_TANH = 3, ACT_SIN = 4, ACT_COS = 5, ACT_RELU = 6 };
 
-inline vf splat(float x) { return vf{} + x; }
+inline vf splat(float x) { return x - vf{}; }  // a broadcast (x − 0 = x exactly; `vf{} + x` costs an add)
 
 // e^x (Cephes expf: range reduction x = n·ln2 + r, |r| ≤ ln2/2, degree-6 polynomial; ~1 ulp).
 // Exactly 0 below x = −80 (e^x < 2e-35: no subnormal arithmetic downstream), +inf above 88.72,
@@ -88,7 +89,7 @@ inline vf vtanh(vf x) {
 // h = act(z) for one tile row (NV vectors), and with d != nullptr also d = dh/dz.
 inline void activate_row(int kind, const vf* z, vf* h, vf* d) {
     for (int v = 0; v < NV; ++v) {
-        vf x = z[v], y, g;
+        vf x = z[v], y = x, g = x;
         switch (kind) {
             case ACT_GAUSSIAN: {  // 2·exp(−z²) − 1, dh/dz = −4·z·exp(−z²)
                 vf e = vexp(-(x * x));
@@ -156,11 +157,17 @@ inline void matmul_block(const vf* in, int fan_in, const float* w, int ldw, int 
 
 // out rows (fan_out of them) = in rows (fan_in) · w, w row-major with leading dimension ldw.
 inline void matmul_tile(const vf* in, int fan_in, const float* w, int ldw, int fan_out, vf* out) {
-    constexpr int JB = 3;
+    constexpr int JB = 6;  // 24 accumulators, 4 inputs and a broadcast: within AVX-512's 32 registers
     int j = 0;
     for (; j + JB <= fan_out; j += JB) matmul_block<JB>(in, fan_in, w, ldw, j, out);
-    if (fan_out - j == 2) matmul_block<2>(in, fan_in, w, ldw, j, out);
-    if (fan_out - j == 1) matmul_block<1>(in, fan_in, w, ldw, j, out);
+    switch (fan_out - j) {
+        case 5: matmul_block<5>(in, fan_in, w, ldw, j, out); break;
+        case 4: matmul_block<4>(in, fan_in, w, ldw, j, out); break;
+        case 3: matmul_block<3>(in, fan_in, w, ldw, j, out); break;
+        case 2: matmul_block<2>(in, fan_in, w, ldw, j, out); break;
+        case 1: matmul_block<1>(in, fan_in, w, ldw, j, out); break;
+        default: break;
+    }
 }
 
 // G[i·fan_out + j] += Σ_v in[i][v] · dz[j][v]: per-lane partial sums of a kernel gradient.
@@ -175,8 +182,10 @@ inline void grad_tile(const vf* in, int fan_in, const vf* dz, int fan_out, vf* G
     }
 }
 
-inline float lane_sum(vf x) {  // a fixed tree over the 8 lanes
-    return ((x[0] + x[1]) + (x[2] + x[3])) + ((x[4] + x[5]) + (x[6] + x[7]));
+inline float lane_sum(vf x) {  // a fixed tree over the 16 lanes
+    float s[8];
+    for (int l = 0; l < 8; ++l) s[l] = x[2 * l] + x[2 * l + 1];
+    return (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])));
 }
 
 // ---------------------------------------------------------------------------------------------
