@@ -356,7 +356,8 @@ int vr_fused_step(const float* grid, int P, int n_in, int K, int L, int W, int n
     const float scale = 2.0f / (3.0f * (float)P);
     for_each_network(K, n_threads, [&](int k) {
         const int stride = W * NV;
-        std::vector<vf> H((size_t)L * stride), D((size_t)L * stride), dz((size_t)stride), dh((size_t)stride);
+        const int rows = W > n_out ? W : n_out;  // dz holds a hidden layer's or the output's rows
+        std::vector<vf> H((size_t)L * stride), D((size_t)L * stride), dz((size_t)rows * NV), dh((size_t)stride);
         std::vector<vf> o((size_t)n_out * NV), tt(3 * NV), valid(NV);
         std::vector<size_t> off(L + 2, 0);  // offsets of each kernel's lane sums in G
         for (int l = 0; l <= L; ++l) off[l + 1] = off[l] + (size_t)net.fan_in(l) * net.fan_out(l);
