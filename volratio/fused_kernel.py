@@ -153,7 +153,9 @@ def load(variant: str | None = None) -> ctypes.CDLL:
     try:
         lib = ctypes.CDLL(str(path))
     except OSError as e:
-        raise FusedKernelError(f"loading the fused kernel {path} failed ({e}); delete it to rebuild, or {FIX}") from None
+        raise FusedKernelError(
+            f"loading the fused kernel {path} failed ({e}); delete it to rebuild, or {FIX}"
+        ) from None
     if lib.vr_fused_abi_version() != ABI_VERSION:
         raise FusedKernelError(f"the fused kernel {path} has another ABI version; delete it to rebuild")
     i, p, f = ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p
