@@ -1,20 +1,23 @@
 """Build and load the fused C++ kernel (`volratio/csrc/fused_mlp.cpp`) of `volratio.fused_train`.
 
 The kernel is plain C++ with a C ABI, called through `ctypes` on tensors' data pointers; it
-includes no torch headers, so it compiles in about two seconds (an extension built with
+includes no torch headers, so it compiles in 3–6 seconds (an extension built with
 `torch.utils.cpp_extension` spends tens of seconds on torch's headers and needs ninja). It is
 compiled on first use with the C++ compiler `$CXX` (default `g++`) and these fixed flags:
 
-    -O3 -std=c++17 -shared -fPIC -pthread -ffp-contract=off -Wno-psabi  [+ -march=x86-64-v4 | -v3]
+    -std=c++17 -shared -fPIC -pthread -ffp-contract=off -Wno-psabi
+    + -O3 -march=x86-64-v4 (variant avx512) | -O3 -march=x86-64-v3 (avx2) | -O2 (baseline)
 
-- `-ffp-contract=off` (and no `-ffast-math`): no fused multiply-add, no reassociation; every sum
-  in the kernel has an order fixed by its source, so results are bit-identical across runs,
-  processes and thread counts, and across instruction sets too;
+- `-ffp-contract=off` (and no `-ffast-math`): no reassociation, and fused multiply-adds only where
+  the source writes them (exactly defined operations); every sum in the kernel has an order fixed
+  by its source, so results are bit-identical across runs, processes and thread counts, and
+  across instruction sets too;
 - `-march=x86-64-v4` (AVX-512, variant `avx512`) or `-march=x86-64-v3` (AVX2, variant `avx2`)
   is added on x86-64 CPUs that have it (`torch.backends.cpu.get_cpu_capability()`): it only
   changes how the source's 64-byte vectors are lowered (one AVX-512 register, two AVX2 or four
   SSE2 ones), not the results — `tests/test_fused_train.py` checks that the builds give the same
-  bits. No `-march=native`.
+  bits. No `-march=native`. The baseline build (no AVX2: its fused multiply-adds are C library
+  calls) is correct and slow, a fallback; -O2 halves its compile time (16 s at -O3).
 
 The library is cached in `$VOLRATIO_KERNEL_CACHE`, else `<user cache>/volratio/kernels`
 (`platformdirs.user_cache_dir("volratio")`, e.g. `~/.cache/volratio/kernels` on Linux), under a
@@ -41,8 +44,8 @@ from .errors import VolratioError
 
 SOURCE = Path(__file__).with_name("csrc") / "fused_mlp.cpp"
 ENV_CACHE = "VOLRATIO_KERNEL_CACHE"
-BASE_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-pthread", "-ffp-contract=off", "-Wno-psabi")
-VARIANT_FLAGS = {"avx512": ("-march=x86-64-v4",), "avx2": ("-march=x86-64-v3",), "baseline": ()}
+BASE_FLAGS = ("-std=c++17", "-shared", "-fPIC", "-pthread", "-ffp-contract=off", "-Wno-psabi")
+VARIANT_FLAGS = {"avx512": ("-O3", "-march=x86-64-v4"), "avx2": ("-O3", "-march=x86-64-v3"), "baseline": ("-O2",)}
 ABI_VERSION = 2
 FIX = "install a C++ compiler (g++; or set CXX), or train with TrainConfig(path='fast')"
 

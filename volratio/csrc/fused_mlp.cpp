@@ -22,18 +22,23 @@
 // Determinism: every sum has an order fixed by this source — matmuls sum over the input units in
 // ascending order; kernel gradients sum, per vector lane, over the tiles in ascending order, and
 // the 16 lanes in a fixed tree at the end; a loss sums its tiles (each in a fixed tree) in
-// ascending order, in double. Threads split the population (each network's outputs
-// and gradients are computed by one thread), so results do not depend on the thread count. It
-// is compiled with -ffp-contract=off and without -ffast-math: no fused multiply-add, no
-// reassociation, so the same bits come out whatever instruction set the compiler targets
-// (the vector type is 64 bytes in the source: AVX-512 holds it in one register, AVX2 in two,
-// SSE2 in four).
+// ascending order, in double. Threads split the population (each network's outputs and
+// gradients are computed by one thread), so results do not depend on the thread count. It is
+// compiled with -ffp-contract=off and without -ffast-math: no reassociation, and a fused
+// multiply-add only where the source writes one (`fmadd`: the matmuls, kernel gradients and the
+// exp polynomial), which is exactly defined — the AVX-512/AVX2 instruction and the C library's
+// fmaf give the same bits. So the same bits come out whatever instruction set the compiler
+// targets (the vector type is 64 bytes in the source: AVX-512 holds it in one register, AVX2 in
+// two, SSE2 in four; the baseline build is correct but slow, its fmaf being a library call).
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <thread>
 #include <vector>
+#if defined(__AVX512F__) || defined(__FMA__)
+#include <immintrin.h>
+#endif
 
 namespace {
 
@@ -47,6 +52,30 @@ typedef int32_t vi __attribute__((vector_size(64)));
 
 enum Act { ACT_IDENTITY = 0, ACT_GAUSSIAN = 1, ACT_SIGMOID = 2, ACT_TANH = 3, ACT_SIN = 4, ACT_COS = 5, ACT_RELU = 6 };
 
+// a · b + c rounded once (a fused multiply-add, exactly defined: the same bits with the AVX-512 or
+// AVX2 instruction as with the C library's fmaf, which the baseline build uses — not inlined
+// there, which would make the compiler spend half a minute on the unrolled lane loops)
+#if !defined(__AVX512F__) && !defined(__FMA__)
+__attribute__((noinline))
+#endif
+inline vf fmadd(vf a, vf b, vf c) {
+#if defined(__AVX512F__)
+    return (vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif defined(__FMA__)
+    union U {
+        vf v;
+        __m256 h[2];
+    } ua{a}, ub{b}, uc{c}, r;
+    r.h[0] = _mm256_fmadd_ps(ua.h[0], ub.h[0], uc.h[0]);
+    r.h[1] = _mm256_fmadd_ps(ua.h[1], ub.h[1], uc.h[1]);
+    return r.v;
+#else
+    vf r;
+    for (int l = 0; l < VL; ++l) r[l] = std::fma(a[l], b[l], c[l]);
+    return r;
+#endif
+}
+
 inline vf splat(float x) { return x - vf{}; }  // a broadcast (x − 0 = x exactly; `vf{} + x` costs an add)
 
 // e^x (Cephes expf: range reduction x = n·ln2 + r, |r| ≤ ln2/2, degree-6 polynomial; ~1 ulp).
@@ -57,14 +86,14 @@ inline vf vexp(vf x) {
     vf xc = x > 88.0f ? splat(88.0f) : x;  // keeps 2^n a normal float (n ≤ 127)
     xc = xc < -80.0f ? splat(-80.0f) : xc;
     vf n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest integer
-    vf r = xc - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    vf y = r * 1.9875691500e-4f + 1.3981999507e-3f;
-    y = y * r + 8.3334519073e-3f;
-    y = y * r + 4.1665795894e-2f;
-    y = y * r + 1.6666665459e-1f;
-    y = y * r + 5.0000001201e-1f;
-    y = y * (r * r) + r + 1.0f;
+    vf r = fmadd(n, splat(-0.693359375f), xc);
+    r = fmadd(n, splat(2.12194440e-4f), r);
+    vf y = fmadd(r, splat(1.9875691500e-4f), splat(1.3981999507e-3f));
+    y = fmadd(y, r, splat(8.3334519073e-3f));
+    y = fmadd(y, r, splat(4.1665795894e-2f));
+    y = fmadd(y, r, splat(1.6666665459e-1f));
+    y = fmadd(y, r, splat(5.0000001201e-1f));
+    y = fmadd(y, r * r, r) + 1.0f;
     vi e = (__builtin_convertvector(n, vi) + 127) << 23;  // the bits of 2^n
     y = y * (vf)e;
     y = x < -80.0f ? zero : y;
@@ -146,7 +175,7 @@ inline void matmul_block(const vf* in, int fan_in, const float* w, int ldw, int 
         for (int b = 0; b < JB; ++b) {
             vf s = splat(wr[b]);
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) acc[b][v] += xv[v] * s;
+            for (int v = 0; v < NV; ++v) acc[b][v] = fmadd(xv[v], s, acc[b][v]);
         }
     }
 #pragma GCC unroll 8
@@ -177,7 +206,7 @@ inline void grad_tile(const vf* in, int fan_in, const vf* dz, int fan_out, vf* G
         vf* g = G + i * fan_out;
         for (int j = 0; j < fan_out; ++j) {
             const vf* d = dz + j * NV;
-            g[j] += (a0 * d[0] + a1 * d[1]) + (a2 * d[2] + a3 * d[3]);
+            g[j] = fmadd(a3, d[3], fmadd(a2, d[2], fmadd(a1, d[1], fmadd(a0, d[0], g[j]))));
         }
     }
 }
