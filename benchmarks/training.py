@@ -10,7 +10,7 @@ asked for, one run measures, single-threaded:
   kernel; its compile seconds, first build and cached reload, are printed once at the start);
 - `torch.bmm` on the steps' hidden matmul shapes, in GFLOP/s: the roofline. A step's nominal
   matmul work (forward, input and kernel gradients) per second, as a share of it, is `roofline`
-  (the fused kernel does a fourth matmul, the recomputed forward pass, which is not counted).
+  (the same work for every path: the fused kernel does each of the three matmuls once per step).
 
 It checks that the fast and fused populations agree with the eager one (losses after the measured
 steps, relative) and, with `--compile`, also times `torch.compile` of the eager loss-and-gradient
