@@ -1,4 +1,4 @@
-"""Training speed: eager single network, eager population, fast population, and the bmm roofline.
+"""Training speed: eager single network, eager population, fast and fused populations, the bmm roofline.
 
 On the reference shapes (64×64 pixels, width 12, Gaussian units, HSV head, Adam) and at each depth
 asked for, one run measures, single-threaded:
@@ -6,14 +6,18 @@ asked for, one run measures, single-threaded:
 - `eager`: K separate one-network `train` runs (`TrainConfig(path="eager")`), in net-steps/s;
 - `population`: one `CoordMLP(population=K)` on the eager path;
 - `fast`: the same population on `TrainConfig(path="fast")` (`volratio.fast_train`);
-- `torch.bmm` on the fast step's own matmul shapes, in GFLOP/s: the roofline. The fast step's
-  matmul work (forward, input and kernel gradients) per second, as a share of it, is `roofline`.
+- `fused`: the same population on `TrainConfig(path="fused")` (`volratio.fused_train`'s C++
+  kernel; its compile seconds, first build and cached reload, are printed once at the start);
+- `torch.bmm` on the steps' hidden matmul shapes, in GFLOP/s: the roofline. A step's nominal
+  matmul work (forward, input and kernel gradients) per second, as a share of it, is `roofline`
+  (the same work for every path: the fused kernel does each of the three matmuls once per step).
 
-It checks that the fast and eager populations agree (losses after the measured steps, relative)
-and, with `--compile`, also times `torch.compile` of the eager loss-and-gradient step (compile
-seconds and step time; not in `--quick`, it costs about a minute per shape). Each depth ends with
+It checks that the fast and fused populations agree with the eager one (losses after the measured
+steps, relative) and, with `--compile`, also times `torch.compile` of the eager loss-and-gradient
+step (compile seconds and step time; not in `--quick`, it costs about a minute per shape). Each
+depth ends with
 
-    depth 8: fast 1234 net-steps/s  3.4x eager  2.7x population  roofline 55%
+    depth 8: fused 1234 net-steps/s  3.4x eager  2.7x population  roofline 55%
 
     python benchmarks/training.py --quick          # depths 8 and 14, under two minutes
 """
@@ -26,6 +30,7 @@ import time
 import numpy as np
 import torch
 
+from volratio import fused_kernel
 from volratio.data.targets import get_target
 from volratio.nets import CoordMLP, coords, head_to_rgb
 from volratio.train import TrainConfig, train
@@ -105,28 +110,46 @@ def main(argv=None) -> list[str]:
     img = get_target("picbreeder:skull").image(args.res)  # (res, res, 3)
     pixels = args.res * args.res
     print(f"res={args.res} width={args.width} K={args.K} steps={steps} threads={torch.get_num_threads()}")
+    variant = fused_kernel.default_variant()
+    t_build = fused_kernel.compile_seconds(variant)
+    fused_kernel.load(variant)
+    info = fused_kernel.build_info[variant]
+    print(
+        f"fused kernel ({variant}): {t_build:.1f} s to compile; this run "
+        f"{'compiled' if info['compiled'] else 'loaded the cached'} {info['path']} in {info['seconds']:.2f} s"
+    )
     lines = []
     for depth in args.depths:
         arch = f"{depth};gaussian:{args.width}"
         eager = TrainConfig(steps=steps, optimizer="adam", lr=3e-3, device="cpu", log_every=steps, path="eager")
         fast = TrainConfig(**{**eager.__dict__, "path": "fast"})
+        fused = TrainConfig(**{**eager.__dict__, "path": "fused"})
         # warm-up (allocator, BLAS): a few steps of each path, not timed
-        for cfg in (eager, fast):
+        for cfg in (eager, fast, fused):
             train(CoordMLP(arch, population=args.K, seed=0), img, TrainConfig(**{**cfg.__dict__, "steps": 3}))
         singles = [CoordMLP(arch, seed=s) for s in range(args.K)]
         r_eager, _ = _net_steps_per_s(singles, img, eager)
         r_pop, loss_pop = _net_steps_per_s([CoordMLP(arch, population=args.K, seed=0)], img, eager)
         net = CoordMLP(arch, population=args.K, seed=0)
         r_fast, loss_fast = _net_steps_per_s([net], img, fast)
+        r_fused, loss_fused = _net_steps_per_s([CoordMLP(arch, population=args.K, seed=0)], img, fused)
         gflops_fast = _matmul_flops(net, pixels) * r_fast / args.K / 1e9
+        gflops_fused = _matmul_flops(net, pixels) * r_fused / args.K / 1e9
         gflops_bmm = _bmm_gflops(net, pixels, repeats=max(20, steps))
         gap = float(np.max(np.abs(loss_fast - loss_pop) / loss_pop))
+        gap_fused = float(np.max(np.abs(loss_fused - loss_pop) / loss_pop))
         print(f"depth {depth}, {arch}:")
         print(f"  eager, {args.K} separate runs   {r_eager:8.0f} net-steps/s")
         print(f"  eager population of {args.K}     {r_pop:8.0f} net-steps/s")
         print(f"  fast population of {args.K}      {r_fast:8.0f} net-steps/s   matmul {gflops_fast:.1f} GFLOP/s")
+        print(f"  fused population of {args.K}     {r_fused:8.0f} net-steps/s   matmul {gflops_fused:.1f} GFLOP/s")
         print(f"  torch.bmm on (K, P, W)×(K, W, W)      {gflops_bmm:.1f} GFLOP/s")
         print(f"  fast vs eager population after {steps} steps: max relative |Δ loss| = {gap:.1e}")
+        print(f"  fused vs eager population after {steps} steps: max relative |Δ loss| = {gap_fused:.1e}")
+        print(
+            f"  fast {r_fast:.0f} net-steps/s  {r_fast / r_eager:.1f}x eager  "
+            f"{r_fast / r_pop:.1f}x population  roofline {100 * gflops_fast / gflops_bmm:.0f}%"
+        )
         if args.compile:
             t_c, ms = _compiled_step_ms(CoordMLP(arch, population=args.K, seed=0), img, steps)
             print(
@@ -134,8 +157,8 @@ def main(argv=None) -> list[str]:
                 f"{args.K * 1e3 / ms:.0f} net-steps/s (loss and gradients only, no optimizer)"
             )
         line = (
-            f"depth {depth}: fast {r_fast:.0f} net-steps/s  {r_fast / r_eager:.1f}x eager  "
-            f"{r_fast / r_pop:.1f}x population  roofline {100 * gflops_fast / gflops_bmm:.0f}%"
+            f"depth {depth}: fused {r_fused:.0f} net-steps/s  {r_fused / r_eager:.1f}x eager  "
+            f"{r_fused / r_pop:.1f}x population  roofline {100 * gflops_fused / gflops_bmm:.0f}%"
         )
         print(line, flush=True)
         lines.append(line)

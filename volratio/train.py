@@ -16,9 +16,11 @@ orthogonalised update would otherwise fill them). A NaN/Inf loss stops training 
 network). Same seed, same device (CPU) → bit-identical results.
 
 `TrainConfig.path` chooses how each step's losses and gradients are computed: `"eager"` (autograd,
-the default and the path of every stored reference run) or `"fast"` (`volratio.fast_train`, a
-hand-written forward/backward with buffers allocated once; same optimizer step, masks, gradient
-normalisation and divergence handling; `benchmarks/training.py` measures it).
+the default and the path of every stored reference run), `"fast"` (`volratio.fast_train`, a
+hand-written forward/backward with buffers allocated once) or `"fused"` (`volratio.fused_train`, a
+C++ kernel that runs tiles of pixels through all layers in cache; float32 on the CPU, compiled on
+first use). All paths share the optimizer step, masks, gradient normalisation and divergence
+handling; `benchmarks/training.py` measures them.
 
 Chapters: all of Part I; `benchmarks/population.py` measures the population speed-up.
 """
@@ -33,12 +35,13 @@ from torch import nn
 
 from .errors import TrainingDiverged, VolratioError
 from .fast_train import FastStep
+from .fused_train import FusedStep
 from .nets import CoordMLP, coords
 from .util import budget
 from .util.device import resolve_device
 
 OPTIMIZERS = ("adam", "adamw", "sgd", "muon")
-PATHS = ("eager", "fast")  # how a step's losses and gradients are computed (TrainConfig.path)
+PATHS = ("eager", "fast", "fused")  # how a step's losses and gradients are computed (TrainConfig.path)
 
 
 @dataclass
@@ -57,6 +60,7 @@ class TrainConfig:
     # "eager": autograd through CoordMLP.forward (what every stored run was trained with);
     # "fast": volratio.fast_train's hand-written step (same optimizers, losses equal to rounding,
     # several times faster for populations). The experiments choose "fast" for new runs.
+    # "fused": volratio.fused_train's C++ kernel (float32, CPU; losses equal to rounding).
     path: str = "eager"
 
     def finetune(self, steps: int, lr_factor: float = 1.0) -> "TrainConfig":
@@ -217,7 +221,8 @@ def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResu
     grid = coords(res, device=dev, dtype=net.weights[0].dtype)
     flat = t.to(device=dev, dtype=grid.dtype).reshape(*t.shape[:-3], res * res, 3)
     opt = _Optimizer(net, cfg)
-    fast = FastStep(net, grid, flat) if cfg.path == "fast" else None
+    step_class = {"fast": FastStep, "fused": FusedStep}.get(cfg.path)
+    fast = step_class(net, grid, flat) if step_class is not None else None  # None: autograd
     log_steps, log_losses = [], []
     last_good = [w.detach().clone() for w in net.weights]
     bar = None

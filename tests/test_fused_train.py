@@ -1,0 +1,231 @@
+"""The fused training path (`volratio.fused_train`, `TrainConfig(path="fused")`) against the eager one.
+
+Tolerances (the ones `volratio.fused_train` documents): the kernel sums matmuls and losses in its
+own order and computes `exp` with its own polynomial, so before the first step the losses agree
+with the eager path to 1e-6 relative and the gradients to 2e-5 of the largest entry of each
+kernel; after 20–25 steps the losses agree to 1e-3 relative under Adam, AdamW and SGD (rounding
+differences grow under training). With Muon (bfloat16 orthogonalisation, see
+`tests/test_fast_train.py`) the first steps agree to 2e-2 and the final loss to 30%. Repeatability
+is exact: same inputs → the same bits, whatever the thread count or the kernel's build.
+
+The kernel is compiled once for this module, into a temporary cache folder (a few seconds).
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from volratio import fused_kernel
+from volratio.errors import TrainingDiverged, VolratioError
+from volratio.fused_train import FusedPathError, FusedStep
+from volratio.nets import CoordMLP, coords
+from volratio.train import TrainConfig, mse_per_network, train
+
+RES = 12  # 144 pixels: two full tiles of 64 and a partial one
+MIXED = "3;gaussian:2,sin:2,sigmoid:1,tanh:1,cos:1,relu:1,identity:1,cache:1"
+LOSS0_RTOL = 1e-6
+GRAD_RTOL = 2e-5
+LOSS_RTOL = 1e-3
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernel(tmp_path_factory):
+    """Build the kernel once, into a fresh cache folder, and keep it loaded for the module."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv(fused_kernel.ENV_CACHE, str(tmp_path_factory.mktemp("kernels")))
+    mp.setattr(fused_kernel, "_loaded", {})
+    lib = fused_kernel.load()
+    yield lib
+    mp.undo()
+
+
+def _target(res=RES, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand(res, res, 3, generator=g)
+
+
+def _sparse_net(arch, head="hsv", population=2, seed=1):
+    net = CoordMLP(arch, head=head, population=population, seed=seed)
+    g = torch.Generator().manual_seed(seed)
+    for i in range(net.n_kernels):
+        net.set_mask(i, (torch.rand(net.masks[i].shape, generator=g) > 0.3).float())
+    return net
+
+
+def _eager_grads(net, grid, flat):
+    for w in net.weights:
+        w.grad = None
+    losses = mse_per_network(net, grid, flat)
+    losses.sum().backward()
+    grads = [w.grad.clone() for w in net.weights]
+    for w in net.weights:
+        w.grad = None
+    return losses.detach(), grads
+
+
+def _check_step(net, res=RES):
+    grid, flat = coords(res), _target(res).reshape(-1, 3)
+    losses, grads = _eager_grads(net, grid, flat)
+    step = FusedStep(net, grid, flat)
+    with torch.no_grad():
+        raw = net(grid)
+    assert (step.raw() - raw).abs().max() <= 1e-5 * raw.abs().max()
+    fused_losses = step.losses()
+    step.backward()
+    np.testing.assert_allclose(fused_losses.numpy(), losses.numpy(), rtol=LOSS0_RTOL)
+    for i, (g, w) in enumerate(zip(grads, net.weights)):
+        scale = g.abs().max().clamp_min(1e-30)
+        assert (w.grad - g).abs().max() <= GRAD_RTOL * scale, f"kernel {i}"
+        assert (w.grad[net.masks[i] == 0] == 0).all()  # masked entries get no gradient
+
+
+@pytest.mark.parametrize("head", ["hsv", "grey", "rgb"])
+@pytest.mark.parametrize(
+    "arch", ["3;gaussian:6", "2;sin:5", "2;cos:4", "2;sigmoid:5", "2;tanh:4", "2;relu:5", MIXED, "2;identity:3"]
+)
+def test_gradients_match_autograd(arch, head):
+    _check_step(_sparse_net(arch, head))
+
+
+@pytest.mark.parametrize("arch", ["40;gaussian:40", "5;gaussian:16,sin:10,sigmoid:7", "1;tanh:1"])
+def test_gradients_match_autograd_for_wide_deep_and_tiny_networks(arch):
+    _check_step(CoordMLP(arch, population=2, seed=3, init_scale=0.5), res=9)
+
+
+def _both(net_fn, cfg, target=None):
+    t = _target() if target is None else target
+    eager = train(net_fn(), t, TrainConfig(**{**cfg.__dict__, "path": "eager"}))
+    fused = train(net_fn(), t, TrainConfig(**{**cfg.__dict__, "path": "fused"}))
+    return eager, fused
+
+
+@pytest.mark.parametrize(
+    "optimizer, extra",
+    [
+        ("adam", {}),
+        ("adamw", {"weight_decay": 0.01}),
+        ("sgd", {"lr": 0.05}),
+        ("muon", {}),
+        ("adam", {"grad_norm": True}),
+    ],
+)
+def test_losses_match_eager_for_each_optimizer(optimizer, extra):
+    cfg = TrainConfig(steps=25, optimizer=optimizer, device="cpu", **extra)
+    eager, fused = _both(lambda: _sparse_net("3;gaussian:6", population=3), cfg)
+    np.testing.assert_allclose(fused.losses[0], eager.losses[0], rtol=LOSS0_RTOL)
+    if optimizer == "muon":  # bfloat16 orthogonalisation: see the module docstring
+        np.testing.assert_allclose(fused.losses[:6], eager.losses[:6], rtol=2e-2)
+        np.testing.assert_allclose(fused.final_loss, eager.final_loss, rtol=0.3)
+    else:
+        np.testing.assert_allclose(fused.losses, eager.losses, rtol=LOSS_RTOL)
+    assert fused.final_loss.mean() < fused.losses[0].mean()  # it trained
+    for i in range(fused.net.n_kernels):  # masks stay zero (Muon's update would fill them)
+        assert (fused.net.weights[i][fused.net.masks[i] == 0] == 0).all()
+    assert fused.config["path"] == "fused" and fused.net.provenance["trained"]["path"] == "fused"
+
+
+@pytest.mark.parametrize("head", ["hsv", "grey", "rgb"])
+def test_losses_match_eager_for_each_head_and_activation_mix(head):
+    cfg = TrainConfig(steps=20, device="cpu")
+    eager, fused = _both(lambda: _sparse_net(MIXED, head), cfg)
+    np.testing.assert_allclose(fused.losses, eager.losses, rtol=LOSS_RTOL)
+
+
+def test_fused_path_is_bit_for_bit_repeatable():
+    cfg = TrainConfig(steps=15, optimizer="muon", grad_norm=True, device="cpu", path="fused")
+    a = train(_sparse_net(MIXED, population=3), _target(), cfg)
+    b = train(_sparse_net(MIXED, population=3), _target(), cfg)
+    assert np.array_equal(a.losses, b.losses)
+    for wa, wb in zip(a.net.weights, b.net.weights):
+        assert torch.equal(wa, wb)
+
+
+def _step_bits(net, **kw):
+    grid, flat = coords(RES), _target().reshape(-1, 3)
+    step = FusedStep(net, grid, flat, **kw)
+    losses = step.losses()
+    return [losses, *step.grads]
+
+
+def test_same_bits_for_any_thread_count_and_build():
+    """Threads split the population, and the builds differ only in instruction set: the bits are
+    the same (no fused multiply-add, no reassociation; see volratio/csrc/fused_mlp.cpp)."""
+    net = _sparse_net(MIXED, population=5)
+    ref = _step_bits(net, threads=1)
+    others = [_step_bits(net, threads=3)]
+    if fused_kernel.default_variant() != "baseline":
+        others.append(_step_bits(net, variant="baseline"))
+    for other in others:
+        for a, b in zip(ref, other):
+            assert torch.equal(a, b)
+
+
+def test_population_members_are_independent():
+    """Each member of a population trained on its own target ends where it ends when trained
+    alone; changing one member's target leaves the others bit for bit unchanged."""
+    cfg = TrainConfig(steps=15, device="cpu", path="fused")
+    targets = torch.stack([_target(seed=s) for s in range(3)])  # (3, res, res, 3)
+    pop = train(CoordMLP("3;gaussian:6", population=3, seed=4), targets, cfg)
+    other = targets.clone()
+    other[0] = _target(seed=99)
+    pop2 = train(CoordMLP("3;gaussian:6", population=3, seed=4), other, cfg)
+    assert not np.array_equal(pop.losses[:, 0], pop2.losses[:, 0])
+    assert np.array_equal(pop.losses[:, 1:], pop2.losses[:, 1:])
+    for k in range(3):
+        alone = train(CoordMLP("3;gaussian:6", population=3, seed=4).select(k), targets[k], cfg)
+        np.testing.assert_allclose(alone.losses[:, 0], pop.losses[:, k], rtol=LOSS0_RTOL)
+
+
+def test_divergence_restores_the_last_good_weights():
+    # identity units: the absurd first step overflows the output to ±Inf, the loss is NaN/Inf
+    steps = {}
+    for path in ("eager", "fused"):
+        net = CoordMLP("3;identity:6", head="grey", population=2, seed=0)
+        cfg = TrainConfig(steps=50, optimizer="sgd", lr=3e38, momentum=0.0, device="cpu", path=path)
+        with pytest.raises(TrainingDiverged) as info:
+            train(net, _target(), cfg)
+        err = info.value
+        steps[path] = err.step
+        for i, w in enumerate(net.weights):
+            good = err.state[f"weight{i}"]
+            assert torch.isfinite(good).all() and torch.equal(w.detach(), good)
+    assert steps["fused"] == steps["eager"] >= 1
+
+
+def test_float64_and_non_cpu_tensors_are_refused_with_the_fix():
+    net = CoordMLP("2;gaussian:3", dtype=torch.float64)
+    with pytest.raises(FusedPathError, match="path='fast'"):
+        train(net, _target(), TrainConfig(steps=1, device="cpu", path="fused"))
+    net = CoordMLP("2;gaussian:3")
+    grid = coords(RES).to("meta")
+    with pytest.raises(FusedPathError, match="path='fast'"):
+        FusedStep(net, grid, _target().reshape(-1, 3))
+
+
+def test_a_missing_or_failing_compiler_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setattr(fused_kernel, "_loaded", {})
+    monkeypatch.setenv(fused_kernel.ENV_CACHE, str(tmp_path))
+    monkeypatch.setenv("CXX", "no-such-compiler-here")
+    with pytest.raises(fused_kernel.FusedKernelError, match="path='fast'"):
+        fused_kernel.load("baseline")
+    monkeypatch.delenv("CXX")
+    broken = tmp_path / "broken.cpp"
+    broken.write_text("this is not C++\n")
+    monkeypatch.setattr(fused_kernel, "SOURCE", broken)
+    with pytest.raises(fused_kernel.FusedKernelError, match="(?s)error.*path='fast'"):
+        fused_kernel.load("baseline")
+    assert not list(tmp_path.glob("*.so*"))  # no half-written library is left behind
+
+
+def test_the_kernel_is_cached_across_processes(kernel, monkeypatch):
+    variant = fused_kernel.default_variant()
+    assert fused_kernel.build_info[variant]["compiled"]  # the module's fixture built it
+    monkeypatch.setattr(fused_kernel, "_loaded", {})  # as a new process would
+    fused_kernel.load(variant)
+    assert not fused_kernel.build_info[variant]["compiled"]  # … it loads the cached library
+    assert fused_kernel.build_info[variant]["seconds"] < 5
+
+
+def test_unknown_variant_is_refused():
+    with pytest.raises(VolratioError, match="variant"):
+        fused_kernel.flags("avx9000")

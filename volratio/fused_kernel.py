@@ -1,0 +1,171 @@
+"""Build and load the fused C++ kernel (`volratio/csrc/fused_mlp.cpp`) of `volratio.fused_train`.
+
+The kernel is plain C++ with a C ABI, called through `ctypes` on tensors' data pointers; it
+includes no torch headers, so it compiles in 3–6 seconds (an extension built with
+`torch.utils.cpp_extension` spends tens of seconds on torch's headers and needs ninja). It is
+compiled on first use with the C++ compiler `$CXX` (default `g++`) and these fixed flags:
+
+    -std=c++17 -shared -fPIC -pthread -ffp-contract=off -Wno-psabi
+    + -O3 -march=x86-64-v4 (variant avx512) | -O3 -march=x86-64-v3 (avx2) | -O2 (baseline)
+
+- `-ffp-contract=off` (and no `-ffast-math`): no reassociation, and fused multiply-adds only where
+  the source writes them (exactly defined operations); every sum in the kernel has an order fixed
+  by its source, so results are bit-identical across runs, processes and thread counts, and
+  across instruction sets too;
+- `-march=x86-64-v4` (AVX-512, variant `avx512`) or `-march=x86-64-v3` (AVX2, variant `avx2`)
+  is added on x86-64 CPUs that have it (`torch.backends.cpu.get_cpu_capability()`): it only
+  changes how the source's 64-byte vectors are lowered (one AVX-512 register, two AVX2 or four
+  SSE2 ones), not the results — `tests/test_fused_train.py` checks that the builds give the same
+  bits. No `-march=native`. The baseline build (no AVX2: its fused multiply-adds are C library
+  calls) is correct and slow, a fallback; -O2 halves its compile time (16 s at -O3).
+
+The library is cached in `$VOLRATIO_KERNEL_CACHE`, else `<user cache>/volratio/kernels`
+(`platformdirs.user_cache_dir("volratio")`, e.g. `~/.cache/volratio/kernels` on Linux), under a
+name holding a hash of the source, the flags and the compiler's version: a changed source or
+compiler builds anew, every other process and run loads the cached file (milliseconds). Builds
+write to a temporary file and rename it, so concurrent first uses do not see a half-written file.
+
+No compiler, or a failed build, raises `FusedKernelError` with the compiler's message and the fix.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from .errors import VolratioError
+
+SOURCE = Path(__file__).with_name("csrc") / "fused_mlp.cpp"
+ENV_CACHE = "VOLRATIO_KERNEL_CACHE"
+BASE_FLAGS = ("-std=c++17", "-shared", "-fPIC", "-pthread", "-ffp-contract=off", "-Wno-psabi")
+VARIANT_FLAGS = {"avx512": ("-O3", "-march=x86-64-v4"), "avx2": ("-O3", "-march=x86-64-v3"), "baseline": ("-O2",)}
+ABI_VERSION = 2
+FIX = "install a C++ compiler (g++; or set CXX), or train with TrainConfig(path='fast')"
+
+# per variant ("avx512" | "avx2" | "baseline"): the loaded library, and how it was obtained
+_loaded: dict[str, ctypes.CDLL] = {}
+build_info: dict[str, dict] = {}  # variant -> {"path", "compiled": bool, "seconds"}
+
+
+class FusedKernelError(VolratioError, RuntimeError):
+    """The fused kernel cannot be built or loaded here (no C++ compiler, or a failed build)."""
+
+
+def cache_dir() -> Path:
+    """Where compiled kernels are kept (see the module docstring)."""
+    env = os.environ.get(ENV_CACHE)
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("volratio")) / "kernels"
+
+
+def default_variant() -> str:
+    """`"avx512"` or `"avx2"` on an x86-64 CPU that has it, else `"baseline"` (the compiler's default)."""
+    import torch
+
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        cap = torch.backends.cpu.get_cpu_capability()
+        if cap.startswith("AVX512"):
+            return "avx512"
+        if cap.startswith("AVX2"):
+            return "avx2"
+    return "baseline"
+
+
+def flags(variant: str) -> tuple[str, ...]:
+    if variant not in VARIANT_FLAGS:
+        raise VolratioError(f"unknown kernel variant {variant!r}; use one of {', '.join(VARIANT_FLAGS)}")
+    return BASE_FLAGS + VARIANT_FLAGS[variant]
+
+
+def _compiler() -> str:
+    cxx = os.environ.get("CXX", "g++")
+    path = shutil.which(cxx)
+    if path is None:
+        raise FusedKernelError(f"the fused training kernel needs a C++ compiler: {cxx!r} was not found; {FIX}")
+    return path
+
+
+def _compiler_version(cxx: str) -> str:
+    try:
+        return subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        raise FusedKernelError(f"the C++ compiler {cxx!r} does not run ({e}); {FIX}") from None
+
+
+def library_path(variant: str, cxx: str) -> Path:
+    """The cached library's path for this source, these flags and this compiler."""
+    h = hashlib.sha256()
+    for part in (SOURCE.read_bytes(), " ".join(flags(variant)).encode(), _compiler_version(cxx).encode()):
+        h.update(part)
+        h.update(b"\0")
+    return cache_dir() / f"fused_mlp-{variant}-{h.hexdigest()[:16]}.so"
+
+
+def _build(variant: str, cxx: str, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=target.stem, suffix=".so.tmp", dir=target.parent)
+    os.close(fd)
+    cmd = [cxx, *flags(variant), str(SOURCE), "-o", tmp]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise FusedKernelError(
+                f"building the fused training kernel failed ({' '.join(cmd)}):\n{proc.stderr.strip()}\n{FIX}"
+            )
+        os.replace(tmp, target)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise FusedKernelError(f"building the fused training kernel failed ({e}); {FIX}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def compile_seconds(variant: str | None = None) -> float:
+    """Seconds (wall) to compile the kernel from scratch, into a temporary folder (for benchmarks)."""
+    variant = variant or default_variant()
+    cxx = _compiler()
+    with tempfile.TemporaryDirectory() as d:
+        t0 = time.perf_counter()
+        _build(variant, cxx, Path(d) / "fused_mlp.so")
+        return time.perf_counter() - t0
+
+
+def load(variant: str | None = None) -> ctypes.CDLL:
+    """The kernel library (built on first use, then cached on disk and in this process)."""
+    variant = variant or default_variant()
+    if variant in _loaded:
+        return _loaded[variant]
+    if not SOURCE.is_file():
+        raise FusedKernelError(f"the fused kernel's source {SOURCE} is missing (a broken install); reinstall volratio")
+    t0 = time.perf_counter()
+    cxx = _compiler()
+    path = library_path(variant, cxx)
+    compiled = not path.is_file()
+    if compiled:
+        _build(variant, cxx, path)
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as e:
+        raise FusedKernelError(
+            f"loading the fused kernel {path} failed ({e}); delete it to rebuild, or {FIX}"
+        ) from None
+    if lib.vr_fused_abi_version() != ABI_VERSION:
+        raise FusedKernelError(f"the fused kernel {path} has another ABI version; delete it to rebuild")
+    i, p, f = ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p
+    common = [p, i, i, i, i, i, i, p, p]  # grid, P, n_in, K, L, W, n_out, kernels, acts
+    lib.vr_fused_forward.argtypes = [*common, f, i]  # raw, threads
+    lib.vr_fused_step.argtypes = [*common, i, f, i, f, p, i]  # head, target, per-network, losses, grads, threads
+    lib.vr_fused_forward.restype = lib.vr_fused_step.restype = ctypes.c_int
+    _loaded[variant] = lib
+    build_info[variant] = {"path": str(path), "compiled": compiled, "seconds": time.perf_counter() - t0}
+    return lib
