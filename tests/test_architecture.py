@@ -46,6 +46,8 @@ MIDDLE_PREFIXES = (
     "experiments",
     "fast_train",
     "flatness",
+    "fused_kernel",
+    "fused_train",
     "gallery",
     "judges",
     "prune",
