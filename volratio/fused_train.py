@@ -74,7 +74,7 @@ class FusedStep:
             if t.device.type != "cpu":
                 raise FusedPathError(
                     f"the fused training kernel runs on the CPU only, and the {what} is on {t.device}; "
-                    "train on CUDA with TrainConfig(path='fast')"
+                    "train on CUDA with TrainConfig(path='fast') (in an experiment's config: train_path = 'fast')"
                 )
         if net.weights[0].dtype != torch.float32 or grid.dtype != torch.float32:
             raise FusedPathError(

@@ -421,6 +421,21 @@ def judged(table, judge: str):
     return table.assign(emc2_auc=table[f"emc2_auc:{judge}"].astype(float), judge=judge)
 
 
+def dense_drawn(table, judge: str):
+    """`(rows, left_out)`: the rows of the (target, seed) pairs whose dense network draws its target
+    under `judge` (`base_kept:<judge>` of the dense row), and the pairs left out, as a list of
+    `(target, seed)`. Pruning is compared on a dense network that fits its target: on one that does
+    not, every method scores 0 by the label-anchored judge's rule, whatever it keeps, so such a pair
+    says nothing about which connections remain. The chapter reports how many pairs this leaves out."""
+    col = f"base_kept:{judge}"
+    if col not in table:
+        raise ExperimentError(f"the connectivity runs did not record {col!r}; they predate base_kept per judge")
+    dense = table[table.method == "dense"]
+    bad = {(t, s) for t, s, k in zip(dense.target, dense.seed, dense[col]) if not bool(k)}
+    keep = [(t, s) not in bad for t, s in zip(table.target, table.seed)]
+    return table[keep], sorted(bad)
+
+
 def config_of(config: dict) -> Config:
     """The `Config` of a stored run (a sweep config: `scale` plus overrides)."""
     from . import make_config

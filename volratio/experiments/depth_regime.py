@@ -63,8 +63,9 @@ class Settings:
     max_params: int | None = 20  # EMC2 scores a seeded subsample of this many non-zero weights (None = all)
     judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
     device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
-    train_path: str = "fast"  # TrainConfig.path of training and SP retraining (volratio.fast_train). A run
-    # config without this entry is one stored before the fast path: it means "eager" (`parse_point`)
+    train_path: str = "fused"  # TrainConfig.path of training and SP retraining: the fused C++ kernel
+    # (volratio.fused_train; CPU, float32 — on CUDA give "fast"). The stored reference chunks ran "fast";
+    # a run config without this entry is one stored before the fast path: it means "eager" (`parse_point`)
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`); None passes where allowed
     LIMITS = {
@@ -121,7 +122,8 @@ class Config(Presets, Settings):
     # 8 δ on 200 weights (the planted chunk sweeps L* ± 3 instead; tests/test_reference.py compares them)
     # fmt: off
     REFERENCE = {"depths": tuple(range(2, 17)), "seeds": 5, "members": 5, "width": 12, "res": 64, "steps": 2000,
-                 "lr": 3e-3, "sp_rounds": 10, "retrain_steps": 200, "max_params": 200, "deltas": DEFAULT_DELTAS}
+                 "lr": 3e-3, "sp_rounds": 10, "retrain_steps": 200, "max_params": 200, "deltas": DEFAULT_DELTAS,
+                 "train_path": "fast"}  # the path the stored chunks were trained on
     # closer to the paper: depths 1..12, 10 seeds, long training, every weight scored
     FULL = {"depths": tuple(range(1, 13)), "seeds": 10, "width": 16, "res": 64, "steps": 5000, "lr": 3e-3,
             "sp_rounds": 10, "retrain_steps": 500, "deltas": DEFAULT_DELTAS, "max_params": None, "members": 1}
