@@ -262,16 +262,18 @@ def test_machine_independent_run_functions_are_the_boolean_sampler():
     networks and EMC2 are comparable only on the kind that stored them (for these chunks: AMD)."""
     here = M.identity()
     intel = {**here, "cpu_vendor": "GenuineIntel", "cpu_model": "Intel(R) Xeon(R) Processor", "torch": "2.13.0+cpu"}
-    first = {n: R.records(n)[0] for n in ("rho", "rho_deep", "rho_basin", "optimizers", "connectivity")}
+    first = {n: R.records(n)[0] for n in ("rho", "rho_deep", "rho_basin", "welch_toy", "interference")}
     assert {n: R.comparable(r, here=intel) for n, r in first.items()} == {
         "rho": "machine-independent",
         "rho_deep": "machine-independent",
         "rho_basin": None,
-        "optimizers": None,
-        "connectivity": None,
+        "welch_toy": None,
+        "interference": None,
     }
     amd = {**intel, "cpu_vendor": "AuthenticAMD", "cpu_model": "AMD EPYC"}
-    assert R.comparable(first["optimizers"], here=amd) == R.comparable(first["rho_basin"], here=amd) == "same CPU kind"
+    assert (
+        R.comparable(first["interference"], here=amd) == R.comparable(first["rho_basin"], here=amd) == "same CPU kind"
+    )
     # a volume_ratio config that leaves the basin model at its default computes basin cells
     assert not R._boolean_only({"scale": "reference", "targets": ["chain:2"], "samples": [10]})
     assert R._boolean_only({"scale": "reference", "targets": ["chain:2"], "samples": [10], "basin_target": None})

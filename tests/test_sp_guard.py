@@ -130,13 +130,29 @@ LEGACY_DEPTH = (
 )  # fmt: skip
 
 
+# an optimizer_point and a whole-experiment connectivity config as stored before SP's guard (the chunks
+# before their re-run with SP that keeps the fit; the runs are in git history), with their keys
+LEGACY_OPTIMIZER = {"activation": "gaussian", "deltas": [-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0], "depth": 14,
+                    "device": "cpu", "hessian_iters": 50, "judge": "calibrated", "keep_net": False, "lr": 0.001,
+                    "max_params": 200, "members": 1, "optimizer": "adam", "res": 64, "retrain_steps": 200, "seed": 0,
+                    "sp_rounds": 5, "steps": 2000, "target": "picbreeder:skull", "tau": 0.9, "width": 12}  # fmt: skip
+LEGACY_CONNECTIVITY = (
+    "volratio.experiments:connectivity",
+    {"arch": "picbreeder", "device": "cpu", "judge": "calibrated", "scale": "reference", "seed": 0, "seeds": 1,
+     "sp.tau": 0.9, "targets": ["skull"]},
+    "0.1.0",
+    "e45ce77dbb875aa2",
+)  # fmt: skip
+
+
 def test_stored_depth_configs_mean_no_guard_and_keep_their_key():
     run, config, version, key = LEGACY_DEPTH
     assert "sp_loss_factor" not in config
     assert config_key(run, config, version) == key
     assert depth_regime.parse_point(config).sp_loss_factor is None
     assert depth_regime.is_legacy(config)
-    assert optimizers.parse_point(_stored("optimizers")[0][1]).sp_loss_factor is None
+    assert config_key("volratio.depth_runs:optimizer_point", LEGACY_OPTIMIZER, "0.1.0") == "c1a083cb38ac9cb8"
+    assert optimizers.parse_point(LEGACY_OPTIMIZER).sp_loss_factor is None
     new = depth_regime.make_sweep("planted:0", depth_regime.Config.quick()).configs()[0]
     assert new["sp_loss_factor"] == 2.0 and not depth_regime.is_legacy(new)
     assert depth_regime.parse_point(new).sp_loss_factor == 2.0
@@ -145,7 +161,7 @@ def test_stored_depth_configs_mean_no_guard_and_keep_their_key():
 
 
 def test_stored_whole_experiment_configs_mean_no_guard():
-    run, config, version, key = _stored("connectivity")[0]
+    run, config, version, key = LEGACY_CONNECTIVITY
     assert config_key(run, config, version) == key
     cfg = get_run("connectivity").parse(config)
     assert cfg.sp.loss_factor is None and cfg.legacy_rows and cfg.sp.tau == config["sp.tau"]
