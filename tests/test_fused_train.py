@@ -229,3 +229,16 @@ def test_the_kernel_is_cached_across_processes(kernel, monkeypatch):
 def test_unknown_variant_is_refused():
     with pytest.raises(VolratioError, match="variant"):
         fused_kernel.flags("avx9000")
+
+
+def test_auto_path_is_the_fused_kernel_for_float32_on_the_cpu_and_fast_otherwise():
+    from volratio.train import resolve_path
+
+    net = CoordMLP("3;gaussian:4", seed=0)
+    assert resolve_path("auto", net) == "fused" and resolve_path("eager", net) == "eager"
+    assert resolve_path("auto", CoordMLP("3;gaussian:4", seed=0).double()) == "fast"
+    img = torch.rand(8, 8, 3, generator=torch.Generator().manual_seed(1))
+    a, b = CoordMLP("3;gaussian:4", seed=0), CoordMLP("3;gaussian:4", seed=0)
+    train(a, img, TrainConfig(steps=5, device="cpu", path="auto"))
+    train(b, img, TrainConfig(steps=5, device="cpu", path="fused"))
+    assert all(torch.equal(x, y) for x, y in zip(a.weights, b.weights))  # "auto" on the CPU is the kernel, bit for bit

@@ -19,7 +19,8 @@ network). Same seed, same device (CPU) → bit-identical results.
 the default and the path of every stored reference run), `"fast"` (`volratio.fast_train`, a
 hand-written forward/backward with buffers allocated once) or `"fused"` (`volratio.fused_train`, a
 C++ kernel that runs tiles of pixels through all layers in cache; float32 on the CPU, compiled on
-first use). All paths share the optimizer step, masks, gradient normalisation and divergence
+first use); `"auto"` is "fused" for a float32 network on the CPU and "fast" otherwise (CUDA,
+float64), the rule `resolve_path` states, as `device="auto"` is CUDA when present. All paths share the optimizer step, masks, gradient normalisation and divergence
 handling; `benchmarks/training.py` measures them.
 
 Chapters: all of Part I; `benchmarks/population.py` measures the population speed-up.
@@ -41,7 +42,7 @@ from .util import budget
 from .util.device import resolve_device
 
 OPTIMIZERS = ("adam", "adamw", "sgd", "muon")
-PATHS = ("eager", "fast", "fused")  # how a step's losses and gradients are computed (TrainConfig.path)
+PATHS = ("eager", "fast", "fused", "auto")  # how a step's losses and gradients are computed (TrainConfig.path)
 
 
 @dataclass
@@ -203,6 +204,15 @@ def _check_config(cfg: TrainConfig) -> None:
             raise VolratioError(f"TrainConfig.{name} must be a finite number ≥ 0, got {v!r}")
 
 
+def resolve_path(path: str, net: CoordMLP) -> str:
+    """The training path `path` means for `net` where it is: "auto" is "fused" for a float32
+    network on the CPU (the fused kernel's case) and "fast" otherwise; any other path is itself."""
+    if path != "auto":
+        return path
+    w = net.weights[0]
+    return "fused" if w.device.type == "cpu" and w.dtype == torch.float32 else "fast"
+
+
 def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResult:
     """Train `net` (in place) to draw `target` — an image `(res, res, 3)` shared by the population,
     or `(K, res, res, 3)`, one per network. Returns the network and its loss history."""
@@ -221,7 +231,7 @@ def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResu
     grid = coords(res, device=dev, dtype=net.weights[0].dtype)
     flat = t.to(device=dev, dtype=grid.dtype).reshape(*t.shape[:-3], res * res, 3)
     opt = _Optimizer(net, cfg)
-    step_class = {"fast": FastStep, "fused": FusedStep}.get(cfg.path)
+    step_class = {"fast": FastStep, "fused": FusedStep}.get(resolve_path(cfg.path, net))
     fast = step_class(net, grid, flat) if step_class is not None else None  # None: autograd
     log_steps, log_losses = [], []
     last_good = [w.detach().clone() for w in net.weights]

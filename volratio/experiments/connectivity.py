@@ -72,7 +72,7 @@ class Config(Presets):
     keep_nets: bool = (
         False  # as a sweep run: store every population (dense, SP, each baseline) as artifact net_<method>
     )
-    train_path: str = "fast"  # TrainConfig.path of every training and retraining (runs stored before it: eager)
+    train_path: str = "auto"  # TrainConfig.path of every training and retraining ("auto": fused on the CPU, else fast; runs stored before it: eager)
     scale: str = "quick"  # the preset this config came from
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`); None passes where allowed

@@ -63,8 +63,8 @@ class Settings:
     max_params: int | None = 20  # EMC2 scores a seeded subsample of this many non-zero weights (None = all)
     judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
     device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
-    train_path: str = "fused"  # TrainConfig.path of training and SP retraining: the fused C++ kernel
-    # (volratio.fused_train; CPU, float32 — on CUDA give "fast"). The stored reference chunks ran "fast";
+    train_path: str = "auto"  # TrainConfig.path of training and SP retraining: "auto" = the fused C++ kernel
+    # (volratio.fused_train) on the CPU, the fast path on CUDA. The stored reference chunks ran "fast";
     # a run config without this entry is one stored before the fast path: it means "eager" (`parse_point`)
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`); None passes where allowed

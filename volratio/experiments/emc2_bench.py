@@ -50,7 +50,7 @@ class Config(Presets):
     seed: int = 0  # initialisation, SP's choices, the EMC2 subsample and the "ssim" judge's calibration
     device: str = "cpu"  # CPU: bit-for-bit repeatable
     legacy_rows: bool = False  # rows without `collapsed` (runs stored before SP's guard: `parse_dense_point`)
-    train_path: str = "fast"  # TrainConfig.path of dense training and SP retraining (runs stored before it: eager)
+    train_path: str = "auto"  # TrainConfig.path of dense training and SP retraining ("auto": fused on the CPU, else fast; runs stored before it: eager)
     scale: str = "quick"  # the preset this config came from
 
     LIMITS = LIMITS

@@ -32,7 +32,7 @@ class Config:
     members: int = 5  # networks per (target, depth), trained together as one population
     checkpoints: tuple = (2000, 4000, 6000)  # steps at which each member's MSE is recorded
     lr: float = 3e-3  # Adam's learning rate (the depth sweep's reference rate)
-    train_path: str = "fast"  # TrainConfig.path (volratio.fast_train)
+    train_path: str = "auto"  # TrainConfig.path: "auto" = the fused kernel on the CPU, else the fast path
     seed: int = 0  # initialisations
     device: str = "cpu"  # CPU: bit-for-bit repeatable
 

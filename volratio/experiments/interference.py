@@ -32,7 +32,7 @@ class Config(Presets):
     res: int = 64  # grid of the feature maps
     seed: int = 0  # initialisation and SP's choices
     device: str = "cpu"  # CPU: bit-for-bit repeatable
-    train_path: str = "fast"  # TrainConfig.path of training and SP retraining (runs stored before it: eager)
+    train_path: str = "auto"  # TrainConfig.path of training and SP retraining ("auto": fused on the CPU, else fast; runs stored before it: eager)
     scale: str = "quick"  # the preset this config came from
 
     # reference / full: longer training and SP, finer feature maps

@@ -48,7 +48,7 @@ class BasinConfig:
     device: str = "auto"
     confidence: float = 0.95
     interval: str = "wilson"
-    train_path: str = "fast"  # TrainConfig.path (volratio.fast_train); runs stored before it: "eager"
+    train_path: str = "auto"  # TrainConfig.path ("auto": the fused kernel on the CPU, else the fast path); runs stored before it: "eager"
 
     @classmethod
     def quick(cls, **kw) -> "BasinConfig":
