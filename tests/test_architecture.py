@@ -72,9 +72,6 @@ MIDDLE_CYCLES = {
     "volratio.judges.reference_verdicts",
     "volratio.judges.registry",
     "volratio.judges.stability",
-    "volratio.prune",
-    "volratio.prune.baselines",
-    "volratio.prune.similarity_pruning",
     "volratio.reference",
     "volratio.rescore",
 }

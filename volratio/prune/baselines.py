@@ -35,6 +35,7 @@ from .masks import (
     unit_masks,
     weight_masks,
 )
+from .result import PruneResult, record
 from .schedules import SCHEDULES, geometric, steps_for_rate
 
 
@@ -93,8 +94,6 @@ class WandaConfig:
 
 
 def _weight_loop(net, image, criterion, cfg, scope, prunable, name):
-    from . import PruneResult, record
-
     calib = CalibrationGrid.from_image(image, place(net, cfg.train))
     history = [record(net, calib, 0)]
     steps = getattr(cfg, "steps", 1)
@@ -120,8 +119,6 @@ def random_weights(net: CoordMLP, image, cfg: RandomConfig | None = None):
 def wanda(net: CoordMLP, image, cfg: WandaConfig | None = None):
     """Wanda, layer by layer: kernel i is scored with the activations of the network whose kernels
     below i are already pruned, then every output unit of kernel i loses its lowest-scored weights."""
-    from . import PruneResult, record
-
     cfg = cfg or WandaConfig()
     calib = CalibrationGrid.from_image(image, place(net, cfg.train))
     history = [record(net, calib, 0)]
@@ -160,8 +157,6 @@ def imp(net: CoordMLP, image, cfg: IMPConfig | None = None):
     the surviving weights (globally), resets survivors to θ_k and trains T − k steps.
     Each call of `train` starts a fresh optimizer, so the run 0 → k → T restarts Adam's moments at k.
     `extras["theta_k"]` holds θ_k and `extras["rewound"]` the weights at the start of the last level."""
-    from . import PruneResult, record
-
     cfg = cfg or IMPConfig()
     if not 0 <= cfg.rewind_step <= cfg.train_steps:
         raise PruneError(f"rewind_step must lie in [0, train_steps={cfg.train_steps}], got {cfg.rewind_step}")
@@ -217,8 +212,6 @@ class RandomUnitsConfig:
 
 
 def llm_pruner(net: CoordMLP, image, cfg: LLMPrunerConfig | None = None):
-    from . import PruneResult, record
-
     cfg = cfg or LLMPrunerConfig()
     crit = Taylor(cfg.variant, cfg.n_batches)
     calib = CalibrationGrid.from_image(image, place(net, cfg.train))
@@ -250,8 +243,6 @@ def matched_counts(match, net: CoordMLP) -> list[list[int]]:
 
 
 def random_units(net: CoordMLP, image, cfg: RandomUnitsConfig | None = None):
-    from . import PruneResult, record
-
     cfg = cfg or RandomUnitsConfig()
     calib = CalibrationGrid.from_image(image, place(net, cfg.train))
     history = [record(net, calib, 0)]

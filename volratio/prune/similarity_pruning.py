@@ -51,6 +51,7 @@ from ..train import TrainConfig, mse_per_network, train
 from ..util.device import generator
 from .criteria import CalibrationGrid, feature_maps, place
 from .masks import PruneError, masks_with_units, unit_alive
+from .result import PruneResult, record
 
 
 @dataclass
@@ -286,8 +287,6 @@ def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None):
     `extras`: `stop` (why each member stopped), `members` (per member: `dense_loss`, `final_loss`,
     `collapsed`, `stop`), `loss_limit` (the guard's MSE per member; inf: none) and `attempts` (per
     round, the units each member tried to remove, undone rounds included)."""
-    from . import PruneResult, record
-
     cfg = cfg or SPConfig()
     cfg.check()
     calib = CalibrationGrid.from_image(image, place(net, cfg.train))
