@@ -72,7 +72,6 @@ MIDDLE_CYCLES = {
     "volratio.judges.reference_verdicts",
     "volratio.judges.registry",
     "volratio.judges.stability",
-    "volratio.reference",
     "volratio.rescore",
 }
 

@@ -25,6 +25,8 @@ book/emc2.md, book/claims.md).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 import platform
@@ -36,12 +38,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import VolratioError
-from .rescore import reading_from
 from .util import machine as M
 from .util.fileio import atomic_path
 
 MANIFEST = "manifest.json"
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "results" / "reference"
+# where rescore runs read their source networks (`reading_from`; None: DEFAULT_ROOT)
+_ROOT: contextvars.ContextVar = contextvars.ContextVar("volratio_rescore_root", default=None)
+
+
+@contextlib.contextmanager
+def reading_from(root: "str | Path"):
+    """Within this block, rescore runs read their source networks from the chunks under `root`
+    (default: `volratio.reference.DEFAULT_ROOT`). `rescore_chunk` and `volratio.reference.verify`
+    set it; rescore runs execute in-process."""
+    token = _ROOT.set(Path(root))
+    try:
+        yield
+    finally:
+        _ROOT.reset(token)
+
+
+def source_root() -> Path:
+    """Where rescore runs read their source networks now (`reading_from`, else `DEFAULT_ROOT`)."""
+    root = _ROOT.get()
+    return DEFAULT_ROOT if root is None else root
+
+
 # metric entries that measure time, not results: left out of the bit-for-bit comparison
 TIMING_KEYS = frozenset({"seconds_run", "elapsed_s", "seconds", "wall_s", "cpu_s", "versions"})
 

@@ -29,16 +29,16 @@ Used by `volratio reference rescore` (volratio/commands/reference.py); results/r
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import json
 import re
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from . import reference as R
 from .errors import VolratioError
 from .judges import JUDGES
+from .reference import DEFAULT_ROOT, _name_of, manifest_totals, reading_from, source_root
 
 RUN = "rescore"  # the registry name of the run function (volratio.experiments._BUILTIN_RUNS)
 NET = "net"  # the artifact holding a run's final population
@@ -47,30 +47,9 @@ NET = "net"  # the artifact holding a run's final population
 SOURCES = ("depth_point", "optimizer_point")
 CALIBRATION_SEED = 0  # what `depth_regime.emc2_of` seeds the "ssim" judge's calibration with
 
-_ROOT: contextvars.ContextVar = contextvars.ContextVar("volratio_rescore_root", default=None)
-
 
 class RescoreError(VolratioError, ValueError):
     """A chunk, judge or rescore config that cannot be rescored as asked."""
-
-
-@contextlib.contextmanager
-def reading_from(root: "str | Path"):
-    """Within this block, rescore runs read their source networks from the chunks under `root`
-    (default: `volratio.reference.DEFAULT_ROOT`). `rescore_chunk` and `volratio.reference.verify`
-    set it; rescore runs execute in-process."""
-    token = _ROOT.set(Path(root))
-    try:
-        yield
-    finally:
-        _ROOT.reset(token)
-
-
-def source_root() -> Path:
-    from .reference import DEFAULT_ROOT
-
-    root = _ROOT.get()
-    return DEFAULT_ROOT if root is None else root
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,7 +177,6 @@ def rescore_config(chunk: str, record: dict, judge: str) -> dict:
     """The rescore run's config for a stored source run (a `volratio.reference.records` entry)."""
     from .emc2 import EMC2Config
     from .experiments import get_run
-    from .reference import _name_of
     from .store import _sha256_file
 
     name = _name_of(record["run"])
@@ -228,14 +206,13 @@ def plan(chunk: str, judge: str, root: "str | Path | None" = None) -> dict:
     when the chunk's runs cannot be rescored (not networks' runs, or no network stored)."""
     from . import __version__
     from .experiments import get_run
-    from .reference import DEFAULT_ROOT, _name_of, records
     from .store import config_key
 
     root = Path(DEFAULT_ROOT if root is None else root)
     check_chunk_name(chunk)
     if judge not in JUDGES:
         raise RescoreError(f"judge {judge!r}: choose one of {', '.join(JUDGES)}")
-    recs = records(chunk, root)
+    recs = R.records(chunk, root)
     runs = sorted({_name_of(r["run"]) for r in recs})
     sources = [r for r in recs if _name_of(r["run"]) in SOURCES]
     if not sources:
@@ -284,7 +261,6 @@ def rescore_chunk(
     from tqdm import tqdm
 
     from . import __version__
-    from . import reference as R
     from .experiments import get_run
     from .store import Store
     from .sweep import execute
@@ -341,7 +317,6 @@ def rescore_chunk(
 
 
 def _write_manifest(path: Path, man: dict) -> None:
-    from .reference import manifest_totals
     from .util.fileio import atomic_path
 
     man.update(manifest_totals(man["runs"]))
@@ -355,7 +330,6 @@ def _write_manifest(path: Path, man: dict) -> None:
 
 def records(chunk: str, judge: str | None = None, root: "str | Path | None" = None) -> list[dict]:
     """The finished rescore runs of `chunk` (all judges, or `judge`'s), as `volratio.reference.records`."""
-    from . import reference as R
 
     recs = R.records(check_chunk_name(chunk), R.DEFAULT_ROOT if root is None else root, rescores=True)
     return [r for r in recs if R._name_of(r["run"]) == RUN and (judge is None or r["config"]["judge"] == judge)]
@@ -364,7 +338,6 @@ def records(chunk: str, judge: str | None = None, root: "str | Path | None" = No
 def judges_covering(chunks, root: "str | Path | None" = None) -> list[str]:
     """The judges under which every stored run of `chunks` has scores: the runs' own judge when all
     share it, and each judge whose rescore runs cover every run (in `volratio.judges.JUDGES` order)."""
-    from . import reference as R
 
     root = R.DEFAULT_ROOT if root is None else root
     chunks = [chunks] if isinstance(chunks, str) else list(chunks)
