@@ -1,4 +1,4 @@
-"""The fast training path (`volratio.fast_train`, `TrainConfig(path="fast")`) against the eager one.
+"""The hand-written training paths against the eager one: the fast step (`volratio.fast_train`), and where a test is parametrized over it, the fused kernel (`volratio.fused_train`).
 
 Tolerance (the one `volratio.fast_train` documents): the forward pass is the eager one, so the
 losses before the first step are equal bit for bit; the hand-written gradients differ from
@@ -12,40 +12,20 @@ and the final loss to 30% (the eager path itself is not more stable than that un
 import numpy as np
 import pytest
 import torch
+from training_helpers import OPTIMIZER_CASES, eager_and
+from training_helpers import eager_grads as _eager_grads
+from training_helpers import random_target as _target
+from training_helpers import sparse_net as _sparse_net
 
 from volratio.errors import TrainingDiverged, VolratioError
 from volratio.fast_train import FastStep
 from volratio.nets import CoordMLP, coords
-from volratio.train import TrainConfig, mse_per_network, train
+from volratio.train import TrainConfig, train
 
 RES = 12
 MIXED = "3;gaussian:2,sin:2,sigmoid:1,tanh:1,cos:1,relu:1,identity:1,cache:1"
 GRAD_RTOL = 1e-5
 LOSS_RTOL = 1e-4
-
-
-def _target(res=RES, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return torch.rand(res, res, 3, generator=g)
-
-
-def _sparse_net(arch, head="hsv", population=2, seed=1):
-    net = CoordMLP(arch, head=head, population=population, seed=seed)
-    g = torch.Generator().manual_seed(seed)
-    for i in range(net.n_kernels):
-        net.set_mask(i, (torch.rand(net.masks[i].shape, generator=g) > 0.3).float())
-    return net
-
-
-def _eager_grads(net, grid, flat):
-    for w in net.weights:
-        w.grad = None
-    losses = mse_per_network(net, grid, flat)
-    losses.sum().backward()
-    grads = [w.grad.clone() for w in net.weights]
-    for w in net.weights:
-        w.grad = None
-    return losses.detach(), grads
 
 
 @pytest.mark.parametrize("head", ["hsv", "grey", "rgb"])
@@ -66,26 +46,10 @@ def test_gradients_match_autograd(arch, head):
         assert (w.grad[net.masks[i] == 0] == 0).all()  # masked entries get no gradient
 
 
-def _both(net_fn, cfg, target=None):
-    t = _target() if target is None else target
-    eager = train(net_fn(), t, TrainConfig(**{**cfg.__dict__, "path": "eager"}))
-    fast = train(net_fn(), t, TrainConfig(**{**cfg.__dict__, "path": "fast"}))
-    return eager, fast
-
-
-@pytest.mark.parametrize(
-    "optimizer, extra",
-    [
-        ("adam", {}),
-        ("adamw", {"weight_decay": 0.01}),
-        ("sgd", {"lr": 0.05}),
-        ("muon", {}),
-        ("adam", {"grad_norm": True}),
-    ],
-)
+@pytest.mark.parametrize("optimizer, extra", OPTIMIZER_CASES)
 def test_losses_match_eager_for_each_optimizer(optimizer, extra):
     cfg = TrainConfig(steps=25, optimizer=optimizer, device="cpu", **extra)
-    eager, fast = _both(lambda: _sparse_net("3;gaussian:6", population=3), cfg)
+    eager, fast = eager_and("fast", lambda: _sparse_net("3;gaussian:6", population=3), cfg)
     assert np.array_equal(eager.losses[0], fast.losses[0])
     if optimizer == "muon":  # bfloat16 orthogonalisation: see the module docstring
         np.testing.assert_allclose(fast.losses[:6], eager.losses[:6], rtol=2e-2)
@@ -99,15 +63,17 @@ def test_losses_match_eager_for_each_optimizer(optimizer, extra):
     assert eager.config["path"] == "eager"
 
 
+@pytest.mark.parametrize("path, rtol", [("fast", LOSS_RTOL), ("fused", 1e-3)])
 @pytest.mark.parametrize("head", ["hsv", "grey", "rgb"])
-def test_losses_match_eager_for_each_head_and_activation_mix(head):
+def test_losses_match_eager_for_each_head_and_activation_mix(head, path, rtol):
     cfg = TrainConfig(steps=20, device="cpu")
-    eager, fast = _both(lambda: _sparse_net(MIXED, head), cfg)
-    np.testing.assert_allclose(fast.losses, eager.losses, rtol=LOSS_RTOL)
+    eager, other = eager_and(path, lambda: _sparse_net(MIXED, head), cfg)
+    np.testing.assert_allclose(other.losses, eager.losses, rtol=rtol)
 
 
-def test_fast_path_is_bit_for_bit_repeatable():
-    cfg = TrainConfig(steps=15, optimizer="muon", grad_norm=True, device="cpu", path="fast")
+@pytest.mark.parametrize("path", ["fast", "fused"])
+def test_hand_written_paths_are_bit_for_bit_repeatable(path):
+    cfg = TrainConfig(steps=15, optimizer="muon", grad_norm=True, device="cpu", path=path)
     a = train(_sparse_net(MIXED, population=3), _target(), cfg)
     b = train(_sparse_net(MIXED, population=3), _target(), cfg)
     assert np.array_equal(a.losses, b.losses)
@@ -115,10 +81,12 @@ def test_fast_path_is_bit_for_bit_repeatable():
         assert torch.equal(wa, wb)
 
 
-def test_population_members_are_independent():
+@pytest.mark.parametrize("path, rtol", [("fast", LOSS_RTOL), ("fused", 1e-6)])
+def test_population_members_are_independent(path, rtol):
     """Each member of a population trained on its own target ends where it ends when trained
-    alone; changing one member's target leaves the others bit for bit unchanged."""
-    cfg = TrainConfig(steps=15, device="cpu", path="fast")
+    alone; changing one member's target leaves the others bit for bit unchanged (both hand-written
+    paths: the fast step and the fused kernel)."""
+    cfg = TrainConfig(steps=15, device="cpu", path=path)
     targets = torch.stack([_target(seed=s) for s in range(3)])  # (3, res, res, 3)
     pop = train(CoordMLP("3;gaussian:6", population=3, seed=4), targets, cfg)
     other = targets.clone()
@@ -128,13 +96,14 @@ def test_population_members_are_independent():
     assert np.array_equal(pop.losses[:, 1:], pop2.losses[:, 1:])
     for k in range(3):
         alone = train(CoordMLP("3;gaussian:6", population=3, seed=4).select(k), targets[k], cfg)
-        np.testing.assert_allclose(alone.losses[:, 0], pop.losses[:, k], rtol=LOSS_RTOL)
+        np.testing.assert_allclose(alone.losses[:, 0], pop.losses[:, k], rtol=rtol)
 
 
-def test_divergence_restores_the_last_good_weights():
+@pytest.mark.parametrize("fast_path", ["fast", "fused"])
+def test_divergence_restores_the_last_good_weights(fast_path):
     # identity units: the absurd first step overflows the output to ±Inf, the loss is NaN/Inf
     steps = {}
-    for path in ("eager", "fast"):
+    for path in ("eager", fast_path):
         net = CoordMLP("3;identity:6", head="grey", population=2, seed=0)
         cfg = TrainConfig(steps=50, optimizer="sgd", lr=3e38, momentum=0.0, device="cpu", path=path)
         with pytest.raises(TrainingDiverged) as info:
@@ -144,7 +113,7 @@ def test_divergence_restores_the_last_good_weights():
         for i, w in enumerate(net.weights):
             good = err.state[f"weight{i}"]
             assert torch.isfinite(good).all() and torch.equal(w.detach(), good)
-    assert steps["fast"] == steps["eager"] >= 1
+    assert steps[fast_path] == steps["eager"] >= 1
 
 
 def test_unknown_path_is_refused():

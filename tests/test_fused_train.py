@@ -14,12 +14,16 @@ The kernel is compiled once for this module, into a temporary cache folder (a fe
 import numpy as np
 import pytest
 import torch
+from training_helpers import OPTIMIZER_CASES, eager_and
+from training_helpers import eager_grads as _eager_grads
+from training_helpers import random_target as _target
+from training_helpers import sparse_net as _sparse_net
 
 from volratio import fused_kernel
-from volratio.errors import TrainingDiverged, VolratioError
+from volratio.errors import VolratioError
 from volratio.fused_train import FusedPathError, FusedStep
 from volratio.nets import CoordMLP, coords
-from volratio.train import TrainConfig, mse_per_network, train
+from volratio.train import TrainConfig, train
 
 RES = 12  # 144 pixels: two full tiles of 64 and a partial one
 MIXED = "3;gaussian:2,sin:2,sigmoid:1,tanh:1,cos:1,relu:1,identity:1,cache:1"
@@ -37,30 +41,6 @@ def kernel(tmp_path_factory):
     lib = fused_kernel.load()
     yield lib
     mp.undo()
-
-
-def _target(res=RES, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return torch.rand(res, res, 3, generator=g)
-
-
-def _sparse_net(arch, head="hsv", population=2, seed=1):
-    net = CoordMLP(arch, head=head, population=population, seed=seed)
-    g = torch.Generator().manual_seed(seed)
-    for i in range(net.n_kernels):
-        net.set_mask(i, (torch.rand(net.masks[i].shape, generator=g) > 0.3).float())
-    return net
-
-
-def _eager_grads(net, grid, flat):
-    for w in net.weights:
-        w.grad = None
-    losses = mse_per_network(net, grid, flat)
-    losses.sum().backward()
-    grads = [w.grad.clone() for w in net.weights]
-    for w in net.weights:
-        w.grad = None
-    return losses.detach(), grads
 
 
 def _check_step(net, res=RES):
@@ -92,26 +72,10 @@ def test_gradients_match_autograd_for_wide_deep_and_tiny_networks(arch):
     _check_step(CoordMLP(arch, population=2, seed=3, init_scale=0.5), res=9)
 
 
-def _both(net_fn, cfg, target=None):
-    t = _target() if target is None else target
-    eager = train(net_fn(), t, TrainConfig(**{**cfg.__dict__, "path": "eager"}))
-    fused = train(net_fn(), t, TrainConfig(**{**cfg.__dict__, "path": "fused"}))
-    return eager, fused
-
-
-@pytest.mark.parametrize(
-    "optimizer, extra",
-    [
-        ("adam", {}),
-        ("adamw", {"weight_decay": 0.01}),
-        ("sgd", {"lr": 0.05}),
-        ("muon", {}),
-        ("adam", {"grad_norm": True}),
-    ],
-)
+@pytest.mark.parametrize("optimizer, extra", OPTIMIZER_CASES)
 def test_losses_match_eager_for_each_optimizer(optimizer, extra):
     cfg = TrainConfig(steps=25, optimizer=optimizer, device="cpu", **extra)
-    eager, fused = _both(lambda: _sparse_net("3;gaussian:6", population=3), cfg)
+    eager, fused = eager_and("fused", lambda: _sparse_net("3;gaussian:6", population=3), cfg)
     np.testing.assert_allclose(fused.losses[0], eager.losses[0], rtol=LOSS0_RTOL)
     if optimizer == "muon":  # bfloat16 orthogonalisation: see the module docstring
         np.testing.assert_allclose(fused.losses[:6], eager.losses[:6], rtol=2e-2)
@@ -122,22 +86,6 @@ def test_losses_match_eager_for_each_optimizer(optimizer, extra):
     for i in range(fused.net.n_kernels):  # masks stay zero (Muon's update would fill them)
         assert (fused.net.weights[i][fused.net.masks[i] == 0] == 0).all()
     assert fused.config["path"] == "fused" and fused.net.provenance["trained"]["path"] == "fused"
-
-
-@pytest.mark.parametrize("head", ["hsv", "grey", "rgb"])
-def test_losses_match_eager_for_each_head_and_activation_mix(head):
-    cfg = TrainConfig(steps=20, device="cpu")
-    eager, fused = _both(lambda: _sparse_net(MIXED, head), cfg)
-    np.testing.assert_allclose(fused.losses, eager.losses, rtol=LOSS_RTOL)
-
-
-def test_fused_path_is_bit_for_bit_repeatable():
-    cfg = TrainConfig(steps=15, optimizer="muon", grad_norm=True, device="cpu", path="fused")
-    a = train(_sparse_net(MIXED, population=3), _target(), cfg)
-    b = train(_sparse_net(MIXED, population=3), _target(), cfg)
-    assert np.array_equal(a.losses, b.losses)
-    for wa, wb in zip(a.net.weights, b.net.weights):
-        assert torch.equal(wa, wb)
 
 
 def _step_bits(net, **kw):
@@ -158,38 +106,6 @@ def test_same_bits_for_any_thread_count_and_build():
     for other in others:
         for a, b in zip(ref, other):
             assert torch.equal(a, b)
-
-
-def test_population_members_are_independent():
-    """Each member of a population trained on its own target ends where it ends when trained
-    alone; changing one member's target leaves the others bit for bit unchanged."""
-    cfg = TrainConfig(steps=15, device="cpu", path="fused")
-    targets = torch.stack([_target(seed=s) for s in range(3)])  # (3, res, res, 3)
-    pop = train(CoordMLP("3;gaussian:6", population=3, seed=4), targets, cfg)
-    other = targets.clone()
-    other[0] = _target(seed=99)
-    pop2 = train(CoordMLP("3;gaussian:6", population=3, seed=4), other, cfg)
-    assert not np.array_equal(pop.losses[:, 0], pop2.losses[:, 0])
-    assert np.array_equal(pop.losses[:, 1:], pop2.losses[:, 1:])
-    for k in range(3):
-        alone = train(CoordMLP("3;gaussian:6", population=3, seed=4).select(k), targets[k], cfg)
-        np.testing.assert_allclose(alone.losses[:, 0], pop.losses[:, k], rtol=LOSS0_RTOL)
-
-
-def test_divergence_restores_the_last_good_weights():
-    # identity units: the absurd first step overflows the output to ±Inf, the loss is NaN/Inf
-    steps = {}
-    for path in ("eager", "fused"):
-        net = CoordMLP("3;identity:6", head="grey", population=2, seed=0)
-        cfg = TrainConfig(steps=50, optimizer="sgd", lr=3e38, momentum=0.0, device="cpu", path=path)
-        with pytest.raises(TrainingDiverged) as info:
-            train(net, _target(), cfg)
-        err = info.value
-        steps[path] = err.step
-        for i, w in enumerate(net.weights):
-            good = err.state[f"weight{i}"]
-            assert torch.isfinite(good).all() and torch.equal(w.detach(), good)
-    assert steps["fused"] == steps["eager"] >= 1
 
 
 def test_float64_and_non_cpu_tensors_are_refused_with_the_fix():
