@@ -225,3 +225,14 @@ def basin_heatmap(rows: list[dict], Ws, Ls, depth: int, w_min: int, ax=None, tit
     ax.set_title(title, fontsize=9)
     ax.figure.colorbar(im, ax=ax, fraction=0.046)
     return ax
+
+
+def draw_judged(examples, title: str | None = None, size: float = 1.1):
+    """What one EMC2 score counts (`volratio.emc2.judged_examples`): the unperturbed image, then per
+    δ a row of perturbed images, each framed green where the judge says the identity is kept and red
+    where it is not."""
+    ex = examples
+    rows = [[ex.base] + list(r) for r in ex.images]
+    frames = [[ex.base_kept] + [bool(k) for k in row] for row in ex.kept]
+    cols = ["unperturbed"] + [f"k{k} r{r} c{c}" for k, r, c in np.asarray(ex.params).tolist()]
+    return image_grid(rows, [f"δ = {d:+g}" for d in ex.deltas], cols, size=size, frames=frames, title=title)
