@@ -528,6 +528,20 @@ class EMC2Result:
     anchor: str = "target"  # what the verdicts are anchored on: "target", "label" or "own image"
     measure: str = "compositional"  # "compositional" (anchored on the label) or "stability" (own image)
 
+    def verdict_matrix(self) -> np.ndarray:
+        """`(n_params, n_δ)` uint8: each scored weight's verdict at each δ (rows sorted by layer, row,
+        col; columns in the order of `deltas`)."""
+        v = self.table.pivot_table(index=["layer", "row", "col"], columns="delta", values="verdict", sort=True)
+        return v.reindex(columns=self.deltas).to_numpy().astype(np.uint8)
+
+    def auc_se(self) -> float:
+        """The standard error of `auc` from the parameter subsample: the spread of each scored
+        weight's own normalised AUC over √n, finite-population corrected (0 when every non-zero
+        weight was scored, or when one was)."""
+        per = np.array([normalised_auc(self.deltas, row) for row in self.verdict_matrix()])
+        n, N = len(per), int(self.n_nonzero)
+        return float(per.std(ddof=1) / np.sqrt(n) * np.sqrt(max(N - n, 0) / max(N - 1, 1))) if n > 1 else 0.0
+
     def to_json(self) -> dict:
         return {
             "judge": self.judge,

@@ -79,6 +79,7 @@ _BUILTIN_RUNS = {
     "emc2_dense": ("emc2_bench", "dense_point", "volratio.experiments:emc2_dense"),
     "rescore": ("volratio.rescore", "point", "volratio.experiments:rescore"),  # stored networks, another judge
     "fit_budget": ("fit_budget", "point", "volratio.experiments:fit_budget"),  # dense MSE against training steps
+    "twin_point": ("twins", "point", "volratio.experiments:twin_point"),  # one network of the sixteen-target comparison
 }
 # old spec names (import paths) → registry names; a spec may still say run = "volratio.runs:train"
 ALIASES = {entry[2]: name for name, entry in _BUILTIN_RUNS.items()}

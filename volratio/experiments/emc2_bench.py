@@ -231,7 +231,6 @@ def point(config: dict) -> dict:
     """EMC2 of one network. Metrics: `scores` (S per δ), `auc`, `auc_se` (standard error of the AUC
     from the parameter subsample, finite-population corrected: 0 when every weight is scored),
     `n_params`, `n_nonzero`, `judge`, `threshold`. Artifact: `verdicts` `(n_params, n_δ)` uint8."""
-    import numpy as np
 
     from .. import emc2
     from ..data import picbreeder
@@ -241,23 +240,18 @@ def point(config: dict) -> dict:
     spec = f"picbreeder:{cfg.target}"
     net = picbreeder.layerize(cfg.target).net if cfg.network == "picbreeder" else load_network(f"fer-sgd:{cfg.target}")
     r = emc2.score_network(net, spec, emc2.EMC2Config.like(cfg), cfg.judge)
-    v = r.table.pivot_table(index=["layer", "row", "col"], columns="delta", values="verdict", sort=True)
-    V = v.reindex(columns=r.deltas).to_numpy().astype(np.uint8)  # (n_params, n_δ)
-    per = np.array([emc2.normalised_auc(r.deltas, row) for row in V])  # each weight's share of the AUC
-    n, N = len(per), int(r.n_nonzero)
-    se = float(per.std(ddof=1) / np.sqrt(n) * np.sqrt(max(N - n, 0) / max(N - 1, 1))) if n > 1 else 0.0
     return {
         "target": cfg.target,
         "network": NETWORKS[cfg.network],
         "deltas": [float(d) for d in r.deltas],
         "scores": [float(s) for s in r.scores],
         "auc": float(r.auc),
-        "auc_se": se,
+        "auc_se": r.auc_se(),
         "n_params": int(r.n_params),
-        "n_nonzero": N,
+        "n_nonzero": int(r.n_nonzero),
         "judge": r.judge,
         "threshold": judge_threshold(r, cfg.target),
-        "verdicts": V,
+        "verdicts": r.verdict_matrix(),
     }
 
 
@@ -289,8 +283,6 @@ def dense_point(config: dict) -> dict:
     Metrics: `rows`, one per network × target (`network`, `target`, `auc`, `auc_se`, `scores`,
     `deltas`, `n_params`, `n_nonzero`, `threshold`, `mse`, `seed`, and `collapsed` except in runs
     stored before SP's guard)."""
-    import numpy as np
-
     from .. import emc2
 
     cfg = parse_dense_point(config)
@@ -301,21 +293,17 @@ def dense_point(config: dict) -> dict:
         losses = mse(net, images)
         for k, name in enumerate(cfg.targets):
             r = emc2.score_network(net, f"picbreeder:{name}", _emc2_config(cfg, k), cfg.judge)
-            v = r.table.pivot_table(index=["layer", "row", "col"], columns="delta", values="verdict", sort=True)
-            per = np.array([emc2.normalised_auc(r.deltas, row) for row in v.reindex(columns=r.deltas).to_numpy()])
-            n, N = len(per), int(r.n_nonzero)
-            se = float(per.std(ddof=1) / np.sqrt(n) * np.sqrt(max(N - n, 0) / max(N - 1, 1))) if n > 1 else 0.0
             rows.append(
                 {
                     "network": kind,
                     "target": name,
                     "seed": cfg.seed,
                     "auc": float(r.auc),
-                    "auc_se": se,
+                    "auc_se": r.auc_se(),
                     "deltas": [float(d) for d in r.deltas],
                     "scores": [float(s) for s in r.scores],
                     "n_params": int(r.n_params),
-                    "n_nonzero": N,
+                    "n_nonzero": int(r.n_nonzero),
                     "judge": r.judge,
                     "threshold": judge_threshold(r, name),
                     "mse": float(losses[k]),

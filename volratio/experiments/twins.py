@@ -18,10 +18,14 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
+from .. import emc2
 from ..data import picbreeder
+from ..emc2 import DEFAULT_DELTAS
+from ..judges.registry import JUDGES
 from ..nets import CoordMLP
-from ..train import TrainConfig, train
-from ._base import Presets, Result
+from ..train import PATHS, TrainConfig, train
+from ..util.limits import above, at_least, nonzero, one_of
+from ._base import ExperimentError, Presets, Result, configure
 
 
 @dataclass
@@ -62,13 +66,7 @@ def run(config: Config | None = None) -> Result:
     for name in cfg.targets:
         pb = picbreeder.layerized(name)
         sgd = picbreeder.fer_network(name, "sgd")
-        target = (
-            torch.nn.functional.interpolate(
-                picbreeder.target_image(name).permute(2, 0, 1)[None], size=cfg.res, mode="bilinear", antialias=True
-            )[0]
-            .permute(1, 2, 0)
-            .clamp(0, 1)
-        )
+        target = target_at(name, cfg.res)
         ours = CoordMLP(pb.arch, head="hsv", seed=cfg.seed)
         ours.provenance = {"made_by": "volratio.experiments.twins.run", "target": name, "config": asdict(cfg)}
         lr = cfg.lr_apple if name == "apple" else cfg.lr
@@ -130,3 +128,119 @@ def genome_maps(name: str, res: int = 32) -> list[np.ndarray]:
         feats[layer - 1][0][..., [c for _, c in units]].permute(2, 0, 1).numpy()
         for layer, units in lay.node_units().items()
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# The sixteen-target comparison: one network as a sweep run (the run function `twin_point`)
+
+NETWORKS = ("picbreeder", "twin")  # `network` of a twin point
+TWIN_JUDGES = ("anchored", "anchored-ssim", "stability")  # scored on the same perturbed images; the first decides
+
+# allowed values, checked when a config is parsed (`volratio.util.limits`)
+LIMITS = {
+    "target": one_of(*picbreeder.ALL_NAMES), "network": one_of(*NETWORKS), "res": at_least(2),
+    "steps": at_least(1), "lr": above(0), "lr_apple": above(0), "max_params": at_least(1),
+    "deltas": nonzero(), "dtype": one_of("float32", "float64"), "seed": at_least(0), "train_path": one_of(*PATHS),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Point:
+    """One network of "Picbreeder vs dense SGD" on any of the sixteen targets, scored on its own.
+
+    `network="picbreeder"` is the target's Picbreeder network (`picbreeder.network`: the layerized
+    genome, or the fork's layered network for the thirteen without a genome); `"twin"` is a dense
+    network of that network's own architecture (depth, width and per-unit activations) trained here
+    with FER's recipe — LeCun-normal init, Adam on the MSE, the gradient divided by its global L2 norm
+    before each step — for `steps` steps at `res` (FER: 100,000 steps at 256×256)."""
+
+    target: str = "skull"  # any of the sixteen (volratio.data.picbreeder.ALL_NAMES)
+    network: str = "twin"  # "picbreeder" or "twin"
+    res: int = 64  # training and EMC2 image size
+    steps: int = 2000  # the twin's Adam steps (FER: 100,000)
+    lr: float = 3e-3  # FER's rate (the normalised gradient makes each step lr-sized)
+    lr_apple: float = 3e-4  # FER used a lower rate for apple
+    max_params: int | None = 1000  # seeded uniform subsample of non-zero weights scored (None = every one)
+    deltas: tuple = DEFAULT_DELTAS  # perturbation sizes δ, both signs
+    judges: tuple = TWIN_JUDGES  # EMC2 judges, each on the same perturbed images; the first is `auc`
+    dtype: str = "float32"  # EMC2 engine arithmetic
+    seed: int = 0  # the twin's initialisation and the parameter subsample
+    device: str = "cpu"  # CPU: bit-for-bit repeatable
+    train_path: str = "auto"  # TrainConfig.path of the twin's training
+    keep_net: bool = True  # return the network as the artifact `net` (rescoring, the chapter's images)
+
+    LIMITS = LIMITS
+
+    def __post_init__(self):
+        unknown = [j for j in self.judges if j not in JUDGES]
+        if not self.judges or unknown:
+            raise ExperimentError(f"judges={list(self.judges)!r}: give one or more of {', '.join(JUDGES)}")
+
+
+def parse_point(config: dict) -> Point:
+    return configure(Point(), config, "twin_point")
+
+
+def target_at(name: str, res: int) -> torch.Tensor:
+    """`target.png` of `name` at `res`×`res` (antialiased bilinear), `(res, res, 3)` in [0, 1]."""
+    img = picbreeder.target_image(name).permute(2, 0, 1)[None]
+    small = torch.nn.functional.interpolate(img, size=res, mode="bilinear", antialias=True)[0]
+    return small.permute(1, 2, 0).clamp(0, 1)
+
+
+def train_twin(cfg: Point) -> tuple[CoordMLP, np.ndarray, np.ndarray]:
+    """The dense twin of `cfg.target`'s Picbreeder network, trained with FER's recipe: `(net, steps,
+    losses)`, the loss logged 50 times."""
+    arch = picbreeder.network(cfg.target).arch
+    net = CoordMLP(arch, head="hsv", seed=cfg.seed)
+    lr = cfg.lr_apple if cfg.target == "apple" else cfg.lr
+    tc = TrainConfig(steps=cfg.steps, lr=lr, grad_norm=True, log_every=max(1, cfg.steps // 50), path=cfg.train_path)
+    r = train(net, target_at(cfg.target, cfg.res), tc)
+    net.provenance = {"made_by": "volratio.experiments.twins.train_twin", "target": cfg.target, "config": asdict(cfg)}
+    return net, r.steps, r.losses[:, 0]
+
+
+def point(config: dict) -> dict:
+    """EMC2 of one network of the sixteen-target comparison under each of `judges`. Metrics:
+    `target`, `network`, `arch`, `mse` (against the target at `res`), `n_params`, `n_nonzero`,
+    `deltas`, `judge` (the first judge) with its `auc`, `auc_se`, `scores`, `base_kept`, and per judge
+    `auc:<judge>`, `auc_se:<judge>`, `scores:<judge>`, `base_kept:<judge>`; for a twin `loss_steps` and
+    `losses` (its training curve). Artifacts: `verdicts_<judge>` `(n_params, n_δ)` uint8, `net`."""
+    cfg = parse_point(config)
+    if cfg.network == "picbreeder":
+        net, curve = picbreeder.network(cfg.target), {}
+    else:
+        net, steps, losses = train_twin(cfg)
+        curve = {"loss_steps": [int(s) for s in steps], "losses": [float(x) for x in losses]}
+    with torch.no_grad():
+        mse = float(((net.render(cfg.res)[0] - target_at(cfg.target, cfg.res)) ** 2).mean())
+    by = emc2.score_network_judges(net, f"picbreeder:{cfg.target}", cfg.judges, emc2.EMC2Config.like(cfg))
+    first = by[cfg.judges[0]]
+    out = {
+        "target": cfg.target,
+        "network": cfg.network,
+        "arch": str(net.arch),
+        "mse": mse,
+        "n_params": int(first.n_params),
+        "n_nonzero": int(first.n_nonzero),
+        "deltas": [float(d) for d in first.deltas],
+        "judge": cfg.judges[0],
+        "auc": float(first.auc),
+        "auc_se": first.auc_se(),
+        "scores": [float(s) for s in first.scores],
+        "base_kept": bool(first.base_kept),
+        **curve,
+    }
+    for j, r in by.items():
+        out.update(
+            {
+                f"auc:{j}": float(r.auc),
+                f"auc_se:{j}": r.auc_se(),
+                f"scores:{j}": [float(s) for s in r.scores],
+                f"base_kept:{j}": bool(r.base_kept),
+                f"verdicts_{j}": r.verdict_matrix(),
+            }
+        )
+    if cfg.keep_net:
+        out["net"] = net.to("cpu")
+    return out
