@@ -4,6 +4,8 @@
     python tools/anchored_verdicts.py mosaics DIR [--pass 2]   # mosaics of the rows not yet judged, + DIR/index1.json
     python tools/anchored_verdicts.py record DIR...       # each DIR/answers.json (+ answers2.json) → verdicts.csv
     python tools/anchored_verdicts.py fit                 # fit the anchored judge's rule → rule.json
+    python tools/anchored_verdicts.py mosaics DIR --new   # the held-out rows on five new targets
+    python tools/anchored_verdicts.py record DIR --new    # their answers → new_targets.csv (never fitted on)
 
 `answers.json` maps each mosaic's file name to the tile numbers judged "shows the label" (every
 other tile: not). The first pass judges every new row; the second pass (`--pass 2`) a seeded 20%
@@ -52,10 +54,22 @@ def unjudged(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[[tuple(r) not in done for r in rows[KEY].astype(str).to_numpy().tolist()]]
 
 
-def cmd_mosaics(args) -> None:
-    rows, nets = new_rows()
+def held_out_rows() -> pd.DataFrame:
+    """The held-out rows on new targets (`anchored_set.sample_new_rows`) with ids and image hashes."""
+    nets = A.new_target_networks()
+    rows = A.sample_new_rows(A.AnchoredSetConfig(), nets)
     rows.insert(0, "id", np.arange(len(rows)))
-    rows = unjudged(rows)
+    rows["sha256"] = A.image_sha(A.render(rows, nets))
+    return rows, nets
+
+
+def cmd_mosaics(args) -> None:
+    if args.new:
+        rows, nets = held_out_rows()
+    else:
+        rows, nets = new_rows()
+        rows.insert(0, "id", np.arange(len(rows)))
+        rows = unjudged(rows)
     if args.pass_ == 2:
         rng = np.random.default_rng(2)
         rows = rows.iloc[np.sort(rng.permutation(len(rows))[: round(SECOND_PASS * len(rows))])]
@@ -87,6 +101,8 @@ def _verdicts(out: Path, p: int) -> dict[int, int]:
 
 
 def cmd_record(args) -> None:
+    if args.new:
+        return record_held_out(args)
     rows, _ = new_rows()
     rows.insert(0, "id", np.arange(len(rows)))
     p1, p2 = {}, {}
@@ -113,6 +129,22 @@ def cmd_record(args) -> None:
     print(f"wrote {A.VERDICTS_CSV}: {len(table)} rows ({len(shared)} shared, {len(rows)} new)")
 
 
+def record_held_out(args) -> None:
+    rows, _ = held_out_rows()
+    p1, p2 = {}, {}
+    for d in args.dirs:
+        p1.update(_verdicts(Path(d), 1))
+        if (Path(d) / "answers2.json").exists():
+            p2.update(_verdicts(Path(d), 2))
+    if len(p1) != len(rows):
+        sys.exit(f"pass 1 judged {len(p1)} of {len(rows)} images")
+    rows["pass1"] = rows["id"].map(p1)
+    rows["pass2"] = rows["id"].map(p2)
+    rows["source"] = "held out"
+    rows.to_csv(A.NEW_CSV, index=False)
+    print(f"wrote {A.NEW_CSV}: {len(rows)} rows")
+
+
 def cmd_fit(args) -> None:
     from volratio.judges import anchored_rule as ar
 
@@ -134,9 +166,11 @@ def main() -> None:
     m = sub.add_parser("mosaics")
     m.add_argument("dir")
     m.add_argument("--pass", dest="pass_", type=int, default=1, choices=[1, 2])
+    m.add_argument("--new", action="store_true", help="the held-out rows on new targets")
     m.set_defaults(func=cmd_mosaics)
     r = sub.add_parser("record")
     r.add_argument("dirs", nargs="+")
+    r.add_argument("--new", action="store_true", help="the held-out rows on new targets")
     r.set_defaults(func=cmd_record)
     sub.add_parser("fit").set_defaults(func=cmd_fit)
     args = ap.parse_args()

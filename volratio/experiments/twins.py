@@ -204,7 +204,7 @@ def point(config: dict) -> dict:
     """EMC2 of one network of the sixteen-target comparison under each of `judges`. Metrics:
     `target`, `network`, `arch`, `mse` (against the target at `res`), `n_params`, `n_nonzero`,
     `deltas`, `judge` (the first judge) with its `auc`, `auc_se`, `scores`, `base_kept`, and per judge
-    `auc:<judge>`, `auc_se:<judge>`, `scores:<judge>`, `base_kept:<judge>`; for a twin `loss_steps` and
+    `auc_<judge>`, `auc_se_<judge>`, `scores_<judge>`, `base_kept_<judge>`; for a twin `loss_steps` and
     `losses` (its training curve). Artifacts: `verdicts_<judge>` `(n_params, n_δ)` uint8, `net`."""
     cfg = parse_point(config)
     if cfg.network == "picbreeder":
@@ -234,13 +234,49 @@ def point(config: dict) -> dict:
     for j, r in by.items():
         out.update(
             {
-                f"auc:{j}": float(r.auc),
-                f"auc_se:{j}": r.auc_se(),
-                f"scores:{j}": [float(s) for s in r.scores],
-                f"base_kept:{j}": bool(r.base_kept),
+                f"auc_{j}": float(r.auc),
+                f"auc_se_{j}": r.auc_se(),
+                f"scores_{j}": [float(s) for s in r.scores],
+                f"base_kept_{j}": bool(r.base_kept),
                 f"verdicts_{j}": r.verdict_matrix(),
             }
         )
     if cfg.keep_net:
         out["net"] = net.to("cpu")
     return out
+
+
+def paired(table, judge: str = "anchored", z: float = 1.96):
+    """The sixteen-target comparison, one row per target, from `twin_point` rows (`table`: both
+    chunks' rows, `network` "picbreeder" or "twin"): the Picbreeder network's AUC under `judge` with
+    the interval its parameter subsample implies (± z·se), the twins' mean AUC over the seeds whose
+    twin draws its target (`base_kept_<judge>`) with its t-interval, `diff` = Picbreeder − twins,
+    and the counts. A target is left out (`used` False, `why` says which) when its Picbreeder network
+    does not draw it under the judge or when no twin does: a network that does not draw its target
+    scores 0 under a label-anchored judge, so the comparison would say nothing about robustness."""
+    import pandas as pd
+
+    from ..util.verdicts import Estimate
+
+    auc, se, kept = f"auc_{judge}", f"auc_se_{judge}", f"base_kept_{judge}"
+    if auc not in table:
+        raise ExperimentError(f"the twin runs were not scored under {judge!r} (no column {auc!r})")
+    rows = []
+    for target in dict.fromkeys(table.target):
+        sel = table[table.target == target]
+        pb, tw = sel[sel.network == "picbreeder"], sel[sel.network == "twin"]
+        if len(pb) != 1 or tw.empty:
+            continue
+        pb = pb.iloc[0]
+        drawn = tw[tw[kept].astype(bool)]
+        row = {"target": target, "arch": pb.arch, "Picbreeder MSE": float(pb.mse), "twins": len(tw),
+               "twins drawn": len(drawn), "twin MSE (median)": float(tw.mse.median()),
+               "Picbreeder": float(pb[auc]), "Picbreeder lo": float(pb[auc] - z * pb[se]),
+               "Picbreeder hi": float(pb[auc] + z * pb[se])}  # fmt: skip
+        why = "" if bool(pb[kept]) else "the Picbreeder network does not draw it"
+        why = why or ("" if len(drawn) else "no twin draws it")
+        if len(drawn):
+            e = Estimate.from_samples(drawn[auc])
+            row.update({"twins mean": e.mean, "twins lo": e.lo, "twins hi": e.hi, "diff": row["Picbreeder"] - e.mean})
+        rows.append({**row, "used": not why, "why": why})
+    return pd.DataFrame(rows).set_index("target") if rows else pd.DataFrame()

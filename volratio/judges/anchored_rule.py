@@ -321,14 +321,15 @@ def best_rule(results, rules) -> LogisticRule:
     return rules[names[0]]
 
 
-def verdict_table(verdicts=None):
+def verdict_table(verdicts=None, nets=None):
     """The anchored verdicts (`volratio.judges.anchored_set.load_verdicts`) with every feature of each
-    image against its target, the images regenerated from the stored networks (seconds)."""
+    image against its target, the images regenerated from the stored networks (seconds); `nets`:
+    the networks the rows name, when they are not the set's (the held-out new-target rows)."""
     from . import anchored_set as A
     from .anchored import target_anchor
 
     df = (A.load_verdicts() if verdicts is None else verdicts).reset_index(drop=True).copy()
-    nets = A.networks(groups=sorted(set(df["group"])))
+    nets = nets if nets is not None else A.networks(groups=sorted(set(df["group"])))
     images = A.render(df, nets)
     anchors = {}
     for t, r in set(zip(df["target"], df["res"])):

@@ -294,15 +294,67 @@ def sample_rows(cfg: AnchoredSetConfig | None = None, nets: dict | None = None):
         plan += [(n, cfg.res) for n in names if network_group(n) not in DATA_GROUPS]
         plan += [(n, cfg.low_res) for n in names if network_group(n) in LOW_RES_GROUPS]
     for i, (name, res) in enumerate(plan):
-        rn = nets[name]
-        network = {"network": name, "group": network_group(name), "member": rn.member, "target": rn.target,
-                   "label": rn.label}  # fmt: skip
-        rows.append({**network, "kernel": -1, "row": -1, "col": -1, "delta": 0.0, "res": res})
-        P = subsample(nonzero_params(rn.net, rn.member), _count(cfg, name, res), seed=cfg.seed + i)
-        D = rng.choice(np.asarray(cfg.deltas, float), size=len(P))
-        for (k, r, c), d in zip(P.tolist(), D.tolist()):
-            rows.append({**network, "kernel": k, "row": r, "col": c, "delta": d, "res": res})
+        rows += _draw(name, nets[name], res, _count(cfg, name, res), cfg, rng, cfg.seed + i)
     return pd.DataFrame(rows)
+
+
+def _draw(name: str, rn: rv.RefNet, res: int, n: int, cfg: AnchoredSetConfig, rng, seed: int) -> list[dict]:
+    """One network's rows: its unperturbed image, then `n` of its non-zero weights (seeded by
+    `seed`) each with a δ drawn from `cfg.deltas` by `rng`."""
+    network = {"network": name, "group": network_group(name), "member": rn.member, "target": rn.target,
+               "label": rn.label}  # fmt: skip
+    rows = [{**network, "kernel": -1, "row": -1, "col": -1, "delta": 0.0, "res": res}]
+    P = subsample(nonzero_params(rn.net, rn.member), n, seed=seed)
+    D = rng.choice(np.asarray(cfg.deltas, float), size=len(P))
+    for (k, r, c), d in zip(P.tolist(), D.tolist()):
+        rows.append({**network, "kernel": k, "row": r, "col": c, "delta": d, "res": res})
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Held-out rows on new targets: five of the thirteen Picbreeder targets the rule never saw
+
+NEW_TARGETS = ("ghost", "face", "plane", "dolphin", "letter-g")  # recognisable at 64×64, five shapes
+NEW_CSV = SET_DIR / "new_targets.csv"  # their verdicts, judged as the set's; never used to fit a rule
+NEW_GROUPS = ("new-picbreeder", "new-other-target", "new-faint")
+
+
+def new_target_networks() -> dict[str, rv.RefNet]:
+    """The held-out rows' networks, built from the Picbreeder data (nothing stored): each new
+    target's Picbreeder network asked about its own label (`new-picbreeder`), asked about the next
+    target's label (`new-other-target`), and with its last hidden kernel × 0.05, a faint ghost of the
+    drawing (`new-faint`). Keys `GROUP:NAME`."""
+    from ..data import picbreeder
+
+    out = {}
+    for i, t in enumerate(NEW_TARGETS):
+        net, o = picbreeder.network(t), NEW_TARGETS[(i + 1) % len(NEW_TARGETS)]
+        out[f"new-picbreeder:{t}"] = rv.RefNet(net, 0, f"picbreeder:{t}", t, f"picbreeder:{t}")
+        out[f"new-other-target:{t}-as-{o}"] = rv.RefNet(net, 0, f"picbreeder:{o}", o, f"picbreeder:{t}")
+        faint = _flattened(net, 0.05)
+        out[f"new-faint:{t}"] = rv.RefNet(faint, 0, f"picbreeder:{t}", t, f"picbreeder:{t}, last hidden kernel × 0.05")
+    return out
+
+
+def sample_new_rows(cfg: AnchoredSetConfig | None = None, nets: dict | None = None):
+    """The held-out rows (`new_target_networks`), drawn as `sample_rows` draws the set's: per
+    network its unperturbed image and `n_trained` (own label) or `n_other` (other label, faint)
+    perturbed images at `res`, seeded by `cfg.seed` + 1000 (apart from the set's own draws)."""
+    import pandas as pd
+
+    cfg = cfg or AnchoredSetConfig()
+    nets = nets or new_target_networks()
+    rng = np.random.default_rng(cfg.seed + 1000)
+    rows = []
+    for i, name in enumerate(sorted(nets)):
+        n = cfg.n_trained if network_group(name) == "new-picbreeder" else cfg.n_other
+        rows += _draw(name, nets[name], cfg.res, n, cfg, rng, cfg.seed + 1000 + i)
+    return pd.DataFrame(rows)
+
+
+def load_new_verdicts():
+    """The held-out verdicts on the new targets (`NEW_CSV`, columns as `load_verdicts`)."""
+    return load_verdicts(NEW_CSV)
 
 
 def render(rows, nets: dict) -> list[torch.Tensor]:

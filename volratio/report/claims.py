@@ -563,8 +563,28 @@ def welch_r_le_d(frames, toy, detail: str = "", scale: str = "quick", stored: bo
     )
 
 
+def sixteen_verdict(paired) -> tuple[str, Estimate | None, list]:
+    """The verdict across the sixteen targets from `volratio.experiments.twins.paired` (one row per
+    target): the mean over the targets used of `diff` (Picbreeder AUC − its twins' mean AUC) with its
+    t-interval; reproduced when the interval lies above 0, partly when only the mean does, not
+    reproduced otherwise. Returns `(verdict, Estimate or None, forest rows)`."""
+    used = paired[paired["used"]] if len(paired) else paired
+    if not len(used):
+        return "not measured", None, []
+    d = Estimate.from_samples(used["diff"])
+    rows = [(f"{t}: Picbreeder − twins", Estimate(x, x, x), 0) for t, x in used["diff"].items()]
+    rows.append((f"mean over {len(used)} targets", d, 2))
+    return compare_estimates(d, Estimate(0.0, 0.0, 0.0)), d, rows
+
+
 def picbreeder_vs_sgd_stored(
-    table, detail: str = "", z: float = 1.96, scale: str = "reference", judge: str | None = None, dense=None
+    table,
+    detail: str = "",
+    z: float = 1.96,
+    scale: str = "reference",
+    judge: str | None = None,
+    dense=None,
+    sixteen=None,
 ) -> tuple[Verdict, "object"]:
     """Claim "picbreeder-vs-sgd" from the stored EMC2 runs (`emc2_point` rows: `network`, `target`,
     `auc`, `auc_se`): per target, the Picbreeder network's AUC against FER's SGD network's, each with
@@ -573,7 +593,13 @@ def picbreeder_vs_sgd_stored(
     also against our dense networks' mean AUC over seeds (t-interval); the parts combined. Returns
     the recorded verdict (glued as `claim-picbreeder-vs-sgd-<scale>`) and the per-target table.
     `judge`: default the one the runs recorded (the tables' `judge` column; the stored reference
-    runs were scored under "ssim")."""
+    runs were scored under "ssim").
+
+    `sixteen` (`volratio.experiments.twins.paired` under the same judge): the comparison on all
+    sixteen Picbreeder targets, each Picbreeder network against dense twins of its own architecture
+    trained with FER's recipe. When given, it decides the verdict (`sixteen_verdict`: the paired
+    difference across the targets and its interval), and the three-target comparisons above are
+    reported beside it: sixteen paired targets test the claim, three do not."""
     import pandas as pd
 
     judge = judge_of(table, judge)
@@ -628,14 +654,33 @@ def picbreeder_vs_sgd_stored(
         )
         + (f" — {detail}" if detail else "")
     )
+    verdict, evidence = (combine(parts) if parts else "not measured"), {r["target"]: r for r in rows}
+    if sixteen is not None:
+        verdict, d, drawn16 = sixteen_verdict(sixteen)
+        out = [f"{t} ({w})" for t, w in sixteen["why"].items() if w] if len(sixteen) else []
+        if d is not None:
+            measured = (
+                f"{len(sixteen) - len(out)} Picbreeder targets, each Picbreeder network against dense twins of its own "
+                f"architecture (FER's recipe): mean AUC difference Picbreeder − twins {d.mean:+.3f} "
+                f"[{d.lo:+.3f}, {d.hi:+.3f}]" + (f"; left out: {', '.join(out)}" if out else "")
+                + f". FER's own SGD networks (three targets): {combine(parts) if parts else 'not measured'} — " + measured
+            )  # fmt: skip
+        evidence = {"sixteen": {"mean": getattr(d, "mean", None), "lo": getattr(d, "lo", None),
+                                "hi": getattr(d, "hi", None), "left_out": out}, **evidence}  # fmt: skip
+        drawn = drawn16
     v = record(
         "picbreeder-vs-sgd",
-        combine(parts) if parts else "not measured",
+        verdict,
         measured,
-        {r["target"]: r for r in rows},
+        evidence,
         scale,
         judge,
         stored=True,
-        forest=forest_of(drawn, "EMC2 AUC, mean and 95% interval"),
+        forest=forest_of(
+            drawn,
+            "EMC2 AUC difference, Picbreeder − twins" if sixteen is not None else "EMC2 AUC, mean and 95% interval",
+            threshold=0.0 if sixteen is not None else None,
+            threshold_label="no difference" if sixteen is not None else "",
+        ),
     )
     return v, pd.DataFrame(rows).set_index("target") if rows else pd.DataFrame()
