@@ -458,3 +458,21 @@ def check_judge(name: str, groups=None, model: str | None = None, device: str = 
         "emc2": agreement(preserved(df, shown), preserved(df, y)),
         "auc": roc_auc(scores, y),
     }
+
+
+def new_target_agreement(rules: dict | None = None):
+    """Agreement with the held-out verdicts on five of the thirteen new Picbreeder targets
+    (`anchored_set.NEW_CSV`: labels no rule was fitted on, so each rule applies its pooled
+    threshold), per group and overall, for each of `rules` (`{name: LogisticRule}`, default the
+    anchored judge's two rules). The images are regenerated from the Picbreeder data and checked
+    against the stored hashes first. Returns a DataFrame indexed by (rule, group)."""
+    import pandas as pd
+
+    from . import anchored_set as A
+
+    rules = rules or {"anchored": read_rule(), "anchored-ssim": read_rule(SECOND_RULE_JSON)}
+    rows, nets = A.load_new_verdicts(), A.new_target_networks()
+    if A.image_sha(A.render(rows, nets)) != rows["sha256"].tolist():
+        raise VolratioError(f"{A.NEW_CSV}: the images do not regenerate from the Picbreeder data (hash mismatch)")
+    table = verdict_table(rows, nets=nets)
+    return pd.concat({name: per_group(rule, table) for name, rule in rules.items()}, names=["rule", "group"])

@@ -236,3 +236,33 @@ def draw_judged(examples, title: str | None = None, size: float = 1.1):
     frames = [[ex.base_kept] + [bool(k) for k in row] for row in ex.kept]
     cols = ["unperturbed"] + [f"k{k} r{r} c{c}" for k, r, c in np.asarray(ex.params).tolist()]
     return image_grid(rows, [f"δ = {d:+g}" for d in ex.deltas], cols, size=size, frames=frames, title=title)
+
+
+# ---------------------------------------------------------------------------------------------
+# Picbreeder networks against their twins
+
+
+def paired_auc(paired, title: str = "", xlabel: str = "EMC2 AUC"):
+    """One row per target of `volratio.experiments.twins.paired`: the Picbreeder network's AUC and
+    its interval (orange) above the twins' mean and t-interval (blue), each twin that draws its
+    target as a dot; a target left out of the comparison is greyed, with the reason."""
+    t = paired.iloc[::-1]
+    fig, ax = plt.subplots(figsize=(10, 0.42 * len(t) + 1.2))
+    for y, (_, r) in enumerate(t.iterrows()):
+        a = 1.0 if r["used"] else 0.35
+        ax.errorbar(r["Picbreeder"], y + 0.15, xerr=[[r["Picbreeder"] - r["Picbreeder lo"]], [r["Picbreeder hi"] - r["Picbreeder"]]],
+                    fmt="o", color="C1", alpha=a, ms=6, capsize=3, label="Picbreeder" if y == 0 else None)  # fmt: skip
+        if np.isfinite(r.get("twins mean", np.nan)):
+            lo, hi = max(r["twins lo"], -0.05), min(r["twins hi"], 1.05)  # a t-interval of 2–3 seeds can leave [0, 1]
+            ax.errorbar(r["twins mean"], y - 0.15, xerr=[[r["twins mean"] - lo], [hi - r["twins mean"]]], fmt="s",
+                        color="C0", alpha=a, ms=5, capsize=3, label="dense twins (mean, t-interval)" if y == 0 else None)  # fmt: skip
+        if not r["used"]:
+            ax.text(1.07, y, f"left out: {r['why']}", fontsize=8, va="center", color="0.4")
+    ax.set_yticks(range(len(t)), [f"{n} (depth {str(r['arch']).split(';')[0]})" for n, r in t.iterrows()], fontsize=9)
+    ax.set_xlim(-0.05, 1.05)
+    ax.set_xlabel(xlabel)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=9, loc="lower left")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
