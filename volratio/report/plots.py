@@ -244,8 +244,8 @@ def draw_judged(examples, title: str | None = None, size: float = 1.1):
 
 def paired_auc(paired, title: str = "", xlabel: str = "EMC2 AUC"):
     """One row per target of `volratio.experiments.twins.paired`: the Picbreeder network's AUC and
-    its interval (orange) above the twins' mean and t-interval (blue), each twin that draws its
-    target as a dot; a target left out of the comparison is greyed, with the reason."""
+    its interval (orange) above the twins' mean and t-interval (blue, over the twins that draw the
+    target); a target left out of the comparison is greyed, with the reason."""
     t = paired.iloc[::-1]
     fig, ax = plt.subplots(figsize=(10, 0.42 * len(t) + 1.2))
     for y, (_, r) in enumerate(t.iterrows()):

@@ -1,0 +1,83 @@
+"""The sixteen-target comparison: the run function `twin_point` (volratio.experiments.twins), the
+paired table, the verdict across targets, and the held-out anchored verdicts on new targets."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from volratio.experiments import ExperimentError, get_run
+from volratio.experiments import twins as T
+from volratio.report import claims
+
+TINY = {"res": 16, "steps": 15, "max_params": 12}
+
+
+def test_twin_point_config_is_checked_before_running():
+    rf = get_run("twin_point")
+    assert rf.parse({"target": "ghost"}).target == "ghost"  # a fork target is a target
+    for bad, match in (({"target": "cat"}, "target"), ({"network": "fer-sgd"}, "network"),
+                       ({"steps": 0}, "steps"), ({"lr": -1.0}, "lr"), ({"judges": ()}, "judges"),
+                       ({"judges": ("anchored", "nope")}, "judges")):  # fmt: skip
+        with pytest.raises(ExperimentError, match=match):
+            rf.parse(bad)
+
+
+def test_twin_point_trains_and_scores_under_every_judge(picbreeder_dir):
+    out = get_run("twin_point").fn({**TINY, "target": "skull", "network": "twin", "seed": 1})
+    assert out["arch"] == "12;cache:15,gaussian:4,identity:2,sin:1"  # the Picbreeder network's own architecture
+    assert out["n_params"] == 12 and out["n_nonzero"] == out["net"].nonzero()[0]
+    assert len(out["losses"]) == len(out["loss_steps"]) and np.isfinite(out["losses"]).all()
+    for j in T.TWIN_JUDGES:
+        assert out[f"verdicts_{j}"].shape == (12, len(out["deltas"])) and 0 <= out[f"auc_{j}"] <= 1
+    assert out["auc"] == out["auc_anchored"] and out["judge"] == "anchored"
+    again = get_run("twin_point").fn({**TINY, "target": "skull", "network": "twin", "seed": 1})
+    assert again["losses"] == out["losses"] and again["auc_stability"] == out["auc_stability"]  # bit for bit
+    other = get_run("twin_point").fn({**TINY, "target": "skull", "network": "twin", "seed": 2})
+    assert other["losses"] != out["losses"]  # the seed is the twin's initialisation
+
+
+def _rows(target, pb, twins_auc, pb_kept=True, kept=None):
+    rows = [{"target": target, "network": "picbreeder", "arch": "3;gaussian:4", "mse": 0.001, "seed": 0,
+             "auc_anchored": pb, "auc_se_anchored": 0.0, "base_kept_anchored": pb_kept}]  # fmt: skip
+    kept = kept or [True] * len(twins_auc)
+    for s, (a, k) in enumerate(zip(twins_auc, kept)):
+        rows.append({"target": target, "network": "twin", "arch": "3;gaussian:4", "mse": 0.002, "seed": s,
+                     "auc_anchored": a, "auc_se_anchored": 0.01, "base_kept_anchored": k})  # fmt: skip
+    return rows
+
+
+def test_paired_leaves_out_networks_that_do_not_draw_and_decides_across_targets():
+    table = pd.DataFrame(
+        _rows("a", 0.8, [0.5, 0.6, 0.0], kept=[True, True, False])  # the failed twin is not averaged
+        + _rows("b", 0.7, [0.4, 0.5, 0.45])
+        + _rows("c", 0.9, [0.2, 0.3], pb_kept=False)  # Picbreeder does not draw it: left out
+        + _rows("d", 0.6, [0.0, 0.0], kept=[False, False])  # no twin draws it: left out
+        + _rows("e", 0.75, [0.5, 0.55, 0.6])
+    )
+    p = T.paired(table)
+    assert p.loc["a", "twins drawn"] == 2 and p.loc["a", "twins mean"] == pytest.approx(0.55)
+    assert not p.loc["c", "used"] and "Picbreeder" in p.loc["c", "why"]
+    assert not p.loc["d", "used"] and "no twin" in p.loc["d", "why"]
+    verdict, d, rows = claims.sixteen_verdict(p)
+    assert verdict == "reproduced" and d.lo > 0 and len(rows) == 4  # three targets and the mean
+    assert d.mean == pytest.approx(np.mean([0.8 - 0.55, 0.7 - 0.45, 0.75 - 0.55]))
+    flipped = table.assign(auc_anchored=np.where(table.network == "picbreeder", 0.1, table.auc_anchored))
+    assert claims.sixteen_verdict(T.paired(flipped))[0] == "not reproduced"
+    with pytest.raises(ExperimentError, match="stability"):
+        T.paired(table, "stability")
+
+
+def test_new_target_rows_regenerate_and_the_judge_rejects_faint_and_other_drawings(picbreeder_dir, extra_data):
+    from volratio.judges import anchored_rule as ar
+    from volratio.judges import anchored_set as A
+
+    rows = A.load_new_verdicts()
+    assert set(rows.group) == set(A.NEW_GROUPS) and set(rows.label) == set(A.NEW_TARGETS)
+    fresh = A.sample_new_rows()  # the stored rows are the seeded draw
+    assert fresh[["network", "kernel", "row", "col", "delta"]].equals(
+        rows[["network", "kernel", "row", "col", "delta"]]
+    )
+    agree = ar.new_target_agreement()  # checks the image hashes first
+    for g in ("new-faint", "new-other-target"):  # judged "not shown" by inspection, every one
+        assert rows[rows.group == g].pass1.sum() == 0 and agree.loc[("anchored", g), "accuracy"] == 1.0
+    assert 0 < agree.loc[("anchored", "all"), "kappa"] <= 1
