@@ -42,6 +42,14 @@ def test_train_then_info_and_render(tmp_path, capsys):
     )
     res = json.loads(out)
     assert rc == 0 and res["final_loss"] < 1 and out_net.exists()
+    assert res["path"] == "fused"  # "auto" on the CPU: the fused kernel
+    eager = tmp_path / "e.safetensors"
+    args = ["train", "planted:2", "--depth", "3", "--width", "6", "--steps", "30", "--res", "12", "--seed", "1"]
+    rc, out2, _ = run(capsys, *args, "--path", "eager", "--out", str(eager), "--json")
+    assert rc == 0 and json.loads(out2)["path"] == "eager"
+    assert (
+        abs(json.loads(out2)["final_loss"] - res["final_loss"]) <= 1e-5 * res["final_loss"]
+    )  # same numbers to rounding
     rc, out, _ = run(capsys, "info", str(out_net), "--json")
     assert json.loads(out)["arch"] == "3;gaussian:6"
     png = tmp_path / "n.png"

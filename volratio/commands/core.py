@@ -39,6 +39,12 @@ def register(sub) -> None:
     p.add_argument("--seed", type=A.seed, default=0)
     p.add_argument("--grad-norm", action="store_true", help="normalise the gradient to unit L2 norm (FER baseline)")
     p.add_argument("--device", type=A.device, default="auto")
+    p.add_argument(
+        "--path",
+        default="auto",
+        choices=["auto", "eager", "fast", "fused"],
+        help="how each step is computed (TrainConfig.path; auto: the fused kernel on CPU float32, else the fast path)",
+    )
     add_out(p, "where to save the network (.safetensors)")
     add_json_flag(p)
     p.set_defaults(func=cmd_train)
@@ -166,7 +172,7 @@ def cmd_info(args) -> int:
 
 def cmd_train(args) -> int:
     from ..data.targets import get_target
-    from ..train import TrainConfig, new_network, train
+    from ..train import TrainConfig, new_network, resolve_path, train
     from ..util.fileio import check_out
 
     check_out(args.out, args.force)
@@ -180,6 +186,7 @@ def cmd_train(args) -> int:
         device=args.device,
         log_every=max(1, args.steps // 100),
         progress=not args.json,
+        path=args.path,
     )
     result = train(net, target.image(args.res), cfg)
     net.provenance = dict(net.provenance, target=target.spec, seed=args.seed)
@@ -191,6 +198,7 @@ def cmd_train(args) -> int:
         "steps": args.steps,
         "res": args.res,
         "seed": args.seed,
+        "path": resolve_path(args.path, net),  # the path "auto" chose
         "final_loss": float(result.final_loss[0]),
         "out": args.out,
     }

@@ -572,7 +572,7 @@ def sixteen_verdict(paired) -> tuple[str, Estimate | None, list]:
     if not len(used):
         return "not measured", None, []
     d = Estimate.from_samples(used["diff"])
-    rows = [(f"{t}: Picbreeder − twins", Estimate(x, x, x), 0) for t, x in used["diff"].items()]
+    rows = [(str(t), Estimate(x, x, x), 0) for t, x in used["diff"].items()]
     rows.append((f"mean over {len(used)} targets", d, 2))
     return compare_estimates(d, Estimate(0.0, 0.0, 0.0)), d, rows
 

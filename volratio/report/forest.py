@@ -61,7 +61,7 @@ class Forest:
 
         out = [
             f'<svg class="forest" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
-            f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="10" role="img" '
+            f'viewBox="0 0 {WIDTH} {height}" style="max-width:100%;height:auto" font-family="sans-serif" font-size="10" role="img" '
             f'aria-label="{html.escape(self.xlabel)}">'
         ]
         axis_y = TOP + ROW_H * len(self.rows)
