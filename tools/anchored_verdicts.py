@@ -100,21 +100,25 @@ def _verdicts(out: Path, p: int) -> dict[int, int]:
     return v
 
 
-def cmd_record(args) -> None:
-    if args.new:
-        return record_held_out(args)
-    rows, _ = new_rows()
-    rows.insert(0, "id", np.arange(len(rows)))
+def with_answers(rows: pd.DataFrame, dirs, source: str) -> pd.DataFrame:
+    """`rows` with `pass1` (and `pass2`) from each judging folder's answers, and `source`; every
+    row must have a first-pass answer."""
     p1, p2 = {}, {}
-    for d in args.dirs:  # one folder per judging batch
+    for d in dirs:  # one folder per judging batch
         p1.update(_verdicts(Path(d), 1))
         if (Path(d) / "answers2.json").exists():
             p2.update(_verdicts(Path(d), 2))
     if len(p1) != len(rows):
         sys.exit(f"pass 1 judged {len(p1)} of {len(rows)} images")
-    rows["pass1"] = rows["id"].map(p1)
-    rows["pass2"] = rows["id"].map(p2)
-    rows["source"] = "new"
+    return rows.assign(pass1=rows["id"].map(p1), pass2=rows["id"].map(p2), source=source)
+
+
+def cmd_record(args) -> None:
+    if args.new:
+        return record_held_out(args)
+    rows, _ = new_rows()
+    rows.insert(0, "id", np.arange(len(rows)))
+    rows = with_answers(rows, args.dirs, "new")
     old = rv.load_verdicts()
     shared = old[old.group.isin(A.DATA_GROUPS)].copy()
     check = rv.render_rows(shared.reset_index(drop=True), A.networks(groups=list(A.DATA_GROUPS)))
@@ -130,17 +134,7 @@ def cmd_record(args) -> None:
 
 
 def record_held_out(args) -> None:
-    rows, _ = held_out_rows()
-    p1, p2 = {}, {}
-    for d in args.dirs:
-        p1.update(_verdicts(Path(d), 1))
-        if (Path(d) / "answers2.json").exists():
-            p2.update(_verdicts(Path(d), 2))
-    if len(p1) != len(rows):
-        sys.exit(f"pass 1 judged {len(p1)} of {len(rows)} images")
-    rows["pass1"] = rows["id"].map(p1)
-    rows["pass2"] = rows["id"].map(p2)
-    rows["source"] = "held out"
+    rows = with_answers(held_out_rows()[0], args.dirs, "held out")
     rows.to_csv(A.NEW_CSV, index=False)
     print(f"wrote {A.NEW_CSV}: {len(rows)} rows")
 
