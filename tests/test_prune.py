@@ -477,6 +477,7 @@ def test_connectivity_study_matches_sparsity(picbreeder_dir):
     s = study.summary(r.table)
     assert list(s["method"].astype(str)) == list(r["nets"])
     assert {"experiment", "scale", "method", "emc2_auc"} <= set(r.to_frame().columns) and r.seeds == [0, 1]
+    assert r.seeds == sorted(set(r.table["seed"]))  # the seeds recorded are the ones the rows name
 
 
 def test_connectivity_picbreeder_arch(picbreeder_dir):
@@ -494,7 +495,7 @@ def test_connectivity_picbreeder_arch(picbreeder_dir):
     r = study.run(cfg)
     assert fer_arch("skull") == "12;cache:15,gaussian:4,identity:2,sin:1"
     assert (r["nets"]["dense"].depth, r["nets"]["dense"].width) == (12, 22)
-    assert list(r.table["seed"]) == [3, 3, 3]
+    assert list(r.table["seed"]) == [3, 3, 3] and r.seeds == [3]  # the result records the seeds its rows name
     with pytest.raises(ExperimentError, match="exactly one target"):
         study.run(dataclasses.replace(cfg, targets=("skull", "apple")))
 

@@ -221,7 +221,7 @@ def run(config: Config | None = None, progress=None) -> Result:
         "connectivity",
         asdict(cfg),
         table,
-        list(range(S)),
+        [cfg.seed + s for s in range(S)],  # the seeds the rows name (member k: seed + k % S)
         time.time() - t0,
         extras={"nets": nets, "images": images, "config": cfg},
     )
