@@ -198,13 +198,9 @@ def test_change_structure_measures():
 
 @pytest.mark.slow
 def test_refitting_on_the_verdicts_gives_the_stored_rule(picbreeder_dir):
-    """The stored default rule is what `compare` + `best_rule` produce from the CSV (a minute).
-    The trained networks' images regenerate only on the CPU kind that built the set
-    (data/judge_reference/machine.json); on any machine the stored rule's agreement on the Picbreeder
-    and FER rows (no training: the same images everywhere; every score ≥ 0.006 from its threshold)
-    is checked, and on another kind the refit is skipped, naming both kinds."""
-    from test_reference_verdicts import other_kind_reason
-
+    """The stored default rule is what `compare` + `best_rule` produce from the CSV (a minute), the
+    images regenerated from the stored networks; and the stored rule's agreement on the Picbreeder
+    and FER rows (every score ≥ 0.006 from its threshold)."""
     from volratio.judges import reference_verdicts as rv
 
     stored = jc.read_rule()
@@ -215,8 +211,6 @@ def test_refitting_on_the_verdicts_gives_the_stored_rule(picbreeder_dir):
     a = jc.agreement(stored.predict(fixed[stored.score], fixed["label"]), fixed["pass1"].astype(bool))
     counts = ("n", "kept_kept", "kept_notkept", "notkept_kept", "notkept_notkept")
     assert [a[k] for k in counts] == [270, 230, 0, 21, 19]
-    if reason := other_kind_reason("the trained networks' images (and so the rule refitted on them)"):
-        pytest.skip(reason)
     table = jc.judge_table()
     res, rules = jc.compare(table)
     best = jc.best_rule(res, rules)

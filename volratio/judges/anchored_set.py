@@ -138,7 +138,7 @@ def build_networks(cfg: AnchoredSetConfig | None = None, groups=None) -> dict[st
             if kind in want:
                 out[f"{kind}:{t}"] = rv.RefNet(load_network(f"{kind}:{t}"), 0, f"picbreeder:{t}", t, f"{kind}:{t}")
     conn_groups = [g for g in rv.GROUPS if g not in ("picbreeder", "fer-sgd", "scene-dense", "scene-sp")]
-    conn = rv.networks(groups=conn_groups) if want & set(conn_groups) else {}
+    conn = rv.build_trained(groups=conn_groups) if want & set(conn_groups) else {}
     for name, rn in conn.items():
         out[name] = rv.RefNet(rn.net.select([rn.member]), 0, rn.target, rn.label, rn.source + " (retrained)")
     for group, guard in (("sp-guarded", 2.0), ("sp-deep", None)):

@@ -8,9 +8,11 @@ skull?") can be stored as data (`data/judge_reference/verdicts.csv`, one row per
 and every judge can be checked against them.
 
 - `ReferenceSetConfig` — everything that fixes the set (networks, how many perturbations each, δ,
-  resolution, seeds). `networks(cfg)` builds the networks (trained on CPU with fixed seeds: the
-  connectivity study of `volratio.experiments.connectivity` at one seed per target, plus a dense and an
-  SP-pruned network on a scene); `sample_rows(cfg, nets)` draws the perturbations.
+  resolution, seeds). `networks(cfg)` gives the networks: the Picbreeder and FER ones from the data,
+  the trained ones (the connectivity study of `volratio.experiments.connectivity` at one seed per
+  target, plus a dense and an SP-pruned network on a scene) read from `data/judge_reference/networks/`,
+  as trained at the commit that judged the set (`build_trained` trains them again with the library as
+  it is now); `sample_rows(cfg, nets)` draws the perturbations.
 - `render_rows(rows, nets)` renders the images of a table of rows `(B, res, res, 3)` with the exact
   engine (`volratio.emc2.PerturbationEngine`, float64, CPU); `base_images` the unperturbed images.
 - `load_verdicts()` reads the stored CSV; `captioned_mosaic(...)` composes numbered tiles (the protocol's
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -32,9 +35,12 @@ import torch
 
 from ..emc2 import DEFAULT_DELTAS
 from ..errors import DataNotFoundError, VolratioError
+from ..nets import CoordMLP
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "judge_reference"  # the repository's data/
 VERDICTS_CSV = DATA_DIR / "verdicts.csv"
+NETWORKS_DIR = DATA_DIR / "networks"  # the trained networks of the set (safetensors)
+NETWORKS_JSON = DATA_DIR / "networks.json"  # their index: file, SHA-256, member, target, label, source
 TARGETS = ("skull", "butterfly", "apple")
 SCENE = "scene:picbreeder:skull+picbreeder:apple"  # the scene the scene networks draw
 SCENE_LABEL = "skull and apple"
@@ -142,9 +148,8 @@ def _key(cfg: ReferenceSetConfig) -> tuple:
 
 def networks(cfg: ReferenceSetConfig | None = None, groups=None) -> dict[str, RefNet]:
     """Every network of the set, keyed `GROUP:TARGET` (e.g. `picbreeder:skull`, `sp:apple`,
-    `scene-dense:scene`), or only those of `groups`. Deterministic: trained on CPU with fixed
-    seeds (about a minute on one core, cached per config; the Picbreeder and FER networks need
-    no training)."""
+    `scene-dense:scene`), or only those of `groups`: the Picbreeder and FER networks from the data,
+    the trained ones from the repository (`stored_networks`), in the set's order."""
     from ..data.specs import load_network
 
     cfg = cfg or ReferenceSetConfig()
@@ -157,6 +162,35 @@ def networks(cfg: ReferenceSetConfig | None = None, groups=None) -> dict[str, Re
         for t in TARGETS:
             out[f"{kind}:{t}"] = RefNet(load_network(f"{kind}:{t}"), 0, f"picbreeder:{t}", t, f"{kind}:{t}")
     if want - {"picbreeder", "fer-sgd"}:
+        out.update(stored_networks())
+    return {k: v for k, v in out.items() if k.split(":")[0] in want}
+
+
+def stored_networks() -> dict[str, RefNet]:
+    """The set's trained networks, read from `data/judge_reference/networks/` (each file checked
+    against the SHA-256 in `networks.json`). They were trained by `build_trained` at the commit that
+    judged the set (`networks.json`: `built_at_commit`); the library's training has changed since,
+    so retraining gives other networks, and these stored ones are the set."""
+    if not NETWORKS_JSON.exists():
+        raise DataNotFoundError(f"{NETWORKS_JSON} not found; the verdict set's networks ship in data/judge_reference/")
+    out = {}
+    for name, e in json.loads(NETWORKS_JSON.read_text())["networks"].items():
+        p = NETWORKS_DIR / e["file"]
+        if not p.exists() or hashlib.sha256(p.read_bytes()).hexdigest() != e["sha256"]:
+            raise DataNotFoundError(f"{p}: missing or not the stored network (SHA-256 mismatch); restore it from git")
+        out[name] = RefNet(CoordMLP.load(p), int(e["member"]), e["target"], e["label"], e["source"])
+    return out
+
+
+def build_trained(cfg: ReferenceSetConfig | None = None, groups=None) -> dict[str, RefNet]:
+    """The set's trained networks trained again with the library as it is now (about a minute on
+    one core, cached per config): the recipe of `stored_networks`, which the current training code
+    no longer reproduces bit for bit (the anchored set's retrained copies come from here)."""
+    cfg = cfg or ReferenceSetConfig()
+    want = set(GROUPS if groups is None else groups)
+    torch.set_num_threads(1)
+    out = {}
+    if want:
         conn, dense, sp_net = _trained(_key(cfg))
         cc = _connectivity_config(cfg)
         for method, net in conn.items():
