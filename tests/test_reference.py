@@ -176,7 +176,9 @@ def test_machine_identity_and_kinds(tmp_path):
     assert "AMD EPYC, torch 2.13.0+cpu (ISA, capability, BLAS not recorded)" == M.describe(old)
     amd_here = {**here, "cpu_vendor": "AuthenticAMD", "cpu_model": "AMD EPYC", "torch": "2.13.0+cpu"}
     assert M.same_kind(old, amd_here)  # recorded parts agree: the same kind
-    assert not M.same_kind(old, {**amd_here, "torch": "2.14.0+cpu"}) and not M.same_kind(old, {**here, "cpu_model": "x"})
+    assert not M.same_kind(old, {**amd_here, "torch": "2.14.0+cpu"}) and not M.same_kind(
+        old, {**here, "cpu_model": "x"}
+    )
     assert not M.same_kind({**old, "cpu_model": None}, amd_here)  # CPU model, torch, device are required
 
 

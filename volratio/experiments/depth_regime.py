@@ -64,7 +64,7 @@ class Settings:
     judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
     device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
     train_path: str = "auto"  # TrainConfig.path of training and SP retraining: "auto" = the fused C++ kernel
-    # (volratio.fused_train) on the CPU, the fast path on CUDA. The stored reference chunks ran "fast";
+    # (volratio.train.fused) on the CPU, the fast path on CUDA. The stored reference chunks ran "fast";
     # a run config without this entry is one stored before the fast path: it means "eager" (`parse_point`)
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`); None passes where allowed
