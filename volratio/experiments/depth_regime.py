@@ -495,7 +495,7 @@ def curve_frame(curves: dict):
     return pd.DataFrame([row for c in curves.values() for row in c.summary()])
 
 
-def run(cfg: Config | None = None, out=None, executor=None) -> Result:
+def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
     """The chapter's experiment: the depth sweep of `cfg.targets`, the PNG ratio of each, and the
     predictor of sweet-spot depth from the ratio (fitted where ≥ 3 targets have a sweet spot).
     `Result.table`: one row per target × depth; extras: `curves`, `report`, `ratios`, `predictor`."""

@@ -142,7 +142,7 @@ def sweet_spot(cfg: Config, out=None):
     return (curve.spot.depth if curve.spot.depth is not None else fallback), curve, report
 
 
-def run(cfg: Config | None = None, out=None, executor=None, progress: bool | None = False) -> Result:
+def run(cfg: Config | None = None, *, out=None, executor=None, progress: bool | None = False) -> Result:
     """Run (or read) the study, at `cfg.depth` or at the sweet spot found first (`sweet_spot`).
     `Result.table`: one row per optimizer (means and intervals); extras: `runs` (one row per run),
     `report`, `depth` (the depth studied), `curve` (the depth curve, when it was swept)."""
