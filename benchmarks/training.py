@@ -5,8 +5,8 @@ asked for, one run measures, single-threaded:
 
 - `eager`: K separate one-network `train` runs (`TrainConfig(path="eager")`), in net-steps/s;
 - `population`: one `CoordMLP(population=K)` on the eager path;
-- `fast`: the same population on `TrainConfig(path="fast")` (`volratio.fast_train`);
-- `fused`: the same population on `TrainConfig(path="fused")` (`volratio.fused_train`'s C++
+- `fast`: the same population on `TrainConfig(path="fast")` (`volratio.train.fast`);
+- `fused`: the same population on `TrainConfig(path="fused")` (`volratio.train.fused`'s C++
   kernel; its compile seconds, first build and cached reload, are printed once at the start);
 - `torch.bmm` on the steps' hidden matmul shapes, in GFLOP/s: the roofline. A step's nominal
   matmul work (forward, input and kernel gradients) per second, as a share of it, is `roofline`
@@ -30,10 +30,9 @@ import time
 import numpy as np
 import torch
 
-from volratio import fused_kernel
 from volratio.data.targets import get_target
 from volratio.nets import CoordMLP, coords, head_to_rgb
-from volratio.train import TrainConfig, train
+from volratio.train import TrainConfig, fused_kernel, train
 
 
 def _net_steps_per_s(nets: list[CoordMLP], img, cfg: TrainConfig) -> tuple[float, np.ndarray]:

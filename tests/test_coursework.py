@@ -465,7 +465,7 @@ def test_dag_shape():
 
 def test_top_eigenvalue():
     from volratio.data.targets import get_target
-    from volratio.flatness import explicit_hessian, top_eigenvalue
+    from volratio.train.flatness import explicit_hessian, top_eigenvalue
 
     image = get_target("planted:1:depth=2").image(8)
     net = CoordMLP("2;gaussian:3", head="grey", seed=0)

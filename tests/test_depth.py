@@ -11,8 +11,8 @@ from volratio.complexity import png_bytes, png_ratio
 from volratio.data.targets import get_target
 from volratio.depth import DepthError, fit_predictor, sweet_spot
 from volratio.experiments import depth_regime
-from volratio.flatness import explicit_hessian, top_eigenvalue
 from volratio.nets import CoordMLP
+from volratio.train.flatness import explicit_hessian, top_eigenvalue
 
 # -- PNG compression ratio ---------------------------------------------------------------------
 
@@ -160,7 +160,7 @@ def test_power_iteration_matches_explicit_hessian():
 
 
 def test_hvp_matches_explicit_hessian_product():
-    from volratio.flatness import hvp
+    from volratio.train.flatness import hvp
 
     net = CoordMLP("2;sin:2", head="grey", population=1, seed=3, dtype=torch.float64)
     img = get_target("planted:1:depth=2").image(5).double()

@@ -294,3 +294,20 @@ def v1_keys(sweep, entry):
     from volratio.store import config_key
 
     return [config_key(entry.key, c, entry.key_version(__version__, 1)) for c in sweep.configs()]
+
+
+def test_every_experiment_runs_on_its_config_alone():
+    """The run contract: `run(cfg)` takes the config as its only positional argument (anything else —
+    an output folder, an executor, a progress bar — is keyword-only), and the config has the three
+    presets."""
+    import inspect
+
+    from volratio.experiments import EXPERIMENTS, module
+
+    for name in EXPERIMENTS:
+        m = module(name)
+        params = list(inspect.signature(m.run).parameters.values())
+        positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        assert len(positional) == 1, f"{name}.run takes {positional} positionally; make all but the config keyword-only"
+        for preset in ("quick", "reference", "full"):
+            assert callable(getattr(m.Config, preset)), f"{name}.Config has no {preset}()"

@@ -1,6 +1,6 @@
-"""The hand-written training paths against the eager one: the fast step (`volratio.fast_train`), and where a test is parametrized over it, the fused kernel (`volratio.fused_train`).
+"""The hand-written training paths against the eager one: the fast step (`volratio.train.fast`), and where a test is parametrized over it, the fused kernel (`volratio.train.fused`).
 
-Tolerance (the one `volratio.fast_train` documents): the forward pass is the eager one, so the
+Tolerance (the one `volratio.train.fast` documents): the forward pass is the eager one, so the
 losses before the first step are equal bit for bit; the hand-written gradients differ from
 autograd's by float rounding (≤ 1e-5 of the largest entry); after a few tens of steps the losses
 agree to ≤ 1e-4 relative (rounding differences grow slowly under Adam, AdamW and SGD). Muon
@@ -18,9 +18,9 @@ from training_helpers import random_target as _target
 from training_helpers import sparse_net as _sparse_net
 
 from volratio.errors import TrainingDiverged, VolratioError
-from volratio.fast_train import FastStep
 from volratio.nets import CoordMLP, coords
 from volratio.train import TrainConfig, train
+from volratio.train.fast import FastStep
 
 RES = 12
 MIXED = "3;gaussian:2,sin:2,sigmoid:1,tanh:1,cos:1,relu:1,identity:1,cache:1"

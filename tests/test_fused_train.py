@@ -1,6 +1,6 @@
-"""The fused training path (`volratio.fused_train`, `TrainConfig(path="fused")`) against the eager one.
+"""The fused training path (`volratio.train.fused`, `TrainConfig(path="fused")`) against the eager one.
 
-Tolerances (the ones `volratio.fused_train` documents): the kernel sums matmuls and losses in its
+Tolerances (the ones `volratio.train.fused` documents): the kernel sums matmuls and losses in its
 own order and computes `exp` with its own polynomial, so before the first step the losses agree
 with the eager path to 1e-6 relative and the gradients to 2e-5 of the largest entry of each
 kernel; after 20–25 steps the losses agree to 1e-3 relative under Adam, AdamW and SGD (rounding
@@ -19,11 +19,10 @@ from training_helpers import eager_grads as _eager_grads
 from training_helpers import random_target as _target
 from training_helpers import sparse_net as _sparse_net
 
-from volratio import fused_kernel
 from volratio.errors import VolratioError
-from volratio.fused_train import FusedPathError, FusedStep
 from volratio.nets import CoordMLP, coords
-from volratio.train import TrainConfig, train
+from volratio.train import TrainConfig, fused_kernel, train
+from volratio.train.fused import FusedPathError, FusedStep
 
 RES = 12  # 144 pixels: two full tiles of 64 and a partial one
 MIXED = "3;gaussian:2,sin:2,sigmoid:1,tanh:1,cos:1,relu:1,identity:1,cache:1"
@@ -97,7 +96,7 @@ def _step_bits(net, **kw):
 
 def test_same_bits_for_any_thread_count_and_build():
     """Threads split the population, and the builds differ only in instruction set: the bits are
-    the same (no fused multiply-add, no reassociation; see volratio/csrc/fused_mlp.cpp)."""
+    the same (no fused multiply-add, no reassociation; see volratio/train/csrc/fused_mlp.cpp)."""
     net = _sparse_net(MIXED, population=5)
     ref = _step_bits(net, threads=1)
     others = [_step_bits(net, threads=3)]

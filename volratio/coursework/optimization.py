@@ -1,6 +1,6 @@
 """Checks for the exercises of "Optimization: Adam, Muon, SGD" (book/optimization.md): the top
 Hessian eigenvalue of a network's loss found by power iteration on Hessian-vector products,
-checked against the eigenvalues of the full Hessian (`volratio.flatness`)."""
+checked against the eigenvalues of the full Hessian (`volratio.train.flatness`)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ __all__ = ["check_top_eigenvalue"]
 def check_top_eigenvalue(value, net, image, member: int = 0, rtol: float = 0.01) -> Check:
     """The largest-magnitude eigenvalue of the Hessian of member `member`'s MSE on `image` with
     respect to its kernels, within `rtol` (relative) of the eigenvalues of
-    `volratio.flatness.explicit_hessian` (tiny networks only)."""
-    from ..flatness import explicit_hessian
+    `volratio.train.flatness.explicit_hessian` (tiny networks only)."""
+    from ..train.flatness import explicit_hessian
 
     net = network(net, "the network")
     n = sum(int(w[member].numel()) for w in net.weights)

@@ -116,7 +116,7 @@ def _copy(net: CoordMLP) -> CoordMLP:
     return net.select(list(range(net.population)))
 
 
-def run(config: Config | None = None, progress=None) -> Result:
+def run(config: Config | None = None, *, progress=None) -> Result:
     """Train, prune with SP and the baselines at matched sparsity, score (see the module docstring).
     `progress`: optional callable taking a message string."""
     import pandas as pd

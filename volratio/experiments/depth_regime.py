@@ -64,7 +64,7 @@ class Settings:
     judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
     device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
     train_path: str = "auto"  # TrainConfig.path of training and SP retraining: "auto" = the fused C++ kernel
-    # (volratio.fused_train) on the CPU, the fast path on CUDA. The stored reference chunks ran "fast";
+    # (volratio.train.fused) on the CPU, the fast path on CUDA. The stored reference chunks ran "fast";
     # a run config without this entry is one stored before the fast path: it means "eager" (`parse_point`)
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`); None passes where allowed
@@ -495,7 +495,7 @@ def curve_frame(curves: dict):
     return pd.DataFrame([row for c in curves.values() for row in c.summary()])
 
 
-def run(cfg: Config | None = None, out=None, executor=None) -> Result:
+def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
     """The chapter's experiment: the depth sweep of `cfg.targets`, the PNG ratio of each, and the
     predictor of sweet-spot depth from the ratio (fitted where ≥ 3 targets have a sweet spot).
     `Result.table`: one row per target × depth; extras: `curves`, `report`, `ratios`, `predictor`."""

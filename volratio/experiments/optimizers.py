@@ -5,7 +5,7 @@ with each optimizer — Adam; Muon (`torch.optim.Muon` on the hidden W×W matric
 and output kernels, the standard recipe of `volratio.train`); SGD with momentum — over several
 seeds, through `volratio.sweep` (run function `optimizer_point`). Each run reports the final loss,
 the compositional score (EMC2 AUC, default judge) and the sharpness (top Hessian eigenvalue,
-`volratio.flatness`); `summarise` gives mean and t-interval per optimizer.
+`volratio.train.flatness`); `summarise` gives mean and t-interval per optimizer.
 
 Chapter: "Optimization: Adam, Muon, SGD" (book/optimization.md).
 """
@@ -48,9 +48,9 @@ def parse_point(config: dict) -> Point:
 
 def point(config: dict) -> dict:
     """`depth_point` with the config's `optimizer` (adam | muon | sgd) and, in addition, the
-    sharpness: top Hessian eigenvalue of the final MSE (`volratio.flatness.top_eigenvalue`).
+    sharpness: top Hessian eigenvalue of the final MSE (`volratio.train.flatness.top_eigenvalue`).
     `collapsed` and `sp_stop` as in `depth_point` (not in runs stored before SP's guard)."""
-    from ..flatness import top_eigenvalue
+    from ..train.flatness import top_eigenvalue
 
     cfg = parse_point(config)
     net, target, img, dense_loss, pr = depth_regime.sp_network(cfg)
@@ -142,7 +142,7 @@ def sweet_spot(cfg: Config, out=None):
     return (curve.spot.depth if curve.spot.depth is not None else fallback), curve, report
 
 
-def run(cfg: Config | None = None, out=None, executor=None, progress: bool | None = False) -> Result:
+def run(cfg: Config | None = None, *, out=None, executor=None, progress: bool | None = False) -> Result:
     """Run (or read) the study, at `cfg.depth` or at the sweet spot found first (`sweet_spot`).
     `Result.table`: one row per optimizer (means and intervals); extras: `runs` (one row per run),
     `report`, `depth` (the depth studied), `curve` (the depth curve, when it was swept)."""

@@ -27,7 +27,7 @@ class Config(ToyConfig):
         return cls(**{"replicas": 3, "scale": "reference", **kw})
 
 
-def run(cfg: Config | None = None, threshold: float = 0.5) -> Result:
+def run(cfg: Config | None = None, *, threshold: float = 0.5) -> Result:
     """`Result.table`: one row per instance (sparsity × replica): interference, bound, final loss;
     extras: `toy` (the `ToyResult`)."""
     import pandas as pd

@@ -99,7 +99,7 @@ def scene_vs_parts(
     return rows
 
 
-def run(cfg: Config | None = None, out=None, executor=None) -> Result:
+def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
     """`Result.table`: one row per target: PNG ratio, predicted depth (band, prediction interval),
     measured sweet spot and its peak; extras: `curves`, `report`, `predictor`, `scene_vs_parts`."""
     import pandas as pd

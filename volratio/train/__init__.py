@@ -16,8 +16,8 @@ orthogonalised update would otherwise fill them). A NaN/Inf loss stops training 
 network). Same seed, same device (CPU) → bit-identical results.
 
 `TrainConfig.path` chooses how each step's losses and gradients are computed: `"eager"` (autograd,
-the default and the path of every stored reference run), `"fast"` (`volratio.fast_train`, a
-hand-written forward/backward with buffers allocated once) or `"fused"` (`volratio.fused_train`, a
+the default and the path of every stored reference run), `"fast"` (`volratio.train.fast`, a
+hand-written forward/backward with buffers allocated once) or `"fused"` (`volratio.train.fused`, a
 C++ kernel that runs tiles of pixels through all layers in cache; float32 on the CPU, compiled on
 first use); `"auto"` is "fused" for a float32 network on the CPU and "fast" otherwise (CUDA,
 float64), the rule `resolve_path` states, as `device="auto"` is CUDA when present. All paths share the optimizer step, masks, gradient normalisation and divergence
@@ -34,12 +34,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from .errors import TrainingDiverged, VolratioError
-from .fast_train import FastStep
-from .fused_train import FusedStep
-from .nets import CoordMLP, coords
-from .util import budget
-from .util.device import resolve_device
+from ..data.targets import check_image
+from ..errors import TrainingDiverged, VolratioError
+from ..nets import CoordMLP, coords
+from ..util import budget
+from ..util.device import resolve_device
+from .fast import FastStep
+from .fused import FusedStep
 
 OPTIMIZERS = ("adam", "adamw", "sgd", "muon")
 PATHS = ("eager", "fast", "fused", "auto")  # how a step's losses and gradients are computed (TrainConfig.path)
@@ -59,9 +60,9 @@ class TrainConfig:
     progress: bool = False  # show a tqdm progress bar
     device: str = "auto"  # "auto" = CUDA when available, else CPU
     # "eager": autograd through CoordMLP.forward (what every stored run was trained with);
-    # "fast": volratio.fast_train's hand-written step (same optimizers, losses equal to rounding,
+    # "fast": volratio.train.fast's hand-written step (same optimizers, losses equal to rounding,
     # several times faster for populations). The experiments choose "fast" for new runs.
-    # "fused": volratio.fused_train's C++ kernel (float32, CPU; losses equal to rounding).
+    # "fused": volratio.train.fused's C++ kernel (float32, CPU; losses equal to rounding).
     path: str = "eager"
 
     def finetune(self, steps: int, lr_factor: float = 1.0) -> "TrainConfig":
@@ -107,8 +108,6 @@ def mse_per_network(net: CoordMLP, grid: torch.Tensor, target: torch.Tensor) -> 
 
 
 def _check_target(target: torch.Tensor, K: int) -> torch.Tensor:
-    from .data.targets import check_image
-
     t = torch.as_tensor(target)
     if t.dim() == 4:
         if t.shape[0] != K:

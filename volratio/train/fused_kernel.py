@@ -1,4 +1,4 @@
-"""Build and load the fused C++ kernel (`volratio/csrc/fused_mlp.cpp`) of `volratio.fused_train`.
+"""Build and load the fused C++ kernel (`volratio/train/csrc/fused_mlp.cpp`) of `volratio.train.fused`.
 
 The kernel is plain C++ with a C ABI, called through `ctypes` on tensors' data pointers; it
 includes no torch headers, so it compiles in 3–6 seconds (an extension built with
@@ -40,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .errors import VolratioError
+from ..errors import VolratioError
 
 SOURCE = Path(__file__).with_name("csrc") / "fused_mlp.cpp"
 ENV_CACHE = "VOLRATIO_KERNEL_CACHE"

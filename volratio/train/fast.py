@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import torch
 
-from .errors import VolratioError
-from .nets import CoordMLP, head_to_rgb
+from ..errors import VolratioError
+from ..nets import CoordMLP, head_to_rgb
 
 # per activation: the constant `c` of its derivative dh/dz = c · d(z, h) (see `_derivative_`)
 _GRAD_CONST = {
@@ -60,7 +60,7 @@ class FastStep:
         for name, _ in net.arch.groups:
             if name not in _GRAD_CONST:
                 raise FastPathError(
-                    f"activation {name!r} has no closed-form gradient in volratio.fast_train; "
+                    f"activation {name!r} has no closed-form gradient in volratio.train.fast; "
                     "train this network with TrainConfig(path='eager')"
                 )
         self.net, self.grid, self.target = net, grid, target

@@ -2,10 +2,10 @@
 and gradients.
 
 `volratio.train.train` with `TrainConfig(path="fused")` computes each step's losses and gradients
-here. The fast path (`volratio.fast_train`) is bound by memory: every elementwise operation is a
+here. The fast path (`volratio.train.fast`) is bound by memory: every elementwise operation is a
 pass over `(K, P, W)` activations that do not fit in cache, and its head and loss (through
-autograd) are a few tens more passes over `(K, P, 3)`. The kernel (`volratio/csrc/fused_mlp.cpp`,
-built and cached by `volratio.fused_kernel`) instead takes the pixels 64 at a time and runs each
+autograd) are a few tens more passes over `(K, P, 3)`. The kernel (`volratio/train/csrc/fused_mlp.cpp`,
+built and cached by `volratio.train.fused_kernel`) instead takes the pixels 64 at a time and runs each
 tile through the whole step while its activations stay in L1/L2: the masked matmuls and per-unit
 activations of every layer (keeping each unit's activation derivative), the head
 (`volratio.nets.head_to_rgb`: HSV, grey, RGB) and the squared error with its gradient, then
@@ -35,9 +35,9 @@ import ctypes
 
 import torch
 
+from ..errors import VolratioError
+from ..nets import CoordMLP
 from . import fused_kernel
-from .errors import VolratioError
-from .nets import CoordMLP
 
 # activation name -> the kernel's code (ACT_* in fused_mlp.cpp)
 ACT_CODES = {"identity": 0, "cache": 0, "gaussian": 1, "sigmoid": 2, "tanh": 3, "sin": 4, "cos": 5, "relu": 6}
@@ -59,7 +59,7 @@ class FusedStep:
     entries exactly zero). Same interface as `FastStep`.
 
     net: a float32 CPU `CoordMLP`; grid: `(P, n_in)`; target: `(P, 3)` or `(K, P, 3)` RGB in [0, 1];
-    variant: the kernel build (`volratio.fused_kernel`; default the best for this CPU);
+    variant: the kernel build (`volratio.train.fused_kernel`; default the best for this CPU);
     threads: threads splitting the population (default `torch.get_num_threads()`)."""
 
     def __init__(
@@ -83,7 +83,7 @@ class FusedStep:
             )
         for name, _ in net.arch.groups:
             if name not in ACT_CODES:  # pragma: no cover - every activation of volratio.nets has a code
-                raise FusedPathError(f"activation {name!r} has no code in volratio.fused_train")
+                raise FusedPathError(f"activation {name!r} has no code in volratio.train.fused")
         K, P = net.population, grid.shape[0]
         if grid.dim() != 2 or grid.shape[1] != net.n_inputs:
             raise FusedPathError(f"grid must be (pixels, {net.n_inputs}), got {tuple(grid.shape)}")

@@ -1,4 +1,4 @@
-// Fused forward / backward of a population of masked coordinate MLPs (volratio.fused_train).
+// Fused forward / backward of a population of masked coordinate MLPs (volratio.train.fused).
 //
 // Plain C ABI (loaded with ctypes, no torch headers: it compiles in about a second). All tensors
 // are float32, contiguous, row-major:

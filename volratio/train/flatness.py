@@ -21,8 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .nets import CoordMLP, coords
-from .util.device import generator
+from ..nets import CoordMLP, coords
+from ..util.device import generator
+from . import mse_per_network
 
 
 @dataclass
@@ -34,8 +35,6 @@ class Eigen:
 
 
 def _loss_fn(net: CoordMLP, image, member: int):
-    from .train import mse_per_network
-
     img = torch.as_tensor(image)
     res = img.shape[-2]
     grid = coords(res, device=net.weights[0].device, dtype=net.weights[0].dtype)
