@@ -175,7 +175,10 @@ class _WholeRun:
     def __call__(self, config: dict) -> dict:
         cfg = _WholeParse(self.name)(config)
         res = module(self.name).run(cfg)
-        out = {"rows": res.to_frame().to_dict("records"), "seconds_run": res.seconds, "versions": res.versions}
+        frame = res.to_frame()
+        if "judge" not in res.table:  # a run's rows: its table with experiment and scale (its judge is its config's)
+            frame = frame.drop(columns="judge")
+        out = {"rows": frame.to_dict("records"), "seconds_run": res.seconds, "versions": res.versions}
         if getattr(cfg, "keep_nets", False):  # the trained populations as artifacts `net_<name>` (safetensors)
             out.update({f"net_{name}": net.to("cpu") for name, net in res.extras["nets"].items()})
         return out

@@ -223,6 +223,7 @@ def run(config: Config | None = None, *, progress=None) -> Result:
         table,
         [cfg.seed + s for s in range(S)],  # the seeds the rows name (member k: seed + k % S)
         time.time() - t0,
+        judge=cfg.judge if cfg.emc2 else None,  # `judges`: more judges' columns on the same images
         extras={"nets": nets, "images": images, "config": cfg},
     )
 

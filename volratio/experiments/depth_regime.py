@@ -524,6 +524,7 @@ def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
         table,
         seeds,
         t.seconds,
+        judge=cfg.judge,
         extras={"curves": curves, "report": report, "ratios": ratios, "predictor": predictor},
     )
 

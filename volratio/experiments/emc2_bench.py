@@ -163,6 +163,7 @@ def run(cfg: Config | None = None) -> Result:
         pd.DataFrame(rows),
         [cfg.seed],
         time.perf_counter() - t0,
+        judge=cfg.judge,
         extras={"results": results, "genome": genome, "dense": dense, "sp": sp_net, "images": images},
     )
 

@@ -100,7 +100,13 @@ def run(cfg: Config | None = None) -> Result:
     nets, notes = networks(cfg)
     table = pd.DataFrame(network_interference(nets, res=cfg.res))
     return Result(
-        "interference", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0, extras={"nets": nets, "notes": notes}
+        "interference",
+        asdict(cfg),
+        table,
+        [cfg.seed],
+        time.perf_counter() - t0,
+        judge=None,
+        extras={"nets": nets, "notes": notes},
     )
 
 

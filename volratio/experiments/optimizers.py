@@ -161,6 +161,7 @@ def run(cfg: Config | None = None, *, out=None, executor=None, progress: bool | 
         summarise(report.table),
         list(range(cfg.seeds)),
         t.seconds,
+        judge=cfg.base.judge,
         extras={
             "runs": report.table,
             "report": report,

@@ -84,7 +84,7 @@ def run(config: Config | None = None) -> Result:
             for label, v in t.mse.items()
         ]
     )
-    return Result("twins", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0, extras={"twins": out})
+    return Result("twins", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0, judge=None, extras={"twins": out})
 
 
 TwinsConfig = Config  # the name before volratio.experiments (exercises and old notebooks use it)

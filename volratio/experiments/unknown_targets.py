@@ -138,6 +138,7 @@ def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
         pd.DataFrame(rows),
         seeds,
         time.perf_counter() - t0,
+        judge=cfg.judge,
         extras={"curves": curves, "report": report, "predictor": pred, "scene_vs_parts": svp},
     )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field, replace
 
-from ..rho.basin import BasinConfig, basin_grid
+from ..rho.basin import BASIN_JUDGE, BasinConfig, basin_grid
 from ..rho.grid import BooleanRhoConfig, run_boolean
 from ..rho.sampler import SamplerConfig
 from ._base import Presets, Result
@@ -96,5 +96,6 @@ def run(cfg: Config | None = None) -> Result:
         pd.DataFrame(rows),
         [cfg.seed, cfg.basin.seed],
         time.perf_counter() - t0,
+        judge=BASIN_JUDGE if basin and cfg.basin.use_emc2 else None,  # the Boolean model has no judge
         extras={"boolean": boolean, "basin": basin},
     )
