@@ -28,6 +28,7 @@ chapters state. The presets here hold the settings; the plan says which targets,
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -165,6 +166,11 @@ class _WholeParse:
     def __call__(self, config: dict):
         # an experiment's LEGACY: entries a run stored before they existed means by leaving them out
         over = {**getattr(module(self.name), "LEGACY", {}), **config}
+        if "seed" in over and "seed" not in {f.name for f in dataclasses.fields(module(self.name).Config)}:
+            raise ExperimentError(
+                f"{self.name} has no `seed` (it seeds its own runs, `seeds` of them), so a sweep cannot run it: "
+                f"run it with `volratio run {self.name}`, or sweep the run function of its points"
+            )
         return make_config(self.name, over.pop("scale", "quick"), over)
 
 

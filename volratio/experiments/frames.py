@@ -13,14 +13,24 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
+from ..util.limits import at_least
 from ..welch.frames import FrameConfig
 from ..welch.sweep import FrameSweepConfig, frame_sweep
-from ._base import Presets, Result
+from ._base import ExperimentError, Presets, Result
 
 
 @dataclass
 class Config(Presets, FrameSweepConfig):
     scale: str = "quick"  # the preset this config came from
+
+    # allowed values, checked when a config is parsed (`volratio.util.limits`)
+    LIMITS = {"dims": at_least(1), "extra": at_least(0), "seed": at_least(0)}
+
+    def check(self) -> None:
+        """`also` holds (m, n) pairs of positive integers (`check_limits` runs this)."""
+        for mn in self.also:
+            if not (isinstance(mn, (tuple, list)) and len(mn) == 2 and all(type(v) is int and v >= 1 for v in mn)):
+                raise ExperimentError(f"also = {self.also!r}: give (m, n) pairs of positive integers, e.g. [[10, 5]]")
 
     # reference: dims 2..5, Elhage-size ETFs, full frame search (budget ~5 CPU-minutes, an estimate)
     REFERENCE = staticmethod(

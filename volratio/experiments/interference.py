@@ -14,6 +14,9 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
+from ..prune.similarity_pruning import COMPENSATE
+from ..train import PATHS
+from ..util.limits import above, at_least, between, one_of
 from ._base import Presets, Result
 
 
@@ -34,6 +37,13 @@ class Config(Presets):
     device: str = "cpu"  # CPU: bit-for-bit repeatable
     train_path: str = "auto"  # TrainConfig.path of training and SP retraining ("auto": fused on the CPU, else fast; runs stored before it: eager)
     scale: str = "quick"  # the preset this config came from
+
+    # allowed values, checked when a config is parsed (`volratio.util.limits`)
+    LIMITS = {
+        "dense_res": at_least(2), "steps": at_least(1), "taus": between(0, 1, open_lo=True), "sp_rounds": at_least(0),
+        "sp_retrain": at_least(0), "sp_loss_factor": at_least(1), "sp_retrain_lr_factor": above(0),
+        "sp_compensate": one_of(*COMPENSATE), "res": at_least(2), "seed": at_least(0), "train_path": one_of(*PATHS),
+    }  # fmt: skip
 
     # reference / full: longer training and SP, finer feature maps
     REFERENCE = {"steps": 5000, "sp_rounds": 10, "sp_retrain": 500, "res": 128}

@@ -87,6 +87,9 @@ class Config(Presets):
     )  # width, res, steps, SP, EMC2
     scale: str = "quick"  # the preset this config came from
 
+    # allowed values, checked when a config is parsed (`volratio.util.limits`)
+    LIMITS = {"depth": at_least(1), "seeds": at_least(1), "hessian_iters": at_least(1)}
+
     # reference: 5 seeds on the depth-regime reference settings. The stored run (chunk optimizers of
     # examples/sweeps/reference.toml) adds a learning-rate grid per optimizer: ~22 CPU-s per run at depth 14
     REFERENCE = staticmethod(

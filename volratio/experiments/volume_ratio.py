@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from ..rho.basin import BASIN_JUDGE, BasinConfig, basin_grid
 from ..rho.grid import BooleanRhoConfig, run_boolean
 from ..rho.sampler import SamplerConfig
+from ..util.limits import above, at_least
 from ._base import Presets, Result
 
 
@@ -33,6 +34,10 @@ class Config(Presets):
     basin_Ls: tuple = (1, 2, 3)  # basin model depths
     basin: BasinConfig = field(default_factory=lambda: BasinConfig.quick(device="cpu", use_emc2=True))  # basin model
     scale: str = "quick"  # the preset this config came from
+
+    # allowed values, checked when a config is parsed (`volratio.util.limits`)
+    LIMITS = {"samples": at_least(1), "Ws": at_least(1), "Ls": at_least(1), "until_width": above(0),
+              "seed": at_least(0), "basin_Ws": at_least(1), "basin_Ls": at_least(1)}  # fmt: skip
 
     # reference (≥ 10⁸ networks per target): the rule of `BooleanRhoConfig.reference()` —
     # up to 10⁸ networks per cell, a cell stopping once ρ's relative interval width is ≤ 0.1
