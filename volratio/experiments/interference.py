@@ -45,8 +45,11 @@ class Config(Presets):
         "sp_compensate": one_of(*COMPENSATE), "res": at_least(2), "seed": at_least(0), "train_path": one_of(*PATHS),
     }  # fmt: skip
 
-    # reference / full: longer training and SP, finer feature maps
-    REFERENCE = {"steps": 5000, "sp_rounds": 10, "sp_retrain": 500, "res": 128}
+    # reference: longer training and SP, finer feature maps — what chunk interference of
+    # examples/sweeps/reference.toml ran (tests/test_reference_plan.py compares them), with its SP
+    # (`LEGACY`: no guard, retraining at the training rate, removed units only masked) on the eager path
+    REFERENCE = staticmethod(lambda: {"steps": 5000, "sp_rounds": 10, "sp_retrain": 500, "res": 128, **LEGACY})
+    # full: longer still
     FULL = {"steps": 20_000, "sp_rounds": 30, "sp_retrain": 2000, "res": 256}
 
 
