@@ -242,3 +242,15 @@ def test_a_chunk_without_an_experiment_runs_no_experiment(chunk):
     from volratio.experiments import EXPERIMENTS
 
     assert PLAN[chunk].run not in EXPERIMENTS
+
+
+def test_a_config_with_cells_runs_each_cell_as_its_own_run():
+    """`cells` picks cells of targets × Ws × Ls and runs each on its own: the rows are those of the
+    one-cell runs the rho chunks store."""
+    small = {"targets": ("chain:2",), "samples": (3000,), "basin_target": None}
+    cells = volume_ratio.run(
+        volume_ratio.Config.quick(**small, Ws=(1, 2), Ls=(1, 2), cells=(("chain:2", 2, 1), ("chain:2", 1, 2)))
+    )
+    one = [volume_ratio.run(volume_ratio.Config.quick(**small, Ws=(W,), Ls=(L,))) for W, L in ((2, 1), (1, 2))]
+    assert cells.table.to_dict("records") == [r for res in one for r in res.table.to_dict("records")]
+    assert cells.judge is None  # the Boolean model has no judge

@@ -47,5 +47,5 @@ def run(cfg: Config | None = None) -> Result:
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
     table = pd.DataFrame(frame_sweep(cfg))
-    seeds = sorted({int(s) for s in table["seed"]})  # frame (m, n) is seeded by seed + m + 100·n
+    seeds = sorted({int(s) for s in table["seed"]}) if len(table) else []  # frame (m, n): seed + m + 100·n
     return Result("frames", asdict(cfg), table, seeds, time.perf_counter() - t0, judge=None)
