@@ -79,6 +79,7 @@ def test_cli_run_an_experiment_with_overrides(tmp_path, capsys):
     assert main(args) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["experiment"] == "frames" and payload["scale"] == "quick" and payload["versions"]["volratio"]
+    assert payload["judge"] is None and all(r["judge"] is None for r in payload["rows"])  # frames: no EMC2 judge
     assert [(r["m"], r["n"]) for r in payload["rows"]] == [(3, 2)]
     assert payload["rows"][0]["max_sq_inner"] >= payload["rows"][0]["bound"] - 1e-12  # never beats Welch
     assert out.read_text().startswith("experiment,scale,")

@@ -224,11 +224,7 @@ class Point:
     dtype: str = "float32"  # engine arithmetic
     seed: int = 0  # the subsample and the "ssim" judge's calibration
     device: str = "cpu"  # CPU: bit-for-bit repeatable
-    # EMC2 judge (volratio.judges.make_judge). Default "ssim", not the library's "calibrated": the
-    # stored reference runs (results/reference/emc2) were scored under "ssim" with configs that do
-    # not name the judge, and a config must keep meaning what it meant (their store keys and
-    # `volratio results verify` depend on it). Name "calibrated" to score under the default judge.
-    judge: str = "ssim"
+    judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
 
     LIMITS = LIMITS
 
@@ -281,13 +277,11 @@ def point(config: dict) -> dict:
 
 def parse_dense_point(config: dict) -> Config:
     """A `Config` from a preset (`scale`, default reference) and overrides (`seed`, `dense_steps`, …).
-    `judge` defaults to "ssim" here, not to the library's "calibrated": the stored reference runs
-    (results/reference/emc2_dense) were scored under "ssim" with configs that do not name the judge,
-    and a config must keep meaning what it meant (see `Point.judge`). For the same reason a config
-    without `sp.loss_factor` runs SP without its guard and returns rows without `collapsed` (`LEGACY`)."""
+    A config without `sp.loss_factor` runs SP without its guard and returns rows without `collapsed`
+    (`LEGACY`: what such a config means)."""
     from ._base import preset
 
-    over = {"judge": "ssim", **LEGACY, **config}
+    over = {**LEGACY, **config}
     return preset(Config, over.pop("scale", "reference"), **over)
 
 
