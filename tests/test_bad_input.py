@@ -1,9 +1,9 @@
-"""Bad input (issue 13): every case ends in exit status 2 and one line naming the problem and the
+"""Bad input: every case ends in exit status 2 and one line naming the problem and the
 fix, or in a correct result — never a traceback, a hang, a silent wrong number or memory beyond
 the budget; `--json` is strict JSON.
 
-- `test_issue_cases`: one row per class of the issue (sizes, tracebacks, silently wrong, misleading
-  errors, files, stores), run through the CLI in-process;
+- `test_bad_input_cases`: one row per class of bad input (sizes, tracebacks, silently wrong,
+  misleading errors, files, stores), run through the CLI in-process;
 - `test_every_option_is_validated` + `test_parsers_refuse_generated_bad_values` (hypothesis): every
   subcommand's parser, every option, generated bad values;
 - unit tests of the pieces: budget, threads, strict JSON, output checks, network headers, store.
@@ -128,7 +128,7 @@ def files(tmp_path_factory):
     return d
 
 
-def issue_cases(d: Path):
+def bad_input_cases(d: Path):
     """(name, argv, fragments the one-line error must contain). `OUT` is a fresh output path."""
     n = d / "net.safetensors"
     t = ["--target", "planted:1"]
@@ -302,12 +302,12 @@ def issue_cases(d: Path):
     ]
 
 
-_CASES = [c[0] for c in issue_cases(Path("/x"))]
+_CASES = [c[0] for c in bad_input_cases(Path("/x"))]
 
 
 @pytest.mark.parametrize("name", _CASES)
-def test_issue_cases(name, files, tmp_path, capsys):
-    case = {c[0]: c for c in issue_cases(files)}[name]
+def test_bad_input_cases(name, files, tmp_path, capsys):
+    case = {c[0]: c for c in bad_input_cases(files)}[name]
     argv = [str(a).replace("OUTDIR", str(tmp_path / "store")).replace("OUT", str(tmp_path / "out")) for a in case[1]]
     before = {p: p.stat().st_mtime_ns for p in files.iterdir()}
     rc, out, err = run(capsys, *argv)
@@ -490,7 +490,7 @@ def test_thread_rule(monkeypatch):
     assert 1 <= threads.usable_cores() <= (os.cpu_count() or 1) and threads.free_cores() >= 1
     monkeypatch.delenv(threads.ENV, raising=False)
     monkeypatch.setattr(threads, "usable_cores", lambda: 2)
-    monkeypatch.setattr(threads, "busy_cores", lambda: 1)  # the issue's machine: 2 cores, one busy
+    monkeypatch.setattr(threads, "busy_cores", lambda: 1)  # a 2-core machine with one core busy
     assert threads.threads_per_worker() == 1
     monkeypatch.setattr(threads, "usable_cores", lambda: 16)
     monkeypatch.setattr(threads, "busy_cores", lambda: 0)

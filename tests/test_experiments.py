@@ -79,6 +79,7 @@ def test_cli_run_an_experiment_with_overrides(tmp_path, capsys):
     assert main(args) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["experiment"] == "frames" and payload["scale"] == "quick" and payload["versions"]["volratio"]
+    assert payload["judge"] is None and all(r["judge"] is None for r in payload["rows"])  # frames: no EMC2 judge
     assert [(r["m"], r["n"]) for r in payload["rows"]] == [(3, 2)]
     assert payload["rows"][0]["max_sq_inner"] >= payload["rows"][0]["bound"] - 1e-12  # never beats Welch
     assert out.read_text().startswith("experiment,scale,")
@@ -299,15 +300,113 @@ def v1_keys(sweep, entry):
 def test_every_experiment_runs_on_its_config_alone():
     """The run contract: `run(cfg)` takes the config as its only positional argument (anything else —
     an output folder, an executor, a progress bar — is keyword-only), and the config has the three
-    presets."""
+    presets, all from the one mechanism (`Presets`: quick = the defaults, REFERENCE and FULL the changes)."""
     import inspect
 
     from volratio.experiments import EXPERIMENTS, module
+    from volratio.experiments._base import Presets
 
     for name in EXPERIMENTS:
         m = module(name)
         params = list(inspect.signature(m.run).parameters.values())
         positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         assert len(positional) == 1, f"{name}.run takes {positional} positionally; make all but the config keyword-only"
+        assert issubclass(m.Config, Presets), f"{name}.Config: derive it from Presets"
         for preset in ("quick", "reference", "full"):
-            assert callable(getattr(m.Config, preset)), f"{name}.Config has no {preset}()"
+            own, mechanism = getattr(m.Config, preset).__func__, getattr(Presets, preset).__func__
+            assert own is mechanism, f"{name}.Config.{preset} is written by hand; give REFERENCE / FULL instead"
+
+
+# Each experiment at a size that runs in seconds, with a seed and (where it has one) a judge other
+# than the defaults, so that a Result that records the defaults instead of what ran fails. The
+# judge each Result must name: the EMC2 judge of its scores, None for an experiment without one.
+_TINY_DEPTH = {"width": 3, "res": 8, "steps": 3, "sp_rounds": 1, "retrain_steps": 1, "max_params": 2,
+               "deltas": [-1.0, 1.0], "ratio_res": 8, "judge": "anchored-ssim"}  # fmt: skip
+TINY = {
+    "twins": ({"targets": ["skull"], "res": 8, "steps": 2, "seed": 3}, None),
+    "emc2_bench": (
+        {"targets": ["skull"], "res": 8, "max_params": 3, "deltas": [-1.0, 1.0], "dense_depth": 1, "dense_width": 2,
+         "dense_steps": 2, "sp.rounds": 1, "sp.retrain_steps": 1, "judge": "anchored-ssim", "judges": ["stability"],
+         "seed": 3},
+        "anchored-ssim",
+    ),
+    "connectivity": (
+        {"targets": ["skull"], "seeds": 2, "arch": "2;gaussian:4", "res": 8, "dense_steps": 3, "retrain_steps": 2,
+         "imp_steps": 2, "imp_rewind": 1, "sp.rounds": 1, "sp.retrain_steps": 1, "methods": ["magnitude"],
+         "emc2_res": 8, "emc2_params": 2, "deltas": [-1.0, 1.0], "device": "cpu", "judge": "anchored-ssim",
+         "seed": 3},
+        "anchored-ssim",
+    ),
+    "depth_regime": (
+        {**_TINY_DEPTH, "targets": ["planted:1:depth=2,width=3"], "depths": [1, 2], "seeds": 2, "members": 1},
+        "anchored-ssim",
+    ),
+    "optimizers": (
+        {"depth": 1, "seeds": 2, "cases": [{"optimizer": "adam", "lr": 0.01}], "hessian_iters": 2,
+         **{f"base.{k}": v for k, v in _TINY_DEPTH.items()}},
+        "anchored-ssim",
+    ),
+    "unknown_targets": (
+        {**_TINY_DEPTH, "targets": ["image:camera"], "depths": [1, 2], "seeds": 2, "members": 1}, "anchored-ssim"
+    ),
+    "volume_ratio": (
+        {"targets": ["chain:2"], "samples": [2000], "Ws": [1], "Ls": [1], "basin_Ws": [2], "basin_Ls": [1],
+         "basin.population": 2, "basin.steps": 2, "basin.res": 8, "basin.emc2_params": 2, "seed": 3},
+        "calibrated",  # the basin model's EMC2 criterion (volratio.rho.BASIN_JUDGE); the Boolean model has none
+    ),
+    "frames": ({"dims": [2], "extra": 0, "also": [], "frame.restarts": 1, "frame.ap_iters": 20,
+                "frame.descent_steps": 20, "seed": 3}, None),  # fmt: skip
+    "superposition": (
+        {"n_features": 4, "n_hidden": 2, "sparsities": [0.0], "steps": 5, "batch": 8, "seed": 3}, None
+    ),
+    "interference": (
+        {"dense_arch": "2;gaussian:4", "dense_res": 8, "steps": 3, "taus": [0.9], "sp_rounds": 1, "sp_retrain": 1,
+         "res": 8, "seed": 3},
+        None,
+    ),
+}  # fmt: skip
+NEEDS_PICBREEDER = {"twins", "emc2_bench", "connectivity", "interference"}
+
+
+def test_every_experiment_has_a_tiny_contract_run():
+    assert set(TINY) == set(experiments.EXPERIMENTS), "give every registered experiment a TINY config"
+
+
+def _seeds_named(res) -> list[int] | None:
+    """The seeds the result's rows (or the rows of the sweep it ran) name, if they name any."""
+    for table in (res.table, getattr(res.extras.get("report"), "table", None)):
+        if table is not None and "seed" in table:
+            return sorted({int(s) for s in table["seed"]})
+    return None
+
+
+@pytest.mark.parametrize("name", list(experiments.EXPERIMENTS))
+def test_every_result_records_what_produced_it(name, tmp_path, request):
+    """The run contract's record: config, the seeds actually used, scale, judge and versions, for
+    every registered experiment; `to_frame()` carries experiment, scale and judge."""
+    import inspect
+
+    if name in NEEDS_PICBREEDER:
+        request.getfixturevalue("picbreeder_dir")
+    overrides, judge = TINY[name]
+    cfg = experiments.make_config(name, "quick", overrides)
+    run = experiments.module(name).run
+    kw = {"out": tmp_path / "store"} if "out" in inspect.signature(run).parameters else {}
+    res = run(cfg, **kw)
+    assert isinstance(res, experiments.Result) and res.experiment == name
+    assert res.config == dataclasses.asdict(cfg) and res.scale == cfg.scale == "quick"
+    assert res.judge == judge, f"{name}: Result.judge = {res.judge!r}, its scores used {judge!r}"
+    judges = {judge, *res.config.get("judges", ())}  # `judges`: more judges scored on the same images
+    if "judge" in res.table:
+        assert judge in set(res.table["judge"]) <= judges, f"{name}: the rows name judges {set(res.table['judge'])}"
+    assert all(isinstance(s, int) for s in res.seeds) and res.seeds
+    named = _seeds_named(res)
+    if named is not None:
+        assert sorted(set(res.seeds)) == named, f"{name}: records seeds {res.seeds}, its rows use {named}"
+    elif res.config.get("seed") is not None:  # rows without seeds: the config's seed is the one used
+        assert res.config["seed"] in res.seeds, f"{name}: ran with seed {res.config['seed']}, records {res.seeds}"
+    assert {"volratio", "torch", "numpy", "python"} <= set(res.versions)
+    frame = res.to_frame()
+    assert list(frame.columns[:2]) == ["experiment", "scale"] and "judge" in frame
+    assert set(frame["experiment"]) == {name} and set(frame["scale"]) == {"quick"}
+    assert judge in set(frame["judge"]) <= judges and len(frame) == len(res.table)

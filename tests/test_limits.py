@@ -78,3 +78,145 @@ def test_every_stored_reference_config_is_within_its_limits():
             get_run(name).parse(r["config"])  # raises if a stored config no longer parses
             n += 1
     assert n > 300
+
+
+# ---------------------------------------------------------------------------------------------
+# Every run a sweep can name validates its whole config before the first run
+
+# a valid config of each built-in run function (the experiments: `scale` alone)
+_SOURCE = {"chunk": "depth_picbreeder", "key": "abc", "run": "depth_point", "net_sha256": "x"}
+VALID = {
+    "train": {"target": "planted:0", "res": 8},
+    "toy": {"n": 4},
+    "depth_point": {"target": "planted:0", "depth": 2},
+    "optimizer_point": {"target": "planted:0", "depth": 2},
+    "emc2_point": {"target": "skull"},
+    "emc2_dense": {"scale": "quick"},
+    "rescore": {"source": _SOURCE, "target": "planted:0", "emc2": {"res": 8}},
+    "fit_budget": {"target": "planted:0", "depth": 2},
+    "twin_point": {"target": "skull"},
+}
+# what the generated values below cannot reach: entries whose configs are plain dicts (rescore's
+# `emc2`) and values that are bad for one entry only
+EXTRA_BAD = {
+    "rescore": [("members", 0), ("seed", -5), ("judge", "nosuch"), ("emc2", {"res": -5}), ("emc2", {"deltas": [0.0]})],
+    "depth_point": [("judge", "nosuch"), ("deltas", [0.0, 1.0])],
+    "train": [("optimizer", "adamm"), ("activation", "nosuch")],
+    "frames": [("also", [[0, 2]])],
+    "volume_ratio": [("basin.interval", "nosuch")],
+}
+
+
+def _run_names():
+    from volratio.experiments import _BUILTIN_RUNS, EXPERIMENTS
+
+    return [*_BUILTIN_RUNS, *EXPERIMENTS]
+
+
+def _config_class(name):
+    """The dataclass a run function parses its config into."""
+    import importlib
+
+    from volratio.experiments import _BUILTIN_RUNS, EXPERIMENTS, module
+
+    if name in EXPERIMENTS:
+        return module(name).Config
+    mod, _fn, *_ = _BUILTIN_RUNS[name]
+    m = importlib.import_module(mod if mod.startswith("volratio.") else f"volratio.experiments.{mod}")
+    return getattr(m, "Point", None) or m.Config
+
+
+def _bad_values(cls, prefix=""):
+    """`(entry, value)` for every number of `cls` and of the configs nested in it: NaN for a float,
+    -5 for an integer (every count, size and seed of the library is ≥ 0)."""
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = None
+        kinds = typing.get_args(hints[f.name]) or (hints[f.name],)
+        if dataclasses.is_dataclass(default):
+            yield from _bad_values(type(default), f"{prefix}{f.name}.")
+        elif bool in kinds:
+            continue
+        elif float in kinds:
+            yield f"{prefix}{f.name}", float("nan")
+        elif int in kinds:
+            yield f"{prefix}{f.name}", -5
+
+
+def _bad_cases(name):
+    from volratio.train import TrainConfig
+
+    cases = list(_bad_values(_config_class(name))) if name != "rescore" else []
+    if name == "train":  # its TrainConfig entries sit at the top level of a spec
+        cases = [(k, v) for k, v in cases if not k.startswith("train.")] + list(_bad_values(TrainConfig))
+    return cases + EXTRA_BAD.get(name, [])
+
+
+def test_every_run_function_has_a_valid_config_here():
+    from volratio.experiments import EXPERIMENTS
+
+    assert set(VALID) | set(EXPERIMENTS) == set(_run_names())
+    for name in _run_names():
+        get_run(name).parse(VALID.get(name, {"scale": "quick"}))  # the valid configs parse
+
+
+@pytest.mark.parametrize("name", _run_names())
+def test_every_entry_of_every_run_function_is_checked_when_parsed(name):
+    """NaN in every float, -5 in every integer (nested configs included) and the values of
+    `EXTRA_BAD`: each is refused by the run function's `parse`, which a sweep calls on every config
+    before its first run, with an error that names the entry."""
+    valid = VALID.get(name, {"scale": "quick"})
+    cases = _bad_cases(name)
+    assert cases, f"{name}: no bad values generated"
+    accepted = []
+    for entry, value in cases:
+        try:
+            get_run(name).parse({**valid, entry: value})
+        except VolratioError as e:
+            assert entry.split(".")[-1] in str(e), f"{name}: the error for {entry} = {value!r} does not name it: {e}"
+        else:
+            accepted.append(f"{entry} = {value!r}")
+    assert not accepted, f"{name} accepts {', '.join(accepted)}; give the entry a limit (LIMITS)"
+
+
+@pytest.mark.parametrize("name", _run_names())
+def test_a_sweep_refuses_a_bad_config_before_its_first_run(name, tmp_path):
+    """A sweep whose second run has one bad entry (the first bad value of `_bad_cases` that a sweep
+    may set: `seed` is the sweep's) stops before anything runs: no store is written. An experiment
+    without a `seed` (it runs a sweep of its own) is refused as a sweep's run function, by name."""
+    import dataclasses
+
+    from volratio.experiments import EXPERIMENTS, module
+    from volratio.sweep import Sweep, SweepSpecError, run_sweep
+
+    valid = VALID.get(name, {"scale": "quick"})
+    if name in EXPERIMENTS and "seed" not in {f.name for f in dataclasses.fields(module(name).Config)}:
+        with pytest.raises(SweepSpecError, match=f"run 1 of 1.*{name} has no `seed`.*volratio run {name}"):
+            run_sweep(Sweep(run=name, config=valid), tmp_path / "store")
+        assert not (tmp_path / "store").exists()
+        return
+    entry, value = next((k, v) for k, v in _bad_cases(name) if k != "seed")
+    config = {k: v for k, v in valid.items() if k != entry}
+    good = {entry: valid[entry]} if entry in valid else {}
+    with pytest.raises(SweepSpecError, match=f"run 2 of 2.*{entry.split('.')[-1]}"):
+        run_sweep(Sweep(run=name, config=config, cases=[good, {entry: value}]), tmp_path / "store")
+    assert not (tmp_path / "store").exists()
+
+
+def test_a_spec_file_with_steps_minus_5_is_refused_before_its_first_run(tmp_path):
+    from volratio.cli import main
+
+    spec = tmp_path / "bad.toml"
+    spec.write_text(
+        'run = "depth_point"\nseeds = [0]\n[config]\ntarget = "planted:0"\n[grid]\ndepth = [2]\nsteps = [10, -5]\n'
+    )
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "store"), "--no-progress"]) == 2
+    assert not (tmp_path / "store").exists()

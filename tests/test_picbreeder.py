@@ -1,4 +1,4 @@
-"""The must-shows of the foundation issue, against the reference data in ../shared/data."""
+"""The Picbreeder networks and targets, checked against the reference data in ../shared/data."""
 
 import re
 

@@ -312,20 +312,6 @@ def test_repository_plan_names_registered_runs():
     assert chunks["full.toml"] == chunks["reference.toml"]  # the full plan is the reference plan, larger
 
 
-def test_depth_reference_preset_is_what_the_reference_plan_runs():
-    from pathlib import Path
-
-    from volratio.experiments import depth_regime as D
-
-    plan = R.load_plan(Path(__file__).resolve().parent.parent / "examples" / "sweeps" / "reference.toml")
-    chunk = plan["depth_picbreeder"]
-    preset = D.Config.reference()
-    shared = preset.shared()
-    point = D.Point()  # a run's config: the plan's entries, else the defaults
-    assert {k: chunk.config.get(k, getattr(point, k)) for k in shared} == shared  # every setting of the key
-    assert chunk.grid["depth"] == list(preset.depths) and preset.seeds == chunk.config["members"] * len(chunk.seeds)
-
-
 def test_reference_commands(tmp_path, capsys):
     plan_file = tmp_path / "plan.toml"
     plan_file.write_text(PLAN)

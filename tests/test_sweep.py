@@ -1,5 +1,5 @@
 """Sweeps and their results store: executors agree bit for bit, kills resume cleanly, damage is
-recomputed, keys are stable (issue 7)."""
+recomputed, keys are stable."""
 
 from __future__ import annotations
 

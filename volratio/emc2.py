@@ -57,6 +57,7 @@ from .errors import VolratioError
 from .judges import DEFAULT_JUDGE, anchor_of, make_judge
 from .nets import ACTIVATIONS, CoordMLP, coords, head_to_rgb
 from .util.device import generator, resolve_device
+from .util.limits import at_least, nonzero, one_of
 
 # The δ grids (every module and test takes them from here; stored configs record the values):
 DEFAULT_DELTAS = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # both signs, |δ| from 0.25 to 2
@@ -489,6 +490,11 @@ class EMC2Config:
     device: str = "auto"  # CUDA when available, else CPU
     dtype: str = "float64"  # engine arithmetic; float64 = the exact reference, float32 = faster
     memory_bytes: int | None = None  # working-memory cap of one batch (None: 16 MiB CPU, 1 GiB CUDA)
+
+    # allowed values, checked when a config is parsed (`volratio.util.limits`)
+    LIMITS = {"deltas": nonzero(), "res": at_least(2), "which": one_of("all", "genome"), "max_params": at_least(1),
+              "seed": at_least(0), "member": at_least(0), "dtype": one_of("float32", "float64"),
+              "memory_bytes": at_least(1)}  # fmt: skip
 
     @classmethod
     def like(cls, settings, **overrides) -> "EMC2Config":

@@ -39,6 +39,7 @@ from . import reference as R
 from .errors import VolratioError
 from .judges import JUDGES
 from .reference import DEFAULT_ROOT, _name_of, manifest_totals, reading_from, source_root
+from .util.limits import LimitError, check_limits
 
 RUN = "rescore"  # the registry name of the run function (volratio.experiments._BUILTIN_RUNS)
 NET = "net"  # the artifact holding a run's final population
@@ -105,7 +106,9 @@ def parse_point(config: dict) -> Config:
             f"rescore config: emc2 holds EMC2Config entries ({', '.join(sorted(allowed))}); got {cfg.emc2!r}"
         )
     try:
-        emc2_config(cfg, 0)
+        check_limits(emc2_config(cfg, 0), "rescore config: emc2")
+    except LimitError as e:
+        raise RescoreError(str(e)) from None
     except (TypeError, ValueError) as e:
         raise RescoreError(f"rescore config: emc2 {cfg.emc2!r} is not an EMC2Config ({e})") from None
     return cfg

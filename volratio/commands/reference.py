@@ -5,7 +5,7 @@
     volratio reference rescore depth_picbreeder --judge stability   # stored networks, another judge
     volratio results verify results/reference --sample 3     # re-run 3 stored runs and compare
 
-See `volratio.reference` and the issue of the reference scale (results/reference/README.md).
+See `volratio.reference` and the reference scale's README (results/reference/README.md).
 """
 
 from __future__ import annotations

@@ -71,6 +71,7 @@ def cmd_run(args) -> int:
         "seconds": res.seconds,
         "versions": res.versions,
         "seeds": res.seeds,
+        "judge": res.judge,
         "rows": frame.to_dict("records"),
         "out": args.out,
     }

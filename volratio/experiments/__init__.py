@@ -28,6 +28,7 @@ chapters state. The presets here hold the settings; the plan says which targets,
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -165,6 +166,11 @@ class _WholeParse:
     def __call__(self, config: dict):
         # an experiment's LEGACY: entries a run stored before they existed means by leaving them out
         over = {**getattr(module(self.name), "LEGACY", {}), **config}
+        if "seed" in over and "seed" not in {f.name for f in dataclasses.fields(module(self.name).Config)}:
+            raise ExperimentError(
+                f"{self.name} has no `seed` (it seeds its own runs, `seeds` of them), so a sweep cannot run it: "
+                f"run it with `volratio run {self.name}`, or sweep the run function of its points"
+            )
         return make_config(self.name, over.pop("scale", "quick"), over)
 
 
@@ -175,7 +181,10 @@ class _WholeRun:
     def __call__(self, config: dict) -> dict:
         cfg = _WholeParse(self.name)(config)
         res = module(self.name).run(cfg)
-        out = {"rows": res.to_frame().to_dict("records"), "seconds_run": res.seconds, "versions": res.versions}
+        frame = res.to_frame()
+        if "judge" not in res.table:  # a run's rows: its table with experiment and scale (its judge is its config's)
+            frame = frame.drop(columns="judge")
+        out = {"rows": frame.to_dict("records"), "seconds_run": res.seconds, "versions": res.versions}
         if getattr(cfg, "keep_nets", False):  # the trained populations as artifacts `net_<name>` (safetensors)
             out.update({f"net_{name}": net.to("cpu") for name, net in res.extras["nets"].items()})
         return out

@@ -7,7 +7,8 @@ An experiment module `volratio.experiments.<name>` has
   claim-deciding scale: all claims together ≤ 8 CPU-hours on 2 cores) and `full()` (paper-sized,
   for a GPU or a cluster); each preset takes keyword overrides;
 - `run(cfg) -> Result`, where `Result.to_frame()` is a tidy pandas table (one row per measured
-  unit: network × method × δ, …) and the result records the config, the seeds and the versions.
+  unit: network × method × δ, …) and the result records the config, the seeds its runs used, the
+  scale, the EMC2 judge its scores used (None: the experiment has no EMC2 judge) and the versions.
 
 `configure(Config, scale, overrides)` builds a config from a preset and `key=value` overrides (the
 command line `volratio run NAME --scale S --set key=value`, sweep specs); it rejects unknown keys
@@ -60,6 +61,8 @@ class Result:
     table: Any  # pandas DataFrame, one row per measured unit
     seeds: list  # every seed the run drew from
     seconds: float  # wall time of the run
+    judge: str | None  # the EMC2 judge the scores used (`volratio.judges.JUDGES`); None: no judge
+    # (the experiment has no EMC2 score: frames, the toy model, ρ without the basin model, …)
     versions: dict = field(default_factory=versions)
     extras: dict = field(default_factory=dict)  # objects the chapter draws (networks, images, curves)
 
@@ -68,8 +71,11 @@ class Result:
         return str(self.config.get("scale", "custom"))
 
     def to_frame(self):
-        """The tidy table with the experiment and scale as columns (a copy)."""
+        """The tidy table with the experiment, scale and judge as columns (a copy). A table with a
+        `judge` column of its own (the judge each row's score names) keeps it."""
         t = self.table.copy()
+        if "judge" not in t:
+            t.insert(0, "judge", self.judge)
         t.insert(0, "scale", self.scale)
         t.insert(0, "experiment", self.experiment)
         return t

@@ -84,16 +84,20 @@ class Config(Presets):
         "seed": at_least(0), "train_path": one_of(*PATHS),
     }  # fmt: skip
 
-    # reference: 64×64, 5 seeds, 2,000 dense steps, equal fine-tuning budgets — SP 5 rounds ×
-    # 100 steps, every baseline 500 steps after pruning (IMP: 300 steps per level from its rewind point,
-    # as the Lottery Ticket procedure prescribes) — 8 δ on 300 weights per network. The stored
-    # reference (examples/sweeps/reference.toml, chunk connectivity) runs one target per run with
-    # arch="picbreeder" for skull and butterfly (apple's 33 × 38 would cost ~8× more: it keeps this
-    # 6 × 16 arch) at τ = 0.9, scored under three judges: about 176 CPU-s per run (one thread)
+    # reference: what chunk connectivity of examples/sweeps/reference.toml runs (tests/test_reference_plan.py
+    # compares them) — 64×64, 5 seeds, 2,000 dense steps on the fast path, equal fine-tuning budgets: SP
+    # 5 rounds × 100 steps (at most 4 units per round, an undone round retried with half as many), every
+    # baseline 500 steps after pruning (IMP: 300 steps per level from its rewind point, as the Lottery
+    # Ticket procedure prescribes) — 8 δ on 300 weights per network, scored under the anchored judge and
+    # two more on the same images; every population stored. The chunk runs one target per run, skull and
+    # butterfly with arch="picbreeder" (a population shares one architecture; apple's 33 × 38 would
+    # cost ~8× more: it keeps this 6 × 16 arch): about 176 CPU-s per run (one thread)
     # fmt: off
     REFERENCE = dict(targets=("skull", "butterfly", "apple"), seeds=5, res=64, dense_steps=2000, retrain_steps=500,
-                     imp_steps=300, imp_rewind=30, sp=SPConfig(tau=0.9, opposite_sign=True, rounds=5, retrain_steps=100, per_round=4),
-                     emc2_res=64, emc2_params=300)
+                     imp_steps=300, imp_rewind=30,
+                     sp=SPConfig(tau=0.9, opposite_sign=True, rounds=5, retrain_steps=100, per_round=4, backoff=True),
+                     emc2_res=64, emc2_params=300, judge="anchored", judges=("anchored-ssim", "stability"),
+                     device="cpu", keep_nets=True, train_path="fast")
     # larger: 128×128, long training, 10 seeds, every parameter scored (hours on a CPU); equal budgets
     FULL = dict(seeds=10, res=128, dense_steps=10_000, retrain_steps=10_000, imp_steps=3000, imp_rewind=300,
                 sp=SPConfig(tau=0.9, opposite_sign=True, rounds=20, retrain_steps=500, per_round=4), emc2_res=128, emc2_params=None)
@@ -223,6 +227,7 @@ def run(config: Config | None = None, *, progress=None) -> Result:
         table,
         [cfg.seed + s for s in range(S)],  # the seeds the rows name (member k: seed + k % S)
         time.time() - t0,
+        judge=cfg.judge if cfg.emc2 else None,  # `judges`: more judges' columns on the same images
         extras={"nets": nets, "images": images, "config": cfg},
     )
 

@@ -33,6 +33,10 @@ from ._base import Presets, Result, Timer, configure
 
 # The planted targets of the chapter: true depth L* known, PNG ratio computable (width 3 each)
 PLANTED = ("planted:1:depth=2,width=3", "planted:2:depth=3,width=3", "planted:3:depth=4,width=3")
+# The reference scale's targets: the three Picbreeder targets, and twelve planted ones (L* = 2..7, two
+# each, width 3) whose sweet spots are the predictor's training set and the depth claim's planted half
+PICBREEDER = ("picbreeder:skull", "picbreeder:butterfly", "picbreeder:apple")
+PLANTED_REFERENCE = tuple(f"planted:{s}:depth={2 + (s - 11) // 2},width=3" for s in range(11, 23))
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,7 @@ class Settings:
         "sp_compensate": one_of(*COMPENSATE), "sp_loss_factor": at_least(1), "deltas": nonzero(),
         "max_params": at_least(1), "judge": one_of(*JUDGES), "train_path": one_of(*PATHS),
         "depth": at_least(1), "seed": at_least(0), "seeds": at_least(1), "depths": at_least(1),
-        "ratio_res": at_least(2), "processes": at_least(1), "tol": at_least(0),
+        "ratio_res": at_least(2), "processes": at_least(1), "tol": at_least(0), "window": at_least(0),
     }  # fmt: skip
 
     def shared(self) -> dict:
@@ -111,18 +115,22 @@ class Point(Settings):
 class Config(Presets, Settings):
     targets: tuple = PLANTED  # targets swept
     depths: tuple = (1, 2, 3, 4, 5)  # hidden layers tried
+    window: int | None = None  # a target with a known depth L* (planted) is swept over L* − window ..
+    # L* + window (from 1) instead of `depths`; None: every target over `depths`
     seeds: int = 3  # networks per depth (the interval comes from them); a multiple of `members`
     ratio_res: int = 64  # resolution of the PNG compression ratio (one resolution for every target)
     tol: float = 1e-9  # depths whose mean score is within tol of the best are tied
     processes: int = 1  # local worker processes (1: in-process); results do not depend on it
     scale: str = "quick"  # the preset this config came from
 
-    # reference: what chunk depth_picbreeder of examples/sweeps/reference.toml runs — 64×64, depths 2..16,
-    # 5 networks, 2,000 steps, 10 SP rounds of 200 steps (the other SP settings are the defaults above),
-    # 8 δ on 200 weights (the planted chunk sweeps L* ± 3 instead; tests/test_reference.py compares them)
+    # reference: what chunks depth_picbreeder and depth_planted of examples/sweeps/reference.toml run
+    # (tests/test_reference_plan.py compares them) — the Picbreeder targets at depths 2..16, the twelve
+    # planted ones at L* ± 3; 64×64, 5 networks, 2,000 steps, 10 SP rounds of 200 steps (the other SP
+    # settings are the defaults above), 8 δ on 200 weights
     # fmt: off
-    REFERENCE = {"depths": tuple(range(2, 17)), "seeds": 5, "members": 5, "width": 12, "res": 64, "steps": 2000,
-                 "lr": 3e-3, "sp_rounds": 10, "retrain_steps": 200, "max_params": 200, "deltas": DEFAULT_DELTAS,
+    REFERENCE = {"targets": PICBREEDER + PLANTED_REFERENCE, "depths": tuple(range(2, 17)), "window": 3, "seeds": 5,
+                 "members": 5, "width": 12, "res": 64, "steps": 2000, "lr": 3e-3, "sp_rounds": 10,
+                 "retrain_steps": 200, "max_params": 200, "deltas": DEFAULT_DELTAS,
                  "train_path": "fast"}  # the path the stored chunks were trained on
     # closer to the paper: depths 1..12, 10 seeds, long training, every weight scored
     FULL = {"depths": tuple(range(1, 13)), "seeds": 10, "width": 16, "res": 64, "steps": 5000, "lr": 3e-3,
@@ -273,18 +281,28 @@ def parse_depths(text: str) -> tuple:
     return out
 
 
+def depths_of(target: str, cfg: Config) -> tuple:
+    """The depths `target` is swept over: `cfg.depths`, or with `cfg.window` the depths around a
+    planted target's L* (from 1)."""
+    from ..data.targets import get_target
+
+    true = getattr(get_target(target), "depth", None) if cfg.window is not None else None
+    if true is None:
+        return tuple(cfg.depths)
+    return tuple(range(max(1, true - cfg.window), true + cfg.window + 1))
+
+
 def make_sweep(targets, cfg: Config, name: str = "depth"):
-    """The `volratio.sweep.Sweep` of a depth sweep: targets × depths × seeds."""
+    """The `volratio.sweep.Sweep` of a depth sweep: targets × depths (`depths_of`) × seeds."""
     from ..sweep import Sweep
 
     targets = [targets] if isinstance(targets, str) else list(targets)
-    return Sweep(
-        run="depth_point",
-        config=cfg.shared(),
-        grid={"target": targets, "depth": list(cfg.depths)},
-        seeds=int(cfg.seeds) // int(cfg.members),
-        name=name,
-    )
+    seeds = int(cfg.seeds) // int(cfg.members)
+    if cfg.window is None:
+        grid = {"target": targets, "depth": list(cfg.depths)}
+        return Sweep(run="depth_point", config=cfg.shared(), grid=grid, seeds=seeds, name=name)
+    cases = [{"target": t, "depth": d} for t in targets for d in depths_of(t, cfg)]
+    return Sweep(run="depth_point", config=cfg.shared(), cases=cases, seeds=seeds, name=name)
 
 
 @dataclass
@@ -524,6 +542,7 @@ def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
         table,
         seeds,
         t.seconds,
+        judge=cfg.judge,
         extras={"curves": curves, "report": report, "ratios": ratios, "predictor": predictor},
     )
 

@@ -20,6 +20,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..errors import VolratioError
+from ..nets import ACTIVATIONS
+from ..train import PATHS
+from ..util.limits import above, at_least, one_of
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,11 @@ class Config:
     train_path: str = "auto"  # TrainConfig.path: "auto" = the fused kernel on the CPU, else the fast path
     seed: int = 0  # initialisations
     device: str = "cpu"  # CPU: bit-for-bit repeatable
+
+    # allowed values, checked when a config is parsed (`volratio.util.limits`)
+    LIMITS = {"depths": at_least(1), "width": at_least(1), "activation": one_of(*ACTIVATIONS), "res": at_least(2),
+              "members": at_least(1), "checkpoints": at_least(1), "lr": above(0), "train_path": one_of(*PATHS),
+              "seed": at_least(0)}  # fmt: skip
 
     def __post_init__(self):
         if not self.checkpoints or min(self.checkpoints) < 1 or list(self.checkpoints) != sorted(self.checkpoints):

@@ -13,27 +13,31 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
+from ..util.limits import at_least
 from ..welch.frames import FrameConfig
 from ..welch.sweep import FrameSweepConfig, frame_sweep
-from ._base import Result
+from ._base import ExperimentError, Presets, Result
 
 
 @dataclass
-class Config(FrameSweepConfig):
+class Config(Presets, FrameSweepConfig):
     scale: str = "quick"  # the preset this config came from
 
-    @classmethod
-    def reference(cls, **kw) -> "Config":
-        """Reference scale: dims 2..5, Elhage-size ETFs, full frame search (budget ~5 CPU-minutes, an estimate)."""
-        return cls(
-            **{
-                "dims": (2, 3, 4, 5),
-                "also": ((10, 5), (16, 6), (14, 7)),
-                "frame": FrameConfig(),
-                "scale": "reference",
-                **kw,
-            }
-        )
+    # allowed values, checked when a config is parsed (`volratio.util.limits`)
+    LIMITS = {"dims": at_least(1), "extra": at_least(0), "seed": at_least(0)}
+
+    def check(self) -> None:
+        """`also` holds (m, n) pairs of positive integers (`check_limits` runs this)."""
+        for mn in self.also:
+            if not (isinstance(mn, (tuple, list)) and len(mn) == 2 and all(type(v) is int and v >= 1 for v in mn)):
+                raise ExperimentError(f"also = {self.also!r}: give (m, n) pairs of positive integers, e.g. [[10, 5]]")
+
+    # reference: dims 2..5, Elhage-size ETFs, full frame search (budget ~5 CPU-minutes, an estimate)
+    REFERENCE = staticmethod(
+        lambda: {"dims": (2, 3, 4, 5), "also": ((10, 5), (16, 6), (14, 7)), "frame": FrameConfig()}
+    )
+    # full: `FrameSweepConfig.full()` — dims 2..6, the ETF sizes of n = 7, full frame search
+    FULL = staticmethod(lambda: {k: v for k, v in vars(FrameSweepConfig.full()).items() if k != "scale"})
 
 
 def run(cfg: Config | None = None) -> Result:
@@ -43,4 +47,5 @@ def run(cfg: Config | None = None) -> Result:
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
     table = pd.DataFrame(frame_sweep(cfg))
-    return Result("frames", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0)
+    seeds = sorted({int(s) for s in table["seed"]}) if len(table) else []  # frame (m, n): seed + m + 100·n
+    return Result("frames", asdict(cfg), table, seeds, time.perf_counter() - t0, judge=None)

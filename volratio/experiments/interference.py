@@ -14,6 +14,9 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
+from ..prune.similarity_pruning import COMPENSATE
+from ..train import PATHS
+from ..util.limits import above, at_least, between, one_of
 from ._base import Presets, Result
 
 
@@ -35,8 +38,18 @@ class Config(Presets):
     train_path: str = "auto"  # TrainConfig.path of training and SP retraining ("auto": fused on the CPU, else fast; runs stored before it: eager)
     scale: str = "quick"  # the preset this config came from
 
-    # reference / full: longer training and SP, finer feature maps
-    REFERENCE = {"steps": 5000, "sp_rounds": 10, "sp_retrain": 500, "res": 128}
+    # allowed values, checked when a config is parsed (`volratio.util.limits`)
+    LIMITS = {
+        "dense_res": at_least(2), "steps": at_least(1), "taus": between(0, 1, open_lo=True), "sp_rounds": at_least(0),
+        "sp_retrain": at_least(0), "sp_loss_factor": at_least(1), "sp_retrain_lr_factor": above(0),
+        "sp_compensate": one_of(*COMPENSATE), "res": at_least(2), "seed": at_least(0), "train_path": one_of(*PATHS),
+    }  # fmt: skip
+
+    # reference: longer training and SP, finer feature maps — what chunk interference of
+    # examples/sweeps/reference.toml ran (tests/test_reference_plan.py compares them), with its SP
+    # (`LEGACY`: no guard, retraining at the training rate, removed units only masked) on the eager path
+    REFERENCE = staticmethod(lambda: {"steps": 5000, "sp_rounds": 10, "sp_retrain": 500, "res": 128, **LEGACY})
+    # full: longer still
     FULL = {"steps": 20_000, "sp_rounds": 30, "sp_retrain": 2000, "res": 256}
 
 
@@ -100,7 +113,13 @@ def run(cfg: Config | None = None) -> Result:
     nets, notes = networks(cfg)
     table = pd.DataFrame(network_interference(nets, res=cfg.res))
     return Result(
-        "interference", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0, extras={"nets": nets, "notes": notes}
+        "interference",
+        asdict(cfg),
+        table,
+        [cfg.seed],
+        time.perf_counter() - t0,
+        judge=None,
+        extras={"nets": nets, "notes": notes},
     )
 
 

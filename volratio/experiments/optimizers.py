@@ -25,6 +25,13 @@ DEFAULT_CASES = (
     {"optimizer": "muon"},
     {"optimizer": "sgd", "lr": 0.1},
 )
+# the reference grid: Adam at three rates; Muon at three rates on the hidden matrices with AdamW 3e-3 on
+# the input and output kernels (Muon at the library defaults' 0.005–0.05 with AdamW 3e-4 left every
+# network near a constant image in a pilot at depth 14). `lr` 3e-3 is the depth sweep's rate (unused by Muon)
+REFERENCE_CASES = tuple(
+    [{"optimizer": "adam", "lr": lr} for lr in (1e-3, 3e-3, 1e-2)]
+    + [{"optimizer": "muon", "muon_lr": lr, "adamw_lr": 3e-3, "lr": 3e-3} for lr in (3e-4, 1e-3, 3e-3)]
+)
 
 
 @dataclass(frozen=True)
@@ -82,18 +89,26 @@ class Config(Presets):
     seeds: int = 3  # seeds per optimizer
     cases: tuple = DEFAULT_CASES  # optimizers and their learning rates
     hessian_iters: int = 20  # power-iteration steps for the sharpness
+    keep_nets: bool = False  # each run stores its network (artifact `net`: rescoring, the chapter's images)
     base: depth_regime.Config = field(
         default_factory=lambda: depth_regime.Config.quick(depths=(2, 3, 4, 5))
     )  # width, res, steps, SP, EMC2
     scale: str = "quick"  # the preset this config came from
 
-    # reference: 5 seeds on the depth-regime reference settings. The stored run (chunk optimizers of
-    # examples/sweeps/reference.toml) adds a learning-rate grid per optimizer: ~22 CPU-s per run at depth 14
+    # allowed values, checked when a config is parsed (`volratio.util.limits`)
+    LIMITS = {"depth": at_least(1), "seeds": at_least(1), "hessian_iters": at_least(1)}
+
+    # reference: 5 seeds on the depth-regime reference settings (one network per run, trained on the
+    # fused kernel), a learning-rate grid per optimizer — what chunk optimizers of
+    # examples/sweeps/reference.toml runs at each Picbreeder target's measured sweet spot
+    # (tests/test_reference_plan.py compares them); ~22 CPU-s per run at depth 14
     REFERENCE = staticmethod(
         lambda: {
             "seeds": 5,
             "hessian_iters": 50,
-            "base": depth_regime.Config.reference(depths=(2, 3, 4, 5, 6), members=1),
+            "cases": REFERENCE_CASES,
+            "keep_nets": True,
+            "base": depth_regime.Config.reference(depths=(2, 3, 4, 5, 6), members=1, window=None, train_path="fused"),
         }
     )
     FULL = staticmethod(
@@ -109,7 +124,8 @@ def make_sweep(cfg: Config, name: str = "optimizers"):
     base = replace(cfg.base, members=1).shared()
     base.pop("optimizer")
     base.pop("lr")
-    base.update(target=cfg.target, depth=int(cfg.depth), hessian_iters=int(cfg.hessian_iters), lr=0.01, members=1)
+    base.update(target=cfg.target, depth=int(cfg.depth), hessian_iters=int(cfg.hessian_iters), lr=0.01, members=1,
+                keep_net=bool(cfg.keep_nets))  # fmt: skip
     return Sweep(
         run="optimizer_point", config=base, cases=tuple(dict(c) for c in cfg.cases), seeds=int(cfg.seeds), name=name
     )
@@ -161,6 +177,7 @@ def run(cfg: Config | None = None, *, out=None, executor=None, progress: bool | 
         summarise(report.table),
         list(range(cfg.seeds)),
         t.seconds,
+        judge=cfg.base.judge,
         extras={
             "runs": report.table,
             "report": report,

@@ -13,18 +13,23 @@ import time
 from dataclasses import asdict, dataclass
 
 from ..welch.superposition import ToyConfig, train_toy
-from ._base import Result
+from ._base import Presets, Result
 
 
 @dataclass
-class Config(ToyConfig):
+class Config(Presets, ToyConfig):
+    steps: int = 3000  # Adam steps (the reference and full presets: Elhage et al.'s 10,000)
+    batch: int = 512  # samples per step and instance (the reference and full presets: Elhage et al.'s 1024)
     device: str = "cpu"  # CPU: the numbers repeat bit for bit
     scale: str = "quick"  # the preset this config came from
 
-    @classmethod
-    def reference(cls, **kw) -> "Config":
-        """Elhage et al.'s training length (10,000 steps, batch 1024), 3 replicas (budget ~10 CPU-minutes, an estimate)."""
-        return cls(**{"replicas": 3, "scale": "reference", **kw})
+    # reference: Elhage et al.'s training length (10,000 steps, batch 1024), 3 replicas (budget ~10
+    # CPU-minutes, an estimate)
+    REFERENCE = {"steps": 10_000, "batch": 1024, "replicas": 3}
+    # full: Elhage et al.'s settings, 13 sparsity levels, 3 replicas each (`ToyConfig.full()`)
+    FULL = staticmethod(
+        lambda: {k: v for k, v in vars(ToyConfig.full()).items() if k in ("sparsities", "replicas", "steps", "batch")}
+    )
 
 
 def run(cfg: Config | None = None, *, threshold: float = 0.5) -> Result:
@@ -37,4 +42,6 @@ def run(cfg: Config | None = None, *, threshold: float = 0.5) -> Result:
     toy = train_toy(cfg)
     table = pd.DataFrame(toy.interference(threshold=threshold))
     table["final_loss"] = toy.final_loss
-    return Result("superposition", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0, extras={"toy": toy})
+    return Result(
+        "superposition", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0, judge=None, extras={"toy": toy}
+    )

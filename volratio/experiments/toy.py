@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..util.limits import above, at_least
 from ._base import ExperimentError, configure
 
 
@@ -20,6 +21,9 @@ class Config:
     n: int = 32  # unknowns (the problem has 2n equations)
     steps: int = 200  # gradient steps
     lr: float = 0.1  # step size
+
+    # allowed values, checked when a config is parsed (`volratio.util.limits`)
+    LIMITS = {"seed": at_least(0), "n": at_least(1), "steps": at_least(0), "lr": above(0)}
 
     def __post_init__(self):
         if self.n < 1 or self.steps < 0 or not self.lr > 0:

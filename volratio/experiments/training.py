@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..nets import ACTIVATIONS
 from ..train import TrainConfig
+from ..util.limits import at_least, one_of
 from ._base import ExperimentError, configure
 
 ARTIFACTS = ("net", "image", "losses")
@@ -37,6 +39,11 @@ class Config:
     population: int = 1  # K networks trained at once
     artifacts: tuple = ARTIFACTS  # which artifacts to return
     train: TrainConfig = field(default_factory=TrainConfig)  # the optimizer (its fields sit flat in a spec)
+
+    # allowed values, checked when a config is parsed (`volratio.util.limits`)
+    LIMITS = {"seed": at_least(0), "res": at_least(2), "depth": at_least(1), "width": at_least(1),
+              "activation": one_of(*ACTIVATIONS), "head": one_of("hsv", "rgb", "grey"), "population": at_least(1),
+              "artifacts": one_of(*ARTIFACTS)}  # fmt: skip
 
     def __post_init__(self):
         bad = [a for a in self.artifacts if a not in ARTIFACTS]

@@ -39,6 +39,9 @@ class Config(Presets):
     seed: int = 0  # LeCun-normal init seed
     scale: str = "quick"  # the preset this config came from
 
+    # allowed values, checked when a config is parsed (`volratio.util.limits`)
+    LIMITS = {"res": at_least(2), "steps": at_least(1), "lr": above(0), "lr_apple": above(0), "seed": at_least(0)}
+
     # reference: 64×64, 5,000 steps — budget ~0.3 CPU-hours (an estimate: not run here)
     REFERENCE = {"res": 64, "steps": 5000}
     # FER's recipe: 256×256, 100,000 steps
@@ -84,7 +87,7 @@ def run(config: Config | None = None) -> Result:
             for label, v in t.mse.items()
         ]
     )
-    return Result("twins", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0, extras={"twins": out})
+    return Result("twins", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0, judge=None, extras={"twins": out})
 
 
 TwinsConfig = Config  # the name before volratio.experiments (exercises and old notebooks use it)

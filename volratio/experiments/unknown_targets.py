@@ -36,9 +36,17 @@ class Config(depth_regime.Config):
 
     LIMITS = {**depth_regime.Settings.LIMITS, "n_boot": at_least(1), "level": between(0, 1, open_lo=True)}
 
-    # reference / full: the depth-regime presets' training and scoring, on these targets; the stored scenes are
-    # chunk depth_scenes of examples/sweeps/reference.toml (four scenes, depths 2, 4, …, 16)
-    REFERENCE = staticmethod(lambda: _shared(depth_regime.Config.reference()))
+    # reference: the depth-regime reference's training and scoring (what chunk depth_scenes of
+    # examples/sweeps/reference.toml runs; tests/test_reference_plan.py compares them): four two-object
+    # scenes — three of Picbreeder pairs, whose parts chunk depth_picbreeder stores, and the natural-image
+    # scene with its parts — at depths 2, 4, …, 16. full: the depth-regime full preset on these targets
+    REFERENCE = staticmethod(
+        lambda: {
+            **_shared(depth_regime.Config.reference()),
+            "targets": REFERENCE_TARGETS,
+            "depths": tuple(range(2, 17, 2)),
+        }
+    )
     FULL = staticmethod(lambda: _shared(depth_regime.Config.full()))
 
 
@@ -57,8 +65,19 @@ def _shared(base: depth_regime.Config) -> dict:
             "retrain_steps",
             "deltas",
             "max_params",
+            "train_path",
         )
     }
+
+
+REFERENCE_TARGETS = (
+    "scene:picbreeder:skull+picbreeder:apple",
+    "scene:picbreeder:skull+picbreeder:butterfly",
+    "scene:picbreeder:butterfly+picbreeder:apple",
+    "scene:image:camera+image:coffee",
+    "image:camera",
+    "image:coffee",
+)
 
 
 def scene_vs_parts(
@@ -138,6 +157,7 @@ def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
         pd.DataFrame(rows),
         seeds,
         time.perf_counter() - t0,
+        judge=cfg.judge,
         extras={"curves": curves, "report": report, "predictor": pred, "scene_vs_parts": svp},
     )
 

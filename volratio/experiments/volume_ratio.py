@@ -12,10 +12,11 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field, replace
 
-from ..rho.basin import BasinConfig, basin_grid
+from ..rho.basin import BASIN_JUDGE, BasinConfig, basin_grid
 from ..rho.grid import BooleanRhoConfig, run_boolean
 from ..rho.sampler import SamplerConfig
-from ._base import Presets, Result
+from ..util.limits import above, at_least
+from ._base import ExperimentError, Presets, Result
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,8 @@ class Config(Presets):
     samples: tuple = (300_000, 600_000)  # networks per (W, L) cell, one entry per target
     Ws: tuple = (1, 2, 3, 4, 6)  # widths
     Ls: tuple = (1, 2, 3, 4)  # depths (threshold layers, output included)
+    cells: tuple | None = None  # the (target, W, L) cells of targets × Ws × Ls that run (None: every one);
+    # each listed cell runs on its own (`boolean_configs`), cells outside targets × Ws × Ls are left out
     sampler: SamplerConfig = field(default_factory=lambda: SamplerConfig(device="cpu"))  # weights, masks, intervals
     exact: bool = False  # also enumerate exactly where small enough
     until_width: float | None = None  # stop a cell once ρ's relative interval width is ≤ this (None: every sample)
@@ -34,19 +37,49 @@ class Config(Presets):
     basin: BasinConfig = field(default_factory=lambda: BasinConfig.quick(device="cpu", use_emc2=True))  # basin model
     scale: str = "quick"  # the preset this config came from
 
-    # reference (≥ 10⁸ networks per target): the rule of `BooleanRhoConfig.reference()` —
-    # up to 10⁸ networks per cell, a cell stopping once ρ's relative interval width is ≤ 0.1
-    # (checked in chunk order: deterministic); basin K = 64. Boolean part measured in
-    # results/reference/rho/manifest.json.
+    # allowed values, checked when a config is parsed (`volratio.util.limits`)
+    LIMITS = {"samples": at_least(1), "Ws": at_least(1), "Ls": at_least(1), "until_width": above(0),
+              "seed": at_least(0), "basin_Ws": at_least(1), "basin_Ls": at_least(1)}  # fmt: skip
+
+    def check(self) -> None:
+        """`cells` holds (target, W, L) triples (`check_limits` runs this)."""
+        for c in self.cells or ():
+            if not (isinstance(c, (tuple, list)) and len(c) == 3 and isinstance(c[0], str)
+                    and all(type(v) is int and v >= 1 for v in c[1:])):  # fmt: skip
+                raise ExperimentError(f"cells: {c!r} is not a (target, W, L) triple with W, L ≥ 1")
+
+    # reference: what chunks rho, rho_wmin, rho_deep, rho_deep_wmin and rho_basin of
+    # examples/sweeps/reference.toml run (tests/test_reference_plan.py compares them). The rule of
+    # `BooleanRhoConfig.reference()` — up to 10⁸ networks per cell, a cell stopping once ρ's relative
+    # interval width is ≤ 0.1 (checked in chunk order: deterministic) — on `REFERENCE_CELLS`; the basin
+    # model with K = 256 on the eager training path. Measured in results/reference/rho*/manifest.json.
     REFERENCE = staticmethod(
         lambda: {
-            "samples": (100_000_000, 100_000_000),
+            "targets": tuple(t for t, *_ in REFERENCE_GRIDS),
+            "samples": (100_000_000,) * len(REFERENCE_GRIDS),
+            "Ls": tuple(range(1, 10)),
+            "cells": REFERENCE_CELLS,
             "until_width": 0.1,
-            "basin": BasinConfig.quick(device="cpu", use_emc2=True, population=64),
+            "basin": BasinConfig.quick(device="cpu", use_emc2=True, population=256, train_path="eager"),
         }
     )
     # 10⁸ networks per cell (a GPU), basin K = 256 at 64×64
     FULL = staticmethod(lambda: {"samples": (100_000_000, 100_000_000), "basin": BasinConfig.full(use_emc2=True)})
+
+
+# The reference cells: per Boolean target, every width × the depths up to past its L*, and beyond them
+# the depth axis at W = W_min = 2 (without it the depth fit at W_min has 3 cells, 1 degree of freedom)
+REFERENCE_WS = (1, 2, 3, 4, 6)
+REFERENCE_GRIDS = (  # (target, depths at every width, further depths at W_min)
+    ("chain:2", range(1, 5), range(5, 9)),
+    ("tree:2:2", range(1, 5), range(5, 9)),
+    ("dag:3:depth=3,arity=2,inputs=3,primitives=3", range(1, 6), range(6, 10)),
+)
+REFERENCE_CELLS = tuple(
+    cell
+    for t, Ls, deeper in REFERENCE_GRIDS
+    for cell in [(t, W, L) for L in Ls for W in REFERENCE_WS] + [(t, 2, L) for L in deeper]
+)
 
 
 # A sweep config (`scale` + overrides) stored before the fast training path means the eager one by
@@ -54,20 +87,30 @@ class Config(Presets):
 LEGACY = {"basin.train_path": "eager"}
 
 
-def boolean_configs(cfg: Config) -> list[BooleanRhoConfig]:
-    """One `BooleanRhoConfig` per target."""
+def cells_of(cfg: Config) -> list[tuple]:
+    """`(target, samples, W, L)` of every Boolean cell the config runs, in run order."""
     if len(cfg.samples) != len(cfg.targets):
-        from ._base import ExperimentError
-
         raise ExperimentError(
             f"samples has {len(cfg.samples)} entries for {len(cfg.targets)} targets; give one per target"
         )
+    keep = None if cfg.cells is None else {tuple(c) for c in cfg.cells}
+    return [(t, int(n), W, L) for t, n in zip(cfg.targets, cfg.samples) for L in cfg.Ls for W in cfg.Ws
+            if keep is None or (t, W, L) in keep]  # fmt: skip
+
+
+def boolean_configs(cfg: Config) -> list[BooleanRhoConfig]:
+    """One `BooleanRhoConfig` per target (its Ws × Ls grid), or with `cells` one per cell."""
+    cells = cells_of(cfg)
+    if cfg.cells is None:
+        grids = [(t, n, tuple(cfg.Ws), tuple(cfg.Ls)) for t, n in zip(cfg.targets, cfg.samples)]
+    else:
+        grids = [(t, n, (W,), (L,)) for t, n, W, L in cells]
     return [
         replace(
             BooleanRhoConfig(),
             target=t,
-            Ws=tuple(cfg.Ws),
-            Ls=tuple(cfg.Ls),
+            Ws=Ws,
+            Ls=Ls,
             samples=int(n),
             sampler=cfg.sampler,
             seed=cfg.seed,
@@ -75,18 +118,25 @@ def boolean_configs(cfg: Config) -> list[BooleanRhoConfig]:
             until_width=cfg.until_width,
             scale=cfg.scale,
         )
-        for t, n in zip(cfg.targets, cfg.samples)
+        for t, n, Ws, Ls in grids
     ]
 
 
 def run(cfg: Config | None = None) -> Result:
     """`Result.table` rows: `model` ("boolean" | "basin"), `target` and the rho rows; extras:
-    `boolean` (target → `run_boolean` output), `basin` (rows of `basin_grid`, or [])."""
+    `boolean` (target → `run_boolean` output; with `cells`, the rows of all its cells and the first
+    cell's config), `basin` (rows of `basin_grid`, or [])."""
     import pandas as pd
 
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
-    boolean = {c.target: run_boolean(c) for c in boolean_configs(cfg)}
+    boolean = {}
+    for c in boolean_configs(cfg):
+        out = run_boolean(c)
+        if c.target in boolean:
+            boolean[c.target]["rows"] += out["rows"]
+        else:
+            boolean[c.target] = out
     basin = basin_grid(cfg.basin_target, cfg.basin_Ws, cfg.basin_Ls, cfg.basin) if cfg.basin_target else []
     rows = [{"model": "boolean", "target": t, **r} for t, res in boolean.items() for r in res["rows"]]
     rows += [{"model": "basin", "target": cfg.basin_target, **r} for r in basin]
@@ -96,5 +146,6 @@ def run(cfg: Config | None = None) -> Result:
         pd.DataFrame(rows),
         [cfg.seed, cfg.basin.seed],
         time.perf_counter() - t0,
+        judge=BASIN_JUDGE if basin and cfg.basin.use_emc2 else None,  # the Boolean model has no judge
         extras={"boolean": boolean, "basin": basin},
     )

@@ -49,6 +49,7 @@ import torch
 from ..nets import CoordMLP
 from ..train import TrainConfig, mse_per_network, train
 from ..util.device import generator
+from ..util.limits import above, at_least, between
 from .criteria import CalibrationGrid, feature_maps, place
 from .masks import PruneError, masks_with_units, unit_alive
 from .result import PruneResult, record
@@ -77,6 +78,13 @@ class SPConfig:
     # (down to one) before the network stops; False: it stops at once (the runs stored before this field)
     seed: int = 0  # which unit of each redundant pair goes
     train: TrainConfig = field(default_factory=TrainConfig)  # optimizer for retraining (its `steps` is ignored)
+
+    # allowed values, checked when a config is parsed (`volratio.util.limits`; `check` for the rest)
+    LIMITS = {
+        "tau": between(0, 1), "cap": at_least(1), "per_round": at_least(1), "rounds": at_least(0),
+        "retrain_steps": at_least(0), "retrain_lr_factor": above(0), "target_units": at_least(1),
+        "max_loss": at_least(0), "loss_factor": at_least(1), "loss_floor": at_least(0), "seed": at_least(0),
+    }  # fmt: skip
 
     def __post_init__(self):
         if self.loss_factor is not None and not (np.isfinite(self.loss_factor) and self.loss_factor >= 1.0):

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..train import PATHS
 from ..util.device import generator
+from ..util.limits import above, at_least, between, one_of
 from .intervals import Counts, row
 from .sampler import RhoError, SamplerConfig, cell_seed
 
@@ -49,6 +51,15 @@ class BasinConfig:
     confidence: float = 0.95
     interval: str = "wilson"
     train_path: str = "auto"  # TrainConfig.path ("auto": the fused kernel on the CPU, else the fast path); runs stored before it: "eager"
+
+    # allowed values, checked when a config is parsed (`volratio.util.limits`)
+    LIMITS = {
+        "population": at_least(1), "steps": at_least(1), "lr": above(0), "res": at_least(2),
+        "p": between(0, 1, open_lo=True), "loss_tol": above(0), "threshold": between(0, 1),
+        "emc2_threshold": between(0, 1), "emc2_params": at_least(1), "seed": at_least(0),
+        "confidence": between(0, 1, open_lo=True), "interval": one_of("wilson", "clopper-pearson"),
+        "train_path": one_of(*PATHS),
+    }  # fmt: skip
 
     @classmethod
     def quick(cls, **kw) -> "BasinConfig":

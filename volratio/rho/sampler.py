@@ -30,6 +30,7 @@ import torch
 
 from ..errors import VolratioError
 from ..util.device import resolve_device
+from ..util.limits import at_least, between
 from .bitslice import DrawSpec
 from .boolean import BooleanTarget, input_table
 
@@ -59,6 +60,10 @@ class SamplerConfig:
     engine: str = "bits"  # "bits": bit-sliced uint64 truth tables (volratio.rho.bitslice); "float": batched matmuls
     chunk: int = 4096  # bits engine: networks per independent random stream; part of its random stream
     workers: int = 1  # bits engine: worker processes (1 = in-process); the counts do not depend on it
+
+    # allowed values, checked when a config is parsed (`volratio.util.limits`); `__post_init__` the choices
+    LIMITS = {"p": between(0, 1, open_lo=True), "fan_in": at_least(1), "batch": at_least(1),
+              "confidence": between(0, 1, open_lo=True), "chunk": between(1, 1 << 16), "workers": between(1, 64)}  # fmt: skip
 
     def __post_init__(self):
         if self.weights not in ("ternary", "gaussian"):

@@ -39,6 +39,7 @@ from ..errors import TrainingDiverged, VolratioError
 from ..nets import CoordMLP, coords
 from ..util import budget
 from ..util.device import resolve_device
+from ..util.limits import above, at_least, between, one_of
 from .fast import FastStep
 from .fused import FusedStep
 
@@ -64,6 +65,13 @@ class TrainConfig:
     # several times faster for populations). The experiments choose "fast" for new runs.
     # "fused": volratio.train.fused's C++ kernel (float32, CPU; losses equal to rounding).
     path: str = "eager"
+
+    # allowed values, checked when a config is parsed (`volratio.util.limits`)
+    LIMITS = {
+        "steps": at_least(0), "optimizer": one_of(*OPTIMIZERS), "lr": above(0), "muon_lr": above(0),
+        "adamw_lr": above(0), "weight_decay": at_least(0), "momentum": between(0, 1), "log_every": at_least(1),
+        "path": one_of(*PATHS),
+    }  # fmt: skip
 
     def finetune(self, steps: int, lr_factor: float = 1.0) -> "TrainConfig":
         """This optimizer for `steps` steps of fine-tuning an already trained network, every learning

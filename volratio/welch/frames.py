@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import VolratioError
 from ..util import budget
+from ..util.limits import above, at_least, one_of
 from .bounds import _check_mn, best_bound, welch_bound
 
 
@@ -268,6 +269,10 @@ class FrameConfig:
     descent_lr: float = 3e-3  # Adam learning rate for the polish
     temperature: tuple[float, float] = (50.0, 5000.0)  # softmax temperature, annealed geometrically
     field: str = "real"  # "real" or "complex"
+
+    # allowed values, checked when a config is parsed (`volratio.util.limits`)
+    LIMITS = {"ap_iters": at_least(0), "ap_slack": above(0), "restarts": at_least(1), "descent_steps": at_least(0),
+              "descent_lr": above(0), "temperature": above(0), "field": one_of("real", "complex")}  # fmt: skip
 
 
 @dataclass

@@ -27,6 +27,7 @@ import torch
 
 from ..errors import VolratioError
 from ..util.device import generator, resolve_device
+from ..util.limits import above, at_least, between
 from .bounds import welch_bound
 from .frames import max_sq_inner, mean_sq_inner
 
@@ -46,6 +47,11 @@ class ToyConfig:
     seed: int = 0  # seeds initialisation and the data stream
     device: str = "auto"  # "auto": CUDA when available, else CPU
     scale: str = "custom"  # the preset this config came from, printed by the chapter
+
+    # allowed values, checked when a config is parsed (`volratio.util.limits`); `__post_init__` the rest
+    LIMITS = {"n_features": at_least(1), "n_hidden": at_least(1), "replicas": at_least(1),
+              "importance_decay": between(0, 1, open_lo=True), "steps": at_least(1), "batch": at_least(1),
+              "lr": above(0), "seed": at_least(0)}  # fmt: skip
 
     @classmethod
     def quick(cls, **kw) -> "ToyConfig":

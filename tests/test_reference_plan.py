@@ -1,0 +1,259 @@
+"""The reference plan runs each experiment's reference preset.
+
+`examples/sweeps/reference.toml` is written by hand (each chunk says why it runs what it runs); the
+truth is each experiment's `Config.reference()`. Every chunk is compared here with the runs its
+experiment's reference preset expands to, as parsed configs (what each run computes, not how its
+spec spells it); a chunk that belongs to no experiment's `Config` is named as such in `OWNER`. The
+store under `results/reference` holds exactly the runs the plan names, so the presets, the plan and
+the stored results are one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from itertools import product
+from pathlib import Path
+
+import pytest
+
+from volratio import reference as R
+from volratio.experiments import (
+    connectivity,
+    depth_regime,
+    emc2_bench,
+    frames,
+    get_run,
+    interference,
+    optimizers,
+    superposition_toy,
+    twins,
+    unknown_targets,
+    volume_ratio,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+PLAN = R.load_plan(ROOT / "examples" / "sweeps" / "reference.toml")
+STORE = ROOT / "results" / "reference"
+
+# chunk -> the experiment whose Config.reference() it runs (None: no experiment's Config; see its test)
+OWNER = {
+    "rho": "volume_ratio",
+    "rho_wmin": "volume_ratio",
+    "rho_deep": "volume_ratio",
+    "rho_deep_wmin": "volume_ratio",
+    "rho_basin": "volume_ratio",
+    "emc2": "emc2_bench",
+    "emc2_dense": "emc2_bench",
+    "depth_picbreeder": "depth_regime",
+    "depth_planted": "depth_regime",
+    "depth_budget": None,  # fit_budget: the depth chapter's training-budget check, a run function only
+    "connectivity": "connectivity",
+    "depth_scenes": "unknown_targets",
+    "optimizers": "optimizers",
+    "welch_frames": "frames",
+    "welch_toy": "superposition",
+    "interference": "interference",
+    "twins16_picbreeder": None,  # twin_point: the sixteen-target comparison, a run function only
+    "twins16": None,
+}
+# chunks that run their experiment's one-seed preset at several seeds (replicates of `seed`)
+REPLICATES = {"emc2_dense": 5, "welch_toy": 5, "interference": 5}
+
+
+def parsed(*chunks) -> list:
+    """Every run of `chunks`, its config parsed by its run function (what the run computes)."""
+    return [get_run(PLAN[c].run).parse(cfg) for c in chunks for cfg in PLAN[c].configs()]
+
+
+def test_every_chunk_has_an_owner_or_says_it_has_none():
+    assert set(OWNER) == set(PLAN), "name each chunk's experiment in OWNER (None: no experiment's Config)"
+    for chunk, owner in OWNER.items():
+        if owner is not None and PLAN[chunk].run == owner:  # a whole-experiment run: its preset's scale
+            assert {c.get("scale") for c in PLAN[chunk].configs()} == {"reference"}, chunk
+
+
+def test_the_store_holds_exactly_the_runs_of_the_plan():
+    for chunk, sweep in PLAN.items():
+        stored = {r["key"] for r in R.records(chunk, STORE)}
+        assert stored == set(sweep.keys()), f"{chunk}: the store and the plan name different runs"
+
+
+def _replicated(chunk: str, runs: list) -> list:
+    """The chunk's runs with `seed` set back to the preset's (0), after checking that each run is there
+    once for each of the seeds 0, 1, …, `REPLICATES[chunk]` − 1."""
+    seeds = Counter(r.seed for r in runs)
+    assert sorted(seeds) == list(range(REPLICATES[chunk])) and len(set(seeds.values())) == 1, chunk
+    return [dataclasses.replace(r, seed=0) for r in runs]
+
+
+# ---------------------------------------------------------------------------------------------
+# Depth: the depth regime, its scenes, the optimizers at the sweet spots
+
+
+def test_depth_chunks_run_the_depth_reference_preset():
+    ref = depth_regime.Config.reference()
+    expected = [depth_regime.parse_point(c) for c in depth_regime.make_sweep(ref.targets, ref).configs()]
+    assert Counter(parsed("depth_picbreeder", "depth_planted")) == Counter(expected)
+    assert {p.target for p in parsed("depth_picbreeder")} == set(depth_regime.PICBREEDER)
+
+
+def test_scene_chunk_runs_the_unknown_targets_reference_preset():
+    ref = unknown_targets.Config.reference()
+    expected = [depth_regime.parse_point(c) for c in depth_regime.make_sweep(ref.targets, ref).configs()]
+    assert Counter(parsed("depth_scenes")) == Counter(expected)
+    assert ref.scene in ref.targets and set(ref.parts) <= set(ref.targets)  # the natural scene's parts run here
+
+
+def test_optimizers_chunk_runs_the_optimizers_reference_preset_at_the_measured_sweet_spots():
+    """The preset studies one target at one depth (found by a depth sweep when not given); the plan
+    runs it for each Picbreeder target at the sweet spot chunk depth_picbreeder measured — a result,
+    which the preset cannot hold — so the (target, depth) pairs are the plan's, checked against the
+    stored depth curves here."""
+    ref = optimizers.Config.reference()
+    pairs = sorted({(c["target"], c["depth"]) for c in PLAN["optimizers"].cases})
+    expected = [
+        optimizers.parse_point(c)
+        for t, d in pairs
+        for c in optimizers.make_sweep(dataclasses.replace(ref, target=t, depth=d)).configs()
+    ]
+    assert Counter(parsed("optimizers")) == Counter(expected)
+    curves = depth_regime.stored_curves(["depth_picbreeder"], STORE)
+    assert {t: curves[t].spot.depth for t, _ in pairs} == dict(pairs)
+
+
+def test_budget_chunk_trains_the_depth_reference_architecture():
+    """depth_budget runs `fit_budget`, a run function without an experiment's Config: dense networks
+    of the depth reference's architecture trained longer. Its shared settings are the preset's."""
+    ref = depth_regime.Config.reference()
+    runs = [cfg for _t, _d, cfg in parsed("depth_budget")]
+    for cfg in runs:
+        assert (cfg.width, cfg.activation, cfg.res, cfg.members, cfg.lr, cfg.train_path) == (
+            ref.width, ref.activation, ref.res, ref.members, ref.lr, ref.train_path
+        )  # fmt: skip
+        assert max(cfg.checkpoints) > ref.steps  # longer than the depth runs' budget
+    assert {cfg.targets[0] for cfg in runs} == set(depth_regime.PICBREEDER)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pruning and EMC2-Bench
+
+
+def test_connectivity_chunk_runs_the_connectivity_reference_preset():
+    """One target and one seed per run; every other setting the preset's. The architecture is the
+    plan's per target: a population shares one architecture, so the preset's `arch` is apple's, and
+    skull and butterfly run in their own Picbreeder architectures (`arch = "picbreeder"`)."""
+    ref = connectivity.Config.reference()
+    runs = parsed("connectivity")
+    split = {"targets": ref.targets, "arch": ref.arch, "seeds": ref.seeds, "seed": ref.seed}
+    for p in runs:
+        assert dataclasses.replace(p, **split) == ref
+    units = Counter((p.targets, p.seed + k) for p in runs for k in range(p.seeds))
+    assert units == Counter(((t,), ref.seed + k) for t in ref.targets for k in range(ref.seeds))
+    assert {p.targets[0]: p.arch for p in runs} == {"skull": "picbreeder", "butterfly": "picbreeder", "apple": ref.arch}
+
+
+def test_emc2_dense_chunk_runs_the_emc2_bench_reference_preset():
+    """Our dense and SP networks: one run per judge and seed (the preset: `judge` and `judges`)."""
+    ref = emc2_bench.Config.reference()
+    runs = _replicated("emc2_dense", parsed("emc2_dense"))
+    for p in runs:
+        assert dataclasses.replace(p, judge=ref.judge) == ref
+    assert Counter(p.judge for p in runs) == Counter([ref.judge, *ref.judges] * REPLICATES["emc2_dense"])
+
+
+def test_emc2_chunk_scores_the_emc2_bench_reference_networks():
+    """The Picbreeder and FER SGD networks of the preset's targets, each under each judge, scored as
+    the preset says, but for the weights scored: every non-zero weight of each network (the preset's
+    cap of 5,000 is for our dense networks, which stay under it), except FER's apple (46,474 weights:
+    a subsample of the preset's 5,000, its AUC's standard error in `auc_se`). The store shows both."""
+    ref = emc2_bench.Config.reference()
+    runs = parsed("emc2")
+    for p in runs:
+        assert (p.res, p.deltas, p.dtype, p.device, p.seed) == (ref.res, ref.deltas, ref.dtype, ref.device, ref.seed)
+        assert p.max_params == (ref.max_params if (p.network, p.target) == ("fer-sgd", "apple") else None)
+    networks = [n for n, kind in emc2_bench.NETWORKS.items() if kind in emc2_bench.KINDS]
+    judges = [ref.judge, *ref.judges]
+    assert Counter((p.network, p.target, p.judge) for p in runs) == Counter(product(networks, ref.targets, judges))
+    for r in R.records("emc2", STORE):
+        m = r["metrics"]
+        assert m["n_params"] == min(r["config"].get("max_params") or m["n_nonzero"], m["n_nonzero"]), r["config"]
+    dense = [row for r in R.records("emc2_dense", STORE) for row in r["metrics"]["rows"]]
+    assert max(row["n_nonzero"] for row in dense) <= ref.max_params  # our networks: every weight under the cap
+
+
+# ---------------------------------------------------------------------------------------------
+# The volume ratio
+
+
+BOOLEAN_CHUNKS = ("rho", "rho_wmin", "rho_deep", "rho_deep_wmin")
+
+
+def test_rho_chunks_run_the_volume_ratio_reference_cells():
+    """One Boolean cell per run (the basin model off); together, every cell of the preset once."""
+    ref = volume_ratio.Config.reference()
+    runs = parsed(*BOOLEAN_CHUNKS)
+    split = {"targets": ref.targets, "samples": ref.samples, "Ws": ref.Ws, "Ls": ref.Ls, "basin_Ws": ref.basin_Ws}
+    for p in runs:
+        assert dataclasses.replace(p, **split) == ref and p.basin_Ws == ()
+        assert len(volume_ratio.cells_of(p)) == 1 and len(volume_ratio.boolean_configs(p)) == 1
+    got = Counter(cell for p in runs for cell in volume_ratio.cells_of(p))
+    assert got == Counter(volume_ratio.cells_of(ref))
+
+
+def test_rho_basin_chunk_runs_the_volume_ratio_reference_basin_model():
+    ref = volume_ratio.Config.reference()
+    runs = parsed("rho_basin")
+    split = {"targets": ref.targets, "samples": ref.samples, "basin_Ws": ref.basin_Ws, "basin_Ls": ref.basin_Ls}
+    for p in runs:
+        assert dataclasses.replace(p, **split) == ref and volume_ratio.cells_of(p) == []
+    got = Counter((W, L) for p in runs for W in p.basin_Ws for L in p.basin_Ls)
+    assert got == Counter(product(ref.basin_Ws, ref.basin_Ls))
+
+
+# ---------------------------------------------------------------------------------------------
+# The Welch bound
+
+
+def test_welch_chunks_run_their_reference_presets():
+    assert parsed("welch_frames") == [frames.Config.reference()]
+    assert _replicated("welch_toy", parsed("welch_toy")) == [superposition_toy.Config.reference()] * 5
+    assert _replicated("interference", parsed("interference")) == [interference.Config.reference()] * 5
+
+
+# ---------------------------------------------------------------------------------------------
+# Chunks of no experiment's Config
+
+
+def test_twin_chunks_are_the_sixteen_target_comparison():
+    """twins16 and twins16_picbreeder run `twin_point`, one network of the sixteen-target comparison
+    per run (the twins chapter reads them): a run function with its own `Point`, not the `twins`
+    experiment (which trains its three targets' twins in one run). Every target, both networks,
+    three seeds of twins, the default judges."""
+    pb, tw = parsed("twins16_picbreeder"), parsed("twins16")
+    names = set(twins.picbreeder.ALL_NAMES)
+    assert {p.target for p in pb} == names and {p.network for p in pb} == {"picbreeder"}
+    assert Counter(p.target for p in tw) == Counter({n: 3 for n in names}) and {p.network for p in tw} == {"twin"}
+    assert {p.judges for p in pb + tw} == {twins.TWIN_JUDGES}
+
+
+@pytest.mark.parametrize("chunk", [c for c, owner in OWNER.items() if owner is None])
+def test_a_chunk_without_an_experiment_runs_no_experiment(chunk):
+    from volratio.experiments import EXPERIMENTS
+
+    assert PLAN[chunk].run not in EXPERIMENTS
+
+
+def test_a_config_with_cells_runs_each_cell_as_its_own_run():
+    """`cells` picks cells of targets × Ws × Ls and runs each on its own: the rows are those of the
+    one-cell runs the rho chunks store."""
+    small = {"targets": ("chain:2",), "samples": (3000,), "basin_target": None}
+    cells = volume_ratio.run(
+        volume_ratio.Config.quick(**small, Ws=(1, 2), Ls=(1, 2), cells=(("chain:2", 2, 1), ("chain:2", 1, 2)))
+    )
+    one = [volume_ratio.run(volume_ratio.Config.quick(**small, Ws=(W,), Ls=(L,))) for W, L in ((2, 1), (1, 2))]
+    untimed = [
+        {k: v for k, v in r.items() if k != "elapsed_s"} for res in (cells, *one) for r in res.table.to_dict("records")
+    ]
+    assert untimed[:2] == untimed[2:] and {(r["W"], r["L"]) for r in untimed[:2]} == {(2, 1), (1, 2)}
+    assert cells.judge is None  # the Boolean model has no judge
