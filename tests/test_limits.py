@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from volratio import reference
 from volratio.errors import VolratioError
 from volratio.experiments import ExperimentError, get_run
+from volratio.runs import reference
 from volratio.util.limits import LimitError, above, at_least, between, check_limits, nonzero, one_of
 
 ROOT = Path(__file__).resolve().parents[1] / "results" / "reference"

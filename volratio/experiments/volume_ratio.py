@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from ..rho.basin import BasinConfig, basin_grid
 from ..rho.grid import BooleanRhoConfig, run_boolean
 from ..rho.sampler import SamplerConfig
-from ._base import Presets, Result
+from ._base import ExperimentError, Presets, Result
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,6 @@ LEGACY = {"basin.train_path": "eager"}
 def boolean_configs(cfg: Config) -> list[BooleanRhoConfig]:
     """One `BooleanRhoConfig` per target."""
     if len(cfg.samples) != len(cfg.targets):
-        from ._base import ExperimentError
-
         raise ExperimentError(
             f"samples has {len(cfg.samples)} entries for {len(cfg.targets)} targets; give one per target"
         )
