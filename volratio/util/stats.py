@@ -1,6 +1,8 @@
 """Small statistics shared by the experiments: the mean of a few seeds and its interval
 (`mean_ci`), and the library's one interval for a binomial proportion (`binomial_interval`: ρ,
-P(solution), the judges' S under the verdicts). Regression lives in `volratio.depth`.
+P(solution), the judges' S under the verdicts); the agreement of two binary labellings
+(`cohen_kappa`) and how well a score separates two classes (`roc_auc`), used where judges are
+checked against verdicts. Regression lives in `volratio.depth`.
 """
 
 from __future__ import annotations
