@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from volratio import emc2, judges
+from volratio.calibration import anchored_set as A
+from volratio.calibration import fit_anchored as fa
 from volratio.data.specs import load_network
 from volratio.judges import anchored_rule as ar
-from volratio.judges import anchored_set as A
 from volratio.prune import flat_images
 
 CFG = emc2.EMC2Config(deltas=emc2.UNIT_DELTAS, res=32, max_params=40, seed=0, device="cpu")
@@ -95,7 +96,7 @@ def test_features_are_one_for_the_target_itself_and_sizes_do_not_matter():
 def test_rule_round_trip_and_refusal(tmp_path):
     rule = ar.read_rule()
     p = tmp_path / "rule.json"
-    ar.write_rule(rule, p)
+    fa.write_rule(rule, p)
     assert ar.read_rule(p) == rule
     p.write_text(json.dumps({"features": ["nope"], "thresholds": {}}))
     with pytest.raises(ar.VolratioError, match="not an anchored judge rule"):
@@ -105,7 +106,7 @@ def test_rule_round_trip_and_refusal(tmp_path):
 def test_split_holds_out_whole_networks_per_group():
     nets = np.array(["a", "a", "b", "b", "c", "c", "d", "e"])
     groups = np.array(["x", "x", "x", "x", "x", "x", "y", "y"])
-    test = ar.split(nets, groups, 0.4, seed=0)
+    test = fa.split(nets, groups, 0.4, seed=0)
     for n in np.unique(nets):
         assert len(set(test[nets == n])) == 1  # a network is all in or all out
     assert test[groups == "x"].any() and (~test[groups == "x"]).any()
@@ -151,7 +152,7 @@ def test_rows_regenerate_bit_for_bit_from_the_stored_networks(verdicts, picbreed
 
 
 def test_the_shared_rows_are_the_first_sets_images(verdicts, picbreeder_dir):
-    from volratio.judges import reference_verdicts as rv
+    from volratio.calibration import reference_verdicts as rv
 
     shared = verdicts[verdicts.source == "first set"]
     old = rv.load_verdicts()
@@ -161,23 +162,23 @@ def test_the_shared_rows_are_the_first_sets_images(verdicts, picbreeder_dir):
 
 @pytest.mark.slow
 def test_refitting_on_the_anchored_verdicts_gives_the_stored_rule(picbreeder_dir):
-    table = ar.verdict_table()
-    rule, ks = ar.fit_default(table)
+    table = fa.verdict_table()
+    rule, ks = fa.fit_default(table)
     stored = ar.read_rule()
     assert rule.features == stored.features and set(rule.thresholds) == set(stored.thresholds)
     assert rule.thresholds == pytest.approx(stored.thresholds, abs=1e-9)
     assert rule.weights == pytest.approx(stored.weights, abs=1e-9)
-    assert set(ks) == set(ar.CANDIDATES) and all(len(k) == 10 for k in ks.values())
+    assert set(ks) == set(fa.CANDIDATES) and all(len(k) == 10 for k in ks.values())
 
 
 def test_judge_check_on_the_anchored_set_tells_stability_from_the_label(picbreeder_dir):
-    anchored = ar.check_judge("anchored", groups=["flat", "other-target"])
-    stability = ar.check_judge("stability", groups=["flat", "other-target"])
+    anchored = fa.check_judge("anchored", groups=["flat", "other-target"])
+    stability = fa.check_judge("stability", groups=["flat", "other-target"])
     assert anchored["images"]["n"] == stability["images"]["n"] == 72
     assert anchored["images"]["accuracy"] == 1.0  # no flat image, no other target's drawing shows the label
     assert stability["images"]["accuracy"] < 0.2  # the own-render similarity keeps them all
     with pytest.raises(ar.VolratioError, match="unknown groups"):
-        ar.check_judge("anchored", groups=["nope"])
+        fa.check_judge("anchored", groups=["nope"])
 
 
 @pytest.mark.parametrize("name", ["anchored-ssim", "anchored-pooled"])
@@ -194,8 +195,8 @@ def test_the_other_label_anchored_judges_ask_the_same_question(name, picbreeder_
 def test_the_second_judge_uses_another_similarity_and_its_stored_rule_regenerates():
     second = ar.read_rule(ar.SECOND_RULE_JSON)
     assert second.features == ar.SECOND_FEATURES and set(second.features) != set(ar.read_rule().features)
-    table = ar.verdict_table()
-    _, rules, _ = ar.compare(table, 0.4, 0, {"second": ar.SECOND_FEATURES})
+    table = fa.verdict_table()
+    _, rules, _ = fa.compare(table, 0.4, 0, {"second": ar.SECOND_FEATURES})
     assert rules["second"].thresholds == pytest.approx(second.thresholds)
     pooled = judges.AnchoredJudge(torch.zeros(8, 8, 3), variant="anchored-pooled")
     assert set(pooled.rule.thresholds) == {"*"}

@@ -273,7 +273,7 @@ def test_unit_removed_and_sparsity():
 
 
 def test_png_ratio():
-    from volratio.complexity import png_ratio
+    from volratio.depth.complexity import png_ratio
 
     c = png_ratio("image:camera", 32)
     _passes(cw.depth.check_png_ratio.verdict(c.ratio, "image:camera", 32))

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from volratio.complexity import png_bytes, png_ratio
 from volratio.data.targets import get_target
 from volratio.depth import DepthError, fit_predictor, sweet_spot
+from volratio.depth.complexity import png_bytes, png_ratio
 from volratio.experiments import depth_regime
 from volratio.nets import CoordMLP
 from volratio.train.flatness import explicit_hessian, top_eigenvalue

@@ -381,7 +381,7 @@ def test_inplace_activations_match_the_network_bit_for_bit():
     from volratio.nets import ACTIVATIONS
 
     z = torch.linspace(-6, 6, 1001, dtype=torch.float32)
-    for name, f in emc2._INPLACE.items():
+    for name, f in emc2.engine._INPLACE.items():
         assert torch.equal(f(z.clone()), ACTIVATIONS[name](z)), name
 
 

@@ -18,8 +18,8 @@ import pytest
 from volratio import experiments
 from volratio.cli import main
 from volratio.experiments import ExperimentError, configure, register_run, unregister_run
-from volratio.store import Store, config_key
-from volratio.sweep import Sweep, SweepSpecError, run_sweep
+from volratio.runs.store import Store, config_key
+from volratio.runs.sweep import Sweep, SweepSpecError, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 OLD_STORE = Path(__file__).resolve().parent / "data" / "old_store"
@@ -271,7 +271,7 @@ def test_a_store_never_mixes_versions_of_a_run_function(tmp_path):
     """Version 1 keys are the library's (every store written before versions keeps its keys); a
     bumped version makes new keys, and a store holding the older version's runs refuses to resume."""
     from volratio import __version__
-    from volratio.store import config_key
+    from volratio.runs.store import config_key
 
     try:
         v1 = register_run("versioned", _double)
@@ -292,7 +292,7 @@ def test_a_store_never_mixes_versions_of_a_run_function(tmp_path):
 
 def v1_keys(sweep, entry):
     from volratio import __version__
-    from volratio.store import config_key
+    from volratio.runs.store import config_key
 
     return [config_key(entry.key, c, entry.key_version(__version__, 1)) for c in sweep.configs()]
 

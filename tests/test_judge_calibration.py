@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from volratio import change_structure as cs
 from volratio import judges
+from volratio.calibration import fit_calibrated as jc
 from volratio.cli import main
-from volratio.judges import calibration as jc
+from volratio.emc2 import change_structure as cs
+from volratio.judges import calibrated_rule as cr
 from volratio.judges import models as judge_models
+from volratio.util.stats import roc_auc
 
 
 def test_threshold_fit_and_agreement_on_synthetic_scores():
@@ -22,7 +24,7 @@ def test_threshold_fit_and_agreement_on_synthetic_scores():
     rule = jc.fit_rule(v, y, per_label=False, score="ssim@4")
     a = jc.agreement(rule.predict(v, ["x"] * 60), y)
     assert a["kappa"] == 1.0 and a["kept_kept"] == 40 and a["notkept_notkept"] == 20
-    assert jc.roc_auc(v, y) == 1.0 and jc.roc_auc(-v, y) == 0.0
+    assert roc_auc(v, y) == 1.0 and roc_auc(-v, y) == 0.0
     a = jc.agreement([1, 1, 0, 0], [1, 0, 1, 0])
     assert (a["kept_kept"], a["kept_notkept"], a["notkept_kept"], a["notkept_notkept"]) == (1, 1, 1, 1)
     per = jc.fit_rule(v, y, labels=np.r_[["a"] * 30, ["b"] * 30], per_label=True, score="edges")
@@ -34,16 +36,16 @@ def test_scores_are_one_for_the_reference_and_lower_for_noise():
     g = torch.Generator().manual_seed(0)
     ref = torch.rand(32, 32, 3, generator=g, dtype=torch.float64)
     noise = torch.rand(32, 32, 3, generator=g, dtype=torch.float64)
-    s = jc.scores(torch.stack([ref, noise]), torch.stack([ref, ref]))
-    for k in jc.SCORES:
+    s = cr.scores(torch.stack([ref, noise]), torch.stack([ref, ref]))
+    for k in cr.SCORES:
         assert s[k][0] == pytest.approx(1.0 if k != "-rmse" else 0.0, abs=1e-9) and s[k][1] < s[k][0]
     with pytest.raises(jc.VolratioError, match="unknown score"):
-        jc.score_of("nope", ref, ref)
+        cr.score_of("nope", ref, ref)
 
 
 def test_stored_rule_is_the_calibrated_judge():
-    rule = jc.read_rule()
-    assert rule.score in jc.SCORES and {"skull", "butterfly", "apple", "*"} <= set(rule.thresholds)
+    rule = cr.read_rule()
+    assert rule.score in cr.SCORES and {"skull", "butterfly", "apple", "*"} <= set(rule.thresholds)
     ref = torch.rand(64, 64, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     j = judges.make_judge("calibrated", ref)
     v = j(torch.stack([ref, torch.zeros_like(ref)]), "skull")
@@ -53,10 +55,10 @@ def test_stored_rule_is_the_calibrated_judge():
 
 def test_read_rule_errors(tmp_path):
     with pytest.raises(jc.VolratioError, match="not found"):
-        jc.read_rule(tmp_path / "none.json")
+        cr.read_rule(tmp_path / "none.json")
     (tmp_path / "bad.json").write_text(json.dumps({"score": "x"}))
     with pytest.raises(jc.VolratioError, match="not a judge rule"):
-        jc.read_rule(tmp_path / "bad.json")
+        cr.read_rule(tmp_path / "bad.json")
 
 
 def _png(path, arr):
@@ -201,9 +203,9 @@ def test_refitting_on_the_verdicts_gives_the_stored_rule(picbreeder_dir):
     """The stored default rule is what `compare` + `best_rule` produce from the CSV (a minute), the
     images regenerated from the stored networks; and the stored rule's agreement on the Picbreeder
     and FER rows (every score ≥ 0.006 from its threshold)."""
-    from volratio.judges import reference_verdicts as rv
+    from volratio.calibration import reference_verdicts as rv
 
-    stored = jc.read_rule()
+    stored = cr.read_rule()
     verdicts = rv.load_verdicts()
     fixed = jc.judge_table(
         verdicts[verdicts.group.isin(["picbreeder", "fer-sgd"])], nets=rv.networks(groups=["picbreeder", "fer-sgd"])
@@ -214,7 +216,7 @@ def test_refitting_on_the_verdicts_gives_the_stored_rule(picbreeder_dir):
     table = jc.judge_table()
     res, rules = jc.compare(table)
     best = jc.best_rule(res, rules)
-    stored = jc.read_rule()
+    stored = cr.read_rule()
     assert best.score == stored.score
     assert best.thresholds == pytest.approx(stored.thresholds)
     assert res.loc[best.name, "kappa"] == res["kappa"].drop('other-targets SSIM ("ssim" judge)').max()

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from volratio import judges
-from volratio.judges import calibration as jc
+from volratio.calibration import fit_calibrated as jc
+from volratio.judges import calibrated_rule as cr
 
 
 def _images(res: int, n: int = 6):
@@ -24,13 +25,13 @@ def _images(res: int, n: int = 6):
 
 
 def test_at_the_fitting_size_scores_are_score_of_bit_for_bit():
-    rule = jc.read_rule()
+    rule = cr.read_rule()
     assert rule.res == 64
     ref, batch = _images(64)
     j = judges.ReferenceCalibratedJudge(ref)
     for label in ("skull", "butterfly", "apple", "an unseen label"):
         v = j(batch, label)
-        want = jc.score_of(rule.score, batch, ref)
+        want = cr.score_of(rule.score, batch, ref)
         assert np.array_equal(v.scores, want)  # exactly today's numbers (stored 64-px results verify)
         assert np.array_equal(v.verdicts, want >= rule.threshold(label))
     assert judges.resample(batch, 64) is not None and torch.equal(judges.resample(batch, 64), batch)
@@ -38,10 +39,10 @@ def test_at_the_fitting_size_scores_are_score_of_bit_for_bit():
 
 def test_single_score_is_score_of_bit_for_bit():
     ref, batch = _images(64)
-    for name in jc.SCORES:
-        assert np.array_equal(jc.single_score(name, batch, ref), jc.score_of(name, batch, ref)), name
+    for name in cr.SCORES:
+        assert np.array_equal(cr.single_score(name, batch, ref), cr.score_of(name, batch, ref)), name
     with pytest.raises(jc.VolratioError, match="unknown score"):
-        jc.single_score("nope", batch, ref)
+        cr.single_score("nope", batch, ref)
 
 
 @pytest.mark.parametrize("res", [8, 16, 20, 27, 28, 32, 48, 63, 65, 96, 128])
@@ -75,25 +76,25 @@ def test_resampling_is_area_when_shrinking_and_bilinear_when_enlarging():
 
 
 def test_rule_resolution_is_recorded_and_defaults_to_64(tmp_path):
-    d = json.loads(jc.RULE_JSON.read_text())
+    d = json.loads(cr.RULE_JSON.read_text())
     assert d["fitted_on"]["res"] == 64
     del d["fitted_on"]["res"]
     (tmp_path / "old.json").write_text(json.dumps(d))
-    assert jc.read_rule(tmp_path / "old.json").res == 64  # a rule stored without it was fitted at 64
+    assert cr.read_rule(tmp_path / "old.json").res == 64  # a rule stored without it was fitted at 64
     d["fitted_on"]["res"] = 0
     (tmp_path / "bad.json").write_text(json.dumps(d))
     with pytest.raises(jc.VolratioError, match="fitted_on.res"):
-        jc.read_rule(tmp_path / "bad.json")
-    rule = jc.ThresholdRule("ssim@4", {"*": 0.5}, {"res": 32})
+        cr.read_rule(tmp_path / "bad.json")
+    rule = cr.ThresholdRule("ssim@4", {"*": 0.5}, {"res": 32})
     ref, batch = _images(64)
     j = judges.ReferenceCalibratedJudge(ref, rule)
     assert j.res == 32 and np.array_equal(
-        j(batch, "x").scores, jc.score_of("ssim@4", judges.resample(batch, 32), judges.resample(ref, 32)[0])
+        j(batch, "x").scores, cr.score_of("ssim@4", judges.resample(batch, 32), judges.resample(ref, 32)[0])
     )
 
 
 def test_pooled_judge_scores_alike_and_uses_one_threshold_for_every_label():
-    rule = jc.read_rule()
+    rule = cr.read_rule()
     assert rule.per_label and rule.threshold("skull") != rule.threshold("*")
     ref, batch = _images(64)
     per_label = judges.ReferenceCalibratedJudge(ref)
@@ -105,7 +106,7 @@ def test_pooled_judge_scores_alike_and_uses_one_threshold_for_every_label():
         assert np.array_equal(v.verdicts, v.scores >= rule.threshold("*"))
     assert pooled.settings()["thresholds"] == {"*": rule.threshold("*")}
     with pytest.raises(jc.VolratioError, match="no pooled threshold"):
-        jc.ThresholdRule("ssim@4", {"skull": 0.5}).pooled()
+        cr.ThresholdRule("ssim@4", {"skull": 0.5}).pooled()
 
 
 def test_anchored_is_the_default_everywhere():
@@ -160,8 +161,8 @@ def test_bad_judge_name_in_configs_and_commands(capsys):
 def test_emc2_runs_name_their_judge_and_default_to_the_librarys():
     """Every run of the chunks emc2 / emc2_dense names its judge (plan and store), so a config
     without one means the library's default judge, as everywhere."""
-    from volratio import reference
     from volratio.experiments import emc2_bench
+    from volratio.runs import reference
 
     plan = reference.load_plan("examples/sweeps/reference.toml")
     for name in ("emc2", "emc2_dense"):

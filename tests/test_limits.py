@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from volratio import reference
 from volratio.errors import VolratioError
 from volratio.experiments import ExperimentError, get_run
+from volratio.runs import reference
 from volratio.util.limits import LimitError, above, at_least, between, check_limits, nonzero, one_of
 
 ROOT = Path(__file__).resolve().parents[1] / "results" / "reference"
@@ -195,7 +195,7 @@ def test_a_sweep_refuses_a_bad_config_before_its_first_run(name, tmp_path):
     import dataclasses
 
     from volratio.experiments import EXPERIMENTS, module
-    from volratio.sweep import Sweep, SweepSpecError, run_sweep
+    from volratio.runs.sweep import Sweep, SweepSpecError, run_sweep
 
     valid = VALID.get(name, {"scale": "quick"})
     if name in EXPERIMENTS and "seed" not in {f.name for f in dataclasses.fields(module(name).Config)}:

@@ -1,5 +1,5 @@
 """Sixteen Picbreeder targets: targets, networks, `volratio targets`/`info`, the weight explorer, and
-the gallery with its "complexity predicts depth" fit (volratio.gallery). The thirteen extra come
+the gallery with its "complexity predicts depth" fit (volratio.report.gallery). The thirteen extra come
 from the fork's mirror on 127.0.0.1 (the `extra_data` fixture); the original three must behave
 exactly as before."""
 
@@ -13,13 +13,12 @@ import torch
 from scipy import stats
 from test_explorer import check_js_matches, reference, run_js
 
-from volratio import complexity, gallery
 from volratio.cli import main
 from volratio.data import fer_fork, picbreeder, specs
 from volratio.data.targets import TargetError, get_target, list_targets
-from volratio.depth import DepthError, r2_interval
+from volratio.depth import DepthError, complexity, r2_interval
 from volratio.errors import DataNotFoundError
-from volratio.report import explorer
+from volratio.report import explorer, gallery
 
 FORK_ARCH_DEPTH = {"ghost": 7, "moon": 33, "letter-g": 10, "plane": 17}  # from the fork's arch.pkl (mirror README)
 

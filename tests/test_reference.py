@@ -1,14 +1,14 @@
-"""The reference store (volratio.reference): chunks with manifests, and `results verify`."""
+"""The reference store (volratio.runs.reference): chunks with manifests, and `results verify`."""
 
 import json
 
 import numpy as np
 import pytest
 
-from volratio import reference as R
 from volratio.cli import main
 from volratio.errors import VolratioError
-from volratio.store import Store
+from volratio.runs import reference as R
+from volratio.runs.store import Store
 from volratio.util import machine as M
 
 PLAN = """
@@ -299,7 +299,7 @@ def test_plan_errors(tmp_path):
 def test_repository_plan_names_registered_runs():
     from pathlib import Path
 
-    from volratio.sweep import check_configs, resolve_run
+    from volratio.runs.sweep import check_configs, resolve_run
 
     root = Path(__file__).resolve().parent.parent / "examples" / "sweeps"
     chunks = {}

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from volratio import reference as R
 from volratio.experiments import (
     connectivity,
     depth_regime,
@@ -31,6 +30,7 @@ from volratio.experiments import (
     unknown_targets,
     volume_ratio,
 )
+from volratio.runs import reference as R
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAN = R.load_plan(ROOT / "examples" / "sweeps" / "reference.toml")

@@ -3,8 +3,9 @@
 import pytest
 import torch
 
+from volratio.calibration import reference_verdicts as rv
 from volratio.emc2 import DEFAULT_DELTAS
-from volratio.judges import reference_verdicts as rv
+from volratio.util.stats import cohen_kappa
 
 COLS = ["id", "network", "member", "target", "label", "kernel", "row", "col", "delta", "res"]
 
@@ -45,14 +46,14 @@ def test_stored_set_has_the_protocols_shape(table):
     assert len(twice) == 136  # a fifth, judged again
     # the README's consistency numbers, recomputed
     assert (twice.pass1 == twice.pass2).sum() == 129
-    assert rv.cohen_kappa(twice.pass1, twice.pass2.astype(int)) == pytest.approx(0.877, abs=5e-4)
+    assert cohen_kappa(twice.pass1, twice.pass2.astype(int)) == pytest.approx(0.877, abs=5e-4)
 
 
 def test_kappa_and_wilson_known_values():
-    assert rv.cohen_kappa([1, 1, 0, 0], [1, 1, 0, 0]) == 1.0
-    assert rv.cohen_kappa([1, 0, 1, 0], [0, 1, 0, 1]) == -1.0
+    assert cohen_kappa([1, 1, 0, 0], [1, 1, 0, 0]) == 1.0
+    assert cohen_kappa([1, 0, 1, 0], [0, 1, 0, 1]) == -1.0
     # po = 0.75, pe = 0.5 → κ = 0.5
-    assert rv.cohen_kappa([1, 1, 0, 0], [1, 0, 0, 0]) == pytest.approx(0.5)
+    assert cohen_kappa([1, 1, 0, 0], [1, 0, 0, 0]) == pytest.approx(0.5)
 
 
 def test_picbreeder_and_fer_rows_regenerate_bit_for_bit(table, picbreeder_dir):

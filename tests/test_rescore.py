@@ -1,4 +1,4 @@
-"""Train, then score (volratio.rescore): stored networks rescored under another judge, resumably,
+"""Train, then score (volratio.runs.rescore): stored networks rescored under another judge, resumably,
 into the chunk's own store, re-checked by `results verify`."""
 
 import json
@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from volratio import __version__
-from volratio import reference as R
-from volratio import rescore as RS
 from volratio.cli import main
 from volratio.experiments import get_run
 from volratio.nets import CoordMLP
-from volratio.store import Store, config_key
+from volratio.runs import reference as R
+from volratio.runs import rescore as RS
+from volratio.runs.store import Store, config_key
 
 PLAN = """
 [chunks.tiny]

@@ -11,7 +11,7 @@ import torch
 from volratio import prune as P
 from volratio.experiments import connectivity, depth_regime, emc2_bench, get_run, interference, optimizers
 from volratio.nets import CoordMLP, coords
-from volratio.store import config_key
+from volratio.runs.store import config_key
 from volratio.train import TrainConfig, train
 
 RES = 8

@@ -19,8 +19,8 @@ import pytest
 from volratio import __version__
 from volratio.cli import main as cli_main
 from volratio.experiments import register_run
-from volratio.store import CorruptResultWarning, Store, StoreError, canonical_json, config_key
-from volratio.sweep import Dask, Processes, Sweep, SweepSpecError, SweepStalled, resolve_run, run_sweep
+from volratio.runs.store import CorruptResultWarning, Store, StoreError, canonical_json, config_key
+from volratio.runs.sweep import Dask, Processes, Sweep, SweepSpecError, SweepStalled, resolve_run, run_sweep
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -92,7 +92,7 @@ def test_config_key_is_stable_across_processes_and_sessions():
     shuffled = dict(reversed(list(config.items())))
     assert config_key("volratio.runs:train", shuffled, "0.1.0") == "3aff57c367deb845"
     code = (
-        "import json,sys; from volratio.store import config_key; "
+        "import json,sys; from volratio.runs.store import config_key; "
         "print(config_key('volratio.runs:train', json.loads(sys.argv[1]), '0.1.0'))"
     )
     for hashseed in ("0", "12345"):

@@ -68,8 +68,8 @@ def test_paired_leaves_out_networks_that_do_not_draw_and_decides_across_targets(
 
 
 def test_new_target_rows_regenerate_and_the_judge_rejects_faint_and_other_drawings(picbreeder_dir, extra_data):
-    from volratio.judges import anchored_rule as ar
-    from volratio.judges import anchored_set as A
+    from volratio.calibration import anchored_set as A
+    from volratio.calibration import fit_anchored as fa
 
     rows = A.load_new_verdicts()
     assert set(rows.group) == set(A.NEW_GROUPS) and set(rows.label) == set(A.NEW_TARGETS)
@@ -77,7 +77,7 @@ def test_new_target_rows_regenerate_and_the_judge_rejects_faint_and_other_drawin
     assert fresh[["network", "kernel", "row", "col", "delta"]].equals(
         rows[["network", "kernel", "row", "col", "delta"]]
     )
-    agree = ar.new_target_agreement()  # checks the image hashes first
+    agree = fa.new_target_agreement()  # checks the image hashes first
     for g in ("new-faint", "new-other-target"):  # judged "not shown" by inspection, every one
         assert rows[rows.group == g].pass1.sum() == 0 and agree.loc[("anchored", g), "accuracy"] == 1.0
     assert 0 < agree.loc[("anchored", "all"), "kappa"] <= 1

@@ -1,4 +1,4 @@
-"""Build the anchored verdict set (`volratio.judges.anchored_set`): networks, judging mosaics, the CSV.
+"""Build the anchored verdict set (`volratio.calibration.anchored_set`): networks, judging mosaics, the CSV.
 
     python tools/anchored_verdicts.py networks            # train/build and store every network (CPU-minutes)
     python tools/anchored_verdicts.py mosaics DIR [--pass 2]   # mosaics of the rows not yet judged, + DIR/index1.json
@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from volratio.judges import anchored_set as A
-from volratio.judges import reference_verdicts as rv
+from volratio.calibration import anchored_set as A
+from volratio.calibration import reference_verdicts as rv
 
 SECOND_PASS = 0.2
 
@@ -140,16 +140,17 @@ def record_held_out(args) -> None:
 
 
 def cmd_fit(args) -> None:
+    from volratio.calibration import fit_anchored as fa
     from volratio.judges import anchored_rule as ar
 
-    table = ar.verdict_table()
-    rule, ks = ar.fit_default(table)
-    ar.write_rule(rule)
+    table = fa.verdict_table()
+    rule, ks = fa.fit_default(table)
+    fa.write_rule(rule)
     for name, k in ks.items():
         print(f"  {name:32s} held-out κ {np.mean(k):.3f} ± {np.std(k):.3f}")
     print(f"wrote {ar.RULE_JSON}: {rule.name}")
-    second, k2 = ar.fit_second(table)
-    ar.write_rule(second, ar.SECOND_RULE_JSON)
+    second, k2 = fa.fit_second(table)
+    fa.write_rule(second, ar.SECOND_RULE_JSON)
     print(f"wrote {ar.SECOND_RULE_JSON}: {second.name}, held-out κ {np.mean(k2):.3f} ± {np.std(k2):.3f}")
 
 

@@ -22,6 +22,9 @@ import os
 import sys
 
 from .errors import UsageError, VolratioError
+from .util.budget import ENV as BUDGET_ENV
+from .util.budget import parse_size
+from .util.threads import set_threads
 
 # One module per command group; order = order in `volratio --help`.
 COMMAND_MODULES = (
@@ -87,9 +90,6 @@ def _command_name(args, argv) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .util.budget import ENV as BUDGET_ENV
-    from .util.budget import parse_size
-
     parser = build_parser()
     args = None
     budget_before = os.environ.get(BUDGET_ENV)
@@ -98,7 +98,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.memory_budget is not None:
             parse_size(args.memory_budget)  # validate before exporting to this process and its workers
             os.environ[BUDGET_ENV] = args.memory_budget
-        from .util.threads import set_threads
 
         set_threads()
         rc = args.func(args)

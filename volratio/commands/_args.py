@@ -22,6 +22,9 @@ import argparse
 import math
 import re
 
+from ..errors import VolratioError
+from ..util.device import resolve_device
+
 SEED_MAX = 2**63 - 1  # torch.Generator.manual_seed and numpy accept [0, 2^63)
 
 
@@ -121,9 +124,6 @@ class FloatList:
 
 def device(text: str) -> str:
     """`auto`, `cpu`, `cuda`, `cuda:N` or `mps` — and present on this machine."""
-    from ..errors import VolratioError
-    from ..util.device import resolve_device
-
     t = str(text).strip()
     try:
         resolve_device(t)

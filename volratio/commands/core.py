@@ -7,6 +7,13 @@ from __future__ import annotations
 
 import sys
 
+from ..data import fer_data, fer_fork
+from ..data.picbreeder import where
+from ..data.specs import NETWORK_KINDS, load_network
+from ..data.targets import KINDS, LAYERED_SOURCE, TargetError, get_target, list_targets
+from ..train import TrainConfig, new_network, resolve_path, train
+from ..util.fileio import atomic_path, check_out
+from ..util.images import to_uint8
 from . import _args as A
 from ._common import add_json_flag, add_out, emit
 
@@ -80,9 +87,6 @@ def register(sub) -> None:
 
 
 def cmd_targets(args) -> int:
-    from ..data import fer_data, fer_fork
-    from ..data.targets import LAYERED_SOURCE, list_targets
-
     rows = list_targets()
 
     def missing(r) -> str:
@@ -105,9 +109,6 @@ def _image_for(spec: str, res: int):
     which, so a bad target spec gets the target's error (not a network's)."""
     from pathlib import Path
 
-    from ..data.specs import NETWORK_KINDS, load_network
-    from ..data.targets import KINDS, TargetError, get_target
-
     kind, sep, _ = spec.partition(":")
     if (sep and kind in NETWORK_KINDS) or spec.endswith(".safetensors") or (not sep and Path(spec).exists()):
         return load_network(spec).render(res)[0]
@@ -122,11 +123,8 @@ def _image_for(spec: str, res: int):
 def cmd_render(args) -> int:
     from PIL import Image
 
-    from ..util.fileio import atomic_path, check_out
-
     check_out(args.out, args.force, inputs=[args.spec, args.spec.partition(":")[2]])
     img = _image_for(args.spec, args.res)
-    from ..util.images import to_uint8
 
     arr = to_uint8(img)  # (res, res, 3)
     with atomic_path(args.out) as tmp:
@@ -155,8 +153,6 @@ def network_info(net) -> dict:
 
 
 def cmd_info(args) -> int:
-    from ..data.specs import load_network
-
     info = network_info(load_network(args.spec))
     text = (
         f"{args.spec}: arch {info['arch']} (depth {info['depth']}, width {info['width']}, head {info['head']})\n"
@@ -171,10 +167,6 @@ def cmd_info(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from ..data.targets import get_target
-    from ..train import TrainConfig, new_network, resolve_path, train
-    from ..util.fileio import check_out
-
     check_out(args.out, args.force)
     target = get_target(args.target)
     net = new_network(target, args.depth, args.width, args.activation, seed=args.seed)
@@ -212,16 +204,11 @@ def cmd_train(args) -> int:
 
 
 def cmd_data_where(args) -> int:
-    from ..data.picbreeder import where
-
     print(where())
     return 0
 
 
 def cmd_data_fetch(args) -> int:
-    from ..data import fer_data, fer_fork
-    from ..util.fileio import check_out
-
     if args.dest is not None:
         check_out(args.dest, folder=True, option="--dest")
     mod = fer_fork if args.extra else fer_data

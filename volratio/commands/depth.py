@@ -9,6 +9,11 @@ See `volratio.depth` and the chapter "Depth: a narrow, target-dependent regime".
 
 from __future__ import annotations
 
+from ..depth import planted_predictor, planted_specs
+from ..depth.complexity import png_ratio
+from ..experiments.depth_regime import Config, depth_sweep, parse_depths
+from ..runs.sweep import make_executor
+from ..util.fileio import check_out
 from . import _args as A
 from ._common import add_json_flag, emit
 
@@ -61,8 +66,6 @@ def register(sub) -> None:
 
 
 def cmd_ratio(args) -> int:
-    from ..complexity import png_ratio
-
     c = png_ratio(args.target, args.res)
     emit(
         args,
@@ -74,10 +77,6 @@ def cmd_ratio(args) -> int:
 
 def cmd_sweep(args) -> int:
     from dataclasses import replace
-
-    from ..experiments.depth_regime import Config, depth_sweep, parse_depths
-    from ..sweep import make_executor
-    from ..util.fileio import check_out
 
     if args.out is not None:
         check_out(args.out, folder=True)
@@ -114,9 +113,6 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    from ..complexity import png_ratio
-    from ..depth import planted_predictor, planted_specs
-
     specs = args.calibration or planted_specs()
     pred, _ = planted_predictor(specs, args.res)
     c = png_ratio(args.target, args.res)

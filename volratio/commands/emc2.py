@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import re
 
+from .. import emc2
+from ..data.picbreeder import layerize
+from ..data.specs import load_network
+from ..data.targets import get_target
+from ..errors import VolratioError
 from ..judges import JUDGES
+from ..report import plots
+from ..util.fileio import atomic_path, check_out
 from . import _args as A
 from ._common import add_json_flag, add_out, emit
 
@@ -82,11 +89,6 @@ def _allow_negative_lists(p) -> None:
 
 
 def cmd_emc2(args) -> int:
-    from .. import emc2
-    from ..data.specs import load_network
-    from ..data.targets import get_target
-    from ..errors import VolratioError
-
     get_target(args.target)  # validate early
     deltas = args.deltas
     net = load_network(args.spec)
@@ -97,7 +99,6 @@ def cmd_emc2(args) -> int:
             raise VolratioError(
                 "--which genome applies to picbreeder:NAME networks only (their cache copies are known)"
             )
-        from ..data.picbreeder import layerize
 
         layered = layerize(name)
     cfg = emc2.EMC2Config(
@@ -134,12 +135,6 @@ def cmd_emc2(args) -> int:
 
 def cmd_sweep(args) -> int:
     import numpy as np
-
-    from .. import emc2
-    from ..data.specs import load_network
-    from ..errors import VolratioError
-    from ..report import plots
-    from ..util.fileio import atomic_path, check_out
 
     check_out(args.out, args.force, inputs=[args.spec])
     net = load_network(args.spec)

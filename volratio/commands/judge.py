@@ -3,7 +3,12 @@ reference verdicts of `data/judge_reference/`)."""
 
 from __future__ import annotations
 
-from ..judges import JUDGES
+from .. import judges
+from ..calibration import fit_anchored, fit_calibrated
+from ..data.targets import FileTarget, get_target
+from ..emc2 import target_label
+from ..errors import ImageError, VolratioError
+from ..judges import JUDGES, SELF_ANCHORED
 from . import _args as A
 from ._common import add_json_flag, emit
 
@@ -61,9 +66,6 @@ def read_png(path: str, size: int | None = None):
     """`(H, W, 3)` float tensor in [0, 1] of a square PNG (of side `size` when given)."""
     from PIL import Image, UnidentifiedImageError
 
-    from ..data.targets import FileTarget
-    from ..errors import ImageError
-
     try:
         with Image.open(path) as im:
             w, h = im.size
@@ -80,8 +82,6 @@ def read_png(path: str, size: int | None = None):
 
 def _judge_factory(name: str, model: str | None, device: str):
     """`make(reference) -> Judge` for the judge `name`."""
-    from .. import judges
-
     if name in judges.SELF_ANCHORED:  # per image: each compares it with its own reference
         return lambda reference: judges.make_judge(name, reference, model=model, device=device)
     kw = {"model": model} if model else {}
@@ -91,11 +91,6 @@ def _judge_factory(name: str, model: str | None, device: str):
 
 def cmd_judge(args) -> int:
     import torch
-
-    from .. import judges
-    from ..data.targets import get_target
-    from ..emc2 import target_label
-    from ..errors import VolratioError
 
     if args.target is None and args.reference is None:
         raise VolratioError(
@@ -146,21 +141,17 @@ def cmd_judge(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from ..errors import VolratioError
-
     if args.max_images is not None and args.max_images < 1:
         raise VolratioError(f"--max-images must be at least 1, got {args.max_images}")
     groups = [g.strip() for g in args.groups.split(",") if g.strip()] if args.groups else None
     if args.set == "anchored":
         return _check_anchored(args, groups)
-    from ..judges import SELF_ANCHORED
-    from ..judges.calibration import check_judge
 
     if args.judge not in SELF_ANCHORED and args.judge not in ("clip", "vlm"):
         raise VolratioError(
             f"--set first checks self-anchored and model judges; check --judge {args.judge} with --set anchored"
         )
-    res = check_judge(
+    res = fit_calibrated.check_judge(
         _judge_factory(args.judge, args.model, args.device), groups=groups, max_images=args.max_images, seed=args.seed
     )
     a, b = res["all"], res["base kept"]
@@ -181,9 +172,7 @@ def _agreement_lines(name: str, r: dict) -> list[str]:
 
 
 def _check_anchored(args, groups) -> int:
-    from ..judges.anchored_rule import check_judge
-
-    res = check_judge(args.judge, groups, args.model, args.device, args.max_images, args.seed)
+    res = fit_anchored.check_judge(args.judge, groups, args.model, args.device, args.max_images, args.seed)
     lines = [f"judge {res['settings'].get('judge')} against the anchored verdicts ({', '.join(res['groups'])})"]
     lines += _agreement_lines("each image shows the label", res["images"])
     lines += _agreement_lines("EMC2 verdicts (unperturbed and perturbed image shown)", res["emc2"])

@@ -9,13 +9,17 @@ the same as JSON. `--steps` is the retraining after each pruning round (IMP: the
 
 from __future__ import annotations
 
+from ..data.specs import load_network
+from ..data.targets import get_target
+from ..errors import VolratioError
+from ..prune import METHODS, prune
+from ..train import TrainConfig
+from ..util.fileio import check_out
 from . import _args as A
 from ._common import add_json_flag, add_out, emit
 
 
 def register(sub) -> None:
-    from ..prune import METHODS
-
     p = sub.add_parser("prune", help="prune a network: SP, IMP (Lottery Ticket), Wanda, LLM-Pruner, magnitude, random")
     p.add_argument("net", help="picbreeder:NAME, fer-sgd:NAME, or a saved .safetensors network")
     p.add_argument("--target", required=True, help="target spec the network draws, e.g. picbreeder:skull")
@@ -75,10 +79,6 @@ def register(sub) -> None:
 
 def options_for(args) -> dict:
     """The method's config fields from the command-line flags."""
-    from ..data.specs import load_network
-    from ..errors import VolratioError
-    from ..train import TrainConfig
-
     tc = TrainConfig(optimizer=args.optimizer, lr=args.lr, device=args.device)
     m = args.method
     if m in ("imp", "wanda", "llm-pruner", "magnitude", "random") and args.sparsity is None:
@@ -137,11 +137,6 @@ def options_for(args) -> dict:
 
 
 def cmd_prune(args) -> int:
-    from ..data.specs import load_network
-    from ..data.targets import get_target
-    from ..prune import prune
-    from ..util.fileio import check_out
-
     opts = options_for(args)  # the method's own option errors first
     check_out(args.out, args.force, inputs=[args.net, args.match])
     net = load_network(args.net)

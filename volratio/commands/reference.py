@@ -5,12 +5,18 @@
     volratio reference rescore depth_picbreeder --judge stability   # stored networks, another judge
     volratio results verify results/reference --sample 3     # re-run 3 stored runs and compare
 
-See `volratio.reference` and the reference scale's README (results/reference/README.md).
+See `volratio.runs.reference` and the reference scale's README (results/reference/README.md).
 """
 
 from __future__ import annotations
 
+from .. import __version__
 from ..judges import JUDGES
+from ..runs.reference import load_plan, run_chunk
+from ..runs.rescore import rescore_chunk
+from ..runs.store import Store
+from ..runs.sweep import make_executor
+from ..util.fileio import check_out
 from . import _args as A
 from ._common import add_json_flag, emit
 
@@ -80,10 +86,6 @@ def register(sub) -> None:
 
 
 def _run(args) -> int:
-    from ..reference import load_plan, run_chunk
-    from ..sweep import make_executor
-    from ..util.fileio import check_out
-
     check_out(args.out, folder=True)
     plan = load_plan(args.spec)
     report = run_chunk(
@@ -101,10 +103,6 @@ def _list(args) -> int:
     import warnings
     from pathlib import Path
 
-    from .. import __version__
-    from ..reference import load_plan
-    from ..store import Store
-
     plan = load_plan(args.spec)
     rows = []
     for name, sweep in plan.items():
@@ -119,8 +117,6 @@ def _list(args) -> int:
 
 
 def _rescore(args) -> int:
-    from ..rescore import rescore_chunk
-
     report = rescore_chunk(
         args.chunk, args.judge, args.dir, progress=False if (args.no_progress or args.json) else None
     )

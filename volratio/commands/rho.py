@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..rho import BasinConfig, SamplerConfig, basin_grid, boolean_grid, n_params
+from ..rho.boolean import get_boolean_target
+from ..util import budget
 from . import _args as A
 from ._common import add_json_flag, emit
 
@@ -128,9 +131,6 @@ def _check_boolean_budget(n: int, widths, depths, batch: int) -> None:
     """Networks are drawn `batch` at a time; one draw holds their weights and masks (float32, ~3
     copies while drawing) and, while classifying, ~3 truth tables per unit. Refuse a grid whose
     largest cell would not fit the memory budget."""
-    from ..rho import n_params
-    from ..util import budget
-
     W, L = max(widths), max(depths)
     need = batch * (n_params(n, W, L) * 4 * 3 + (2**n) * W * L * 4 * 3)
     budget.check(need, f"sampling width-{W}, depth-{L} threshold networks ({batch} per batch)", "use smaller --W/--L")
@@ -139,8 +139,6 @@ def _check_boolean_budget(n: int, widths, depths, batch: int) -> None:
 def _check_basin_budget(widths, depths, population: int, res: int) -> None:
     """The largest cell trains `population` networks at once: their weights, masks and Adam state,
     and the activations autograd keeps (float32)."""
-    from ..util import budget
-
     W, L = max(widths), max(depths)
     n_params = 4 * W + (L - 1) * W * W + W
     need = budget.network_bytes(n_params, population, 4, training=True) + budget.forward_bytes(
@@ -154,9 +152,6 @@ def _check_basin_budget(widths, depths, population: int, res: int) -> None:
 
 
 def cmd_boolean(args) -> int:
-    from ..rho import SamplerConfig, boolean_grid
-    from ..rho.boolean import get_boolean_target
-
     target = get_boolean_target(args.target)
     cfg = SamplerConfig(
         weights=args.weights,
@@ -207,8 +202,6 @@ def cmd_boolean(args) -> int:
 
 def cmd_basin(args) -> int:
     from dataclasses import replace
-
-    from ..rho import BasinConfig, basin_grid
 
     cfg = BasinConfig.full() if args.scale == "full" else BasinConfig.quick()
     over = {

@@ -9,6 +9,10 @@ See `volratio.experiments` (the registry and the run contract).
 
 from __future__ import annotations
 
+from .. import experiments
+from ..errors import VolratioError
+from ..experiments import ExperimentError, parse_sets
+from ..util.fileio import atomic_path, check_out
 from . import _args as A
 from ._common import add_json_flag, add_out, emit
 
@@ -41,9 +45,6 @@ def register(sub) -> None:
 def cmd_run(args) -> int:
     from dataclasses import asdict
 
-    from .. import experiments
-    from ..experiments import ExperimentError, parse_sets
-
     if args.list or not args.name:
         if not args.list:
             raise ExperimentError("name an experiment: volratio run NAME (volratio run --list shows them)")
@@ -52,9 +53,6 @@ def cmd_run(args) -> int:
         return 0
     cfg = experiments.make_config(args.name, args.scale, parse_sets(args.set))
     if args.out:  # refuse a bad --out before the run, not after it
-        from ..errors import VolratioError
-        from ..util.fileio import check_out
-
         if not args.out.endswith((".parquet", ".csv")):
             raise VolratioError(f"--out {args.out}: write a .parquet or a .csv file")
         check_out(args.out, force=args.force)
@@ -84,8 +82,6 @@ def cmd_run(args) -> int:
 
 
 def _write(frame, out: str) -> None:
-    from ..util.fileio import atomic_path
-
     with atomic_path(out) as tmp:
         if out.endswith(".parquet"):
             frame.astype({c: str for c in frame.columns if frame[c].dtype == object}).to_parquet(tmp)

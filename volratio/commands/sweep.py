@@ -5,7 +5,7 @@
     volratio sweep SPEC.toml --scheduler tcp://HOST:8786 --resume --out DIR      # existing cluster
     volratio results results/quick [--json]
 
-See `volratio.sweep` (the library) and the chapter "Rerunning at scale on a cluster".
+See `volratio.runs.sweep` (the library) and the chapter "Rerunning at scale on a cluster".
 """
 
 from __future__ import annotations
@@ -14,6 +14,10 @@ import sys
 import warnings
 from pathlib import Path
 
+from ..runs.reference import ReferenceError, verify
+from ..runs.store import Store, StoreError, flatten
+from ..runs.sweep import Sweep, make_executor, run_sweep
+from ..util.fileio import check_out
 from . import _args as A
 from ._common import add_json_flag, emit
 
@@ -83,10 +87,6 @@ def register(sub) -> None:
 
 
 def _sweep(args) -> int:
-    from ..store import Store, StoreError
-    from ..sweep import Sweep, make_executor, run_sweep
-    from ..util.fileio import check_out
-
     check_out(args.out, folder=True)
     sweep = Sweep.from_file(args.spec)
     executor = make_executor(args.scheduler, args.workers, args.processes)
@@ -121,8 +121,6 @@ def _sweep(args) -> int:
 
 
 def _results(args) -> int:
-    from ..store import Store, StoreError
-
     verify_opts = [
         o
         for o, v in (
@@ -175,8 +173,6 @@ def _results(args) -> int:
 
 
 def _verify(args) -> int:
-    from ..reference import ReferenceError, verify
-
     if args.store is None:
         raise ReferenceError(
             "volratio results verify: name the reference root, e.g. volratio results verify results/reference"
@@ -203,8 +199,6 @@ def _verify(args) -> int:
 
 def _table_text(store, records, tracebacks: bool) -> str:
     import pandas as pd
-
-    from ..store import flatten
 
     if not records:
         return f"{store.root}: empty store"

@@ -3,6 +3,8 @@ interference of a network's features against the bound (volratio/welch.py, book/
 
 from __future__ import annotations
 
+from ..data.specs import load_network
+from ..welch import layer_interference, low_coherence_frame, welch_bound
 from . import _args as A
 from ._common import add_json_flag, emit
 
@@ -42,8 +44,6 @@ def register(sub) -> None:
 
 
 def cmd_bound(args) -> int:
-    from ..welch import welch_bound
-
     b = welch_bound(args.m, args.n, args.k)
     emit(
         args,
@@ -54,8 +54,6 @@ def cmd_bound(args) -> int:
 
 
 def cmd_frame(args) -> int:
-    from ..welch import low_coherence_frame
-
     res = low_coherence_frame(args.m, args.n, seed=args.seed)
     s = res.summary()
     ratio = "n/a (bound is 0)" if s["ratio"] is None else f"{s['ratio']:.6f}"
@@ -72,14 +70,10 @@ def cmd_frame(args) -> int:
 
 def _load(spec: str):
     """A network from a spec, through `volratio.data.specs` (saved files, picbreeder:, fer-sgd:)."""
-    from ..data.specs import load_network
-
     return load_network(spec)
 
 
 def cmd_net(args) -> int:
-    from ..welch import layer_interference
-
     net = _load(args.spec)
     rows = [r.as_dict() for r in layer_interference(net, vectors=args.vectors, res=args.res, member=args.member)]
     payload = {

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from ..errors import VolratioError
+from ..nets import CoordMLP
 
 __all__ = ["Check", "CheckFailed", "CourseworkError", "checker"]
 
@@ -126,8 +127,6 @@ def close(a: float, b: float, rtol: float = 1e-6, atol: float = 1e-9) -> bool:
 
 
 def network(x, what: str = "your network"):
-    from ..nets import CoordMLP
-
     answered(x, what)
     if not isinstance(x, CoordMLP):
         hint = (

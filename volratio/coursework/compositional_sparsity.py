@@ -5,6 +5,8 @@ layerized DAG" (thm-layerized-dag) predicts for a planted target (`volratio.data
 
 from __future__ import annotations
 
+from ..data import picbreeder
+from ..data.targets import PlantedTarget, get_target
 from .check import BadAnswer, Check, CourseworkError, answered, checker, number
 
 __all__ = ["check_dag_shape", "check_layers"]
@@ -12,9 +14,6 @@ __all__ = ["check_dag_shape", "check_layers"]
 
 def _layer_cases(seed: int):
     """Graphs to test a layering function on: planted DAGs (always) and the skull genome (if present)."""
-    from ..data import picbreeder
-    from ..data.targets import get_target
-
     cases = [
         (f"planted:{seed + i}:depth={d}", get_target(f"planted:{seed + i}:depth={d}").graph)
         for i, d in enumerate((2, 3, 5))
@@ -86,8 +85,6 @@ def check_layers(fn, seed: int = 0) -> Check:
 
 
 def _planted(target):
-    from ..data.targets import PlantedTarget, get_target
-
     t = get_target(target) if isinstance(target, str) else target
     if not isinstance(t, PlantedTarget):
         raise CourseworkError(f"give a planted target (PlantedTarget or 'planted:SEED:…'), got {type(t).__name__}")

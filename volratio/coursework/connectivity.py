@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..prune import redundant_pairs, similarity, sparsity_report
 from .check import (
     BadAnswer,
     Check,
@@ -34,8 +35,6 @@ def _layer_maps(net, layer: int, res: int, member: int) -> torch.Tensor:
 def check_similarity(matrix, net, layer: int, res: int = 32, member: int = 0) -> Check:
     """The `(W, W)` cosine similarity of the feature maps (raw, not centred) of hidden layer `layer`
     (0-based, `net.features(res)[layer]`) — `volratio.prune.similarity`."""
-    from ..prune import similarity
-
     maps = _layer_maps(net, layer, res, member)
     ref = similarity(maps).numpy()
     got = array(matrix, "your similarity matrix")
@@ -69,8 +68,6 @@ def check_similarity(matrix, net, layer: int, res: int = 32, member: int = 0) ->
 def check_redundant_pairs(answer, net, layer: int, tau: float, res: int = 32, member: int = 0) -> Check:
     """The redundant pairs of hidden layer `layer` at threshold τ: unordered pairs (i, j), i ≠ j,
     with cosine similarity > τ (`volratio.prune.redundant_pairs`). `answer`: a list of pairs."""
-    from ..prune import redundant_pairs, similarity
-
     sim = similarity(_layer_maps(net, layer, res, member))
     ref = {(i, j) for i, j, _ in redundant_pairs(sim, tau)}
     answered(answer, "your pairs")
@@ -145,8 +142,6 @@ def check_unit_removed(net, layer: int, unit: int, member: int = 0) -> Check:
 def check_sparsity(answer, net, member: int = 0) -> Check:
     """The weight sparsity of `net`: the fraction of all weights that are masked
     (`volratio.prune.sparsity_report`)."""
-    from ..prune import sparsity_report
-
     got = number(answer, "your sparsity")
     rep = sparsity_report(net)["members"][member]
     s = float(rep["sparsity"])

@@ -8,6 +8,10 @@ import math
 
 import numpy as np
 
+from ..data.targets import get_target
+from ..depth import fit_predictor, sweet_spot
+from ..depth.complexity import png_ratio
+from ..util.images import to_uint8
 from .check import (
     Check,
     CourseworkError,
@@ -24,8 +28,6 @@ def _png_variant(img, optimize: bool, level: int) -> int:
 
     from PIL import Image
 
-    from ..util.images import to_uint8
-
     buf = io.BytesIO()
     Image.fromarray(to_uint8(img), mode="RGB").save(buf, format="PNG", optimize=optimize, compress_level=level)
     return len(buf.getvalue())
@@ -34,10 +36,7 @@ def _png_variant(img, optimize: bool, level: int) -> int:
 @checker
 def check_png_ratio(answer, target: str, res: int = 64) -> Check:
     """The PNG compression ratio raw bytes / PNG bytes of target spec `target` at `res`: uint8 RGB,
-    Pillow, `optimize=True`, `compress_level=9` (`volratio.complexity.png_ratio`)."""
-    from ..complexity import png_ratio
-    from ..data.targets import get_target
-
+    Pillow, `optimize=True`, `compress_level=9` (`volratio.depth.complexity.png_ratio`)."""
     got = number(answer, "your ratio")
     c = png_ratio(target, res)
     if close(got, c.ratio, rtol=1e-9):
@@ -76,8 +75,6 @@ def check_depth_fit(intercept, slope, r2, ratios, depths) -> Check:
     (`volratio.depth.fit_predictor`)."""
     from scipy import stats
 
-    from ..depth import fit_predictor
-
     a, b, q = number(intercept, "intercept"), number(slope, "slope"), number(r2, "R²")
     p = fit_predictor(ratios, depths)
     ref = {"intercept": p.a, "slope": p.b, "r2": p.r2}
@@ -103,8 +100,6 @@ def check_depth_fit(intercept, slope, r2, ratios, depths) -> Check:
 def check_sweet_spot(answer, depths, scores, tol: float = 1e-9) -> Check:
     """The sweet spot of a score-vs-depth curve: the shallowest depth whose mean score (over seeds,
     the columns of `scores`) is within `tol` of the best (`volratio.depth.sweet_spot`)."""
-    from ..depth import sweet_spot
-
     d = [int(x) for x in depths]
     ss = sweet_spot(d, scores, tol=tol, n_boot=0)
     if ss.flat:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..emc2 import EMC2Config, naive_render, score
+from ..judges import SSIMJudge
 from .check import (
     Check,
     CourseworkError,
@@ -23,8 +25,6 @@ __all__ = ["check_perturbation_score", "check_perturbed_image"]
 def check_perturbed_image(image, net, param, delta: float, res: int) -> Check:
     """The image `(res, res, 3)` of `net` with weight `param = (kernel, row, col)` moved by `delta`,
     rendered from scratch (`volratio.emc2.naive_render`)."""
-    from ..emc2 import naive_render
-
     i, r, c = (int(v) for v in param)
     if net.masks[i][0, r, c] == 0:
         raise CourseworkError(f"weight {param} is masked out; pick a non-zero one (volratio.emc2.nonzero_params)")
@@ -58,9 +58,6 @@ def check_perturbation_score(
     """S(θ; δ) of `net` at one δ: the fraction of its non-zero weights w for which the image with
     w ← w + δ is judged to keep its identity, the judge being SSIM ≥ `threshold` against the
     unperturbed image at `res` (`volratio.judges.SSIMJudge`). Recomputed with `volratio.emc2.score`."""
-    from ..emc2 import EMC2Config, score
-    from ..judges import SSIMJudge
-
     got = number(answer, "your score")
     with torch.no_grad():
         ref_img = net.render(res)[0]

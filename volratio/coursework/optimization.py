@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..train.flatness import explicit_hessian
 from .check import Check, CourseworkError, checker, close, network, number
 
 __all__ = ["check_top_eigenvalue"]
@@ -16,8 +17,6 @@ def check_top_eigenvalue(value, net, image, member: int = 0, rtol: float = 0.01)
     """The largest-magnitude eigenvalue of the Hessian of member `member`'s MSE on `image` with
     respect to its kernels, within `rtol` (relative) of the eigenvalues of
     `volratio.train.flatness.explicit_hessian` (tiny networks only)."""
-    from ..train.flatness import explicit_hessian
-
     net = network(net, "the network")
     n = sum(int(w[member].numel()) for w in net.weights)
     if n > 2000:

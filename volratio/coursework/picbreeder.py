@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import torch
 
+from ..data import picbreeder
+from ..data.targets import get_target
 from .check import (
     Check,
     checker,
@@ -20,8 +22,6 @@ __all__ = ["check_layerized_size", "check_twin"]
 def check_layerized_size(name: str, depth, width, nonzero) -> Check:
     """Depth (hidden layers), width (units per hidden layer) and non-zero weights of the layerized
     Picbreeder network `name` (`volratio.data.picbreeder.layerize`)."""
-    from ..data import picbreeder
-
     lay = picbreeder.layerize(name)
     net = lay.net
     g = picbreeder.genome(name)
@@ -81,9 +81,6 @@ def check_twin(net, name: str, res: int = 16) -> Check:
     """A dense SGD twin of Picbreeder `name`: the layerized network's architecture and head, every
     weight unmasked, and an MSE at `res` (against `get_target('picbreeder:NAME').image(res)`) below
     that of the best constant image (the target's mean colour)."""
-    from ..data import picbreeder
-    from ..data.targets import get_target
-
     net = network(net)
     pb = picbreeder.layerized(name)
     if str(net.arch) != str(pb.arch):

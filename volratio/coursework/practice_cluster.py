@@ -1,5 +1,5 @@
 """Checks for the exercises of "Rerunning at scale on a cluster" (book/practice_cluster.md): the
-table of a resumed sweep holds every grid point exactly once (`volratio.sweep`)."""
+table of a resumed sweep holds every grid point exactly once (`volratio.runs.sweep`)."""
 
 from __future__ import annotations
 

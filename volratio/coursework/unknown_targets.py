@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..data.targets import SceneTarget, get_target
 from .check import Check, CourseworkError, array, checker
 
 __all__ = ["check_scene_image"]
@@ -26,8 +27,6 @@ def _compose(parts, res: int, top=None, offset: bool = True, fill: float = 0.0) 
 def check_scene_image(image, spec: str, res: int) -> Check:
     """The `(res, res, 3)` image of scene target `spec` (`scene:A+B…`), compared with
     `get_target(spec).image(res)`."""
-    from ..data.targets import SceneTarget, get_target
-
     t = get_target(spec)
     if not isinstance(t, SceneTarget):
         raise CourseworkError(f"{spec!r} is not a scene; give a spec like 'scene:image:camera+image:coffee'")

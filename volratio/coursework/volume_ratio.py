@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 
+from ..rho import RhoError, SamplerConfig, exact
+from ..rho.boolean import get_boolean_target, input_table
 from ..util.stats import binomial_interval
 from .check import (
     BadAnswer,
@@ -27,8 +29,6 @@ __all__ = ["check_interval", "check_p_solution", "check_target_shape", "check_tr
 def check_truth_table(answer, spec: str) -> Check:
     """The truth table of Boolean target `spec` on all 2ⁿ inputs, as ±1, rows in the order of
     `volratio.rho.boolean.input_table(n)`."""
-    from ..rho.boolean import get_boolean_target, input_table
-
     t = get_boolean_target(spec)
     ref = np.asarray(t.table, dtype=np.int64)
     got = array(answer, "your truth table").reshape(-1)
@@ -59,8 +59,6 @@ def check_truth_table(answer, spec: str) -> Check:
 @checker
 def check_target_shape(spec: str, depth, w_min) -> Check:
     """L* (gates on the longest input → root path) and W_min = `min_width(L*)` of Boolean target `spec`."""
-    from ..rho.boolean import get_boolean_target
-
     t = get_boolean_target(spec)
     ref = {"depth": t.depth, "w_min": t.min_width(t.depth)}
     got = {"depth": int(number(depth, "L*")), "w_min": int(number(w_min, "W_min"))}
@@ -97,9 +95,6 @@ def check_p_solution(estimate, spec: str, W: int, L: int, samples: int, p: float
     """A Monte Carlo estimate of P(solution) for width W, depth L on Boolean target `spec` from
     `samples` random masked ternary networks (mask density `p`): accepted when within `z` binomial
     standard errors of the exact value from enumeration (`volratio.rho.exact`)."""
-    from ..rho import RhoError, SamplerConfig, exact
-    from ..rho.boolean import get_boolean_target
-
     t = get_boolean_target(spec)
     cfg = SamplerConfig(p=p, device="cpu")
     try:

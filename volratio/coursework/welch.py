@@ -9,6 +9,18 @@ import math
 
 import numpy as np
 
+from ..welch import (
+    as_frame,
+    best_bound,
+    coherence,
+    gerzon_limit,
+    is_etf,
+    low_coherence_frame,
+    max_sq_inner,
+    welch_bound,
+    welch_bound_sq,
+)
+from ..welch.superposition import feature_interference
 from .check import (
     Check,
     CourseworkError,
@@ -25,8 +37,6 @@ __all__ = ["check_coherence", "check_first_higher_order", "check_frame", "check_
 def check_welch_bound(answer, m: int, n: int, k: int = 1) -> Check:
     """The order-k Welch bound on max_{i≠j} |⟨vᵢ, vⱼ⟩|^{2k} for m unit vectors in n dimensions,
     clipped at 0 (`volratio.welch.welch_bound`)."""
-    from ..welch import welch_bound
-
     got = number(answer, "your bound")
     ref = welch_bound(m, n, k)
     if close(got, ref, rtol=1e-6, atol=1e-9):
@@ -56,8 +66,6 @@ def check_welch_bound(answer, m: int, n: int, k: int = 1) -> Check:
 def check_coherence(answer, vectors) -> Check:
     """The coherence μ = max_{i≠j} |⟨v̂ᵢ, v̂ⱼ⟩| of the rows of `vectors` (normalised), next to the
     Welch bound √((m − n)/(n(m − 1))) no set of m unit vectors in ℝⁿ can go below."""
-    from ..welch import as_frame, coherence, welch_bound
-
     got = number(answer, "your coherence")
     V = array(vectors, "the vectors")
     if V.ndim != 2:
@@ -96,8 +104,6 @@ def check_frame(vectors, m: int, n: int, slack: float = 0.02, seed: int = 0) -> 
     """m vectors in ℝⁿ (rows) with low coherence: max squared inner product within `slack`
     (relative) of the best of the Welch bound and a numerical frame from
     `volratio.welch.low_coherence_frame(m, n, seed)`."""
-    from ..welch import best_bound, is_etf, low_coherence_frame, max_sq_inner
-
     V = array(vectors, "your vectors")
     if V.shape != (m, n):
         hint = " — transpose it: vectors are the rows" if V.shape == (n, m) else ""
@@ -140,8 +146,6 @@ def check_represented(r, max_sq, W, threshold: float = 0.5) -> Check:
     """Superposition toy model, one instance with hidden weights `W` `(m, n)` (column i = feature
     i's direction): `r` = features represented (‖Wᵢ‖ > threshold) and `max_sq` = the largest
     ⟨Ŵᵢ, Ŵⱼ⟩² among them (`volratio.welch.superposition.feature_interference`)."""
-    from ..welch.superposition import feature_interference
-
     Wa = array(W, "W")
     ref = feature_interference(Wa, threshold)
     got_r = int(number(r, "r"))
@@ -190,8 +194,6 @@ def _first_higher(n: int, kmax: int, bound_of) -> int | None:
 def check_first_higher_order(answer, n: int, kmax: int = 4) -> Check:
     """The smallest m at which an order-k Welch bound (2 ≤ k ≤ `kmax`), read as a bound on μ²
     (`volratio.welch.welch_bound_sq`), exceeds the k = 1 bound for m vectors in ℝⁿ."""
-    from ..welch import gerzon_limit, welch_bound, welch_bound_sq
-
     ref = _first_higher(n, kmax, welch_bound_sq)
     if ref is None:
         raise CourseworkError(f"no higher order up to k = {kmax} beats k = 1 for n = {n}; raise kmax")

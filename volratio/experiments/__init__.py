@@ -70,7 +70,7 @@ class RunFunction:
 
 # name -> (module, function, key[, version]) of the built-in run functions; `parse_<function>`
 # validates. The version (default 1) is bumped when a function's results change for the same config:
-# a store holding the runs of an older version then refuses to resume (`volratio.sweep.run_sweep`).
+# a store holding the runs of an older version then refuses to resume (`volratio.runs.sweep.run_sweep`).
 _BUILTIN_RUNS = {
     "train": ("training", "train", "volratio.runs:train"),
     "toy": ("toy", "toy", "volratio.runs:toy"),
@@ -78,7 +78,7 @@ _BUILTIN_RUNS = {
     "optimizer_point": ("optimizers", "point", "volratio.depth_runs:optimizer_point"),
     "emc2_point": ("emc2_bench", "point", "volratio.experiments:emc2_point"),
     "emc2_dense": ("emc2_bench", "dense_point", "volratio.experiments:emc2_dense"),
-    "rescore": ("volratio.rescore", "point", "volratio.experiments:rescore"),  # stored networks, another judge
+    "rescore": ("volratio.runs.rescore", "point", "volratio.experiments:rescore"),  # stored networks, another judge
     "fit_budget": ("fit_budget", "point", "volratio.experiments:fit_budget"),  # dense MSE against training steps
     "twin_point": ("twins", "point", "volratio.experiments:twin_point"),  # one network of the sixteen-target comparison
 }

@@ -25,6 +25,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import __version__
 from ..errors import VolratioError
 from ..util.limits import LimitError, check_limits
 
@@ -40,8 +41,6 @@ def versions() -> dict:
     import numpy
     import PIL
     import torch
-
-    from .. import __version__
 
     return {
         "volratio": __version__,

@@ -26,15 +26,21 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import torch
 
+from .. import emc2
+from ..data.picbreeder import fer_arch
+from ..data.targets import get_target
 from ..emc2 import DEFAULT_DELTAS
 from ..judges.registry import JUDGES
 from ..nets import CoordMLP
 from ..prune import PruneError, collapsed, prune
+from ..prune.criteria import CalibrationGrid
 from ..prune.masks import unit_alive, weight_sparsity
 from ..prune.similarity_pruning import SPConfig
-from ..train import PATHS, TrainConfig, train
+from ..runs import reference
+from ..train import PATHS, TrainConfig, mse_per_network, train
 from ..util.limits import above, at_least, between, nonzero, one_of
 from ..util.stats import mean_ci
+from . import make_config
 from ._base import ExperimentError, Presets, Result
 
 BASELINES = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units")
@@ -124,8 +130,6 @@ def run(config: Config | None = None, *, progress=None) -> Result:
     """Train, prune with SP and the baselines at matched sparsity, score (see the module docstring).
     `progress`: optional callable taking a message string."""
     import pandas as pd
-
-    from ..data.targets import get_target
 
     cfg = config or Config()
     say = progress or (lambda msg: None)
@@ -241,16 +245,12 @@ def _arch(cfg: Config) -> str:
             f'arch = "picbreeder" needs exactly one target (a population shares one architecture), not '
             f"{len(cfg.targets)}: run one target per run (e.g. a sweep over targets)"
         )
-    from ..data.picbreeder import fer_arch
 
     return fer_arch(cfg.targets[0])
 
 
 @torch.no_grad()
 def _losses(net: CoordMLP, images: torch.Tensor) -> np.ndarray:
-    from ..prune.criteria import CalibrationGrid
-    from ..train import mse_per_network
-
     calib = CalibrationGrid.from_image(images, net)
     return mse_per_network(net, calib.grid, calib.target).cpu().numpy()
 
@@ -258,16 +258,12 @@ def _losses(net: CoordMLP, images: torch.Tensor) -> np.ndarray:
 def score_judged(net: CoordMLP, member: int, target: str, cfg: Config) -> dict:
     """EMC2 of one member under `cfg.judge` and each of `cfg.judges` (the images rendered once):
     `{judge: EMC2Result}`."""
-    from .. import emc2
-
     ec = emc2.EMC2Config.like(cfg, res=cfg.emc2_res, max_params=cfg.emc2_params, member=member, dtype="float32")
     return emc2.score_network_judges(net, f"picbreeder:{target}", [cfg.judge, *cfg.judges], ec, label=target)
 
 
 def score_network(net: CoordMLP, member: int, target: str, cfg: Config):
     """EMC2 of one member (`volratio.emc2.score_network` under `cfg.judge`)."""
-    from .. import emc2
-
     ec = emc2.EMC2Config.like(cfg, res=cfg.emc2_res, max_params=cfg.emc2_params, member=member, dtype="float32")
     return emc2.score_network(net, f"picbreeder:{target}", ec, cfg.judge, label=target)
 
@@ -389,8 +385,6 @@ def stored_table(names=REFERENCE_CHUNKS, root=None):
     population the row's network belongs to (member `member`; runs with `keep_nets`, else None)."""
     import pandas as pd
 
-    from .. import reference
-
     stored = reference.stored_records(names, root, error=ExperimentError)
     rows = []
     for r in stored:
@@ -443,7 +437,5 @@ def dense_drawn(table, judge: str):
 
 def config_of(config: dict) -> Config:
     """The `Config` of a stored run (a sweep config: `scale` plus overrides)."""
-    from . import make_config
-
     over = {**LEGACY, **config}
     return make_config("connectivity", over.pop("scale", "quick"), over)

@@ -2,9 +2,9 @@
 
 For each target, SP networks are trained at each depth of a range × seeds (dense training, SP
 `volratio.prune.sp`, then the EMC2 score `volratio.emc2.score_network` under the config's judge),
-run through `volratio.sweep` with the run function `depth_point`; per depth the mean score and
+run through `volratio.runs.sweep` with the run function `depth_point`; per depth the mean score and
 loss with t-intervals over the seeds, and the sweet spot (`volratio.depth.sweet_spot`). The PNG
-ratio of each target (`volratio.complexity.png_ratio`) and the predictor fitted on sweet spots
+ratio of each target (`volratio.depth.complexity.png_ratio`) and the predictor fitted on sweet spots
 (`volratio.depth.fit_predictor`) complete the chapter's test of the depth claims.
 
 `Settings` holds what every run shares (one copy of the defaults: sweeps, the command line
@@ -21,12 +21,19 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from ..depth import DepthError, sweet_spot
+from .. import emc2
+from ..data.targets import get_target
+from ..depth import DepthError, fit_predictor, sweet_spot
+from ..depth.complexity import png_ratio
 from ..emc2 import DEFAULT_DELTAS, UNIT_DELTAS
 from ..judges.registry import JUDGES
-from ..nets import ACTIVATIONS
+from ..nets import ACTIVATIONS, Arch, CoordMLP
+from ..prune import SPConfig, collapsed, sp
 from ..prune.similarity_pruning import COMPENSATE
-from ..train import OPTIMIZERS, PATHS
+from ..runs import reference, rescore
+from ..runs.store import Store
+from ..runs.sweep import InProcess, Processes, Sweep, results_dir, run_sweep
+from ..train import OPTIMIZERS, PATHS, TrainConfig, train
 from ..util.limits import above, at_least, between, nonzero, one_of
 from ..util.stats import mean_ci
 from ._base import Presets, Result, Timer, configure
@@ -167,11 +174,6 @@ def is_legacy(config: dict) -> bool:
 def sp_network(cfg: Point):
     """Train a population of `members` dense networks (independent initialisations drawn from
     `seed`) and prune each with SP; returns `(net, target, image, dense_loss (K,), sp_result)`."""
-    from ..data.targets import get_target
-    from ..nets import Arch, CoordMLP
-    from ..prune import SPConfig, sp
-    from ..train import TrainConfig, train
-
     target = get_target(cfg.target)
     img = target.image(cfg.res)  # (res, res, 3)
     net = CoordMLP(
@@ -207,8 +209,6 @@ def sp_network(cfg: Point):
 
 def sp_metrics(net, cfg: Point, dense_loss, pr) -> dict:
     """Per member: `collapsed` (bool) and `sp_stop` (SP's stop reason; "no pruning" without SP)."""
-    from ..prune import collapsed
-
     if pr is None:
         flags = collapsed(net, cfg.res, dense_loss, dense_loss)
         return {"collapsed": [bool(f) for f in flags], "sp_stop": ["no pruning"] * net.population}
@@ -217,16 +217,12 @@ def sp_metrics(net, cfg: Point, dense_loss, pr) -> dict:
 
 def emc2_of(net, cfg: Point, member: int = 0):
     """The EMC2 result of one member (`volratio.emc2.score_network`; SSIM calibration seeded by 0)."""
-    from .. import emc2
-
     ec = emc2.EMC2Config.like(cfg, member=member, dtype="float64")
     return emc2.score_network(net, cfg.target, ec, cfg.judge, calibration_seed=0)
 
 
 @functools.lru_cache(maxsize=64)
 def _png_ratio(target: str, res: int) -> float:
-    from ..complexity import png_ratio
-
     return float(png_ratio(target, res).ratio)
 
 
@@ -284,8 +280,6 @@ def parse_depths(text: str) -> tuple:
 def depths_of(target: str, cfg: Config) -> tuple:
     """The depths `target` is swept over: `cfg.depths`, or with `cfg.window` the depths around a
     planted target's L* (from 1)."""
-    from ..data.targets import get_target
-
     true = getattr(get_target(target), "depth", None) if cfg.window is not None else None
     if true is None:
         return tuple(cfg.depths)
@@ -293,9 +287,7 @@ def depths_of(target: str, cfg: Config) -> tuple:
 
 
 def make_sweep(targets, cfg: Config, name: str = "depth"):
-    """The `volratio.sweep.Sweep` of a depth sweep: targets × depths (`depths_of`) × seeds."""
-    from ..sweep import Sweep
-
+    """The `volratio.runs.sweep.Sweep` of a depth sweep: targets × depths (`depths_of`) × seeds."""
     targets = [targets] if isinstance(targets, str) else list(targets)
     seeds = int(cfg.seeds) // int(cfg.members)
     if cfg.window is None:
@@ -443,10 +435,8 @@ def depth_sweep(
     targets, cfg: Config | None = None, out=None, executor=None, tol: float | None = None, progress: bool | None = False
 ):
     """Run (or read) the depth sweep of `targets`; returns `(curves: dict target -> DepthCurve, report)`.
-    `out`: the results store (default `volratio.sweep.results_dir("depth")`); `executor`: default
+    `out`: the results store (default `volratio.runs.sweep.results_dir("depth")`); `executor`: default
     `Processes(cfg.processes)`."""
-    from ..sweep import InProcess, Processes, results_dir, run_sweep
-
     cfg = cfg or Config.quick()
     if executor is None:
         executor = Processes(cfg.processes) if cfg.processes > 1 else InProcess()
@@ -517,10 +507,6 @@ def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
     """The chapter's experiment: the depth sweep of `cfg.targets`, the PNG ratio of each, and the
     predictor of sweet-spot depth from the ratio (fitted where ≥ 3 targets have a sweet spot).
     `Result.table`: one row per target × depth; extras: `curves`, `report`, `ratios`, `predictor`."""
-    from ..complexity import png_ratio
-    from ..data.targets import get_target
-    from ..depth import fit_predictor
-
     cfg = cfg or Config.quick()
     with Timer() as t:
         curves, report = depth_sweep(cfg.targets, cfg, out=out, executor=executor)
@@ -550,8 +536,6 @@ def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
 def load_nets(report) -> dict:
     """`(target, depth) -> CoordMLP`: the population of the first finished run of each grid point,
     read from the sweep's store (the runs keep their networks: `keep_net`)."""
-    from ..store import Store
-
     store, out = Store(report.store), {}
     for _, r in report.table[report.table["status"] == "done"].iterrows():
         out.setdefault((r["target"], int(r["depth"])), store.artifact(r["key"], "net"))
@@ -613,8 +597,6 @@ def stored_images(names=REFERENCE_CHUNKS, root=None, judge: str | None = None, t
     depth of one entry per stored network — its render at `res` (`(res, res, 3)` numpy), whether the
     judge said its unperturbed image shows the label, its EMC2 AUC and its MSE. Reads the networks the
     runs stored (`keep_net`); a run without one is an error."""
-    from ..nets import CoordMLP
-
     out: dict = {}
     for r in stored_judged(names, root, judge):
         t = r["config"]["target"]
@@ -641,9 +623,6 @@ def stored_network(target: str, depth: int, member: int = 0, names=REFERENCE_CHU
     """The stored network `member` (0-based, of the run's population) of `target` at `depth` from the
     chunks `names` (a `CoordMLP` of population 1), e.g. to show what its perturbations look like
     (`volratio.emc2.judged_examples`)."""
-    from .. import reference
-    from ..nets import CoordMLP
-
     runs = [r for r in reference.stored_records(names, root, error=DepthError)
             if r["config"]["target"] == target and int(r["config"]["depth"]) == int(depth)]  # fmt: skip
     if not runs:
@@ -659,10 +638,8 @@ def stored_network(target: str, depth: int, member: int = 0, names=REFERENCE_CHU
 
 
 def stored_judged(names, root=None, judge: str | None = None) -> list[dict]:
-    """The stored runs of the chunks `names` (`volratio.reference.stored_records`), each run's
+    """The stored runs of the chunks `names` (`volratio.runs.reference.stored_records`), each run's
     `score`, `scores` and `base_kept` those under `judge` (default: the runs' own judge)."""
-    from .. import reference, rescore
-
     stored = reference.stored_records(names, root, error=DepthError)
     if judge is None:
         judged = sorted({str(r["metrics"].get("judge")) for r in stored})
@@ -714,8 +691,6 @@ def check_predictor(curves: dict, fit_on, held_out, res: int = 64) -> PredictorC
     """Fit sweet-spot depth ≈ a + b·(PNG ratio at `res`) on the targets `fit_on` (their measured
     sweet spots in `curves`) and predict each target of `held_out` (e.g. fit on planted targets,
     validate on the Picbreeder ones). Targets without a sweet spot (flat curves) are left out."""
-    from ..depth import fit_predictor
-
     fit_on = [t for t in fit_on if t in curves and curves[t].spot.depth is not None]
     pred = fit_predictor(
         [_png_ratio(t, res) for t in fit_on], [curves[t].spot.depth for t in fit_on], names=fit_on

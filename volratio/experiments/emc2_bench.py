@@ -18,12 +18,18 @@ import copy
 import time
 from dataclasses import asdict, dataclass, field
 
-from ..emc2 import DEFAULT_DELTAS
-from ..judges.registry import JUDGES
+from .. import emc2
+from ..data import picbreeder
+from ..data.specs import load_network
+from ..data.targets import get_target
+from ..emc2 import DEFAULT_DELTAS, EMC2Config
+from ..judges import JUDGES
+from ..nets import coords
+from ..prune import collapsed, prune
 from ..prune.similarity_pruning import SPConfig
-from ..train import PATHS
+from ..train import PATHS, TrainConfig, mse_per_network, new_network, train
 from ..util.limits import at_least, nonzero, one_of
-from ._base import Presets, Result
+from ._base import ExperimentError, Presets, Result, configure, preset
 
 # allowed values, checked when a config is parsed (`volratio.util.limits`); None passes where allowed
 LIMITS = {
@@ -79,8 +85,6 @@ class Config(Presets):
 
 
 def _emc2_config(cfg: Config, member: int = 0):
-    from ..emc2 import EMC2Config
-
     return EMC2Config.like(cfg, member=member)
 
 
@@ -96,10 +100,6 @@ def judge_threshold(r, label: str) -> float:
 def train_ours(cfg: Config):
     """Our dense population (one member per target) and its SP-pruned copy."""
     import torch
-
-    from ..data.targets import get_target
-    from ..prune import prune
-    from ..train import TrainConfig, new_network, train
 
     images = torch.stack([get_target(f"picbreeder:{n}").image(cfg.res) for n in cfg.targets])  # (T, res, res, 3)
     dense = new_network(
@@ -119,8 +119,6 @@ def train_ours(cfg: Config):
 def ours_collapsed(dense, sp_net, images, targets) -> dict:
     """`{(kind, target): bool}`: which of our dense and SP networks (member k drew `targets[k]`)
     collapsed (`volratio.prune.collapsed`, against the dense network's MSE)."""
-    from ..prune import collapsed
-
     res, d = int(images.shape[-2]), mse(dense, images)
     out = {}
     for kind, net in (("dense (ours)", dense), ("SP (ours)", sp_net)):
@@ -131,10 +129,6 @@ def ours_collapsed(dense, sp_net, images, targets) -> dict:
 
 def run(cfg: Config | None = None) -> Result:
     import pandas as pd
-
-    from .. import emc2
-    from ..data import picbreeder
-    from ..data.specs import load_network
 
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
@@ -199,9 +193,6 @@ def auc_table(result: Result):
 
 def mse(net, images):
     """`(K,)` MSE of each member of `net` against `images` `(K, res, res, 3)` (numpy)."""
-    from ..nets import coords
-    from ..train import mse_per_network
-
     K, res = images.shape[0], images.shape[1]
     return mse_per_network(net, coords(res), images.reshape(K, -1, 3)).detach().cpu().numpy()
 
@@ -229,21 +220,16 @@ class Point:
     LIMITS = LIMITS
 
     def __post_init__(self):
-        from ._base import ExperimentError
-
         if self.network not in NETWORKS:
             raise ExperimentError(f"network={self.network!r}: choose one of {', '.join(NETWORKS)}")
         if self.target not in ("skull", "butterfly", "apple"):
             raise ExperimentError(f"target={self.target!r}: choose skull, butterfly or apple")
-        from ..judges import JUDGES
 
         if self.judge not in JUDGES:
             raise ExperimentError(f"judge={self.judge!r}: choose one of {', '.join(JUDGES)}")
 
 
 def parse_point(config: dict) -> Point:
-    from ._base import configure
-
     return configure(Point(), config, "emc2_point")
 
 
@@ -251,10 +237,6 @@ def point(config: dict) -> dict:
     """EMC2 of one network. Metrics: `scores` (S per δ), `auc`, `auc_se` (standard error of the AUC
     from the parameter subsample, finite-population corrected: 0 when every weight is scored),
     `n_params`, `n_nonzero`, `judge`, `threshold`. Artifact: `verdicts` `(n_params, n_δ)` uint8."""
-
-    from .. import emc2
-    from ..data import picbreeder
-    from ..data.specs import load_network
 
     cfg = parse_point(config)
     spec = f"picbreeder:{cfg.target}"
@@ -279,8 +261,6 @@ def parse_dense_point(config: dict) -> Config:
     """A `Config` from a preset (`scale`, default reference) and overrides (`seed`, `dense_steps`, …).
     A config without `sp.loss_factor` runs SP without its guard and returns rows without `collapsed`
     (`LEGACY`: what such a config means)."""
-    from ._base import preset
-
     over = {**LEGACY, **config}
     return preset(Config, over.pop("scale", "reference"), **over)
 
@@ -301,8 +281,6 @@ def dense_point(config: dict) -> dict:
     Metrics: `rows`, one per network × target (`network`, `target`, `auc`, `auc_se`, `scores`,
     `deltas`, `n_params`, `n_nonzero`, `threshold`, `mse`, `seed`, and `collapsed` except in runs
     stored before SP's guard)."""
-    from .. import emc2
-
     cfg = parse_dense_point(config)
     dense, sp_net, images = train_ours(cfg)
     flags = {} if cfg.legacy_rows else ours_collapsed(dense, sp_net, images, cfg.targets)

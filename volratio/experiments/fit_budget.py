@@ -19,10 +19,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..data.targets import get_target
 from ..errors import VolratioError
-from ..nets import ACTIVATIONS
-from ..train import PATHS
+from ..nets import ACTIVATIONS, Arch, CoordMLP
+from ..runs import reference
+from ..train import PATHS, TrainConfig, train
 from ..util.limits import above, at_least, one_of
+from ._base import ExperimentError, configure
 
 
 @dataclass(frozen=True)
@@ -53,10 +56,6 @@ class Config:
 
 def _mse_at_checkpoints(spec: str, depth: int, cfg: Config) -> dict[int, list[float]]:
     """`{steps: [MSE of each member]}` of one population of `cfg.members` dense networks."""
-    from ..data.targets import get_target
-    from ..nets import Arch, CoordMLP
-    from ..train import TrainConfig, train
-
     target = get_target(spec)
     net = CoordMLP(
         Arch.uniform(int(depth), cfg.width, cfg.activation),
@@ -95,8 +94,6 @@ def run(cfg: Config):
 
 def parse_point(config: dict) -> tuple[str, int, Config]:
     """`(target, depth, Config)` of one run; the config's other entries are `Config`'s fields."""
-    from ._base import ExperimentError, configure
-
     config = dict(config)
     missing = [k for k in ("target", "depth") if k not in config]
     if missing:
@@ -118,8 +115,6 @@ def stored_table(name: str = "depth_budget", root=None):
     """The rows of `run` from the stored runs of chunk `name` (under `root`, default
     `results/reference`)."""
     import pandas as pd
-
-    from .. import reference
 
     recs = reference.stored_records([name], root, error=VolratioError)
     rows = [r for rec in recs for r in _rows(rec["config"]["target"], rec["config"]["depth"],

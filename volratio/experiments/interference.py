@@ -14,9 +14,14 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
+from ..data.specs import load_network
+from ..data.targets import get_target
+from ..nets import CoordMLP
+from ..prune import SPConfig, sp
 from ..prune.similarity_pruning import COMPENSATE
-from ..train import PATHS
+from ..train import PATHS, TrainConfig, train
 from ..util.limits import above, at_least, between, one_of
+from ..welch.interference import network_interference
 from ._base import Presets, Result
 
 
@@ -66,12 +71,6 @@ LEGACY = {
 def networks(cfg: Config) -> tuple[dict, dict]:
     """`(nets, notes)`: name -> CoordMLP, and what was trained (MSEs, SP summaries with each
     network's `dense_loss`, `final_loss` and `collapsed`)."""
-    from ..data.specs import load_network
-    from ..data.targets import get_target
-    from ..nets import CoordMLP
-    from ..prune import SPConfig, sp
-    from ..train import TrainConfig, train
-
     nets, notes = {}, {"target": cfg.target}
     if cfg.target.startswith("picbreeder:"):  # the data is fetched on first use, or a one-line fix is raised
         name = cfg.target.partition(":")[2]
@@ -105,8 +104,6 @@ def networks(cfg: Config) -> tuple[dict, dict]:
 def run(cfg: Config | None = None) -> Result:
     """`Result.table`: one row per network × vectors (weights | maps) × layer; extras `nets`, `notes`."""
     import pandas as pd
-
-    from ..welch.interference import network_interference
 
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()

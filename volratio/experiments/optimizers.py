@@ -3,7 +3,7 @@
 At one target and depth (the sweet spot of its depth sweep), SP networks are trained and pruned
 with each optimizer — Adam; Muon (`torch.optim.Muon` on the hidden W×W matrices, AdamW on the input
 and output kernels, the standard recipe of `volratio.train`); SGD with momentum — over several
-seeds, through `volratio.sweep` (run function `optimizer_point`). Each run reports the final loss,
+seeds, through `volratio.runs.sweep` (run function `optimizer_point`). Each run reports the final loss,
 the compositional score (EMC2 AUC, default judge) and the sharpness (top Hessian eigenvalue,
 `volratio.train.flatness`); `summarise` gives mean and t-interval per optimizer.
 
@@ -14,6 +14,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
+from ..data.targets import get_target
+from ..runs import reference
+from ..runs.sweep import Sweep, results_dir, run_sweep
+from ..train.flatness import top_eigenvalue
 from ..util.limits import at_least, one_of
 from ..util.stats import mean_ci
 from . import depth_regime
@@ -57,8 +61,6 @@ def point(config: dict) -> dict:
     """`depth_point` with the config's `optimizer` (adam | muon | sgd) and, in addition, the
     sharpness: top Hessian eigenvalue of the final MSE (`volratio.train.flatness.top_eigenvalue`).
     `collapsed` and `sp_stop` as in `depth_point` (not in runs stored before SP's guard)."""
-    from ..train.flatness import top_eigenvalue
-
     cfg = parse_point(config)
     net, target, img, dense_loss, pr = depth_regime.sp_network(cfg)
     loss = float(pr.final_loss[0]) if pr is not None else float(dense_loss[0])
@@ -117,8 +119,6 @@ class Config(Presets):
 
 
 def make_sweep(cfg: Config, name: str = "optimizers"):
-    from ..sweep import Sweep
-
     if cfg.depth is None:
         raise ExperimentError("make_sweep needs the depth: give Config(depth=…) or let run() find the sweet spot")
     base = replace(cfg.base, members=1).shared()
@@ -149,9 +149,6 @@ def summarise(table, level: float = 0.95):
 def sweet_spot(cfg: Config, out=None):
     """`(depth, curve, report)`: the sweet spot of an Adam depth sweep of `cfg.target` over
     `cfg.base.depths` (a flat curve falls back to the target's true depth, else the middle depth)."""
-    from ..data.targets import get_target
-    from ..sweep import results_dir
-
     curves, report = depth_regime.depth_sweep(cfg.target, cfg.base, out=out or results_dir("optimizers-depth"))
     curve = curves[cfg.target]
     fallback = getattr(get_target(cfg.target), "depth", None) or curve.depths[len(curve.depths) // 2]
@@ -162,8 +159,6 @@ def run(cfg: Config | None = None, *, out=None, executor=None, progress: bool | 
     """Run (or read) the study, at `cfg.depth` or at the sweet spot found first (`sweet_spot`).
     `Result.table`: one row per optimizer (means and intervals); extras: `runs` (one row per run),
     `report`, `depth` (the depth studied), `curve` (the depth curve, when it was swept)."""
-    from ..sweep import results_dir, run_sweep
-
     cfg = cfg or Config.quick()
     with Timer() as t:
         curve = spot_report = None
@@ -203,8 +198,6 @@ def stored_runs(names=REFERENCE_CHUNKS, root=None, judge: str | None = None):
     file, `CoordMLP.load`; None where the run kept none). `judge`: scores under this
     judge (the chunk's rescore runs where the runs' own judge differs; `depth_regime.stored_judged`)."""
     import pandas as pd
-
-    from .. import reference
 
     if judge is None:
         stored = reference.stored_records(names, root, error=ExperimentError)

@@ -18,8 +18,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..nets import ACTIVATIONS
+from ..data.targets import get_target
+from ..nets import ACTIVATIONS, Arch, CoordMLP
 from ..train import TrainConfig
+from ..train import train as train_net
+from ..util.device import resolve_device
 from ..util.limits import at_least, one_of
 from ._base import ExperimentError, configure
 
@@ -71,11 +74,6 @@ def parse_train(config: dict) -> Config:
 
 def train(config: dict) -> dict:
     """Train as `config` says; see the module docstring for what comes back."""
-    from ..data.targets import get_target
-    from ..nets import Arch, CoordMLP
-    from ..train import train as train_net
-    from ..util.device import resolve_device
-
     cfg = parse_train(config)
     target = get_target(cfg.target)
     arch = Arch.parse(cfg.arch) if cfg.arch is not None else Arch.uniform(cfg.depth, cfg.width, cfg.activation)

@@ -25,6 +25,7 @@ from ..judges.registry import JUDGES
 from ..nets import CoordMLP
 from ..train import PATHS, TrainConfig, train
 from ..util.limits import above, at_least, nonzero, one_of
+from ..util.verdicts import Estimate
 from ._base import ExperimentError, Presets, Result, configure
 
 
@@ -258,8 +259,6 @@ def paired(table, judge: str = "anchored", z: float = 1.96):
     does not draw it under the judge or when no twin does: a network that does not draw its target
     scores 0 under a label-anchored judge, so the comparison would say nothing about robustness."""
     import pandas as pd
-
-    from ..util.verdicts import Estimate
 
     auc, se, kept = f"auc_{judge}", f"auc_se_{judge}", f"base_kept_{judge}"
     if auc not in table:

@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from ..depth import peak_effect, planted_predictor
+from ..depth import peak_effect, planted_predictor, sweet_spot
+from ..depth.complexity import png_ratio
 from ..util.limits import at_least, between
 from . import depth_regime
 from ._base import Result
@@ -123,8 +124,6 @@ def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
     measured sweet spot and its peak; extras: `curves`, `report`, `predictor`, `scene_vs_parts`."""
     import pandas as pd
 
-    from ..complexity import png_ratio
-
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
     pred, _ = planted_predictor(res=cfg.ratio_res)
@@ -176,8 +175,6 @@ def scene_parts(scene: str) -> tuple:
 def restrict(curve: depth_regime.DepthCurve, depths) -> depth_regime.DepthCurve:
     """`curve` on the depths it shares with `depths` (its sweet spot recomputed there), so that
     curves swept over different depth grids are compared on the same one."""
-    from ..depth import sweet_spot
-
     keep = [i for i, d in enumerate(curve.depths) if d in set(depths)]
     ds = [curve.depths[i] for i in keep]
     score = curve.score[keep]

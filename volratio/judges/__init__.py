@@ -7,8 +7,9 @@ builds any of them by name (`JUDGES`); `DEFAULT_JUDGE` is the label-anchored one
 
 Layout (every public name of the judge modules is importable from `volratio.judges`):
 
-- `base` — the interface: `Judge`, `Verdicts`, `JudgeError`, `JudgeWeightsMissing`, and the image
-  conversions every judge uses (`as_images`, `to_uint8`, `image_hash`, `resample`);
+- `base` — the interface: `Judge`, `Verdicts`, `JudgeError`, `JudgeWeightsMissing`, the image
+  conversions every judge uses (`as_images`, `to_uint8`, `image_hash`, `resample`), and `base.DATA_DIR`,
+  where the fitted rules are stored;
 - `anchored` — `AnchoredJudge` ("anchored", **the default**; "anchored-ssim", "anchored-pooled"):
   label-anchored, each image compared with the label's *target image* (`target_anchor`);
 - `stability` — the self-anchored judges fitted on the reference verdicts, SSIM@4 against the
@@ -19,10 +20,11 @@ Layout (every public name of the judge modules is importable from `volratio.judg
 - `models` — `CLIPJudge` (CLIP zero-shot) and `VLMJudge` (a vision-language model asked yes/no),
   local weights only (`transformers`, the `judges` extra);
 - `registry` — `make_judge`, `JUDGES`, `DEFAULT_JUDGE`, `SELF_ANCHORED`, `anchor_of`, `default_judge`;
-- the verdict sets and the fits (import them as modules; not re-exported here):
-  `reference_verdicts` (the first verdict set, `data/judge_reference/`), `calibration` (the
-  calibrated judges' rule fitted and checked on it), `anchored_set` (the target-anchored verdict
-  set, `data/judge_reference/anchored/`) and `anchored_rule` (the anchored judge's features and rule).
+- the rules the fitted judges read (import them as modules; not re-exported here):
+  `anchored_rule` (the anchored judge's features and logistic rule) and `calibrated_rule` (the
+  self-anchored judges' scores and threshold rule).
+
+The verdict sets these rules were fitted on, and the fits themselves, are `volratio.calibration`.
 
 Chapter: "EMC2-Bench" (book/emc2.md).
 """

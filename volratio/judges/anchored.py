@@ -5,7 +5,7 @@
 label (`target_anchor`, or a user's own image), never with the network's own render, so a network
 that never draws the label scores 0 whatever it draws. Its features, logistic model and thresholds
 are the rule of `volratio.judges.anchored_rule`, fitted on the anchored verdicts
-(`volratio.judges.anchored_set`, `data/judge_reference/anchored/`).
+(`volratio.calibration.anchored_set`, `data/judge_reference/anchored/`).
 
 Chapter: "EMC2-Bench" (book/emc2.md), section "The judge, validated".
 """
@@ -17,6 +17,8 @@ from dataclasses import replace
 import numpy as np
 import torch
 
+from ..data.targets import get_target
+from .anchored_rule import RULE_JSON, features, read_rule
 from .base import Judge, JudgeError, Verdicts, as_images
 
 # the label-anchored judges: name -> (rule file, one pooled threshold for every label)
@@ -37,8 +39,6 @@ class AnchoredJudge(Judge):
     anchor_kind = "target"  # compared with the target image, not with the network's own render
 
     def __init__(self, anchor, rule=None, anchor_name: str = "", variant: str = "anchored"):
-        from .anchored_rule import RULE_JSON, read_rule
-
         if variant not in ANCHORED:
             raise JudgeError(f"anchored judge {variant!r}: choose one of {', '.join(ANCHORED)}")
         self.name = variant
@@ -64,8 +64,6 @@ class AnchoredJudge(Judge):
         return out
 
     def _judge(self, images, label):
-        from .anchored_rule import features
-
         x = as_images(images)
         f = features(x, self.anchor[None].expand(len(x), -1, -1, -1), self.rule.features)
         p = self.rule.prob(f)
@@ -74,6 +72,4 @@ class AnchoredJudge(Judge):
 
 def target_anchor(target_spec: str, res: int) -> torch.Tensor:
     """`(res, res, 3)` the target image a label-anchored judge compares with (`volratio.data.targets`)."""
-    from ..data.targets import get_target
-
     return as_images(np.asarray(get_target(target_spec).image(res)))[0]

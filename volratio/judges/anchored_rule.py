@@ -1,9 +1,8 @@
-"""The target-anchored judge's rule: features of an image against the target, a fitted decision.
+"""The target-anchored judge's rule: features of an image against the target, a logistic decision.
 
 `volratio.judges.AnchoredJudge` ("anchored", the library's default judge) asks "is this a
 <label>?" by comparing the image with the *target image* of the label — never with the network's
-own render. This module defines what it computes and how its decision was fitted on the
-anchored verdicts (`volratio.judges.anchored_set`, `data/judge_reference/anchored/verdicts.csv`):
+own render. This module defines what it computes and reads:
 
 - **Features** (`FEATURES`, `features`): every image and its target are first brought to one size
   (`FIT_RES`, area averaging / bilinear as `volratio.judges.resample`); then SSIM at full
@@ -11,13 +10,11 @@ anchored verdicts (`volratio.judges.anchored_set`, `data/judge_reference/anchore
   three scales (Wang, Simoncelli & Bovik 2003; `torchmetrics`), the correlation of Sobel edge
   maps, the negated RMS distance, the distance of the mean colours, and the log-ratio of the
   images' contrasts (a flat image has none).
-- **Rules** (`LogisticRule`): a logistic model on standardised features (or one feature alone) gives
-  p(shows the label); the image is judged to show the label when p ≥ the label's threshold (one
-  per label the verdicts cover, plus a pooled `"*"` for any other label — the judge's settings
-  say which was used). `fit` fits one on a training split (L2-penalised log-loss, L-BFGS,
-  deterministic); `compare` evaluates candidates on the held-out split, overall and per group,
-  with κ and its bootstrap interval; `best_rule` picks one; `write_rule`/`read_rule` store it in
-  `data/judge_reference/anchored/rule.json`.
+- **The rule** (`LogisticRule`): a logistic model on standardised features (or one feature alone)
+  gives p(shows the label); the image is judged to show the label when p ≥ the label's threshold
+  (one per label the verdicts cover, plus a pooled `"*"` for any other label). `read_rule` reads
+  the stored one (`RULE_JSON`, `data/judge_reference/anchored/rule.json`), fitted on the anchored
+  verdicts by `volratio.calibration.fit_anchored`.
 
 Chapter: "EMC2-Bench" (book/emc2.md), section "The judge, validated".
 """
@@ -25,20 +22,29 @@ Chapter: "EMC2-Bench" (book/emc2.md), section "The judge, validated".
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from ..errors import DataNotFoundError, VolratioError
-from ..util.stats import binomial_interval
-from .reference_verdicts import DATA_DIR, cohen_kappa
+from .base import DATA_DIR, as_images, resample
+from .calibrated_rule import edge_map, row_correlation
+from .similarity import ssim
 
 RULE_JSON = DATA_DIR / "anchored" / "rule.json"
+
+
 # the second label-anchored judge ("anchored-ssim"): one feature, a similarity other than the default's
 SECOND_RULE_JSON = DATA_DIR / "anchored" / "rule_ssim.json"
+
+
 SECOND_FEATURES = ("ssim@1",)  # the single feature other than -rmse with the best held-out κ (fit_second)
+
+
 FIT_RES = 64  # images and targets are compared at this size
+
+
 FEATURES = ("ssim@1", "ssim@2", "ssim@4", "ms-ssim", "edges", "-rmse", "-dcolour", "contrast")
 
 
@@ -66,10 +72,6 @@ def features(images, targets, names=FEATURES) -> dict[str, np.ndarray]:
     """The features `names` (default all) of each image against its target: `images`, `targets`
     `(B, H, W, 3)` in [0, 1] (row i of `targets` is image i's target; both of any size, brought to
     `FIT_RES`). Each feature is computed the same way whichever others are asked for."""
-    from .base import as_images, resample
-    from .calibration import _corr, edge_map
-    from .similarity import ssim
-
     if unknown := set(names) - set(FEATURES):
         raise VolratioError(f"unknown features {sorted(unknown)}; known: {', '.join(FEATURES)}")
     x, r = resample(as_images(images), FIT_RES), resample(as_images(targets), FIT_RES)
@@ -88,7 +90,7 @@ def features(images, targets, names=FEATURES) -> dict[str, np.ndarray]:
     if "ms-ssim" in names:
         out["ms-ssim"] = _ms_ssim(x, r)
     if "edges" in names:
-        out["edges"] = _corr(edge_map(x).flatten(1), edge_map(r).flatten(1)).numpy()
+        out["edges"] = row_correlation(edge_map(x).flatten(1), edge_map(r).flatten(1)).numpy()
     if "-rmse" in names:
         out["-rmse"] = -((x - r) ** 2).mean(dim=(1, 2, 3)).sqrt().numpy()
     if "-dcolour" in names:
@@ -138,113 +140,6 @@ class LogisticRule:
         return p >= t
 
 
-def _logistic(X: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
-    from scipy.optimize import minimize
-
-    n, d = X.shape
-
-    def loss(theta):
-        w, b = theta[:d], theta[d]
-        z = X @ w + b
-        lz = np.logaddexp(0, z)
-        f = (lz - y * z).mean() + 0.5 * l2 * (w @ w)
-        p = 1 / (1 + np.exp(-z))
-        g = np.r_[X.T @ (p - y) / n + l2 * w, (p - y).mean()]
-        return f, g
-
-    r = minimize(loss, np.zeros(d + 1), jac=True, method="L-BFGS-B")
-    return r.x[:d], float(r.x[d])
-
-
-def best_threshold(p, truth) -> float:
-    """The threshold on `p` maximising Cohen's κ (candidates: midpoints of consecutive distinct
-    values; ties: the middle one)."""
-    v, y = np.asarray(p, float), np.asarray(truth, bool)
-    s = np.unique(v)
-    cands = np.r_[s[0] - 1e-9, (s[:-1] + s[1:]) / 2, s[-1] + 1e-9]
-    k = np.array([cohen_kappa(v >= t, y) if y.any() and (~y).any() else float((v >= t) == y).mean() for t in cands])
-    best = np.flatnonzero(k >= np.nanmax(k) - 1e-12)
-    return float(cands[best[len(best) // 2]])
-
-
-def fit(feats: dict, truth, labels, names, per_label: bool = True, l2: float = 1e-2) -> LogisticRule:
-    """A `LogisticRule` on the features `names`, fitted on (`feats`, `truth`, `labels`)."""
-    y = np.asarray(truth, float)
-    X = np.stack([np.asarray(feats[f], float) for f in names], 1)
-    mu, sd = X.mean(0), X.std(0) + 1e-12
-    w, b = _logistic((X - mu) / sd, y, l2)
-    rule = LogisticRule(tuple(names), w.tolist(), b, mu.tolist(), sd.tolist(), {"*": 0.5})
-    p = rule.prob(feats)
-    labels = np.asarray(labels)
-    th = {"*": best_threshold(p, y > 0.5)}
-    if per_label:
-        for lab in np.unique(labels):
-            sel = labels == lab
-            yl = y[sel] > 0.5
-            if yl.all() or (~yl).all():  # one class only: the pooled threshold says it as well as any
-                continue
-            th[str(lab)] = best_threshold(p[sel], yl)
-    rule.thresholds = th
-    return rule
-
-
-def agreement(pred, truth) -> dict:
-    """n, accuracy, Cohen's κ (NaN when the verdicts hold one class only) and the confusion counts."""
-    p, y = np.asarray(pred, bool), np.asarray(truth, bool)
-    one_class = bool(y.all() or (~y).all())
-    return {
-        "n": int(len(y)),
-        "accuracy": float((p == y).mean()) if len(y) else float("nan"),
-        "kappa": float("nan") if (one_class or not len(y)) else cohen_kappa(p, y),
-        "kept_kept": int((p & y).sum()),
-        "kept_notkept": int((p & ~y).sum()),
-        "notkept_kept": int((~p & y).sum()),
-        "notkept_notkept": int((~p & ~y).sum()),
-    }
-
-
-def kappa_interval(pred, truth, n_boot: int = 1000, seed: int = 0) -> tuple[float, float]:
-    """95% percentile bootstrap interval of Cohen's κ (NaN when the verdicts hold one class)."""
-    p, y = np.asarray(pred, bool), np.asarray(truth, bool)
-    if not len(y) or y.all() or (~y).all():
-        return (float("nan"), float("nan"))
-    rng = np.random.default_rng(seed)
-    ks = []
-    for _ in range(n_boot):
-        i = rng.integers(0, len(y), len(y))
-        if y[i].all() or (~y[i]).all():
-            continue
-        ks.append(cohen_kappa(p[i], y[i]))
-    return (float(np.percentile(ks, 2.5)), float(np.percentile(ks, 97.5)))
-
-
-def split(networks, groups, test_fraction: float = 0.4, seed: int = 0) -> np.ndarray:
-    """`(n,)` bool, True for held-out rows. Whole *networks* are held out — a seeded
-    `test_fraction` of each group's networks (at least one when the group has two or more) — so
-    that no network is judged on held-out images of itself whose siblings it was fitted on."""
-    networks, groups = np.asarray(networks), np.asarray(groups)
-    rng = np.random.default_rng(seed)
-    held = set()
-    for g in np.unique(groups):
-        names = np.unique(networks[groups == g])
-        if len(names) < 2:
-            continue
-        n = min(len(names) - 1, max(1, round(test_fraction * len(names))))
-        held |= set(names[rng.permutation(len(names))[:n]].tolist())
-    return np.array([n in held for n in networks], bool)
-
-
-def write_rule(rule: LogisticRule, path=None) -> None:
-    from ..util.fileio import atomic_path
-
-    p = path or RULE_JSON
-    d = asdict(rule)
-    d["features"] = list(rule.features)
-    with atomic_path(p) as tmp, open(tmp, "w") as f:
-        json.dump(d, f, indent=2, sort_keys=True)
-        f.write("\n")
-
-
 def read_rule(path=None) -> LogisticRule:
     """The stored rule of the anchored judge (`data/judge_reference/anchored/rule.json`)."""
     p = path or RULE_JSON
@@ -260,219 +155,3 @@ def read_rule(path=None) -> LogisticRule:
 
 # ---------------------------------------------------------------------------------------------
 # The comparison
-
-CANDIDATES = {  # rule name -> features (each single feature, and logistic combinations)
-    **{f: (f,) for f in FEATURES},
-    "ssim@4+contrast": ("ssim@4", "contrast"),
-    "ssim@4+-dcolour+contrast": ("ssim@4", "-dcolour", "contrast"),
-    "ms-ssim+-dcolour+contrast": ("ms-ssim", "-dcolour", "contrast"),
-    "all": FEATURES,
-}
-
-
-def compare(table, test_fraction: float = 0.4, seed: int = 0, candidates=None):
-    """Fit every candidate rule on the training split (whole networks held out, `split`) and
-    evaluate it on the held-out rows: overall and per group, κ with its bootstrap interval.
-    `table`: one row per judged image with `pass1`, `label`, `group`, `network` and a column per
-    feature. Returns `(results DataFrame, {name: LogisticRule}, held-out mask)`."""
-    import pandas as pd
-
-    cands = candidates or CANDIDATES
-    y = table["pass1"].to_numpy().astype(bool)
-    labels = table["label"].to_numpy()
-    test = split(table["network"].to_numpy(), table["group"].to_numpy(), test_fraction, seed)
-    feats = {f: table[f].to_numpy() for f in FEATURES if f in table}
-    tr = {f: v[~test] for f, v in feats.items()}
-    te = {f: v[test] for f, v in feats.items()}
-    out, rules = [], {}
-    for name, names in cands.items():
-        rule = fit(tr, y[~test], labels[~test], names)
-        rule.fitted_on = {"n": int((~test).sum()), "split_seed": seed, "test_fraction": test_fraction, "res": FIT_RES}
-        rules[name] = rule
-        pred = rule.predict(te, labels[test])
-        a = agreement(pred, y[test])
-        lo, hi = kappa_interval(pred, y[test])
-        out.append({"rule": name, **a, "kappa_lo": lo, "kappa_hi": hi})
-    return pd.DataFrame(out).set_index("rule"), rules, test
-
-
-def per_group(rule: LogisticRule, table, rows_mask=None) -> "object":
-    """Agreement of `rule` with the verdicts per group (and overall) over `rows_mask` (default all)."""
-    import pandas as pd
-
-    t = table if rows_mask is None else table[np.asarray(rows_mask, bool)]
-    feats = {f: t[f].to_numpy() for f in rule.features}
-    pred = rule.predict(feats, t["label"].to_numpy())
-    y = t["pass1"].to_numpy().astype(bool)
-    out = []
-    for g in [*sorted(set(t["group"])), "all"]:
-        sel = np.ones(len(t), bool) if g == "all" else (t["group"].to_numpy() == g)
-        a = agreement(pred[sel], y[sel])
-        lo, hi = kappa_interval(pred[sel], y[sel])
-        out.append({"group": g, **a, "kappa_lo": lo, "kappa_hi": hi})
-    return pd.DataFrame(out).set_index("group")
-
-
-def best_rule(results, rules) -> LogisticRule:
-    """The rule with the highest held-out κ (ties: fewer features, then the order of `CANDIDATES`)."""
-    k = results["kappa"].to_numpy()
-    names = [n for n, kk in zip(results.index, k) if kk >= np.nanmax(k) - 1e-12]
-    names.sort(key=lambda n: (len(rules[n].features), list(rules).index(n)))
-    return rules[names[0]]
-
-
-def verdict_table(verdicts=None, nets=None):
-    """The anchored verdicts (`volratio.judges.anchored_set.load_verdicts`) with every feature of each
-    image against its target, the images regenerated from the stored networks (seconds); `nets`:
-    the networks the rows name, when they are not the set's (the held-out new-target rows)."""
-    from . import anchored_set as A
-    from .anchored import target_anchor
-
-    df = (A.load_verdicts() if verdicts is None else verdicts).reset_index(drop=True).copy()
-    nets = nets if nets is not None else A.networks(groups=sorted(set(df["group"])))
-    images = A.render(df, nets)
-    anchors = {}
-    for t, r in set(zip(df["target"], df["res"])):
-        anchors[(t, r)] = target_anchor(t, int(r))  # as the judge: the target at the image's size
-    feats = {f: np.zeros(len(df)) for f in FEATURES}
-    for (t, r), part in df.groupby(["target", "res"], sort=False):
-        idx = part.index.to_numpy()
-        x = torch.stack([images[i] for i in idx])
-        f = features(x, anchors[(t, r)][None].expand(len(idx), -1, -1, -1))
-        for k, v in f.items():
-            feats[k][idx] = v
-    for k, v in feats.items():
-        df[k] = v
-    return df
-
-
-def repeated_kappa(table, names, repeats: int = 10, test_fraction: float = 0.4) -> np.ndarray:
-    """Held-out κ of the rule on `names` over `repeats` random network splits (seeds 0…)."""
-    return np.array(
-        [compare(table, test_fraction, seed, {"r": tuple(names)})[0].loc["r", "kappa"] for seed in range(repeats)]
-    )
-
-
-def fit_default(table, repeats: int = 10, test_fraction: float = 0.4):
-    """The stored rule, regenerable from the verdicts: the candidate with the best mean held-out κ
-    over `repeats` network splits (ties: fewer features), fitted on the training split of seed 0.
-    Returns `(rule, {candidate: κ per split})`."""
-    ks = {name: repeated_kappa(table, names, repeats, test_fraction) for name, names in CANDIDATES.items()}
-    best = max(ks, key=lambda n: (round(float(np.mean(ks[n])), 6), -len(CANDIDATES[n])))
-    _, rules, _ = compare(table, test_fraction, 0, {best: CANDIDATES[best]})
-    rule = rules[best]
-    rule.fitted_on.update(
-        {"selected_by": f"mean held-out kappa over {repeats} splits", "kappa_mean": float(np.mean(ks[best]))}
-    )
-    return rule, ks
-
-
-def fit_second(table, repeats: int = 10, test_fraction: float = 0.4):
-    """The second label-anchored judge's rule: `SECOND_FEATURES`, fitted like `fit_default`'s on the
-    training split of seed 0. Returns `(rule, κ per split)`."""
-    ks = repeated_kappa(table, SECOND_FEATURES, repeats, test_fraction)
-    name = "+".join(SECOND_FEATURES)
-    _, rules, _ = compare(table, test_fraction, 0, {name: SECOND_FEATURES})
-    rule = rules[name]
-    rule.fitted_on.update(
-        {"selected_by": f"second judge; mean held-out kappa over {repeats} splits", "kappa_mean": float(np.mean(ks))}
-    )
-    return rule, ks
-
-
-def preserved(table, shown) -> np.ndarray:
-    """`(n,)` bool: each row's image shows the label *and* its network's unperturbed image (at the
-    same size) does — the EMC2 verdict — from per-row `shown` verdicts (the judge's or `pass1`)."""
-    t = table.reset_index(drop=True)
-    shown = np.asarray(shown, bool)
-    base = {(n, r): shown[i] for i, (n, r, k) in enumerate(zip(t["network"], t["res"], t["kernel"])) if k < 0}
-    return shown & np.array([base[(n, r)] for n, r in zip(t["network"], t["res"])])
-
-
-def emc2_by_network(table, rule: LogisticRule):
-    """Per network and size: S, the share of its sampled perturbations that preserve the identity
-    (δ drawn uniformly, so S is the δ-averaged score), under the verdicts (95% Wilson interval) and
-    under `rule`; and whether the unperturbed image shows the label by each."""
-    import pandas as pd
-
-    t = table.reset_index(drop=True)
-    by_rule = rule.predict({f: t[f].to_numpy() for f in rule.features}, t["label"].to_numpy())
-    v_ref, v_rule = preserved(t, t["pass1"].to_numpy()), preserved(t, by_rule)
-    out = []
-    for (name, res), part in t.groupby(["network", "res"], sort=False):
-        pert = part.index[part["kernel"] >= 0].to_numpy()
-        base = part.index[part["kernel"] < 0].to_numpy()
-        k, n = int(v_ref[pert].sum()), len(pert)
-        lo, hi = binomial_interval(k, n)
-        out.append({"network": name, "res": int(res), "group": part["group"].iloc[0], "n": n,
-                    "shown (verdicts)": bool(t.loc[base[0], "pass1"]), "shown (judge)": bool(by_rule[base[0]]),
-                    "S (verdicts)": k / n if n else np.nan, "lo": lo, "hi": hi,
-                    "S (judge)": float(v_rule[pert].mean()) if n else np.nan})  # fmt: skip
-    return pd.DataFrame(out).set_index(["network", "res"])
-
-
-def check_judge(name: str, groups=None, model: str | None = None, device: str = "auto", max_images=None, seed=0):
-    """Agreement of judge `name` (any `volratio.judges.make_judge` name) with the anchored verdicts,
-    asked as EMC2 asks it: each network's unperturbed image and its perturbations, each judged
-    "shows the label" with the judge built for that network and its target. Over all images of
-    `groups` (default all; `max_images`: a seeded subsample of whole networks' rows) — accuracy, κ
-    and the confusion counts of the per-image verdicts, and of the EMC2 verdicts (base and
-    perturbed image both shown)."""
-    from ..emc2 import perturbed_images
-    from . import anchored_set as A
-    from .calibration import roc_auc
-    from .registry import make_judge
-
-    df = A.load_verdicts()
-    if groups:
-        if unknown := set(groups) - set(A.GROUPS):
-            raise VolratioError(f"unknown groups {sorted(unknown)}; known: {', '.join(A.GROUPS)}")
-        df = df[df["group"].isin(groups)]
-    df = df.reset_index(drop=True)
-    if max_images is not None and max_images < len(df):
-        keys = df[["network", "res"]].drop_duplicates().sample(frac=1.0, random_state=seed)
-        keep, n = [], 0
-        for nw, r in keys.itertuples(index=False):
-            part = df.index[(df["network"] == nw) & (df["res"] == r)]
-            keep += part.tolist()
-            n += len(part)
-            if n >= max_images:
-                break
-        df = df.loc[sorted(keep)].reset_index(drop=True)
-    nets = A.networks(groups=sorted(set(df["group"])))
-    images = A.render(df, nets)
-    shown, scores, settings = np.zeros(len(df), bool), np.zeros(len(df)), {}
-    for (nw, r), part in df.groupby(["network", "res"], sort=False):
-        rn = nets[nw]
-        base = perturbed_images(rn.net, int(r), [], [], rn.member, "cpu")[0].cpu()
-        j = make_judge(name, base, rn.target, model=model, device=device)
-        idx = part.index.to_numpy()
-        v = j(torch.stack([images[i] for i in idx]), rn.label)
-        shown[idx], scores[idx] = v.verdicts, v.scores
-        settings = {"judge": v.judge, **{k: x for k, x in v.settings.items() if k != "label"}}
-    y = df["pass1"].to_numpy().astype(bool)
-    return {
-        "settings": settings,
-        "groups": sorted(set(df["group"])),
-        "images": agreement(shown, y),
-        "emc2": agreement(preserved(df, shown), preserved(df, y)),
-        "auc": roc_auc(scores, y),
-    }
-
-
-def new_target_agreement(rules: dict | None = None):
-    """Agreement with the held-out verdicts on five of the thirteen new Picbreeder targets
-    (`anchored_set.NEW_CSV`: labels no rule was fitted on, so each rule applies its pooled
-    threshold), per group and overall, for each of `rules` (`{name: LogisticRule}`, default the
-    anchored judge's two rules). The images are regenerated from the Picbreeder data and checked
-    against the stored hashes first. Returns a DataFrame indexed by (rule, group)."""
-    import pandas as pd
-
-    from . import anchored_set as A
-
-    rules = rules or {"anchored": read_rule(), "anchored-ssim": read_rule(SECOND_RULE_JSON)}
-    rows, nets = A.load_new_verdicts(), A.new_target_networks()
-    if A.image_sha(A.render(rows, nets)) != rows["sha256"].tolist():
-        raise VolratioError(f"{A.NEW_CSV}: the images do not regenerate from the Picbreeder data (hash mismatch)")
-    table = verdict_table(rows, nets=nets)
-    return pd.concat({name: per_group(rule, table) for name, rule in rules.items()}, names=["rule", "group"])

@@ -11,6 +11,8 @@ its settings — every score records which judge produced it and how it was set 
   as the fitted judges do before scoring.
 - `JudgeError` — a judge that cannot run as configured; `JudgeWeightsMissing` — a model judge's
   weights (or `transformers`) are not available locally.
+- `DATA_DIR` — where the fitted judges' rules and the verdicts they were fitted on are stored
+  (`data/judge_reference/`).
 
 Chapter: "EMC2-Bench" (book/emc2.md).
 """
@@ -19,11 +21,15 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from ..errors import DataNotFoundError, VolratioError
+from ..util.images import to_uint8 as quantise
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "judge_reference"  # the repository's data/
 
 
 class JudgeError(VolratioError):
@@ -54,8 +60,6 @@ def as_images(images) -> torch.Tensor:
 
 def to_uint8(images) -> np.ndarray:
     """`(B, H, W, 3)` uint8 (`volratio.util.images.to_uint8`, rounding as PNG export does)."""
-    from ..util.images import to_uint8 as quantise
-
     return quantise(as_images(images))
 
 

@@ -20,6 +20,7 @@ import re
 import numpy as np
 import torch
 
+from ..util.device import resolve_device
 from .base import Judge, JudgeWeightsMissing, image_hash, to_uint8
 
 _HOW_TO = (
@@ -128,7 +129,6 @@ class CLIPJudge(_CachedModelJudge):
         processor_obj=None,
     ):
         super().__init__()
-        from ..util.device import resolve_device
 
         self.model_id, self.distractors, self.template = model, tuple(distractors), template
         self.threshold, self.image_size, self.batch_size = threshold, image_size, batch_size
@@ -200,7 +200,6 @@ class VLMJudge(_CachedModelJudge):
         processor_obj=None,
     ):
         super().__init__()
-        from ..util.device import resolve_device
 
         self.model_id, self.prompt, self.max_new_tokens = model, prompt, int(max_new_tokens)
         self.image_size, self.batch_size = image_size, batch_size

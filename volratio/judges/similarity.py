@@ -22,6 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..data import picbreeder
+from ..data.targets import get_target
+from ..nets import CoordMLP
+from ..util.device import generator
 from .base import Judge, JudgeError, as_images
 
 SSIM_WIN, SSIM_K1, SSIM_K2 = 7, 0.01, 0.03
@@ -107,8 +111,6 @@ def identity_edits(reference) -> dict[str, torch.Tensor]:
 
 def random_cppn_images(res: int, n: int = 12, seed: int = 0) -> dict[str, torch.Tensor]:
     """Images drawn by random Picbreeder-style CoordMLPs (depth 2–6, mixed activations), seeded."""
-    from ..nets import CoordMLP
-
     out = {}
     for k in range(n):
         depth = 2 + k % 5
@@ -121,8 +123,6 @@ def random_cppn_images(res: int, n: int = 12, seed: int = 0) -> dict[str, torch.
 def noise_images(res: int, n: int = 4, seed: int = 0) -> dict[str, torch.Tensor]:
     """Uniform noise and smoothed noise, seeded."""
     from scipy import ndimage
-
-    from ..util.device import generator
 
     g = generator(seed)
     out = {}
@@ -147,9 +147,6 @@ def other_target_images(res: int, exclude: str | None = None) -> dict[str, torch
 @functools.lru_cache(maxsize=8)
 def _target_images(res: int) -> tuple:
     """`((spec, image), …)` of every candidate target at `res` (rendered once per resolution)."""
-    from ..data import picbreeder
-    from ..data.targets import get_target
-
     specs = [f"picbreeder:{n}" for n in picbreeder.NAMES] if picbreeder.available() else []
     specs += list(OTHER_IMAGES)
     return tuple((s, get_target(s).image(res).double()) for s in specs)

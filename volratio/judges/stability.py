@@ -2,7 +2,7 @@
 
 Each compares an image with the network's *own* unperturbed render — SSIM after 4×4 average
 pooling (SSIM@4) — against thresholds fitted on the reference verdicts
-(`volratio.judges.calibration`, `data/judge_reference/`): one per label (`ReferenceCalibratedJudge`),
+(`volratio.calibration.fit_calibrated`, `data/judge_reference/`): one per label (`ReferenceCalibratedJudge`),
 or the rule's one pooled threshold for every label (`PooledCalibratedJudge`, and `StabilityJudge`,
 the stability measure). They measure how much the picture a network draws moves, not whether it
 shows the label (`volratio.judges.SELF_ANCHORED`). Images of another size than the fit's (64×64)
@@ -16,11 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Judge, JudgeError, as_images, resample
+from .calibrated_rule import read_rule, single_score
 
 
 class ReferenceCalibratedJudge(Judge):
     """Kept ⇔ score(image, reference) ≥ the threshold for the label, with the score and thresholds
-    fitted on the reference verdicts (`data/judge_reference/`, `volratio.judges.calibration`):
+    fitted on the reference verdicts (`data/judge_reference/`, `volratio.calibration.fit_calibrated`):
     the rule with the best held-out κ. A label the set does not cover uses the rule's one
     threshold for all labels (`"*"`); the settings name the threshold used.
 
@@ -34,8 +35,6 @@ class ReferenceCalibratedJudge(Judge):
     name = "calibrated"
 
     def __init__(self, reference, rule=None):
-        from .calibration import read_rule
-
         self.reference = as_images(reference)[0]
         self.rule = rule if rule is not None else read_rule()
         self.res = self.rule.res
@@ -51,8 +50,6 @@ class ReferenceCalibratedJudge(Judge):
         }
 
     def _judge(self, images, label):
-        from .calibration import single_score
-
         t = self.rule.threshold(label)
         if np.isnan(t):
             raise JudgeError(f"the calibrated rule has no threshold for {label!r} and no '*' threshold")
@@ -70,8 +67,6 @@ class PooledCalibratedJudge(ReferenceCalibratedJudge):
     name = "calibrated-pooled"
 
     def __init__(self, reference, rule=None):
-        from .calibration import read_rule
-
         super().__init__(reference, (rule if rule is not None else read_rule()).pooled())
 
 
@@ -84,6 +79,4 @@ class StabilityJudge(ReferenceCalibratedJudge):
     name = "stability"
 
     def __init__(self, reference, rule=None):
-        from .calibration import read_rule
-
         super().__init__(reference, (rule if rule is not None else read_rule()).pooled())

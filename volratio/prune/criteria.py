@@ -27,8 +27,8 @@ import torch
 
 from ..nets import CoordMLP, coords
 from ..train import mse_per_network
-from ..util.device import generator
-from .masks import check_finite_features
+from ..util.device import generator, resolve_device
+from .masks import PruneError, check_finite_features
 
 
 @dataclass
@@ -51,8 +51,6 @@ class CalibrationGrid:
 def place(net: CoordMLP, train_config) -> CoordMLP:
     """Move `net` to the device its retraining will use (`TrainConfig.device`, "auto" = CUDA when
     present), so that calibration data and retraining live on one device."""
-    from ..util.device import resolve_device
-
     return net.to(resolve_device(train_config.device))
 
 
@@ -133,8 +131,6 @@ class Taylor:
     def element_scores(self, net: CoordMLP, calib: CalibrationGrid) -> list[torch.Tensor]:
         """Per kernel `(K, fan_in, fan_out)`: the element importance before group aggregation."""
         if self.variant not in ("first", "param_mix"):
-            from .masks import PruneError
-
             raise PruneError(f"unknown Taylor variant {self.variant!r}; use first or param_mix")
         grads = self._grad(net, calib.grid, calib.target)
         ws = [w.detach() for w in net.effective_weights()]

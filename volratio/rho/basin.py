@@ -15,7 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..train import PATHS
+from .. import emc2
+from ..data.targets import get_target
+from ..nets import CoordMLP
+from ..train import PATHS, TrainConfig, train
 from ..util.device import generator
 from ..util.limits import above, at_least, between, one_of
 from .intervals import Counts, row
@@ -106,10 +109,6 @@ def assigned_correlations(C: np.ndarray) -> np.ndarray:
 def basin_cell(target, W: int, L: int, cfg: BasinConfig, judge: str | None = None) -> dict:
     """Train K masked networks of width W, depth L on a planted target; one result row. `judge`:
     the EMC2 judge's name when `cfg.use_emc2` (None: `BASIN_JUDGE`)."""
-    from ..data.targets import get_target
-    from ..nets import CoordMLP
-    from ..train import TrainConfig, train
-
     if isinstance(target, str):
         target = get_target(target)
     if not hasattr(target, "primitive_maps"):
@@ -163,8 +162,6 @@ def _emc2_aucs(net, members, judge, cfg: BasinConfig, target_spec: str = "target
     `volratio.emc2.score_network` (the one EMC2 path) on its own unperturbed image with the label
     "target": `judge` is a `volratio.judges.make_judge` name (None: `BASIN_JUDGE`; "ssim" is
     calibrated per member, seeded by `cfg.seed`)."""
-    from .. import emc2
-
     out = [None] * net.population
     for k in members:
         ec = emc2.EMC2Config.quick(
@@ -177,8 +174,6 @@ def _emc2_aucs(net, members, judge, cfg: BasinConfig, target_spec: str = "target
 
 def basin_grid(target, Ws, Ls, cfg: BasinConfig = BasinConfig(), judge: str | None = None) -> list[dict]:
     """`basin_cell` over a (W, L) grid."""
-    from ..data.targets import get_target
-
     t = get_target(target) if isinstance(target, str) else target
     return [basin_cell(t, W, L, cfg, judge) for L in Ls for W in Ws]
 

@@ -4,7 +4,7 @@ A seeded run on CPU repeats bit for bit (DESIGN §4) — on machines of one kind
 the last-bit differences between the SIMD kernels that MKL, oneDNN and ATen pick for a CPU (AVX2 on
 one, AVX-512 or AMX on another), so a stored loss comes out different on another CPU kind even with
 the same code, seed and versions. Integer and bitwise work (the Boolean sampler of ρ) does not
-depend on the kind. `volratio.reference` records the kind with every stored session and run, and
+depend on the kind. `volratio.runs.reference` records the kind with every stored session and run, and
 `volratio results verify` compares bit for bit only runs stored on this machine's kind.
 
 - `identity()` — this machine: `device`, `cpu_vendor`, `cpu_model`, `cpu_isa` (the instruction-set
@@ -22,7 +22,7 @@ depend on the kind. `volratio.reference` records the kind with every stored sess
   machine the reference verdicts' networks were trained on).
 - `describe(parts)` — one line for people: "AMD EPYC, torch 2.13.0+cpu (ISA, capability, BLAS not recorded)".
 
-Used by `volratio.reference` (manifests, `verify`) and `volratio results verify`.
+Used by `volratio.runs.reference` (manifests, `verify`) and `volratio results verify`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Small statistics shared by the experiments: the mean of a few seeds and its interval
 (`mean_ci`), and the library's one interval for a binomial proportion (`binomial_interval`: ρ,
-P(solution), the judges' S under the verdicts). Regression lives in `volratio.depth`.
+P(solution), the judges' S under the verdicts); the agreement of two binary labellings
+(`cohen_kappa`) and how well a score separates two classes (`roc_auc`), used where judges are
+checked against verdicts. Regression lives in `volratio.depth`.
 """
 
 from __future__ import annotations
@@ -47,3 +49,25 @@ def binomial_interval(k: int, n: int, confidence: float = 0.95, method: str = "w
         return (0.0, 1.0)
     ci = binomtest(k, n).proportion_ci(confidence, method="exact" if method == "clopper-pearson" else "wilson")
     return (float(ci.low), float(ci.high))
+
+
+def cohen_kappa(a, b) -> float:
+    """Cohen's κ of two binary label vectors (1 when both are constant and equal)."""
+    a, b = np.asarray(a, bool), np.asarray(b, bool)
+    po = float((a == b).mean())
+    pa, pb = a.mean(), b.mean()
+    pe = pa * pb + (1 - pa) * (1 - pb)
+    return 1.0 if pe >= 1 else float((po - pe) / (1 - pe))
+
+
+def roc_auc(values, truth) -> float:
+    """Probability that a kept image scores higher than a not-kept one (ties count half)."""
+    v, y = np.asarray(values, float), np.asarray(truth, bool)
+    ok = np.isfinite(v)
+    v, y = v[ok], y[ok]
+    pos, neg = v[y], v[~y]
+    if len(pos) == 0 or len(neg) == 0:
+        return float("nan")
+    gt = (pos[:, None] > neg[None]).mean()
+    eq = (pos[:, None] == neg[None]).mean()
+    return float(gt + 0.5 * eq)

@@ -14,7 +14,7 @@ of `workers` processes an equal share, at least one thread.
     set_threads(workers=4)   # in each of 4 sweep workers
 
 `VOLRATIO_THREADS=N` overrides the choice (for benchmarks and machines the load misjudges).
-Used by the command line (`volratio.cli`), the sweeps (`volratio.sweep`) and the book's chapters.
+Used by the command line (`volratio.cli`), the sweeps (`volratio.runs.sweep`) and the book's chapters.
 """
 
 from __future__ import annotations

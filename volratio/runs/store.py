@@ -24,7 +24,7 @@ Reliability (DESIGN.md §7):
   never write one store at once.
 
 Nothing here unpickles: rows are JSON strings in Parquet, arrays are `.npy` read with
-`allow_pickle=False`, networks are safetensors. Used by `volratio.sweep` and the chapter
+`allow_pickle=False`, networks are safetensors. Used by `volratio.runs.sweep` and the chapter
 "Rerunning at scale on a cluster" (book/practice_cluster.md).
 """
 
@@ -40,8 +40,10 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
-from .errors import VolratioError
-from .util.fileio import atomic_path
+from .. import __version__
+from ..errors import VolratioError
+from ..nets import CoordMLP
+from ..util.fileio import atomic_path
 
 TABLE = "results.parquet"
 ARTIFACTS = "artifacts"
@@ -126,7 +128,7 @@ def config_key(run: str, config: dict, version: str | None = None) -> str:
     `version` defaults to the installed `volratio.__version__`.
     """
     if version is None:
-        from . import __version__ as version
+        version = __version__
     text = canonical_json({"config": config, "run": run, "version": version})
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:KEY_CHARS]
 
@@ -324,7 +326,6 @@ class Store:
             import numpy as np
 
             return np.load(path, allow_pickle=False)
-        from .nets import CoordMLP
 
         return CoordMLP.load(path)
 
@@ -364,7 +365,7 @@ class Store:
             f.close()  # releases the lock
 
     def record(self, outcome: dict) -> dict:
-        """Write one run's outcome (as returned by `volratio.sweep.execute`): its artifacts first,
+        """Write one run's outcome (as returned by `volratio.runs.sweep.execute`): its artifacts first,
         then the table with the new row. Returns the row."""
         if self._lock_file is None:
             raise StoreError("Store.record called outside `with store.writing():`")

@@ -1,6 +1,6 @@
 """Calibrating and checking the offline EMC2 judge against the reference verdicts.
 
-The reference verdicts (`volratio.judges.reference_verdicts`, `data/judge_reference/verdicts.csv`) say,
+The reference verdicts (`volratio.calibration.reference_verdicts`, `data/judge_reference/verdicts.csv`) say,
 for 646 single-weight perturbations, whether the image still shows its object. This module turns
 them into a validated offline judge:
 
@@ -26,145 +26,19 @@ Chapter: "EMC2-Bench" (book/emc2.md), section "The judge, validated".
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 
+from ..emc2 import PerturbationEngine
 from ..errors import VolratioError
-from ..util.stats import binomial_interval
-from .reference_verdicts import DATA_DIR, cohen_kappa
-
-RULE_JSON = DATA_DIR / "calibrated_rule.json"
-SCORES = ("ssim@1", "ssim@2", "ssim@4", "edges", "-rmse")
-FIT_RES = 64  # image size of the reference verdict set (`ReferenceSetConfig.res`): a stored rule
-#               without `fitted_on["res"]` was fitted at this size
-
-
-# ---------------------------------------------------------------------------------------------
-# Scores
-
-
-def _pool(x: torch.Tensor, k: int) -> torch.Tensor:
-    """`(B, H, W, 3)` → `(B, H/k, W/k, 3)` by k×k average pooling (k = 1: unchanged)."""
-    if k == 1:
-        return x
-    return torch.nn.functional.avg_pool2d(x.permute(0, 3, 1, 2), k).permute(0, 2, 3, 1)
-
-
-def _grey(x: torch.Tensor) -> torch.Tensor:
-    return x @ torch.tensor([0.299, 0.587, 0.114], dtype=x.dtype)  # (B, H, W)
-
-
-def edge_map(x: torch.Tensor) -> torch.Tensor:
-    """`(B, H-2, W-2)` Sobel gradient magnitude of the greyscale images `(B, H, W, 3)`."""
-    g = _grey(x)[:, None]  # (B, 1, H, W)
-    kx = torch.tensor([[-1.0, 0, 1], [-2, 0, 2], [-1, 0, 1]], dtype=x.dtype)
-    k = torch.stack([kx, kx.T])[:, None]  # (2, 1, 3, 3)
-    d = torch.nn.functional.conv2d(g, k)  # (B, 2, H-2, W-2)
-    return d.pow(2).sum(1).sqrt()
-
-
-def _corr(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Pearson correlation per row of two `(B, n)` arrays (0 where either is constant)."""
-    a = a - a.mean(1, keepdim=True)
-    b = b - b.mean(1, keepdim=True)
-    den = (a.norm(dim=1) * b.norm(dim=1)).clamp_min(1e-12)
-    return (a * b).sum(1) / den
-
-
-def scores(images, references) -> dict[str, np.ndarray]:
-    """Every candidate score of each image against its own reference: `images`, `references`
-    `(B, H, W, 3)` in [0, 1] (row i of `references` is image i's unperturbed image)."""
-    from .base import as_images
-    from .similarity import ssim
-
-    x, r = as_images(images), as_images(references)
-    if x.shape != r.shape:
-        raise VolratioError(f"images {tuple(x.shape)} and references {tuple(r.shape)} must have the same shape")
-    out = {f"ssim@{k}": np.zeros(len(x)) for k in (1, 2, 4)}
-    # SSIM takes one reference per call: group the rows by identical reference
-    keys = [hash(ri.numpy().tobytes()) for ri in r]
-    for key in dict.fromkeys(keys):
-        idx = [i for i, k in enumerate(keys) if k == key]
-        for k in (1, 2, 4):
-            out[f"ssim@{k}"][idx] = ssim(_pool(x[idx], k), _pool(r[idx[:1]], k)[0])
-    out["edges"] = _corr(edge_map(x).flatten(1), edge_map(r).flatten(1)).numpy()
-    out["-rmse"] = -((x - r) ** 2).mean(dim=(1, 2, 3)).sqrt().numpy()
-    return out
-
-
-def score_of(name: str, images, reference) -> np.ndarray:
-    """One candidate score `name` of a batch against one reference `(H, W, 3)`."""
-    from .base import as_images
-
-    if name not in SCORES:
-        raise VolratioError(f"unknown score {name!r}; one of {', '.join(SCORES)}")
-    x = as_images(images)
-    r = as_images(reference)[0].expand_as(x)
-    return scores(x, r)[name]
-
-
-def single_score(name: str, images, reference) -> np.ndarray:
-    """`score_of(name, images, reference)` computing only that score (the same operations on the
-    same tensors, so the same numbers bit for bit; tested): what the calibrated judge runs."""
-    from .base import as_images
-    from .similarity import ssim
-
-    if name not in SCORES:
-        raise VolratioError(f"unknown score {name!r}; one of {', '.join(SCORES)}")
-    x = as_images(images)
-    r = as_images(reference)[0].expand_as(x)
-    if x.shape != r.shape:
-        raise VolratioError(f"images {tuple(x.shape)} and reference {tuple(r.shape[1:])} must have the same size")
-    if name.startswith("ssim@"):
-        k = int(name[5:])
-        return ssim(_pool(x, k), _pool(r[:1], k)[0])
-    if name == "edges":
-        return _corr(edge_map(x).flatten(1), edge_map(r).flatten(1)).numpy()
-    return -((x - r) ** 2).mean(dim=(1, 2, 3)).sqrt().numpy()
-
-
-# ---------------------------------------------------------------------------------------------
-# Rules
-
-
-@dataclass
-class ThresholdRule:
-    score: str  # one of SCORES
-    thresholds: dict  # label -> threshold, or {"*": t} for one threshold for all labels
-    fitted_on: dict = field(default_factory=dict)  # what the rule was fitted on (n, res, split seed, …)
-
-    @property
-    def res(self) -> int:
-        """The image size the rule was fitted at (`FIT_RES` when not recorded)."""
-        return int(self.fitted_on.get("res", FIT_RES))
-
-    def threshold(self, label: str) -> float:
-        return float(self.thresholds.get(label, self.thresholds.get("*", np.nan)))
-
-    @property
-    def per_label(self) -> bool:
-        return len(self.thresholds) > 1
-
-    def predict(self, values: np.ndarray, labels) -> np.ndarray:
-        t = np.array([self.threshold(lab) for lab in labels])
-        if np.isnan(t).any():
-            raise VolratioError(
-                f"rule on {self.score} has no threshold for labels {sorted(set(np.asarray(labels)[np.isnan(t)]))}"
-            )
-        return np.asarray(values) >= t
-
-    @property
-    def name(self) -> str:
-        return f"{self.score} ({'per label' if self.per_label else 'one threshold'})"
-
-    def pooled(self) -> "ThresholdRule":
-        """This rule with its one threshold for all labels (`"*"`, fitted on every label's verdicts
-        together) for every label: scores of different targets judged against the same threshold."""
-        if "*" not in self.thresholds:
-            raise VolratioError(f"rule on {self.score} has no pooled threshold ('*'); refit it with one")
-        return ThresholdRule(self.score, {"*": float(self.thresholds["*"])}, {**self.fitted_on, "pooled": True})
+from ..judges.calibrated_rule import FIT_RES, RULE_JSON, SCORES, ThresholdRule, scores
+from ..judges.similarity import calibrate, noise_images, other_target_images, random_cppn_images
+from ..util.fileio import atomic_path
+from ..util.stats import binomial_interval, cohen_kappa, roc_auc
+from ..util.verdicts import Estimate, compare_estimates
+from .reference_verdicts import base_images, load_verdicts, networks, render_rows
 
 
 def best_threshold(values, truth) -> float:
@@ -214,19 +88,6 @@ def agreement(pred, truth) -> dict:
     }
 
 
-def roc_auc(values, truth) -> float:
-    """Probability that a kept image scores higher than a not-kept one (ties count half)."""
-    v, y = np.asarray(values, float), np.asarray(truth, bool)
-    ok = np.isfinite(v)
-    v, y = v[ok], y[ok]
-    pos, neg = v[y], v[~y]
-    if len(pos) == 0 or len(neg) == 0:
-        return float("nan")
-    gt = (pos[:, None] > neg[None]).mean()
-    eq = (pos[:, None] == neg[None]).mean()
-    return float(gt + 0.5 * eq)
-
-
 def split(n: int, test_fraction: float = 0.4, seed: int = 0) -> np.ndarray:
     """`(n,)` bool: True for the held-out rows (a seeded random `test_fraction` of them)."""
     rng = np.random.default_rng(seed)
@@ -251,9 +112,6 @@ class JudgeTable:
 def judge_table(verdicts=None, nets=None) -> JudgeTable:
     """Regenerate every perturbation's image and compute each candidate score and the current
     default judge's verdict (a minute: the trained networks are rebuilt on CPU)."""
-    from .reference_verdicts import base_images, load_verdicts, networks, render_rows
-    from .similarity import calibrate, noise_images, other_target_images, random_cppn_images
-
     df = load_verdicts() if verdicts is None else verdicts
     nets = nets or networks(groups=sorted(set(df["group"])))
     rows = perturbation_rows(df)
@@ -285,12 +143,9 @@ def perturbation_rows(verdicts):
 def judge_rows(make_judge, rows, nets) -> tuple[np.ndarray, np.ndarray, dict]:
     """Run a judge over `rows` (regenerating their images): `make_judge(base_image)` returns the
     judge for one network (model judges may ignore the base). Returns `(verdicts, scores, settings)`."""
-    from .reference_verdicts import render_rows
-
     rows = rows.reset_index(drop=True)
     imgs = render_rows(rows, nets)
     v, sc, settings = np.zeros(len(rows), bool), np.zeros(len(rows)), {}
-    from ..emc2 import PerturbationEngine
 
     for name, part in rows.groupby("network", sort=False):
         rn = nets[name]
@@ -307,8 +162,6 @@ def check_judge(make_judge, verdicts=None, groups=None, max_images: int | None =
     """Agreement of a judge with the reference verdicts (what `volratio judge-check` prints):
     over all perturbations of `groups` (default: all), and over those of networks whose own image
     shows the object; `max_images`: a seeded random subsample of the perturbations."""
-    from .reference_verdicts import load_verdicts, networks
-
     df = load_verdicts() if verdicts is None else verdicts
     if groups:
         df = df[df["group"].isin(groups)]
@@ -419,35 +272,10 @@ def repeated_kappa(
 
 def write_rule(rule: ThresholdRule, path=None) -> None:
     """Store `rule` as JSON (the default judge's settings)."""
-    from ..util.fileio import atomic_path
-
     p = path or RULE_JSON
     with atomic_path(p) as tmp, open(tmp, "w") as f:
         json.dump(asdict(rule), f, indent=2, sort_keys=True)
         f.write("\n")
-
-
-def read_rule(path=None) -> ThresholdRule:
-    """The stored rule (`data/judge_reference/calibrated_rule.json`)."""
-    from ..errors import DataNotFoundError
-
-    p = path or RULE_JSON
-    if not p.exists():
-        raise DataNotFoundError(
-            f"calibrated judge rule not found at {p}; regenerate it with "
-            "volratio.judges.calibration.write_rule(best_rule(*compare(judge_table())))"
-        )
-    d = json.loads(p.read_text())
-    if d.get("score") not in SCORES or not isinstance(d.get("thresholds"), dict):
-        raise VolratioError(f"{p}: not a judge rule (needs 'score' in {SCORES} and 'thresholds')")
-    fitted_on = {"res": FIT_RES, **d.get("fitted_on", {})}
-    if not isinstance(fitted_on["res"], int) or fitted_on["res"] < 1:
-        raise VolratioError(f"{p}: fitted_on.res must be a positive image size, got {fitted_on['res']!r}")
-    return ThresholdRule(d["score"], {k: float(v) for k, v in d["thresholds"].items()}, fitted_on)
-
-
-# ---------------------------------------------------------------------------------------------
-# EMC2 under the verdicts
 
 
 def emc2_from_verdicts(rows, judge_verdicts: dict | None = None):
@@ -499,8 +327,6 @@ def claims_under_judges(rows, judge_verdicts: dict):
     `rows`), and the verdict of `volratio.report.claims.compare_estimates` ("reproduced" = intervals
     separated in the claimed direction). A DataFrame, one row per comparison × judge."""
     import pandas as pd
-
-    from ..util.verdicts import Estimate, compare_estimates
 
     kinds = rows["group"].map(kind_of).to_numpy()
     out = []

@@ -10,7 +10,7 @@ row per image, each judged by inspection with the *target image* as the anchor (
 Groups of networks (`GROUPS`):
 
 - `picbreeder`, `fer-sgd` — the Picbreeder and FER SGD networks (rows shared with the first verdict
-  set, `volratio.judges.reference_verdicts`, same images, same verdicts), and at 32×32 as well;
+  set, `volratio.calibration.reference_verdicts`, same images, same verdicts), and at 32×32 as well;
 - `dense`, `sp`, `imp`, `wanda`, `llm-pruner`, `magnitude`, `random`, `random-units` — the
   connectivity study's networks (one per target and method);
 - `sp-deep` — SP networks of depth 14 at the depth chapter's reference settings without SP's loss
@@ -42,10 +42,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..data import picbreeder
 from ..data.specs import load_network
+from ..data.targets import get_target
 from ..emc2 import DEFAULT_DELTAS, nonzero_params, perturbed_images, subsample, target_label
 from ..errors import DataNotFoundError, VolratioError
+from ..experiments.depth_regime import Point, sp_network
 from ..nets import CoordMLP
+from ..train import TrainConfig, new_network, train
+from ..util.fileio import atomic_path
 from . import reference_verdicts as rv
 
 SET_DIR = rv.DATA_DIR / "anchored"
@@ -102,9 +107,6 @@ class AnchoredSetConfig:
 
 
 def _dense(target: str, cfg: AnchoredSetConfig, width: int = 16, steps: int | None = None) -> CoordMLP:
-    from ..data.targets import get_target
-    from ..train import TrainConfig, new_network, train
-
     t = get_target(target)
     net = new_network(t, depth=6, width=width, activation="gaussian", seed=cfg.seed)
     train(net, t.image(32)[None], TrainConfig(steps=steps or cfg.natural_steps, device="cpu", path="eager"))
@@ -127,8 +129,6 @@ def build_networks(cfg: AnchoredSetConfig | None = None, groups=None) -> dict[st
     deep SP networks dominate). Keys `GROUP:NAME`. Bit for bit on the CPU kind that built the
     stored copies; elsewhere the trained ones differ — use `networks()` to read the stored ones.
     `groups`: build only these groups (default all)."""
-    from ..experiments.depth_regime import Point, sp_network
-
     cfg = cfg or AnchoredSetConfig()
     want = set(GROUPS if groups is None else groups)
     torch.set_num_threads(1)
@@ -197,8 +197,6 @@ def _file(name: str) -> str:
 def save_networks(nets: dict[str, rv.RefNet], folder: Path | None = None) -> dict:
     """Write every trained network (not the data groups) and `networks.json` (name → file, SHA-256,
     member, target, label, source; the machine that built them)."""
-    from ..util.fileio import atomic_path
-
     folder = Path(folder or NETWORKS_DIR)
     folder.mkdir(parents=True, exist_ok=True)
     index_path = folder.parent / NETWORKS_JSON.name
@@ -324,8 +322,6 @@ def new_target_networks() -> dict[str, rv.RefNet]:
     target's Picbreeder network asked about its own label (`new-picbreeder`), asked about the next
     target's label (`new-other-target`), and with its last hidden kernel × 0.05, a faint ghost of the
     drawing (`new-faint`). Keys `GROUP:NAME`."""
-    from ..data import picbreeder
-
     out = {}
     for i, t in enumerate(NEW_TARGETS):
         net, o = picbreeder.network(t), NEW_TARGETS[(i + 1) % len(NEW_TARGETS)]
@@ -411,8 +407,6 @@ def judging_mosaics(rows, images, seed: int = 0, per_mosaic: int = 36, show_res:
     of `per_mosaic` numbered tiles (no network, δ or resolution shown), each image shown at
     `show_res` (nearest upscaling) with the label's target image on top. What the verdicts were
     given on."""
-    from ..data.targets import get_target
-
     rows = rows.reset_index(drop=True)
     rng = np.random.default_rng(seed)
     out = []

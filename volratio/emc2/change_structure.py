@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..judges import as_images
+from ..util.stats import mean_ci, roc_auc
+
 MEASURES = ("concentration", "regions", "hf_share", "change")
 TOP_FRACTION = 0.10  # concentration: share of energy in this fraction of pixels
 REGION_LEVEL = 0.05  # regions: a pixel counts as changed above this colour distance
@@ -30,8 +33,6 @@ HF_CUTOFF = 0.25  # hf_share: radial frequency in cycles/pixel (Nyquist = 0.5)
 
 def difference(images, bases) -> np.ndarray:
     """`(B, H, W)` colour distance between each image and its base, both `(B, H, W, 3)` in [0, 1]."""
-    from .judges import as_images
-
     x, b = as_images(images), as_images(bases)
     return (x - b).pow(2).sum(-1).sqrt().numpy()
 
@@ -87,8 +88,6 @@ def compare_groups(table, by: str = "kind", measures=MEASURES):
     """Mean and 95% t-interval of each measure per group (`table[by]`); a DataFrame."""
     import pandas as pd
 
-    from .util.stats import mean_ci
-
     rows = []
     for g, part in table.groupby(by, sort=False):
         row = {by: g, "n": len(part)}
@@ -103,8 +102,6 @@ def compare_groups(table, by: str = "kind", measures=MEASURES):
 def separation(table, a: str, b: str, by: str = "kind", measures=MEASURES) -> dict:
     """ROC AUC of each measure for telling group `a` from group `b` (0.5 = no separation; the
     larger of AUC and 1 − AUC, so 1 = perfect either way)."""
-    from .judges.calibration import roc_auc
-
     ta, tb = table[table[by] == a], table[table[by] == b]
     out = {}
     for m in measures:

@@ -2,9 +2,9 @@
 
 The reference scale decides the paper's claims at a size a 2-core machine can afford
 (all claims ≤ 8 CPU-hours). Its runs are described by a *plan* (`examples/sweeps/reference.toml`,
-`full.toml`): a TOML file whose `[chunks.NAME]` tables are sweep specs (`volratio.sweep.Sweep`:
+`full.toml`): a TOML file whose `[chunks.NAME]` tables are sweep specs (`volratio.runs.sweep.Sweep`:
 `run` names a registered run function, plus `config`, `grid`, `seeds`, `threads`). Each chunk is
-run by `volratio.sweep.run_sweep` into its own results store `ROOT/NAME/` (`volratio.store`), so a
+run by `volratio.runs.sweep.run_sweep` into its own results store `ROOT/NAME/` (`volratio.runs.store`), so a
 chunk is resumable, committed to git as soon as it finishes, and read back without the others.
 
 Next to each chunk's store, `ROOT/NAME/manifest.json` records what is needed to trust and re-run
@@ -37,12 +37,18 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import VolratioError
-from .util import machine as M
-from .util.fileio import atomic_path
+from .. import __version__
+from ..errors import VolratioError
+from ..experiments import ALIASES, get_run, make_config
+from ..experiments._base import versions
+from ..rho.boolean import get_boolean_target
+from ..util import machine as M
+from ..util.fileio import atomic_path
+from .store import Store, sha256_bytes
+from .sweep import Sweep, execute, run_sweep
 
 MANIFEST = "manifest.json"
-DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "results" / "reference"
+DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "results" / "reference"
 # where rescore runs read their source networks (`reading_from`; None: DEFAULT_ROOT)
 _ROOT: contextvars.ContextVar = contextvars.ContextVar("volratio_rescore_root", default=None)
 
@@ -50,7 +56,7 @@ _ROOT: contextvars.ContextVar = contextvars.ContextVar("volratio_rescore_root", 
 @contextlib.contextmanager
 def reading_from(root: "str | Path"):
     """Within this block, rescore runs read their source networks from the chunks under `root`
-    (default: `volratio.reference.DEFAULT_ROOT`). `rescore_chunk` and `volratio.reference.verify`
+    (default: `volratio.runs.reference.DEFAULT_ROOT`). `rescore_chunk` and `volratio.runs.reference.verify`
     set it; rescore runs execute in-process."""
     token = _ROOT.set(Path(root))
     try:
@@ -71,8 +77,6 @@ TIMING_KEYS = frozenset({"seconds_run", "elapsed_s", "seconds", "wall_s", "cpu_s
 
 def _boolean_only(config: dict) -> bool:
     """A `volume_ratio` run config that computes the Boolean model only (no basin cells)."""
-    from .experiments import make_config
-
     over = dict(config)
     try:
         cfg = make_config("volume_ratio", over.pop("scale", "quick"), over)
@@ -105,8 +109,6 @@ def load_plan(path: "str | Path") -> dict:
     except ImportError:  # Python 3.10
         import tomli as tomllib
 
-    from .sweep import Sweep
-
     path = Path(path)
     if not path.is_file():
         raise ReferenceError(f"{path}: no such plan; see examples/sweeps/reference.toml for one")
@@ -137,8 +139,6 @@ def load_plan(path: "str | Path") -> dict:
 def machine() -> dict:
     """What ran the chunk: versions, commit, CPU count, platform and the numerics parts and `kind`
     of this machine (`volratio.util.machine.identity`: device, CPU vendor, model, ISA, capability, BLAS)."""
-    from .experiments._base import versions
-
     return {
         **versions(),
         "commit": git_commit(),
@@ -150,7 +150,7 @@ def machine() -> dict:
 
 def git_commit() -> str | None:
     """HEAD of the repository the library lives in, with "+dirty" when tracked files differ."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
         dirty = subprocess.run(
@@ -178,8 +178,6 @@ def run_chunk(
     """Run chunk `name` of `plan` into `root/name/` (resuming: finished runs are skipped; runs whose
     last attempt failed are rerun only with `retry_failed`) and write its manifest after every run.
     Returns the sweep report."""
-    from .sweep import run_sweep
-
     if name not in plan:
         raise ReferenceError(f"no chunk {name!r} in the plan; it has {', '.join(plan)}")
     sweep = plan[name]
@@ -212,7 +210,7 @@ def run_chunk(
 
 def manifest_totals(runs: dict) -> dict:
     """`runs_done`, `cpu_s_total`, `wall_s_total` of a manifest's runs: the chunk's own runs; the
-    rescore runs stored beside them (`volratio.rescore`, marked `"run": "rescore"`) are counted
+    rescore runs stored beside them (`volratio.runs.rescore`, marked `"run": "rescore"`) are counted
     apart (`rescores_done`, `rescore_cpu_s_total`) when there are any."""
 
     def totals(rs):
@@ -269,12 +267,10 @@ def manifest(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
 
 
 def records(name: str, root: "str | Path" = DEFAULT_ROOT, rescores: bool = False) -> list[dict]:
-    """The finished runs of chunk `name` (`volratio.store.Store.records`), each with its wall and
+    """The finished runs of chunk `name` (`volratio.runs.store.Store.records`), each with its wall and
     CPU seconds from the manifest (`wall_s`, `cpu_s`) and the numerics parts and `kind` of the
     machine that stored it (`machine`; `run_machine`). The rescore runs stored beside the chunk's
-    own (`volratio.rescore`) are left out unless `rescores`."""
-    from .store import Store
-
+    own (`volratio.runs.rescore`) are left out unless `rescores`."""
     path = Path(root) / name
     if not (path / "results.parquet").is_file():
         raise ReferenceError(f"{path}: no reference results for chunk {name!r} (run it with `volratio reference run`)")
@@ -405,10 +401,6 @@ def verify(
     when given) and compare them bit for bit. A comparable run that differs is a failure; with
     `any_machine`, a run of another CPU kind that differs is reported as such (see `Verification`).
     Raises `ReferenceError` when no run can be drawn."""
-    from . import __version__
-    from .experiments import get_run
-    from .sweep import execute
-
     root = Path(root)
     here = M.identity()
     names = [chunk] if chunk else chunks(root)
@@ -475,8 +467,6 @@ def verify(
 
 def _name_of(run_key: str) -> str:
     """A store's `run` column (a run function's key) → its registry name."""
-    from .experiments import ALIASES
-
     if run_key.startswith(("volratio.experiments:", "user:")):
         return run_key.split(":", 1)[1]
     return ALIASES.get(run_key, run_key)
@@ -492,8 +482,6 @@ def _strip(x):
 
 def _compare(name: str, stored: dict, new: dict) -> dict:
     """ok, and when not: `difference` (what differs) and `problem` (the one-line error)."""
-    from .store import sha256_bytes
-
     a, b = _strip(stored["metrics"]), _strip(json.loads(json.dumps(new["metrics"])))
     diff = None
     if a != b:
@@ -562,7 +550,7 @@ _NON_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
 
 def non_finite_as_floats(df):
     """Runs store NaN and ±inf metrics as the strings "nan", "inf", "-inf" (strict JSON,
-    `volratio.sweep`); a column whose other values are all numbers gets them back as floats."""
+    `volratio.runs.sweep`); a column whose other values are all numbers gets them back as floats."""
     import pandas as pd
 
     for col in [c for c in df.columns if df[c].dtype == "object"]:
@@ -607,8 +595,6 @@ def rho_grids(root: "str | Path" = DEFAULT_ROOT, names=RHO_CHUNKS) -> dict:
     `volratio.rho.run_boolean` outputs, one per target: `{spec: {"target", "L_star", "W_min",
     "rows"}}` with the rows (as `volratio.rho.boolean_grid` returns them: None where there is no
     estimate) in (L, W) order — what book/volume_ratio.md draws."""
-    from .rho.boolean import get_boolean_target
-
     by_target: dict[str, list] = {}
     for r in stored_records(names, root):
         for row in r["metrics"].get("rows", []):

@@ -33,11 +33,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..emc2 import DEFAULT_DELTAS
+from .. import prune
+from ..data.specs import load_network
+from ..data.targets import get_target
+from ..emc2 import DEFAULT_DELTAS, PerturbationEngine, nonzero_params, subsample
 from ..errors import DataNotFoundError, VolratioError
+from ..experiments import connectivity
+from ..judges.base import DATA_DIR, to_uint8
 from ..nets import CoordMLP
+from ..prune.similarity_pruning import SPConfig
+from ..train import TrainConfig, new_network, train
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "judge_reference"  # the repository's data/
 VERDICTS_CSV = DATA_DIR / "verdicts.csv"
 NETWORKS_DIR = DATA_DIR / "networks"  # the trained networks of the set (safetensors)
 NETWORKS_JSON = DATA_DIR / "networks.json"  # their index: file, SHA-256, member, target, label, source
@@ -92,9 +98,6 @@ class RefNet:
 
 
 def _connectivity_config(cfg: ReferenceSetConfig):
-    from ..experiments.connectivity import Config as ConnectivityConfig
-    from ..prune.similarity_pruning import SPConfig
-
     sp = SPConfig(
         tau=0.9,
         opposite_sign=True,
@@ -104,7 +107,7 @@ def _connectivity_config(cfg: ReferenceSetConfig):
         retrain_lr_factor=1.0,
         compensate="none",
     )
-    return ConnectivityConfig(
+    return connectivity.Config(
         seeds=cfg.connectivity_seeds,
         res=cfg.connectivity_res,
         dense_steps=cfg.dense_steps,
@@ -121,13 +124,8 @@ def _connectivity_config(cfg: ReferenceSetConfig):
 @functools.lru_cache(maxsize=2)
 def _trained(cfg_key: tuple):
     """The trained networks (connectivity study + scene), built once per config."""
-    from .. import prune
-    from ..data.targets import get_target
-    from ..experiments.connectivity import run
-    from ..train import TrainConfig, new_network, train
-
     cfg = ReferenceSetConfig(**dict(cfg_key))
-    conn = run(_connectivity_config(cfg))
+    conn = connectivity.run(_connectivity_config(cfg))
     scene = get_target(SCENE)
     img = scene.image(cfg.scene_res)[None]  # (1, res, res, 3)
     dense = new_network(scene, depth=6, width=16, activation="gaussian", seed=cfg.seed)
@@ -150,8 +148,6 @@ def networks(cfg: ReferenceSetConfig | None = None, groups=None) -> dict[str, Re
     """Every network of the set, keyed `GROUP:TARGET` (e.g. `picbreeder:skull`, `sp:apple`,
     `scene-dense:scene`), or only those of `groups`: the Picbreeder and FER networks from the data,
     the trained ones from the repository (`stored_networks`), in the set's order."""
-    from ..data.specs import load_network
-
     cfg = cfg or ReferenceSetConfig()
     if groups is not None and (unknown := set(groups) - set(GROUPS)):
         raise VolratioError(f"unknown reference-set groups {sorted(unknown)}; known: {', '.join(GROUPS)}")
@@ -225,8 +221,6 @@ def sample_rows(cfg: ReferenceSetConfig | None = None, nets: dict | None = None)
     draw from `cfg.deltas`."""
     import pandas as pd
 
-    from ..emc2 import nonzero_params, subsample
-
     cfg = cfg or ReferenceSetConfig()
     nets = nets or networks(cfg)
     rng = np.random.default_rng(cfg.seed)
@@ -247,8 +241,6 @@ def sample_rows(cfg: ReferenceSetConfig | None = None, nets: dict | None = None)
 
 def render_rows(rows, nets: dict) -> torch.Tensor:
     """`(B, res, res, 3)` float64 images of `rows` (any subset of the set's table), exact engine on CPU."""
-    from ..emc2 import PerturbationEngine
-
     rows = rows.reset_index(drop=True)
     res = int(rows["res"].iloc[0])
     out = torch.zeros(len(rows), res, res, 3, dtype=torch.float64)
@@ -270,8 +262,6 @@ def render_rows(rows, nets: dict) -> torch.Tensor:
 
 def base_images(rows, nets: dict) -> torch.Tensor:
     """`(B, res, res, 3)` the unperturbed image of each row's network (the offline judges' reference)."""
-    from ..emc2 import PerturbationEngine
-
     rows = rows.reset_index(drop=True)
     res = int(rows["res"].iloc[0])
     cache = {}
@@ -288,8 +278,6 @@ def base_images(rows, nets: dict) -> torch.Tensor:
 
 def image_sha(images) -> list[str]:
     """sha256 (first 16 hex digits) of each image after PNG-style rounding to uint8."""
-    from .base import to_uint8
-
     return [hashlib.sha256(a.tobytes()).hexdigest()[:16] for a in to_uint8(images)]
 
 
@@ -315,8 +303,6 @@ def captioned_mosaic(images, captions, cols: int = 6, scale: int = 2, header=Non
     each with its caption underneath; optional `header` image `(H, W, 3)` on top with its caption."""
     from PIL import Image, ImageDraw
 
-    from .base import to_uint8
-
     u8 = to_uint8(images)
     B, H, W, _ = u8.shape
     th, tw, cap = H * scale, W * scale, 14
@@ -336,21 +322,10 @@ def captioned_mosaic(images, captions, cols: int = 6, scale: int = 2, header=Non
     return canvas
 
 
-def cohen_kappa(a, b) -> float:
-    """Cohen's κ of two binary label vectors (1 when both are constant and equal)."""
-    a, b = np.asarray(a, bool), np.asarray(b, bool)
-    po = float((a == b).mean())
-    pa, pb = a.mean(), b.mean()
-    pe = pa * pb + (1 - pa) * (1 - pb)
-    return 1.0 if pe >= 1 else float((po - pe) / (1 - pe))
-
-
 def verdict_figure(images, rows, columns: dict, cols: int = 8, title: str | None = None):
     """A matplotlib figure: one tile per image with its row's label and, under it, one line per
     judge in `columns` (name -> `(B,)` bool), ✓ kept / ✗ not kept."""
     import matplotlib.pyplot as plt
-
-    from .base import to_uint8
 
     u8 = to_uint8(images)
     n = len(u8)

@@ -4,7 +4,7 @@
   three first, then the thirteen of the fork `jagilley/fer`): what its network is (the layerized
   genome, or — for the thirteen, which have no genome — the fork's layered network), that
   network's depth, width and non-zero weights, and the target's PNG compression ratio
-  (`volratio.complexity.png_ratio` at `ratio_res`, the depth chapter's resolution by default).
+  (`volratio.depth.complexity.png_ratio` at `ratio_res`, the depth chapter's resolution by default).
 - `complexity_vs_depth(table)` → the straight-line fit of the layered depth each evolved network
   needed against the PNG ratio of its image (`volratio.depth.fit_predictor`: slope, R², confidence
   band, leave-one-out error), with the bootstrap interval of R² (`volratio.depth.r2_interval`) and
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from .complexity import pillow_version, png_ratio
-from .data import picbreeder
-from .depth import DepthPredictor, fit_predictor, r2_interval
+from ..data import picbreeder
+from ..depth import DepthPredictor, fit_predictor, r2_interval
+from ..depth.complexity import pillow_version, png_ratio
 
 RATIO_RES = 64  # the resolution the depth chapter computes PNG ratios at (ratios compare only at one size)
 

@@ -13,7 +13,7 @@ given), each run once per seed; every config also holds the shared entries of `c
     report = run_sweep(sweep, "results/quick", Dask("tcp://host:8786"))  # an existing cluster
     report.table                                                  # pandas, one row per run
 
-Results go to a `volratio.store.Store`; a rerun skips every run already done there (so an
+Results go to a `volratio.runs.store.Store`; a rerun skips every run already done there (so an
 interrupted sweep resumes where it stopped), and failed runs are retried only on request
 (`retry_failed=True`). Chapters call `run_sweep` with their quick or full config: what is in the
 store is read, what is missing runs.
@@ -48,7 +48,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import VolratioError
+from .. import __version__
+from ..errors import VolratioError
+from ..experiments import ExperimentError, get_run, known_run, run_names
 from .store import Store, _plain, config_key, encode_array, encode_net
 
 
@@ -77,8 +79,6 @@ class Sweep:
     threads: int | None = 1  # torch threads per run (1: bitwise repeatable anywhere); None: leave as is
 
     def __post_init__(self):
-        from .experiments import known_run, run_names
-
         if not isinstance(self.run, str) or not known_run(self.run):
             raise SweepSpecError(
                 f"run = {self.run!r}: not a registered run function; choose one of {', '.join(run_names())} "
@@ -119,8 +119,6 @@ class Sweep:
     def keys(self, version: str | None = None) -> list[str]:
         """The store key of every run (`version`: the library's, default the installed one; the run
         function's own version is added by `RunFunction.key_version`)."""
-        from . import __version__
-
         entry = resolve_run(self.run)
         v = entry.key_version(version or __version__)
         return [config_key(entry.key, c, v) for c in self.configs()]
@@ -172,8 +170,6 @@ class Sweep:
 def resolve_run(name: str):
     """The registered run function `name` (`volratio.experiments.RunFunction`); `SweepSpecError`
     naming the known ones when there is none."""
-    from .experiments import ExperimentError, get_run
-
     try:
         return get_run(name)
     except ExperimentError as e:
@@ -486,8 +482,6 @@ def run_sweep(
     """
     from tqdm import tqdm  # plain text bar: works in terminals and notebooks without ipywidgets
 
-    from . import __version__
-
     t0 = time.perf_counter()
     executor = executor or InProcess()
     entry = resolve_run(sweep.run)
@@ -605,8 +599,6 @@ def results_dir(name: str) -> Path:
 
 def load_results(out: "str | Path", sweep: Sweep | None = None):
     """The rows of a store as a DataFrame — all of them, or those of `sweep` in its order."""
-    from . import __version__
-
     store = Store(out)
     keys = None if sweep is None else list(dict.fromkeys(sweep.keys(__version__)))
     return store.frame(keys)

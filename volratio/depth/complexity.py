@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .util.images import to_uint8
+from ..data.targets import get_target
+from ..util.images import to_uint8
 
 
 def pillow_version() -> str:
@@ -51,8 +52,6 @@ class Complexity:
 
 def png_ratio(target, res: int = 64) -> Complexity:
     """The PNG compression ratio of a target spec (or target object, or image array) at `res`."""
-    from .data.targets import get_target
-
     if isinstance(target, str):
         name, img = target, get_target(target).image(res)
     elif hasattr(target, "image"):

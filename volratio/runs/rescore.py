@@ -2,7 +2,7 @@
 
 A run that trains networks can store them beside its metrics: `depth_point` and `optimizer_point`
 with `keep_net = true` return the final (SP-pruned, optimised) population as the artifact `net`, a
-`volratio.nets.CoordMLP` safetensors file (`volratio.store.encode_net`; never a pickle), and their
+`volratio.nets.CoordMLP` safetensors file (`volratio.runs.store.encode_net`; never a pickle), and their
 row holds the run's whole config. Scoring is then a separate, cheap step that reads them:
 
     volratio reference rescore depth_picbreeder --judge stability --root results/reference
@@ -18,11 +18,11 @@ entry per member: `score` (EMC2 AUC), `scores` (S per δ), `base_kept`; and `jud
 
 Rescore runs are recorded in the chunk's manifest like any run (per run: config, seed, wall and
 CPU seconds, the machine's `kind`), marked `"run": "rescore"`, so `volratio results verify`
-re-runs them like any other; `volratio.reference.records` leaves them out unless asked, so the
+re-runs them like any other; `volratio.runs.reference.records` leaves them out unless asked, so the
 readers of a chunk see its own runs only. Read them with `records(chunk, judge)` / `table`.
 
 Float results are compared bit for bit on the CPU kind that stored them; rescore runs have not been
-shown to reproduce across kinds, so they are not in `volratio.reference.MACHINE_INDEPENDENT`.
+shown to reproduce across kinds, so they are not in `volratio.runs.reference.MACHINE_INDEPENDENT`.
 
 Used by `volratio reference rescore` (volratio/commands/reference.py); results/reference/README.md.
 """
@@ -35,11 +35,18 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from .. import __version__, emc2
+from ..emc2 import EMC2Config
+from ..errors import VolratioError
+from ..experiments import get_run
+from ..judges import JUDGES
+from ..nets import CoordMLP
+from ..util.fileio import atomic_path
+from ..util.limits import LimitError, check_limits
 from . import reference as R
-from .errors import VolratioError
-from .judges import JUDGES
 from .reference import DEFAULT_ROOT, _name_of, manifest_totals, reading_from, source_root
-from .util.limits import LimitError, check_limits
+from .store import Store, StoreError, _sha256_file, config_key
+from .sweep import execute
 
 RUN = "rescore"  # the registry name of the run function (volratio.experiments._BUILTIN_RUNS)
 NET = "net"  # the artifact holding a run's final population
@@ -75,10 +82,8 @@ _SOURCE_KEYS = ("chunk", "key", "run", "net_sha256")
 
 def parse_point(config: dict) -> Config:
     """Validate one rescore run's config (`RescoreError` naming the entry and the fix)."""
-    from .emc2 import EMC2Config
-
     if not isinstance(config, dict):
-        raise RescoreError("a rescore config is a table (dict); see volratio.rescore.Config")
+        raise RescoreError("a rescore config is a table (dict); see volratio.runs.rescore.Config")
     names = {f.name for f in fields(Config)}
     unknown = set(config) - names
     if unknown:
@@ -115,8 +120,6 @@ def parse_point(config: dict) -> Config:
 
 
 def emc2_config(cfg: Config, member: int):
-    from .emc2 import EMC2Config
-
     kw = dict(cfg.emc2)
     if "deltas" in kw:
         kw["deltas"] = tuple(float(d) for d in kw["deltas"])
@@ -125,9 +128,6 @@ def emc2_config(cfg: Config, member: int):
 
 def load_source(cfg: Config):
     """The stored population of `cfg.source` (a `CoordMLP`), after checking its SHA-256."""
-    from .nets import CoordMLP
-    from .store import Store, StoreError, _sha256_file
-
     src = cfg.source
     path = source_root() / src["chunk"]
     try:
@@ -149,8 +149,6 @@ def point(config: dict) -> dict:
     """Score the stored population of one source run under `judge`. Metrics, per member: `score`
     (EMC2 AUC), `scores` (S per δ), `base_kept`; and `judge`, `anchor` (what the verdicts are
     anchored on: "target", "label" or "own image")."""
-    from . import emc2
-
     cfg = parse_point(config)
     net = load_source(cfg)
     results = [
@@ -177,11 +175,7 @@ def check_chunk_name(chunk) -> str:
 
 
 def rescore_config(chunk: str, record: dict, judge: str) -> dict:
-    """The rescore run's config for a stored source run (a `volratio.reference.records` entry)."""
-    from .emc2 import EMC2Config
-    from .experiments import get_run
-    from .store import _sha256_file
-
+    """The rescore run's config for a stored source run (a `volratio.runs.reference.records` entry)."""
     name = _name_of(record["run"])
     point_cfg = get_run(name).parse(dict(record["config"]))
     ec = EMC2Config.like(point_cfg, member=0, dtype="float64")  # as depth_regime.emc2_of
@@ -207,10 +201,6 @@ def rescore_config(chunk: str, record: dict, judge: str) -> dict:
 def plan(chunk: str, judge: str, root: "str | Path | None" = None) -> dict:
     """`{rescore key: config}` of every stored network of `chunk` under `judge`. `RescoreError`
     when the chunk's runs cannot be rescored (not networks' runs, or no network stored)."""
-    from . import __version__
-    from .experiments import get_run
-    from .store import config_key
-
     root = Path(DEFAULT_ROOT if root is None else root)
     check_chunk_name(chunk)
     if judge not in JUDGES:
@@ -262,11 +252,6 @@ def rescore_chunk(
     runs already done are skipped; failed ones are run again) and record each run in the chunk's
     manifest (a new session). Returns the report."""
     from tqdm import tqdm
-
-    from . import __version__
-    from .experiments import get_run
-    from .store import Store
-    from .sweep import execute
 
     t0 = time.perf_counter()
     root = Path(R.DEFAULT_ROOT if root is None else root)
@@ -320,8 +305,6 @@ def rescore_chunk(
 
 
 def _write_manifest(path: Path, man: dict) -> None:
-    from .util.fileio import atomic_path
-
     man.update(manifest_totals(man["runs"]))
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(man, indent=1, sort_keys=False) + "\n")
@@ -332,7 +315,7 @@ def _write_manifest(path: Path, man: dict) -> None:
 
 
 def records(chunk: str, judge: str | None = None, root: "str | Path | None" = None) -> list[dict]:
-    """The finished rescore runs of `chunk` (all judges, or `judge`'s), as `volratio.reference.records`."""
+    """The finished rescore runs of `chunk` (all judges, or `judge`'s), as `volratio.runs.reference.records`."""
 
     recs = R.records(check_chunk_name(chunk), R.DEFAULT_ROOT if root is None else root, rescores=True)
     return [r for r in recs if R._name_of(r["run"]) == RUN and (judge is None or r["config"]["judge"] == judge)]

@@ -1,0 +1,82 @@
+"""EMC2-Bench: the perturbation-based compositional score, its exact batched engine, weight sweeps.
+
+For a network θ with non-zero parameters nz(θ), a perturbation size δ and a judge J (DESIGN §3.4,
+following Do, Shah, Le, Liu 2026):
+
+    S(θ; δ) = (1 / |nz(θ)|) · Σ_{w ∈ nz(θ)} 1[ J(render(θ with w ← w + δ)) keeps the identity ]
+
+Layout (every public name is importable from `volratio.emc2`):
+
+- `engine` — the exact batched perturbation engine (`PerturbationEngine`, `perturbed_images`), its
+  reference `naive_render`, and the parameters a score perturbs (`nonzero_params`, `params_of`,
+  `subsample`, the δ grids `DEFAULT_DELTAS` and `UNIT_DELTAS`);
+- `scoring` — the score: `EMC2Config`, `score`/`score_judges` under given judges,
+  `score_network`/`score_network_judges` under named judges, `EMC2Result` with its curve, area
+  and per-parameter table;
+- `sweeps` — weight sweeps (`weight_sweep`, `pick_params`) and the images behind a score
+  (`judged_examples`);
+- `change_structure` — the book's own second lens on a change, the structure of the difference
+  image (imported as a module: `from volratio.emc2 import change_structure`).
+
+Chapter: "EMC2-Bench" (book/emc2.md); benchmark: benchmarks/emc2_engine.py.
+"""
+
+from __future__ import annotations
+
+from .engine import (
+    DEFAULT_DELTAS,
+    UNIT_DELTAS,
+    DisconnectedNetwork,
+    PerturbationEngine,
+    PerturbationError,
+    cache_params,
+    naive_render,
+    nonzero_params,
+    params_of,
+    perturbed_copy,
+    perturbed_images,
+    subsample,
+    torch_dtype,
+)
+from .scoring import (
+    EMC2Config,
+    EMC2Result,
+    normalised_auc,
+    score,
+    score_judges,
+    score_network,
+    score_network_judges,
+    summarise,
+    target_label,
+)
+from .sweeps import JudgedExamples, WeightSweep, judged_examples, pick_params, weight_sweep
+
+__all__ = [
+    "DEFAULT_DELTAS",
+    "UNIT_DELTAS",
+    "DisconnectedNetwork",
+    "EMC2Config",
+    "EMC2Result",
+    "JudgedExamples",
+    "PerturbationEngine",
+    "PerturbationError",
+    "WeightSweep",
+    "cache_params",
+    "judged_examples",
+    "naive_render",
+    "nonzero_params",
+    "normalised_auc",
+    "params_of",
+    "perturbed_copy",
+    "perturbed_images",
+    "pick_params",
+    "score",
+    "score_judges",
+    "score_network",
+    "score_network_judges",
+    "subsample",
+    "summarise",
+    "target_label",
+    "torch_dtype",
+    "weight_sweep",
+]
