@@ -192,8 +192,9 @@ async function checkReading(page, page_) {
     const errorBlocks = [...root.querySelectorAll(".output.traceback, .output.error, div.highlight-ipythontb")];
     const mains = [...root.querySelectorAll(".tag_main-figure img")].map((img) => {
       const r = img.getBoundingClientRect();
+      const cell = img.closest(".cell") || root;  // the column the figure could span
       return { src: img.getAttribute("src"), width: Math.round(r.width), shown: img.offsetParent !== null && r.width > 0,
-               loaded: img.complete && img.naturalWidth > 0, natural: img.naturalWidth };
+               loaded: img.complete && img.naturalWidth > 0, natural: img.naturalWidth, column: cell.clientWidth };
     });
     const claimsRows = [...document.querySelectorAll("table.claims-table tbody tr")].map((tr) => ({
       claim: (tr.cells[0]?.innerText || "").trim().slice(0, 60),
@@ -206,7 +207,6 @@ async function checkReading(page, page_) {
       mains,
       claimsRows,
       badges: root.querySelectorAll(".verdict-badge").length,
-      column: Math.round((root.getBoundingClientRect() || {}).width || 0),
     };
   });
   if (seen.raw.length) problems.push(`raw TeX in the text (math not parsed or not typeset; check the $…$ / $$…$$ / \\(…\\) there): ${seen.raw.slice(0, 3).map((r) => `"${r}"`).join(", ")}${seen.raw.length > 3 ? ` and ${seen.raw.length - 3} more` : ""}`);
@@ -218,9 +218,9 @@ async function checkReading(page, page_) {
       problems.push("no main figure: tag the code cell that draws the chapter's main figure `:tags: [main-figure]`");
     } else if (!wide.length) {
       problems.push(`main figure too narrow: ${seen.mains.map((m) => `${m.src} displayed ${m.shown ? `${m.width} px wide (drawn ${m.natural} px)` : "not at all (folded or hidden)"}`).join("; ")}` +
-                    ` — needs ≥ ${MAIN_FIGURE_MIN_PX} px at a 1280 px viewport (the text column is ${seen.column} px): widen the figure (figsize × dpi)`);
+                    ` — needs ≥ ${MAIN_FIGURE_MIN_PX} px at a 1280 px viewport (the cell is ${seen.mains[0].column} px wide): widen the figure (figsize × dpi)`);
     }
-    if (wide.length) console.log(`     main figure: ${wide.map((m) => `${m.width} px`).join(", ")} (column ${seen.column} px)`);
+    if (wide.length) console.log(`     main figure: ${wide.map((m) => `${m.width} px of a ${m.column} px cell`).join(", ")}`);
   }
   if (page_ === "book/claims.html") {
     if (seen.claimsRows.length !== N_CLAIMS) problems.push(`the claims table (table.claims-table) has ${seen.claimsRows.length} rows, expected ${N_CLAIMS}, one per claim`);

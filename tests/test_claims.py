@@ -250,10 +250,10 @@ def test_robustness_says_in_a_few_words_whether_label_anchored_judges_agree():
         "anchored-ssim": V("depth-optimum", "partly", "", {}, "reference", "anchored-ssim"),
         "stability": V("depth-optimum", "reproduced", "", {}, "reference", "stability"),  # not counted
     }
-    assert claims.robustness(same) == "yes: 2 label-anchored judges agree"
+    assert claims.robustness(same) == "robust to the judge (2 judges agree)"
     differ = {**same, "anchored-ssim": V("depth-optimum", "not reproduced", "", {}, "reference", "anchored-ssim")}
-    assert claims.robustness(differ) == "no: label-anchored judge partly, label-anchored SSIM judge not reproduced"
-    assert claims.robustness({"anchored": same["anchored"]}).startswith("not measured")
+    assert claims.robustness(differ) == "depends on the judge (RMSE judge: partly; SSIM judge: not reproduced)"
+    assert claims.robustness({"anchored": same["anchored"]}).endswith("not measured (one judge)")
 
 
 def test_claims_page_pieces_badge_line_and_forest():

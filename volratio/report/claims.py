@@ -286,7 +286,7 @@ def single_judge(key: str, judge: str) -> str:
     return glue_judges(
         key,
         f"scored under one judge only ({JUDGE_TEXT.get(judge, judge)}); robustness to the judge not measured",
-        "not measured (one judge)",
+        "robustness to the judge not measured (one judge)",
     )
 
 
@@ -303,10 +303,19 @@ def robustness(verdicts: dict) -> str:
     among `verdicts` (`{judge: Verdict}`)? Names the judges' verdicts when they differ."""
     asked = {j: v for j, v in verdicts.items() if j not in SELF_ANCHORED}
     if len(asked) < 2:
-        return "not measured (one label-anchored judge)"
+        return "robustness to the judge not measured (one judge)"
     if robust_to_judge(verdicts):
-        return f"yes: {len(asked)} label-anchored judges agree"
-    return "no: " + ", ".join(f"{JUDGE_SHORT.get(j, j)} {v.verdict}" for j, v in asked.items())
+        return f"robust to the judge ({len(asked)} judges agree)"
+    return (
+        "depends on the judge (" + "; ".join(f"{ROBUST_NAMES.get(j, j)}: {v.verdict}" for j, v in asked.items()) + ")"
+    )
+
+
+ROBUST_NAMES = {  # the label-anchored judges, as the claims page's verdict cell names them
+    "anchored": "RMSE judge",
+    "anchored-ssim": "SSIM judge",
+    "anchored-pooled": "pooled judge",
+}
 
 
 def judge_comparison(verdicts: dict, missing=()) -> str:
@@ -636,8 +645,8 @@ def _scenes_headline(rows) -> str:
     below = sum(r["hi"] < 0 for r in rows)
     r = min(rows, key=lambda r: r["hi"])  # the setting whose interval reaches least above 0
     return (
-        f"The scene scores below its parts (interval below 0) at {below} of {len(rows)} settings; at {r['effect']} "
-        f"the difference scene − parts is {r['difference']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]."
+        f"The scene scores below its parts (interval below 0) at {below} of {len(rows)} settings; closest to the "
+        f"claim ({r['effect']}): scene − parts = {r['difference']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]."
     )
 
 
