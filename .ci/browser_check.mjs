@@ -1,5 +1,11 @@
 // Open every chapter of the built book in headless Chromium and check what a reader sees:
-// the page loads, its math is typeset by MathJax, its figures load, and the console has no errors.
+// the page loads, its math is typeset by MathJax and no raw TeX delimiters (\( \) $$) are left in
+// its text outside code, no traceback is shown, its figures load, and the console has no errors.
+// The front page and every chapter of Parts I–III (read from _toc.yml) show their main figure at
+// least MAIN_FIGURE_MIN_PX wide at a 1280 px viewport: the code cell that draws it carries the tag
+// `main-figure` (`:tags: [main-figure]`; myst-nb renders the cell with class `tag_main-figure`).
+// The claims page's table (class `claims-table`) has one row per claim, each with one verdict
+// badge (`verdict-badge`, volratio.report.claims.Verdict.badge), and so does the front page.
 // On pages with a weight explorer ({weight-explorer}, book/_ext/static/weight_explorer.js) the canvas
 // must match the library's own render (CoordMLP.render, written at build time next to the static
 // files) at Δw = 0, after the slider moves the top-ranked weight, and along a random direction —
@@ -8,9 +14,10 @@
 // Screenshots go to _build/screenshots/. Usage (from the repository root, book already built):
 //   node .ci/browser_check.mjs BASE_URL TOOLS_DIR
 // BASE_URL serves _build/html (e.g. http://127.0.0.1:8765/); TOOLS_DIR holds node_modules with
-// playwright-core. The book must read offline: it serves its own MathJax (book/_static/mathjax,
-// built into _static/mathjax), so a request for anything not on BASE_URL's host (a CDN, a web font)
-// is a problem, and so is one to it that fails (a MathJax component or font missing from the copy).
+// playwright-core. The book must read offline: it serves its own MathJax (copied into _static/mathjax
+// by book/_ext/volratio_book.py from the package django-static-mathjax), so a request for anything
+// not on BASE_URL's host (a CDN, a web font) is a problem, and so is one to it that fails (a MathJax
+// component or font missing from the copy).
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
@@ -23,6 +30,26 @@ const offMachine = (u) => { const url = new URL(String(u)); return /^https?:$/.t
 const mathjaxFiles = new Set();  // what MathJax loads at run time: the files book/_static/mathjax must hold
 
 const htmlRoot = "_build/html";
+const MAIN_FIGURE_MIN_PX = 600;  // at the 1280 px viewport: the main figure spans the column
+const N_CLAIMS = 8;  // rows of the claims page (volratio.report.claims.CLAIMS)
+
+// the pages that must show a main figure: the front page (root) and the chapters of the parts whose
+// caption starts with "Part " (Parts I–III), from _toc.yml (a plain line reader: the file is flat)
+function mainFigurePages() {
+  const out = new Set();  // (the root first)
+  let inPart = false;
+  for (const line of fs.readFileSync("_toc.yml", "utf8").split("\n")) {
+    const root = line.match(/^root:\s*(\S+)/);
+    if (root) out.add(`${root[1]}.html`);
+    const caption = line.match(/-\s*caption:\s*"?([^"#]*)/);
+    if (caption) inPart = /^Part /.test(caption[1].trim());
+    const file = line.match(/-\s*file:\s*(\S+)/);
+    if (file && inPart) out.add(`${file[1]}.html`);
+  }
+  return out;
+}
+const needsMainFigure = mainFigurePages();
+const frontPage = [...needsMainFigure][0];
 // index.html only redirects to book/intro.html
 const pages = [...fs.readdirSync(path.join(htmlRoot, "book"))
   .filter((f) => f.endsWith(".html")).sort().map((f) => `book/${f}`)];
@@ -143,6 +170,70 @@ async function checkExplorers(page, pageUrl, browser) {
   return { problems, notes };
 }
 
+// What a reader sees on every page: no raw TeX, no traceback, the main figure wide enough, and on the
+// claims page and the front page one verdict badge per claim. Returns the problems, each saying
+// what is wrong and what to change.
+async function checkReading(page, page_) {
+  const problems = [];
+  const seen = await page.evaluate(() => {
+    const root = document.querySelector("main article, .bd-article, main") || document.body;
+    // text outside code (pre, code, the notebooks' cell inputs and outputs) and outside typeset math
+    const skip = "pre, code, script, style, textarea, mjx-container, mjx-assistive-mml, svg, .highlight";
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+      acceptNode: (n) => (n.parentElement && n.parentElement.closest(skip) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+    });
+    const raw = [];
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const t = n.textContent, m = t.match(/\\\(|\\\)|\$\$/);
+      if (m) raw.push(t.slice(Math.max(0, m.index - 40), m.index + 40).replace(/\s+/g, " ").trim());
+    }
+    const all = root.innerText || "";
+    const tb = all.indexOf("Traceback (most recent call last)");
+    const errorBlocks = [...root.querySelectorAll(".output.traceback, .output.error, div.highlight-ipythontb")];
+    const mains = [...root.querySelectorAll(".tag_main-figure img")].map((img) => {
+      const r = img.getBoundingClientRect();
+      const cell = img.closest(".cell") || root;  // the column the figure could span
+      return { src: img.getAttribute("src"), width: Math.round(r.width), shown: img.offsetParent !== null && r.width > 0,
+               loaded: img.complete && img.naturalWidth > 0, natural: img.naturalWidth, column: cell.clientWidth };
+    });
+    const claimsRows = [...document.querySelectorAll("table.claims-table tbody tr")].map((tr) => ({
+      claim: (tr.cells[0]?.innerText || "").trim().slice(0, 60),
+      badges: tr.querySelectorAll(".verdict-badge").length,
+    }));
+    return {
+      raw,
+      traceback: tb >= 0 ? all.slice(tb, tb + 160).replace(/\s+/g, " ") : null,
+      errorBlocks: errorBlocks.map((e) => (e.innerText || "").trim().split("\n").slice(-1)[0].slice(0, 160)),
+      mains,
+      claimsRows,
+      badges: root.querySelectorAll(".verdict-badge").length,
+    };
+  });
+  if (seen.raw.length) problems.push(`raw TeX in the text (math not parsed or not typeset; check the $…$ / $$…$$ / \\(…\\) there): ${seen.raw.slice(0, 3).map((r) => `"${r}"`).join(", ")}${seen.raw.length > 3 ? ` and ${seen.raw.length - 3} more` : ""}`);
+  if (seen.traceback) problems.push(`a traceback is shown: "${seen.traceback}…"`);
+  if (seen.errorBlocks.length) problems.push(`${seen.errorBlocks.length} error output block(s): ${seen.errorBlocks.map((e) => `"${e}"`).join(", ")}`);
+  if (needsMainFigure.has(page_)) {
+    const wide = seen.mains.filter((m) => m.shown && m.loaded && m.width >= MAIN_FIGURE_MIN_PX);
+    if (!seen.mains.length) {
+      problems.push("no main figure: tag the code cell that draws the chapter's main figure `:tags: [main-figure]`");
+    } else if (!wide.length) {
+      problems.push(`main figure too narrow: ${seen.mains.map((m) => `${m.src} displayed ${m.shown ? `${m.width} px wide (drawn ${m.natural} px)` : "not at all (folded or hidden)"}`).join("; ")}` +
+                    ` — needs ≥ ${MAIN_FIGURE_MIN_PX} px at a 1280 px viewport (the cell is ${seen.mains[0].column} px wide): widen the figure (figsize × dpi)`);
+    }
+    if (wide.length) console.log(`     main figure: ${wide.map((m) => `${m.width} px of a ${m.column} px cell`).join(", ")}`);
+  }
+  if (page_ === "book/claims.html") {
+    if (seen.claimsRows.length !== N_CLAIMS) problems.push(`the claims table (table.claims-table) has ${seen.claimsRows.length} rows, expected ${N_CLAIMS}, one per claim`);
+    for (const r of seen.claimsRows) {
+      if (r.badges !== 1) problems.push(`claims table row "${r.claim}" has ${r.badges} verdict badges, expected 1 (is its glued verdict missing?)`);
+    }
+  }
+  if (page_ === frontPage && seen.badges !== N_CLAIMS) {
+    problems.push(`the front page shows ${seen.badges} verdict badges, expected ${N_CLAIMS}, one per claim`);
+  }
+  return problems;
+}
+
 const failures = [];
 for (const page_ of pages) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
@@ -177,6 +268,10 @@ for (const page_ of pages) {
     };
   });
   await page.screenshot({ path: `_build/screenshots/${page_.replace(/[\/]/g, "_")}.png`, fullPage: false });
+  const main = page.locator(".tag_main-figure img").first();
+  if (await main.count()) {  // the main figure as the reader sees it
+    await main.screenshot({ path: `_build/screenshots/${page_.replace(/[\/]/g, "_").replace(/\.html$/, "")}-main-figure.png` }).catch(() => {});
+  }
   const problems = [];
   // figures the executed notebook produced must reach the page
   const nbPath = path.join("_build", "jupyter_execute", page_.replace(/\.html$/, ".ipynb"));
@@ -188,6 +283,7 @@ for (const page_ of pages) {
   if (draws && info.images === 0) problems.push("its code draws figures, but the page shows none");
   if (info.hasMath && info.typeset === 0) problems.push(`math not typeset (MathJax loaded: ${info.mathjaxLoaded})`);
   if (info.broken.length) problems.push(`broken images: ${info.broken.join(", ")}`);
+  problems.push(...await checkReading(page, page_));
   const explorer = await checkExplorers(page, base + page_, browser);
   problems.push(...explorer.problems);
   // (after the explorer's checks, which make the page load more)

@@ -73,9 +73,9 @@ def test_inline_scripts_are_written_once():
 
 
 def test_mathjax_is_served_with_the_book():
-    """The book reads offline: Jupyter Book resolves `mathjax_path` to the copy in
-    `book/_static/mathjax` (an `html_static_path` folder), never to a CDN; that copy holds MathJax 3,
-    its CHTML fonts and its licence, and no page loads its files as extra scripts."""
+    """The book reads offline: `mathjax_path` is a path inside the book (never a CDN), no page loads
+    MathJax's files as extra scripts, and the extension copies MathJax 3 from the installed package
+    (its script, CHTML fonts, autoloaded TeX extensions and licence) to where `mathjax_path` points."""
     from jupyter_book.config import get_final_config
 
     root = Path(__file__).resolve().parent.parent
@@ -84,11 +84,29 @@ def test_mathjax_is_served_with_the_book():
     )
     path = cfg["mathjax_path"]
     assert "//" not in path, f"mathjax_path {path!r} loads MathJax from off the reader's machine"
-    scripts = [root / d / path for d in cfg["html_static_path"] if (root / d / path).is_file()]
-    assert scripts, f"{path} is in none of html_static_path {cfg['html_static_path']} (book/_static/mathjax/README.md)"
-    assert b'VERSION="3.' in scripts[0].read_bytes(), f"{scripts[0]} is not MathJax 3"
-    mathjax = scripts[0].parent
-    assert (mathjax / "LICENSE").is_file() and (mathjax / "README.md").is_file()
-    assert (mathjax / "output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff").is_file()
+    assert path.startswith("mathjax/"), f"mathjax_path {path!r} is not the copy the extension makes in _static/mathjax/"
     # a top-level _static/ would make Jupyter Book add every .js file in it to every page
     assert not [f for f in cfg.get("html_js_files", []) if "mathjax" in str(f)]
+
+
+def test_mathjax_is_copied_from_the_package(tmp_path):
+    static = tmp_path / "_static"
+    copied = ext.copy_mathjax(static / "mathjax")
+    script = static / "mathjax" / "tex-chtml.js"
+    assert script in copied and b'VERSION="3.' in script.read_bytes(), f"{script} is not MathJax 3"
+    assert (static / "mathjax" / "LICENSE").is_file()
+    assert (static / "mathjax" / "output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff").is_file()
+    assert (static / "mathjax" / "input/tex/extensions/cancel.js").is_file()
+    assert not (static / "mathjax" / "es5").exists()  # the paths below es5/, as tex-chtml.js asks for them
+
+
+def test_missing_mathjax_package_is_a_clear_error(monkeypatch):
+    from sphinx.errors import ExtensionError
+
+    monkeypatch.setattr(ext.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ExtensionError, match="django-static-mathjax.*pip install"):
+        ext.mathjax_source()
+    app = SimpleNamespace(builder=SimpleNamespace(format="html"))
+    with pytest.raises(ExtensionError, match="MathJax is missing"):
+        ext._check_mathjax(app)
+    ext._check_mathjax(SimpleNamespace(builder=SimpleNamespace(format="latex")))  # only HTML needs it

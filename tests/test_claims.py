@@ -32,14 +32,26 @@ def test_record_checks_and_returns_the_verdict():
 
 
 def test_claims_page_pastes_every_verdict_from_its_chapter():
-    """The page (book/claims.md) pastes `claim-<key>` from each claim's chapter, and that chapter
-    records it: the verdicts cannot drift from the list of claims, whatever the build order."""
+    """The page (book/claims.md) pastes, from each claim's chapter, the reference verdict's badge,
+    sentence and forest plot, whether it is robust to the judge, and the quick-scale badge; it links
+    to the label `claim-<key>` that the chapter puts on the cell deciding it; and that chapter records
+    the verdict: the page cannot drift from the list of claims, whatever the build order."""
     page = (BOOK / "claims.md").read_text()
     for key, c in claims.CLAIMS.items():
-        assert f"{{glue}}`{c.doc}.md::claim-{key}`" in page, key
-        assert c.statement in page, key
+        for piece in ("reference-badge", "reference-line", "reference-forest", "badge"):
+            assert f"{{glue}}`{c.doc}.md::claim-{key}-{piece}`" in page, (key, piece)
+        judged = key not in ("rho-concentrated", "welch-r-le-d")
+        assert (f"{{glue}}`{c.doc}.md::claim-{key}-robust`" in page) is judged, key
+        assert f"<claim-{key}>`" in page and c.statement in page, key
         chapter = (BOOK / f"{c.doc}.md").read_text()
+        assert f"(claim-{key})=" in chapter, (key, c.doc)
         assert f'"{key}"' in chapter or f"claims.{key.replace('-', '_')}(" in chapter, (key, c.doc)
+
+
+def test_front_page_shows_every_reference_verdict():
+    page = (BOOK / "intro.md").read_text()
+    for key, c in claims.CLAIMS.items():
+        assert f"{{glue}}`{c.doc}.md::claim-{key}-reference-badge`" in page and c.statement in page, key
 
 
 def test_sp_vs_pruners_verdict_from_a_table():
@@ -193,7 +205,7 @@ def test_every_claim_has_a_reference_verdict_recorded_by_its_chapter():
 
     page = (BOOK / "claims.md").read_text()
     for key, c in claims.CLAIMS.items():
-        assert f"{{glue}}`{c.doc}.md::claim-{key}-reference`" in page, key
+        assert f"{{glue}}`{c.doc}.md::claim-{key}-reference-badge`" in page, key
         chapter = (BOOK / f"{c.doc}.md").read_text()
         # a claim function called with stored=True, or one that reads stored runs only (`…_stored(`)
         assert "stored=True" in chapter or re.search(r"claims\.\w+_stored\(", chapter), (key, c.doc)
@@ -229,3 +241,60 @@ def test_every_verdict_has_a_badge_colour():
     assert set(claims.BADGE_COLOURS) == set(claims.VERDICTS)
     html = claims.record("welch-r-le-d", "not reproduced", "a < b").html()
     assert claims.BADGE_COLOURS["not reproduced"] in html and "a &lt; b" in html
+
+
+def test_robustness_says_in_a_few_words_whether_label_anchored_judges_agree():
+    V = claims.Verdict
+    same = {
+        "anchored": V("depth-optimum", "partly", "", {}, "reference", "anchored"),
+        "anchored-ssim": V("depth-optimum", "partly", "", {}, "reference", "anchored-ssim"),
+        "stability": V("depth-optimum", "reproduced", "", {}, "reference", "stability"),  # not counted
+    }
+    assert claims.robustness(same) == "robust to the judge (2 judges agree)"
+    differ = {**same, "anchored-ssim": V("depth-optimum", "not reproduced", "", {}, "reference", "anchored-ssim")}
+    assert claims.robustness(differ) == "depends on the judge (RMSE judge: partly; SSIM judge: not reproduced)"
+    assert claims.robustness({"anchored": same["anchored"]}).endswith("not measured (one judge)")
+
+
+def test_claims_page_pieces_badge_line_and_forest():
+    """The claims page pastes a verdict's badge, its one sentence and its forest plot separately."""
+    v = claims.record("muon-above-adam", "partly", "a long list of numbers", headline="Muon 0.3 [0.2, 0.4].")
+    assert v.badge().count("verdict-badge") == 1 and "<b>partly</b>" in v.badge() and "<details>" not in v.badge()
+    assert v.line() == "Muon 0.3 [0.2, 0.4]."
+    assert claims.record("muon-above-adam", "partly", "only this").line() == "only this"  # no headline given
+    assert "<svg" not in v.forest_html()
+    assert claims.interval(claims.Estimate(0.1234, 0.1, 0.15)) == "0.123 [0.100, 0.150]"
+    assert claims.interval(claims.Estimate(0.5, float("nan"), float("nan")), ".1f") == "0.5"
+
+
+def test_sp_vs_pruners_headline_names_the_highest_baseline():
+    import pandas as pd
+
+    rows = [{"method": m, "emc2_auc": x} for m, xs in
+            {"sp": [0.5, 0.6, 0.55], "imp": [0.0, 0.01, 0.0], "wanda": [0.2, 0.3, 0.25],
+             "llm-pruner": [0.0, 0.0, 0.02]}.items() for x in xs]  # fmt: skip
+    v, _ = claims.sp_vs_pruners(pd.DataFrame(rows))
+    assert "SP's EMC2 AUC is 0.550 [" in v.line() and "for Wanda, the highest baseline" in v.line()
+    assert "2 of 3 baselines end below 0.05" in v.line() and v.verdict == "partly"
+
+
+def test_rho_concentrated_counts_checks_and_draws_the_decay_rates():
+    checks = [("chain:2", "support", True), ("chain:2", "peak", True), ("chain:2", "decay W", False)]
+    fits = {"chain:2": {"W": {"lambda_W": {"rate": 0.1, "lo": -0.2, "hi": 0.4}},
+                        "L": {"lambda_L": {"rate": 1.5, "lo": 1.2, "hi": 1.8}}}}  # fmt: skip
+    v = claims.rho_concentrated(checks, fits, scale="reference", stored=True)
+    assert v.verdict == "partly" and v.line().startswith("2 of 3 checks")
+    assert "chain:2 along W, is λ = 0.10 [-0.20, 0.40]" in v.line()
+    assert [r.label for r in v.forest.rows] == ["chain:2: λ_W", "chain:2: λ_L"] and v.forest.threshold == 0.0
+
+
+def test_welch_verdict_draws_each_dimension_against_the_bound():
+    import pandas as pd
+
+    frames = pd.DataFrame({"m": [3, 4, 5, 6], "n": [2, 2, 3, 3], "ratio": [1.0, 1.5, 1.2, 1.1],
+                           "max_sq_inner": [0.25, 0.4, 0.2, 0.2], "bound": [0.25, 0.3, 0.1, 0.15]})  # fmt: skip
+    toy = pd.DataFrame({"r": [4, 2], "d": [2, 2], "mean_sq_inner": [0.1, 0.0]})
+    v = claims.welch_r_le_d(frames, toy)
+    assert v.verdict == "reproduced"
+    assert [(r.label, r.mean) for r in v.forest.rows] == [("d = 2, r = 3…4", 1.0), ("d = 3, r = 5…6", 1.1)]
+    assert "smallest ratio of a frame's coherence to the Welch bound is 1.000000" in v.line()

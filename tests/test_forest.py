@@ -57,3 +57,13 @@ def test_claim_verdicts_carry_their_forest_into_the_claims_page_html():
                                     "verdict": "reproduced", "scene": 0.3, "parts": 0.5}])  # fmt: skip
     assert scenes.forest.threshold == 0.0 and scenes.forest.rows[0].hi < 0
     assert "<svg" not in claims.record("welch-r-le-d", "reproduced", "coherence").html()  # no forest given
+
+
+def test_the_label_column_grows_with_the_longest_label():
+    short = Forest((Row("SP", 0.5, 0.4, 0.6),), "AUC").svg()
+    label = "image:camera+image:coffee: best mean score"
+    long = Forest((Row(label, 0.5, 0.4, 0.6),), "AUC").svg()
+    width = lambda svg: int(re.search(r'width="(\d+)"', svg).group(1))  # noqa: E731
+    assert width(long) > width(short) and label in long
+    x = float(re.search(r'<text x="([\d.]+)"[^>]*text-anchor="end"', long).group(1))
+    assert x >= 5.0 * len(label)  # the right-aligned label ends where all of it fits left of the plot

@@ -17,14 +17,34 @@
    The duplicates are dropped before pages are written (see `_dedupe_scripts`).
 
 3. The `{weight-explorer}` directive (`explorer_directive.py`): move a weight, watch the image.
+
+4. MathJax served with the book, so that its formulas typeset offline (no CDN). `_config.yml` sets
+   `mathjax_path: mathjax/tex-chtml.js`; the files come from the PyPI package
+   `django-static-mathjax` (in the `book` extra of pyproject.toml; it installs MathJax 3's
+   distribution as the module `mathjax`, under `mathjax/static/mathjax/`, licence Apache 2.0) and are
+   copied into the build's `_static/mathjax/` when an HTML build finishes (`_copy_mathjax`). What is
+   copied (`MATHJAX_FILES`, from the distribution's `es5/`): `tex-chtml.js` (TeX input, CommonHTML
+   output, loader and menu in one file), the CommonHTML fonts, the TeX extensions that
+   `tex-chtml.js` autoloads (e.g. `cancel` for `\\cancel`), and the licence. The browser check
+   (`.ci/browser_check.mjs`) lists the MathJax files the pages request and fails on any missing
+   one. Without the package an HTML build stops at once, saying how to install it.
 """
 
 import importlib.util
 import os
+import shutil
 import sys
 from pathlib import Path
 
+from sphinx.errors import ExtensionError
 from sphinx.transforms import SphinxTransform
+
+MATHJAX_PACKAGE = "django-static-mathjax"  # the PyPI distribution; it installs the module `mathjax`
+MATHJAX_FILES = (  # below the distribution's es5/: what the book's pages load
+    "tex-chtml.js",
+    "output/chtml/fonts/woff-v2",
+    "input/tex/extensions",
+)
 
 
 def _config(app, config):
@@ -73,10 +93,57 @@ def _load_explorer_directive():
     return mod
 
 
+def mathjax_source() -> Path:
+    """The MathJax 3 distribution that `django-static-mathjax` installs (the folder that holds
+    `es5/` and `LICENSE`); a clear error when the package is missing or is not MathJax 3."""
+    spec = importlib.util.find_spec("mathjax")
+    fix = f"install it with `pip install -e '.[book]'` (or `pip install {MATHJAX_PACKAGE}`)"
+    if spec is None or not spec.submodule_search_locations:
+        raise ExtensionError(f"MathJax is missing: the book serves MathJax 3 from the package {MATHJAX_PACKAGE}; {fix}")
+    root = Path(next(iter(spec.submodule_search_locations))) / "static" / "mathjax"
+    script = root / "es5" / "tex-chtml.js"
+    if not script.is_file() or b'VERSION="3.' not in script.read_bytes()[:200_000]:
+        raise ExtensionError(
+            f"{script} is not MathJax 3's tex-chtml.js: the module `mathjax` found at {root.parent.parent} is not "
+            f"the one {MATHJAX_PACKAGE} installs; {fix}"
+        )
+    return root
+
+
+def copy_mathjax(dest: Path) -> list[Path]:
+    """Copy `MATHJAX_FILES` and the licence from the installed distribution into `dest`
+    (the build's `_static/mathjax/`), keeping their paths below `es5/`. Returns what was copied."""
+    root = mathjax_source()
+    dest.mkdir(parents=True, exist_ok=True)
+    copied = [Path(shutil.copy2(root / "LICENSE", dest / "LICENSE"))]
+    for rel in MATHJAX_FILES:
+        src = root / "es5" / rel
+        if src.is_dir():
+            shutil.copytree(src, dest / rel, dirs_exist_ok=True)
+            copied += sorted((dest / rel).rglob("*"))
+        else:
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            copied.append(Path(shutil.copy2(src, dest / rel)))
+    return copied
+
+
+def _check_mathjax(app):
+    """Fail an HTML build before it executes any notebook when MathJax cannot be served."""
+    if app.builder.format == "html":
+        mathjax_source()
+
+
+def _copy_mathjax(app, exc):
+    if exc is None and app.builder.format == "html":
+        copy_mathjax(Path(app.outdir) / "_static" / "mathjax")
+
+
 def setup(app):
     app.add_config_value("volratio_student", False, "env")  # "env": switching editions re-reads the pages
     app.connect("config-inited", _config, priority=900)
     app.add_transform(HideSolutions)
     app.connect("env-updated", _dedupe_scripts, priority=900)
+    app.connect("builder-inited", _check_mathjax)
+    app.connect("build-finished", _copy_mathjax)
     _load_explorer_directive().setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

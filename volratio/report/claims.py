@@ -4,10 +4,21 @@ Each claim of Do, Shah, Le, Liu (2026) that the book tests has a key, the paper'
 chapter (`doc`) whose experiment tests it. The verdict is computed from the measurements by the
 functions below (`compare_estimates`, `verdict_from_fraction`, `sp_vs_pruners`, …), never typed by
 hand. When a chapter runs, `record(key, …)` *glues* the verdict into that chapter's notebook
-(myst-nb `glue`, key `claim-<key>`); the page "The paper's claims, tested" (book/claims.md) pastes
-each one with `{glue}` from its chapter. Sphinx resolves such cross-page references after every
-page has been executed, so the page does not depend on the order in which pages are built, and no
-file outside the build carries the verdicts.
+(myst-nb `glue`); the front page (book/intro.md) and the page "The paper's claims, tested"
+(book/claims.md) paste the pieces with `{glue}` from the chapter. Sphinx resolves such cross-page
+references after every page has been executed, so no page depends on the order in which pages are
+built, and no file outside the build carries the verdicts.
+
+What one verdict glues (`<name>` is `claim-<key>` for the live quick-scale run, and
+`claim-<key>-<scale>` for a verdict read from stored results, e.g. `claim-depth-optimum-reference`):
+
+    <name>          the whole verdict: badge, scale and judge, forest plot, what was measured (folded)
+    <name>-badge    the coloured badge alone (reproduced / partly / not reproduced / not measured)
+    <name>-line     one sentence: the deciding number and its interval
+    <name>-forest   the forest plot of the deciding effect and the claim's threshold (SVG)
+
+and `by_judge` / `single_judge` glue `claim-<key>-judges` (each judge's verdict, one line) and
+`claim-<key>-robust` (robust to the judge or not, a few words).
 """
 
 from __future__ import annotations
@@ -104,6 +115,23 @@ class Verdict:
     scale: str  # the scale of the run that measured it
     judge: str | None = None  # the EMC2 judge the measurement used (None: the claim involves no judge)
     forest: Forest | None = None  # the deciding effect and the claim's threshold, drawn under the badge
+    headline: str = ""  # one sentence with the deciding number and its interval ("": `measured` stands in)
+
+    def badge(self) -> str:
+        """The verdict as a coloured badge (class `verdict-badge`, which the browser check counts)."""
+        colour = BADGE_COLOURS[self.verdict]
+        return (
+            f'<span class="verdict-badge" style="background:{colour};color:#fff;padding:1px 7px;border-radius:4px;'
+            f'white-space:nowrap"><b>{html.escape(self.verdict)}</b></span>'
+        )
+
+    def line(self) -> str:
+        """The one sentence the claims page shows beside the badge."""
+        return self.headline or self.measured
+
+    def forest_html(self) -> str:
+        """The forest plot as inline SVG, or a short note when the verdict has none."""
+        return self.forest.svg() if self.forest is not None else "<small>no single effect to draw</small>"
 
     def html(self) -> str:
         """The verdict as the claims page shows it: a coloured badge, the scale and judge, the forest
@@ -113,11 +141,8 @@ class Verdict:
             judge = "no judge"
         else:
             judge = JUDGE_TEXT.get(self.judge, self.judge or "judge not recorded")
-        colour = BADGE_COLOURS[self.verdict]
         return (
-            f'<span class="verdict-badge" style="background:{colour};color:#fff;padding:1px 7px;border-radius:4px;'
-            f'white-space:nowrap"><b>{html.escape(self.verdict)}</b></span> '
-            f"<small>{html.escape(self.scale)} scale; {html.escape(judge)}</small>"
+            f"{self.badge()} <small>{html.escape(self.scale)} scale; {html.escape(judge)}</small>"
             + (f"<div>{self.forest.svg()}</div>" if self.forest is not None else "")
             + f"<details><summary>what was measured</summary>{html.escape(self.measured)}</details>"
         )
@@ -190,22 +215,29 @@ def record(
     judge: str | None = None,
     stored: bool = False,
     forest: Forest | None = None,
+    headline: str = "",
 ) -> Verdict:
     """The verdict on claim `key`, checked, and — when called in a notebook that myst-nb executes —
     glued as `claim-<key>` (HTML) for the claims page to paste. `judge`: which EMC2 judge the
     measurement used (None for claims that involve no judge). `stored=True`: a verdict read from the
     committed results of a scale (`results/<scale>/`), glued as `claim-<key>-<scale>` beside the
-    live one. `forest`: the numbers it was decided on, drawn (`volratio.report.forest`). Returns the `Verdict`."""
+    live one. `forest`: the numbers it was decided on, drawn (`volratio.report.forest`); `headline`: one
+    sentence with the deciding number and its interval. Besides the whole verdict, its badge, its
+    sentence and its forest plot are glued on their own (see the module docstring). Returns the `Verdict`."""
     if key not in CLAIMS:
         raise VolratioError(f"unknown claim {key!r}; known: {', '.join(CLAIMS)}")
     if verdict not in VERDICTS:
         raise VolratioError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
-    v = Verdict(key, verdict, measured, dict(evidence or {}), scale, judge, forest)
+    v = Verdict(key, verdict, measured, dict(evidence or {}), scale, judge, forest, headline)
     if _in_kernel() and not _UNGLUED.get():
         from IPython.display import HTML
         from myst_nb import glue
 
-        glue(f"claim-{key}-{scale}" if stored else f"claim-{key}", HTML(v.html()), display=False)
+        name = f"claim-{key}-{scale}" if stored else f"claim-{key}"
+        glue(name, HTML(v.html()), display=False)
+        glue(f"{name}-badge", HTML(v.badge()), display=False)
+        glue(f"{name}-line", HTML(html.escape(v.line())), display=False)
+        glue(f"{name}-forest", HTML(v.forest_html()), display=False)
     return v
 
 
@@ -230,12 +262,13 @@ def by_judge(key: str, decide, judges, scale: str = "reference", missing=()) -> 
     scores are not stored yet, named as such). Returns `{judge: Verdict}`."""
     with unglued():
         out = {j: decide(j) for j in judges}
-    glue_judges(key, judge_comparison(out, missing))
+    glue_judges(key, judge_comparison(out, missing), robustness(out))
     return out
 
 
-def glue_judges(key: str, line: str) -> str:
-    """Glue `line` as `claim-<key>-judges` (what the claims page says about the judge) in a notebook."""
+def glue_judges(key: str, line: str, short: str) -> str:
+    """Glue `line` as `claim-<key>-judges` (each judge's verdict) and `short` as `claim-<key>-robust`
+    (the claims page's few words on the judge) in a notebook. Returns `line`."""
     if key not in CLAIMS:
         raise VolratioError(f"unknown claim {key!r}; known: {', '.join(CLAIMS)}")
     if _in_kernel():
@@ -243,6 +276,7 @@ def glue_judges(key: str, line: str) -> str:
         from myst_nb import glue
 
         glue(f"claim-{key}-judges", HTML(html.escape(line)), display=False)
+        glue(f"claim-{key}-robust", HTML(html.escape(short)), display=False)
     return line
 
 
@@ -250,7 +284,9 @@ def single_judge(key: str, judge: str) -> str:
     """For a claim whose stored runs were scored under one judge only (no stored networks to judge
     again): the line that says so, glued as `claim-<key>-judges`."""
     return glue_judges(
-        key, f"scored under one judge only ({JUDGE_TEXT.get(judge, judge)}); robustness to the judge not measured"
+        key,
+        f"scored under one judge only ({JUDGE_TEXT.get(judge, judge)}); robustness to the judge not measured",
+        "robustness to the judge not measured (one judge)",
     )
 
 
@@ -260,6 +296,26 @@ def robust_to_judge(verdicts: dict) -> bool:
     question (is the image stable, not is it the label), so they are reported beside, not counted."""
     asked = {v.verdict for j, v in verdicts.items() if j not in SELF_ANCHORED}
     return len(asked) <= 1
+
+
+def robustness(verdicts: dict) -> str:
+    """A few words for the claims page: is the verdict the same under every label-anchored judge
+    among `verdicts` (`{judge: Verdict}`)? Names the judges' verdicts when they differ."""
+    asked = {j: v for j, v in verdicts.items() if j not in SELF_ANCHORED}
+    if len(asked) < 2:
+        return "robustness to the judge not measured (one judge)"
+    if robust_to_judge(verdicts):
+        return f"robust to the judge ({len(asked)} judges agree)"
+    return (
+        "depends on the judge (" + "; ".join(f"{ROBUST_NAMES.get(j, j)}: {v.verdict}" for j, v in asked.items()) + ")"
+    )
+
+
+ROBUST_NAMES = {  # the label-anchored judges, as the claims page's verdict cell names them
+    "anchored": "RMSE judge",
+    "anchored-ssim": "SSIM judge",
+    "anchored-pooled": "pooled judge",
+}
 
 
 def judge_comparison(verdicts: dict, missing=()) -> str:
@@ -281,6 +337,15 @@ def _in_kernel() -> bool:
     except ImportError:
         return False
     return get_ipython() is not None and hasattr(get_ipython(), "kernel")
+
+
+def interval(e: Estimate, fmt: str = ".3f") -> str:
+    """`e` as "mean [lo, hi]" (the mean alone when the interval is not finite)."""
+    import math
+
+    if not (math.isfinite(e.lo) and math.isfinite(e.hi)):
+        return format(e.mean, fmt)
+    return f"{e.mean:{fmt}} [{e.lo:{fmt}}, {e.hi:{fmt}}]"
 
 
 def table():
@@ -352,7 +417,14 @@ def sp_vs_pruners(
         zero,
         f"baselines at 0 end below {zero}",
     )
-    v = record("sp-vs-pruners", verdict, measured, {m: vars(e) for m, e in est.items()}, scale, judge, stored, forest)
+    best = max(named, key=lambda m: est[m].hi)
+    headline = (
+        f"SP's EMC2 AUC is {interval(est['sp'])} against {interval(est[best])} for {named[best]}, the highest "
+        f"baseline; {at_zero} of 3 baselines end below {zero}."
+    )
+    v = record(
+        "sp-vs-pruners", verdict, measured, {m: vars(e) for m, e in est.items()}, scale, judge, stored, forest, headline
+    )
     return v, pd.DataFrame(rows).set_index("method")
 
 
@@ -403,6 +475,8 @@ def depth_optimum(
             width,
             "mean width of a depth's 95% interval",
         ),
+        f"The tallest peak rises {contrast:.3f} above the rest of its curve, against a mean 95% interval width "
+        f"of {width:.3f}; the sweet spot is the true depth L* for {hits} of {len(true_depths)} planted targets.",
     )
     return v, {"width": width, "contrast": contrast, "hits": hits, "inside": inside, "agree": agree}
 
@@ -432,6 +506,15 @@ def png_ratio_linear(
             for r in check.held_out
         )
         evidence["held_out_inside"] = check.inside
+    headline = (
+        f"On {pred.n} planted targets R² = {pred.r2:.2f} and the leave-one-out error is {pred.loo_rmse:.2f} layers "
+        f"(always guessing the mean: {guess:.2f})"
+    )
+    if check is not None and check.held_out:
+        headline += (
+            f"; {check.inside} of {len(check.held_out)} held-out sweet spots lie inside their 95% prediction intervals"
+        )
+    headline += "."
     forest = None
     if check is not None and check.held_out:
         rows = []
@@ -449,6 +532,7 @@ def png_ratio_linear(
         judge,
         stored,
         forest,
+        headline,
     )
 
 
@@ -485,6 +569,8 @@ def muon_above_adam(summary, detail: str = "", scale: str = "quick", judge: str 
         forest=forest_of(
             [("Adam", _est(a, "score"), 0), ("Muon", _est(m, "score"), 1)], "EMC2 AUC (mean, 95% interval)"
         ),
+        headline=f"EMC2 AUC Muon {interval(_est(m, 'score'))} against Adam {interval(_est(a, 'score'))}; "
+        f"final loss Muon {m['loss']:.3g} against Adam {a['loss']:.3g}.",
     )
 
 
@@ -493,10 +579,11 @@ def muon_above_adam_by_target(
 ) -> Verdict:
     """Claim "muon-above-adam" over several targets (`{target: summary}` as for `muon_above_adam`,
     e.g. each optimizer at its best learning rate): every target's loss and score parts combined."""
-    parts, texts, evidence, rows = [], [], {}, []
+    parts, texts, evidence, rows, gaps = [], [], {}, [], []
     for target, summary in summaries.items():
         p, a, m = _muon_parts(summary)
         parts += p.values()
+        gaps.append((abs(m["score"] - a["score"]), target.split(":", 1)[-1], _est(m, "score"), _est(a, "score")))
         texts.append(
             f"{target}: MSE Muon {m['loss']:.3g} vs Adam {a['loss']:.3g} ({p['loss']}), AUC Muon {m['score']:.3f} "
             f"vs Adam {a['score']:.3f} ({p['score']})"
@@ -513,6 +600,19 @@ def muon_above_adam_by_target(
         judge,
         stored,
         forest_of(rows, "EMC2 AUC at each optimizer's best setting (mean, 95% interval)"),
+        _muon_headline(evidence, max(gaps)),
+    )
+
+
+def _muon_headline(parts: dict, gap) -> str:
+    """One sentence: in how many targets Muon wins each part, and the largest score gap."""
+    n = len(parts)
+    lower = sum(p["loss"] == "reproduced" for p in parts.values())
+    higher = sum(p["score"] == "reproduced" for p in parts.values())
+    _, name, m, a = gap
+    return (
+        f"Muon's loss is lower in {lower} of {n} targets and its EMC2 AUC higher in {higher} of {n} (intervals "
+        f"separated); the largest AUC gap, {name}: Muon {interval(m)} against Adam {interval(a)}."
     )
 
 
@@ -536,6 +636,17 @@ def scenes_weaker(
             0.0,
             "no difference (the claim: below it)",
         ),
+        _scenes_headline(rows),
+    )
+
+
+def _scenes_headline(rows) -> str:
+    """One sentence: at how many settings the scene scores below its parts, and the clearest one."""
+    below = sum(r["hi"] < 0 for r in rows)
+    r = min(rows, key=lambda r: r["hi"])  # the setting whose interval reaches least above 0
+    return (
+        f"The scene scores below its parts (interval below 0) at {below} of {len(rows)} settings; closest to the "
+        f"claim ({r['effect']}): scene − parts = {r['difference']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]."
     )
 
 
@@ -558,8 +669,39 @@ def welch_r_le_d(frames, toy, detail: str = "", scale: str = "quick", stored: bo
         + (f" — {detail}" if detail else "")
     )
     evidence = {"min_ratio": float(frames["ratio"].min()), "n_frames": int(len(frames)), "n_superposed": int(len(sup))}
+    headline = (
+        f"Over {len(frames)} constructed frames, the smallest ratio of a frame's coherence to the Welch bound is "
+        f"{frames['ratio'].min():.6f} (the bound: never below 1); interference > 0 in {int((over['max_sq_inner'] > 0).sum())} of {len(over)} "
+        f"frames with r > d and in {int((sup['mean_sq_inner'] > 0).sum())} of {len(sup)} toy models in superposition."
+    )
     return record(
-        "welch-r-le-d", verdict_from_fraction(sum(checks), len(checks)), measured, evidence, scale, None, stored
+        "welch-r-le-d",
+        verdict_from_fraction(sum(checks), len(checks)),
+        measured,
+        evidence,
+        scale,
+        None,
+        stored,
+        _welch_forest(frames),
+        headline,
+    )
+
+
+def _span(xs) -> str:
+    """ "3…5", or "4" when every value is 4."""
+    lo, hi = int(xs.min()), int(xs.max())
+    return f"{lo}" if lo == hi else f"{lo}…{hi}"
+
+
+def _welch_forest(frames) -> Forest | None:
+    """Per dimension d, the smallest ratio of a frame's coherence to the Welch bound over its frames
+    with r > d vectors, against 1 (the bound: no frame may fall below it)."""
+    over = frames[frames["m"] > frames["n"]]
+    rows = [
+        (f"d = {d}, r = {_span(g['m'])}", Estimate(*[float(g["ratio"].min())] * 3), 0) for d, g in over.groupby("n")
+    ]
+    return forest_of(
+        rows, "smallest max coherence² ÷ Welch bound over the frames in d dimensions", 1.0, "the Welch bound"
     )
 
 
@@ -655,6 +797,8 @@ def picbreeder_vs_sgd_stored(
         + (f" — {detail}" if detail else "")
     )
     verdict, evidence = (combine(parts) if parts else "not measured"), {r["target"]: r for r in rows}
+    above = sum(p == "reproduced" for p in parts)
+    headline = f"The Picbreeder network's EMC2 AUC lies above the SGD-trained networks' in {above} of {len(parts)} comparisons."
     if sixteen is not None:
         verdict, d, drawn16 = sixteen_verdict(sixteen)
         out = [f"{t} ({w})" for t, w in sixteen["why"].items() if w] if len(sixteen) else []
@@ -665,6 +809,10 @@ def picbreeder_vs_sgd_stored(
                 f"[{d.lo:+.3f}, {d.hi:+.3f}]" + (f"; left out: {', '.join(out)}" if out else "")
                 + f". FER's own SGD networks (three targets): {combine(parts) if parts else 'not measured'} — " + measured
             )  # fmt: skip
+            headline = (
+                f"Over {len(sixteen) - len(out)} Picbreeder targets, the Picbreeder network's EMC2 AUC minus its dense "
+                f"twins' is {interval(d, '+.3f')} (the claim: above 0)."
+            )
         evidence = {"sixteen": {"mean": getattr(d, "mean", None), "lo": getattr(d, "lo", None),
                                 "hi": getattr(d, "hi", None), "left_out": out}, **evidence}  # fmt: skip
         drawn = drawn16
@@ -682,5 +830,41 @@ def picbreeder_vs_sgd_stored(
             threshold=0.0 if sixteen is not None else None,
             threshold_label="no difference" if sixteen is not None else "",
         ),
+        headline=headline,
     )
     return v, pd.DataFrame(rows).set_index("target") if rows else pd.DataFrame()
+
+
+def rho_concentrated(checks, fits, detail: str = "", scale: str = "quick", stored: bool = False) -> Verdict:
+    """Claim "rho-concentrated" from the volume-ratio chapter's checks and decay fits: `checks` is a
+    list of `(target, check, holds)` (support, peak at (W_min, L*), decay along W and along L for
+    each Boolean target) and `fits` `{target: {"W": fit, "L": fit, …}}` from
+    `volratio.rho.decay_fit`. The verdict is the fraction of checks that hold
+    (`verdict_from_fraction`); the forest shows each fitted decay rate against 0 (no decay)."""
+    rows, rates = [], []
+    for t, by_axis in fits.items():
+        name = t.split(":depth")[0]
+        for axis in ("W", "L"):
+            lam = by_axis.get(axis, {}).get(f"lambda_{axis}")
+            if lam is not None:
+                e = Estimate(lam["rate"], lam["lo"], lam["hi"])
+                rows.append((f"{name}: λ_{axis}", e, 0 if axis == "W" else 1))
+                rates.append((lam["lo"], name, axis, e))
+    held = sum(bool(ok) for *_, ok in checks)
+    headline = f"{held} of {len(checks)} checks (support, peak, decay) hold on {len(fits)} Boolean targets"
+    if rates:
+        _, name, axis, e = min(rates, key=lambda r: r[0])
+        headline += (
+            f"; the slowest decay, {name} along {axis}, is λ = {interval(e, '.2f')} per unit (the claim: above 0)"
+        )
+    return record(
+        "rho-concentrated",
+        verdict_from_fraction(held, len(checks)),
+        "; ".join(f"{t}: {c} {'holds' if ok else 'fails'}" for t, c, ok in checks) + (f" ({detail})" if detail else ""),
+        {f"{t} | {c}": bool(ok) for t, c, ok in checks},
+        scale,
+        None,
+        stored,
+        forest_of(rows, "decay rate λ of ρ per unit of width (W) or depth (L), 95% interval", 0.0, "no decay"),
+        headline + ".",
+    )

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 from ..errors import VolratioError
 
-# layout of the drawing, in pixels
-WIDTH, LABEL_W, ROW_H, TOP, BOTTOM = 420, 140, 15, 6, 30
+# layout of the drawing, in pixels: the label column grows with the longest label (up to MAX_LABEL_W)
+PLOT_W, LABEL_W, MAX_LABEL_W, ROW_H, TOP, BOTTOM = 280, 140, 300, 15, 6, 30
+CHAR_W = 5.6  # about one character of the 10 px sans-serif labels
 COLOURS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#555555")  # colour-blind-safe, by row group
 
 
@@ -53,22 +54,24 @@ class Forest:
     def svg(self) -> str:
         """The plot as one `<svg>` element (text escaped)."""
         lo, hi = self.limits()
-        plot_w = WIDTH - LABEL_W - 12
+        label_w = max(LABEL_W, min(MAX_LABEL_W, round(CHAR_W * max(len(r.label) for r in self.rows)) + 12))
+        plot_w = PLOT_W
+        width = label_w + plot_w + 12
         height = TOP + ROW_H * len(self.rows) + BOTTOM + (12 if self.threshold is not None else 0)
 
         def x(v: float) -> float:
-            return LABEL_W + (v - lo) / (hi - lo) * plot_w
+            return label_w + (v - lo) / (hi - lo) * plot_w
 
         out = [
-            f'<svg class="forest" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
-            f'viewBox="0 0 {WIDTH} {height}" style="max-width:100%;height:auto" font-family="sans-serif" font-size="10" role="img" '
+            f'<svg class="forest" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" style="max-width:100%;height:auto" font-family="sans-serif" font-size="10" role="img" '
             f'aria-label="{html.escape(self.xlabel)}">'
         ]
         axis_y = TOP + ROW_H * len(self.rows)
         for t in ticks(lo, hi):
             out.append(f'<line x1="{x(t):.1f}" y1="{TOP}" x2="{x(t):.1f}" y2="{axis_y}" stroke="#e4e4e4"/>')
             out.append(f'<text x="{x(t):.1f}" y="{axis_y + 11}" text-anchor="middle" fill="#444">{t:g}</text>')
-        out.append(f'<line x1="{LABEL_W}" y1="{axis_y}" x2="{LABEL_W + plot_w}" y2="{axis_y}" stroke="#888"/>')
+        out.append(f'<line x1="{label_w}" y1="{axis_y}" x2="{label_w + plot_w}" y2="{axis_y}" stroke="#888"/>')
         if self.threshold is not None:
             tx = x(self.threshold)
             out.append(f'<line x1="{tx:.1f}" y1="{TOP - 2}" x2="{tx:.1f}" y2="{axis_y}" stroke="#c00" '
@@ -76,7 +79,7 @@ class Forest:
         for i, r in enumerate(self.rows):
             y = TOP + ROW_H * i + ROW_H / 2
             c = COLOURS[r.group % len(COLOURS)]
-            out.append(f'<text x="{LABEL_W - 6}" y="{y + 3.5:.1f}" text-anchor="end" fill="#222">'
+            out.append(f'<text x="{label_w - 6}" y="{y + 3.5:.1f}" text-anchor="end" fill="#222">'
                        f"{html.escape(r.label)}</text>")  # fmt: skip
             if r.hi > r.lo:
                 out.append(f'<line x1="{x(r.lo):.1f}" y1="{y:.1f}" x2="{x(r.hi):.1f}" y2="{y:.1f}" stroke="{c}" '
