@@ -245,7 +245,7 @@ def draw_judged(examples, title: str | None = None, size: float = 1.1):
 def paired_auc(paired, title: str = "", xlabel: str = "EMC2 AUC"):
     """One row per target of `volratio.experiments.twins.paired`: the Picbreeder network's AUC and
     its interval (orange) above the twins' mean and t-interval (blue, over the twins that draw the
-    target); a target left out of the comparison is greyed, with the reason."""
+    target, cut at 0 and 1); a target left out of the comparison is greyed, with the reason."""
     t = paired.iloc[::-1]
     fig, ax = plt.subplots(figsize=(10, 0.42 * len(t) + 1.2))
     for y, (_, r) in enumerate(t.iterrows()):
@@ -253,7 +253,8 @@ def paired_auc(paired, title: str = "", xlabel: str = "EMC2 AUC"):
         ax.errorbar(r["Picbreeder"], y + 0.15, xerr=[[r["Picbreeder"] - r["Picbreeder lo"]], [r["Picbreeder hi"] - r["Picbreeder"]]],
                     fmt="o", color="C1", alpha=a, ms=6, capsize=3, label="Picbreeder" if y == 0 else None)  # fmt: skip
         if np.isfinite(r.get("twins mean", np.nan)):
-            lo, hi = max(r["twins lo"], -0.05), min(r["twins hi"], 1.05)  # a t-interval of 2–3 seeds can leave [0, 1]
+            # an AUC lies in [0, 1]; a t-interval over 2–3 seeds can reach past it, and is drawn cut at the bounds
+            lo, hi = max(r["twins lo"], 0.0), min(r["twins hi"], 1.0)
             ax.errorbar(r["twins mean"], y - 0.15, xerr=[[r["twins mean"] - lo], [hi - r["twins mean"]]], fmt="s",
                         color="C0", alpha=a, ms=5, capsize=3, label="dense twins (mean, t-interval)" if y == 0 else None)  # fmt: skip
         if not r["used"]:
