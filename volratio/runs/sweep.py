@@ -359,7 +359,7 @@ class Dask:
     @contextlib.contextmanager
     def open(self):
         try:
-            from distributed import Client, LocalCluster
+            from distributed import Client, LocalCluster  # optional: the [dask] extra
         except ImportError:
             raise SweepSpecError("Dask executors need dask.distributed: pip install 'volratio[dask]'") from None
         with contextlib.ExitStack() as stack:
