@@ -32,14 +32,18 @@ Layers, bottom to top; a module may import only from its own layer and the layer
                  weight explorer: what the book shows, above every experiment)
     front        volratio/cli.py, __main__.py, commands/, coursework/
 
-Imports of the library sit at the top of every file: a function-body import of the library is a
-hidden dependency (a function-body import stays only for an optional heavy third-party package,
-with a comment saying so).
+Imports sit at the top of every file, so that a file's header says what it depends on: a
+function-body import of the library is a hidden dependency, and one of a third-party or standard
+module is checked too. A function-body import stays only for a package in `LAZY_IMPORTS` (an
+optional extra, or a costly import that only a rare path needs), with a comment saying why.
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -208,6 +212,109 @@ def test_every_module_imports_the_library_at_the_top():
             )
         ]
     assert not hidden, "imports of the library inside functions (move them to the top):\n" + "\n".join(hidden)
+
+
+# The packages a function body may import (a module or any of its submodules), and why each one is
+# imported late. Everything else is imported at the top of the file.
+LAZY_IMPORTS = {
+    "transformers": "optional: the [judges] extra (the CLIP and VLM judges)",
+    "open_clip": "optional: a CLIP implementation no extra provides",
+    "clip": "optional: a CLIP implementation no extra provides",
+    "dask": "optional: the [dask] extra",
+    "distributed": "optional: the [dask] extra (Dask executors)",
+    "torch.utils.cpp_extension": "a compiler toolchain, only to build a C++ kernel",
+    "IPython": "book-only: the [book] extra, only in a notebook kernel",
+    "myst_nb": "book-only: the [book] extra, only in a notebook kernel",
+    "jupyter": "book-only: the [book] extra",
+    "torchmetrics": "costly: seconds to import, and only the anchored judge's ms-ssim feature needs it",
+    "requests": "rare path: only a download of the Picbreeder data needs it",
+    "pooch": "rare path: only a download of the Picbreeder data needs it (and it imports tqdm.auto)",
+}
+
+
+def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The absolute module names an import statement names (relative ones as `.name`)."""
+    if isinstance(node, ast.ImportFrom):
+        return ["." * node.level + (node.module or "")]
+    return [a.name for a in node.names]
+
+
+def _lazy_ok(module: str) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in LAZY_IMPORTS)
+
+
+def late_imports(source: str, filename: str = "<string>") -> list[str]:
+    """The imports inside a function or class body of `source` that break the rule, as
+    "file:line: statement (why)": a module not in `LAZY_IMPORTS`, or one in it without a comment
+    on its line or the line above (a comment above a group of such imports covers the group).
+    Module-level imports, in `try`/`if` blocks too, are at the top."""
+    tree = ast.parse(source, filename)
+    # lines with a comment, and the last lines of commented lazy imports (the next import of a group)
+    said = {t.start[0] for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT}
+    found = []
+
+    def visit(node, nested: bool):
+        for child in ast.iter_child_nodes(node):
+            if nested and isinstance(child, (ast.Import, ast.ImportFrom)):
+                where = f"{filename}:{child.lineno}: {ast.unparse(child)}"
+                if not all(_lazy_ok(m) for m in _imported(child)):
+                    found.append(f"{where} (move it to the top of the file)")
+                elif said & {child.lineno - 1, *range(child.lineno, child.end_lineno + 1)}:
+                    said.add(child.end_lineno)
+                else:
+                    found.append(f"{where} (say why it is imported here, in a comment on its line or the line above)")
+            visit(child, nested or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+
+    visit(tree, False)
+    return found
+
+
+def test_every_import_is_at_the_top_or_a_commented_lazy_one():
+    late = []
+    for path in sorted(PKG.rglob("*.py")):
+        late += late_imports(path.read_text(), str(path.relative_to(PKG.parent)))
+    assert not late, "imports inside function bodies:\n" + "\n".join(late)
+
+
+def _line_of(source: str, text: str) -> int:
+    return next(i for i, line in enumerate(source.splitlines(), 1) if text in line)
+
+
+def test_the_lazy_imports_are_found():
+    # the scan reaches the function-body imports the package keeps (each allowed, with its comment)
+    models = (PKG / "judges" / "models.py").read_text()
+    assert "import transformers  #" in models and not late_imports(models)
+    uncommented = re.sub(r"(import transformers)\s*#.*", r"\1", models)
+    assert late_imports(uncommented) == [
+        f"<string>:{_line_of(models, 'import transformers')}: import transformers "
+        "(say why it is imported here, in a comment on its line or the line above)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "source, flagged",
+    [
+        ("def f():\n    import json\n", True),  # a standard module: at the top
+        ("def f():\n    import json  # fast enough\n", True),  # a comment does not allow it
+        ("def f():\n    from . import nets  # late\n", True),  # the library: at the top
+        ("class A:\n    def m(self):\n        import numpy as np\n", True),  # in a method
+        ("class A:\n    from scipy import stats\n", True),  # in a class body
+        ("def f():\n    if True:\n        import torch  # later\n", True),  # torch is no lazy import
+        ("def f():\n    import transformers\n", True),  # allowed, but without a comment
+        ("def f():\n    import transformers  # optional: the [judges] extra\n", False),
+        ("def f():\n    # optional: the [dask] extra\n    from distributed import Client\n", False),
+        ("def f():\n    from torch.utils.cpp_extension import load  # a compiler\n", False),
+        ("def f():\n    from IPython.display import HTML  # book-only\n", False),
+        ("def f():\n    import transformers, json  # optional\n", True),  # one of them is not lazy
+        ("def f():\n    # book-only\n    import IPython\n    import myst_nb\n", False),  # a commented group
+        ("def f():\n    # book-only\n    import IPython\n\n    import myst_nb\n", True),  # not one group
+        ("def f():\n    import json\n    import myst_nb\n", True),  # after an import that is no lazy one
+        ("import json\ntry:\n    import tomllib\nexcept ImportError:\n    import tomli as tomllib\n", False),
+        ("def f():\n    return 1\n", False),
+    ],
+)
+def test_late_import_check(source, flagged):
+    assert bool(late_imports(source)) is flagged, late_imports(source)
 
 
 @pytest.mark.parametrize(

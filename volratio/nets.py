@@ -31,7 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+import numpy as np
 import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
 from torch import nn
 
 from .errors import ArchError, VolratioError
@@ -421,8 +424,6 @@ class CoordMLP(nn.Module):
     def live_features(self, res: int = 64, member: int = 0) -> list:
         """Feature maps of one network, per hidden layer `(W, res, res)` float64 numpy, dead units
         (`live_unit_mask`) set to NaN — drawn blank by `volratio.report.plots.feature_mosaic`."""
-        import numpy as np
-
         net = self.select(member)
         alive = live_unit_mask(net.effective_weights())  # per hidden layer (1, W)
         out = []
@@ -504,8 +505,6 @@ class CoordMLP(nn.Module):
 
     def save(self, path: "str | Path") -> Path:
         """Write weights and masks as safetensors; arch, head and provenance go in its JSON header."""
-        from safetensors.torch import save_file
-
         path = Path(path)
         tensors = {}
         for i, (w, m) in enumerate(zip(self.weights, self.masks)):
@@ -534,8 +533,6 @@ class CoordMLP(nn.Module):
         arch, and the declared sizes against the memory budget are checked (`_check_header`), so
         that a damaged or hostile file is refused before any tensor is read; then weights holding
         NaN/Inf are refused."""
-        from safetensors import SafetensorError, safe_open
-
         path = Path(path)
         if path.is_dir():
             raise VolratioError(f"{path} is a folder, not a network file; give the path of a .safetensors file")

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 
 from ..data import picbreeder
@@ -280,8 +281,6 @@ def sample_rows(cfg: AnchoredSetConfig | None = None, nets: dict | None = None):
     """The new images of the set (everything but the rows shared with the first set): per network
     and resolution, its unperturbed image (δ = 0, kernel = row = col = −1), then a seeded sample of
     its non-zero weights with δ drawn from `cfg.deltas`."""
-    import pandas as pd
-
     cfg = cfg or AnchoredSetConfig()
     nets = nets or networks()
     rng = np.random.default_rng(cfg.seed)
@@ -336,8 +335,6 @@ def sample_new_rows(cfg: AnchoredSetConfig | None = None, nets: dict | None = No
     """The held-out rows (`new_target_networks`), drawn as `sample_rows` draws the set's: per
     network its unperturbed image and `n_trained` (own label) or `n_other` (other label, faint)
     perturbed images at `res`, seeded by `cfg.seed` + 1000 (apart from the set's own draws)."""
-    import pandas as pd
-
     cfg = cfg or AnchoredSetConfig()
     nets = nets or new_target_networks()
     rng = np.random.default_rng(cfg.seed + 1000)
@@ -381,8 +378,6 @@ def image_sha(images) -> list[str]:
 def load_verdicts(path: str | Path | None = None):
     """The stored anchored verdicts (`pass1` 1 = shows the label, 0 = not; `pass2` the re-judged
     share). Raises `DataNotFoundError` naming the path when it is missing."""
-    import pandas as pd
-
     p = Path(path) if path else VERDICTS_CSV
     if not p.exists():
         raise DataNotFoundError(f"anchored verdicts not found at {p}; they ship in data/judge_reference/anchored/")

@@ -23,6 +23,8 @@ import json
 from dataclasses import asdict
 
 import numpy as np
+import pandas as pd
+import scipy
 import torch
 
 from ..emc2 import perturbed_images
@@ -45,8 +47,6 @@ from . import anchored_set as A
 
 
 def _logistic(X: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
-    from scipy.optimize import minimize
-
     n, d = X.shape
 
     def loss(theta):
@@ -58,7 +58,7 @@ def _logistic(X: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, floa
         g = np.r_[X.T @ (p - y) / n + l2 * w, (p - y).mean()]
         return f, g
 
-    r = minimize(loss, np.zeros(d + 1), jac=True, method="L-BFGS-B")
+    r = scipy.optimize.minimize(loss, np.zeros(d + 1), jac=True, method="L-BFGS-B")
     return r.x[:d], float(r.x[d])
 
 
@@ -163,8 +163,6 @@ def compare(table, test_fraction: float = 0.4, seed: int = 0, candidates=None):
     evaluate it on the held-out rows: overall and per group, κ with its bootstrap interval.
     `table`: one row per judged image with `pass1`, `label`, `group`, `network` and a column per
     feature. Returns `(results DataFrame, {name: LogisticRule}, held-out mask)`."""
-    import pandas as pd
-
     cands = candidates or CANDIDATES
     y = table["pass1"].to_numpy().astype(bool)
     labels = table["label"].to_numpy()
@@ -186,8 +184,6 @@ def compare(table, test_fraction: float = 0.4, seed: int = 0, candidates=None):
 
 def per_group(rule: LogisticRule, table, rows_mask=None) -> "object":
     """Agreement of `rule` with the verdicts per group (and overall) over `rows_mask` (default all)."""
-    import pandas as pd
-
     t = table if rows_mask is None else table[np.asarray(rows_mask, bool)]
     feats = {f: t[f].to_numpy() for f in rule.features}
     pred = rule.predict(feats, t["label"].to_numpy())
@@ -278,8 +274,6 @@ def emc2_by_network(table, rule: LogisticRule):
     """Per network and size: S, the share of its sampled perturbations that preserve the identity
     (δ drawn uniformly, so S is the δ-averaged score), under the verdicts (95% Wilson interval) and
     under `rule`; and whether the unperturbed image shows the label by each."""
-    import pandas as pd
-
     t = table.reset_index(drop=True)
     by_rule = rule.predict({f: t[f].to_numpy() for f in rule.features}, t["label"].to_numpy())
     v_ref, v_rule = preserved(t, t["pass1"].to_numpy()), preserved(t, by_rule)
@@ -346,8 +340,6 @@ def new_target_agreement(rules: dict | None = None):
     threshold), per group and overall, for each of `rules` (`{name: LogisticRule}`, default the
     anchored judge's two rules). The images are regenerated from the Picbreeder data and checked
     against the stored hashes first. Returns a DataFrame indexed by (rule, group)."""
-    import pandas as pd
-
     rules = rules or {"anchored": read_rule(), "anchored-ssim": read_rule(SECOND_RULE_JSON)}
     rows, nets = A.load_new_verdicts(), A.new_target_networks()
     if A.image_sha(A.render(rows, nets)) != rows["sha256"].tolist():

@@ -29,6 +29,7 @@ import json
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import pandas as pd
 import torch
 
 from ..emc2 import PerturbationEngine
@@ -191,8 +192,6 @@ def compare(table: JudgeTable, population: str = "base kept", test_fraction: flo
     question EMC2 asks) or "all". Returns `(results DataFrame, {rule name: ThresholdRule})`, one row per
     rule with held-out accuracy, κ, confusion counts, the score's held-out ROC AUC, and the
     training κ; the "ssim" judge (other-targets SSIM, the earlier default) is evaluated without fitting."""
-    import pandas as pd
-
     r = table.rows
     sel = r["base_kept"].to_numpy() if population == "base kept" else np.ones(len(r), bool)
     if population not in ("base kept", "all"):
@@ -283,8 +282,6 @@ def emc2_from_verdicts(rows, judge_verdicts: dict | None = None):
     with a 95% Wilson interval, and beside it S under each judge in `judge_verdicts`
     (name -> `(n,)` bool aligned with `rows`). δ is drawn uniformly from the set's 8 values, so S
     is the δ-averaged score (≈ the normalised AUC of the δ-curve). Returns a DataFrame."""
-    import pandas as pd
-
     out = []
     for name, part in rows.groupby("network", sort=False):
         k, n = int(part["pass1"].sum()), len(part)
@@ -326,8 +323,6 @@ def claims_under_judges(rows, judge_verdicts: dict):
     perturbations, 95% Wilson intervals) under each judge (`name -> (n,) bool` aligned with
     `rows`), and the verdict of `volratio.report.claims.compare_estimates` ("reproduced" = intervals
     separated in the claimed direction). A DataFrame, one row per comparison × judge."""
-    import pandas as pd
-
     kinds = rows["group"].map(kind_of).to_numpy()
     out = []
     for claim, hi_kind, lo_kind in CLAIM_CHECKS:

@@ -30,8 +30,11 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import torch
+from PIL import Image, ImageDraw
 
 from .. import prune
 from ..data.specs import load_network
@@ -219,8 +222,6 @@ def sample_rows(cfg: ReferenceSetConfig | None = None, nets: dict | None = None)
     unperturbed image (δ = 0, kernel = row = col = −1), then its perturbations.
     Parameters: a seeded uniform subsample of each network's non-zero weights; δ: seeded uniform
     draw from `cfg.deltas`."""
-    import pandas as pd
-
     cfg = cfg or ReferenceSetConfig()
     nets = nets or networks(cfg)
     rng = np.random.default_rng(cfg.seed)
@@ -284,8 +285,6 @@ def image_sha(images) -> list[str]:
 def load_verdicts(path: str | Path | None = None):
     """The stored verdict table (one row per image; `pass1` and, for the re-judged 20%, `pass2`
     are 1 = kept, 0 = not kept). Raises `DataNotFoundError` naming the path when it is missing."""
-    import pandas as pd
-
     p = Path(path) if path else VERDICTS_CSV
     if not p.exists():
         raise DataNotFoundError(
@@ -301,8 +300,6 @@ def load_verdicts(path: str | Path | None = None):
 def captioned_mosaic(images, captions, cols: int = 6, scale: int = 2, header=None, header_caption: str = ""):
     """A PIL image: tiles of `images` `(B, H, W, 3)` upscaled ×`scale` (nearest), `cols` per row,
     each with its caption underneath; optional `header` image `(H, W, 3)` on top with its caption."""
-    from PIL import Image, ImageDraw
-
     u8 = to_uint8(images)
     B, H, W, _ = u8.shape
     th, tw, cap = H * scale, W * scale, 14
@@ -325,8 +322,6 @@ def captioned_mosaic(images, captions, cols: int = 6, scale: int = 2, header=Non
 def verdict_figure(images, rows, columns: dict, cols: int = 8, title: str | None = None):
     """A matplotlib figure: one tile per image with its row's label and, under it, one line per
     judge in `columns` (name -> `(B,)` bool), ✓ kept / ✗ not kept."""
-    import matplotlib.pyplot as plt
-
     u8 = to_uint8(images)
     n = len(u8)
     nrows = -(-n // cols)

@@ -7,6 +7,8 @@ import math
 import sys
 from typing import Any
 
+import numpy as np
+
 
 def add_json_flag(p) -> None:
     p.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
@@ -51,13 +53,8 @@ def strict(o: Any) -> Any:
 
 
 def _default(o):
-    try:
-        import numpy as np
-
-        if isinstance(o, np.generic):
-            return o.item()
-        if isinstance(o, np.ndarray):
-            return o.tolist()
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")

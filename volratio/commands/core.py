@@ -6,6 +6,9 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+from PIL import Image
 
 from ..data import fer_data, fer_fork
 from ..data.picbreeder import where
@@ -107,8 +110,6 @@ def cmd_targets(args) -> int:
 def _image_for(spec: str, res: int):
     """A network spec renders its network; a target spec renders the target. The kind decides
     which, so a bad target spec gets the target's error (not a network's)."""
-    from pathlib import Path
-
     kind, sep, _ = spec.partition(":")
     if (sep and kind in NETWORK_KINDS) or spec.endswith(".safetensors") or (not sep and Path(spec).exists()):
         return load_network(spec).render(res)[0]
@@ -121,8 +122,6 @@ def _image_for(spec: str, res: int):
 
 
 def cmd_render(args) -> int:
-    from PIL import Image
-
     check_out(args.out, args.force, inputs=[args.spec, args.spec.partition(":")[2]])
     img = _image_for(args.spec, args.res)
 

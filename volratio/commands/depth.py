@@ -9,6 +9,8 @@ See `volratio.depth` and the chapter "Depth: a narrow, target-dependent regime".
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..depth import planted_predictor, planted_specs
 from ..depth.complexity import png_ratio
 from ..experiments.depth_regime import Config, depth_sweep, parse_depths
@@ -76,8 +78,6 @@ def cmd_ratio(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from dataclasses import replace
-
     if args.out is not None:
         check_out(args.out, folder=True)
     cfg = (Config.quick if args.scale == "quick" else Config.full)()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from .. import emc2
 from ..data.picbreeder import layerize
 from ..data.specs import load_network
@@ -134,8 +136,6 @@ def cmd_emc2(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    import numpy as np
-
     check_out(args.out, args.force, inputs=[args.spec])
     net = load_network(args.spec)
     if args.params:

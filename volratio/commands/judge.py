@@ -3,6 +3,9 @@ reference verdicts of `data/judge_reference/`)."""
 
 from __future__ import annotations
 
+import torch
+from PIL import Image, UnidentifiedImageError
+
 from .. import judges
 from ..calibration import fit_anchored, fit_calibrated
 from ..data.targets import FileTarget, get_target
@@ -64,8 +67,6 @@ def register(sub) -> None:
 
 def read_png(path: str, size: int | None = None):
     """`(H, W, 3)` float tensor in [0, 1] of a square PNG (of side `size` when given)."""
-    from PIL import Image, UnidentifiedImageError
-
     try:
         with Image.open(path) as im:
             w, h = im.size
@@ -90,8 +91,6 @@ def _judge_factory(name: str, model: str | None, device: str):
 
 
 def cmd_judge(args) -> int:
-    import torch
-
     if args.target is None and args.reference is None:
         raise VolratioError(
             "give --target T (a target spec) or --reference PNG (an image of what the label looks like)"

@@ -10,6 +10,9 @@ See `volratio.runs.reference` and the reference scale's README (results/referenc
 
 from __future__ import annotations
 
+import warnings
+from pathlib import Path
+
 from .. import __version__
 from ..judges import JUDGES
 from ..runs.reference import load_plan, run_chunk
@@ -100,9 +103,6 @@ def _run(args) -> int:
 
 
 def _list(args) -> int:
-    import warnings
-    from pathlib import Path
-
     plan = load_plan(args.spec)
     rows = []
     for name, sweep in plan.items():

@@ -12,6 +12,7 @@ and for `boolean` how each cell ran: `engine, elapsed_s, stopped` ("samples", "w
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from ..rho import BasinConfig, SamplerConfig, basin_grid, boolean_grid, n_params
 from ..rho.boolean import get_boolean_target
@@ -201,8 +202,6 @@ def cmd_boolean(args) -> int:
 
 
 def cmd_basin(args) -> int:
-    from dataclasses import replace
-
     cfg = BasinConfig.full() if args.scale == "full" else BasinConfig.quick()
     over = {
         k: v

@@ -9,6 +9,10 @@ See `volratio.experiments` (the registry and the run contract).
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
+import pandas as pd
+
 from .. import experiments
 from ..errors import VolratioError
 from ..experiments import ExperimentError, parse_sets
@@ -43,8 +47,6 @@ def register(sub) -> None:
 
 
 def cmd_run(args) -> int:
-    from dataclasses import asdict
-
     if args.list or not args.name:
         if not args.list:
             raise ExperimentError("name an experiment: volratio run NAME (volratio run --list shows them)")
@@ -73,7 +75,6 @@ def cmd_run(args) -> int:
         "rows": frame.to_dict("records"),
         "out": args.out,
     }
-    import pandas as pd
 
     with pd.option_context("display.max_columns", None, "display.width", 160, "display.max_colwidth", 40):
         text = f"{args.name} ({res.scale} scale, {res.seconds:.1f} s)\n{frame.to_string(index=False)}"

@@ -14,6 +14,8 @@ import sys
 import warnings
 from pathlib import Path
 
+import pandas as pd
+
 from ..runs.reference import ReferenceError, verify
 from ..runs.store import Store, StoreError, flatten
 from ..runs.sweep import Sweep, make_executor, run_sweep
@@ -198,8 +200,6 @@ def _verify(args) -> int:
 
 
 def _table_text(store, records, tracebacks: bool) -> str:
-    import pandas as pd
-
     if not records:
         return f"{store.root}: empty store"
     frame = store.frame()

@@ -4,9 +4,12 @@ compression ratio, the linear depth predictor and the sweet spot of a score tabl
 
 from __future__ import annotations
 
+import io
 import math
 
 import numpy as np
+import scipy
+from PIL import Image
 
 from ..data.targets import get_target
 from ..depth import fit_predictor, sweet_spot
@@ -24,10 +27,6 @@ __all__ = ["check_depth_fit", "check_png_ratio", "check_sweet_spot"]
 
 
 def _png_variant(img, optimize: bool, level: int) -> int:
-    import io
-
-    from PIL import Image
-
     buf = io.BytesIO()
     Image.fromarray(to_uint8(img), mode="RGB").save(buf, format="PNG", optimize=optimize, compress_level=level)
     return len(buf.getvalue())
@@ -73,8 +72,6 @@ def check_png_ratio(answer, target: str, res: int = 64) -> Check:
 def check_depth_fit(intercept, slope, r2, ratios, depths) -> Check:
     """The least-squares line depth ≈ a + b·ratio through `(ratios, depths)` and its R²
     (`volratio.depth.fit_predictor`)."""
-    from scipy import stats
-
     a, b, q = number(intercept, "intercept"), number(slope, "slope"), number(r2, "R²")
     p = fit_predictor(ratios, depths)
     ref = {"intercept": p.a, "slope": p.b, "r2": p.r2}
@@ -83,7 +80,7 @@ def check_depth_fit(intercept, slope, r2, ratios, depths) -> Check:
         return Check(
             "check_depth_fit", True, f"depth ≈ {p.a:.3f} + {p.b:.3f}·ratio, R² = {p.r2:.3f} (n = {p.n})", ref, got
         )
-    inv = stats.linregress(np.asarray(depths, float), np.asarray(ratios, float))
+    inv = scipy.stats.linregress(np.asarray(depths, float), np.asarray(ratios, float))
     if close(b, inv.slope, rtol=1e-6) and close(a, inv.intercept, rtol=1e-6):
         why = "you regressed the ratio on the depth; the predictor is depth = a + b·ratio (x = ratio, y = depth)"
     elif close(a, p.b, rtol=1e-6) and close(b, p.a, rtol=1e-6):

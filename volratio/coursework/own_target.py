@@ -5,6 +5,7 @@ for — compared with Pillow's `Image.alpha_composite`."""
 from __future__ import annotations
 
 import numpy as np
+from PIL import Image
 
 from .check import Check, CourseworkError, array, checker
 
@@ -16,8 +17,6 @@ def check_flattened(image, rgba, background=(255, 255, 255)) -> Check:
     """`image`: the `(H, W, 4)` uint8 RGBA array `rgba` composited over the opaque colour
     `background` (0–255 per channel), as float RGB `(H, W, 3)` in [0, 1]; accepted within one
     grey level of `Image.alpha_composite`."""
-    from PIL import Image
-
     src = np.asarray(rgba)
     if src.ndim != 3 or src.shape[-1] != 4 or src.dtype != np.uint8:
         raise CourseworkError(f"rgba should be an (H, W, 4) uint8 array, got {src.shape} {src.dtype}")

@@ -3,6 +3,8 @@ table of a resumed sweep holds every grid point exactly once (`volratio.runs.swe
 
 from __future__ import annotations
 
+import itertools
+
 from .check import (
     BadAnswer,
     Check,
@@ -17,8 +19,6 @@ __all__ = ["check_sweep_table"]
 def check_sweep_table(table, grid: dict, seeds=(0,)) -> Check:
     """A results table (pandas DataFrame) from a sweep over `grid` ({parameter: values}) × `seeds`:
     one row per combination of the values and seed, no duplicates, every parameter a column."""
-    import itertools
-
     answered(table, "your table")
     if not hasattr(table, "columns"):
         raise BadAnswer(f"give the results as a pandas DataFrame, got {type(table).__name__}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy
 
 from ..rho import RhoError, SamplerConfig, exact
 from ..rho.boolean import get_boolean_target, input_table
@@ -156,9 +157,8 @@ def check_interval(lo, hi, k: int, n: int, confidence: float = 0.95) -> Check:
             (rlo, rhi),
             (a, b),
         )
-    from scipy import stats
 
-    zq = stats.norm.ppf(0.5 + confidence / 2)
+    zq = scipy.stats.norm.ppf(0.5 + confidence / 2)
     ph = k / n
     wald = (ph - zq * math.sqrt(ph * (1 - ph) / n), ph + zq * math.sqrt(ph * (1 - ph) / n))
     cp = binomial_interval(k, n, confidence, "clopper-pearson")

@@ -37,6 +37,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import numpy as np
+import platformdirs  # the user cache folder, as pooch.os_cache finds it
 
 from ..errors import DataNotFoundError
 from ..nets import Arch
@@ -86,8 +87,6 @@ def base_url(url: str | None = None) -> str:
 def cache_dir() -> Path:
     """Where `volratio.data.fer_data.fetch()` installs the data: the user cache (on Linux
     `$XDG_CACHE_HOME/volratio/picbreeder`, by default `~/.cache/volratio/picbreeder`)."""
-    import platformdirs  # what pooch.os_cache uses; importing pooch itself here would pull in tqdm.auto
-
     return Path(platformdirs.user_cache_dir("volratio")) / "picbreeder"
 
 
@@ -112,11 +111,13 @@ def download_verified(
     `cache`). Raises `DataNotFoundError` naming the file and the fix (`url_env`, then `fix`) at the
     first download that fails or does not match. Shared by the FER data and the fork's
     (`volratio.data.fer_fork`)."""
+    # rare path, kept here: only a download needs requests and pooch, and importing them would slow
+    # every import of the data layer (pooch also imports tqdm.auto)
     import requests
 
-    with warnings.catch_warnings():  # pooch imports tqdm.auto, which warns in a kernel without ipywidgets
+    with warnings.catch_warnings():  # tqdm.auto warns in a kernel without ipywidgets
         warnings.filterwarnings("ignore", message=".*IProgress not found.*")
-        import pooch
+        import pooch  # rare path: see above
 
     pooch.get_logger().setLevel("WARNING")  # one notice line for the whole download, not one per file
     store = pooch.create(path=cache, base_url=url, registry=registry, retry_if_failed=1)

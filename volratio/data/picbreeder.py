@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from PIL import Image
 
 from ..errors import DataNotFoundError
 from ..nets import CoordMLP
@@ -182,8 +183,6 @@ def network(name: str, dtype=torch.float32) -> CoordMLP:
 def target_image(name: str) -> torch.Tensor:
     """`target.png` of `name` as `(256, 256, 3)` float in [0, 1] (the FER repository's rendering,
     or the fork's `img.png` for the thirteen extra targets)."""
-    from PIL import Image
-
     with Image.open(_file(name, "target.png")) as im:
         arr = np.asarray(im.convert("RGB"), dtype=np.float32) / 255.0
     return torch.from_numpy(arr)

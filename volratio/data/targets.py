@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import skimage
 import torch
+from PIL import Image, UnidentifiedImageError
 
 from ..errors import ImageError, VolratioError
 from ..nets import coords
@@ -84,8 +86,6 @@ def check_image(img, what: str = "image") -> torch.Tensor:
 
 def _square_resize(arr: np.ndarray, res: int) -> torch.Tensor:
     """Centre-crop an (H, W) or (H, W, C) array to a square, resize to res×res, return RGB float."""
-    from skimage.transform import resize
-
     budget.check(int(res) ** 2 * 3 * 8 * 3, f"an image target at {res}×{res}", "lower the resolution")
     h, w = arr.shape[:2]
     s = min(h, w)
@@ -100,7 +100,7 @@ def _square_resize(arr: np.ndarray, res: int) -> torch.Tensor:
         arr = arr.astype(np.float64)
     if arr.ndim == 2:
         arr = np.repeat(arr[..., None], 3, axis=-1)
-    out = resize(arr, (res, res), order=1, anti_aliasing=s > res, mode="reflect")
+    out = skimage.transform.resize(arr, (res, res), order=1, anti_aliasing=s > res, mode="reflect")
     return torch.from_numpy(np.clip(out, 0.0, 1.0).astype(np.float32))
 
 
@@ -139,8 +139,6 @@ class SkimageTarget:
         return f"image:{self.name}"
 
     def image(self, res: int = 64) -> torch.Tensor:
-        import skimage.data
-
         return _square_resize(np.asarray(getattr(skimage.data, self.name)()), res)
 
 
@@ -155,8 +153,6 @@ class FileTarget:
         return f"file:{self.path}"
 
     def image(self, res: int = 64) -> torch.Tensor:
-        from PIL import Image, UnidentifiedImageError
-
         p = Path(self.path)
         if not p.is_file():
             raise ImageError(f"{p}: no such image file")

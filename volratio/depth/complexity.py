@@ -16,21 +16,19 @@ import io
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import PIL
+from PIL import Image
 
 from ..data.targets import get_target
 from ..util.images import to_uint8
 
 
 def pillow_version() -> str:
-    import PIL
-
     return PIL.__version__
 
 
 def png_bytes(image) -> tuple[int, int]:
     """`(png_bytes, raw_bytes)` of an image saved as 8-bit RGB PNG with Pillow, `optimize=True`."""
-    from PIL import Image
-
     u8 = to_uint8(image)  # (res, res, 3) uint8
     buf = io.BytesIO()
     Image.fromarray(u8, mode="RGB").save(buf, format="PNG", optimize=True, compress_level=9)

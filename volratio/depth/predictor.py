@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+import scipy
 
 from ..data.targets import get_target
 from .complexity import Complexity, png_ratio
@@ -41,9 +42,7 @@ class DepthPredictor:
     names: list = field(default_factory=list)
 
     def _t(self) -> float:
-        from scipy import stats
-
-        return float(stats.t.ppf(0.5 + self.level / 2, self.n - 2)) if self.n > 2 else float("inf")
+        return float(scipy.stats.t.ppf(0.5 + self.level / 2, self.n - 2)) if self.n > 2 else float("inf")
 
     def predict(self, ratio) -> dict:
         """Predicted depth at `ratio` (scalar or array): `depth` (a + b·ratio), the confidence band
@@ -71,8 +70,6 @@ def _ols(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 def fit_predictor(ratios, depths, names=None, level: float = 0.95) -> DepthPredictor:
     """Least-squares fit of depth ≈ a + b·ratio, with R², the t-based bands and leave-one-out errors."""
-    from scipy import stats
-
     x = np.asarray(ratios, dtype=np.float64)
     y = np.asarray(depths, dtype=np.float64)
     keep = np.isfinite(x) & np.isfinite(y)
@@ -82,7 +79,7 @@ def fit_predictor(ratios, depths, names=None, level: float = 0.95) -> DepthPredi
         raise DepthError(f"the predictor needs at least 3 (ratio, depth) points with finite values, got {len(x)}")
     if np.ptp(x) == 0:
         raise DepthError("every ratio is the same; the slope is undefined — use targets of different complexity")
-    lr = stats.linregress(x, y)
+    lr = scipy.stats.linregress(x, y)
     n = len(x)
     resid = y - (lr.intercept + lr.slope * x)
     sigma = float(np.sqrt((resid**2).sum() / (n - 2))) if n > 2 else 0.0

@@ -21,6 +21,8 @@ section "A second lens: how the image changes".
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
+import scipy
 
 from ..judges import as_images
 from ..util.stats import mean_ci, roc_auc
@@ -48,11 +50,9 @@ def concentration(D: np.ndarray, top: float = TOP_FRACTION) -> np.ndarray:
 
 def regions(D: np.ndarray, level: float = REGION_LEVEL, min_size: int = 2) -> np.ndarray:
     """`(B,)` connected regions of pixels with D > level (8-connectivity, at least `min_size` pixels)."""
-    from scipy import ndimage
-
     out = np.zeros(len(D), int)
     for i, d in enumerate(D):
-        lab, n = ndimage.label(d > level, structure=np.ones((3, 3)))
+        lab, n = scipy.ndimage.label(d > level, structure=np.ones((3, 3)))
         if n:
             sizes = np.bincount(lab.ravel())[1:]
             out[i] = int((sizes >= min_size).sum())
@@ -71,8 +71,6 @@ def hf_share(D: np.ndarray, cutoff: float = HF_CUTOFF) -> np.ndarray:
 
 def measure(images, bases):
     """A DataFrame with one row per image: `concentration`, `regions`, `hf_share`, `change`."""
-    import pandas as pd
-
     D = difference(images, bases)
     return pd.DataFrame(
         {
@@ -86,8 +84,6 @@ def measure(images, bases):
 
 def compare_groups(table, by: str = "kind", measures=MEASURES):
     """Mean and 95% t-interval of each measure per group (`table[by]`); a DataFrame."""
-    import pandas as pd
-
     rows = []
     for g, part in table.groupby(by, sort=False):
         row = {by: g, "n": len(part)}

@@ -25,6 +25,10 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy
+import PIL
+import torch
+
 from .. import __version__
 from ..errors import VolratioError
 from ..util.limits import LimitError, check_limits
@@ -38,10 +42,6 @@ class ExperimentError(VolratioError, ValueError):
 
 def versions() -> dict:
     """The versions that determine an experiment's numbers (recorded with every result)."""
-    import numpy
-    import PIL
-    import torch
-
     return {
         "volratio": __version__,
         "torch": torch.__version__,

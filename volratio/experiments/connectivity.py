@@ -24,6 +24,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
+import pandas as pd
 import torch
 
 from .. import emc2
@@ -129,8 +130,6 @@ def _copy(net: CoordMLP) -> CoordMLP:
 def run(config: Config | None = None, *, progress=None) -> Result:
     """Train, prune with SP and the baselines at matched sparsity, score (see the module docstring).
     `progress`: optional callable taking a message string."""
-    import pandas as pd
-
     cfg = config or Config()
     say = progress or (lambda msg: None)
     t0 = time.time()
@@ -272,8 +271,6 @@ def summary(table, columns=("loss", "sparsity", "unit_sparsity", "emc2_auc"), le
     """Per target and method: the mean of each column and its t-interval over seeds, as strings
     `mean [lo, hi]` (a pandas DataFrame, methods in the table's order); `n` counts the networks
     measured and, when some method failed to reach SP's sparsity, `failed` those it could not prune."""
-    import pandas as pd
-
     cols = [c for c in columns if c in table.columns]
     order = list(dict.fromkeys(table["method"]))
     out = []
@@ -295,8 +292,6 @@ def tau_sensitivity(result: Result, taus=(0.8, 0.95)):
     """SP's threshold τ moved: the dense networks of `result` pruned again with each τ (the run's
     own τ included from its table), one row per τ with the mean sparsity, unit sparsity, loss,
     EMC2 AUC and how many networks stopped for lack of a redundant pair."""
-    import pandas as pd
-
     cfg = result["config"]
     t, dense = result.table, result["nets"]["dense"]
     sp_main = t[t.method == "sp"]
@@ -349,8 +344,6 @@ def sp_ablation(result: Result, steps: dict = SP_STEPS):
     One row per entry: mean weight and unit sparsity, the median of MSE after SP ÷ dense MSE, the
     share of collapsed networks and how many stopped at the guard. No EMC2 (cheap enough for the
     chapter). Chapter: "Connectivity", section on keeping the fit."""
-    import pandas as pd
-
     cfg, dense, images = result["config"], result["nets"]["dense"], result["images"]
     dense_loss = np.asarray(_losses(dense, images))
     L, W = dense.depth, dense.width
@@ -383,8 +376,6 @@ def stored_table(names=REFERENCE_CHUNKS, root=None):
     `results/reference`) as one table like `run`'s: one row per target × seed × method, plus `tau`
     (the run's SP threshold), `arch`, the run's `key` and `cpu_s`, and `net`: the file of the
     population the row's network belongs to (member `member`; runs with `keep_nets`, else None)."""
-    import pandas as pd
-
     stored = reference.stored_records(names, root, error=ExperimentError)
     rows = []
     for r in stored:

@@ -20,6 +20,7 @@ import functools
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
+import pandas as pd
 
 from .. import emc2
 from ..data.targets import get_target
@@ -371,8 +372,6 @@ def among_fitting(curves: dict, factor: float = 2.0, tol: float = 1e-9) -> tuple
 def networks_table(table):
     """One row per network of a depth sweep's results table (a run of `members` networks holds
     lists; network id = "seed.member")."""
-    import pandas as pd
-
     rows = []
     for _, r in table[table["status"] == "done"].iterrows():
         vals = {c: r[c] for c in ("score", "loss", "dense_loss", "nonzero")}
@@ -449,8 +448,6 @@ def spot_table(curves: dict, true_depths: dict | None = None):
     contrast, the score drop one layer shallower and one deeper, the MSE at the spot and the median
     over the other depths of their mean MSE (a spot that fits much worse than the rest is suspect:
     a network that failed to fit its target can keep its crude image under every perturbation)."""
-    import pandas as pd
-
     rows = []
     for t, c in curves.items():
         sp, m = c.spot, np.array(c.spot.means)
@@ -498,8 +495,6 @@ def _finite_mean(a) -> float:
 
 def curve_frame(curves: dict):
     """Tidy rows: one per target × depth (means and intervals over seeds)."""
-    import pandas as pd
-
     return pd.DataFrame([row for c in curves.values() for row in c.summary()])
 
 
@@ -555,8 +550,6 @@ def stored_curves(
     `results/reference`): one per target, one column per network (seed.member). `judge`: score every
     network under this judge — the runs' own scores where they were judged by it, else the chunk's
     rescore runs (`volratio reference rescore CHUNK --judge NAME`); a run without one is an error."""
-    import pandas as pd
-
     stored = stored_judged(names, root, judge)
     rows = [
         {
@@ -578,8 +571,6 @@ def fit_table(curves: dict):
     best depth's median (1 = the best depth; the training budget is chosen so that this stays within
     a stated factor), the median MSE after SP and its ratio to the dense one, and the share of
     networks whose unperturbed image the judge says shows the label (`drawn`; NaN where not recorded)."""
-    import pandas as pd
-
     rows = []
     for t, c in curves.items():
         dense = np.nanmedian(c.dense_loss, axis=1)

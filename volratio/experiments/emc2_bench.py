@@ -18,6 +18,9 @@ import copy
 import time
 from dataclasses import asdict, dataclass, field
 
+import pandas as pd
+import torch
+
 from .. import emc2
 from ..data import picbreeder
 from ..data.specs import load_network
@@ -99,8 +102,6 @@ def judge_threshold(r, label: str) -> float:
 
 def train_ours(cfg: Config):
     """Our dense population (one member per target) and its SP-pruned copy."""
-    import torch
-
     images = torch.stack([get_target(f"picbreeder:{n}").image(cfg.res) for n in cfg.targets])  # (T, res, res, 3)
     dense = new_network(
         get_target(f"picbreeder:{cfg.targets[0]}"),
@@ -128,8 +129,6 @@ def ours_collapsed(dense, sp_net, images, targets) -> dict:
 
 
 def run(cfg: Config | None = None) -> Result:
-    import pandas as pd
-
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
     judged = {}  # (kind, target) -> {judge: EMC2Result}

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import pandas as pd
 
 from ..data.targets import get_target
 from ..errors import VolratioError
@@ -80,8 +81,6 @@ def _rows(spec: str, depth: int, by_step: dict) -> list[dict]:
 
 def run(cfg: Config):
     """One row per (target, depth, member, checkpoint): `mse`. A pandas DataFrame (config in `.attrs`)."""
-    import pandas as pd
-
     rows = [r for spec in cfg.targets for d in cfg.depths for r in _rows(spec, d, _mse_at_checkpoints(spec, d, cfg))]
     df = pd.DataFrame(rows)
     df.attrs["config"] = asdict(cfg)
@@ -114,8 +113,6 @@ def point(config: dict) -> dict:
 def stored_table(name: str = "depth_budget", root=None):
     """The rows of `run` from the stored runs of chunk `name` (under `root`, default
     `results/reference`)."""
-    import pandas as pd
-
     recs = reference.stored_records([name], root, error=VolratioError)
     rows = [r for rec in recs for r in _rows(rec["config"]["target"], rec["config"]["depth"],
                                             {int(k): v for k, v in rec["metrics"]["mse"].items()})]  # fmt: skip

@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
+import pandas as pd
+
 from ..util.limits import at_least
 from ..welch.frames import FrameConfig
 from ..welch.sweep import FrameSweepConfig, frame_sweep
@@ -42,8 +44,6 @@ class Config(Presets, FrameSweepConfig):
 
 def run(cfg: Config | None = None) -> Result:
     """`Result.table`: one row per (m, n) (`volratio.welch.sweep.frame_sweep`)."""
-    import pandas as pd
-
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
     table = pd.DataFrame(frame_sweep(cfg))

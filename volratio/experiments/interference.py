@@ -14,6 +14,9 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
+import numpy as np
+import pandas as pd
+
 from ..data.specs import load_network
 from ..data.targets import get_target
 from ..nets import CoordMLP
@@ -103,8 +106,6 @@ def networks(cfg: Config) -> tuple[dict, dict]:
 
 def run(cfg: Config | None = None) -> Result:
     """`Result.table`: one row per network × vectors (weights | maps) × layer; extras `nets`, `notes`."""
-    import pandas as pd
-
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
     nets, notes = networks(cfg)
@@ -125,8 +126,6 @@ def summary(table):
     the median of mean/bound and max/bound over those, and the average mean and max interference
     over all layers with ≥ 2 vectors. With a `seed` column (several runs), per network × reading ×
     seed; average that over seeds for one row per network."""
-    import numpy as np
-    import pandas as pd
 
     def one(g):
         act = g[g.bound > 0]

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
+import pandas as pd
+
 from ..data.targets import get_target
 from ..runs import reference
 from ..runs.sweep import Sweep, results_dir, run_sweep
@@ -133,8 +135,6 @@ def make_sweep(cfg: Config, name: str = "optimizers"):
 
 def summarise(table, level: float = 0.95):
     """One row per optimizer: mean and t-interval of loss, score and sharpness over seeds."""
-    import pandas as pd
-
     done = table[table["status"] == "done"]
     rows = []
     for opt, g in done.groupby("optimizer", sort=False):
@@ -197,8 +197,6 @@ def stored_runs(names=REFERENCE_CHUNKS, root=None, judge: str | None = None):
     label; None where the run did not record it), `sharpness`, `cpu_s`, `net` (the stored network's
     file, `CoordMLP.load`; None where the run kept none). `judge`: scores under this
     judge (the chunk's rescore runs where the runs' own judge differs; `depth_regime.stored_judged`)."""
-    import pandas as pd
-
     if judge is None:
         stored = reference.stored_records(names, root, error=ExperimentError)
     else:
@@ -233,8 +231,6 @@ def at_best_lr(runs, level: float = 0.95) -> dict:
     """`{target: summary}`: per target, each optimizer at its best learning-rate setting — the one
     with the lowest mean final loss over seeds — summarised as `summarise` does (plus `setting`,
     `lr`, `depth` and `settings`, the grid tried). Chosen on the loss only, never on the score."""
-    import pandas as pd
-
     out = {}
     for target, g in runs.groupby("target", sort=False):
         rows = []

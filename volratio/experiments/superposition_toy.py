@@ -12,6 +12,8 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
+import pandas as pd
+
 from ..welch.superposition import ToyConfig, train_toy
 from ._base import Presets, Result
 
@@ -35,8 +37,6 @@ class Config(Presets, ToyConfig):
 def run(cfg: Config | None = None, *, threshold: float = 0.5) -> Result:
     """`Result.table`: one row per instance (sparsity × replica): interference, bound, final loss;
     extras: `toy` (the `ToyResult`)."""
-    import pandas as pd
-
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
     toy = train_toy(cfg)

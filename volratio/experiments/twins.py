@@ -16,6 +16,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+import pandas as pd
 import torch
 
 from .. import emc2
@@ -62,8 +63,6 @@ class Twins:
 
 
 def run(config: Config | None = None) -> Result:
-    import pandas as pd
-
     cfg = config or Config.quick()
     out = {}
     t0 = time.perf_counter()
@@ -97,8 +96,6 @@ TwinsConfig = Config  # the name before volratio.experiments (exercises and old 
 def layerization_table(res: int = 256):
     """One row per Picbreeder target: the genome's size, the layerized network's shape and how
     exactly it reproduces the genome's own graph evaluation and `target.png` (float64)."""
-    import pandas as pd
-
     rows = []
     for name in picbreeder.NAMES:
         lay = picbreeder.layerize(name, dtype=torch.float64)
@@ -258,8 +255,6 @@ def paired(table, judge: str = "anchored", z: float = 1.96):
     and the counts. A target is left out (`used` False, `why` says which) when its Picbreeder network
     does not draw it under the judge or when no twin does: a network that does not draw its target
     scores 0 under a label-anchored judge, so the comparison would say nothing about robustness."""
-    import pandas as pd
-
     auc, se, kept = f"auc_{judge}", f"auc_se_{judge}", f"base_kept_{judge}"
     if auc not in table:
         raise ExperimentError(f"the twin runs were not scored under {judge!r} (no column {auc!r})")

@@ -16,6 +16,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
+import pandas as pd
 
 from ..depth import peak_effect, planted_predictor, sweet_spot
 from ..depth.complexity import png_ratio
@@ -122,8 +123,6 @@ def scene_vs_parts(
 def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
     """`Result.table`: one row per target: PNG ratio, predicted depth (band, prediction interval),
     measured sweet spot and its peak; extras: `curves`, `report`, `predictor`, `scene_vs_parts`."""
-    import pandas as pd
-
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
     pred, _ = planted_predictor(res=cfg.ratio_res)

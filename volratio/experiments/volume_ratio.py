@@ -12,6 +12,8 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field, replace
 
+import pandas as pd
+
 from ..rho.basin import BASIN_JUDGE, BasinConfig, basin_grid
 from ..rho.grid import BooleanRhoConfig, run_boolean
 from ..rho.sampler import SamplerConfig
@@ -126,8 +128,6 @@ def run(cfg: Config | None = None) -> Result:
     """`Result.table` rows: `model` ("boolean" | "basin"), `target` and the rho rows; extras:
     `boolean` (target → `run_boolean` output; with `cells`, the rows of all its cells and the first
     cell's config), `basin` (rows of `basin_grid`, or [])."""
-    import pandas as pd
-
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
     boolean = {}

@@ -59,6 +59,8 @@ def _pool(x: torch.Tensor, k: int) -> torch.Tensor:
 def _ms_ssim(x: torch.Tensor, r: torch.Tensor) -> np.ndarray:
     """Multi-scale SSIM over three scales (7×7 Gaussian window, σ 1.5; the standard weights of the
     first three scales, renormalised) of each image against its reference, per image."""
+    # costly, kept here: torchmetrics takes seconds to import, and only this feature (asked for when a
+    # rule is fitted) needs it
     from torchmetrics.functional.image import multiscale_structural_similarity_index_measure as ms
 
     betas = (0.0448, 0.2856, 0.3001)

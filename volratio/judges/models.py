@@ -19,6 +19,7 @@ import re
 
 import numpy as np
 import torch
+from PIL import Image
 
 from ..util.device import resolve_device
 from .base import Judge, JudgeWeightsMissing, image_hash, to_uint8
@@ -35,7 +36,7 @@ _HOW_TO = (
 
 def _transformers():
     try:
-        import transformers
+        import transformers  # optional: the [judges] extra; heavy, and only the CLIP and VLM judges need it
     except ImportError as e:
         raise JudgeWeightsMissing(
             "the CLIP and VLM judges need the `transformers` package: pip install 'volratio[judges]'"
@@ -59,8 +60,6 @@ def _load(auto_model: str, model: str, cls_name: str, cache_dir=None):
 
 def _pil_batch(images_u8: np.ndarray, size: int | None):
     """PIL images from a uint8 batch `(B, H, W, 3)`, resized to size×size (bicubic) when given."""
-    from PIL import Image
-
     out = []
     for a in images_u8:
         im = Image.fromarray(a)

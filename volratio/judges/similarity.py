@@ -20,6 +20,7 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
+import scipy
 import torch
 
 from ..data import picbreeder
@@ -89,19 +90,17 @@ class SSIMJudge(Judge):
 def identity_edits(reference) -> dict[str, torch.Tensor]:
     """Identity-preserving edits of `reference` `(H, W, 3)`: shifts by 1, 2 and ~4% of the width in
     four directions, scalings about the centre by 0.9–1.1, brightness ×0.85–1.15 and ±0.05."""
-    from scipy import ndimage
-
     ref = as_images(reference)[0].numpy()
     H = ref.shape[0]
     out = {}
     for s in sorted({1, 2, max(1, round(0.04 * H))}):
         for dy, dx, tag in ((s, 0, "down"), (-s, 0, "up"), (0, s, "right"), (0, -s, "left")):
-            out[f"shift {tag} {s}px"] = ndimage.shift(ref, (dy, dx, 0), order=0, mode="nearest")
+            out[f"shift {tag} {s}px"] = scipy.ndimage.shift(ref, (dy, dx, 0), order=0, mode="nearest")
     c = (H - 1) / 2.0
     for z in (0.9, 0.95, 1.05, 1.1):
         m = np.diag([1 / z, 1 / z, 1.0])
         off = np.array([c - c / z, c - c / z, 0.0])
-        out[f"scale ×{z}"] = ndimage.affine_transform(ref, m, offset=off, order=1, mode="nearest")
+        out[f"scale ×{z}"] = scipy.ndimage.affine_transform(ref, m, offset=off, order=1, mode="nearest")
     for f in (0.85, 0.9, 1.1, 1.15):
         out[f"brightness ×{f}"] = ref * f
     for b in (-0.05, 0.05):
@@ -122,14 +121,12 @@ def random_cppn_images(res: int, n: int = 12, seed: int = 0) -> dict[str, torch.
 
 def noise_images(res: int, n: int = 4, seed: int = 0) -> dict[str, torch.Tensor]:
     """Uniform noise and smoothed noise, seeded."""
-    from scipy import ndimage
-
     g = generator(seed)
     out = {}
     for k in range(n):
         u = torch.rand(res, res, 3, generator=g, dtype=torch.float64)
         out[f"uniform noise {k}"] = u
-        sm = ndimage.gaussian_filter(u.numpy(), sigma=(2 + k, 2 + k, 0))
+        sm = scipy.ndimage.gaussian_filter(u.numpy(), sigma=(2 + k, 2 + k, 0))
         sm = (sm - sm.min()) / max(sm.max() - sm.min(), 1e-12)
         out[f"smooth noise {k}"] = torch.from_numpy(sm)
     return out

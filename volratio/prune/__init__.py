@@ -22,7 +22,7 @@ Chapter: "Connectivity: which connections remain"; command: `volratio prune`.
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 
 from ..nets import CoordMLP
 from ..train import TrainConfig
@@ -94,8 +94,6 @@ def prune(net: CoordMLP, image, method: str, config=None, **options) -> PruneRes
     "random", "random-units") against the target `image`; options override the config's fields."""
     cfg = config if config is not None else make_config(method, **options)
     if config is not None and options:
-        from dataclasses import replace
-
         cfg = replace(config, **options)
     return METHODS[method][1](net, image, cfg)
 

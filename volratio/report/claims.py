@@ -26,7 +26,11 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import html
+import math
 from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
 
 from ..errors import VolratioError
 from ..judges import SELF_ANCHORED
@@ -195,8 +199,6 @@ def judge_of(table, judge: str | None = None) -> str | None:
 def forest_of(rows, xlabel: str, threshold: float | None = None, threshold_label: str = "") -> Forest | None:
     """A `Forest` from `(label, Estimate, group)` rows; an interval that is not finite (one seed)
     is drawn as its point, a row without a finite estimate is left out; None when none is left."""
-    import math
-
     drawn = []
     for label, e, group in rows:
         if not math.isfinite(e.mean):
@@ -230,6 +232,7 @@ def record(
         raise VolratioError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
     v = Verdict(key, verdict, measured, dict(evidence or {}), scale, judge, forest, headline)
     if _in_kernel() and not _UNGLUED.get():
+        # book-only: IPython and myst-nb come with the [book] extra, and only a notebook kernel gets here
         from IPython.display import HTML
         from myst_nb import glue
 
@@ -272,6 +275,7 @@ def glue_judges(key: str, line: str, short: str) -> str:
     if key not in CLAIMS:
         raise VolratioError(f"unknown claim {key!r}; known: {', '.join(CLAIMS)}")
     if _in_kernel():
+        # book-only: IPython and myst-nb come with the [book] extra, and only a notebook kernel gets here
         from IPython.display import HTML
         from myst_nb import glue
 
@@ -333,7 +337,7 @@ def judge_comparison(verdicts: dict, missing=()) -> str:
 
 def _in_kernel() -> bool:
     try:
-        from IPython import get_ipython
+        from IPython import get_ipython  # book-only: the [book] extra; without it there is no kernel
     except ImportError:
         return False
     return get_ipython() is not None and hasattr(get_ipython(), "kernel")
@@ -341,8 +345,6 @@ def _in_kernel() -> bool:
 
 def interval(e: Estimate, fmt: str = ".3f") -> str:
     """`e` as "mean [lo, hi]" (the mean alone when the interval is not finite)."""
-    import math
-
     if not (math.isfinite(e.lo) and math.isfinite(e.hi)):
         return format(e.mean, fmt)
     return f"{e.mean:{fmt}} [{e.lo:{fmt}}, {e.hi:{fmt}}]"
@@ -350,8 +352,6 @@ def interval(e: Estimate, fmt: str = ".3f") -> str:
 
 def table():
     """One row per claim: statement, the chapter (and its file) whose experiment tests it, what it measures."""
-    import pandas as pd
-
     rows = [
         {"claim": c.statement, "chapter": c.chapter, "doc": f"book/{c.doc}.md", "experiment": c.experiment}
         for c in CLAIMS.values()
@@ -370,8 +370,6 @@ def sp_vs_pruners(
     method): reproduced when SP's interval lies above Lottery Ticket's, Wanda's and LLM-Pruner's and
     each of theirs ends below `zero`. `judge`: default the table's `judge` column. Returns the
     recorded `Verdict` and a per-method table."""
-    import pandas as pd
-
     judge = judge_of(table, judge)
 
     est = {m: Estimate.from_samples(table[table.method == m]["emc2_auc"]) for m in dict.fromkeys(table.method)}
@@ -441,8 +439,6 @@ def depth_optimum(
     sweet spot at the true depth L* of every planted target in `true_depths`. Returns the verdict
     and the numbers (width, contrast, hits, inside, agree). `stored`: see `record`; `detail` is
     appended to what was measured."""
-    import numpy as np
-
     width = float(np.mean([np.mean([r["score_hi"] - r["score_lo"] for r in c.summary()]) for c in curves.values()]))
     contrast = float(max(c.spot.peak_contrast for c in curves.values()))
     hits = sum(curves[t].spot.depth == d for t, d in true_depths.items())
@@ -489,8 +485,6 @@ def png_ratio_linear(
     R² ≥ 0.8 and a leave-one-out error below one layer and below always guessing the mean depth;
     with `check` (`volratio.experiments.depth_regime.PredictorCheck`) also every held-out target's
     measured sweet spot inside its 95% prediction interval."""
-    import numpy as np
-
     guess = float(np.std(pred.y))
     linear = [pred.r2 >= 0.8, pred.loo_rmse < 1.0 and pred.loo_rmse < guess]
     measured = (
@@ -742,8 +736,6 @@ def picbreeder_vs_sgd_stored(
     trained with FER's recipe. When given, it decides the verdict (`sixteen_verdict`: the paired
     difference across the targets and its interval), and the three-target comparisons above are
     reported beside it: sixteen paired targets test the claim, three do not."""
-    import pandas as pd
-
     judge = judge_of(table, judge)
     if dense is not None and judge_of(dense) not in (None, judge):
         raise VolratioError(f"the EMC2 runs were scored under {judge!r} but the dense runs under {judge_of(dense)!r}")

@@ -33,6 +33,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import torch
 
 from ..data.specs import load_network
@@ -210,8 +211,6 @@ def local_effects(
     — `kernel, row, col, delta` — and, per named region, the RMS change of the image inside it.
     `regions` maps a name to `(top, bottom, left, right)` as fractions of the image height and width
     (rows from the top, as the image is shown). Rendered by the exact EMC2 engine (float32)."""
-    import pandas as pd
-
     boxes = {}
     for name, (t, b, l, r) in regions.items():
         if not (0 <= t < b <= 1 and 0 <= l < r <= 1):

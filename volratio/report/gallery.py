@@ -19,6 +19,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import pandas as pd
+import scipy
+
 from ..data import picbreeder
 from ..depth import DepthPredictor, fit_predictor, r2_interval
 from ..depth.complexity import pillow_version, png_ratio
@@ -33,8 +36,6 @@ def gallery(ratio_res: int = RATIO_RES):
     `png_ratio` (raw / PNG bytes of the target drawn at `ratio_res`, higher = simpler),
     `png_bytes`, `ratio_res` and `pillow` (PNG sizes depend on Pillow's zlib). Fetches the data
     of either dataset on first use."""
-    import pandas as pd
-
     rows = []
     for name in picbreeder.ALL_NAMES:
         net = picbreeder.network(name)
@@ -105,8 +106,6 @@ def complexity_vs_depth(
     `table`: a `gallery()` frame (computed at `ratio_res` when None). Returns the fit, R²'s
     percentile bootstrap interval (`n_boot` resamples of the targets, `seed`) and the p-value of a
     zero slope."""
-    from scipy import stats
-
     if table is None:
         table = gallery(ratio_res)
     x, y = table["png_ratio"].to_numpy(float), table["depth"].to_numpy(float)
@@ -117,7 +116,7 @@ def complexity_vs_depth(
         predictor=pred,
         r2_lo=lo,
         r2_hi=hi,
-        p_value=float(stats.linregress(x, y).pvalue),
+        p_value=float(scipy.stats.linregress(x, y).pvalue),
         level=level,
         n_boot=int(n_boot),
         seed=int(seed),

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
+import scipy
 import torch
 
 from .. import emc2
@@ -96,12 +98,10 @@ def primitive_correlations(feats: list[torch.Tensor], prims: dict[str, torch.Ten
 def assigned_correlations(C: np.ndarray) -> np.ndarray:
     """Per network, the |correlation| of each primitive with the unit an optimal one-to-one
     assignment gives it, (K, n_prim); 0 where there are fewer units than primitives."""
-    from scipy.optimize import linear_sum_assignment
-
     K, n_prim, U = C.shape
     out = np.zeros((K, n_prim))
     for k in range(K):
-        r, c = linear_sum_assignment(-C[k])
+        r, c = scipy.optimize.linear_sum_assignment(-C[k])
         out[k, r] = C[k, r, c]
     return out
 
@@ -183,7 +183,6 @@ def basin_table(rows: list[dict], loss_tol: float, threshold: float):
     that also pass the correlation criterion alone (`corr-only`: MSE ≤ `loss_tol` and every
     primitive on a unit with |corr| ≥ `threshold`), the compositional ones (the row's criterion)
     and ρ with its interval."""
-    import pandas as pd
 
     def corr_only(r):
         return sum(

@@ -45,11 +45,16 @@ default engine), the chapter "The volume-ratio argument" and `benchmarks/rho_sam
 
 from __future__ import annotations
 
+import atexit
+import concurrent.futures as cf
 import itertools
+import multiprocessing as mp
+import os
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
 import numpy as np
+import torch
 
 ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 MAX_BITS_INPUTS = 10  # 2^10 rows = 16 words per table
@@ -349,8 +354,6 @@ def _first_layer(n: int, w: np.ndarray, b: np.ndarray, lut: np.ndarray) -> np.nd
 
 def _float_layer(h: np.ndarray, w: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
     """Gaussian weights: pre-activations by the float path's own batched matmul, outputs packed."""
-    import torch
-
     x = np.where(unpack_bits(np.moveaxis(h, -1, 0), n), 1.0, -1.0).astype(np.float32)  # (B, F, P)
     x = torch.from_numpy(np.ascontiguousarray(np.swapaxes(x, 1, 2)))  # (B, P, F)
     wt = torch.from_numpy(np.ascontiguousarray(np.moveaxis(w, -1, 0)))  # (B, F, U)
@@ -468,13 +471,9 @@ def run_chunks(
 
 def _init_worker() -> None:
     # one thread per worker process: workers × threads never exceed the cores asked for
-    import os
-    import sys
-
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = "1"
-    if "torch" in sys.modules:  # inherited from a forked parent: no parallel region may start here
-        sys.modules["torch"].set_num_threads(1)
+    torch.set_num_threads(1)  # before any torch call: no parallel region of a forked parent may start here
 
 
 _POOLS: dict = {}
@@ -485,10 +484,6 @@ def pool(workers: int):
     where the platform has it (fast, and works from notebooks, scripts without a main guard and
     stdin; the workers set one torch thread before any torch call, so no OpenMP pool inherited
     from the parent is used), else by `spawn`."""
-    import atexit
-    import concurrent.futures as cf
-    import multiprocessing as mp
-
     ex = _POOLS.get(workers)
     if ex is None:
         method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"

@@ -10,6 +10,7 @@ Chapter: "The volume-ratio argument" (book/volume_ratio.md), its verdicts (`volr
 from __future__ import annotations
 
 import numpy as np
+import scipy
 
 from .boolean import BooleanTarget
 from .sampler import RhoError
@@ -31,9 +32,6 @@ def decay_fit(rows: list[dict], target: BooleanTarget, along: str = "WL", confid
     i.e. the log-linear form does not fit them — so the intervals are not narrower than the data
     support. Returns the rates with `confidence` t-intervals, ρ at the peak from the fit, χ²/dof
     and the cells used. Used by the chapter's verdicts (`decay_verdict`)."""
-    from scipy.special import expit
-    from scipy.stats import t as student_t
-
     if along not in ("W", "L", "WL"):
         raise RhoError(f"along={along!r}: use 'W', 'L' or 'WL'")
     Wm, Ls_ = target.width, target.depth
@@ -66,7 +64,7 @@ def decay_fit(rows: list[dict], target: BooleanTarget, along: str = "WL", confid
         return {**res, "note": f"{len(cells)} cells with solutions, {int(k.sum())} compositional: too few to fit"}
     beta = np.zeros(X.shape[1])
     for _ in range(100):  # iteratively reweighted least squares (Newton's method for the logit model)
-        p = expit(X @ beta)
+        p = scipy.special.expit(X @ beta)
         w = np.maximum(s * p * (1 - p), 1e-12)
         step = np.linalg.solve(X.T @ (X * w[:, None]), X.T @ (k - s * p))
         beta = beta + step
@@ -74,12 +72,12 @@ def decay_fit(rows: list[dict], target: BooleanTarget, along: str = "WL", confid
             break
     else:
         return {**res, "note": "the fit does not converge (the counts separate perfectly along an axis)"}
-    p = expit(X @ beta)
+    p = scipy.special.expit(X @ beta)
     info = X.T @ (X * (s * p * (1 - p))[:, None])
     chi2 = float(((k - s * p) ** 2 / np.maximum(s * p * (1 - p), 1e-300)).sum())
     cov = np.linalg.inv(info) * max(1.0, chi2 / res["dof"])
-    tq = float(student_t.ppf(0.5 + confidence / 2, res["dof"]))
-    res.update(chi2_per_dof=chi2 / res["dof"], peak_rho=float(expit(beta[0])))
+    tq = float(scipy.stats.t.ppf(0.5 + confidence / 2, res["dof"]))
+    res.update(chi2_per_dof=chi2 / res["dof"], peak_rho=float(scipy.special.expit(beta[0])))
     for i, n in enumerate(names, start=1):
         se = float(np.sqrt(cov[i, i]))
         res[f"lambda_{n}"] = {

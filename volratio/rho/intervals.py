@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import scipy
+
 from ..util.stats import binomial_interval
 from .boolean import BooleanTarget
 from .sampler import SamplerConfig
@@ -43,12 +45,10 @@ def _rel_width(c: Counts, cfg: SamplerConfig) -> float:
 def networks_for_width(c: Counts, width: float, confidence: float = 0.95) -> float | None:
     """Networks a cell needs for a relative width `width` of ρ's Wilson interval, at the cell's
     current estimates of ρ and P(solution); None while no compositional solution is seen."""
-    from scipy.stats import norm
-
     if not c.compositional:
         return None
     rho, p_sol = c.compositional / c.solutions, c.solutions / c.samples
-    z = float(norm.ppf(0.5 + confidence / 2))
+    z = float(scipy.stats.norm.ppf(0.5 + confidence / 2))
 
     def rel(s):  # Wilson width / rho at s solutions
         return 2 * z * math.sqrt(rho * (1 - rho) / s + z * z / (4 * s * s)) / (1 + z * z / s) / rho

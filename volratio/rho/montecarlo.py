@@ -16,8 +16,13 @@ Chapter: "The volume-ratio argument" (book/volume_ratio.md).
 
 from __future__ import annotations
 
+import multiprocessing
+import sys
+import time
+
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from ..util.device import generator
 from . import bitslice as bs
@@ -85,11 +90,6 @@ def estimate(
     the answer does not depend on the number of workers), or once `budget_s` seconds have passed
     (then the answer depends on the machine's speed; the row says so). `progress`: a tqdm bar on
     stderr."""
-    import sys
-    import time
-
-    from tqdm import tqdm
-
     _check_cell(target, W, L, samples, cfg)
     if until_width is not None and not until_width > 0:
         raise RhoError(f"until_width={until_width} must be a positive relative interval width (e.g. 0.2)")
@@ -166,8 +166,6 @@ def _bits_chunks(target: BooleanTarget, W: int, L: int, samples: int, cfg: Sampl
 def _count_task(target: BooleanTarget, n, dims, tw, spec, seed, W, L, jobs) -> list[Counts]:
     """Counts of the chunks `jobs` (a worker's task): bit-sliced solutions, then one batched
     compositional check of all their solutions (the float classifier, on solutions only)."""
-    import multiprocessing
-
     if multiprocessing.parent_process() is not None:
         torch.set_num_threads(1)  # a worker process: one thread (workers × threads ≤ cores)
     res = bs.run_chunks(n, dims, tw, spec, seed, W, L, jobs)

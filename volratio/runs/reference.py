@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import datetime
 import json
 import os
 import platform
@@ -34,8 +35,10 @@ import random
 import subprocess
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+import pandas as pd
 
 from .. import __version__
 from ..errors import VolratioError
@@ -46,6 +49,11 @@ from ..util import machine as M
 from ..util.fileio import atomic_path
 from .store import Store, sha256_bytes
 from .sweep import Sweep, execute, run_sweep
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
 
 MANIFEST = "manifest.json"
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "results" / "reference"
@@ -104,11 +112,6 @@ class ReferenceError(VolratioError, ValueError):
 
 def load_plan(path: "str | Path") -> dict:
     """`{chunk name: Sweep}` from a plan file (see `examples/sweeps/reference.toml`)."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib
-
     path = Path(path)
     if not path.is_file():
         raise ReferenceError(f"{path}: no such plan; see examples/sweeps/reference.toml for one")
@@ -228,11 +231,9 @@ def manifest_totals(runs: dict) -> dict:
 
 
 def _write_manifest(path: Path, sweep, sessions: list, runs: dict) -> None:
-    import dataclasses
-
     doc = {
         "chunk": sweep.name,
-        "spec": {k: v for k, v in dataclasses.asdict(sweep).items() if k != "name"},
+        "spec": {k: v for k, v in asdict(sweep).items() if k != "name"},
         "runs_total": len(sweep.configs()),
         **manifest_totals(runs),
         "sessions": sessions,
@@ -243,8 +244,6 @@ def _write_manifest(path: Path, sweep, sessions: list, runs: dict) -> None:
 
 
 def _now() -> str:
-    import datetime
-
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
@@ -531,8 +530,6 @@ def table(name: str, root: "str | Path" = DEFAULT_ROOT):
     for chapter experiments run whole) or one row of metrics per run, each with the run's `key`,
     `cpu_s` and `wall_s`, and its `seed` (unless the row has its own). Array artifacts are not
     included (`artifact(name, key, art)` reads one)."""
-    import pandas as pd
-
     out = []
     for r in records(name, root):
         seed = {"seed": r["config"].get("seed")}
@@ -551,8 +548,6 @@ _NON_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
 def non_finite_as_floats(df):
     """Runs store NaN and ±inf metrics as the strings "nan", "inf", "-inf" (strict JSON,
     `volratio.runs.sweep`); a column whose other values are all numbers gets them back as floats."""
-    import pandas as pd
-
     for col in [c for c in df.columns if df[c].dtype == "object"]:
         vals = df[col]
         text = vals.map(lambda v: isinstance(v, str))

@@ -35,6 +35,9 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+import pandas as pd
+from tqdm import tqdm
+
 from .. import __version__, emc2
 from ..emc2 import EMC2Config
 from ..errors import VolratioError
@@ -251,8 +254,6 @@ def rescore_chunk(
     """Score every stored network of `chunk` under `judge` into the chunk's own store (resuming:
     runs already done are skipped; failed ones are run again) and record each run in the chunk's
     manifest (a new session). Returns the report."""
-    from tqdm import tqdm
-
     t0 = time.perf_counter()
     root = Path(R.DEFAULT_ROOT if root is None else root)
     todo = plan(chunk, judge, root)
@@ -342,8 +343,6 @@ def judges_covering(chunks, root: "str | Path | None" = None) -> list[str]:
 def table(chunk: str, judge: str | None = None, root: "str | Path | None" = None):
     """One row per rescored network: chunk, source key, seed, member, judge, anchor, score,
     scores, base_kept, and the rescore run's key."""
-    import pandas as pd
-
     rows = []
     for r in records(chunk, judge, root):
         m = r["metrics"]

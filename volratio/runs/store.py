@@ -36,14 +36,25 @@ import io
 import json
 import math
 import os
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .. import __version__
 from ..errors import VolratioError
 from ..nets import CoordMLP
 from ..util.fileio import atomic_path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows has no fcntl (no advisory locks)
+    fcntl = None
 
 TABLE = "results.parquet"
 ARTIFACTS = "artifacts"
@@ -289,8 +300,6 @@ class Store:
     def frame(self, keys: Iterable[str] | None = None):
         """A pandas DataFrame, one row per run: key, status, then config entries and metrics as
         columns (nested entries as `a.b`), then error/attempts/seconds."""
-        import pandas as pd
-
         recs = self.records(keys)
         flat = []
         for r in recs:
@@ -323,8 +332,6 @@ class Store:
         """Load a verified artifact: a numpy array (`.npy`) or a `CoordMLP` (`.safetensors`)."""
         path = self.artifact_path(key, name)
         if path.suffix == ".npy":
-            import numpy as np
-
             return np.load(path, allow_pickle=False)
 
         return CoordMLP.load(path)
@@ -401,9 +408,6 @@ class Store:
         return row
 
     def _write_table(self) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         rows = list(self.rows.values())
         schema = pa.schema(
             [(c, pa.int64() if c == "attempts" else pa.float64() if c == "seconds" else pa.string()) for c in COLUMNS],
@@ -438,9 +442,6 @@ class _Corrupt(Exception):
 
 
 def _read_table(path: Path) -> list[dict]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     try:
         # one read of the whole file, then parse from memory: pyarrow opening the path itself may open
         # it more than once (footer, then pages), and a writer's atomic replace in between would give
@@ -465,9 +466,7 @@ def _read_table(path: Path) -> list[dict]:
 
 
 def _try_lock(f, root: Path) -> None:
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: no advisory locks, rely on the user
+    if fcntl is None:  # pragma: no cover - Windows: no advisory locks, rely on the user
         return
     try:
         fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -492,8 +491,6 @@ def flatten(d: dict, prefix: str = "") -> dict:
 
 def encode_array(array) -> tuple[str, bytes]:
     """An array (numpy or torch) as `.npy` bytes — how arrays travel from workers to the store."""
-    import numpy as np
-
     if hasattr(array, "detach"):
         array = array.detach().cpu().numpy()
     buf = io.BytesIO()
@@ -503,8 +500,6 @@ def encode_array(array) -> tuple[str, bytes]:
 
 def encode_net(net) -> tuple[str, bytes]:
     """A `CoordMLP` as the bytes of its `.safetensors` file (`CoordMLP.save` format)."""
-    import tempfile
-
     with tempfile.TemporaryDirectory() as d:
         path = net.save(Path(d) / "net.safetensors")
         return ".safetensors", path.read_bytes()

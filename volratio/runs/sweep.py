@@ -34,13 +34,17 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import copy
+import ctypes
 import datetime
 import itertools
 import logging
 import math
 import multiprocessing
 import os
+import signal
 import socket
+import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -48,10 +52,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import torch
+import yaml
+from tqdm import tqdm  # plain text bar: works in terminals and notebooks without ipywidgets
+
 from .. import __version__
 from ..errors import VolratioError
 from ..experiments import ExperimentError, get_run, known_run, run_names
 from .store import Store, _plain, config_key, encode_array, encode_net
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
 
 
 class SweepSpecError(VolratioError, ValueError):
@@ -142,18 +155,8 @@ class Sweep:
         text = path.read_text()
         try:
             if path.suffix == ".toml":
-                try:
-                    import tomllib
-                except ImportError:  # Python 3.10
-                    import tomli as tomllib
                 spec = tomllib.loads(text)
             elif path.suffix in (".yaml", ".yml"):
-                try:
-                    import yaml
-                except ImportError:
-                    raise SweepSpecError(
-                        f"{path}: YAML specs need PyYAML (`pip install pyyaml`), or write the spec as TOML"
-                    ) from None
                 spec = yaml.safe_load(text)
             else:
                 raise SweepSpecError(f"{path}: unknown spec format {path.suffix!r}; use .toml, .yaml or .yml")
@@ -220,11 +223,6 @@ def execute(fn: Callable[[dict], Any], run: str, config: dict, key: str, version
 @contextlib.contextmanager
 def _torch_threads(n: int | None):
     if n is None:
-        yield
-        return
-    try:
-        import torch
-    except ImportError:  # pure-numpy run functions do not need torch
         yield
         return
     before = torch.get_num_threads()
@@ -326,10 +324,6 @@ def die_with_parent(parent: int) -> None:
     (SIGKILL included), so that no orphaned worker goes on computing. Linux: the kernel sends
     SIGKILL on the parent's death (prctl PR_SET_PDEATHSIG); everywhere: a daemon thread checks
     every second that the parent is still the parent."""
-    import ctypes
-    import signal
-    import sys
-
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
@@ -365,7 +359,7 @@ class Dask:
     @contextlib.contextmanager
     def open(self):
         try:
-            from distributed import Client, LocalCluster
+            from distributed import Client, LocalCluster  # optional: the [dask] extra
         except ImportError:
             raise SweepSpecError("Dask executors need dask.distributed: pip install 'volratio[dask]'") from None
         with contextlib.ExitStack() as stack:
@@ -480,8 +474,6 @@ def run_sweep(
     A run interrupted by a crash or a kill is rerun next time; a run recorded in the store is never
     run again.
     """
-    from tqdm import tqdm  # plain text bar: works in terminals and notebooks without ipywidgets
-
     t0 = time.perf_counter()
     executor = executor or InProcess()
     entry = resolve_run(sweep.run)
@@ -588,9 +580,6 @@ def results_dir(name: str) -> Path:
     """Where a chapter keeps the store of its sweep `name`: `$VOLRATIO_RESULTS/name` when that
     variable is set (e.g. a store filled at full scale on a cluster, so the chapter only reads it),
     else a fresh temporary directory (the chapter computes its runs itself)."""
-    import os
-    import tempfile
-
     root = os.environ.get("VOLRATIO_RESULTS")
     if root:
         return Path(root).expanduser() / name

@@ -28,11 +28,14 @@ Chapters: all of Part I; `benchmarks/population.py` measures the population spee
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, replace
+from numbers import Integral, Real
 
 import numpy as np
 import torch
 from torch import nn
+from tqdm import tqdm  # plain text bar: tqdm.auto warns in kernels without ipywidgets
 
 from ..data.targets import check_image
 from ..errors import TrainingDiverged, VolratioError
@@ -192,9 +195,6 @@ def _normalise_per_network(net: CoordMLP) -> None:
 def _check_config(cfg: TrainConfig) -> None:
     """Refuse settings outside their domain before any work (a negative step count or a NaN
     learning rate would otherwise fail deep inside torch, or silently train nothing)."""
-    import math
-    from numbers import Integral, Real
-
     if not (isinstance(cfg.steps, Integral) and cfg.steps >= 0):
         raise VolratioError(f"TrainConfig.steps must be an integer ≥ 0, got {cfg.steps!r}")
     if cfg.path not in PATHS:
@@ -244,8 +244,6 @@ def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResu
     last_good = [w.detach().clone() for w in net.weights]
     bar = None
     if cfg.progress:
-        from tqdm import tqdm  # plain text bar: tqdm.auto warns in kernels without ipywidgets
-
         bar = tqdm(total=cfg.steps, desc="train", leave=False)
     for step in range(cfg.steps + 1):
         opt.zero_grad()

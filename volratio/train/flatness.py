@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch.func import functional_call
 
 from ..nets import CoordMLP, coords
 from ..util.device import generator
@@ -85,8 +86,6 @@ def top_eigenvalue(net: CoordMLP, image, member: int = 0, iters: int = 30, tol: 
 
 def explicit_hessian(net: CoordMLP, image, member: int = 0) -> np.ndarray:
     """The full Hessian `(n, n)` over every entry of member `member`'s kernels (tiny networks only)."""
-    from torch.func import functional_call
-
     names = [f"weights.{i}" for i in range(net.n_kernels)]
     base = {n: p.detach() for n, p in net.named_parameters()}
     shapes = [net.weights[i][member].shape for i in range(net.n_kernels)]

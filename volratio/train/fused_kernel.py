@@ -40,6 +40,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import platformdirs
+import torch
+
 from ..errors import VolratioError
 
 SOURCE = Path(__file__).with_name("csrc") / "fused_mlp.cpp"
@@ -63,15 +66,12 @@ def cache_dir() -> Path:
     env = os.environ.get(ENV_CACHE)
     if env:
         return Path(env)
-    import platformdirs
 
     return Path(platformdirs.user_cache_dir("volratio")) / "kernels"
 
 
 def default_variant() -> str:
     """`"avx512"` or `"avx2"` on an x86-64 CPU that has it, else `"baseline"` (the compiler's default)."""
-    import torch
-
     if platform.machine().lower() in ("x86_64", "amd64"):
         cap = torch.backends.cpu.get_cpu_capability()
         if cap.startswith("AVX512"):

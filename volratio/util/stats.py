@@ -8,6 +8,7 @@ checked against verdicts. Regression lives in `volratio.depth`.
 from __future__ import annotations
 
 import numpy as np
+import scipy
 
 from ..errors import VolratioError
 
@@ -17,8 +18,6 @@ INTERVAL_METHODS = ("wilson", "clopper-pearson")  # the methods `binomial_interv
 def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
     """`(mean, lo, hi)`: the mean of the finite values of `x` and its Student-t interval at `level`
     (the mean itself when there is one value or no spread; NaNs when there is none)."""
-    from scipy import stats
-
     a = np.asarray(x, dtype=np.float64).ravel()
     a = a[np.isfinite(a)]
     if a.size == 0:
@@ -26,7 +25,7 @@ def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
     m = float(a.mean())
     if a.size < 2 or float(a.std()) == 0.0:
         return m, m, m
-    h = float(stats.t.ppf(0.5 + level / 2, a.size - 1) * a.std(ddof=1) / np.sqrt(a.size))
+    h = float(scipy.stats.t.ppf(0.5 + level / 2, a.size - 1) * a.std(ddof=1) / np.sqrt(a.size))
     return m, m - h, m + h
 
 
@@ -36,8 +35,6 @@ def binomial_interval(k: int, n: int, confidence: float = 0.95, method: str = "w
     (`method="clopper-pearson"`), as `scipy.stats.binomtest(k, n).proportion_ci`.
 
     n = 0 gives `(0.0, 1.0)`: no trials rule out no proportion (the interval every n > 0 narrows)."""
-    from scipy.stats import binomtest
-
     if method not in INTERVAL_METHODS:
         raise VolratioError(f"interval method {method!r}: use one of {', '.join(INTERVAL_METHODS)}")
     if not 0.0 < confidence < 1.0:
@@ -47,7 +44,9 @@ def binomial_interval(k: int, n: int, confidence: float = 0.95, method: str = "w
         raise VolratioError(f"{k} successes in {n} trials: need 0 ≤ k ≤ n")
     if n == 0:
         return (0.0, 1.0)
-    ci = binomtest(k, n).proportion_ci(confidence, method="exact" if method == "clopper-pearson" else "wilson")
+    ci = scipy.stats.binomtest(k, n).proportion_ci(
+        confidence, method="exact" if method == "clopper-pearson" else "wilson"
+    )
     return (float(ci.low), float(ci.high))
 
 

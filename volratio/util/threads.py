@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import os
 
+import torch
+
 from ..errors import VolratioError
 
 ENV = "VOLRATIO_THREADS"
@@ -72,8 +74,6 @@ def threads_per_worker(workers: int = 1) -> int:
 
 def set_threads(workers: int = 1) -> int:
     """Set torch's intra-op threads by `threads_per_worker(workers)`; returns the number set."""
-    import torch
-
     n = threads_per_worker(workers)
     torch.set_num_threads(n)
     return n

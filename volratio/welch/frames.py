@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from ..errors import VolratioError
 from ..util import budget
@@ -354,8 +355,6 @@ def smooth_max_descent(V0: np.ndarray, steps: int = 1500, lr: float = 3e-3, temp
     """Gradient descent (Adam, float64) on the smooth maximum  (1/t)·log Σ_{i≠j} exp(t·|⟨v̂ᵢ, v̂ⱼ⟩|²),
     with t annealed geometrically from temperature[0] to temperature[1]. Rows are renormalised inside
     the objective. Returns the frame of lowest coherence seen."""
-    import torch
-
     V0 = as_frame(V0)
     if np.iscomplexobj(V0):
         raise VolratioError("smooth_max_descent works on real frames; use alternating_projection for complex ones")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import torch
 
 from ..errors import VolratioError
 from ..nets import live_unit_mask
@@ -54,8 +55,6 @@ def layer_interference(net, vectors: str = "weights", res: int = 64, member: int
     """Per hidden layer of `net` (a `volratio.nets.CoordMLP`, population member `member`), the
     interference of its features against the Welch bound; see `LayerInterference` for what the
     vectors, r and d are in each mode."""
-    import torch
-
     if vectors not in ("weights", "maps"):
         raise VolratioError(f"vectors must be 'weights' or 'maps', got {vectors!r}")
     if not 0 <= int(member) < net.population:
