@@ -327,3 +327,20 @@ def test_late_import_check(source, flagged):
 )
 def test_cycle_finder(graph, expected):
     assert cycles(graph) == expected
+
+
+def test_every_preset_comes_from_the_one_mechanism():
+    """No config writes its own quick()/reference()/full(): each is `volratio.util.presets.Presets`
+    reading the class's QUICK / REFERENCE / FULL."""
+    own = []
+    for path in sorted(PKG.rglob("*.py")):
+        if module_name(path) == "volratio.util.presets":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ClassDef):
+                own += [
+                    f"{path.relative_to(PKG.parent)}:{f.lineno}: {node.name}.{f.name}"
+                    for f in node.body
+                    if isinstance(f, ast.FunctionDef) and f.name in ("quick", "reference", "full")
+                ]
+    assert not own, "presets written by hand (set QUICK / REFERENCE / FULL and mix in Presets):\n" + "\n".join(own)

@@ -24,11 +24,12 @@ from ..errors import VolratioError
 from ..judges import DEFAULT_JUDGE, anchor_of, make_judge
 from ..nets import CoordMLP
 from ..util.limits import at_least, nonzero, one_of
+from ..util.presets import Presets
 from .engine import DEFAULT_DELTAS, nonzero_params, params_of, perturbed_images, subsample, torch_dtype
 
 
 @dataclass
-class EMC2Config:
+class EMC2Config(Presets):
     deltas: tuple = DEFAULT_DELTAS  # perturbation sizes δ, both signs
     res: int = 64  # images are res×res (the paper's size is unknown; FER renders 256×256)
     which: str = "all"  # "all" non-zero weights, or "genome" (layerized Picbreeder networks only)
@@ -55,15 +56,8 @@ class EMC2Config:
             kw["deltas"] = tuple(float(d) for d in kw["deltas"])
         return cls(**kw)
 
-    @classmethod
-    def quick(cls, **kw) -> "EMC2Config":
-        """The book's scale: 48×48 images, at most 300 parameters per network."""
-        return cls(**{"res": 48, "max_params": 300, **kw})
-
-    @classmethod
-    def full(cls, **kw) -> "EMC2Config":
-        """Every non-zero parameter at FER's 256×256."""
-        return cls(**{"res": 256, "max_params": None, **kw})
+    QUICK = {"res": 48, "max_params": 300}  # the book's scale: 48×48 images, at most 300 parameters per network
+    FULL = {"res": 256, "max_params": None}  # every non-zero parameter at FER's 256×256
 
 
 @dataclass

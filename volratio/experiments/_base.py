@@ -32,8 +32,7 @@ import torch
 from .. import __version__
 from ..errors import VolratioError
 from ..util.limits import LimitError, check_limits
-
-SCALES = ("quick", "reference", "full")
+from ..util.presets import SCALES, Presets  # noqa: F401  (re-exported: every experiment's Config mixes it in)
 
 
 class ExperimentError(VolratioError, ValueError):
@@ -96,32 +95,6 @@ class Timer:
 
 # ---------------------------------------------------------------------------------------------
 # Configs from presets and overrides
-
-
-class Presets:
-    """The three presets of an experiment's `Config` (a dataclass with a `scale` field):
-    `quick()` is the defaults, `reference()` and `full()` the defaults changed by the class's
-    `REFERENCE` and `FULL` (a dict, or a function of no arguments returning one); each takes
-    keyword overrides."""
-
-    REFERENCE: Any = {}
-    FULL: Any = {}
-
-    @classmethod
-    def _preset(cls, changes, scale: str, kw: dict):
-        return cls(**{**(changes() if callable(changes) else changes), "scale": scale, **kw})
-
-    @classmethod
-    def quick(cls, **kw):
-        return cls._preset({}, "quick", kw)
-
-    @classmethod
-    def reference(cls, **kw):
-        return cls._preset(cls.REFERENCE, "reference", kw)
-
-    @classmethod
-    def full(cls, **kw):
-        return cls._preset(cls.FULL, "full", kw)
 
 
 def preset(config_cls: type, scale: str, **overrides):

@@ -18,12 +18,14 @@ import pandas as pd
 from ..util.limits import at_least
 from ..welch.frames import FrameConfig
 from ..welch.sweep import FrameSweepConfig, frame_sweep
-from ._base import ExperimentError, Presets, Result
+from ._base import ExperimentError, Result
 
 
 @dataclass
-class Config(Presets, FrameSweepConfig):
+class Config(FrameSweepConfig):  # its presets: Presets, through FrameSweepConfig
     scale: str = "quick"  # the preset this config came from
+
+    QUICK = {}  # the quick scale is the defaults above
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`)
     LIMITS = {"dims": at_least(1), "extra": at_least(0), "seed": at_least(0)}

@@ -15,15 +15,17 @@ from dataclasses import asdict, dataclass
 import pandas as pd
 
 from ..welch.superposition import ToyConfig, train_toy
-from ._base import Presets, Result
+from ._base import Result
 
 
 @dataclass
-class Config(Presets, ToyConfig):
+class Config(ToyConfig):  # its presets: Presets, through ToyConfig
     steps: int = 3000  # Adam steps (the reference and full presets: Elhage et al.'s 10,000)
     batch: int = 512  # samples per step and instance (the reference and full presets: Elhage et al.'s 1024)
     device: str = "cpu"  # CPU: the numbers repeat bit for bit
     scale: str = "quick"  # the preset this config came from
+
+    QUICK = {}  # the quick scale is the defaults above
 
     # reference: Elhage et al.'s training length (10,000 steps, batch 1024), 3 replicas (budget ~10
     # CPU-minutes, an estimate)

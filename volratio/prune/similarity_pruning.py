@@ -50,13 +50,14 @@ from ..nets import CoordMLP
 from ..train import TrainConfig, mse_per_network, train
 from ..util.device import generator
 from ..util.limits import above, at_least, between
+from ..util.presets import Presets
 from .criteria import CalibrationGrid, feature_maps, place
 from .masks import PruneError, masks_with_units, unit_alive
 from .result import PruneResult, record
 
 
 @dataclass
-class SPConfig:
+class SPConfig(Presets):
     tau: float = 0.95  # cosine similarity above which two units of one layer are redundant
     centred: bool = False  # compare mean-subtracted maps (Pearson correlation) instead of raw maps
     opposite_sign: bool = False  # also count similarity below −τ (a unit and its negation) as redundant
@@ -120,14 +121,8 @@ class SPConfig:
             limit = np.minimum(limit, self.max_loss)
         return limit
 
-    @classmethod
-    def quick(cls, **kw) -> "SPConfig":
-        """The chapter's scale: a few short rounds."""
-        return cls(**{"rounds": 5, "retrain_steps": 100, **kw})
-
-    @classmethod
-    def full(cls, **kw) -> "SPConfig":
-        return cls(**{"rounds": 30, "retrain_steps": 2000, **kw})
+    QUICK = {"rounds": 5, "retrain_steps": 100}  # the chapter's scale: a few short rounds
+    FULL = {"rounds": 30, "retrain_steps": 2000}
 
 
 FLAT_STD = 0.02  # an image whose every channel has a std over the pixels below this is flat (≈ 5/255)

@@ -23,12 +23,13 @@ from ..nets import CoordMLP
 from ..train import PATHS, TrainConfig, train
 from ..util.device import generator
 from ..util.limits import above, at_least, between, one_of
+from ..util.presets import Presets
 from .intervals import Counts, row
 from .sampler import RhoError, SamplerConfig, cell_seed
 
 
 @dataclass(frozen=True)
-class BasinConfig:
+class BasinConfig(Presets):
     """Train K random masked initialisations per (W, L) on a planted target and classify them.
 
     A trained network is a *solution* when its final MSE is ≤ `loss_tol`. A solution is
@@ -66,15 +67,9 @@ class BasinConfig:
         "train_path": one_of(*PATHS),
     }  # fmt: skip
 
-    @classmethod
-    def quick(cls, **kw) -> "BasinConfig":
-        """The book's scale: K = 16, 800 steps at 32×32."""
-        return cls(**kw)
-
-    @classmethod
-    def full(cls, **kw) -> "BasinConfig":
-        """K = 256, 5000 steps at 64×64, EMC2 on every non-zero weight."""
-        return cls(**{"population": 256, "steps": 5000, "res": 64, "emc2_params": None, **kw})
+    # the book's scale is the defaults (K = 16, 800 steps at 32×32); the full one: K = 256, 5000
+    # steps at 64×64, EMC2 on every non-zero weight
+    FULL = {"population": 256, "steps": 5000, "res": 64, "emc2_params": None}
 
 
 def _arch(W: int, L: int, activations) -> str:

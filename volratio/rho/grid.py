@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .. import __version__
+from ..util.presets import Presets
 from .boolean import BooleanTarget, get_boolean_target
 from .enumeration import exact
 from .intervals import networks_for_width, row
@@ -72,7 +73,7 @@ def boolean_grid(
 
 
 @dataclass(frozen=True)
-class BooleanRhoConfig:
+class BooleanRhoConfig(Presets):
     """One ρ(W, L) grid of the Boolean model — the experiment of the chapter's heatmaps."""
 
     target: str = "chain:2"  # a Boolean target spec (volratio.rho.boolean)
@@ -86,40 +87,16 @@ class BooleanRhoConfig:
     until_width: float | None = None  # stop a cell once ρ's relative interval width is ≤ this (bits engine)
     budget_s: float | None = None  # stop a cell after this many seconds (bits engine)
 
-    @classmethod
-    def quick(cls, **kw) -> "BooleanRhoConfig":
-        """The book's scale: up to 2·10⁶ networks per cell, each cell stopping once ρ's relative
-        interval width is ≤ 0.2, on 2 worker processes."""
-        return cls(**{"samples": 2_000_000, "until_width": 0.2, "sampler": SamplerConfig(workers=2), **kw})
-
-    @classmethod
-    def reference(cls, **kw) -> "BooleanRhoConfig":
-        """Up to 10^8 networks per cell, each cell stopping once ρ's relative interval width is
-        ≤ 0.1 (deterministic: the stopping rule is checked in chunk order), on 2 worker
-        processes. Pass `budget_s` to cap each cell's time instead (then the counts depend on the
-        machine). About an hour for a 30-cell grid on 2 cores (bits engine, ~3·10⁶ networks/s)."""
-        return cls(
-            **{
-                "samples": 100_000_000,
-                "until_width": 0.1,
-                "scale": "reference",
-                "sampler": SamplerConfig(workers=2),
-                **kw,
-            }
-        )
-
-    @classmethod
-    def full(cls, **kw) -> "BooleanRhoConfig":
-        """10^9 networks per cell, stopping at relative width 0.05 (hours on 2 cores)."""
-        return cls(
-            **{
-                "samples": 1_000_000_000,
-                "until_width": 0.05,
-                "scale": "full",
-                "sampler": SamplerConfig(workers=2),
-                **kw,
-            }
-        )
+    # the book's scale: up to 2·10⁶ networks per cell, each cell stopping once ρ's relative interval
+    # width is ≤ 0.2, on 2 worker processes
+    QUICK = {"samples": 2_000_000, "until_width": 0.2, "sampler": SamplerConfig(workers=2)}
+    # up to 10⁸ networks per cell, each stopping once ρ's relative interval width is ≤ 0.1
+    # (deterministic: the stopping rule is checked in chunk order), on 2 worker processes; pass
+    # `budget_s` to cap each cell's time instead (then the counts depend on the machine). About an
+    # hour for a 30-cell grid on 2 cores (bits engine, ~3·10⁶ networks/s)
+    REFERENCE = {"samples": 100_000_000, "until_width": 0.1, "sampler": SamplerConfig(workers=2)}
+    # 10⁹ networks per cell, stopping at relative width 0.05 (hours on 2 cores)
+    FULL = {"samples": 1_000_000_000, "until_width": 0.05, "sampler": SamplerConfig(workers=2)}
 
 
 def run_boolean(cfg: BooleanRhoConfig) -> dict:

@@ -43,6 +43,7 @@ from ..nets import CoordMLP, coords
 from ..util import budget
 from ..util.device import resolve_device
 from ..util.limits import above, at_least, between, one_of
+from ..util.presets import Presets
 from .fast import FastStep
 from .fused import FusedStep
 
@@ -51,7 +52,7 @@ PATHS = ("eager", "fast", "fused", "auto")  # how a step's losses and gradients 
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(Presets):
     steps: int = 2000  # full-batch optimizer steps
     optimizer: str = "adam"  # adam | adamw | sgd | muon
     lr: float = 3e-3  # Adam/AdamW/SGD learning rate (FER baseline: 3e-3); AdamW part of Muon uses adamw_lr
@@ -88,15 +89,8 @@ class TrainConfig:
             kw.update(lr=self.lr * lr_factor, muon_lr=self.muon_lr * lr_factor, adamw_lr=self.adamw_lr * lr_factor)
         return replace(self, **kw)
 
-    @classmethod
-    def quick(cls, **kw) -> "TrainConfig":
-        """The book's default: a few hundred steps, minutes on a laptop."""
-        return cls(**{"steps": 600, **kw})
-
-    @classmethod
-    def full(cls, **kw) -> "TrainConfig":
-        """Paper-sized (FER's SGD baseline: 100,000 full-image steps)."""
-        return cls(**{"steps": 100_000, "grad_norm": True, **kw})
+    QUICK = {"steps": 600}  # the book's default: a few hundred steps, minutes on a laptop
+    FULL = {"steps": 100_000, "grad_norm": True}  # paper-sized: FER's SGD baseline, 100,000 full-image steps
 
 
 @dataclass

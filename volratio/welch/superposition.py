@@ -28,12 +28,13 @@ import torch
 from ..errors import VolratioError
 from ..util.device import generator, resolve_device
 from ..util.limits import above, at_least, between
+from ..util.presets import Presets
 from .bounds import welch_bound
 from .frames import max_sq_inner, mean_sq_inner
 
 
 @dataclass
-class ToyConfig:
+class ToyConfig(Presets):
     """One toy-model sweep. Defaults follow Elhage et al.'s "n = 20, m = 5" figure."""
 
     n_features: int = 20  # n: sparse input features
@@ -53,16 +54,9 @@ class ToyConfig:
               "importance_decay": between(0, 1, open_lo=True), "steps": at_least(1), "batch": at_least(1),
               "lr": above(0), "seed": at_least(0)}  # fmt: skip
 
-    @classmethod
-    def quick(cls, **kw) -> "ToyConfig":
-        """What the book executes on two CPU cores: 7 sparsity levels, 3,000 steps, batch 512."""
-        return cls(**{"steps": 3000, "batch": 512, "scale": "quick", **kw})
-
-    @classmethod
-    def full(cls, **kw) -> "ToyConfig":
-        """Elhage et al.'s settings, 13 sparsity levels, 3 replicas each."""
-        sp = (0.0, 0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.997, 0.998, 0.999)
-        return cls(**{"sparsities": sp, "replicas": 3, "scale": "full", **kw})
+    QUICK = {"steps": 3000, "batch": 512}  # what the book executes on two CPU cores: 7 sparsity levels
+    # Elhage et al.'s settings, 13 sparsity levels, 3 replicas each
+    FULL = {"sparsities": (0.0, 0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.997, 0.998, 0.999), "replicas": 3}
 
     def __post_init__(self):
         if not (0 < self.n_hidden and 0 < self.n_features):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..util.presets import Presets
 from .bounds import gerzon_limit
 from .frames import FrameConfig, low_coherence_frame
 
@@ -23,7 +24,7 @@ REAL_ETF_SIZES: frozenset[tuple[int, int]] = frozenset(
 
 
 @dataclass
-class FrameSweepConfig:
+class FrameSweepConfig(Presets):
     """The chapter's frame experiment: a low-coherence frame for every (m, n) on a grid."""
 
     dims: tuple[int, ...] = (2, 3, 4)  # the dimensions n of the grid
@@ -33,15 +34,10 @@ class FrameSweepConfig:
     frame: FrameConfig = field(default_factory=lambda: FrameConfig(ap_iters=500, restarts=2, descent_steps=800))
     scale: str = "custom"  # preset name, printed by the chapter
 
-    @classmethod
-    def quick(cls, **kw) -> "FrameSweepConfig":
-        return cls(**{"scale": "quick", **kw})
-
-    @classmethod
-    def full(cls, **kw) -> "FrameSweepConfig":
-        return cls(
-            **{"dims": (2, 3, 4, 5, 6), "also": ((14, 7), (28, 7)), "frame": FrameConfig(), "scale": "full", **kw}
-        )
+    # the quick scale is the defaults; the full one: n up to 6, the n = 7 ETF sizes, the frame
+    # search at its own defaults (a function, so that every preset gets a FrameConfig of its own)
+    def FULL():  # noqa: N802  (a preset, read by Presets)
+        return {"dims": (2, 3, 4, 5, 6), "also": ((14, 7), (28, 7)), "frame": FrameConfig()}
 
     def sizes(self) -> list[tuple[int, int]]:
         grid = [(m, n) for n in self.dims for m in range(n + 1, gerzon_limit(n) + self.extra + 1)]
