@@ -17,7 +17,7 @@ import pytest
 
 from volratio import experiments
 from volratio.cli import main
-from volratio.experiments import ExperimentError, configure, register_run, unregister_run
+from volratio.experiments import ExperimentError, configure, get_run, register_run, unregister_run
 from volratio.runs.store import Store, config_key
 from volratio.runs.sweep import Sweep, SweepSpecError, run_sweep
 
@@ -144,44 +144,36 @@ def test_user_registered_run_function(tmp_path):
 
 
 def test_an_old_store_resumes_without_recomputing(tmp_path):
-    from volratio.experiments import depth_regime
-
+    """A store written before versions holds version-1 runs: a sweep that says `version = 1` resumes
+    it; the default (version 2) refuses, naming the fix."""
     out = tmp_path / "old"
     shutil.copytree(OLD_STORE, out)
     before = Store(out).records()
     assert len(before) == 6 and {r["run"] for r in before} == {"volratio.runs:toy", "volratio.depth_runs:depth_point"}
-    toy = run_sweep(Sweep(run="toy", grid={"n": [3, 5]}, seeds=[0, 1], config={"steps": 5}), out)
-    assert toy.ran == [] and toy.skipped == 4
-    legacy = run_sweep(Sweep(run="volratio.runs:toy", grid={"n": [3, 5]}, seeds=[0, 1], config={"steps": 5}), out)
-    assert legacy.ran == []  # an old spec, unchanged, still runs (through the alias) and resumes
-    cfg = depth_regime.Config.quick(
-        depths=(1, 2),
-        seeds=1,
-        members=1,
-        width=3,
-        res=8,
-        steps=5,
-        sp_rounds=1,
-        retrain_steps=2,
-        max_params=3,
-        judge="ssim",  # the old store's runs name the judge they were scored under
-        train_path="eager",  # and were trained on the eager path (a config without train_path means it)
-        sp_loss_factor=None,  # and pruned without SP's guard (likewise)
-        retrain_lr_factor=1.0,  # retrained at the training rate,
-        sp_compensate="none",  # removed units only masked,
-        sp_per_round=None,  # every redundant pair at once (likewise)
-    )
-    curves, rep = depth_regime.depth_sweep("planted:5:depth=2,width=2", cfg, out=out)
-    assert rep.ran == [] and rep.skipped == 2 and curves["planted:5:depth=2,width=2"].score.shape == (2, 1)
+    toy = dict(grid={"n": [3, 5]}, seeds=[0, 1], config={"steps": 5})
+    assert run_sweep(Sweep(run="toy", version=1, **toy), out).skipped == 4
+    with pytest.raises(SweepSpecError, match=r"made by version 1 of run function 'toy'.*`version = 1` in the spec"):
+        run_sweep(Sweep(run="toy", **toy), out)
+    legacy = run_sweep(Sweep(run="volratio.runs:toy", version=1, **toy), out)
+    assert legacy.ran == []  # an old spec, its run named by import path, still runs (through the alias)
+    depth = [r["config"] for r in before if r["run"] == "volratio.depth_runs:depth_point"]
+    assert len(depth) == 2 and "sp_loss_factor" not in depth[0]  # stored before SP's guard: version 1 reads none
+    cases = [{k: v for k, v in c.items() if k != "seed"} for c in depth]
+    rep = run_sweep(Sweep(run="depth_point", version=1, cases=cases, seeds=[depth[0]["seed"]]), out)
+    assert rep.ran == [] and rep.skipped == 2 and len(rep.table) == 2
     assert Store(out).records() == before  # nothing was rewritten
 
 
 def test_store_keys_hash_the_old_run_paths():
     config = {"depth": 3, "lr": 0.003, "target": "planted:0", "grid": {"b": [1, 2], "a": None}}
-    sweep = Sweep(run="train", config=config, seeds=[7])
+    sweep = Sweep(run="train", config=config, seeds=[7], version=1)  # version 1 keys the config as given
     assert sweep.keys("0.1.0") == ["3aff57c367deb845"]  # the literal of test_sweep's key test
-    assert Sweep(run="depth_point", seeds=[0]).keys("0.1.0") == [
+    assert Sweep(run="depth_point", seeds=[0], version=1).keys("0.1.0") == [
         config_key("volratio.depth_runs:depth_point", {"seed": 0}, "0.1.0")
+    ]
+    v2 = get_run("depth_point")
+    assert Sweep(run="depth_point", seeds=[0]).keys("0.1.0") == [
+        config_key("volratio.depth_runs:depth_point", v2.keyed({"seed": 0}), "0.1.0/v2")
     ]
 
 

@@ -255,7 +255,7 @@ def test_verify_with_nothing_comparable_is_an_error(store, capsys, monkeypatch):
     assert len(err.splitlines()) == 1 and "--any-machine" in err and M.identity()["kind"] in err
     assert len(R.verify(root, sample=2, any_machine=True).runs) == 2
     # runs of a machine-independent run function are comparable on any kind
-    monkeypatch.setitem(R.MACHINE_INDEPENDENT, "toy", ("test", lambda config: config["n"] == 4))
+    monkeypatch.setitem(R.MACHINE_INDEPENDENT, "toy", ("test", lambda record: record["config"]["n"] == 4))
     report = R.verify(root, sample=6)
     assert len(report.runs) == 3 and all(r["why"] == "machine-independent" and r["ok"] for r in report.runs)
     assert report.chunks[0]["independent"] == 3 and report.chunks[0]["other"] == {kind: 3}

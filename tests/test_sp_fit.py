@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from volratio import prune as P
-from volratio.experiments import depth_regime
+from volratio.experiments import depth_regime, get_run, run_versions
 from volratio.nets import CoordMLP, coords
 from volratio.prune.criteria import CalibrationGrid
 from volratio.prune.similarity_pruning import Removal, compensate
@@ -133,12 +133,12 @@ def test_retraining_at_a_lower_rate_keeps_a_converged_fit():
 def test_stored_depth_configs_keep_their_sp():
     """A depth_point config written before these knobs means retraining at the training rate, no
     compensation and no per-round cap; new configs carry them, and the shared settings keep old keys."""
-    old = depth_regime.parse_point({"target": "planted:0", "depth": 2})
+    old = get_run("depth_point", 1).parse({"target": "planted:0", "depth": 2})  # how stored runs read it
     assert (old.retrain_lr_factor, old.sp_compensate, old.sp_per_round) == (1.0, "none", None)
     new = depth_regime.Settings()
     assert (new.retrain_lr_factor, new.sp_compensate, new.sp_per_round) == (0.1, "span", 2)
-    legacy = depth_regime.Settings(retrain_lr_factor=1.0, sp_compensate="none", sp_per_round=None).shared()
-    assert not {"retrain_lr_factor", "sp_compensate", "sp_per_round"} & set(legacy)
+    cur = get_run("depth_point").parse({"target": "planted:0", "depth": 2})  # version 2: today's defaults
+    assert (cur.retrain_lr_factor, cur.sp_compensate, cur.sp_per_round) == (0.1, "span", 2)
     assert {"retrain_lr_factor", "sp_compensate", "sp_per_round"} <= set(new.shared())
 
 
@@ -164,4 +164,5 @@ def test_sp_ablation_adds_each_change_in_turn():
     assert ((table.sparsity >= 0) & (table.sparsity <= 1)).all()
     guarded = table.iloc[1:]
     assert (guarded.collapsed == 0).all()  # the guard never leaves a collapsed network
-    assert C.Config().sp.per_round == 4 and C.LEGACY["sp.per_round"] is None  # stored runs: every pair at once
+    v1 = run_versions.readings()["connectivity"]["scales"]["reference"]
+    assert C.Config().sp.per_round == 4 and v1["sp.per_round"] is None  # stored version 1: every pair at once

@@ -109,7 +109,7 @@ def test_collapsed_flag(fitted):
 
 
 # ---------------------------------------------------------------------------------------------
-# Stored configs: no field = no guard, key unchanged
+# Stored configs: version 1 reads no field as no guard, and keeps the key
 
 
 def _stored(chunk):
@@ -145,33 +145,37 @@ LEGACY_CONNECTIVITY = (
 )  # fmt: skip
 
 
-def test_stored_depth_configs_mean_no_guard_and_keep_their_key():
+def test_version_1_reads_stored_depth_configs_as_no_guard_and_keeps_their_key():
     run, config, version, key = LEGACY_DEPTH
     assert "sp_loss_factor" not in config
-    assert config_key(run, config, version) == key
-    assert depth_regime.parse_point(config).sp_loss_factor is None
-    assert depth_regime.is_legacy(config)
+    v1 = get_run("depth_point", 1)
+    assert v1.parse(config).sp_loss_factor is None and v1.parse(config).train_path == "eager"
+    assert config_key(run, v1.keyed(config), v1.key_version(version)) == key  # keyed as given
     assert config_key("volratio.depth_runs:optimizer_point", LEGACY_OPTIMIZER, "0.1.0") == "c1a083cb38ac9cb8"
-    assert optimizers.parse_point(LEGACY_OPTIMIZER).sp_loss_factor is None
+    assert get_run("optimizer_point", 1).parse(LEGACY_OPTIMIZER).sp_loss_factor is None
+    # version 2 (the default) reads an absent entry as today's default and keys the complete config
+    v2 = get_run("depth_point")
+    assert v2.version == 2 and v2.parse(config).sp_loss_factor == 2.0
+    assert v2.keyed(config)["sp_loss_factor"] == 2.0 and set(v2.keyed(config)) > set(config)
+    assert depth_regime.parse_point(config).sp_loss_factor == 2.0  # the module's own parse: today's defaults
     new = depth_regime.make_sweep("planted:0", depth_regime.Config.quick()).configs()[0]
-    assert new["sp_loss_factor"] == 2.0 and not depth_regime.is_legacy(new)
-    assert depth_regime.parse_point(new).sp_loss_factor == 2.0
-    assert depth_regime.parse_point({**config, "sp_loss_factor": None}).sp_loss_factor is None
-    assert "sp_loss_factor" not in depth_regime.Config.quick(sp_loss_factor=None).shared()  # = a stored key
+    assert new["sp_loss_factor"] == 2.0 and "adamw_lr" in new  # the shared settings: every entry
 
 
 def test_stored_whole_experiment_configs_mean_no_guard():
     run, config, version, key = LEGACY_CONNECTIVITY
     assert config_key(run, config, version) == key
-    cfg = get_run("connectivity").parse(config)
+    cfg = get_run("connectivity", 1).parse(config)
     assert cfg.sp.loss_factor is None and cfg.legacy_rows and cfg.sp.tau == config["sp.tau"]
+    assert get_run("connectivity").parse(config).sp.loss_factor == 2.0  # version 2: today's default
     assert connectivity.Config.quick().sp.loss_factor == 2.0 and not connectivity.Config.quick().legacy_rows
-    assert get_run("connectivity").parse({**config, "sp.loss_factor": 2.0}).sp.loss_factor == 2.0
-    icfg = get_run("interference").parse(_stored("interference")[0][1])
+    assert get_run("connectivity", 1).parse({**config, "sp.loss_factor": 2.0}).sp.loss_factor == 2.0
+    icfg = get_run("interference", 1).parse(_stored("interference")[0][1])
     assert icfg.sp_loss_factor is None and interference.Config.quick().sp_loss_factor == 2.0
-    dcfg = emc2_bench.parse_dense_point({"scale": "reference", "seed": 0})  # a config stored before the guard
+    dense = get_run("emc2_dense", 1)
+    dcfg = dense.parse({"scale": "reference", "seed": 0})  # a config stored before the guard
     assert dcfg.sp.loss_factor is None and dcfg.legacy_rows and dcfg.sp.compensate == "none"
-    rerun = emc2_bench.parse_dense_point(_stored("emc2_dense")[0][1])  # the chunk as re-run with the guard
+    rerun = dense.parse(_stored("emc2_dense")[0][1])  # the chunk as re-run with the guard
     assert rerun.sp.loss_factor == 2.0 and not rerun.legacy_rows and rerun.sp.compensate == "span"
     assert emc2_bench.Config.reference().sp.loss_factor == 2.0
 
@@ -182,8 +186,8 @@ def test_depth_point_metrics_flag_collapsed_only_for_new_configs():
     new = depth_regime.point({**small, "sp_loss_factor": 2.0})
     assert len(new["collapsed"]) == 2 and all(isinstance(c, bool) for c in new["collapsed"])
     assert len(new["sp_stop"]) == 2 and len(new["dense_loss"]) == 2
-    old = depth_regime.point(small)
-    assert "collapsed" not in old and "sp_stop" not in old
+    old = get_run("depth_point", 1).fn(small)  # version 1 reads the absent guard as none; flags all the same
+    assert len(old["collapsed"]) == 2 and len(old["sp_stop"]) == 2
 
 
 def test_backoff_retries_an_undone_round_with_half_as_many_units(fitted):

@@ -18,7 +18,9 @@ sweep specs (`run = "NAME"` in a `.toml`) and the book:
 A spec can only name what is registered here, or what a user registers in code with
 `register_run(name, fn, parse)`; the library never imports a module named in a config file.
 Store keys hash a run function's `key` — for the run functions that existed before this package,
-their old import path (`"volratio.runs:train"`, …), so stores written then still resume.
+their old import path (`"volratio.runs:train"`, …) — and its version: every built-in runs at version
+1 (how the stored reference chunks ran: absent entries read from a frozen table) and version 2 (the
+complete config keyed and stored), side by side; a spec says which (`run_versions`).
 
 The reference scale is budgeted at ≤ 8 CPU-hours for all claims on a 2-core machine.
 The runs are the chunks of `examples/sweeps/reference.toml`, stored under `results/reference/`;
@@ -28,11 +30,13 @@ chapters state. The presets here hold the settings; the plan says which targets,
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from . import run_versions
 from ._base import SCALES, ExperimentError, Result, configure, parse_sets, preset  # noqa: F401
 
 # name -> module (under volratio.experiments) of each chapter experiment, in book order
@@ -52,34 +56,47 @@ EXPERIMENTS = {
 
 @dataclass(frozen=True)
 class RunFunction:
-    """A function a sweep can run: `fn(config dict) -> dict`, validated by `parse(config dict)`."""
+    """A function a sweep can run, at one version: `fn(config dict) -> dict`, validated by `parse(config
+    dict)`. The built-in run functions have two versions (`volratio.experiments.run_versions`):
+    version 1 reads an entry a config lacks from a frozen table and keys the config as given; version 2
+    keys and stores the complete config (`completes`)."""
 
     name: str  # the name a spec uses
     fn: Callable[[dict], dict]
     parse: Callable[[dict], Any]  # raises ExperimentError (a VolratioError) for a bad config
     key: str  # hashed into store keys (old import path for run functions older than the registry)
-    version: int = 1  # bumped when the function's results change for the same config (`key_version`)
+    version: int = 1  # the version this entry runs (bumped when the function's results change for a config)
+    runnable: tuple = ()  # every version this code runs (default: `version` only)
+    completes: bool = False  # the key hashes the complete config (`complete`), not the config as given
+    complete_fn: Callable[[Any], dict] = run_versions.complete  # parsed config → complete config
 
     def key_version(self, library: str, version: int | None = None) -> str:
-        """The version hashed into a run's store key: the library's version for version 1 of the
-        function (every store written before run functions had versions), `library/vN` for a later
-        one — so the runs of an older version of the function are never taken for this one's."""
-        v = self.version if version is None else int(version)
-        return library if v == 1 else f"{library}/v{v}"
+        """The version tag hashed into a run's store key and recorded in its row
+        (`run_versions.version_tag`): the library's version for version 1, `library/vN` after."""
+        return run_versions.version_tag(library, self.version if version is None else version)
+
+    def keyed(self, config: dict) -> dict:
+        """The config a run is keyed, run and stored with: for a version that completes, every entry
+        (from `parse`, today's defaults where `config` has none); otherwise `config` as given."""
+        return self.complete_fn(self.parse(copy.deepcopy(config))) if self.completes else config
+
+    def versions(self) -> tuple:
+        return self.runnable or (self.version,)
 
 
-# name -> (module, function, key[, version]) of the built-in run functions; `parse_<function>`
-# validates. The version (default 1) is bumped when a function's results change for the same config:
-# a store holding the runs of an older version then refuses to resume (`volratio.runs.sweep.run_sweep`).
+# name -> (module, function, key[, completion]) of the built-in run functions; `parse_<function>`
+# validates, and `completion` (a function of the module) turns a parsed config into the complete one
+# where `run_versions.complete` cannot (default). Every built-in runs at the versions of
+# `run_versions.RUNNABLE` (a spec's `version`; `run_versions.LATEST` by default).
 _BUILTIN_RUNS = {
-    "train": ("training", "train", "volratio.runs:train"),
+    "train": ("training", "train", "volratio.runs:train", "complete_train"),
     "toy": ("toy", "toy", "volratio.runs:toy"),
     "depth_point": ("depth_regime", "point", "volratio.depth_runs:depth_point"),
     "optimizer_point": ("optimizers", "point", "volratio.depth_runs:optimizer_point"),
     "emc2_point": ("emc2_bench", "point", "volratio.experiments:emc2_point"),
     "emc2_dense": ("emc2_bench", "dense_point", "volratio.experiments:emc2_dense"),
     "rescore": ("volratio.runs.rescore", "point", "volratio.experiments:rescore"),  # stored networks, another judge
-    "fit_budget": ("fit_budget", "point", "volratio.experiments:fit_budget"),  # dense MSE against training steps
+    "fit_budget": ("fit_budget", "point", "volratio.experiments:fit_budget", "complete_point"),  # MSE against steps
     "twin_point": ("twins", "point", "volratio.experiments:twin_point"),  # one network of the sixteen-target comparison
 }
 # old spec names (import paths) → registry names; a spec may still say run = "volratio.runs:train"
@@ -99,21 +116,52 @@ def run_names() -> list[str]:
     return [*_BUILTIN_RUNS, *EXPERIMENTS, *_USER_RUNS]
 
 
-def get_run(name: str) -> RunFunction:
-    """The run function a sweep spec names (a registry name or an old alias)."""
+def get_run(name: str, version: int | None = None) -> RunFunction:
+    """The run function a sweep spec names (a registry name or an old alias), at `version` (default:
+    the latest this code runs). `ExperimentError` naming the choices when there is none."""
     name = ALIASES.get(name, name)
     if name in _USER_RUNS:
-        return _USER_RUNS[name]
+        entry = _USER_RUNS[name]
+        if version is not None and version != entry.version:
+            raise ExperimentError(
+                f"run {name!r} is registered at version {entry.version}; version {version} is not in this process"
+            )
+        return entry
     if name in _BUILTIN_RUNS:
-        mod, fn, key, *version = _BUILTIN_RUNS[name]
+        mod, fn, key, *completion = _BUILTIN_RUNS[name]
         m = importlib.import_module(mod if mod.startswith("volratio.") else f"{__name__}.{mod}")
-        return RunFunction(name, getattr(m, fn), getattr(m, f"parse_{fn}"), key, *version)
-    if name in EXPERIMENTS:
-        return RunFunction(name, _WholeRun(name), _WholeParse(name), f"volratio.experiments:{name}")
-    raise ExperimentError(
-        f"unknown run {name!r}; a sweep runs one of {', '.join(run_names())} "
-        "(or a function registered in code with volratio.experiments.register_run)"
-    )
+        fn, parse = getattr(m, fn), getattr(m, f"parse_{fn}")
+        extra = {"complete_fn": getattr(m, completion[0])} if completion else {}
+    elif name in EXPERIMENTS:
+        fn, parse, key, extra = _WholeRun(name), _WholeParse(name), f"volratio.experiments:{name}", {}
+    else:
+        raise ExperimentError(
+            f"unknown run {name!r}; a sweep runs one of {', '.join(run_names())} "
+            "(or a function registered in code with volratio.experiments.register_run)"
+        )
+    v = run_versions.LATEST if version is None else version
+    if v not in run_versions.RUNNABLE:
+        raise ExperimentError(
+            f"run {name!r}: version {v!r} is not one this code runs ({', '.join(map(str, run_versions.RUNNABLE))}); "
+            "set `version` in the spec to one of them"
+        )
+    if v == 1:  # a config's absent entries read from the frozen table (run_versions.read_v1)
+        fn, parse = run_versions.Reading(name, fn), run_versions.Reading(name, parse)
+    return RunFunction(name, fn, parse, key, v, run_versions.RUNNABLE, completes=v >= 2, **extra)
+
+
+def run_name(key: str) -> str:
+    """A store's `run` column (a run function's `key`) → its registry name."""
+    if key.startswith(("volratio.experiments:", "user:")):
+        return key.split(":", 1)[1]
+    return ALIASES.get(key, key)
+
+
+def stored_config(record: dict):
+    """The parsed config of a stored run (a store row with `run`, `version` and `config`): read by the
+    version of its run function that made it (`run_versions.version_of`)."""
+    entry = get_run(run_name(record["run"]), run_versions.version_of(record["version"]))
+    return entry.parse(copy.deepcopy(dict(record["config"])))
 
 
 def known_run(name: str) -> bool:
@@ -164,8 +212,7 @@ class _WholeParse:
         self.name = name
 
     def __call__(self, config: dict):
-        # an experiment's LEGACY: entries a run stored before they existed means by leaving them out
-        over = {**getattr(module(self.name), "LEGACY", {}), **config}
+        over = dict(config)
         if "seed" in over and "seed" not in {f.name for f in dataclasses.fields(module(self.name).Config)}:
             raise ExperimentError(
                 f"{self.name} has no `seed` (it seeds its own runs, `seeds` of them), so a sweep cannot run it: "

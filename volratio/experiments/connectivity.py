@@ -41,7 +41,7 @@ from ..runs import reference
 from ..train import PATHS, TrainConfig, mse_per_network, train
 from ..util.limits import above, at_least, between, nonzero, one_of
 from ..util.stats import mean_ci
-from . import make_config
+from . import stored_config
 from ._base import ExperimentError, Presets, Result
 
 BASELINES = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units")
@@ -75,7 +75,8 @@ class Config(Presets):
     deltas: tuple = DEFAULT_DELTAS  # EMC2 perturbation sizes
     seed: int = 0  # initialisation of the population; the table's seed of member k is seed + k % seeds
     device: str = "auto"  # CUDA when available
-    legacy_rows: bool = False  # rows without dense_loss / collapsed (runs stored before SP's guard: `LEGACY`)
+    legacy_rows: bool = False  # rows without dense_loss / collapsed, as stored before SP's guard (version 1
+    # of the run function reads a config without this entry as true: `volratio.experiments.run_versions`)
     keep_nets: bool = (
         False  # as a sweep run: store every population (dense, SP, each baseline) as artifact net_<method>
     )
@@ -109,18 +110,6 @@ class Config(Presets):
     FULL = dict(seeds=10, res=128, dense_steps=10_000, retrain_steps=10_000, imp_steps=3000, imp_rewind=300,
                 sp=SPConfig(tau=0.9, opposite_sign=True, rounds=20, retrain_steps=500, per_round=4), emc2_res=128, emc2_params=None)
     # fmt: on
-
-
-# A sweep config (`scale` + overrides) stored before SP's guard and the collapse columns (and before
-# the fast training path) means these by leaving them out; `volratio.experiments` applies them to every whole-experiment run config
-LEGACY = {
-    "sp.loss_factor": None,
-    "legacy_rows": True,
-    "train_path": "eager",
-    "sp.retrain_lr_factor": 1.0,
-    "sp.compensate": "none",
-    "sp.per_round": None,
-}
 
 
 def _copy(net: CoordMLP) -> CoordMLP:
@@ -379,7 +368,7 @@ def stored_table(names=REFERENCE_CHUNKS, root=None):
     stored = reference.stored_records(names, root, error=ExperimentError)
     rows = []
     for r in stored:
-        cfg = config_of(r["config"])
+        cfg = config_of(r)
         for row in r["metrics"]["rows"]:
             rows.append({**row, "tau": cfg.sp.tau, "arch": _arch(replace(cfg, targets=(row["target"],))),
                          "key": r["key"], "cpu_s": r["cpu_s"],
@@ -426,7 +415,7 @@ def dense_drawn(table, judge: str):
     return table[keep], sorted(bad)
 
 
-def config_of(config: dict) -> Config:
-    """The `Config` of a stored run (a sweep config: `scale` plus overrides)."""
-    over = {**LEGACY, **config}
-    return make_config("connectivity", over.pop("scale", "quick"), over)
+def config_of(record: dict) -> Config:
+    """The `Config` of a stored run (a `volratio.runs.reference.records` entry), read by the version
+    of the run function that stored it."""
+    return stored_config(record)

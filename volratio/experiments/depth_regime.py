@@ -63,21 +63,19 @@ class Settings:
     tau: float = 0.9  # SP cosine-similarity threshold (the paper gives none; ours)
     sp_rounds: int = 2  # SP prune → retrain rounds (0: no pruning)
     retrain_steps: int = 30  # training steps after each SP round
-    retrain_lr_factor: float = 0.1  # SP retrains at this × `lr` (SPConfig.retrain_lr_factor). A run config
-    # without this entry is one stored before it: it means 1.0 (`parse_point`)
+    retrain_lr_factor: float = 0.1  # SP retrains at this × `lr` (SPConfig.retrain_lr_factor)
     sp_per_round: int | None = 2  # SPConfig.per_round: units removed per network per round, most similar
-    # first (None: every redundant pair, the meaning of a run config without this entry)
+    # first (None: every redundant pair at once)
     sp_compensate: str = "span"  # SPConfig.compensate: a removed unit's outgoing weights move onto the units
-    # that stay. A run config without this entry means "none" (`parse_point`)
+    # that stay ("none": they are dropped)
     sp_loss_factor: float | None = 2.0  # SP's guard (SPConfig.loss_factor): undo a round above this × the dense
-    # MSE. A run config without this entry is one stored before the guard: it means None (`parse_point`)
+    # MSE (None: no guard)
     deltas: tuple = UNIT_DELTAS  # EMC2 perturbation sizes (both signs, FER's |Δw| ≤ 1)
     max_params: int | None = 20  # EMC2 scores a seeded subsample of this many non-zero weights (None = all)
     judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
     device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
     train_path: str = "auto"  # TrainConfig.path of training and SP retraining: "auto" = the fused C++ kernel
-    # (volratio.train.fused) on the CPU, the fast path on CUDA. The stored reference chunks ran "fast";
-    # a run config without this entry is one stored before the fast path: it means "eager" (`parse_point`)
+    # (volratio.train.fused) on the CPU, the fast path on CUDA. The stored reference chunks ran "fast"
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`); None passes where allowed
     LIMITS = {
@@ -92,20 +90,9 @@ class Settings:
     }  # fmt: skip
 
     def shared(self) -> dict:
-        """The settings as a sweep's shared config (the store key hashes exactly these). `adamw_lr`
-        came later: it is left out at its default, so that stores written before it still resume; so is
-        `train_path` when it is "eager", and `sp_loss_factor` when None: what a config without them means."""
+        """The settings as a sweep's shared config: every entry (a run adds `target`, `depth`, `seed`)."""
         c = {f.name: getattr(self, f.name) for f in fields(Settings)}
         c["deltas"] = [float(x) for x in self.deltas]
-        if c["adamw_lr"] == Settings.adamw_lr:
-            del c["adamw_lr"]
-        if c["train_path"] == PATH_LEGACY["train_path"]:  # absent means eager (`parse_point`): old keys stay
-            del c["train_path"]
-        for name, value in LR_LEGACY.items():  # absent means the legacy value: old keys stay
-            if c[name] == value:
-                del c[name]
-        if c["sp_loss_factor"] is LEGACY["sp_loss_factor"]:  # absent means no SP guard: old keys stay
-            del c["sp_loss_factor"]  # (such runs, like the stored ones, report no `collapsed`)
         return c
 
 
@@ -154,22 +141,10 @@ class Config(Presets, Settings):
 # One run (sweep run function `depth_point`)
 
 
-LEGACY = {"sp_loss_factor": None}  # what a run config stored before SP's guard means by leaving it out
-PATH_LEGACY = {"train_path": "eager"}  # what a run config stored before the fast training path means
-LR_LEGACY = {"retrain_lr_factor": 1.0, "sp_compensate": "none", "sp_per_round": None}  # ... and before SP kept the fit
-ABSENT = {**LEGACY, **PATH_LEGACY, **LR_LEGACY}  # every entry a stored run config may lack, and its meaning
-
-
 def parse_point(config: dict) -> Point:
-    """One run's config. An entry of `ABSENT` that the config lacks takes its legacy value, so a stored
-    run keeps its key and its result (`volratio results verify`); new sweeps write it."""
-    return configure(Point(), {**ABSENT, **config}, "depth_point")
-
-
-def is_legacy(config: dict) -> bool:
-    """True for a run config written before SP's guard: its metrics keep their stored set (no
-    `collapsed`, `sp_stop`)."""
-    return any(k not in config for k in LEGACY)
+    """One run's config: `Point` with the entries `config` gives (the others at their defaults; a
+    stored version-1 run reads its absent entries as `volratio.experiments.run_versions` says)."""
+    return configure(Point(), config, "depth_point")
 
 
 def sp_network(cfg: Point):
@@ -232,8 +207,7 @@ def point(config: dict) -> dict:
     (S per δ), `loss` (MSE after SP), `dense_loss`, `nonzero`, `collapsed` (SP left a flat image
     or lost the fit: `volratio.prune.collapsed`), `sp_stop` (why SP stopped); and `live_units`
     (first member), `judge`, `ratio` (the target's PNG ratio at `res`), `base_kept` (per member:
-    the judge says its unperturbed image shows the label). Runs stored before SP's guard
-    (`is_legacy`) have no `collapsed`, `sp_stop` and `base_kept`. Artifact: `net` (the population)."""
+    the judge says its unperturbed image shows the label). Artifact: `net` (the population)."""
     cfg = parse_point(config)
     net, target, img, dense_loss, pr = sp_network(cfg)
     loss = pr.final_loss if pr is not None else dense_loss
@@ -248,9 +222,8 @@ def point(config: dict) -> dict:
         "judge": results[0].judge,
         "ratio": _png_ratio(cfg.target, cfg.res),
     }
-    if not is_legacy(config):
-        out.update(sp_metrics(net, cfg, dense_loss, pr))
-        out["base_kept"] = [bool(r.base_kept) for r in results]  # the judge: the member draws the label
+    out.update(sp_metrics(net, cfg, dense_loss, pr))
+    out["base_kept"] = [bool(r.base_kept) for r in results]  # the judge: the member draws the label
     if cfg.keep_net:
         out["net"] = net.to("cpu")
     return out

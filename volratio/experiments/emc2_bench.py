@@ -60,7 +60,8 @@ class Config(Presets):
     judges: tuple = ()  # more judges to score the same perturbed images under (rows of their own; `judge` decides)
     seed: int = 0  # initialisation, SP's choices, the EMC2 subsample and the "ssim" judge's calibration
     device: str = "cpu"  # CPU: bit-for-bit repeatable
-    legacy_rows: bool = False  # rows without `collapsed` (runs stored before SP's guard: `parse_dense_point`)
+    legacy_rows: bool = False  # rows without `collapsed`, as stored before SP's guard (version 1 of
+    # `emc2_dense` reads a config without this entry as true: `volratio.experiments.run_versions`)
     train_path: str = "auto"  # TrainConfig.path of dense training and SP retraining ("auto": fused on the CPU, else fast; runs stored before it: eager)
     scale: str = "quick"  # the preset this config came from
 
@@ -257,21 +258,9 @@ def point(config: dict) -> dict:
 
 
 def parse_dense_point(config: dict) -> Config:
-    """A `Config` from a preset (`scale`, default reference) and overrides (`seed`, `dense_steps`, …).
-    A config without `sp.loss_factor` runs SP without its guard and returns rows without `collapsed`
-    (`LEGACY`: what such a config means)."""
-    over = {**LEGACY, **config}
+    """A `Config` from a preset (`scale`, default reference) and overrides (`seed`, `dense_steps`, …)."""
+    over = dict(config)
     return preset(Config, over.pop("scale", "reference"), **over)
-
-
-# what a stored emc2_dense config (written before SP's guard) means by leaving these out
-LEGACY = {
-    "sp.loss_factor": None,
-    "legacy_rows": True,
-    "train_path": "eager",
-    "sp.retrain_lr_factor": 1.0,
-    "sp.compensate": "none",
-}  # (eager: before the fast path)
 
 
 def dense_point(config: dict) -> dict:

@@ -26,6 +26,7 @@ from ..nets import ACTIVATIONS, Arch, CoordMLP
 from ..runs import reference
 from ..train import PATHS, TrainConfig, train
 from ..util.limits import above, at_least, one_of
+from . import run_versions
 from ._base import ExperimentError, configure
 
 
@@ -101,6 +102,14 @@ def parse_point(config: dict) -> tuple[str, int, Config]:
     if int(depth) != depth or int(depth) < 1:
         raise ExperimentError(f"fit_budget: depth must be a positive integer, got {depth!r}")
     return spec, int(depth), configure(Config(targets=(spec,), depths=(int(depth),)), config, "fit_budget")
+
+
+def complete_point(parsed: tuple) -> dict:
+    """The complete config of one run (version 2 keys it; `volratio.experiments.run_versions`): its
+    target and depth, and every entry of `Config` but the lists they replace."""
+    spec, depth, cfg = parsed
+    rest = {k: v for k, v in run_versions.complete(cfg).items() if k not in ("targets", "depths")}
+    return {"target": spec, "depth": depth, **rest}
 
 
 def point(config: dict) -> dict:

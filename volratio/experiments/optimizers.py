@@ -52,8 +52,7 @@ class Point(depth_regime.Point):
 
 
 def parse_point(config: dict) -> Point:
-    # stored runs: no SP guard, the eager training path
-    cfg = configure(Point(), {**depth_regime.ABSENT, **config}, "optimizer_point")
+    cfg = configure(Point(), config, "optimizer_point")
     if cfg.members != 1:
         raise ExperimentError("optimizer_point trains one network per run (members = 1); use more seeds")
     return cfg
@@ -62,7 +61,7 @@ def parse_point(config: dict) -> Point:
 def point(config: dict) -> dict:
     """`depth_point` with the config's `optimizer` (adam | muon | sgd) and, in addition, the
     sharpness: top Hessian eigenvalue of the final MSE (`volratio.train.flatness.top_eigenvalue`).
-    `collapsed` and `sp_stop` as in `depth_point` (not in runs stored before SP's guard)."""
+    `collapsed` and `sp_stop` as in `depth_point`."""
     cfg = parse_point(config)
     net, target, img, dense_loss, pr = depth_regime.sp_network(cfg)
     loss = float(pr.final_loss[0]) if pr is not None else float(dense_loss[0])
@@ -78,9 +77,8 @@ def point(config: dict) -> dict:
         "sharpness_iters": int(eig.iters),
         "judge": res.judge,
     }
-    if not depth_regime.is_legacy(config):  # `collapsed`, `sp_stop` of the one network
-        out.update({k: v[0] for k, v in depth_regime.sp_metrics(net, cfg, dense_loss, pr).items()})
-        out["base_kept"] = bool(res.base_kept)  # the judge: the network draws the label
+    out.update({k: v[0] for k, v in depth_regime.sp_metrics(net, cfg, dense_loss, pr).items()})  # of the one network
+    out["base_kept"] = bool(res.base_kept)  # the judge: the network draws the label
     if cfg.keep_net:
         out["net"] = net.to("cpu")
     return out

@@ -24,6 +24,7 @@ from ..train import TrainConfig
 from ..train import train as train_net
 from ..util.device import resolve_device
 from ..util.limits import at_least, one_of
+from . import run_versions
 from ._base import ExperimentError, configure
 
 ARTIFACTS = ("net", "image", "losses")
@@ -70,6 +71,16 @@ def parse_train(config: dict) -> Config:
         )
     tc = configure(TrainConfig(), {k: cfg.pop(k) for k in list(cfg) if k in tfields}, "train")
     return configure(Config(train=tc), cfg, "train")
+
+
+def complete_train(cfg: Config) -> dict:
+    """The complete flat config of a parsed one (version 2 keys it; `volratio.experiments.run_versions`):
+    every entry, TrainConfig's at the top level, and `arch` or `depth`/`width`/`activation`, whichever it uses."""
+    out = {k: v for k, v in run_versions.complete(cfg).items() if not k.startswith("train.")}
+    out.update({k: v for k, v in run_versions.complete(cfg.train).items() if k != "progress"})
+    for name in ("depth", "width", "activation") if cfg.arch is not None else ("arch",):
+        del out[name]
+    return out
 
 
 def train(config: dict) -> dict:

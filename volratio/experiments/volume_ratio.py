@@ -84,11 +84,6 @@ REFERENCE_CELLS = tuple(
 )
 
 
-# A sweep config (`scale` + overrides) stored before the fast training path means the eager one by
-# leaving it out; `volratio.experiments` applies this to every whole-experiment run config
-LEGACY = {"basin.train_path": "eager"}
-
-
 def cells_of(cfg: Config) -> list[tuple]:
     """`(target, samples, W, L)` of every Boolean cell the config runs, in run order."""
     if len(cfg.samples) != len(cfg.targets):

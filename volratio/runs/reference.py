@@ -42,12 +42,12 @@ import pandas as pd
 
 from .. import __version__
 from ..errors import VolratioError
-from ..experiments import ALIASES, get_run, make_config
+from ..experiments import get_run, run_name, run_versions, stored_config
 from ..experiments._base import versions
 from ..rho.boolean import get_boolean_target
 from ..util import machine as M
 from ..util.fileio import atomic_path
-from .store import Store, sha256_bytes
+from .store import Store, config_key, sha256_bytes
 from .sweep import Sweep, execute, run_sweep
 
 try:
@@ -83,18 +83,17 @@ def source_root() -> Path:
 TIMING_KEYS = frozenset({"seconds_run", "elapsed_s", "seconds", "wall_s", "cpu_s", "versions"})
 
 
-def _boolean_only(config: dict) -> bool:
-    """A `volume_ratio` run config that computes the Boolean model only (no basin cells)."""
-    over = dict(config)
+def _boolean_only(record: dict) -> bool:
+    """A stored `volume_ratio` run that computes the Boolean model only (no basin cells)."""
     try:
-        cfg = make_config("volume_ratio", over.pop("scale", "quick"), over)
+        cfg = stored_config(record)
     except (VolratioError, TypeError, ValueError):
         return False
     return not (cfg.basin_target and cfg.basin_Ws)
 
 
 # Run functions whose stored results reproduce bit for bit on any CPU kind: name -> (what, test on
-# a run's config). Only what was verified across kinds belongs here (results/reference/README.md):
+# a stored run). Only what was verified across kinds belongs here (results/reference/README.md):
 # the Boolean model of ρ samples networks and counts matches with integer and bitwise operations;
 # its basin cells train float networks and are not included (they differ across kinds).
 MACHINE_INDEPENDENT = {
@@ -277,7 +276,7 @@ def records(name: str, root: "str | Path" = DEFAULT_ROOT, rescores: bool = False
     man = manifest(name, root)
     out = []
     for r in store.records():
-        if r["status"] == "done" and (rescores or _name_of(r["run"]) != "rescore"):
+        if r["status"] == "done" and (rescores or run_name(r["run"]) != "rescore"):
             r.update({k: man["runs"].get(r["key"], {}).get(k) for k in ("wall_s", "cpu_s")})
             r["machine"] = run_machine(man, r["key"])
             out.append(r)
@@ -379,8 +378,8 @@ def comparable(record: dict, here: dict | None = None) -> str | None:
     """Why a stored run (a `records` entry) can be compared bit for bit on this machine
     ("same CPU kind" or "machine-independent"), or None when it was stored on another kind."""
     here = M.identity() if here is None else here
-    independent = MACHINE_INDEPENDENT.get(_name_of(record["run"]))
-    if independent and independent[1](record["config"]):
+    independent = MACHINE_INDEPENDENT.get(run_name(record["run"]))
+    if independent and independent[1](record):
         return "machine-independent"
     if record.get("machine") and M.same_kind(record["machine"], here):
         return "same CPU kind"
@@ -438,11 +437,11 @@ def verify(
         )
     picked = random.Random(seed).sample(pool, min(sample, len(pool)))
     for name, r, why in picked:
-        entry = get_run(_name_of(r["run"]))
-        version = entry.key_version(__version__)
+        entry, problem = _stored_by(r)
         t0 = time.perf_counter()
-        with reading_from(root):  # a rescore run reads its source network from the chunks under root
-            new = execute(entry.fn, entry.key, r["config"], r["key"], version, threads=1)
+        if entry is not None:  # re-run by the version of its run function that stored it
+            with reading_from(root):  # a rescore run reads its source network from the chunks under root
+                new = execute(entry.fn, entry.key, r["config"], r["key"], r["version"], threads=1)
         res = {
             "chunk": name,
             "key": r["key"],
@@ -452,9 +451,8 @@ def verify(
             "seconds": round(time.perf_counter() - t0, 2),
             "stored_cpu_s": r["cpu_s"],
         }
-        if r["version"] != version:  # made by another version of its run function: results may differ by design
-            res.update(ok=False, result="other version", problem=f"{name}/{r['key']}: stored by version "
-                       f"{r['version']!r} of {entry.name}, this code makes {version!r}; re-run the chunk")  # fmt: skip
+        if entry is None:  # made by code this library no longer runs: results may differ by design
+            res.update(ok=False, result="other version", problem=f"{name}/{r['key']}: {problem}")
         elif new["status"] != "done":
             res.update(ok=False, result="rerun failed", problem=f"{name}/{r['key']}: the rerun failed: {new['error']}")
         else:
@@ -464,11 +462,23 @@ def verify(
     return report
 
 
-def _name_of(run_key: str) -> str:
-    """A store's `run` column (a run function's key) → its registry name."""
-    if run_key.startswith(("volratio.experiments:", "user:")):
-        return run_key.split(":", 1)[1]
-    return ALIASES.get(run_key, run_key)
+
+
+def _stored_by(record: dict) -> tuple:
+    """`(run function at the version that stored `record`, None)`, or `(None, why not)` when this code
+    cannot re-run it: another library version, a run-function version it no longer runs, or a key that
+    its config and version do not give."""
+    name, tag = run_name(record["run"]), record["version"]
+    library = str(tag).partition("/v")[0]
+    if library != __version__:
+        return None, f"stored by volratio {library}, this is {__version__}; re-run the chunk"
+    try:
+        entry = get_run(name, run_versions.version_of(tag))
+    except VolratioError as e:
+        return None, f"stored by version {tag!r} of {name}, which this code does not run ({e}); re-run the chunk"
+    if config_key(entry.key, record["config"], tag) != record["key"]:
+        return None, f"its key is not that of its config and version {tag!r}: the store is damaged; re-run the chunk"
+    return entry, None
 
 
 def _strip(x):

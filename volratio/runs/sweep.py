@@ -90,6 +90,9 @@ class Sweep:
     cases: tuple = ()  # optional list of dicts, each crossed with the grid (for non-product designs)
     name: str = "sweep"  # label of the progress bar and the report
     threads: int | None = 1  # torch threads per run (1: bitwise repeatable anywhere); None: leave as is
+    version: int | None = None  # the run function's version (volratio.experiments.run_versions; None:
+    # the latest): 1 reads a config's absent entries from a frozen table and keys it as given, as the
+    # stored reference chunks ran; 2 keys and stores the complete config
 
     def __post_init__(self):
         if not isinstance(self.run, str) or not known_run(self.run):
@@ -113,6 +116,7 @@ class Sweep:
             raise SweepSpecError("'seed' is set by `seeds`; remove it from config, grid and cases")
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
             raise SweepSpecError(f"threads = {self.threads!r}: give a positive integer")
+        resolve_run(self.run, self.version)  # a version this code does not run fails here
         _plain(self.config, "config")  # fail early on values a key cannot hash
 
     def configs(self) -> list[dict]:
@@ -132,13 +136,13 @@ class Sweep:
     def keys(self, version: str | None = None) -> list[str]:
         """The store key of every run (`version`: the library's, default the installed one; the run
         function's own version is added by `RunFunction.key_version`)."""
-        entry = resolve_run(self.run)
+        entry = resolve_run(self.run, self.version)
         v = entry.key_version(version or __version__)
-        return [config_key(entry.key, c, v) for c in self.configs()]
+        return [config_key(entry.key, entry.keyed(c), v) for c in self.configs()]
 
     @classmethod
     def from_dict(cls, spec: dict, source: str = "spec") -> "Sweep":
-        known = {"run", "config", "grid", "seeds", "cases", "name", "threads"}
+        known = {"run", "config", "grid", "seeds", "cases", "name", "threads", "version"}
         unknown = set(spec) - known
         if unknown:
             raise SweepSpecError(f"{source}: unknown entries {sorted(unknown)}; a sweep spec has {sorted(known)}")
@@ -170,22 +174,28 @@ class Sweep:
         return cls.from_dict(spec, source=str(path))
 
 
-def resolve_run(name: str):
-    """The registered run function `name` (`volratio.experiments.RunFunction`); `SweepSpecError`
-    naming the known ones when there is none."""
+def resolve_run(name: str, version: int | None = None):
+    """The registered run function `name` at `version` (`volratio.experiments.RunFunction`; None: its
+    latest); `SweepSpecError` naming the choices when there is none."""
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
+        raise SweepSpecError(f"version = {version!r}: give a run-function version (a positive integer), or none")
     try:
-        return get_run(name)
+        return get_run(name, version)
     except ExperimentError as e:
         raise SweepSpecError(str(e)) from None
 
 
-def check_configs(entry, configs: list[dict]) -> None:
-    """Validate every config of a sweep against its run function before anything runs."""
+def check_configs(entry, configs: list[dict]) -> list[dict]:
+    """Validate every config of a sweep against its run function before anything runs, and return
+    each as it is keyed, run and stored (`RunFunction.keyed`: complete, for a version that completes)."""
+    out = []
     for i, cfg in enumerate(configs):
         try:
             entry.parse(copy.deepcopy(cfg))
+            out.append(entry.keyed(cfg))
         except (VolratioError, TypeError, ValueError) as e:  # a user's parse may raise the plain kinds
             raise SweepSpecError(f"run {i + 1} of {len(configs)} ({entry.name}, seed {cfg.get('seed')}): {e}") from None
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -476,14 +486,14 @@ def run_sweep(
     """
     t0 = time.perf_counter()
     executor = executor or InProcess()
-    entry = resolve_run(sweep.run)
-    configs = sweep.configs()
-    check_configs(entry, configs)  # a bad config fails here, before any run or worker starts
+    entry = resolve_run(sweep.run, sweep.version)
+    given = sweep.configs()
+    configs = check_configs(entry, given)  # a bad config fails here, before any run or worker starts
     version = entry.key_version(__version__)
     keys = [config_key(entry.key, c, version) for c in configs]
     todo = dict(zip(keys, configs))  # duplicates collapse: one run per key
     store = Store(out)
-    _refuse_older_versions(store, entry, configs, __version__)
+    _refuse_other_versions(store, entry, given, __version__)
     ran, failed = [], []
     with store.writing():
         skipped = 0
@@ -535,18 +545,30 @@ def run_sweep(
     )
 
 
-def _refuse_older_versions(store: Store, entry, configs: list[dict], library: str) -> None:
-    """A store holding runs of these configs made by an older version of the run function (the
-    function's results have changed since) is not resumed: mixing them would be silent."""
-    for old in range(1, entry.version):
-        v = entry.key_version(library, old)
-        held = sum(store.status(config_key(entry.key, c, v)) is not None for c in configs)
-        if held:
-            raise SweepSpecError(
-                f"{store.root}: holds {held} runs of these configs made by version {old} of run function "
-                f"{entry.name!r}; this code is version {entry.version}, whose results differ. Write this sweep "
-                "to a new folder (--out), or move the old store away to keep it"
-            )
+def _refuse_other_versions(store: Store, entry, configs: list[dict], library: str) -> None:
+    """A store holding runs of these configs (as the sweep gives them) made by another version of the
+    run function is not resumed by this version: mixing the two in one store would be silent."""
+    for other in range(1, max(entry.versions()) + 1):
+        if other == entry.version:
+            continue
+        try:  # the other version's keys; one this code no longer runs is keyed as version 1 keyed (as given)
+            them = get_run(entry.name, other) if other in entry.versions() else None
+            keys = [config_key(entry.key, them.keyed(c) if them else c, entry.key_version(library, other)) for c in configs]
+        except (VolratioError, TypeError, ValueError):
+            continue  # configs the other version cannot read: it made none of them
+        held = sum(store.status(k) is not None for k in keys)
+        if not held:
+            continue
+        fix = (
+            f"to resume them, run version {other} (`version = {other}` in the spec)"
+            if other in entry.versions()
+            else f"this code no longer runs version {other}"
+        )
+        raise SweepSpecError(
+            f"{store.root}: holds {held} runs of these configs made by version {other} of run function "
+            f"{entry.name!r}, and this sweep runs version {entry.version}: {fix}; or write this sweep to "
+            "another folder (--out)"
+        )
 
 
 def _outcome(fut: cf.Future, key: str, config: dict, run: str, version: str) -> dict:
