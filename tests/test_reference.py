@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from volratio import __version__
 from volratio.cli import main
 from volratio.errors import VolratioError
 from volratio.runs import reference as R
@@ -279,8 +280,10 @@ def test_machine_independent_run_functions_are_the_boolean_sampler():
         R.comparable(first["interference"], here=amd) == R.comparable(first["rho_basin"], here=amd) == "same CPU kind"
     )
     # a volume_ratio config that leaves the basin model at its default computes basin cells
-    assert not R._boolean_only({"scale": "reference", "targets": ["chain:2"], "samples": [10]})
-    assert R._boolean_only({"scale": "reference", "targets": ["chain:2"], "samples": [10], "basin_target": None})
+    stored = {"run": "volratio.experiments:volume_ratio", "version": __version__}  # a version-1 row
+    assert not R._boolean_only({**stored, "config": {"scale": "reference", "targets": ["chain:2"], "samples": [10]}})
+    only = {"scale": "reference", "targets": ["chain:2"], "samples": [10], "basin_target": None}
+    assert R._boolean_only({**stored, "config": only})
     assert set(R.MACHINE_INDEPENDENT) == {"volume_ratio"}
 
 
@@ -345,6 +348,7 @@ def test_emc2_point_scores_one_network_and_its_sampling_error(picbreeder_dir):
 DEPTH_PLAN = """
 [chunks.depth_tiny]
 run = "depth_point"
+version = 1  # no SP guard, the eager path: 3 steps draw something, so the curves have sweet spots
 seeds = [0]
 cases = [
     { target = "planted:1:depth=2,width=3", depth = 1 }, { target = "planted:1:depth=2,width=3", depth = 2 },

@@ -79,7 +79,8 @@ def test_rescore_two_judges_keys_resume_and_readers(root, capsys):
     runs = {r["config"]["judge"]: r for r in RS.records("tiny", root=root)}
     assert set(runs) == {"stability", "anchored"}
     for judge, r in runs.items():
-        assert r["key"] == config_key(get_run("rescore").key, r["config"], __version__)
+        assert r["version"] == src["version"] == f"{__version__}/v2"  # a rescore has its source's version
+        assert r["key"] == config_key(get_run("rescore").key, r["config"], r["version"])
         assert r["config"]["source"]["key"] == src["key"] and r["config"]["source"]["chunk"] == "tiny"
         m = r["metrics"]
         assert m["judge"] == judge and len(m["score"]) == len(m["base_kept"]) == 2
@@ -177,8 +178,8 @@ def test_fit_table_and_stored_images_show_what_was_scored(root):
     with pytest.raises(D.DepthError, match="no stored run"):
         D.stored_network(t, 3, names=["tiny"], root=root)
     # whether the judge said each network draws its label travels into the curve and the tables:
-    # not recorded by these runs (stored before the label-anchored judge), recorded by a rescore
-    assert np.isnan(table.loc[(t, 2), "drawn"])
+    # recorded by the runs under their own judge, and by a rescore under its judge
+    assert table.loc[(t, 2), "drawn"] == pytest.approx(np.mean(rec["metrics"]["base_kept"]))
     RS.rescore_chunk("tiny", "anchored", root, progress=False)
     (re,) = RS.records("tiny", "anchored", root)
     curve = D.stored_curves(["tiny"], root, judge="anchored")[t]
@@ -220,7 +221,8 @@ def test_optimizer_runs_read_under_another_judge(tmp_path):
     root = tmp_path / "reference"
     assert not R.run_chunk(R.load_plan(plan), "opt", root, progress=False).failed
     own = O.stored_runs(["opt"], root)
-    assert own.score.tolist() == [R.records("opt", root)[0]["metrics"]["score"]] and own.drawn.isna().all()
+    stored = R.records("opt", root)[0]["metrics"]
+    assert own.score.tolist() == [stored["score"]] and own.drawn.tolist() == [stored["base_kept"]]
     RS.rescore_chunk("opt", "anchored", root, progress=False)
     (re,) = RS.records("opt", "anchored", root)
     anch = O.stored_runs(["opt"], root, judge="anchored")

@@ -450,7 +450,8 @@ def test_cli_sweep_refuses_a_used_store_without_resume_and_results_json(tmp_path
     assert len(rows) == 4
     assert {(r["config"]["n"], r["config"]["seed"]) for r in rows} == {(2, 0), (2, 1), (3, 0), (3, 1)}
     for r in rows:
-        assert r["key"] == config_key("volratio.runs:toy", r["config"], __version__)
+        assert r["key"] == config_key("volratio.runs:toy", r["config"], f"{__version__}/v2")  # the latest version
+        assert r["config"] == {"n": r["config"]["n"], "seed": r["config"]["seed"], "lr": 0.1, "steps": 200}  # complete
         assert set(r["metrics"]) == {"loss", "loss0"} and r["metrics"]["loss"] < r["metrics"]["loss0"]
     assert cli_main(["results", out]) == 0
     text = capsys.readouterr().out

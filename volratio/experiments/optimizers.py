@@ -22,7 +22,7 @@ from ..runs.sweep import Sweep, results_dir, run_sweep
 from ..train.flatness import top_eigenvalue
 from ..util.limits import at_least, one_of
 from ..util.stats import mean_ci
-from . import depth_regime
+from . import depth_regime, stored_config
 from ._base import ExperimentError, Presets, Result, Timer, configure
 
 # learning rates per optimizer (Muon's own lr and its AdamW lr are TrainConfig's defaults, DESIGN §9)
@@ -201,7 +201,7 @@ def stored_runs(names=REFERENCE_CHUNKS, root=None, judge: str | None = None):
         stored = depth_regime.stored_judged(names, root, judge)
     rows = []
     for r in stored:
-        cfg = parse_point(r["config"])
+        cfg = stored_config(r)  # read by the version of the run function that stored it
         m = r["metrics"]
         muon = cfg.optimizer == "muon"
         rows.append({"target": cfg.target, "depth": cfg.depth, "optimizer": cfg.optimizer,

@@ -462,8 +462,6 @@ def verify(
     return report
 
 
-
-
 def _stored_by(record: dict) -> tuple:
     """`(run function at the version that stored `record`, None)`, or `(None, why not)` when this code
     cannot re-run it: another library version, a run-function version it no longer runs, or a key that

@@ -553,7 +553,9 @@ def _refuse_other_versions(store: Store, entry, configs: list[dict], library: st
             continue
         try:  # the other version's keys; one this code no longer runs is keyed as version 1 keyed (as given)
             them = get_run(entry.name, other) if other in entry.versions() else None
-            keys = [config_key(entry.key, them.keyed(c) if them else c, entry.key_version(library, other)) for c in configs]
+            keys = [
+                config_key(entry.key, them.keyed(c) if them else c, entry.key_version(library, other)) for c in configs
+            ]
         except (VolratioError, TypeError, ValueError):
             continue  # configs the other version cannot read: it made none of them
         held = sum(store.status(k) is not None for k in keys)
