@@ -55,20 +55,20 @@ class Config(Presets):
 
     # reference: longer training and SP, finer feature maps — what chunk interference of
     # examples/sweeps/reference.toml ran (tests/test_reference_plan.py compares them), with its SP
-    # (`LEGACY`: no guard, retraining at the training rate, removed units only masked) on the eager path
-    REFERENCE = staticmethod(lambda: {"steps": 5000, "sp_rounds": 10, "sp_retrain": 500, "res": 128, **LEGACY})
+    # (`REFERENCE_SP`: no guard, retraining at the training rate, removed units only masked) on the eager path
+    REFERENCE = staticmethod(lambda: {"steps": 5000, "sp_rounds": 10, "sp_retrain": 500, "res": 128, **REFERENCE_SP})
     # full: longer still
     FULL = {"steps": 20_000, "sp_rounds": 30, "sp_retrain": 2000, "res": 256}
 
 
-# A sweep config (`scale` + overrides) stored before SP's guard means no guard by leaving it out;
-# `volratio.experiments` applies this to every whole-experiment run config
-LEGACY = {
+# The SP of the reference preset: the stored chunk `interference` ran SP without the guard, retraining
+# at the training rate, removed units only masked, on the eager training path
+REFERENCE_SP = {
     "sp_loss_factor": None,
     "train_path": "eager",
     "sp_retrain_lr_factor": 1.0,
     "sp_compensate": "none",
-}  # (and the eager path: stored before the fast one)
+}
 
 
 def networks(cfg: Config) -> tuple[dict, dict]:
