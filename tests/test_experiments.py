@@ -1,4 +1,4 @@
-"""The experiments package: one run contract, one registry, sweeps that run only registered code
+"""The experiments and their registry: one run contract, one registry, sweeps that run only registered code
 and validate before they start, old stores that still resume, workers that die with their driver."""
 
 from __future__ import annotations

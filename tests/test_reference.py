@@ -333,7 +333,7 @@ def test_emc2_point_scores_one_network_and_its_sampling_error(picbreeder_dir):
     import numpy as np
 
     from volratio.experiments import emc2_bench
-    from volratio.experiments._base import ExperimentError
+    from volratio.util.presets import ConfigError
 
     full = emc2_bench.point({"target": "skull", "network": "picbreeder", "res": 16})
     assert full["n_params"] == full["n_nonzero"] == 147 and full["auc_se"] == 0.0  # every weight: no sampling error
@@ -342,7 +342,7 @@ def test_emc2_point_scores_one_network_and_its_sampling_error(picbreeder_dir):
     assert np.allclose(V.mean(axis=0), full["scores"])  # S(δ) is the mean verdict per δ
     sub = emc2_bench.point({"target": "skull", "network": "picbreeder", "res": 16, "max_params": 40})
     assert sub["n_params"] == 40 and sub["auc_se"] > 0
-    with pytest.raises(ExperimentError, match="network"):
+    with pytest.raises(ConfigError, match="network"):
         emc2_bench.parse_point({"network": "dense"})
 
 
