@@ -9,10 +9,9 @@ Every experiment follows one contract (`volratio.experiments._base`): a dataclas
 
 The modules also hold the *run functions* that sweeps run, one run each (`fn(config) -> dict` with a
 `parse_<fn>` that validates its config): `training.train`, `toy.toy` and the experiments' `point`s.
-The registry that names the experiments and the
-run functions — for the command line (`volratio run NAME`), sweep specs and the book — is
-`volratio.runs.registry`, in the layer below: it finds an experiment's module by name and imports it
-on first use.
+The registry that names the experiments and the run functions — for the command line (`volratio
+run NAME`), sweep specs and the book — is `volratio.runs.registry`, in the layer below: it finds an
+experiment's module by name and imports it on first use.
 
 The reference scale is budgeted at ≤ 8 CPU-hours for all claims on a 2-core machine.
 The runs are the chunks of `examples/sweeps/reference.toml`, stored under `results/reference/`;

@@ -82,10 +82,11 @@ class RunFunction:
         return self.runnable or (self.version,)
 
 
-# name -> (module, function, key[, completion]) of the built-in run functions (a module under
-# EXPERIMENTS_PACKAGE, or a full module path); `parse_<function>`
-# validates, and `completion` (a function of the module) turns a parsed config into the complete one
-# where `run_versions.complete` cannot (default). Every built-in runs at the versions of
+# name -> (module, function, key[, completion]) of the built-in run functions. `module` is a module
+# under EXPERIMENTS_PACKAGE or a full module path, and `parse_<function>` of it validates; `key` is
+# the fixed string hashed into store keys (an old import path, never imported); `completion` (a
+# function of the module) turns a parsed config into the complete one where `run_versions.complete`
+# cannot (default). Every built-in runs at the versions of
 # `run_versions.RUNNABLE` (a spec's `version`; `run_versions.LATEST` by default).
 _BUILTIN_RUNS = {
     "train": ("training", "train", "volratio.runs:train", "complete_train"),
