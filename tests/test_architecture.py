@@ -7,7 +7,8 @@ module `a` imports module `b` (`from .b import x`, `from . import b`, `import vo
 Layers, bottom to top; a module may import only from its own layer and the layers below it:
 
     base         volratio/__init__.py, errors.py
-    util         volratio/util/ (device, threads, budget, files, images, statistics, verdicts, limits)
+    util         volratio/util/ (device, threads, budget, files, images, statistics, verdicts, limits,
+                 presets and configs from overrides, the software versions recorded with results)
     nets         volratio/nets.py (the masked coordinate MLP)
     data         volratio/data/ (genomes, graphs, Picbreeder and FER, targets, network specs)
     train        volratio/train/ (the training loop and its paths: the eager step, the fast step, the
@@ -22,10 +23,13 @@ Layers, bottom to top; a module may import only from its own layer and the layer
     rho          volratio/rho/ (the volume ratio: Boolean targets, samplers, engines, intervals, the
                  decay fit, the theorem, the basin model that trains networks and scores them)
     depth        volratio/depth/ (complexity, the sweet spot of a depth curve, the depth predictor)
-    experiments  volratio/experiments/ (the chapters' experiments and the run-function registry) and
-                 volratio/runs/ (sweeps and their executors, the results store, the reference plans,
-                 rescoring): an experiment runs its grid as a sweep and reads stored runs, a sweep
-                 finds its run function by name in the registry (never by importing it)
+    runs         volratio/runs/ (sweeps and their executors, the results store, the reference plans,
+                 rescoring, the registry of experiments and run functions with their versions): the
+                 registry names the experiment modules by module path and imports each with
+                 `importlib` on first use, the one place this layer refers to the experiments (by
+                 name, never by an import statement)
+    experiments  volratio/experiments/ (the chapters' experiments and the run functions of their
+                 points): an experiment runs its grid as a sweep and reads stored runs
     calibration  volratio/calibration/ (the verdict sets and the judges' rules fitted and checked on
                  them: they train and render networks with the experiments and the EMC2 engine)
     report       volratio/report/ (claims and their verdicts, forest plots, figures, the gallery, the
@@ -62,6 +66,7 @@ LAYERS = [
     "emc2",
     "rho",
     "depth",
+    "runs",
     "experiments",
     "calibration",
     "report",
@@ -71,7 +76,6 @@ LAYERS = [
 # top-level module or subpackage under volratio -> its layer (a layer is named after its subpackage)
 SUBPACKAGE_LAYER = {
     "errors": "base",
-    "runs": "experiments",
     "cli": "front",
     "__main__": "front",
     "commands": "front",

@@ -1,4 +1,4 @@
-"""The experiments package: one run contract, one registry, sweeps that run only registered code
+"""The experiments and their registry: one run contract, one registry, sweeps that run only registered code
 and validate before they start, old stores that still resume, workers that die with their driver."""
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from volratio import experiments
 from volratio.cli import main
-from volratio.experiments import ExperimentError, configure, get_run, register_run, unregister_run
+from volratio.experiments._base import ExperimentError, Result
+from volratio.runs import registry
+from volratio.runs.registry import get_run, register_run, unregister_run
 from volratio.runs.store import Store, config_key
 from volratio.runs.sweep import Sweep, SweepSpecError, run_sweep
+from volratio.util.presets import SCALES, ConfigError, configure
 
 ROOT = Path(__file__).resolve().parent.parent
 OLD_STORE = Path(__file__).resolve().parent / "data" / "old_store"
@@ -29,14 +31,14 @@ OLD_STORE = Path(__file__).resolve().parent / "data" / "old_store"
 # The contract
 
 
-@pytest.mark.parametrize("name", list(experiments.EXPERIMENTS))
+@pytest.mark.parametrize("name", list(registry.EXPERIMENTS))
 def test_every_experiment_has_the_contract(name):
-    mod = experiments.module(name)
+    mod = registry.module(name)
     assert mod.__doc__ and callable(mod.run)
-    for scale in experiments.SCALES:
-        cfg = experiments.make_config(name, scale)
+    for scale in SCALES:
+        cfg = registry.make_config(name, scale)
         assert dataclasses.is_dataclass(cfg) and cfg.scale == scale, (name, scale)
-    q, r = experiments.make_config(name, "quick"), experiments.make_config(name, "reference")
+    q, r = registry.make_config(name, "quick"), registry.make_config(name, "reference")
     assert q != r  # the reference scale is a different, larger run
 
 
@@ -45,14 +47,14 @@ def test_configure_rejects_unknown_names_and_wrong_types():
 
     cfg = configure(connectivity.Config.quick(), {"seeds": 5, "sp.tau": 0.8, "deltas": [-1, 1]})
     assert cfg.seeds == 5 and cfg.sp.tau == 0.8 and cfg.deltas == (-1, 1) and cfg.sp.rounds == 3
-    with pytest.raises(ExperimentError, match="unknown entry 'sedes'"):
+    with pytest.raises(ConfigError, match="unknown entry 'sedes'"):
         configure(cfg, {"sedes": 5})
-    with pytest.raises(ExperimentError, match="seeds = 0.5: expected a int"):
+    with pytest.raises(ConfigError, match="seeds = 0.5: expected a int"):
         configure(cfg, {"seeds": 0.5})
-    with pytest.raises(ExperimentError, match="config.sp: unknown entry .tua."):
+    with pytest.raises(ConfigError, match="config.sp: unknown entry .tua."):
         configure(cfg, {"sp.tua": 0.5})
-    with pytest.raises(ExperimentError, match="scale 'huge'"):
-        experiments.make_config("connectivity", "huge")
+    with pytest.raises(ConfigError, match="scale 'huge'"):
+        registry.make_config("connectivity", "huge")
 
 
 def test_cli_run_an_experiment_with_overrides(tmp_path, capsys):
@@ -131,7 +133,7 @@ def test_user_registered_run_function(tmp_path):
         assert sorted(rep.table["y"]) == [2, 4, 12, 14]
         with pytest.raises(SweepSpecError, match="x: give an int"):
             run_sweep(Sweep(run="double", config={"x": "1"}), tmp_path / "t")
-        with pytest.raises(ExperimentError, match="taken by the library"):
+        with pytest.raises(ConfigError, match="taken by the library"):
             register_run("toy", _double)
     finally:
         unregister_run("double")
@@ -276,7 +278,7 @@ def test_a_store_never_mixes_versions_of_a_run_function(tmp_path):
         with pytest.raises(SweepSpecError, match="holds 2 runs of these configs made by version 1 of run function"):
             run_sweep(sweep, tmp_path / "s")
         assert sorted(run_sweep(sweep, tmp_path / "new").table["y"]) == [3, 6]  # a new store: version 2's runs
-        with pytest.raises(ExperimentError, match="version must be a positive integer"):
+        with pytest.raises(ConfigError, match="version must be a positive integer"):
             register_run("versioned", _double, version=0)
     finally:
         unregister_run("versioned")
@@ -295,8 +297,8 @@ def test_every_experiment_runs_on_its_config_alone():
     presets, all from the one mechanism (`Presets`: quick = the defaults, REFERENCE and FULL the changes)."""
     import inspect
 
-    from volratio.experiments import EXPERIMENTS, module
-    from volratio.experiments._base import Presets
+    from volratio.runs.registry import EXPERIMENTS, module
+    from volratio.util.presets import Presets
 
     for name in EXPERIMENTS:
         m = module(name)
@@ -361,7 +363,7 @@ NEEDS_PICBREEDER = {"twins", "emc2_bench", "connectivity", "interference"}
 
 
 def test_every_experiment_has_a_tiny_contract_run():
-    assert set(TINY) == set(experiments.EXPERIMENTS), "give every registered experiment a TINY config"
+    assert set(TINY) == set(registry.EXPERIMENTS), "give every registered experiment a TINY config"
 
 
 def _seeds_named(res) -> list[int] | None:
@@ -372,7 +374,7 @@ def _seeds_named(res) -> list[int] | None:
     return None
 
 
-@pytest.mark.parametrize("name", list(experiments.EXPERIMENTS))
+@pytest.mark.parametrize("name", list(registry.EXPERIMENTS))
 def test_every_result_records_what_produced_it(name, tmp_path, request):
     """The run contract's record: config, the seeds actually used, scale, judge and versions, for
     every registered experiment; `to_frame()` carries experiment, scale and judge."""
@@ -381,11 +383,11 @@ def test_every_result_records_what_produced_it(name, tmp_path, request):
     if name in NEEDS_PICBREEDER:
         request.getfixturevalue("picbreeder_dir")
     overrides, judge = TINY[name]
-    cfg = experiments.make_config(name, "quick", overrides)
-    run = experiments.module(name).run
+    cfg = registry.make_config(name, "quick", overrides)
+    run = registry.module(name).run
     kw = {"out": tmp_path / "store"} if "out" in inspect.signature(run).parameters else {}
     res = run(cfg, **kw)
-    assert isinstance(res, experiments.Result) and res.experiment == name
+    assert isinstance(res, Result) and res.experiment == name
     assert res.config == dataclasses.asdict(cfg) and res.scale == cfg.scale == "quick"
     assert res.judge == judge, f"{name}: Result.judge = {res.judge!r}, its scores used {judge!r}"
     judges = {judge, *res.config.get("judges", ())}  # `judges`: more judges scored on the same images

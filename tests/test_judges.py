@@ -149,9 +149,9 @@ def test_ssim_is_still_selectable_and_a_bad_name_is_a_clear_error():
 def test_bad_judge_name_in_configs_and_commands(capsys):
     from volratio.cli import main
     from volratio.experiments import emc2_bench
-    from volratio.experiments._base import ExperimentError
+    from volratio.util.presets import ConfigError
 
-    with pytest.raises(ExperimentError, match="judge='nope'"):
+    with pytest.raises(ConfigError, match="judge='nope'"):
         emc2_bench.parse_point({"judge": "nope"})
     assert main(["emc2", "picbreeder:skull", "--target", "picbreeder:skull", "--judge", "nope"]) == 2
     err = capsys.readouterr().err

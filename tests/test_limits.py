@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 
 from volratio.errors import VolratioError
-from volratio.experiments import ExperimentError, get_run
 from volratio.runs import reference
+from volratio.runs.registry import get_run
 from volratio.util.limits import LimitError, above, at_least, between, check_limits, nonzero, one_of
+from volratio.util.presets import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1] / "results" / "reference"
 
@@ -66,7 +67,7 @@ def test_check_limits_names_the_entry_nested_configs_and_own_checks():
     ],
 )
 def test_every_run_function_refuses_a_bad_value_when_parsed(run, config, entry):
-    with pytest.raises(ExperimentError, match=entry.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ConfigError, match=entry.replace("(", r"\(").replace(")", r"\)")):
         get_run(run).parse(config)
 
 
@@ -108,7 +109,7 @@ EXTRA_BAD = {
 
 
 def _run_names():
-    from volratio.experiments import _BUILTIN_RUNS, EXPERIMENTS
+    from volratio.runs.registry import _BUILTIN_RUNS, EXPERIMENTS
 
     return [*_BUILTIN_RUNS, *EXPERIMENTS]
 
@@ -117,7 +118,7 @@ def _config_class(name):
     """The dataclass a run function parses its config into."""
     import importlib
 
-    from volratio.experiments import _BUILTIN_RUNS, EXPERIMENTS, module
+    from volratio.runs.registry import _BUILTIN_RUNS, EXPERIMENTS, module
 
     if name in EXPERIMENTS:
         return module(name).Config
@@ -161,7 +162,7 @@ def _bad_cases(name):
 
 
 def test_every_run_function_has_a_valid_config_here():
-    from volratio.experiments import EXPERIMENTS
+    from volratio.runs.registry import EXPERIMENTS
 
     assert set(VALID) | set(EXPERIMENTS) == set(_run_names())
     for name in _run_names():
@@ -194,7 +195,7 @@ def test_a_sweep_refuses_a_bad_config_before_its_first_run(name, tmp_path):
     without a `seed` (it runs a sweep of its own) is refused as a sweep's run function, by name."""
     import dataclasses
 
-    from volratio.experiments import EXPERIMENTS, module
+    from volratio.runs.registry import EXPERIMENTS, module
     from volratio.runs.sweep import Sweep, SweepSpecError, run_sweep
 
     valid = VALID.get(name, {"scale": "quick"})

@@ -484,8 +484,8 @@ def test_connectivity_picbreeder_arch(picbreeder_dir):
     """arch="picbreeder" trains the target's own Picbreeder architecture (FER's layered form), one
     target per run; the table's seeds continue from the config's seed."""
     from volratio.data.picbreeder import fer_arch
-    from volratio.experiments import ExperimentError
     from volratio.experiments import connectivity as study
+    from volratio.experiments._base import ExperimentError
 
     cfg = study.Config(
         targets=("skull",), seeds=1, seed=3, arch="picbreeder", res=8, dense_steps=2, retrain_steps=1, imp_steps=1,

@@ -332,7 +332,8 @@ def test_reference_commands(tmp_path, capsys):
 def test_emc2_point_scores_one_network_and_its_sampling_error(picbreeder_dir):
     import numpy as np
 
-    from volratio.experiments import ExperimentError, emc2_bench
+    from volratio.experiments import emc2_bench
+    from volratio.util.presets import ConfigError
 
     full = emc2_bench.point({"target": "skull", "network": "picbreeder", "res": 16})
     assert full["n_params"] == full["n_nonzero"] == 147 and full["auc_se"] == 0.0  # every weight: no sampling error
@@ -341,7 +342,7 @@ def test_emc2_point_scores_one_network_and_its_sampling_error(picbreeder_dir):
     assert np.allclose(V.mean(axis=0), full["scores"])  # S(δ) is the mean verdict per δ
     sub = emc2_bench.point({"target": "skull", "network": "picbreeder", "res": 16, "max_params": 40})
     assert sub["n_params"] == 40 and sub["auc_se"] > 0
-    with pytest.raises(ExperimentError, match="network"):
+    with pytest.raises(ConfigError, match="network"):
         emc2_bench.parse_point({"network": "dense"})
 
 
@@ -425,8 +426,8 @@ device = "cpu"
 def test_stored_connectivity_table(tmp_path, picbreeder_dir):
     """Connectivity runs stored by the reference machinery read back as one table with the run's τ,
     architecture and seed on every row."""
-    from volratio.experiments import ExperimentError
     from volratio.experiments import connectivity as C
+    from volratio.experiments._base import ExperimentError
 
     plan_file = tmp_path / "plan.toml"
     plan_file.write_text(CONNECTIVITY_PLAN)

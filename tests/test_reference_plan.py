@@ -23,7 +23,6 @@ from volratio.experiments import (
     depth_regime,
     emc2_bench,
     frames,
-    get_run,
     interference,
     optimizers,
     superposition_toy,
@@ -32,6 +31,7 @@ from volratio.experiments import (
     volume_ratio,
 )
 from volratio.runs import reference as R
+from volratio.runs.registry import get_run
 from volratio.runs.store import config_key
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -253,7 +253,7 @@ def test_twin_chunks_are_the_sixteen_target_comparison():
 
 @pytest.mark.parametrize("chunk", [c for c, owner in OWNER.items() if owner is None])
 def test_a_chunk_without_an_experiment_runs_no_experiment(chunk):
-    from volratio.experiments import EXPERIMENTS
+    from volratio.runs.registry import EXPERIMENTS
 
     assert PLAN[chunk].run not in EXPERIMENTS
 

@@ -9,10 +9,10 @@ import pytest
 
 from volratio import __version__
 from volratio.cli import main
-from volratio.experiments import get_run
 from volratio.nets import CoordMLP
 from volratio.runs import reference as R
 from volratio.runs import rescore as RS
+from volratio.runs.registry import get_run
 from volratio.runs.store import Store, config_key
 
 PLAN = """

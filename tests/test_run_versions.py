@@ -11,16 +11,10 @@ from pathlib import Path
 import pytest
 
 from volratio import __version__
-from volratio.experiments import (
-    _BUILTIN_RUNS,
-    EXPERIMENTS,
-    depth_regime,
-    get_run,
-    module,
-    run_versions,
-    stored_config,
-)
+from volratio.experiments import depth_regime
 from volratio.runs import reference as R
+from volratio.runs import run_versions
+from volratio.runs.registry import _BUILTIN_RUNS, EXPERIMENTS, get_run, module, stored_config
 from volratio.runs.store import Store, config_key
 from volratio.runs.sweep import Sweep, SweepSpecError, run_sweep
 

@@ -7,10 +7,12 @@ import pytest
 import torch
 
 from volratio import prune as P
-from volratio.experiments import depth_regime, get_run, run_versions
+from volratio.experiments import depth_regime
 from volratio.nets import CoordMLP, coords
 from volratio.prune.criteria import CalibrationGrid
 from volratio.prune.similarity_pruning import Removal, compensate
+from volratio.runs import run_versions
+from volratio.runs.registry import get_run
 from volratio.train import TrainConfig, mse_per_network, train
 
 RES = 8

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from volratio import prune as P
-from volratio.experiments import connectivity, depth_regime, emc2_bench, get_run, interference
+from volratio.experiments import connectivity, depth_regime, emc2_bench, interference
 from volratio.nets import CoordMLP, coords
+from volratio.runs.registry import get_run
 from volratio.runs.store import config_key
 from volratio.train import TrainConfig, train
 

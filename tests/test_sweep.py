@@ -18,7 +18,7 @@ import pytest
 
 from volratio import __version__
 from volratio.cli import main as cli_main
-from volratio.experiments import register_run
+from volratio.runs.registry import register_run
 from volratio.runs.store import CorruptResultWarning, Store, StoreError, canonical_json, config_key
 from volratio.runs.sweep import Dask, Processes, Sweep, SweepSpecError, SweepStalled, resolve_run, run_sweep
 

@@ -5,9 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from volratio.experiments import ExperimentError, get_run
 from volratio.experiments import twins as T
+from volratio.experiments._base import ExperimentError
 from volratio.report import claims
+from volratio.runs.registry import get_run
+from volratio.util.presets import ConfigError
 
 TINY = {"res": 16, "steps": 15, "max_params": 12}
 
@@ -18,7 +20,7 @@ def test_twin_point_config_is_checked_before_running():
     for bad, match in (({"target": "cat"}, "target"), ({"network": "fer-sgd"}, "network"),
                        ({"steps": 0}, "steps"), ({"lr": -1.0}, "lr"), ({"judges": ()}, "judges"),
                        ({"judges": ("anchored", "nope")}, "judges")):  # fmt: skip
-        with pytest.raises(ExperimentError, match=match):
+        with pytest.raises(ConfigError, match=match):
             rf.parse(bad)
 
 

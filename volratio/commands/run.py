@@ -4,7 +4,7 @@
     volratio run twins --scale reference --out twins.parquet
     volratio run --list
 
-See `volratio.experiments` (the registry and the run contract).
+See `volratio.runs.registry` (the registry) and `volratio.experiments` (the run contract).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from dataclasses import asdict
 
 import pandas as pd
 
-from .. import experiments
 from ..errors import VolratioError
-from ..experiments import ExperimentError, parse_sets
+from ..runs import registry
 from ..util.fileio import atomic_path, check_out
+from ..util.presets import ConfigError, parse_sets
 from . import _args as A
 from ._common import add_json_flag, add_out, emit
 
@@ -49,11 +49,11 @@ def register(sub) -> None:
 def cmd_run(args) -> int:
     if args.list or not args.name:
         if not args.list:
-            raise ExperimentError("name an experiment: volratio run NAME (volratio run --list shows them)")
-        names = list(experiments.EXPERIMENTS)
-        emit(args, names, "\n".join(f"{n:16s} {experiments.module(n).__doc__.splitlines()[0]}" for n in names))
+            raise ConfigError("name an experiment: volratio run NAME (volratio run --list shows them)")
+        names = list(registry.EXPERIMENTS)
+        emit(args, names, "\n".join(f"{n:16s} {registry.module(n).__doc__.splitlines()[0]}" for n in names))
         return 0
-    cfg = experiments.make_config(args.name, args.scale, parse_sets(args.set))
+    cfg = registry.make_config(args.name, args.scale, parse_sets(args.set))
     if args.out:  # refuse a bad --out before the run, not after it
         if not args.out.endswith((".parquet", ".csv")):
             raise VolratioError(f"--out {args.out}: write a .parquet or a .csv file")
@@ -61,7 +61,7 @@ def cmd_run(args) -> int:
     if args.dry_run:
         emit(args, asdict(cfg), f"{args.name} ({args.scale}): {cfg}")
         return 0
-    res = experiments.module(args.name).run(cfg)
+    res = registry.module(args.name).run(cfg)
     frame = res.to_frame()
     if args.out:
         _write(frame, args.out)

@@ -10,44 +10,22 @@ An experiment module `volratio.experiments.<name>` has
   unit: network × method × δ, …) and the result records the config, the seeds its runs used, the
   scale, the EMC2 judge its scores used (None: the experiment has no EMC2 judge) and the versions.
 
-`configure(Config, scale, overrides)` builds a config from a preset and `key=value` overrides (the
-command line `volratio run NAME --scale S --set key=value`, sweep specs); it rejects unknown keys
-and values of the wrong type before anything runs.
+A config is built from a preset and `key=value` overrides by `volratio.util.presets` (`preset`,
+`configure`), which rejects unknown keys and values of the wrong type before anything runs.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import platform
 import time
-import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy
-import PIL
-import torch
-
-from .. import __version__
-from ..errors import VolratioError
-from ..util.limits import LimitError, check_limits
-from ..util.presets import SCALES, Presets  # noqa: F401  (re-exported: every experiment's Config mixes it in)
+from ..util.presets import ConfigError
+from ..util.provenance import versions
 
 
-class ExperimentError(VolratioError, ValueError):
-    """An experiment name, scale or config entry that cannot be used."""
-
-
-def versions() -> dict:
-    """The versions that determine an experiment's numbers (recorded with every result)."""
-    return {
-        "volratio": __version__,
-        "torch": torch.__version__,
-        "numpy": numpy.__version__,
-        "pillow": PIL.__version__,
-        "python": platform.python_version(),
-    }
+class ExperimentError(ConfigError):
+    """An experiment's config entry, or a combination of entries, that it cannot run."""
 
 
 @dataclass
@@ -91,117 +69,3 @@ class Timer:
 
     def __exit__(self, *exc):
         self.seconds = time.perf_counter() - self.t0
-
-
-# ---------------------------------------------------------------------------------------------
-# Configs from presets and overrides
-
-
-def preset(config_cls: type, scale: str, **overrides):
-    """`config_cls.<scale>(**overrides)` after checking the scale and the override names/types."""
-    if scale not in SCALES:
-        raise ExperimentError(f"scale {scale!r}: choose one of {', '.join(SCALES)}")
-    base = getattr(config_cls, scale)()
-    return configure(base, overrides)
-
-
-def configure(cfg, overrides: dict, where: str = "config"):
-    """A copy of dataclass `cfg` with `overrides` applied (dotted names reach nested dataclasses:
-    `sp.tau`). Unknown names, values of the wrong type and values outside the config's `LIMITS`
-    (`volratio.util.limits`, every entry checked, not only the overridden ones) raise
-    `ExperimentError`."""
-    nested: dict[str, dict] = {}
-    flat = {}
-    for name, value in overrides.items():
-        head, dot, rest = str(name).partition(".")
-        if dot:
-            nested.setdefault(head, {})[rest] = value
-        else:
-            flat[head] = value
-    fields = {f.name: f for f in dataclasses.fields(cfg)}
-    hints = typing.get_type_hints(type(cfg))
-    changes = {}
-    for name, value in flat.items():
-        if name not in fields:
-            raise ExperimentError(f"{where}: unknown entry {name!r}; {type(cfg).__qualname__} has {', '.join(fields)}")
-        changes[name] = _coerce(value, getattr(cfg, name), hints.get(name), f"{where}.{name}")
-    for name, sub in nested.items():
-        inner = changes.get(name, getattr(cfg, name, None)) if name in fields else None
-        if not dataclasses.is_dataclass(inner):
-            raise ExperimentError(f"{where}: {name!r} is not a nested config; write {name}=VALUE")
-        changes[name] = configure(inner, sub, f"{where}.{name}")
-    try:
-        out = dataclasses.replace(cfg, **changes)
-    except (TypeError, ValueError) as e:
-        raise ExperimentError(f"{where}: {e}") from e
-    try:
-        check_limits(out, where)
-    except LimitError as e:
-        raise ExperimentError(str(e)) from e
-    return out
-
-
-def _coerce(value, current, hint, where: str):
-    """`value` in the type of the field (given by its current value or its annotation)."""
-    if dataclasses.is_dataclass(current):
-        if isinstance(value, dict):
-            return configure(current, value, where)
-        if dataclasses.is_dataclass(value):
-            return value
-        raise ExperimentError(f"{where}: give a table of its entries, not {value!r}")
-    optional = hint is not None and type(None) in typing.get_args(hint)
-    if value is None:
-        if current is None or optional:
-            return None
-        raise ExperimentError(f"{where}: None is not allowed; give a {type(current).__name__}")
-    kind = type(current) if current is not None else _first_type(hint)
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-    elif kind is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif kind is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    elif kind is str:
-        if isinstance(value, str):
-            return value
-    elif kind in (tuple, list):
-        if isinstance(value, (list, tuple)):
-            return tuple(_plain_item(v) for v in value) if kind is tuple else list(value)
-    elif kind is None:
-        return value
-    else:
-        return value
-    raise ExperimentError(f"{where} = {value!r}: expected a {kind.__name__}")
-
-
-def _plain_item(v):
-    return tuple(_plain_item(x) for x in v) if isinstance(v, list) else v
-
-
-def _first_type(hint):
-    for t in typing.get_args(hint) or (hint,):
-        if isinstance(t, type) and t is not type(None):
-            return t
-    return None
-
-
-def parse_value(text: str):
-    """A `--set key=value` value: JSON when it parses (numbers, true/false/null, lists), else the string."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def parse_sets(items) -> dict:
-    """`["a=1", "sp.tau=0.8"]` → `{"a": 1, "sp.tau": 0.8}`."""
-    out = {}
-    for item in items or ():
-        name, eq, value = str(item).partition("=")
-        if not eq or not name.strip():
-            raise ExperimentError(f"--set {item!r}: write KEY=VALUE, e.g. --set seeds=5")
-        out[name.strip()] = parse_value(value)
-    return out

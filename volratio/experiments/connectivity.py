@@ -38,11 +38,12 @@ from ..prune.criteria import CalibrationGrid
 from ..prune.masks import unit_alive, weight_sparsity
 from ..prune.similarity_pruning import SPConfig
 from ..runs import reference
+from ..runs.registry import stored_config
 from ..train import PATHS, TrainConfig, mse_per_network, train
 from ..util.limits import above, at_least, between, nonzero, one_of
+from ..util.presets import Presets
 from ..util.stats import mean_ci
-from . import stored_config
-from ._base import ExperimentError, Presets, Result
+from ._base import ExperimentError, Result
 
 BASELINES = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units")
 
@@ -76,7 +77,7 @@ class Config(Presets):
     seed: int = 0  # initialisation of the population; the table's seed of member k is seed + k % seeds
     device: str = "auto"  # CUDA when available
     legacy_rows: bool = False  # rows without dense_loss / collapsed, as stored before SP's guard (version 1
-    # of the run function reads a config without this entry as true: `volratio.experiments.run_versions`)
+    # of the run function reads a config without this entry as true: `volratio.runs.run_versions`)
     keep_nets: bool = (
         False  # as a sweep run: store every population (dense, SP, each baseline) as artifact net_<method>
     )

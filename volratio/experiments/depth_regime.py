@@ -36,8 +36,9 @@ from ..runs.store import Store
 from ..runs.sweep import InProcess, Processes, Sweep, results_dir, run_sweep
 from ..train import OPTIMIZERS, PATHS, TrainConfig, train
 from ..util.limits import above, at_least, between, nonzero, one_of
+from ..util.presets import Presets, configure
 from ..util.stats import mean_ci
-from ._base import Presets, Result, Timer, configure
+from ._base import Result, Timer
 
 # The planted targets of the chapter: true depth L* known, PNG ratio computable (width 3 each)
 PLANTED = ("planted:1:depth=2,width=3", "planted:2:depth=3,width=3", "planted:3:depth=4,width=3")
@@ -143,7 +144,7 @@ class Config(Presets, Settings):
 
 def parse_point(config: dict) -> Point:
     """One run's config: `Point` with the entries `config` gives (the others at their defaults; a
-    stored version-1 run reads its absent entries as `volratio.experiments.run_versions` says)."""
+    stored version-1 run reads its absent entries as `volratio.runs.run_versions` says)."""
     return configure(Point(), config, "depth_point")
 
 

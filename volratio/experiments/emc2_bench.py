@@ -32,7 +32,8 @@ from ..prune import collapsed, prune
 from ..prune.similarity_pruning import SPConfig
 from ..train import PATHS, TrainConfig, mse_per_network, new_network, train
 from ..util.limits import at_least, nonzero, one_of
-from ._base import ExperimentError, Presets, Result, configure, preset
+from ..util.presets import Presets, configure, preset
+from ._base import ExperimentError, Result
 
 # allowed values, checked when a config is parsed (`volratio.util.limits`); None passes where allowed
 LIMITS = {
@@ -61,7 +62,7 @@ class Config(Presets):
     seed: int = 0  # initialisation, SP's choices, the EMC2 subsample and the "ssim" judge's calibration
     device: str = "cpu"  # CPU: bit-for-bit repeatable
     legacy_rows: bool = False  # rows without `collapsed`, as stored before SP's guard (version 1 of
-    # `emc2_dense` reads a config without this entry as true: `volratio.experiments.run_versions`)
+    # `emc2_dense` reads a config without this entry as true: `volratio.runs.run_versions`)
     train_path: str = "auto"  # TrainConfig.path of dense training and SP retraining ("auto": fused on the CPU, else fast; runs stored before it: eager)
     scale: str = "quick"  # the preset this config came from
 

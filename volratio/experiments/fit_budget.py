@@ -23,11 +23,11 @@ import pandas as pd
 from ..data.targets import get_target
 from ..errors import VolratioError
 from ..nets import ACTIVATIONS, Arch, CoordMLP
-from ..runs import reference
+from ..runs import reference, run_versions
 from ..train import PATHS, TrainConfig, train
 from ..util.limits import above, at_least, one_of
-from . import run_versions
-from ._base import ExperimentError, configure
+from ..util.presets import configure
+from ._base import ExperimentError
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def parse_point(config: dict) -> tuple[str, int, Config]:
 
 
 def complete_point(parsed: tuple) -> dict:
-    """The complete config of one run (version 2 keys it; `volratio.experiments.run_versions`): its
+    """The complete config of one run (version 2 keys it; `volratio.runs.run_versions`): its
     target and depth, and every entry of `Config` but the lists they replace."""
     spec, depth, cfg = parsed
     rest = {k: v for k, v in run_versions.complete(cfg).items() if k not in ("targets", "depths")}

@@ -24,8 +24,9 @@ from ..prune import SPConfig, sp
 from ..prune.similarity_pruning import COMPENSATE
 from ..train import PATHS, TrainConfig, train
 from ..util.limits import above, at_least, between, one_of
+from ..util.presets import Presets
 from ..welch.interference import network_interference
-from ._base import Presets, Result
+from ._base import Result
 
 
 @dataclass(frozen=True)

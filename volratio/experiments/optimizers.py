@@ -18,12 +18,14 @@ import pandas as pd
 
 from ..data.targets import get_target
 from ..runs import reference
+from ..runs.registry import stored_config
 from ..runs.sweep import Sweep, results_dir, run_sweep
 from ..train.flatness import top_eigenvalue
 from ..util.limits import at_least, one_of
+from ..util.presets import Presets, configure
 from ..util.stats import mean_ci
-from . import depth_regime, stored_config
-from ._base import ExperimentError, Presets, Result, Timer, configure
+from . import depth_regime
+from ._base import ExperimentError, Result, Timer
 
 # learning rates per optimizer (Muon's own lr and its AdamW lr are TrainConfig's defaults, DESIGN §9)
 DEFAULT_CASES = (

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..util.limits import above, at_least
-from ._base import ExperimentError, configure
+from ..util.presets import configure
+from ._base import ExperimentError
 
 
 @dataclass(frozen=True)

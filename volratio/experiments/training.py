@@ -20,12 +20,13 @@ import numpy as np
 
 from ..data.targets import get_target
 from ..nets import ACTIVATIONS, Arch, CoordMLP
+from ..runs import run_versions
 from ..train import TrainConfig
 from ..train import train as train_net
 from ..util.device import resolve_device
 from ..util.limits import at_least, one_of
-from . import run_versions
-from ._base import ExperimentError, configure
+from ..util.presets import configure
+from ._base import ExperimentError
 
 ARTIFACTS = ("net", "image", "losses")
 
@@ -74,7 +75,7 @@ def parse_train(config: dict) -> Config:
 
 
 def complete_train(cfg: Config) -> dict:
-    """The complete flat config of a parsed one (version 2 keys it; `volratio.experiments.run_versions`):
+    """The complete flat config of a parsed one (version 2 keys it; `volratio.runs.run_versions`):
     every entry, TrainConfig's at the top level, and `arch` or `depth`/`width`/`activation`, whichever it uses."""
     out = {k: v for k, v in run_versions.complete(cfg).items() if not k.startswith("train.")}
     out.update({k: v for k, v in run_versions.complete(cfg.train).items() if k != "progress"})

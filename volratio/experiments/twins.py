@@ -26,8 +26,9 @@ from ..judges.registry import JUDGES
 from ..nets import CoordMLP
 from ..train import PATHS, TrainConfig, train
 from ..util.limits import above, at_least, nonzero, one_of
+from ..util.presets import Presets, configure
 from ..util.verdicts import Estimate
-from ._base import ExperimentError, Presets, Result, configure
+from ._base import ExperimentError, Result
 
 
 @dataclass

@@ -18,7 +18,8 @@ from ..rho.basin import BASIN_JUDGE, BasinConfig, basin_grid
 from ..rho.grid import BooleanRhoConfig, run_boolean
 from ..rho.sampler import SamplerConfig
 from ..util.limits import above, at_least
-from ._base import ExperimentError, Presets, Result
+from ..util.presets import Presets
+from ._base import ExperimentError, Result
 
 
 @dataclass(frozen=True)

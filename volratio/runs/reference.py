@@ -42,11 +42,12 @@ import pandas as pd
 
 from .. import __version__
 from ..errors import VolratioError
-from ..experiments import get_run, run_name, run_versions, stored_config
-from ..experiments._base import versions
 from ..rho.boolean import get_boolean_target
 from ..util import machine as M
 from ..util.fileio import atomic_path
+from ..util.provenance import versions
+from . import run_versions
+from .registry import get_run, run_name, stored_config
 from .store import Store, config_key, sha256_bytes
 from .sweep import Sweep, execute, run_sweep
 

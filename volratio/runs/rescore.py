@@ -41,17 +41,18 @@ from tqdm import tqdm
 from .. import __version__, emc2
 from ..emc2 import EMC2Config
 from ..errors import VolratioError
-from ..experiments import get_run, run_name, run_versions, stored_config
 from ..judges import JUDGES
 from ..nets import CoordMLP
 from ..util.fileio import atomic_path
 from ..util.limits import LimitError, check_limits
 from . import reference as R
+from . import run_versions
 from .reference import DEFAULT_ROOT, manifest_totals, reading_from, source_root
+from .registry import get_run, run_name, stored_config
 from .store import Store, StoreError, _sha256_file, config_key
 from .sweep import execute
 
-RUN = "rescore"  # the registry name of the run function (volratio.experiments._BUILTIN_RUNS)
+RUN = "rescore"  # the registry name of the run function (volratio.runs.registry._BUILTIN_RUNS)
 NET = "net"  # the artifact holding a run's final population
 # run functions whose stored networks can be rescored: each parses to a `depth_regime.Point`-like
 # config (target, res, deltas, max_params, seed, device, judge) scored by `depth_regime.emc2_of`

@@ -1,8 +1,8 @@
 """Sweeps: a grid of configs × seeds, run in-process, on local processes or on a Dask cluster.
 
-A sweep names a run function of the registry `volratio.experiments` (`"train"`, `"toy"`,
+A sweep names a run function of the registry `volratio.runs.registry` (`"train"`, `"toy"`,
 `"depth_point"`, `"optimizer_point"`, any chapter experiment, or a function registered in code with
-`volratio.experiments.register_run`), called as `run(config) -> dict`. Nothing named in a spec is
+`volratio.runs.registry.register_run`), called as `run(config) -> dict`. Nothing named in a spec is
 ever imported. Its configs are every combination of the `grid` lists (times each of `cases`, if
 given), each run once per seed; every config also holds the shared entries of `config` and its
 `"seed"`. Every config is validated against the run function's `Config` before the first run.
@@ -58,7 +58,8 @@ from tqdm import tqdm  # plain text bar: works in terminals and notebooks withou
 
 from .. import __version__
 from ..errors import VolratioError
-from ..experiments import ExperimentError, get_run, known_run, run_names
+from ..util.presets import ConfigError
+from .registry import get_run, known_run, run_names
 from .store import Store, _plain, config_key, encode_array, encode_net
 
 try:
@@ -83,14 +84,14 @@ class SweepStalled(VolratioError, TimeoutError):
 class Sweep:
     """A grid of configs × seeds and the function that runs one config."""
 
-    run: str  # a registered run function (volratio.experiments.run_names()), called as run(config) -> dict
+    run: str  # a registered run function (volratio.runs.registry.run_names()), called as run(config) -> dict
     config: dict = field(default_factory=dict)  # entries shared by every run
     grid: dict = field(default_factory=dict)  # name -> list of values; every combination runs
     seeds: tuple = (0,)  # each combination runs once per seed, as config["seed"]
     cases: tuple = ()  # optional list of dicts, each crossed with the grid (for non-product designs)
     name: str = "sweep"  # label of the progress bar and the report
     threads: int | None = 1  # torch threads per run (1: bitwise repeatable anywhere); None: leave as is
-    version: int | None = None  # the run function's version (volratio.experiments.run_versions; None:
+    version: int | None = None  # the run function's version (volratio.runs.run_versions; None:
     # the latest): 1 reads a config's absent entries from a frozen table and keys it as given, as the
     # stored reference chunks ran; 2 keys and stores the complete config
 
@@ -98,7 +99,7 @@ class Sweep:
         if not isinstance(self.run, str) or not known_run(self.run):
             raise SweepSpecError(
                 f"run = {self.run!r}: not a registered run function; choose one of {', '.join(run_names())} "
-                "(or register your own in code with volratio.experiments.register_run)"
+                "(or register your own in code with volratio.runs.registry.register_run)"
             )
         if isinstance(self.seeds, int):  # `seeds = 3` means seeds 0, 1, 2
             object.__setattr__(self, "seeds", tuple(range(self.seeds)))
@@ -175,13 +176,13 @@ class Sweep:
 
 
 def resolve_run(name: str, version: int | None = None):
-    """The registered run function `name` at `version` (`volratio.experiments.RunFunction`; None: its
+    """The registered run function `name` at `version` (`volratio.runs.registry.RunFunction`; None: its
     latest); `SweepSpecError` naming the choices when there is none."""
     if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
         raise SweepSpecError(f"version = {version!r}: give a run-function version (a positive integer), or none")
     try:
         return get_run(name, version)
-    except ExperimentError as e:
+    except ConfigError as e:
         raise SweepSpecError(str(e)) from None
 
 

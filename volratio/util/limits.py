@@ -9,7 +9,7 @@ entry by entry; `None` passes (it means "off" or "all" wherever a field allows i
     LIMITS = {"steps": at_least(1), "lr": above(0), "tau": between(0, 1, open_lo=True),
               "optimizer": one_of("adam", "adamw", "sgd", "muon")}
 
-`volratio.experiments.configure` checks the result of every override, so a sweep refuses a config
+`volratio.util.presets.configure` checks the result of every override, so a sweep refuses a config
 with `steps = -5` when it is parsed, before its first run.
 """
 
