@@ -15,7 +15,13 @@ a store records its version in the `version` column (`version_tag`: "0.1.0" for 
   the row stores. Changing a default therefore changes the keys, and a store never hands back a run
   made under other defaults.
 
-Both versions run the same code; they differ in how they read a config and what they hash. Bump a
+Both versions run the same code; they differ in how they read a config and what they hash. Rows of
+either record every metric the code records: the rows of runs stored before SP's guard, which lacked
+`collapsed`, `sp_stop` and `base_kept`, are not made any more (no committed store holds one). A TOML
+spec cannot write None (TOML has no null), so under version 2 an optional entry that should be None
+is set from YAML or Python.
+
+Bump a
 run function's version (3, …) when its results change for the same complete config, and drop the
 versions the code no longer reproduces from `RUNNABLE`: a store holding their runs then refuses to
 resume (`volratio.runs.sweep`).
