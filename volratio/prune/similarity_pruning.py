@@ -25,8 +25,8 @@ target's variance): there SP keeps the dense network, and the result says so (st
 worse than their dense fit, which the depth chapter already counts as not fitting. The floor
 `loss_floor = 0.002` (an RMS error of 0.045 per channel, a barely visible change) keeps a
 near-perfect dense fit from freezing the network at its first round. `max_loss` is an absolute cap
-on top of it (off by default). `loss_factor = None` switches the relative guard off (SP as in the
-runs stored before the guard existed).
+on top of it (off by default). `loss_factor = None` switches the relative guard off (SP prunes
+whatever the similarity allows).
 
 Every result says, per member, its dense and final loss, why it stopped and whether it *collapsed*
 (`collapsed`): its final image is (near) constant — every channel's standard deviation over the
@@ -66,10 +66,10 @@ class SPConfig(Presets):
     rounds: int = 10  # at most this many prune → retrain rounds
     retrain_steps: int = 200  # training steps after each round (0 = no retraining)
     retrain_lr_factor: float = 0.1  # retraining runs at this × the training learning rates (measured choice:
-    # module docstring; 1.0 = the training rates, as in the runs stored before this field)
+    # module docstring; 1.0 = the training rates)
     compensate: str = "span"  # before a unit goes, its outgoing weights are re-expressed on the units that stay:
     # "span" (least squares of its map on theirs), "twin" (on its redundant partner only), "none" (masked
-    # only, as in the runs stored before this field)
+    # only: its outgoing weights are dropped)
     target_units: int | None = None  # stop a network once it has this many live hidden units in all
     target_nonzeros: int | None = None  # stop a network once it has at most this many non-zero weights
     # (the last round removes the most similar units until the count is reached; e.g. a Picbreeder network's)
@@ -82,7 +82,7 @@ class SPConfig(Presets):
     # (at least loss_floor), and stop it; None = no relative guard (measured choice: module docstring)
     loss_floor: float = 0.002  # the relative guard never undoes a round whose MSE stays below this
     backoff: bool = False  # a round the guard undoes is tried again with half as many units for that network
-    # (down to one) before the network stops; False: it stops at once (the runs stored before this field)
+    # (down to one) before the network stops; False: it stops at once
     seed: int = 0  # which unit of each redundant pair goes
     train: TrainConfig = field(default_factory=TrainConfig)  # optimizer for retraining (its `steps` is ignored)
 
