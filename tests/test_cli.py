@@ -3,6 +3,8 @@ import subprocess
 import sys
 
 from volratio.cli import main
+from volratio.train import fused_kernel
+from volratio.util.device import resolve_device
 
 
 def run(capsys, *argv):
@@ -18,6 +20,21 @@ def test_info_json_on_picbreeder(picbreeder_dir, capsys):
     assert (info["depth"], info["width"], info["nonzero"]) == (12, 22, 147)
     assert info["arch"] == "12;cache:15,gaussian:4,identity:2,sin:1"
     assert len(info["live_units"]) == 12 and info["n_params"] == 5478
+
+
+def test_train_without_a_compiler_uses_the_fast_path_and_says_so(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(fused_kernel, "_loaded", {})
+    monkeypatch.setattr(fused_kernel, "_refusals", {})
+    monkeypatch.setenv(fused_kernel.ENV_CACHE, str(tmp_path / "kernels"))
+    monkeypatch.setenv("CXX", "/nonexistent")
+    args = ["train", "planted:3", "--depth", "3", "--width", "4", "--steps", "10", "--res", "8", "--device", "cpu"]
+    rc, out, _ = run(capsys, *args, "--out", str(tmp_path / "n.safetensors"))
+    assert rc == 0 and "fast path" in out and "'/nonexistent' was not found" in out
+    rc, out, _ = run(capsys, *args, "--out", str(tmp_path / "m.safetensors"), "--json")
+    res = json.loads(out)
+    assert rc == 0 and res["path"] == "fast" and "C++ compiler" in res["path_note"]
+    rc, _, err = run(capsys, *args, "--out", str(tmp_path / "f.safetensors"), "--path", "fused")
+    assert rc == 2 and "needs a C++ compiler" in err  # --path fused keeps the kernel's error
 
 
 def test_train_then_info_and_render(tmp_path, capsys):
@@ -42,7 +59,9 @@ def test_train_then_info_and_render(tmp_path, capsys):
     )
     res = json.loads(out)
     assert rc == 0 and res["final_loss"] < 1 and out_net.exists()
-    assert res["path"] == "fused"  # "auto" on the CPU: the fused kernel
+    # "auto": the fused kernel on a CPU where it builds, else (CUDA, no compiler) the fast path
+    on_cpu = resolve_device("auto").type == "cpu"
+    assert res["path"] == ("fused" if on_cpu and fused_kernel.unavailable() is None else "fast")
     eager = tmp_path / "e.safetensors"
     args = ["train", "planted:2", "--depth", "3", "--width", "6", "--steps", "30", "--res", "12", "--seed", "1"]
     rc, out2, _ = run(capsys, *args, "--path", "eager", "--out", str(eager), "--json")

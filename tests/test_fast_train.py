@@ -12,7 +12,7 @@ and the final loss to 30% (the eager path itself is not more stable than that un
 import numpy as np
 import pytest
 import torch
-from training_helpers import OPTIMIZER_CASES, eager_and
+from training_helpers import FUSED, OPTIMIZER_CASES, eager_and, needs_compiler
 from training_helpers import eager_grads as _eager_grads
 from training_helpers import random_target as _target
 from training_helpers import sparse_net as _sparse_net
@@ -63,7 +63,7 @@ def test_losses_match_eager_for_each_optimizer(optimizer, extra):
     assert eager.config["path"] == "eager"
 
 
-@pytest.mark.parametrize("path, rtol", [("fast", LOSS_RTOL), ("fused", 1e-3)])
+@pytest.mark.parametrize("path, rtol", [("fast", LOSS_RTOL), pytest.param("fused", 1e-3, marks=needs_compiler)])
 @pytest.mark.parametrize("head", ["hsv", "grey", "rgb"])
 def test_losses_match_eager_for_each_head_and_activation_mix(head, path, rtol):
     cfg = TrainConfig(steps=20, device="cpu")
@@ -71,7 +71,7 @@ def test_losses_match_eager_for_each_head_and_activation_mix(head, path, rtol):
     np.testing.assert_allclose(other.losses, eager.losses, rtol=rtol)
 
 
-@pytest.mark.parametrize("path", ["fast", "fused"])
+@pytest.mark.parametrize("path", ["fast", FUSED])
 def test_hand_written_paths_are_bit_for_bit_repeatable(path):
     cfg = TrainConfig(steps=15, optimizer="muon", grad_norm=True, device="cpu", path=path)
     a = train(_sparse_net(MIXED, population=3), _target(), cfg)
@@ -81,7 +81,7 @@ def test_hand_written_paths_are_bit_for_bit_repeatable(path):
         assert torch.equal(wa, wb)
 
 
-@pytest.mark.parametrize("path, rtol", [("fast", LOSS_RTOL), ("fused", 1e-6)])
+@pytest.mark.parametrize("path, rtol", [("fast", LOSS_RTOL), pytest.param("fused", 1e-6, marks=needs_compiler)])
 def test_population_members_are_independent(path, rtol):
     """Each member of a population trained on its own target ends where it ends when trained
     alone; changing one member's target leaves the others bit for bit unchanged (both hand-written
@@ -99,7 +99,7 @@ def test_population_members_are_independent(path, rtol):
         np.testing.assert_allclose(alone.losses[:, 0], pop.losses[:, k], rtol=rtol)
 
 
-@pytest.mark.parametrize("fast_path", ["fast", "fused"])
+@pytest.mark.parametrize("fast_path", ["fast", FUSED])
 def test_divergence_restores_the_last_good_weights(fast_path):
     # identity units: the absurd first step overflows the output to ±Inf, the loss is NaN/Inf
     steps = {}

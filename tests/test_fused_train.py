@@ -8,20 +8,22 @@ differences grow under training). With Muon (bfloat16 orthogonalisation, see
 `tests/test_fast_train.py`) the first steps agree to 2e-2 and the final loss to 30%. Repeatability
 is exact: same inputs → the same bits, whatever the thread count or the kernel's build.
 
-The kernel is compiled once for this module, into a temporary cache folder (a few seconds).
+The kernel is compiled once for this module, into a temporary cache folder (a few seconds). The
+tests that need it skip, with the reason, where no C++ compiler exists; the refusals, and the
+"auto" path's choice of the fast path without a compiler, run everywhere.
 """
 
 import numpy as np
 import pytest
 import torch
-from training_helpers import OPTIMIZER_CASES, eager_and
+from training_helpers import OPTIMIZER_CASES, compiler_missing, eager_and, needs_compiler
 from training_helpers import eager_grads as _eager_grads
 from training_helpers import random_target as _target
 from training_helpers import sparse_net as _sparse_net
 
 from volratio.errors import VolratioError
 from volratio.nets import CoordMLP, coords
-from volratio.train import TrainConfig, fused_kernel, train
+from volratio.train import TrainConfig, auto_note, fused_kernel, resolve_path, train
 from volratio.train.fused import FusedPathError, FusedStep
 
 RES = 12  # 144 pixels: two full tiles of 64 and a partial one
@@ -31,15 +33,21 @@ GRAD_RTOL = 2e-5
 LOSS_RTOL = 1e-3
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(scope="module")
 def kernel(tmp_path_factory):
-    """Build the kernel once, into a fresh cache folder, and keep it loaded for the module."""
+    """Build the kernel once, into a fresh cache folder, and keep it loaded for the module (skips
+    where no C++ compiler exists)."""
+    if compiler_missing():
+        pytest.skip(compiler_missing())
     mp = pytest.MonkeyPatch()
     mp.setenv(fused_kernel.ENV_CACHE, str(tmp_path_factory.mktemp("kernels")))
     mp.setattr(fused_kernel, "_loaded", {})
     lib = fused_kernel.load()
     yield lib
     mp.undo()
+
+
+needs_kernel = pytest.mark.usefixtures("kernel")
 
 
 def _check_step(net, res=RES):
@@ -62,16 +70,19 @@ def _check_step(net, res=RES):
 @pytest.mark.parametrize(
     "arch", ["3;gaussian:6", "2;sin:5", "2;cos:4", "2;sigmoid:5", "2;tanh:4", "2;relu:5", MIXED, "2;identity:3"]
 )
+@needs_kernel
 def test_gradients_match_autograd(arch, head):
     _check_step(_sparse_net(arch, head))
 
 
 @pytest.mark.parametrize("arch", ["40;gaussian:40", "5;gaussian:16,sin:10,sigmoid:7", "1;tanh:1"])
+@needs_kernel
 def test_gradients_match_autograd_for_wide_deep_and_tiny_networks(arch):
     _check_step(CoordMLP(arch, population=2, seed=3, init_scale=0.5), res=9)
 
 
 @pytest.mark.parametrize("optimizer, extra", OPTIMIZER_CASES)
+@needs_kernel
 def test_losses_match_eager_for_each_optimizer(optimizer, extra):
     cfg = TrainConfig(steps=25, optimizer=optimizer, device="cpu", **extra)
     eager, fused = eager_and("fused", lambda: _sparse_net("3;gaussian:6", population=3), cfg)
@@ -94,6 +105,7 @@ def _step_bits(net, **kw):
     return [losses, *step.grads]
 
 
+@needs_kernel
 def test_same_bits_for_any_thread_count_and_build():
     """Threads split the population, and the builds differ only in instruction set: the bits are
     the same (no fused multiply-add, no reassociation; see volratio/train/csrc/fused_mlp.cpp)."""
@@ -117,19 +129,45 @@ def test_float64_and_non_cpu_tensors_are_refused_with_the_fix():
         FusedStep(net, grid, _target().reshape(-1, 3))
 
 
-def test_a_missing_or_failing_compiler_is_a_clear_error(monkeypatch, tmp_path):
+def test_a_missing_compiler_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setattr(fused_kernel, "_loaded", {})
+    monkeypatch.setattr(fused_kernel, "_refusals", {})
     monkeypatch.setenv(fused_kernel.ENV_CACHE, str(tmp_path))
     monkeypatch.setenv("CXX", "no-such-compiler-here")
-    with pytest.raises(fused_kernel.FusedKernelError, match="path='fast'"):
+    with pytest.raises(fused_kernel.FusedKernelError, match="needs a C\\+\\+ compiler.*path='fast'"):
         fused_kernel.load("baseline")
-    monkeypatch.delenv("CXX")
+    assert "no-such-compiler-here" in fused_kernel.unavailable("baseline")
+    with pytest.raises(fused_kernel.FusedKernelError, match="path='fast'"):  # path="fused" keeps the error
+        train(CoordMLP("2;gaussian:3"), _target(), TrainConfig(steps=1, device="cpu", path="fused"))
+
+
+def test_auto_trains_on_the_fast_path_where_no_compiler_exists(monkeypatch, tmp_path):
+    """With $CXX pointing nowhere, "auto" is the fast path, bit for bit, and says so."""
+    monkeypatch.setattr(fused_kernel, "_loaded", {})
+    monkeypatch.setattr(fused_kernel, "_refusals", {})
+    monkeypatch.setenv(fused_kernel.ENV_CACHE, str(tmp_path))
+    monkeypatch.setenv("CXX", str(tmp_path / "nowhere" / "g++"))
+    img = _target(8)
+    a = train(CoordMLP("3;gaussian:4", seed=0), img, TrainConfig(steps=5, device="cpu", path="auto"))
+    b = train(CoordMLP("3;gaussian:4", seed=0), img, TrainConfig(steps=5, device="cpu", path="fast"))
+    assert a.path == "fast" and a.net.provenance["trained"]["path"] == "fast" and a.config["path"] == "auto"
+    assert all(torch.equal(x, y) for x, y in zip(a.net.weights, b.net.weights))
+    assert "compiler" in auto_note("auto", a.path) and auto_note("fast", "fast") == ""
+    assert not list(tmp_path.glob("*.so*"))
+
+
+@needs_compiler
+def test_a_failing_build_is_a_clear_error_and_auto_then_trains_on_the_fast_path(monkeypatch, tmp_path):
+    monkeypatch.setattr(fused_kernel, "_loaded", {})
+    monkeypatch.setattr(fused_kernel, "_refusals", {})
+    monkeypatch.setenv(fused_kernel.ENV_CACHE, str(tmp_path))
     broken = tmp_path / "broken.cpp"
     broken.write_text("this is not C++\n")
     monkeypatch.setattr(fused_kernel, "SOURCE", broken)
     with pytest.raises(fused_kernel.FusedKernelError, match="(?s)error.*path='fast'"):
         fused_kernel.load("baseline")
     assert not list(tmp_path.glob("*.so*"))  # no half-written library is left behind
+    assert resolve_path("auto", CoordMLP("2;gaussian:3")) == "fast"  # the kernel does not build here
 
 
 def test_the_kernel_is_cached_across_processes(kernel, monkeypatch):
@@ -146,9 +184,8 @@ def test_unknown_variant_is_refused():
         fused_kernel.flags("avx9000")
 
 
+@needs_kernel
 def test_auto_path_is_the_fused_kernel_for_float32_on_the_cpu_and_fast_otherwise():
-    from volratio.train import resolve_path
-
     net = CoordMLP("3;gaussian:4", seed=0)
     assert resolve_path("auto", net) == "fused" and resolve_path("eager", net) == "eager"
     assert resolve_path("auto", CoordMLP("3;gaussian:4", seed=0).double()) == "fast"

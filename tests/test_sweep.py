@@ -7,6 +7,7 @@ import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -394,8 +395,12 @@ def test_an_existing_scheduler_by_address(tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["ran"] == 6 and summary["executor"] == f"Dask scheduler {cluster.scheduler_address}"
     assert _fingerprint(tmp_path / "remote") == _fingerprint(tmp_path / "inproc")
-    with pytest.raises(SweepSpecError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
-        run_sweep(Sweep.from_file(spec), tmp_path / "x", Dask("tcp://127.0.0.1:9", timeout=2))
+    # a port bound here and never listened on: connections to it are refused whatever else runs
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{closed.getsockname()[1]}"
+        with pytest.raises(SweepSpecError, match=f"cannot reach the Dask scheduler at {address}"):
+            run_sweep(Sweep.from_file(spec), tmp_path / "x", Dask(address, timeout=2))
 
 
 def test_a_stalled_sweep_raises_instead_of_hanging(tmp_path):

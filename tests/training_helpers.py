@@ -1,11 +1,29 @@
 """Helpers shared by the tests of the hand-written training paths (tests/test_fast_train.py and
 tests/test_fused_train.py): a seeded random target, a population with random masks, and the
-eager (autograd) losses and gradients they are compared with."""
+eager (autograd) losses and gradients they are compared with, and the mark that skips a test of
+the fused kernel where no C++ compiler can build it."""
 
+import os
+import shutil
+
+import pytest
 import torch
 
 from volratio.nets import CoordMLP
 from volratio.train import TrainConfig, mse_per_network, train
+
+
+def compiler_missing() -> str | None:
+    """None where the C++ compiler the fused kernel is built with ($CXX, default g++) is on PATH,
+    else the reason a test of the kernel skips."""
+    cxx = os.environ.get("CXX", "g++")
+    if shutil.which(cxx):
+        return None
+    return f"no C++ compiler {cxx!r} on PATH (install g++ or set CXX): the fused training kernel cannot be built"
+
+
+needs_compiler = pytest.mark.skipif(compiler_missing() is not None, reason=compiler_missing() or "")
+FUSED = pytest.param("fused", marks=needs_compiler)  # the fused path as a parameter that skips without a compiler
 
 
 def random_target(res: int = 12, seed: int = 0) -> torch.Tensor:

@@ -14,7 +14,7 @@ from ..data import fer_data, fer_fork
 from ..data.picbreeder import where
 from ..data.specs import NETWORK_KINDS, load_network
 from ..data.targets import KINDS, LAYERED_SOURCE, TargetError, get_target, list_targets
-from ..train import TrainConfig, new_network, resolve_path, train
+from ..train import TrainConfig, auto_note, new_network, train
 from ..util.fileio import atomic_path, check_out
 from ..util.images import to_uint8
 from . import _args as A
@@ -53,7 +53,7 @@ def register(sub) -> None:
         "--path",
         default="auto",
         choices=["auto", "eager", "fast", "fused"],
-        help="how each step is computed (TrainConfig.path; auto: the fused kernel on CPU float32, else the fast path)",
+        help="how each step is computed (TrainConfig.path; auto: the fused C++ kernel on CPU float32 where a C++ compiler builds it, else the fast path; the path used is printed)",
     )
     add_out(p, "where to save the network (.safetensors)")
     add_json_flag(p)
@@ -189,15 +189,18 @@ def cmd_train(args) -> int:
         "steps": args.steps,
         "res": args.res,
         "seed": args.seed,
-        "path": resolve_path(args.path, net),  # the path "auto" chose
+        "path": result.path,  # the path the steps ran on (what "auto" chose)
         "final_loss": float(result.final_loss[0]),
         "out": args.out,
     }
+    note = auto_note(args.path, result.path)
+    if note:
+        out["path_note"] = note
     emit(
         args,
         out,
         f"trained {out['arch']} on {out['target']} ({args.optimizer}, {args.steps} steps, "
-        f"{args.res}px): final MSE {out['final_loss']:.5f} → {args.out}",
+        f"{args.res}px, {result.path} path{'; ' + note if note else ''}): final MSE {out['final_loss']:.5f} → {args.out}",
     )
     return 0
 

@@ -19,9 +19,11 @@ network). Same seed, same device (CPU) → bit-identical results.
 the default and the path of every stored reference run), `"fast"` (`volratio.train.fast`, a
 hand-written forward/backward with buffers allocated once) or `"fused"` (`volratio.train.fused`, a
 C++ kernel that runs tiles of pixels through all layers in cache; float32 on the CPU, compiled on
-first use); `"auto"` is "fused" for a float32 network on the CPU and "fast" otherwise (CUDA,
-float64), the rule `resolve_path` states, as `device="auto"` is CUDA when present. All paths share the optimizer step, masks, gradient normalisation and divergence
-handling; `benchmarks/training.py` measures them.
+first use); `"auto"` is "fused" for a float32 network on the CPU where the kernel builds (a C++
+compiler is present), and "fast" otherwise (CUDA, float64, no compiler), the rule `resolve_path`
+states, as `device="auto"` is CUDA when present. The path a run used is `TrainResult.path` and the
+`path` of the network's `provenance["trained"]`. All paths share the optimizer step, masks,
+gradient normalisation and divergence handling; `benchmarks/training.py` measures them.
 
 Chapters: all of Part I; `benchmarks/population.py` measures the population speed-up.
 """
@@ -44,6 +46,7 @@ from ..util import budget
 from ..util.device import resolve_device
 from ..util.limits import above, at_least, between, one_of
 from ..util.presets import Presets
+from . import fused_kernel
 from .fast import FastStep
 from .fused import FusedStep
 
@@ -99,6 +102,7 @@ class TrainResult:
     losses: np.ndarray  # (n_logged, K) per-network MSE
     steps: np.ndarray  # (n_logged,) the step of each logged loss
     config: dict = field(default_factory=dict)
+    path: str = ""  # the path the steps ran on ("eager" | "fast" | "fused": what "auto" chose)
 
     @property
     def final_loss(self) -> np.ndarray:
@@ -207,11 +211,27 @@ def _check_config(cfg: TrainConfig) -> None:
 
 def resolve_path(path: str, net: CoordMLP) -> str:
     """The training path `path` means for `net` where it is: "auto" is "fused" for a float32
-    network on the CPU (the fused kernel's case) and "fast" otherwise; any other path is itself."""
+    network on the CPU where the fused kernel builds and loads (`fused_kernel.unavailable`: a C++
+    compiler is present), and "fast" otherwise; any other path is itself (so `path="fused"` without
+    a compiler raises the kernel's `FusedKernelError`, naming the fix)."""
     if path != "auto":
         return path
     w = net.weights[0]
-    return "fused" if w.device.type == "cpu" and w.dtype == torch.float32 else "fast"
+    if w.device.type != "cpu" or w.dtype != torch.float32:
+        return "fast"
+    return "fused" if fused_kernel.unavailable() is None else "fast"
+
+
+def auto_note(path: str, used: str) -> str:
+    """The empty string unless `path` is "auto" and it chose the fast path on the CPU because the fused kernel does
+    not build here: then why, in a sentence for the command line's output."""
+    if path != "auto" or used != "fast":
+        return ""
+    why = fused_kernel.unavailable()
+    if why is None:
+        return ""
+    why = why.splitlines()[0].split("; " + fused_kernel.FIX)[0]
+    return f"auto chose it: {why}; with a C++ compiler the fused kernel trains several times faster"
 
 
 def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResult:
@@ -232,7 +252,8 @@ def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResu
     grid = coords(res, device=dev, dtype=net.weights[0].dtype)
     flat = t.to(device=dev, dtype=grid.dtype).reshape(*t.shape[:-3], res * res, 3)
     opt = _Optimizer(net, cfg)
-    step_class = {"fast": FastStep, "fused": FusedStep}.get(resolve_path(cfg.path, net))
+    used = resolve_path(cfg.path, net)
+    step_class = {"fast": FastStep, "fused": FusedStep}.get(used)
     fast = step_class(net, grid, flat) if step_class is not None else None  # None: autograd
     log_steps, log_losses = [], []
     last_good = [w.detach().clone() for w in net.weights]
@@ -272,8 +293,8 @@ def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResu
                 bar.set_postfix(loss=float(losses.mean()))
     if bar is not None:
         bar.close()
-    net.provenance = dict(net.provenance, trained=asdict(cfg), res=int(res))
-    return TrainResult(net, np.stack(log_losses), np.asarray(log_steps), asdict(cfg))
+    net.provenance = dict(net.provenance, trained=dict(asdict(cfg), path=used), res=int(res))
+    return TrainResult(net, np.stack(log_losses), np.asarray(log_steps), asdict(cfg), used)
 
 
 def new_network(

@@ -26,6 +26,8 @@ compiler builds anew, every other process and run loads the cached file (millise
 write to a temporary file and rename it, so concurrent first uses do not see a half-written file.
 
 No compiler, or a failed build, raises `FusedKernelError` with the compiler's message and the fix.
+`unavailable()` asks the same question without raising: it is what `TrainConfig(path="auto")` reads
+to choose the fused kernel only where it builds (`volratio.train.resolve_path`).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ FIX = "install a C++ compiler (g++; or set CXX), or train with TrainConfig(path=
 
 # per variant ("avx512" | "avx2" | "baseline"): the loaded library, and how it was obtained
 _loaded: dict[str, ctypes.CDLL] = {}
+_refusals: dict[tuple[str, str], str] = {}  # (variant, $CXX) -> why it did not build or load here
 build_info: dict[str, dict] = {}  # variant -> {"path", "compiled": bool, "seconds"}
 
 
@@ -169,3 +172,21 @@ def load(variant: str | None = None) -> ctypes.CDLL:
     _loaded[variant] = lib
     build_info[variant] = {"path": str(path), "compiled": compiled, "seconds": time.perf_counter() - t0}
     return lib
+
+
+def unavailable(variant: str | None = None) -> str | None:
+    """None when the kernel builds and loads here (it is then loaded), else why not: the message
+    `load` raises. A refusal is remembered for this variant and `$CXX` for the rest of the process,
+    so asking again costs nothing."""
+    variant = variant or default_variant()
+    key = (variant, os.environ.get("CXX", "g++"))
+    if variant in _loaded:
+        return None
+    if key not in _refusals:
+        try:
+            load(variant)
+        except FusedKernelError as e:
+            _refusals[key] = str(e)
+            return str(e)
+        return None
+    return _refusals[key]
