@@ -31,7 +31,7 @@ from .. import emc2
 from ..data.picbreeder import fer_arch
 from ..data.targets import get_target
 from ..emc2 import DEFAULT_DELTAS
-from ..judges.registry import JUDGES
+from ..judges.registry import JUDGES, check_res
 from ..nets import CoordMLP
 from ..prune import PruneError, collapsed, prune
 from ..prune.criteria import CalibrationGrid
@@ -90,6 +90,10 @@ class Config(Presets):
         "judges": one_of(*JUDGES), "emc2_res": at_least(2), "emc2_params": at_least(1), "deltas": nonzero(),
         "seed": at_least(0), "train_path": one_of(*PATHS),
     }  # fmt: skip
+
+    def __post_init__(self):
+        if self.emc2:  # before any training
+            check_res((self.judge, *self.judges), self.emc2_res, f"emc2_res = {self.emc2_res}: images", ExperimentError)
 
     # reference: what chunk connectivity of examples/sweeps/reference.toml runs (tests/test_reference_plan.py
     # compares them) — 64×64, 5 seeds, 2,000 dense steps on the fast path, equal fine-tuning budgets: SP

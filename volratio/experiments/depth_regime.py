@@ -27,7 +27,7 @@ from ..data.targets import get_target
 from ..depth import DepthError, fit_predictor, sweet_spot
 from ..depth.complexity import png_ratio
 from ..emc2 import DEFAULT_DELTAS, UNIT_DELTAS
-from ..judges.registry import JUDGES
+from ..judges.registry import JUDGES, check_res
 from ..nets import ACTIVATIONS, Arch, CoordMLP
 from ..prune import SPConfig, collapsed, sp
 from ..prune.similarity_pruning import COMPENSATE
@@ -90,6 +90,9 @@ class Settings:
         "ratio_res": at_least(2), "processes": at_least(1), "tol": at_least(0), "window": at_least(0),
     }  # fmt: skip
 
+    def __post_init__(self):
+        check_res(self.judge, self.res, f"res = {self.res}: images", DepthError)  # before any training
+
     def shared(self) -> dict:
         """The settings as a sweep's shared config: every entry (a run adds `target`, `depth`, `seed`)."""
         c = {f.name: getattr(self, f.name) for f in fields(Settings)}
@@ -134,6 +137,7 @@ class Config(Presets, Settings):
     # fmt: on
 
     def __post_init__(self):
+        super().__post_init__()
         if self.seeds % self.members:
             raise DepthError(f"seeds = {self.seeds} is not a multiple of members = {self.members}; make it one")
 

@@ -26,7 +26,7 @@ from ..data import picbreeder
 from ..data.specs import load_network
 from ..data.targets import get_target
 from ..emc2 import DEFAULT_DELTAS, EMC2Config
-from ..judges import JUDGES
+from ..judges import JUDGES, check_res
 from ..nets import coords
 from ..prune import collapsed, prune
 from ..prune.similarity_pruning import SPConfig
@@ -67,6 +67,9 @@ class Config(Presets):
     scale: str = "quick"  # the preset this config came from
 
     LIMITS = LIMITS
+
+    def __post_init__(self):
+        check_res((self.judge, *self.judges), self.res, f"res = {self.res}: images", ExperimentError)  # before any work
 
     # reference: what chunks emc2 and emc2_dense of examples/sweeps/reference.toml run
     # (tests/test_reference_plan.py compares them) — 64×64, 8 δ, up to 5,000 weights per network
@@ -228,6 +231,7 @@ class Point:
 
         if self.judge not in JUDGES:
             raise ExperimentError(f"judge={self.judge!r}: choose one of {', '.join(JUDGES)}")
+        check_res(self.judge, self.res, f"res = {self.res}: images", ExperimentError)  # before any work
 
 
 def parse_point(config: dict) -> Point:

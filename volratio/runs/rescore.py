@@ -41,7 +41,7 @@ from tqdm import tqdm
 from .. import emc2
 from ..emc2 import EMC2Config
 from ..errors import VolratioError
-from ..judges import JUDGES
+from ..judges import JUDGES, check_res
 from ..nets import CoordMLP
 from ..util.fileio import atomic_path
 from ..util.limits import LimitError, check_limits
@@ -116,6 +116,7 @@ def parse_point(config: dict) -> Config:
         )
     try:
         check_limits(emc2_config(cfg, 0), "rescore config: emc2")
+        check_res(cfg.judge, emc2_config(cfg, 0).res, "rescore config: emc2 images", RescoreError)
     except LimitError as e:
         raise RescoreError(str(e)) from None
     except (TypeError, ValueError) as e:
