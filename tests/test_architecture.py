@@ -1,4 +1,5 @@
-"""The package's import graph (DESIGN §2): layers read from the tree, no upward import, no cycle.
+"""The package's import graph (CONTRIBUTING "Where things go"): layers read from the tree, no upward
+import, no cycle; and one meaning per stored run (no versioning machinery left in the package).
 
 The graph is built from the source with `ast`, function-body imports included (an import inside a
 function is as much a dependency as one at the top; it only runs later). An edge `a -> b` means
@@ -24,7 +25,7 @@ Layers, bottom to top; a module may import only from its own layer and the layer
                  decay fit, the theorem, the basin model that trains networks and scores them)
     depth        volratio/depth/ (complexity, the sweet spot of a depth curve, the depth predictor)
     runs         volratio/runs/ (sweeps and their executors, the results store, the reference plans,
-                 rescoring, the registry of experiments and run functions with their versions): the
+                 rescoring, the registry of experiments and run functions): the
                  registry names the experiment modules by module path and imports each with
                  `importlib` on first use, the one place this layer refers to the experiments (by
                  name, never by an import statement)
@@ -348,3 +349,23 @@ def test_every_preset_comes_from_the_one_mechanism():
                     if isinstance(f, ast.FunctionDef) and f.name in ("quick", "reference", "full")
                 ]
     assert not own, "presets written by hand (set QUICK / REFERENCE / FULL and mix in Presets):\n" + "\n".join(own)
+
+
+# words that belong to a second meaning of a stored run: run-function versions and their frozen
+# readings, aliases of old import paths, defaults kept for runs of an earlier code
+BANNED = ("v1_readings", "run_versions", "legacy", "ALIASES", "stored before")
+
+
+def test_no_versioning_of_stored_runs_is_left():
+    """A run's key is the hash of its run name and complete config: nothing in the package reads a
+    stored run by another rule, or keeps a default for runs of an earlier code."""
+    hits = []
+    for path in sorted(PKG.rglob("*")):
+        if path.is_file() and path.suffix in (".py", ".json", ".cpp", ".md", ".toml", ".sha256"):
+            text = path.read_text()
+            hits += [
+                f"{path.relative_to(PKG.parent)}:{text[: text.lower().index(w.lower())].count(chr(10)) + 1}: {w}"
+                for w in BANNED
+                if w.lower() in text.lower()
+            ]
+    assert not hits, "versioning of stored runs left in the package:\n" + "\n".join(hits)

@@ -121,6 +121,8 @@ def files(tmp_path_factory):
     _png_header_only(d / "truncated.png", 64, 64, mode=2)  # header fine, data missing
     Image.fromarray(np.zeros((1, 100000), np.uint8)).save(d / "wide.png")
     Image.fromarray(np.zeros((20, 200), np.uint8)).save(d / "panorama.png")
+    Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(d / "tiny.png")
+    Image.fromarray(np.zeros((16, 16, 3), np.uint8)).save(d / "small.png")
     (d / "spec.toml").write_text('name = "x"\n')
     (d / "folder").mkdir()
     (d / "notastore").mkdir()
@@ -155,6 +157,16 @@ def bad_input_cases(d: Path):
         ("welch bound huge k", ["welch", "bound", "--m", "5", "--n", "1000000", "--k", "1000000"], ["binomial"]),
         ("file bomb", ["render", f"file:{d}/bomb.png", "--out", "OUT.png"], ["pixels", "smaller image"]),
         ("file 12000^2", ["render", f"file:{d}/big.png", "--out", "OUT.png"], ["12000×12000", "memory", "downscale"]),
+        ("judge bomb", ["judge", f"{d}/bomb.png", *t], ["pixels", "smaller image"]),
+        ("judge 12000^2", ["judge", f"{d}/big.png", *t], ["12000×12000", "memory", "downscale"]),
+        (
+            "judge reference bomb",
+            ["judge", f"{d}/small.png", "--reference", f"{d}/bomb.png", "--label", "x"],
+            ["pixels", "smaller image"],
+        ),  # fmt: skip
+        ("judge 4 px", ["judge", f"{d}/tiny.png", *t], ["4×4", "at least 8×8", "larger image"]),
+        ("emc2 res 1", ["emc2", n, *t, "--res", "1"], ["1×1", "'anchored'", "--res 8"]),
+        ("emc2 res 4 ssim", ["emc2", n, *t, "--res", "4", "--judge", "ssim"], ["4×4", "'ssim'", "--res 8"]),
         ("sparse huge safetensors", ["info", d / "huge.safetensors"], ["memory", "budget"]),
         ("emc2 res 1e5", ["emc2", n, *t, "--res", "100000"], ["memory", "--res"]),
         ("sweep-weights res 1e5", ["sweep-weights", n, "--res", "100000", "--out", "OUT.png"], ["memory", "--res"]),

@@ -19,7 +19,7 @@ from volratio.cli import main
 from volratio.experiments._base import ExperimentError, Result
 from volratio.runs import registry
 from volratio.runs.registry import get_run, register_run, unregister_run
-from volratio.runs.store import Store, config_key
+from volratio.runs.store import Store, StoreError, config_key
 from volratio.runs.sweep import Sweep, SweepSpecError, run_sweep
 from volratio.util.presets import SCALES, ConfigError, configure
 
@@ -142,41 +142,31 @@ def test_user_registered_run_function(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# Stores written before the registry still resume
+# One rule for keys: the hash of the run name and the complete config
 
 
-def test_an_old_store_resumes_without_recomputing(tmp_path):
-    """A store written before versions holds version-1 runs: a sweep that says `version = 1` resumes
-    it; the default (version 2) refuses, naming the fix."""
+def test_a_store_of_the_old_key_format_is_refused_with_the_fix(tmp_path):
+    """A table whose keys hashed a version tag cannot be found by today's keys: reading it is an error
+    that names the fix, never a silent recompute into the same folder."""
     out = tmp_path / "old"
     shutil.copytree(OLD_STORE, out)
-    before = Store(out).records()
-    assert len(before) == 6 and {r["run"] for r in before} == {"volratio.runs:toy", "volratio.depth_runs:depth_point"}
-    toy = dict(grid={"n": [3, 5]}, seeds=[0, 1], config={"steps": 5})
-    assert run_sweep(Sweep(run="toy", version=1, **toy), out).skipped == 4
-    with pytest.raises(SweepSpecError, match=r"made by version 1 of run function 'toy'.*`version = 1` in the spec"):
-        run_sweep(Sweep(run="toy", **toy), out)
-    legacy = run_sweep(Sweep(run="volratio.runs:toy", version=1, **toy), out)
-    assert legacy.ran == []  # an old spec, its run named by import path, still runs (through the alias)
-    depth = [r["config"] for r in before if r["run"] == "volratio.depth_runs:depth_point"]
-    assert len(depth) == 2 and "sp_loss_factor" not in depth[0]  # stored before SP's guard: version 1 reads none
-    cases = [{k: v for k, v in c.items() if k != "seed"} for c in depth]
-    rep = run_sweep(Sweep(run="depth_point", version=1, cases=cases, seeds=[depth[0]["seed"]]), out)
-    assert rep.ran == [] and rep.skipped == 2 and len(rep.table) == 2
-    assert Store(out).records() == before  # nothing was rewritten
+    with pytest.raises(StoreError, match=r"volratio.store/1.*write the sweep to a new folder \(--out\)"):
+        Store(out)
+    with pytest.raises(StoreError, match="volratio.store/1"):
+        run_sweep(Sweep(run="toy", grid={"n": [3, 5]}, seeds=[0, 1], config={"steps": 5}), out)
 
 
-def test_store_keys_hash_the_old_run_paths():
-    config = {"depth": 3, "lr": 0.003, "target": "planted:0", "grid": {"b": [1, 2], "a": None}}
-    sweep = Sweep(run="train", config=config, seeds=[7], version=1)  # version 1 keys the config as given
-    assert sweep.keys("0.1.0") == ["3aff57c367deb845"]  # the literal of test_sweep's key test
-    assert Sweep(run="depth_point", seeds=[0], version=1).keys("0.1.0") == [
-        config_key("volratio.depth_runs:depth_point", {"seed": 0}, "0.1.0")
-    ]
-    v2 = get_run("depth_point")
-    assert Sweep(run="depth_point", seeds=[0]).keys("0.1.0") == [
-        config_key("volratio.depth_runs:depth_point", v2.keyed({"seed": 0}), "0.1.0/v2")
-    ]
+def test_store_keys_hash_the_run_name_and_the_complete_config():
+    entry = get_run("depth_point")
+    full = entry.keyed({"seed": 0})
+    assert full == entry.keyed(full) and "sp_loss_factor" in full  # complete: today's defaults filled in
+    assert Sweep(run="depth_point", seeds=[0]).keys() == [config_key("depth_point", full)]
+    given = {k: v for k, v in full.items() if k != "seed"}  # every entry written out: the same run
+    assert Sweep(run="depth_point", config=given, seeds=[0]).keys() == Sweep(run="depth_point", seeds=[0]).keys()
+    with pytest.raises(SweepSpecError, match="not a registered run function"):
+        Sweep(run="volratio.depth_runs:depth_point")  # import paths are not names
+    with pytest.raises(SweepSpecError, match=r"unknown entries \['version'\]"):
+        Sweep.from_dict({"run": "toy", "version": 1})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,34 +251,25 @@ def _triple(config: dict) -> dict:
     return {"y": 3 * config["x"]}
 
 
-def test_a_store_never_mixes_versions_of_a_run_function(tmp_path):
-    """Version 1 keys are the library's (every store written before versions keeps its keys); a
-    bumped version makes new keys, and a store holding the older version's runs refuses to resume."""
-    from volratio import __version__
-    from volratio.runs.store import config_key
+def _as_dict(config: dict) -> dict:
+    return {"x": int(config["x"]), "seed": config["seed"], "scale": config.get("scale", 1)}
 
+
+def test_a_user_run_is_keyed_by_its_name_and_its_parsed_config(tmp_path):
     try:
-        v1 = register_run("versioned", _double)
-        sweep = Sweep(run="versioned", grid={"x": [1, 2]}, seeds=[0])
-        assert v1.key_version(__version__) == __version__
-        assert sweep.keys() == [config_key("user:versioned", c, __version__) for c in sweep.configs()]
-        run_sweep(sweep, tmp_path / "s")
-        v2 = register_run("versioned", _triple, version=2)
-        assert v2.key_version(__version__) == f"{__version__}/v2" and sweep.keys()[0] not in v1_keys(sweep, v1)
-        with pytest.raises(SweepSpecError, match="holds 2 runs of these configs made by version 1 of run function"):
-            run_sweep(sweep, tmp_path / "s")
-        assert sorted(run_sweep(sweep, tmp_path / "new").table["y"]) == [3, 6]  # a new store: version 2's runs
-        with pytest.raises(ConfigError, match="version must be a positive integer"):
-            register_run("versioned", _double, version=0)
+        register_run("tripled", _triple, _as_dict)
+        sweep = Sweep(run="tripled", grid={"x": [1, 2]}, seeds=[0])
+        full = [{"x": x, "seed": 0, "scale": 1} for x in (1, 2)]
+        assert sweep.keys() == [config_key("tripled", c) for c in full]
+        rep = run_sweep(sweep, tmp_path / "s")
+        assert sorted(rep.table["y"]) == [3, 6] and [r["config"] for r in Store(tmp_path / "s").records()] == full
+        register_run("doubled", _double, _as_dict)  # other results: another name, other keys
+        assert not set(Sweep(run="doubled", grid={"x": [1, 2]}, seeds=[0]).keys()) & set(sweep.keys())
+        with pytest.raises(ConfigError, match="taken by the library"):
+            register_run("train", _double)
     finally:
-        unregister_run("versioned")
-
-
-def v1_keys(sweep, entry):
-    from volratio import __version__
-    from volratio.runs.store import config_key
-
-    return [config_key(entry.key, c, entry.key_version(__version__, 1)) for c in sweep.configs()]
+        unregister_run("tripled")
+        unregister_run("doubled")
 
 
 def test_every_experiment_runs_on_its_config_alone():

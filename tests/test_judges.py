@@ -193,3 +193,33 @@ def test_basin_emc2_goes_through_score_network(monkeypatch):
     assert aucs[0] is None and 0.0 <= aucs[1] <= 1.0
     assert seen == [("planted:0", "calibrated", "target", 16)]  # 16 px: below SSIM@4's old 28-px floor
     assert dataclasses.is_dataclass(cfg)
+
+
+def test_the_smallest_image_is_a_property_of_the_judge_and_every_entry_point_refuses_less():
+    from volratio.experiments import connectivity, depth_regime, emc2_bench, twins
+    from volratio.runs import rescore
+    from volratio.util.presets import ConfigError
+
+    for name in judges.JUDGES:
+        assert judges.min_res(name) == judges.judge_class(name).min_res >= judges.MIN_RES
+    small = judges.MIN_RES - 1
+    j = judges.AnchoredJudge(torch.rand(16, 16, 3, dtype=torch.float64))
+    with pytest.raises(judges.JudgeError, match=f"{small}×{small} pixels.*at least {judges.MIN_RES}"):
+        j(torch.rand(2, small, small, 3), "skull")  # the judge itself
+    assert j(torch.rand(2, judges.MIN_RES, judges.MIN_RES, 3), "skull").verdicts.shape == (2,)
+    # the experiments' configs, before any training: a ConfigError that names the size and the judge
+    for parse, cfg in (
+        (twins.parse_point, {"res": small}),
+        (depth_regime.parse_point, {"res": small, "target": "planted:0", "depth": 2, "seed": 0}),
+        (emc2_bench.parse_point, {"res": small}),
+    ):
+        with pytest.raises((ConfigError, judges.JudgeError), match=f"at least {judges.MIN_RES}"):
+            parse(cfg)
+    with pytest.raises(Exception, match=f"at least {judges.MIN_RES}"):
+        connectivity.Config.quick(emc2_res=small)
+    with pytest.raises(Exception, match=f"at least {judges.MIN_RES}"):
+        depth_regime.Config.quick(res=small)
+    assert connectivity.Config.quick(emc2_res=small, emc2=False).emc2_res == small  # no EMC2, no judge
+    src = {"chunk": "c", "key": "k", "run": "depth_point", "net_sha256": "0" * 64}
+    with pytest.raises(rescore.RescoreError, match=f"at least {judges.MIN_RES}"):
+        rescore.parse_point({"source": src, "target": "planted:0", "emc2": {"res": small}})

@@ -280,7 +280,7 @@ def test_machine_independent_run_functions_are_the_boolean_sampler():
         R.comparable(first["interference"], here=amd) == R.comparable(first["rho_basin"], here=amd) == "same CPU kind"
     )
     # a volume_ratio config that leaves the basin model at its default computes basin cells
-    stored = {"run": "volratio.experiments:volume_ratio", "version": __version__}  # a version-1 row
+    stored = {"run": "volume_ratio", "version": __version__}
     assert not R._boolean_only({**stored, "config": {"scale": "reference", "targets": ["chain:2"], "samples": [10]}})
     only = {"scale": "reference", "targets": ["chain:2"], "samples": [10], "basin_target": None}
     assert R._boolean_only({**stored, "config": only})
@@ -349,7 +349,6 @@ def test_emc2_point_scores_one_network_and_its_sampling_error(picbreeder_dir):
 DEPTH_PLAN = """
 [chunks.depth_tiny]
 run = "depth_point"
-version = 1  # no SP guard, the eager path: 3 steps draw something, so the curves have sweet spots
 seeds = [0]
 cases = [
     { target = "planted:1:depth=2,width=3", depth = 1 }, { target = "planted:1:depth=2,width=3", depth = 2 },
@@ -368,6 +367,13 @@ retrain_steps = 1
 max_params = 3
 deltas = [-1.0, 1.0]
 judge = "ssim"
+# in effect no SP guard and every pair at once (TOML has no None), no compensation, retraining at the
+# training rate, the eager path: 3 steps draw something, so the curves have sweet spots
+sp_loss_factor = 1e9
+sp_per_round = 1000
+sp_compensate = "none"
+retrain_lr_factor = 1.0
+train_path = "eager"
 keep_net = false
 """
 

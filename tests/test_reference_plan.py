@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from volratio import __version__
 from volratio.experiments import (
     connectivity,
     depth_regime,
@@ -64,9 +63,8 @@ REPLICATES = {"emc2_dense": 5, "welch_toy": 5, "interference": 5}
 
 
 def parsed(*chunks) -> list:
-    """Every run of `chunks`, its config parsed by its run function at the chunk's version (what the
-    run computes)."""
-    return [get_run(PLAN[c].run, PLAN[c].version).parse(cfg) for c in chunks for cfg in PLAN[c].configs()]
+    """Every run of `chunks`, its config parsed by its run function (what the run computes)."""
+    return [get_run(PLAN[c].run).parse(cfg) for c in chunks for cfg in PLAN[c].configs()]
 
 
 def test_every_chunk_has_an_owner_or_says_it_has_none():
@@ -82,15 +80,14 @@ def test_the_store_holds_exactly_the_runs_of_the_plan():
         assert stored == set(sweep.keys()), f"{chunk}: the store and the plan name different runs"
 
 
-def test_every_chunk_names_the_version_its_store_records():
-    """A chunk says which version of its run function it runs; every row of its store (its own runs
-    and the rescores beside them) records that version, and its key is that of its config and version."""
+def test_every_stored_row_of_the_plan_is_its_complete_config_and_its_hash():
+    """Every row of a chunk's store (its own runs and the rescores beside them) holds the complete
+    config of its run function, and its key is the hash of its run name and that config."""
     for chunk, sweep in PLAN.items():
-        assert sweep.version is not None, f"{chunk}: name the run function's version (`version = N`)"
-        entry = get_run(sweep.run, sweep.version)
         for r in R.records(chunk, STORE, rescores=True):
-            assert r["version"] == entry.key_version(__version__), (chunk, r["key"])
-            assert config_key(r["run"], r["config"], r["version"]) == r["key"], (chunk, r["key"])
+            assert get_run(r["run"]).keyed(r["config"]) == r["config"], (chunk, r["key"])
+            assert config_key(r["run"], r["config"]) == r["key"], (chunk, r["key"])
+        assert {r["run"] for r in R.records(chunk, STORE)} == {sweep.run}, chunk
 
 
 def _replicated(chunk: str, runs: list) -> list:

@@ -1,6 +1,6 @@
-"""SP that keeps the fit (DESIGN §3.3): retraining at a fraction of the training rate, a removed unit's
-outgoing weights re-expressed on the units that stay, a cap on units per round — and run configs
-stored before these knobs keep their meaning."""
+"""SP that keeps the fit: retraining at a fraction of the training rate, a removed unit's outgoing
+weights re-expressed on the units that stay, a cap on units per round, and run configs that carry
+every one of these knobs."""
 
 import numpy as np
 import pytest
@@ -11,7 +11,6 @@ from volratio.experiments import depth_regime
 from volratio.nets import CoordMLP, coords
 from volratio.prune.criteria import CalibrationGrid
 from volratio.prune.similarity_pruning import Removal, compensate
-from volratio.runs import run_versions
 from volratio.runs.registry import get_run
 from volratio.train import TrainConfig, mse_per_network, train
 
@@ -132,15 +131,13 @@ def test_retraining_at_a_lower_rate_keeps_a_converged_fit():
     assert (cool <= 1.5 * dense).all()
 
 
-def test_stored_depth_configs_keep_their_sp():
-    """A depth_point config written before these knobs means retraining at the training rate, no
-    compensation and no per-round cap; new configs carry them, and the shared settings keep old keys."""
-    old = get_run("depth_point", 1).parse({"target": "planted:0", "depth": 2})  # how stored runs read it
-    assert (old.retrain_lr_factor, old.sp_compensate, old.sp_per_round) == (1.0, "none", None)
+def test_depth_configs_carry_their_sp_knobs():
+    """A depth_point run is keyed and stored with every SP knob (its complete config): today's defaults
+    are the measured choices, and the shared settings carry them."""
     new = depth_regime.Settings()
     assert (new.retrain_lr_factor, new.sp_compensate, new.sp_per_round) == (0.1, "span", 2)
-    cur = get_run("depth_point").parse({"target": "planted:0", "depth": 2})  # version 2: today's defaults
-    assert (cur.retrain_lr_factor, cur.sp_compensate, cur.sp_per_round) == (0.1, "span", 2)
+    cur = get_run("depth_point").keyed({"target": "planted:0", "depth": 2})
+    assert (cur["retrain_lr_factor"], cur["sp_compensate"], cur["sp_per_round"]) == (0.1, "span", 2)
     assert {"retrain_lr_factor", "sp_compensate", "sp_per_round"} <= set(new.shared())
 
 
@@ -166,5 +163,4 @@ def test_sp_ablation_adds_each_change_in_turn():
     assert ((table.sparsity >= 0) & (table.sparsity <= 1)).all()
     guarded = table.iloc[1:]
     assert (guarded.collapsed == 0).all()  # the guard never leaves a collapsed network
-    v1 = run_versions.readings()["connectivity"]["scales"]["reference"]
-    assert C.Config().sp.per_round == 4 and v1["sp.per_round"] is None  # stored version 1: every pair at once
+    assert C.Config().sp.per_round == 4

@@ -1,5 +1,5 @@
-"""SP's loss guard (DESIGN §3.3): a round that would erase the image is undone, collapsed members
-are flagged in every result, and run configs stored before the guard keep their key and meaning."""
+"""SP's loss guard: a round that would erase the image is undone, collapsed members are flagged in
+every result, and stored run configs name the guard they ran with."""
 
 import json
 
@@ -110,85 +110,39 @@ def test_collapsed_flag(fitted):
 
 
 # ---------------------------------------------------------------------------------------------
-# Stored configs: version 1 reads no field as no guard, and keeps the key
+# Stored configs name their guard: an absent entry means today's default
 
 
 def _stored(chunk):
     t = pd.read_parquet(f"results/reference/{chunk}/results.parquet")
-    return [(r.run, json.loads(r.config), r.version, r.key) for r in t.itertuples()]
+    return [(r.run, json.loads(r.config), r.key) for r in t.itertuples()]
 
 
-# a depth_point run config as stored before SP's guard (chunk depth_picbreeder before its re-run with
-# SP that keeps the fit; the run is in git history), with its run key and store key
-LEGACY_DEPTH = (
-    "volratio.depth_runs:depth_point",
-    {"activation": "gaussian", "deltas": [-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0], "depth": 2, "device": "cpu",
-     "judge": "calibrated", "keep_net": False, "lr": 0.003, "max_params": 200, "members": 5, "optimizer": "adam",
-     "res": 64, "retrain_steps": 200, "seed": 0, "sp_rounds": 5, "steps": 2000, "target": "picbreeder:skull",
-     "tau": 0.9, "width": 12},
-    "0.1.0",
-    "baf820eaef5583e8",
-)  # fmt: skip
-
-
-# an optimizer_point and a whole-experiment connectivity config as stored before SP's guard (the chunks
-# before their re-run with SP that keeps the fit; the runs are in git history), with their keys
-LEGACY_OPTIMIZER = {"activation": "gaussian", "deltas": [-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0], "depth": 14,
-                    "device": "cpu", "hessian_iters": 50, "judge": "calibrated", "keep_net": False, "lr": 0.001,
-                    "max_params": 200, "members": 1, "optimizer": "adam", "res": 64, "retrain_steps": 200, "seed": 0,
-                    "sp_rounds": 5, "steps": 2000, "target": "picbreeder:skull", "tau": 0.9, "width": 12}  # fmt: skip
-LEGACY_CONNECTIVITY = (
-    "volratio.experiments:connectivity",
-    {"arch": "picbreeder", "device": "cpu", "judge": "calibrated", "scale": "reference", "seed": 0, "seeds": 1,
-     "sp.tau": 0.9, "targets": ["skull"]},
-    "0.1.0",
-    "e45ce77dbb875aa2",
-)  # fmt: skip
-
-
-def test_version_1_reads_stored_depth_configs_as_no_guard_and_keeps_their_key():
-    run, config, version, key = LEGACY_DEPTH
-    assert "sp_loss_factor" not in config
-    v1 = get_run("depth_point", 1)
-    assert v1.parse(config).sp_loss_factor is None and v1.parse(config).train_path == "eager"
-    assert config_key(run, v1.keyed(config), v1.key_version(version)) == key  # keyed as given
-    assert config_key("volratio.depth_runs:optimizer_point", LEGACY_OPTIMIZER, "0.1.0") == "c1a083cb38ac9cb8"
-    assert get_run("optimizer_point", 1).parse(LEGACY_OPTIMIZER).sp_loss_factor is None
-    # version 2 (the default) reads an absent entry as today's default and keys the complete config
-    v2 = get_run("depth_point")
-    assert v2.version == 2 and v2.parse(config).sp_loss_factor == 2.0
-    assert v2.keyed(config)["sp_loss_factor"] == 2.0 and set(v2.keyed(config)) > set(config)
-    assert depth_regime.parse_point(config).sp_loss_factor == 2.0  # the module's own parse: today's defaults
+def test_stored_configs_name_their_guard_and_absent_entries_mean_todays_default():
+    depth = get_run("depth_point")
+    config = {"target": "planted:0", "depth": 2}
+    assert depth.parse(config).sp_loss_factor == 2.0 and depth.keyed(config)["sp_loss_factor"] == 2.0
+    assert set(depth.keyed(config)) > set(config)  # keyed by the complete config
     new = depth_regime.make_sweep("planted:0", depth_regime.Config.quick()).configs()[0]
     assert new["sp_loss_factor"] == 2.0 and "adamw_lr" in new  # the shared settings: every entry
+    for chunk, has in (("interference", "sp_loss_factor"), ("emc2_dense", "sp.loss_factor")):
+        for run, config, key in _stored(chunk):
+            assert has in config and config_key(run, config) == key  # the guard as the run used it
+    (run, config, _), *_ = _stored("interference")
+    assert get_run(run).parse(config).sp_loss_factor is None and interference.Config.quick().sp_loss_factor == 2.0
+    rerun = get_run("emc2_dense").parse(_stored("emc2_dense")[0][1])
+    assert rerun.sp.loss_factor == 2.0 and rerun.sp.compensate == "span"
+    assert emc2_bench.Config.reference().sp.loss_factor == 2.0 and connectivity.Config.quick().sp.loss_factor == 2.0
 
 
-def test_stored_whole_experiment_configs_mean_no_guard():
-    run, config, version, key = LEGACY_CONNECTIVITY
-    assert config_key(run, config, version) == key
-    cfg = get_run("connectivity", 1).parse(config)
-    assert cfg.sp.loss_factor is None and cfg.legacy_rows and cfg.sp.tau == config["sp.tau"]
-    assert get_run("connectivity").parse(config).sp.loss_factor == 2.0  # version 2: today's default
-    assert connectivity.Config.quick().sp.loss_factor == 2.0 and not connectivity.Config.quick().legacy_rows
-    assert get_run("connectivity", 1).parse({**config, "sp.loss_factor": 2.0}).sp.loss_factor == 2.0
-    icfg = get_run("interference", 1).parse(_stored("interference")[0][1])
-    assert icfg.sp_loss_factor is None and interference.Config.quick().sp_loss_factor == 2.0
-    dense = get_run("emc2_dense", 1)
-    dcfg = dense.parse({"scale": "reference", "seed": 0})  # a config stored before the guard
-    assert dcfg.sp.loss_factor is None and dcfg.legacy_rows and dcfg.sp.compensate == "none"
-    rerun = dense.parse(_stored("emc2_dense")[0][1])  # the chunk as re-run with the guard
-    assert rerun.sp.loss_factor == 2.0 and not rerun.legacy_rows and rerun.sp.compensate == "span"
-    assert emc2_bench.Config.reference().sp.loss_factor == 2.0
-
-
-def test_depth_point_metrics_flag_collapsed_only_for_new_configs():
+def test_depth_point_metrics_flag_collapsed():
     small = dict(target="planted:0", depth=1, width=3, res=8, steps=20, sp_rounds=1, retrain_steps=2, members=2,
                  max_params=2, deltas=[-1.0, 1.0], judge="ssim", keep_net=False, seed=0)  # fmt: skip
     new = depth_regime.point({**small, "sp_loss_factor": 2.0})
     assert len(new["collapsed"]) == 2 and all(isinstance(c, bool) for c in new["collapsed"])
     assert len(new["sp_stop"]) == 2 and len(new["dense_loss"]) == 2
-    old = get_run("depth_point", 1).fn(small)  # version 1 reads the absent guard as none; flags all the same
-    assert len(old["collapsed"]) == 2 and len(old["sp_stop"]) == 2
+    off = depth_regime.point({**small, "sp_loss_factor": None})  # no guard: flags all the same
+    assert len(off["collapsed"]) == 2 and len(off["sp_stop"]) == 2
 
 
 def test_backoff_retries_an_undone_round_with_half_as_many_units(fitted):
@@ -207,4 +161,4 @@ def test_backoff_retries_an_undone_round_with_half_as_many_units(fitted):
             assert b == a // 2
     assert res.extras["stop"][0] in ("loss above loss_factor × dense loss (round undone)", "rounds")
     assert (res.final_loss <= np.maximum(2.0 * res.dense_loss, 0.0) + 1e-12).all()  # the guard still holds
-    assert P.SPConfig().backoff is False  # off unless asked: stored runs keep their meaning
+    assert P.SPConfig().backoff is False  # off unless asked

@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from .. import emc2
+from .. import emc2, judges
 from ..data.picbreeder import layerize
 from ..data.specs import load_network
 from ..data.targets import get_target
@@ -92,6 +92,7 @@ def _allow_negative_lists(p) -> None:
 
 def cmd_emc2(args) -> int:
     get_target(args.target)  # validate early
+    judges.check_res(args.judge, args.res, "--res: images")  # before any network is loaded
     deltas = args.deltas
     net = load_network(args.spec)
     layered = None

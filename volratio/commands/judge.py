@@ -3,6 +3,8 @@ reference verdicts of `data/judge_reference/`)."""
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from PIL import Image, UnidentifiedImageError
 
@@ -65,17 +67,28 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_check)
 
 
-def read_png(path: str, size: int | None = None):
-    """`(H, W, 3)` float tensor in [0, 1] of a square PNG (of side `size` when given)."""
+def read_png(path: str, size: int | None = None, min_res: int | None = None):
+    """`(H, W, 3)` float tensor in [0, 1] of a square PNG (of side `size` when given, at least
+    `min_res` when given). The header is read first: a decompression bomb, a huge or a too-small
+    image is refused before any pixel is decoded (`volratio.data.targets.FileTarget`)."""
     try:
-        with Image.open(path) as im:
-            w, h = im.size
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # the memory budget decides
+            with Image.open(path) as im:
+                w, h = im.size
     except FileNotFoundError:
         raise ImageError(f"{path}: no such image file") from None
     except UnidentifiedImageError:
         raise ImageError(f"{path}: not an image Pillow can read") from None
+    except Image.DecompressionBombError as e:
+        raise ImageError(f"{path}: {e}; give a smaller image (downscale it first)") from None
     if w != h:
         raise ImageError(f"{path}: the judges take square images, got {w}×{h}")
+    if min_res is not None and w < min_res:
+        raise ImageError(
+            f"{path}: {w}×{h} pixels, but the judge answers for images of at least {min_res}×{min_res}; "
+            "give a larger image"
+        )
     if size is not None and w != size:
         raise ImageError(f"{path}: {w}×{h}, but the reference is {size}×{size}; render both at the same resolution")
     return FileTarget(path).image(w).double()
@@ -100,13 +113,14 @@ def cmd_judge(args) -> int:
     label = args.label or (target_label(args.target) if args.target else None)
     if label is None:
         raise VolratioError("give --label (what the images should show) with --reference")
-    imgs = [read_png(p) for p in args.images]
+    smallest = judges.min_res(args.judge)
+    imgs = [read_png(p, min_res=smallest) for p in args.images]
     if len({im.shape for im in imgs}) > 1:
         raise VolratioError(
             f"the images have different sizes {sorted({tuple(im.shape[:2]) for im in imgs})}; give images of one size"
         )
     batch = torch.stack(imgs)  # (B, H, W, 3)
-    ref = read_png(args.reference) if args.reference else None
+    ref = read_png(args.reference, min_res=smallest) if args.reference else None
     if args.judge in judges.SELF_ANCHORED:
         if ref is None:
             raise VolratioError(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from .. import __version__
 from ..judges import JUDGES
 from ..runs.reference import load_plan, run_chunk
 from ..runs.rescore import rescore_chunk
@@ -109,8 +108,8 @@ def _list(args) -> int:
         path = Path(args.out) / name
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            done = sum(Store(path).status(k) == "done" for k in set(sweep.keys(__version__))) if path.is_dir() else 0
-        rows.append({"chunk": name, "run": sweep.run, "runs": len(set(sweep.keys(__version__))), "done": done})
+            done = sum(Store(path).status(k) == "done" for k in set(sweep.keys())) if path.is_dir() else 0
+        rows.append({"chunk": name, "run": sweep.run, "runs": len(set(sweep.keys())), "done": done})
     w = max((len(r["chunk"]) for r in rows), default=0)
     emit(args, rows, "\n".join(f"{r['chunk']:{w}s}  {r['run']:16s} {r['done']}/{r['runs']} runs stored" for r in rows))
     return 0

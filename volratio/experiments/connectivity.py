@@ -31,7 +31,7 @@ from .. import emc2
 from ..data.picbreeder import fer_arch
 from ..data.targets import get_target
 from ..emc2 import DEFAULT_DELTAS
-from ..judges.registry import JUDGES
+from ..judges.registry import JUDGES, check_res
 from ..nets import CoordMLP
 from ..prune import PruneError, collapsed, prune
 from ..prune.criteria import CalibrationGrid
@@ -76,12 +76,10 @@ class Config(Presets):
     deltas: tuple = DEFAULT_DELTAS  # EMC2 perturbation sizes
     seed: int = 0  # initialisation of the population; the table's seed of member k is seed + k % seeds
     device: str = "auto"  # CUDA when available
-    legacy_rows: bool = False  # rows without dense_loss / collapsed, as stored before SP's guard (version 1
-    # of the run function reads a config without this entry as true: `volratio.runs.run_versions`)
     keep_nets: bool = (
         False  # as a sweep run: store every population (dense, SP, each baseline) as artifact net_<method>
     )
-    train_path: str = "auto"  # TrainConfig.path of every training and retraining ("auto": fused on the CPU, else fast; runs stored before it: eager)
+    train_path: str = "auto"  # TrainConfig.path of every training and retraining ("auto": fused on the CPU, else fast)
     scale: str = "quick"  # the preset this config came from
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`); None passes where allowed
@@ -92,6 +90,10 @@ class Config(Presets):
         "judges": one_of(*JUDGES), "emc2_res": at_least(2), "emc2_params": at_least(1), "deltas": nonzero(),
         "seed": at_least(0), "train_path": one_of(*PATHS),
     }  # fmt: skip
+
+    def __post_init__(self):
+        if self.emc2:  # before any training
+            check_res((self.judge, *self.judges), self.emc2_res, f"emc2_res = {self.emc2_res}: images", ExperimentError)
 
     # reference: what chunk connectivity of examples/sweeps/reference.toml runs (tests/test_reference_plan.py
     # compares them) — 64×64, 5 seeds, 2,000 dense steps on the fast path, equal fine-tuning budgets: SP
@@ -173,7 +175,7 @@ def run(config: Config | None = None, *, progress=None) -> Result:
         live = net.live_units()
         nz = net.nonzero()
         ws = weight_sparsity(net.masks)
-        flags = collapsed(net, cfg.res, dense_loss, rep_loss) if not cfg.legacy_rows else None
+        flags = collapsed(net, cfg.res, dense_loss, rep_loss)
         for k in range(T * S):
             rows.append(
                 {
@@ -188,7 +190,8 @@ def run(config: Config | None = None, *, progress=None) -> Result:
                     "unit_sparsity": 1.0 - sum(live[k]) / (L * W),
                     "sp_stop": stop[k] if method == "sp" else "",
                     # the dense network's MSE, and whether this one collapsed (flat image or lost fit)
-                    **({} if flags is None else {"dense_loss": float(dense_loss[k]), "collapsed": bool(flags[k])}),
+                    "dense_loss": float(dense_loss[k]),
+                    "collapsed": bool(flags[k]),
                 }
             )
     table = pd.DataFrame(rows)
@@ -210,9 +213,8 @@ def run(config: Config | None = None, *, progress=None) -> Result:
         table["emc2_auc"] = auc
         table["emc2_scores"] = curves
         table["judge"] = judge
-        if not cfg.legacy_rows:  # whether each judge said the network draws its label; the other judges' AUC
-            for name in dict.fromkeys(k for e in extra for k in e):
-                table[name] = [e.get(name) for e in extra]
+        for name in dict.fromkeys(k for e in extra for k in e):  # whether each judge saw its label; other judges' AUC
+            table[name] = [e.get(name) for e in extra]
         say("EMC2 scored")
     return Result(
         "connectivity",
@@ -417,6 +419,5 @@ def dense_drawn(table, judge: str):
 
 
 def config_of(record: dict) -> Config:
-    """The `Config` of a stored run (a `volratio.runs.reference.records` entry), read by the version
-    of the run function that stored it."""
+    """The `Config` of a stored run (a `volratio.runs.reference.records` entry): its stored complete config, parsed."""
     return stored_config(record)

@@ -27,7 +27,7 @@ from ..data.targets import get_target
 from ..depth import DepthError, fit_predictor, sweet_spot
 from ..depth.complexity import png_ratio
 from ..emc2 import DEFAULT_DELTAS, UNIT_DELTAS
-from ..judges.registry import JUDGES
+from ..judges.registry import JUDGES, check_res
 from ..nets import ACTIVATIONS, Arch, CoordMLP
 from ..prune import SPConfig, collapsed, sp
 from ..prune.similarity_pruning import COMPENSATE
@@ -90,6 +90,9 @@ class Settings:
         "ratio_res": at_least(2), "processes": at_least(1), "tol": at_least(0), "window": at_least(0),
     }  # fmt: skip
 
+    def __post_init__(self):
+        check_res(self.judge, self.res, f"res = {self.res}: images", DepthError)  # before any training
+
     def shared(self) -> dict:
         """The settings as a sweep's shared config: every entry (a run adds `target`, `depth`, `seed`)."""
         c = {f.name: getattr(self, f.name) for f in fields(Settings)}
@@ -134,6 +137,7 @@ class Config(Presets, Settings):
     # fmt: on
 
     def __post_init__(self):
+        super().__post_init__()
         if self.seeds % self.members:
             raise DepthError(f"seeds = {self.seeds} is not a multiple of members = {self.members}; make it one")
 
@@ -143,8 +147,7 @@ class Config(Presets, Settings):
 
 
 def parse_point(config: dict) -> Point:
-    """One run's config: `Point` with the entries `config` gives (the others at their defaults; a
-    stored version-1 run reads its absent entries as `volratio.runs.run_versions` says)."""
+    """One run's config: `Point` with the entries `config` gives (the others at their defaults)."""
     return configure(Point(), config, "depth_point")
 
 
@@ -282,7 +285,7 @@ class DepthCurve:
     nonzero: np.ndarray  # (n_depths, n_seeds) non-zero weights after SP
     spot: object  # volratio.depth.SweetSpot
     kept: np.ndarray | None = None  # (n_depths, n_seeds) 1 where the judge said the network draws its label,
-    # 0 where not, NaN where the run did not record it (runs stored before the label-anchored judge)
+    # 0 where not, NaN where the row does not record it (a results table made without a judge's verdicts)
 
     def __post_init__(self):
         if self.kept is None:
@@ -350,7 +353,7 @@ def networks_table(table):
     for _, r in table[table["status"] == "done"].iterrows():
         vals = {c: r[c] for c in ("score", "loss", "dense_loss", "nonzero")}
         n = len(vals["score"]) if isinstance(vals["score"], (list, tuple, np.ndarray)) else None
-        kept = r.get("base_kept")  # absent (or NaN) in runs stored before the label-anchored judge
+        kept = r.get("base_kept")  # absent (or NaN) in a table made without a judge's verdicts
         if not isinstance(kept, (list, tuple, np.ndarray)) and (kept is None or _isnan(kept)):
             kept = [np.nan] * n if n else np.nan
         vals["kept"] = np.asarray(kept, dtype=np.float64).tolist() if n else float(kept)

@@ -26,7 +26,7 @@ from ..data import picbreeder
 from ..data.specs import load_network
 from ..data.targets import get_target
 from ..emc2 import DEFAULT_DELTAS, EMC2Config
-from ..judges import JUDGES
+from ..judges import JUDGES, check_res
 from ..nets import coords
 from ..prune import collapsed, prune
 from ..prune.similarity_pruning import SPConfig
@@ -61,12 +61,15 @@ class Config(Presets):
     judges: tuple = ()  # more judges to score the same perturbed images under (rows of their own; `judge` decides)
     seed: int = 0  # initialisation, SP's choices, the EMC2 subsample and the "ssim" judge's calibration
     device: str = "cpu"  # CPU: bit-for-bit repeatable
-    legacy_rows: bool = False  # rows without `collapsed`, as stored before SP's guard (version 1 of
-    # `emc2_dense` reads a config without this entry as true: `volratio.runs.run_versions`)
-    train_path: str = "auto"  # TrainConfig.path of dense training and SP retraining ("auto": fused on the CPU, else fast; runs stored before it: eager)
+    train_path: str = (
+        "auto"  # TrainConfig.path of dense training and SP retraining ("auto": fused on the CPU, else fast)
+    )
     scale: str = "quick"  # the preset this config came from
 
     LIMITS = LIMITS
+
+    def __post_init__(self):
+        check_res((self.judge, *self.judges), self.res, f"res = {self.res}: images", ExperimentError)  # before any work
 
     # reference: what chunks emc2 and emc2_dense of examples/sweeps/reference.toml run
     # (tests/test_reference_plan.py compares them) — 64×64, 8 δ, up to 5,000 weights per network
@@ -228,6 +231,7 @@ class Point:
 
         if self.judge not in JUDGES:
             raise ExperimentError(f"judge={self.judge!r}: choose one of {', '.join(JUDGES)}")
+        check_res(self.judge, self.res, f"res = {self.res}: images", ExperimentError)  # before any work
 
 
 def parse_point(config: dict) -> Point:
@@ -268,11 +272,10 @@ def dense_point(config: dict) -> dict:
     """Our dense population (one member per target) and its SP-pruned copy for one seed, each
     member scored on every non-zero weight (or `max_params`): the run function `emc2_dense`.
     Metrics: `rows`, one per network × target (`network`, `target`, `auc`, `auc_se`, `scores`,
-    `deltas`, `n_params`, `n_nonzero`, `threshold`, `mse`, `seed`, and `collapsed` except in runs
-    stored before SP's guard)."""
+    `deltas`, `n_params`, `n_nonzero`, `threshold`, `mse`, `seed`, `collapsed`)."""
     cfg = parse_dense_point(config)
     dense, sp_net, images = train_ours(cfg)
-    flags = {} if cfg.legacy_rows else ours_collapsed(dense, sp_net, images, cfg.targets)
+    flags = ours_collapsed(dense, sp_net, images, cfg.targets)
     rows = []
     for kind, net in (("dense (ours)", dense), ("SP (ours)", sp_net)):
         losses = mse(net, images)
@@ -292,7 +295,7 @@ def dense_point(config: dict) -> dict:
                     "judge": r.judge,
                     "threshold": judge_threshold(r, name),
                     "mse": float(losses[k]),
-                    **({"collapsed": flags[(kind, name)]} if flags else {}),
+                    "collapsed": flags[(kind, name)],
                 }
             )
     return {"rows": rows}

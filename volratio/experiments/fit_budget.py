@@ -23,7 +23,8 @@ import pandas as pd
 from ..data.targets import get_target
 from ..errors import VolratioError
 from ..nets import ACTIVATIONS, Arch, CoordMLP
-from ..runs import reference, run_versions
+from ..runs import reference
+from ..runs.registry import complete
 from ..train import PATHS, TrainConfig, train
 from ..util.limits import above, at_least, one_of
 from ..util.presets import configure
@@ -105,10 +106,10 @@ def parse_point(config: dict) -> tuple[str, int, Config]:
 
 
 def complete_point(parsed: tuple) -> dict:
-    """The complete config of one run (version 2 keys it; `volratio.runs.run_versions`): its
+    """The complete config of one run (what its store key hashes; `volratio.runs.registry.complete`): its
     target and depth, and every entry of `Config` but the lists they replace."""
     spec, depth, cfg = parsed
-    rest = {k: v for k, v in run_versions.complete(cfg).items() if k not in ("targets", "depths")}
+    rest = {k: v for k, v in complete(cfg).items() if k not in ("targets", "depths")}
     return {"target": spec, "depth": depth, **rest}
 
 

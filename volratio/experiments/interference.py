@@ -38,13 +38,13 @@ class Config(Presets):
     taus: tuple = (0.8, 0.9)  # SP thresholds
     sp_rounds: int = 5  # SP rounds (SPConfig.quick)
     sp_retrain: int = 100  # retraining steps per round
-    sp_loss_factor: float | None = 2.0  # SP's guard (SPConfig.loss_factor; None: off, as in runs stored before it)
+    sp_loss_factor: float | None = 2.0  # SP's guard (SPConfig.loss_factor; None: off)
     sp_retrain_lr_factor: float = 0.1  # SP retrains at this × the training rate (SPConfig; 1.0 in stored runs)
     sp_compensate: str = "span"  # SPConfig.compensate ("none" in stored runs)
     res: int = 64  # grid of the feature maps
     seed: int = 0  # initialisation and SP's choices
     device: str = "cpu"  # CPU: bit-for-bit repeatable
-    train_path: str = "auto"  # TrainConfig.path of training and SP retraining ("auto": fused on the CPU, else fast; runs stored before it: eager)
+    train_path: str = "auto"  # TrainConfig.path of training and SP retraining ("auto": fused on the CPU, else fast)
     scale: str = "quick"  # the preset this config came from
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`)

@@ -203,7 +203,7 @@ def stored_runs(names=REFERENCE_CHUNKS, root=None, judge: str | None = None):
         stored = depth_regime.stored_judged(names, root, judge)
     rows = []
     for r in stored:
-        cfg = stored_config(r)  # read by the version of the run function that stored it
+        cfg = stored_config(r)
         m = r["metrics"]
         muon = cfg.optimizer == "muon"
         rows.append({"target": cfg.target, "depth": cfg.depth, "optimizer": cfg.optimizer,

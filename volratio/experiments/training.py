@@ -20,7 +20,7 @@ import numpy as np
 
 from ..data.targets import get_target
 from ..nets import ACTIVATIONS, Arch, CoordMLP
-from ..runs import run_versions
+from ..runs.registry import complete
 from ..train import TrainConfig
 from ..train import train as train_net
 from ..util.device import resolve_device
@@ -75,10 +75,10 @@ def parse_train(config: dict) -> Config:
 
 
 def complete_train(cfg: Config) -> dict:
-    """The complete flat config of a parsed one (version 2 keys it; `volratio.runs.run_versions`):
+    """The complete flat config of a parsed one (what its store key hashes; `volratio.runs.registry.complete`):
     every entry, TrainConfig's at the top level, and `arch` or `depth`/`width`/`activation`, whichever it uses."""
-    out = {k: v for k, v in run_versions.complete(cfg).items() if not k.startswith("train.")}
-    out.update({k: v for k, v in run_versions.complete(cfg.train).items() if k != "progress"})
+    out = {k: v for k, v in complete(cfg).items() if not k.startswith("train.")}
+    out.update({k: v for k, v in complete(cfg.train).items() if k != "progress"})
     for name in ("depth", "width", "activation") if cfg.arch is not None else ("arch",):
         del out[name]
     return out

@@ -22,7 +22,7 @@ import torch
 from .. import emc2
 from ..data import picbreeder
 from ..emc2 import DEFAULT_DELTAS
-from ..judges.registry import JUDGES
+from ..judges.registry import JUDGES, check_res
 from ..nets import CoordMLP
 from ..train import PATHS, TrainConfig, train
 from ..util.limits import above, at_least, nonzero, one_of
@@ -177,6 +177,7 @@ class Point:
         unknown = [j for j in self.judges if j not in JUDGES]
         if not self.judges or unknown:
             raise ExperimentError(f"judges={list(self.judges)!r}: give one or more of {', '.join(JUDGES)}")
+        check_res(self.judges, self.res, f"res = {self.res}: images", ExperimentError)  # before any training
 
 
 def parse_point(config: dict) -> Point:

@@ -19,7 +19,8 @@ Layout (every public name of the judge modules is importable from `volratio.judg
   threshold calibrated per network against other targets, random CPPN images and noise (`calibrate`);
 - `models` — `CLIPJudge` (CLIP zero-shot) and `VLMJudge` (a vision-language model asked yes/no),
   local weights only (`transformers`, the `judges` extra);
-- `registry` — `make_judge`, `JUDGES`, `DEFAULT_JUDGE`, `SELF_ANCHORED`, `anchor_of`, `default_judge`;
+- `registry` — `make_judge`, `JUDGES`, `DEFAULT_JUDGE`, `SELF_ANCHORED`, `anchor_of`, `default_judge`,
+  `judge_class`, `min_res`, `check_res` (the smallest image a judge answers for, `Judge.min_res`);
 - the rules the fitted judges read (import them as modules; not re-exported here):
   `anchored_rule` (the anchored judge's features and logistic rule) and `calibrated_rule` (the
   self-anchored judges' scores and threshold rule).
@@ -32,7 +33,7 @@ Chapter: "EMC2-Bench" (book/emc2.md).
 from __future__ import annotations
 
 from .anchored import ANCHORED, AnchoredJudge, target_anchor
-from .base import Judge, JudgeError, JudgeWeightsMissing, Verdicts, as_images, image_hash, resample, to_uint8
+from .base import MIN_RES, Judge, JudgeError, JudgeWeightsMissing, Verdicts, as_images, image_hash, resample, to_uint8
 from .models import (
     DEFAULT_DISTRACTORS,
     VLM_PROMPT,
@@ -42,7 +43,17 @@ from .models import (
     parse_answer,
     vlm_messages,
 )
-from .registry import DEFAULT_JUDGE, JUDGES, SELF_ANCHORED, anchor_of, default_judge, make_judge
+from .registry import (
+    DEFAULT_JUDGE,
+    JUDGES,
+    SELF_ANCHORED,
+    anchor_of,
+    check_res,
+    default_judge,
+    judge_class,
+    make_judge,
+    min_res,
+)
 from .similarity import (
     OTHER_IMAGES,
     SSIM_K1,
@@ -73,6 +84,7 @@ __all__ = [
     "to_uint8",
     "image_hash",
     "resample",
+    "MIN_RES",
     # registry
     "make_judge",
     "JUDGES",
@@ -80,6 +92,9 @@ __all__ = [
     "SELF_ANCHORED",
     "anchor_of",
     "default_judge",
+    "judge_class",
+    "min_res",
+    "check_res",
     # anchored
     "ANCHORED",
     "AnchoredJudge",

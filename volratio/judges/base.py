@@ -70,16 +70,35 @@ def image_hash(img_u8: np.ndarray) -> str:
     return h.hexdigest()
 
 
+MIN_RES = 8  # pixels per side: the smallest image any judge answers for (volratio.data.targets.MIN_IMAGE_SIDE)
+
+
 class Judge:
-    """Base class: subclasses set `name` and implement `_judge(images, label) -> (verdicts, scores)`."""
+    """Base class: subclasses set `name` and implement `_judge(images, label) -> (verdicts, scores)`.
+
+    `min_res` is the smallest image (pixels per side) the judge answers for: smaller images are
+    refused (`check_res`) — by the judge itself, and by every entry point before work starts
+    (`volratio.judges.registry.check_res`)."""
 
     name = "judge"
+    min_res = MIN_RES  # pixels per side; a subclass raises it when its features need more
 
     def settings(self) -> dict:
         return {}
 
+    @classmethod
+    def check_res(cls, res: int, what: str = "images") -> None:
+        """`JudgeError` when `res` (pixels per side) is below the judge's `min_res`."""
+        if int(res) < cls.min_res:
+            raise JudgeError(
+                f"{what} of {int(res)}×{int(res)} pixels: the {cls.name!r} judge answers for images of at least "
+                f"{cls.min_res}×{cls.min_res}; render at --res {cls.min_res} or more"
+            )
+
     def __call__(self, images, label: str) -> Verdicts:
-        v, s = self._judge(images, label)
+        x = as_images(images)
+        self.check_res(min(x.shape[1:3]))
+        v, s = self._judge(x, label)
         return Verdicts(np.asarray(v, bool), np.asarray(s, float), self.name, {**self.settings(), "label": label})
 
     def _judge(self, images, label):  # pragma: no cover - abstract

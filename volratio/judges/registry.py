@@ -2,7 +2,8 @@
 
 `JUDGES` are the names `make_judge` knows (the command line's `--judge` choices); `DEFAULT_JUDGE`
 ("anchored", label-anchored on the target image) is the library's default everywhere;
-`SELF_ANCHORED` are the judges that compare each image with the network's own render (stability,
+`judge_class`, `min_res` and `check_res` say which class a name builds and the smallest image it
+answers for, so that entry points refuse a smaller one before work starts; `SELF_ANCHORED` are the judges that compare each image with the network's own render (stability,
 kept so that stored results naming them re-judge); `anchor_of` says what a judge's verdicts are
 anchored on; `default_judge` builds the default judge for a target image.
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 from .anchored import ANCHORED, AnchoredJudge, target_anchor
 from .base import Judge, JudgeError, as_images
 from .models import CLIPJudge, VLMJudge
-from .similarity import calibrated_ssim_judge
+from .similarity import SSIMJudge, calibrated_ssim_judge
 from .stability import PooledCalibratedJudge, ReferenceCalibratedJudge, StabilityJudge
 
 JUDGES = (
@@ -32,6 +33,35 @@ DEFAULT_JUDGE = "anchored"  # the library's default everywhere: label-anchored o
 # Judges that compare each image with the network's own unperturbed render: they measure how stable
 # the picture is, not whether it shows the label (kept so that stored results naming them re-judge).
 SELF_ANCHORED = ("calibrated", "calibrated-pooled", "ssim", "stability")
+
+
+def judge_class(name: str) -> type:
+    """The class `make_judge(name, …)` builds (without building it: no rule read, no weights loaded)."""
+    if name in ANCHORED:
+        return AnchoredJudge
+    classes = {"ssim": SSIMJudge, "calibrated": ReferenceCalibratedJudge, "calibrated-pooled": PooledCalibratedJudge,
+               "stability": StabilityJudge, "clip": CLIPJudge, "vlm": VLMJudge}  # fmt: skip
+    if name not in classes:
+        raise JudgeError(f"judge {name!r}: choose one of {', '.join(JUDGES)}")
+    return classes[name]
+
+
+def min_res(name: str) -> int:
+    """The smallest image (pixels per side) the judge `name` answers for (`Judge.min_res`)."""
+    return int(judge_class(name).min_res)
+
+
+def check_res(names, res: int, what: str = "images", error: type = JudgeError) -> None:
+    """Refuse, before any work, a resolution `res` below what any of the judges `names` (one name or
+    several; unknown names are left to the caller's own check) answers for: an `error` (default
+    `JudgeError`) naming the judge and the smallest size it takes."""
+    for name in [names] if isinstance(names, str) else list(names):
+        if name not in JUDGES:
+            continue
+        try:
+            judge_class(name).check_res(res, what)
+        except JudgeError as e:
+            raise error(str(e)) from None
 
 
 def make_judge(

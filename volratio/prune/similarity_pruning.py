@@ -25,8 +25,8 @@ target's variance): there SP keeps the dense network, and the result says so (st
 worse than their dense fit, which the depth chapter already counts as not fitting. The floor
 `loss_floor = 0.002` (an RMS error of 0.045 per channel, a barely visible change) keeps a
 near-perfect dense fit from freezing the network at its first round. `max_loss` is an absolute cap
-on top of it (off by default). `loss_factor = None` switches the relative guard off (SP as in the
-runs stored before the guard existed).
+on top of it (off by default). `loss_factor = None` switches the relative guard off (SP prunes
+whatever the similarity allows).
 
 Every result says, per member, its dense and final loss, why it stopped and whether it *collapsed*
 (`collapsed`): its final image is (near) constant — every channel's standard deviation over the
@@ -52,7 +52,7 @@ from ..util.device import generator
 from ..util.limits import above, at_least, between
 from ..util.presets import Presets
 from .criteria import CalibrationGrid, feature_maps, place
-from .masks import PruneError, masks_with_units, unit_alive
+from .masks import PruneError, masks_with_units, unit_alive, weight_sparsity
 from .result import PruneResult, record
 
 
@@ -66,17 +66,23 @@ class SPConfig(Presets):
     rounds: int = 10  # at most this many prune → retrain rounds
     retrain_steps: int = 200  # training steps after each round (0 = no retraining)
     retrain_lr_factor: float = 0.1  # retraining runs at this × the training learning rates (measured choice:
-    # module docstring; 1.0 = the training rates, as in the runs stored before this field)
+    # module docstring; 1.0 = the training rates)
     compensate: str = "span"  # before a unit goes, its outgoing weights are re-expressed on the units that stay:
     # "span" (least squares of its map on theirs), "twin" (on its redundant partner only), "none" (masked
-    # only, as in the runs stored before this field)
+    # only: its outgoing weights are dropped)
     target_units: int | None = None  # stop a network once it has this many live hidden units in all
+    target_nonzeros: int | None = None  # stop a network once it has at most this many non-zero weights
+    # (the last round removes the most similar units until the count is reached; e.g. a Picbreeder network's)
+    tau_schedule: tuple = ()  # thresholds tried in turn, after `tau`, once a network has no pair above its
+    # current one (the τ schedule: most similar pair first at every step); () = a fixed τ
+    per_round_fraction: float | None = None  # at most this fraction of a network's live hidden units removed
+    # per round (at least one unit); None = no such cap. With a wide start, 0.2 reaches a fifth of the width in ~7 rounds
     max_loss: float | None = None  # absolute cap: undo a round that leaves a network's MSE above this, and stop it
     loss_factor: float | None = 2.0  # undo a round that leaves a network's MSE above this × its dense MSE
     # (at least loss_floor), and stop it; None = no relative guard (measured choice: module docstring)
     loss_floor: float = 0.002  # the relative guard never undoes a round whose MSE stays below this
     backoff: bool = False  # a round the guard undoes is tried again with half as many units for that network
-    # (down to one) before the network stops; False: it stops at once (the runs stored before this field)
+    # (down to one) before the network stops; False: it stops at once
     seed: int = 0  # which unit of each redundant pair goes
     train: TrainConfig = field(default_factory=TrainConfig)  # optimizer for retraining (its `steps` is ignored)
 
@@ -84,6 +90,7 @@ class SPConfig(Presets):
     LIMITS = {
         "tau": between(0, 1), "cap": at_least(1), "per_round": at_least(1), "rounds": at_least(0),
         "retrain_steps": at_least(0), "retrain_lr_factor": above(0), "target_units": at_least(1),
+        "target_nonzeros": at_least(1), "tau_schedule": between(0, 1), "per_round_fraction": between(0, 1, open_lo=True),
         "max_loss": at_least(0), "loss_factor": at_least(1), "loss_floor": at_least(0), "seed": at_least(0),
     }  # fmt: skip
 
@@ -110,6 +117,25 @@ class SPConfig(Presets):
             raise PruneError(f"SP per_round = {self.per_round!r}: give a positive integer, or None for every pair")
         if not (np.isfinite(self.retrain_lr_factor) and self.retrain_lr_factor > 0):
             raise PruneError(f"SP retrain_lr_factor = {self.retrain_lr_factor!r}: give a finite factor > 0")
+        taus = self.taus()
+        if any(not (0.0 <= t <= 1.0) for t in taus) or any(b >= a for a, b in zip(taus, taus[1:])):
+            raise PruneError(
+                f"SP tau_schedule = {tuple(self.tau_schedule)!r} after tau = {self.tau}: give thresholds in [0, 1], "
+                "each below the one before it (e.g. tau = 0.9, tau_schedule = (0.8, 0.7, 0.6))"
+            )
+        if self.target_nonzeros is not None and (
+            isinstance(self.target_nonzeros, bool)
+            or not isinstance(self.target_nonzeros, int)
+            or self.target_nonzeros < 1
+        ):
+            raise PruneError(f"SP target_nonzeros = {self.target_nonzeros!r}: give a positive integer, or None")
+        f = self.per_round_fraction
+        if f is not None and not (np.isfinite(f) and 0.0 < f <= 1.0):
+            raise PruneError(f"SP per_round_fraction = {f!r}: give a fraction in (0, 1], or None")
+
+    def taus(self) -> tuple:
+        """The thresholds a network goes through: `tau`, then the schedule's."""
+        return (float(self.tau), *(float(t) for t in self.tau_schedule))
 
     def loss_limit(self, dense_loss) -> np.ndarray:
         """`(K,)` the MSE above which a round is undone, per member (inf: no guard)."""
@@ -216,39 +242,75 @@ def sp_round(
     gen: torch.Generator,
     active: list[bool],
     per_round: list | None = None,
+    level: list[int] | None = None,
 ) -> tuple[list[torch.Tensor], list[int], list[Removal]]:
     """One pruning step (no retraining, no weight change): the new masks, the number of units removed
     per network and the removals themselves (for `compensate`). `per_round[k]`: network k's cap on
-    units this round (None: `cfg.per_round`)."""
+    units this round (None: `cfg.per_round`). `level[k]`: the index of network k's current threshold
+    in `cfg.taus()`; a network with no redundant pair at its threshold moves down the schedule, in
+    place, until one has a pair or the schedule ends (None: every network at `cfg.tau`, no schedule)."""
     cfg.check()
     feats = feature_maps(net, calib.grid)  # per layer (K, P, W)
     alive = unit_alive(net.masks)
     new_alive = [a.clone() for a in alive]
     removed = [0] * net.population
     plan: list[Removal] = []
+    taus = cfg.taus() if level is not None else (cfg.tau,)
     for k in range(net.population):
         if not active[k]:
             continue
-        cands = []  # (similarity, layer, unit, twin)
+        sims = []  # per layer: (live unit indices, their similarity matrix)
         for l, f in enumerate(feats):
             idx = torch.nonzero(alive[l][k]).flatten()
-            if len(idx) < 2:
-                continue
-            sim = similarity(f[k][:, idx], cfg.centred)
-            pairs = redundant_pairs(sim, cfg.tau, cfg.opposite_sign)
-            for u, s, v in choose_removals(pairs, gen, cfg.cap, with_twin=True):
-                cands.append((s, l, int(idx[u]), int(idx[v])))
+            if len(idx) >= 2:
+                sims.append((l, idx, similarity(f[k][:, idx], cfg.centred)))
+        while True:
+            tau = taus[level[k]] if level is not None else cfg.tau
+            cands = []  # (similarity, layer, unit, twin)
+            for l, idx, sim in sims:
+                pairs = redundant_pairs(sim, tau, cfg.opposite_sign)
+                for u, s, v in choose_removals(pairs, gen, cfg.cap, with_twin=True):
+                    cands.append((s, l, int(idx[u]), int(idx[v])))
+            if cands or level is None or level[k] + 1 >= len(taus):
+                break
+            level[k] += 1
+        cands = sorted(cands, key=lambda c: -c[0])  # the most similar pairs first, across layers
         if cfg.target_units is not None:
             budget = max(0, sum(int(a[k].sum()) for a in alive) - cfg.target_units)
-            cands = sorted(cands, key=lambda c: -c[0])[:budget]
+            cands = cands[:budget]
         cap = cfg.per_round if per_round is None else per_round[k]
+        if cfg.per_round_fraction is not None:
+            live = sum(int(a[k].sum()) for a in alive)
+            frac_cap = max(1, int(cfg.per_round_fraction * live))
+            cap = frac_cap if cap is None else min(cap, frac_cap)
         if cap is not None:
-            cands = sorted(cands, key=lambda c: -c[0])[:cap]
+            cands = cands[:cap]
+        if cfg.target_nonzeros is not None:
+            cands = cands[: _removals_to_reach(net.masks, k, cands, cfg.target_nonzeros)]
         for s, l, u, v in cands:
             new_alive[l][k, u] = False
             plan.append(Removal(k, l, u, v, float(s)))
         removed[k] = len(cands)
     return masks_with_units(net.masks, new_alive), removed, plan
+
+
+def mask_nonzeros(masks: list[torch.Tensor]) -> list[int]:
+    """Per member, the number of mask entries that are 1 (the weights a network may use)."""
+    return [int(sum((m[k] != 0).sum() for m in masks)) for k in range(masks[0].shape[0])]
+
+
+def _removals_to_reach(masks: list[torch.Tensor], k: int, cands: list, target: int) -> int:
+    """How many of `cands` (in order) network k removes to come down to `target` non-zero mask
+    entries: the fewest that reach it, or all of them when they do not."""
+    live = [(m[k] != 0) for m in masks]  # (in, out) per layer
+    left = int(sum(x.sum() for x in live))
+    for n, (_, l, u, _) in enumerate(cands, start=1):
+        if left <= target:
+            return n - 1
+        left -= int(live[l][:, u].sum()) + int(live[l + 1][u, :].sum())
+        live[l][:, u] = False
+        live[l + 1][u, :] = False
+    return len(cands)
 
 
 @torch.no_grad()
@@ -266,10 +328,11 @@ def compensate(net: CoordMLP, calib: CalibrationGrid, plan: list[Removal], how: 
     gone = [a.clone() for a in alive]
     for r in plan:  # the units that stay: alive before the round and not removed in it
         gone[r.layer][r.member, r.unit] = False
+    twin_of = {(r.member, r.layer, r.unit): r.twin for r in plan}
     for r in plan:
         k, l = r.member, r.layer
         if how == "twin":
-            keep = [r.twin] if gone[l][k, r.twin] else []  # (a twin removed later in the round takes nothing)
+            keep = [_staying_twin(r, twin_of, gone)]
         else:
             keep = torch.nonzero(gone[l][k]).flatten().tolist()
         if not keep:
@@ -283,6 +346,15 @@ def compensate(net: CoordMLP, calib: CalibrationGrid, plan: list[Removal], how: 
         w, m = net.weights[l + 1], net.masks[l + 1]
         delta = beta[:, None] * w[k, r.unit].double()[None, :]
         w[k, keep] += (delta * m[k, keep].double()).to(w.dtype)
+
+
+def _staying_twin(r: Removal, twin_of: dict, stays: list[torch.Tensor]) -> int:
+    """The unit that stays at the end of `r`'s chain of twins: a removed unit's twin may itself be
+    removed in the same round (copies a → b → c), and its contribution then goes to c."""
+    u = r.twin
+    while not stays[r.layer][r.member, u]:
+        u = twin_of[(r.member, r.layer, u)]
+    return u
 
 
 def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None):
@@ -302,13 +374,14 @@ def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None):
     limit = cfg.loss_limit(dense_loss)  # (K,)
     tcfg = cfg.train.finetune(cfg.retrain_steps, cfg.retrain_lr_factor)
     cap = [cfg.per_round] * K  # per network: units a round may remove (halved by the guard with backoff)
+    level = [0] * K  # per network: its current threshold in cfg.taus()
+    check_target(net, cfg)
     attempts = []  # per round: the units each network tried to remove
     for r in range(1, cfg.rounds + 1):
-        if cfg.target_units is not None:
-            for k in range(K):
-                if active[k] and sum(net.live_units()[k]) <= cfg.target_units:
-                    active[k], stop[k] = False, "target size"
-        masks, removed, plan = sp_round(net, calib, cfg, gen, active, cap)
+        for k in range(K):
+            if active[k] and _at_target(net, k, cfg):
+                active[k], stop[k] = False, "target size"
+        masks, removed, plan = sp_round(net, calib, cfg, gen, active, cap, level)
         attempts.append(list(removed))
         for k in range(K):
             if active[k] and removed[k] == 0:
@@ -340,20 +413,53 @@ def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None):
                     why = "max_loss" if absolute else "loss_factor × dense loss"
                     active[k], stop[k] = False, f"loss above {why} (round undone)"
                     removed[k] = 0
-        history.append(record(net, calib, r, removed=removed))
+        history.append(record(net, calib, r, removed=removed, tau=[cfg.taus()[i] for i in level]))
+    for k in range(K):
+        if active[k] and _at_target(net, k, cfg):
+            stop[k] = "target size"
     final = np.asarray(history[-1]["loss"])
     flags = collapsed(net, calib_res(image), dense_loss, final, floor=cfg.loss_floor)
+    sparsity, nonzeros = weight_sparsity(net.masks), mask_nonzeros(net.masks)
     members = [
         {
             "dense_loss": float(dense_loss[k]),
             "final_loss": float(final[k]),
             "collapsed": bool(flags[k]),
             "stop": stop[k],
+            "sparsity": float(sparsity[k]),
+            "nonzeros": int(nonzeros[k]),
+            "tau": cfg.taus()[level[k]],
         }
         for k in range(K)
     ]
     extras = {"stop": stop, "members": members, "loss_limit": [float(x) for x in limit], "attempts": attempts}
     return PruneResult(net, "sp", asdict(cfg), history, extras=extras)
+
+
+def check_target(net: CoordMLP, cfg: SPConfig) -> None:
+    """Refuse a `target_nonzeros` no network of `net` can come down to by removing units, or one
+    that is not below its current count."""
+    if cfg.target_nonzeros is None:
+        return
+    have = mask_nonzeros(net.masks)
+    if cfg.target_nonzeros >= min(have):
+        raise PruneError(
+            f"SP target_nonzeros = {cfg.target_nonzeros} is not below the network's {min(have)} non-zero weights: "
+            "give a smaller target (or prune a larger network)"
+        )
+    floor = len(net.masks)  # unit removal keeps one unit per hidden layer: at least one weight per layer
+    if cfg.target_nonzeros < floor:
+        raise PruneError(
+            f"SP target_nonzeros = {cfg.target_nonzeros}: removing units leaves at least {floor} weights "
+            "(one unit per hidden layer); give a larger target"
+        )
+
+
+def _at_target(net: CoordMLP, k: int, cfg: SPConfig) -> bool:
+    """Network k has reached `target_units` or `target_nonzeros`."""
+    if cfg.target_units is not None and sum(int(a[k].sum()) for a in unit_alive(net.masks)) <= cfg.target_units:
+        return True
+    return cfg.target_nonzeros is not None and mask_nonzeros(net.masks)[k] <= cfg.target_nonzeros
 
 
 def calib_res(image: torch.Tensor) -> int:

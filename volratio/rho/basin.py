@@ -56,7 +56,7 @@ class BasinConfig(Presets):
     device: str = "auto"
     confidence: float = 0.95
     interval: str = "wilson"
-    train_path: str = "auto"  # TrainConfig.path ("auto": the fused kernel on the CPU, else the fast path); runs stored before it: "eager"
+    train_path: str = "auto"  # TrainConfig.path ("auto": the fused kernel on the CPU, else the fast path)
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`)
     LIMITS = {

@@ -32,7 +32,6 @@ import json
 import os
 import platform
 import random
-import subprocess
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -40,14 +39,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import __version__
 from ..errors import VolratioError
 from ..rho.boolean import get_boolean_target
 from ..util import machine as M
 from ..util.fileio import atomic_path
-from ..util.provenance import versions
-from . import run_versions
-from .registry import get_run, run_name, stored_config
+from ..util.provenance import git_commit, versions
+from .registry import get_run, stored_config
 from .store import Store, config_key, sha256_bytes
 from .sweep import Sweep, execute, run_sweep
 
@@ -149,25 +146,6 @@ def machine() -> dict:
         "cpu_count": os.cpu_count(),
         "platform": platform.platform(),
     }
-
-
-def git_commit() -> str | None:
-    """HEAD of the repository the library lives in, with "+dirty" when tracked files differ."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", "volratio"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if head.returncode:
-        return None
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def run_chunk(
@@ -277,7 +255,7 @@ def records(name: str, root: "str | Path" = DEFAULT_ROOT, rescores: bool = False
     man = manifest(name, root)
     out = []
     for r in store.records():
-        if r["status"] == "done" and (rescores or run_name(r["run"]) != "rescore"):
+        if r["status"] == "done" and (rescores or r["run"] != "rescore"):
             r.update({k: man["runs"].get(r["key"], {}).get(k) for k in ("wall_s", "cpu_s")})
             r["machine"] = run_machine(man, r["key"])
             out.append(r)
@@ -379,7 +357,7 @@ def comparable(record: dict, here: dict | None = None) -> str | None:
     """Why a stored run (a `records` entry) can be compared bit for bit on this machine
     ("same CPU kind" or "machine-independent"), or None when it was stored on another kind."""
     here = M.identity() if here is None else here
-    independent = MACHINE_INDEPENDENT.get(run_name(record["run"]))
+    independent = MACHINE_INDEPENDENT.get(record["run"])
     if independent and independent[1](record):
         return "machine-independent"
     if record.get("machine") and M.same_kind(record["machine"], here):
@@ -440,9 +418,9 @@ def verify(
     for name, r, why in picked:
         entry, problem = _stored_by(r)
         t0 = time.perf_counter()
-        if entry is not None:  # re-run by the version of its run function that stored it
+        if entry is not None:  # re-run under its stored complete config
             with reading_from(root):  # a rescore run reads its source network from the chunks under root
-                new = execute(entry.fn, entry.key, r["config"], r["key"], r["version"], threads=1)
+                new = execute(entry.fn, entry.name, r["config"], r["key"], threads=1)
         res = {
             "chunk": name,
             "key": r["key"],
@@ -452,8 +430,8 @@ def verify(
             "seconds": round(time.perf_counter() - t0, 2),
             "stored_cpu_s": r["cpu_s"],
         }
-        if entry is None:  # made by code this library no longer runs: results may differ by design
-            res.update(ok=False, result="other version", problem=f"{name}/{r['key']}: {problem}")
+        if entry is None:  # a row this library cannot re-run as stored
+            res.update(ok=False, result="cannot rerun", problem=f"{name}/{r['key']}: {problem}")
         elif new["status"] != "done":
             res.update(ok=False, result="rerun failed", problem=f"{name}/{r['key']}: the rerun failed: {new['error']}")
         else:
@@ -464,19 +442,17 @@ def verify(
 
 
 def _stored_by(record: dict) -> tuple:
-    """`(run function at the version that stored `record`, None)`, or `(None, why not)` when this code
-    cannot re-run it: another library version, a run-function version it no longer runs, or a key that
-    its config and version do not give."""
-    name, tag = run_name(record["run"]), record["version"]
-    library = str(tag).partition("/v")[0]
-    if library != __version__:
-        return None, f"stored by volratio {library}, this is {__version__}; re-run the chunk"
+    """`(its run function, None)` for a stored run (a `records` entry) that can be re-run as stored, or
+    `(None, why not)`: a run function this library does not have, a config it refuses, or a key that
+    is not the hash of its run name and config."""
     try:
-        entry = get_run(name, run_versions.version_of(tag))
-    except VolratioError as e:
-        return None, f"stored by version {tag!r} of {name}, which this code does not run ({e}); re-run the chunk"
-    if config_key(entry.key, record["config"], tag) != record["key"]:
-        return None, f"its key is not that of its config and version {tag!r}: the store is damaged; re-run the chunk"
+        entry = get_run(record["run"])
+        if entry.keyed(record["config"]) != record["config"]:
+            return None, "its config is not complete under this library's run function; re-run the chunk"
+    except (VolratioError, TypeError, ValueError) as e:
+        return None, f"this library cannot run its config ({e}); re-run the chunk"
+    if config_key(entry.name, record["config"]) != record["key"]:
+        return None, "its key is not the hash of its run name and config: the store is damaged; re-run the chunk"
     return entry, None
 
 

@@ -12,16 +12,16 @@ and the book name what they run; this module maps the names to code:
 
 A spec can only name what is registered here, or what a user registers in code with
 `register_run(name, fn, parse)`; the library never imports a module named in a config file.
-Store keys hash a run function's `key` — for the run functions that existed before this registry,
-their old import path (`"volratio.runs:train"`, …) — and its version: every built-in runs at version
-1 (how the stored reference chunks ran: absent entries read from a frozen table) and version 2 (the
-complete config keyed and stored), side by side; a spec says which (`volratio.runs.run_versions`).
+A run is keyed by its run function's name and its *complete* config (`RunFunction.keyed`: every
+entry of the parsed config, today's defaults where a spec gives none): the store key hashes exactly
+what the run computes (`volratio.runs.store.config_key`), so changing a default makes new keys and a
+store never hands back a run made under other defaults.
 
 The registry sits in the runs layer, below the experiments (`tests/test_architecture.py`): it names
 the experiment modules by their module paths (under `volratio.experiments`) and imports each with
 `importlib` on first use, never with an import statement. That is the one place where the runs
 layer refers to the experiments, by name. Its errors are `ConfigError`s (`volratio.util.presets`):
-an unknown name, a version this code does not run, a run function that cannot be registered.
+an unknown name, a run function that cannot be registered, a parse that gives no config to complete.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..util.presets import ConfigError, preset
-from . import run_versions
 
 EXPERIMENTS_PACKAGE = "volratio.experiments"  # where the chapter experiments' modules live
 
@@ -52,55 +51,68 @@ EXPERIMENTS = {
 }
 
 
+def complete(parsed: Any) -> dict:
+    """A parsed config as the complete config a run is keyed and stored with: every field of a config
+    dataclass, nested configs as dotted entries (`sp.tau`), tuples as lists; a parse that returns a
+    dict (a user's run function) gives that dict."""
+    if isinstance(parsed, dict):
+        return plain(parsed)
+    if not dataclasses.is_dataclass(parsed):
+        raise ConfigError(
+            f"{type(parsed).__name__}: a run's parse must return a config dataclass (or a dict) to be completed"
+        )
+    out = {}
+    for f in dataclasses.fields(parsed):
+        value = getattr(parsed, f.name)
+        if dataclasses.is_dataclass(value):
+            out.update({f"{f.name}.{k}": v for k, v in complete(value).items()})
+        else:
+            out[f.name] = plain(value)
+    return out
+
+
+def plain(value: Any) -> Any:
+    """Tuples as lists and numpy / torch scalars as Python numbers, recursively (JSON's types)."""
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "shape", None) == ():
+        return item()
+    return copy.deepcopy(value)
+
+
 @dataclass(frozen=True)
 class RunFunction:
-    """A function a sweep can run, at one version: `fn(config dict) -> dict`, validated by `parse(config
-    dict)`. The built-in run functions have two versions (`volratio.runs.run_versions`):
-    version 1 reads an entry a config lacks from a frozen table and keys the config as given; version 2
-    keys and stores the complete config (`completes`)."""
+    """A function a sweep can run: `fn(config dict) -> dict`, validated by `parse(config dict)`, keyed
+    and stored with its complete config (`keyed`)."""
 
-    name: str  # the name a spec uses
+    name: str  # the name a spec uses; hashed into store keys and recorded in the store's `run` column
     fn: Callable[[dict], dict]
     parse: Callable[[dict], Any]  # raises ConfigError (a VolratioError) for a bad config
-    key: str  # hashed into store keys (old import path for run functions older than the registry)
-    version: int = 1  # the version this entry runs (bumped when the function's results change for a config)
-    runnable: tuple = ()  # every version this code runs (default: `version` only)
-    completes: bool = False  # the key hashes the complete config (`complete`), not the config as given
-    complete_fn: Callable[[Any], dict] = run_versions.complete  # parsed config → complete config
-
-    def key_version(self, library: str, version: int | None = None) -> str:
-        """The version tag hashed into a run's store key and recorded in its row
-        (`run_versions.version_tag`): the library's version for version 1, `library/vN` after."""
-        return run_versions.version_tag(library, self.version if version is None else version)
+    complete_fn: Callable[[Any], dict] = complete  # parsed config → complete config
 
     def keyed(self, config: dict) -> dict:
-        """The config a run is keyed, run and stored with: for a version that completes, every entry
-        (from `parse`, today's defaults where `config` has none); otherwise `config` as given."""
-        return self.complete_fn(self.parse(copy.deepcopy(config))) if self.completes else config
-
-    def versions(self) -> tuple:
-        return self.runnable or (self.version,)
+        """The config a run is keyed, run and stored with: every entry (from `parse`, today's defaults
+        where `config` has none)."""
+        return self.complete_fn(self.parse(copy.deepcopy(config)))
 
 
-# name -> (module, function, key[, completion]) of the built-in run functions. `module` is a module
-# under EXPERIMENTS_PACKAGE or a full module path, and `parse_<function>` of it validates; `key` is
-# the fixed string hashed into store keys (an old import path, never imported); `completion` (a
-# function of the module) turns a parsed config into the complete one where `run_versions.complete`
-# cannot (default). Every built-in runs at the versions of
-# `run_versions.RUNNABLE` (a spec's `version`; `run_versions.LATEST` by default).
+# name -> (module, function[, completion]) of the built-in run functions. `module` is a module under
+# EXPERIMENTS_PACKAGE or a full module path, and `parse_<function>` of it validates; `completion` (a
+# function of the module) turns a parsed config into the complete one where `complete` cannot (default).
 _BUILTIN_RUNS = {
-    "train": ("training", "train", "volratio.runs:train", "complete_train"),
-    "toy": ("toy", "toy", "volratio.runs:toy"),
-    "depth_point": ("depth_regime", "point", "volratio.depth_runs:depth_point"),
-    "optimizer_point": ("optimizers", "point", "volratio.depth_runs:optimizer_point"),
-    "emc2_point": ("emc2_bench", "point", "volratio.experiments:emc2_point"),
-    "emc2_dense": ("emc2_bench", "dense_point", "volratio.experiments:emc2_dense"),
-    "rescore": ("volratio.runs.rescore", "point", "volratio.experiments:rescore"),  # stored networks, another judge
-    "fit_budget": ("fit_budget", "point", "volratio.experiments:fit_budget", "complete_point"),  # MSE against steps
-    "twin_point": ("twins", "point", "volratio.experiments:twin_point"),  # one network of the sixteen-target comparison
+    "train": ("training", "train", "complete_train"),
+    "toy": ("toy", "toy"),
+    "depth_point": ("depth_regime", "point"),
+    "optimizer_point": ("optimizers", "point"),
+    "emc2_point": ("emc2_bench", "point"),
+    "emc2_dense": ("emc2_bench", "dense_point"),
+    "rescore": ("volratio.runs.rescore", "point"),  # stored networks, another judge
+    "fit_budget": ("fit_budget", "point", "complete_point"),  # MSE against steps
+    "twin_point": ("twins", "point"),  # one network of the sixteen-target comparison
 }
-# old spec names (import paths) → registry names; a spec may still say run = "volratio.runs:train"
-ALIASES = {entry[2]: name for name, entry in _BUILTIN_RUNS.items()}
 
 _USER_RUNS: dict[str, RunFunction] = {}
 
@@ -116,78 +128,50 @@ def run_names() -> list[str]:
     return [*_BUILTIN_RUNS, *EXPERIMENTS, *_USER_RUNS]
 
 
-def get_run(name: str, version: int | None = None) -> RunFunction:
-    """The run function a sweep spec names (a registry name or an old alias), at `version` (default:
-    the latest this code runs). `ConfigError` naming the choices when there is none."""
-    name = ALIASES.get(name, name)
+def get_run(name: str) -> RunFunction:
+    """The run function a sweep spec names; `ConfigError` naming the choices when there is none."""
     if name in _USER_RUNS:
-        entry = _USER_RUNS[name]
-        if version is not None and version != entry.version:
-            raise ConfigError(
-                f"run {name!r} is registered at version {entry.version}; version {version} is not in this process"
-            )
-        return entry
+        return _USER_RUNS[name]
     if name in _BUILTIN_RUNS:
-        mod, fn, key, *completion = _BUILTIN_RUNS[name]
+        mod, fn, *completion = _BUILTIN_RUNS[name]
         m = importlib.import_module(mod if mod.startswith("volratio.") else f"{EXPERIMENTS_PACKAGE}.{mod}")
-        fn, parse = getattr(m, fn), getattr(m, f"parse_{fn}")
         extra = {"complete_fn": getattr(m, completion[0])} if completion else {}
-    elif name in EXPERIMENTS:
-        fn, parse, key, extra = _WholeRun(name), _WholeParse(name), f"volratio.experiments:{name}", {}
-    else:
-        raise ConfigError(
-            f"unknown run {name!r}; a sweep runs one of {', '.join(run_names())} "
-            "(or a function registered in code with volratio.runs.registry.register_run)"
-        )
-    v = run_versions.LATEST if version is None else version
-    if v not in run_versions.RUNNABLE:
-        raise ConfigError(
-            f"run {name!r}: version {v!r} is not one this code runs ({', '.join(map(str, run_versions.RUNNABLE))}); "
-            "set `version` in the spec to one of them"
-        )
-    if v == 1:  # a config's absent entries read from the frozen table (run_versions.read_v1)
-        fn, parse = run_versions.Reading(name, fn), run_versions.Reading(name, parse)
-    return RunFunction(name, fn, parse, key, v, run_versions.RUNNABLE, completes=v >= 2, **extra)
-
-
-def run_name(key: str) -> str:
-    """A store's `run` column (a run function's `key`) → its registry name."""
-    if key.startswith(("volratio.experiments:", "user:")):
-        return key.split(":", 1)[1]
-    return ALIASES.get(key, key)
+        return RunFunction(name, getattr(m, fn), getattr(m, f"parse_{fn}"), **extra)
+    if name in EXPERIMENTS:
+        return RunFunction(name, _WholeRun(name), _WholeParse(name))
+    raise ConfigError(
+        f"unknown run {name!r}; a sweep runs one of {', '.join(run_names())} "
+        "(or a function registered in code with volratio.runs.registry.register_run)"
+    )
 
 
 def stored_config(record: dict):
-    """The parsed config of a stored run (a store row with `run`, `version` and `config`): read by the
-    version of its run function that made it (`run_versions.version_of`)."""
-    entry = get_run(run_name(record["run"]), run_versions.version_of(record["version"]))
-    return entry.parse(copy.deepcopy(dict(record["config"])))
+    """The parsed config of a stored run (a store row with `run` and `config`)."""
+    return get_run(record["run"]).parse(copy.deepcopy(dict(record["config"])))
 
 
 def known_run(name: str) -> bool:
-    return ALIASES.get(name, name) in set(run_names())
+    return name in set(run_names())
 
 
-def register_run(
-    name: str,
-    fn: Callable[[dict], dict],
-    parse: Callable[[dict], Any] | None = None,
-    key: str | None = None,
-    version: int = 1,
-) -> RunFunction:
+def register_run(name: str, fn: Callable[[dict], dict], parse: Callable[[dict], Any] | None = None) -> RunFunction:
     """Make `fn(config) -> dict` runnable by sweeps as `run = name`. `parse(config)` validates a
-    config before any run starts (default: accept any). On local processes and Dask the function
-    is sent by reference, so it must be importable there (a module, not a notebook cell). `version`: bump it when `fn`'s results change for
-    the same config (a store holding the older version's runs then refuses to resume)."""
+    config before any run starts and returns it parsed (a config dataclass, or a dict; default: the
+    config as given): what it returns, completed, is what a run is keyed and stored with. On local
+    processes and Dask the function is sent by reference, so it must be importable there (a module,
+    not a notebook cell). When `fn`'s results change for the same config, register it under a new
+    name: a store holds the runs of the old one under the old name."""
     if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
         raise ConfigError(f"run name {name!r}: use letters, digits, '_' or '-'")
-    if name in _BUILTIN_RUNS or name in EXPERIMENTS or name in ALIASES:
+    if name in _BUILTIN_RUNS or name in EXPERIMENTS:
         raise ConfigError(f"run name {name!r} is taken by the library; choose another")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ConfigError(f"run {name!r}: version must be a positive integer, got {version!r}")
-    entry = RunFunction(name, fn, parse or (lambda config: config), key or f"user:{name}", version)
+    entry = RunFunction(name, fn, parse or _as_given)
     _USER_RUNS[name] = entry
     return entry
+
+
+def _as_given(config: dict) -> dict:
+    return config
 
 
 def unregister_run(name: str) -> None:

@@ -38,17 +38,17 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from .. import __version__, emc2
+from .. import emc2
 from ..emc2 import EMC2Config
 from ..errors import VolratioError
-from ..judges import JUDGES
+from ..judges import JUDGES, check_res
 from ..nets import CoordMLP
 from ..util.fileio import atomic_path
 from ..util.limits import LimitError, check_limits
+from ..util.provenance import git_commit
 from . import reference as R
-from . import run_versions
 from .reference import DEFAULT_ROOT, manifest_totals, reading_from, source_root
-from .registry import get_run, run_name, stored_config
+from .registry import get_run, stored_config
 from .store import Store, StoreError, _sha256_file, config_key
 from .sweep import execute
 
@@ -116,6 +116,7 @@ def parse_point(config: dict) -> Config:
         )
     try:
         check_limits(emc2_config(cfg, 0), "rescore config: emc2")
+        check_res(cfg.judge, emc2_config(cfg, 0).res, "rescore config: emc2 images", RescoreError)
     except LimitError as e:
         raise RescoreError(str(e)) from None
     except (TypeError, ValueError) as e:
@@ -180,8 +181,8 @@ def check_chunk_name(chunk) -> str:
 
 def rescore_config(chunk: str, record: dict, judge: str) -> dict:
     """The rescore run's config for a stored source run (a `volratio.runs.reference.records` entry)."""
-    name = run_name(record["run"])
-    point_cfg = stored_config(record)  # read by the version of its run function that stored it
+    name = record["run"]
+    point_cfg = stored_config(record)
     ec = EMC2Config.like(point_cfg, member=0, dtype="float64")  # as depth_regime.emc2_of
     emc = {k: v for k, v in asdict(ec).items() if k != "member"}
     emc["deltas"] = [float(d) for d in ec.deltas]
@@ -203,16 +204,15 @@ def rescore_config(chunk: str, record: dict, judge: str) -> dict:
 
 
 def plan(chunk: str, judge: str, root: "str | Path | None" = None) -> dict:
-    """`{rescore key: (config, version tag)}` of every stored network of `chunk` under `judge`: a
-    rescore run has the version of its source run (`run_versions`). `RescoreError` when the chunk's
-    runs cannot be rescored (not networks' runs, or no network stored)."""
+    """`{rescore key: complete config}` of every stored network of `chunk` under `judge`.
+    `RescoreError` when the chunk's runs cannot be rescored (not networks' runs, or no network stored)."""
     root = Path(DEFAULT_ROOT if root is None else root)
     check_chunk_name(chunk)
     if judge not in JUDGES:
         raise RescoreError(f"judge {judge!r}: choose one of {', '.join(JUDGES)}")
     recs = R.records(chunk, root)
-    runs = sorted({run_name(r["run"]) for r in recs})
-    sources = [r for r in recs if run_name(r["run"]) in SOURCES]
+    runs = sorted({r["run"] for r in recs})
+    sources = [r for r in recs if r["run"] in SOURCES]
     if not sources:
         raise RescoreError(
             f"{root / chunk}: its runs ({', '.join(runs) or 'none'}) train no networks that can be rescored; "
@@ -224,12 +224,11 @@ def plan(chunk: str, judge: str, root: "str | Path | None" = None) -> dict:
             f"{root / chunk}: its runs stored no networks; re-run the chunk with keep_net = true in its "
             f"config (`volratio reference run PLAN --chunk {chunk}`), then rescore it"
         )
+    entry = get_run(RUN)
     out = {}
     for r in with_net:
-        entry = get_run(RUN, run_versions.version_of(r["version"]))
         cfg = entry.keyed(rescore_config(chunk, r, judge))
-        tag = entry.key_version(__version__)
-        out[config_key(entry.key, cfg, tag)] = (cfg, tag)
+        out[config_key(entry.name, cfg)] = cfg
     return out
 
 
@@ -259,8 +258,8 @@ def rescore_chunk(
     t0 = time.perf_counter()
     root = Path(R.DEFAULT_ROOT if root is None else root)
     todo = plan(chunk, judge, root)
-    for cfg, tag in todo.values():
-        get_run(RUN, run_versions.version_of(tag)).parse(dict(cfg))
+    entry = get_run(RUN)
+    commit = git_commit()
     path = root / chunk
     man_path = path / R.MANIFEST
     session = {"started_at": R._now(), **R.machine(), "rescore": {"judge": judge}}
@@ -271,18 +270,17 @@ def rescore_chunk(
         man.setdefault("sessions", []).append(session)
         runs = man.setdefault("runs", {})
         queue = []
-        for key, (cfg, tag) in todo.items():
+        for key, cfg in todo.items():
             if store.status(key) == "done":
                 skipped += 1
             else:
-                queue.append((key, cfg, tag))
+                queue.append((key, cfg))
         bar = tqdm(
             total=len(queue), desc=f"rescore {chunk}", unit="run", disable=None if progress is None else not progress
         )
         try:
-            for key, cfg, tag in queue:
-                entry = get_run(RUN, run_versions.version_of(tag))
-                outcome = execute(entry.fn, entry.key, cfg, key, tag, threads=1)
+            for key, cfg in queue:
+                outcome = execute(entry.fn, entry.name, cfg, key, threads=1, commit=commit)
                 store.record(outcome)
                 ran.append(key)
                 if outcome["status"] == "done":
@@ -321,7 +319,7 @@ def records(chunk: str, judge: str | None = None, root: "str | Path | None" = No
     """The finished rescore runs of `chunk` (all judges, or `judge`'s), as `volratio.runs.reference.records`."""
 
     recs = R.records(check_chunk_name(chunk), R.DEFAULT_ROOT if root is None else root, rescores=True)
-    return [r for r in recs if run_name(r["run"]) == RUN and (judge is None or r["config"]["judge"] == judge)]
+    return [r for r in recs if r["run"] == RUN and (judge is None or r["config"]["judge"] == judge)]
 
 
 def judges_covering(chunks, root: "str | Path | None" = None) -> list[str]:

@@ -7,11 +7,12 @@ A store is a directory:
     DIR/artifacts/<key>/<name>.safetensors  networks a run returned (`CoordMLP.save` format)
     DIR/artifacts/<key>/_row.json       the run's row (JSON): the table can be rebuilt from these
 
-A run's key is a content hash of what determines its result: the run function's import path, its
-config and the library version. Rerunning a sweep therefore skips every run whose key is in the
-table, and a new library version recomputes everything.
+A run's key is a content hash of what determines its result: the run function's name and its complete
+config (`config_key`). Rerunning a sweep therefore skips every run whose key is in the table. A row
+also records the library version and git commit that made it, as provenance: they say where a run
+came from, never what it means, and are not part of its key.
 
-Reliability (DESIGN.md §7):
+Reliability:
 - every file appears atomically (`volratio.util.fileio.atomic_path`): a crash leaves the old table or the
   new one, never half of one; leftover temporary files are removed on the next open;
 - the table is written with Parquet page checksums, and a SHA-256 of its rows is stored in the
@@ -46,7 +47,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import __version__
 from ..errors import VolratioError
 from ..nets import CoordMLP
 from ..util.fileio import atomic_path
@@ -60,7 +60,8 @@ TABLE = "results.parquet"
 ARTIFACTS = "artifacts"
 LOCK = ".lock"
 RECORD = "_row.json"  # per-run copy of its table row, next to its artifacts (never an artifact name)
-FORMAT = "volratio.store/1"
+FORMAT = "volratio.store/2"
+OLD_FORMAT = "volratio.store/1"  # a table whose keys hashed a version tag: refused, never read
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 _FILE_MODE = 0o666 & ~_UMASK  # temporaries are created 0600; results are shared like ordinary files
@@ -69,9 +70,10 @@ KEY_CHARS = 16  # hex digits of SHA-256 kept in a key (64 bits: collisions negli
 # Column order of the Parquet table. Config, metrics and artifacts are canonical JSON strings, so
 # that a table never needs a schema per sweep and reads back exactly (floats round-trip via repr).
 COLUMNS = (
-    "key",  # content hash of (run, config, version)
-    "run",  # "module:function" that produced the row
-    "version",  # volratio.__version__ of the run
+    "key",  # content hash of (run, config): `config_key`
+    "run",  # the registry name of the run function that produced the row
+    "version",  # volratio.__version__ that ran it (provenance)
+    "commit",  # git commit of the library that ran it, "+dirty" when it had local changes (provenance; null: unknown)
     "status",  # "done" | "failed"
     "config",  # JSON object
     "metrics",  # JSON object ({} when failed)
@@ -132,15 +134,14 @@ def _plain(obj: Any, where: str) -> Any:
     )
 
 
-def config_key(run: str, config: dict, version: str | None = None) -> str:
-    """The content hash naming a run: SHA-256 of the canonical JSON of run, config and version.
+def config_key(run: str, config: dict) -> str:
+    """The content hash naming a run: SHA-256 of the canonical JSON of its run function's name and its
+    complete config (`volratio.runs.registry.RunFunction.keyed`).
 
-    Stable across processes, machines and Python sessions (no `hash()`, no pickle, no dict order).
-    `version` defaults to the installed `volratio.__version__`.
+    Stable across processes, machines, Python sessions and library versions (no `hash()`, no pickle,
+    no dict order): the same config of the same run function always has the same key.
     """
-    if version is None:
-        version = __version__
-    text = canonical_json({"config": config, "run": run, "version": version})
+    text = canonical_json({"config": config, "run": run})
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:KEY_CHARS]
 
 
@@ -205,7 +206,7 @@ class Store:
             self._rebuild()
             return
         for row in rows:
-            if config_key(row["run"], json.loads(row["config"]), row["version"]) != row["key"]:
+            if config_key(row["run"], json.loads(row["config"])) != row["key"]:
                 warnings.warn(
                     f"{self.table_path}: row {row['key']} does not match its config; it will be recomputed",
                     CorruptResultWarning,
@@ -235,7 +236,7 @@ class Store:
                     isinstance(row, dict)
                     and set(COLUMNS) <= set(row)
                     and row["key"] == path.parent.name
-                    and config_key(row["run"], json.loads(row["config"]), row["version"]) == row["key"]
+                    and config_key(row["run"], json.loads(row["config"])) == row["key"]
                 )
             except (OSError, ValueError, TypeError, KeyError, StoreError):
                 ok = False
@@ -284,6 +285,7 @@ class Store:
                     "status": row["status"],
                     "run": row["run"],
                     "version": row["version"],
+                    "commit": row["commit"],
                     "config": json.loads(row["config"]),
                     "metrics": json.loads(row["metrics"]),
                     "artifacts": {n: str(self.root / a["file"]) for n, a in arts.items()},
@@ -389,6 +391,7 @@ class Store:
             "key": key,
             "run": outcome["run"],
             "version": outcome["version"],
+            "commit": outcome.get("commit"),
             "status": outcome["status"],
             "config": canonical_json(outcome["config"]),
             "metrics": json.dumps(outcome.get("metrics", {}), sort_keys=True, separators=(",", ":")),
@@ -450,12 +453,17 @@ def _read_table(path: Path) -> list[dict]:
             data = f.read()
         table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
         meta = table.schema.metadata or {}
+        if meta.get(b"volratio.format") == OLD_FORMAT.encode():
+            raise StoreError(
+                f"{path}: a results table of format {OLD_FORMAT}, whose keys hashed a version tag, not the complete "
+                "config; today's keys do not find its runs: write the sweep to a new folder (--out)"
+            )
         if meta.get(b"volratio.format") != FORMAT.encode():
             raise _Corrupt(f"not a {FORMAT} table")
         if table.column_names != list(COLUMNS):
             raise _Corrupt(f"unexpected columns {table.column_names}")
         rows = table.to_pylist()
-    except _Corrupt:
+    except (_Corrupt, StoreError):
         raise
     except Exception as e:  # whatever a damaged file makes pyarrow raise (ArrowInvalid, OSError, …)
         detail = " ".join(str(e).split())  # one line: pyarrow's messages can hold newlines

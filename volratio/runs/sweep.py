@@ -5,7 +5,8 @@ A sweep names a run function of the registry `volratio.runs.registry` (`"train"`
 `volratio.runs.registry.register_run`), called as `run(config) -> dict`. Nothing named in a spec is
 ever imported. Its configs are every combination of the `grid` lists (times each of `cases`, if
 given), each run once per seed; every config also holds the shared entries of `config` and its
-`"seed"`. Every config is validated against the run function's `Config` before the first run.
+`"seed"`. Every config is validated against the run function's `Config` before the first run, and
+keyed, run and stored as its complete config (`volratio.runs.registry.RunFunction.keyed`).
 
     sweep = Sweep(run="train", config={"steps": 200}, grid={"depth": [1, 2, 3]}, seeds=[0, 1])
     report = run_sweep(sweep, "results/quick")                   # in-process
@@ -59,6 +60,7 @@ from tqdm import tqdm  # plain text bar: works in terminals and notebooks withou
 from .. import __version__
 from ..errors import VolratioError
 from ..util.presets import ConfigError
+from ..util.provenance import git_commit
 from .registry import get_run, known_run, run_names
 from .store import Store, _plain, config_key, encode_array, encode_net
 
@@ -91,9 +93,6 @@ class Sweep:
     cases: tuple = ()  # optional list of dicts, each crossed with the grid (for non-product designs)
     name: str = "sweep"  # label of the progress bar and the report
     threads: int | None = 1  # torch threads per run (1: bitwise repeatable anywhere); None: leave as is
-    version: int | None = None  # the run function's version (volratio.runs.run_versions; None:
-    # the latest): 1 reads a config's absent entries from a frozen table and keys it as given, as the
-    # stored reference chunks ran; 2 keys and stores the complete config
 
     def __post_init__(self):
         if not isinstance(self.run, str) or not known_run(self.run):
@@ -117,7 +116,7 @@ class Sweep:
             raise SweepSpecError("'seed' is set by `seeds`; remove it from config, grid and cases")
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
             raise SweepSpecError(f"threads = {self.threads!r}: give a positive integer")
-        resolve_run(self.run, self.version)  # a version this code does not run fails here
+        resolve_run(self.run)
         _plain(self.config, "config")  # fail early on values a key cannot hash
 
     def configs(self) -> list[dict]:
@@ -134,16 +133,14 @@ class Sweep:
                     out.append(cfg)
         return out
 
-    def keys(self, version: str | None = None) -> list[str]:
-        """The store key of every run (`version`: the library's, default the installed one; the run
-        function's own version is added by `RunFunction.key_version`)."""
-        entry = resolve_run(self.run, self.version)
-        v = entry.key_version(version or __version__)
-        return [config_key(entry.key, entry.keyed(c), v) for c in self.configs()]
+    def keys(self) -> list[str]:
+        """The store key of every run: the hash of the run function's name and the run's complete config."""
+        entry = resolve_run(self.run)
+        return [config_key(entry.name, entry.keyed(c)) for c in self.configs()]
 
     @classmethod
     def from_dict(cls, spec: dict, source: str = "spec") -> "Sweep":
-        known = {"run", "config", "grid", "seeds", "cases", "name", "threads", "version"}
+        known = {"run", "config", "grid", "seeds", "cases", "name", "threads"}
         unknown = set(spec) - known
         if unknown:
             raise SweepSpecError(f"{source}: unknown entries {sorted(unknown)}; a sweep spec has {sorted(known)}")
@@ -175,24 +172,21 @@ class Sweep:
         return cls.from_dict(spec, source=str(path))
 
 
-def resolve_run(name: str, version: int | None = None):
-    """The registered run function `name` at `version` (`volratio.runs.registry.RunFunction`; None: its
-    latest); `SweepSpecError` naming the choices when there is none."""
-    if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
-        raise SweepSpecError(f"version = {version!r}: give a run-function version (a positive integer), or none")
+def resolve_run(name: str):
+    """The registered run function `name` (`volratio.runs.registry.RunFunction`); `SweepSpecError`
+    naming the choices when there is none."""
     try:
-        return get_run(name, version)
+        return get_run(name)
     except ConfigError as e:
         raise SweepSpecError(str(e)) from None
 
 
 def check_configs(entry, configs: list[dict]) -> list[dict]:
     """Validate every config of a sweep against its run function before anything runs, and return
-    each as it is keyed, run and stored (`RunFunction.keyed`: complete, for a version that completes)."""
+    each as it is keyed, run and stored (`RunFunction.keyed`: the complete config)."""
     out = []
     for i, cfg in enumerate(configs):
         try:
-            entry.parse(copy.deepcopy(cfg))
             out.append(entry.keyed(cfg))
         except (VolratioError, TypeError, ValueError) as e:  # a user's parse may raise the plain kinds
             raise SweepSpecError(f"run {i + 1} of {len(configs)} ({entry.name}, seed {cfg.get('seed')}): {e}") from None
@@ -203,15 +197,25 @@ def check_configs(entry, configs: list[dict]) -> list[dict]:
 # One run (executed on a worker)
 
 
-def execute(fn: Callable[[dict], Any], run: str, config: dict, key: str, version: str, threads: int | None = 1) -> dict:
-    """Run one config and return its outcome as plain data (never raises for a failing run).
+def execute(
+    fn: Callable[[dict], Any], run: str, config: dict, key: str, threads: int | None = 1, commit: str | None = None
+) -> dict:
+    """Run one config and return its outcome as plain data (never raises for a failing run). The
+    outcome records the library version and `commit` (the driver's git commit) as provenance.
 
     The result dict of the run function is split: numbers, strings, booleans and lists of them are
     metrics; arrays (numpy, torch) become `.npy` artifacts and `CoordMLP`s `.safetensors`
     artifacts, carried back as bytes.
     """
     t0, c0 = time.perf_counter(), time.process_time()
-    out = {"key": key, "run": run, "version": version, "config": config, "host": socket.gethostname()}
+    out = {
+        "key": key,
+        "run": run,
+        "version": __version__,
+        "commit": commit,
+        "config": config,
+        "host": socket.gethostname(),
+    }
     try:
         with _torch_threads(threads):
             result = fn(copy.deepcopy(config))
@@ -487,14 +491,12 @@ def run_sweep(
     """
     t0 = time.perf_counter()
     executor = executor or InProcess()
-    entry = resolve_run(sweep.run, sweep.version)
-    given = sweep.configs()
-    configs = check_configs(entry, given)  # a bad config fails here, before any run or worker starts
-    version = entry.key_version(__version__)
-    keys = [config_key(entry.key, c, version) for c in configs]
+    entry = resolve_run(sweep.run)
+    configs = check_configs(entry, sweep.configs())  # a bad config fails here, before any run or worker starts
+    keys = [config_key(entry.name, c) for c in configs]
     todo = dict(zip(keys, configs))  # duplicates collapse: one run per key
+    commit = git_commit()
     store = Store(out)
-    _refuse_other_versions(store, entry, given, __version__)
     ran, failed = [], []
     with store.writing():
         skipped = 0
@@ -516,7 +518,7 @@ def run_sweep(
                         key, cfg = queue.pop(0)
                         counts["running"] = len(inflight) + 1
                         bar.set_postfix(counts, refresh=True)
-                        inflight[ex.submit(execute, entry.fn, entry.key, cfg, key, version, sweep.threads)] = key
+                        inflight[ex.submit(execute, entry.fn, entry.name, cfg, key, sweep.threads, commit)] = key
                     done, _ = cf.wait(list(inflight), timeout=timeout, return_when=cf.FIRST_COMPLETED)
                     if not done:
                         raise SweepStalled(
@@ -525,7 +527,7 @@ def run_sweep(
                         )
                     for fut in done:
                         key = inflight.pop(fut)
-                        outcome = _outcome(fut, key, todo[key], entry.key, version)
+                        outcome = _outcome(fut, key, todo[key], entry.name, commit)
                         store.record(outcome)
                         if on_outcome is not None:
                             on_outcome(outcome)
@@ -546,35 +548,7 @@ def run_sweep(
     )
 
 
-def _refuse_other_versions(store: Store, entry, configs: list[dict], library: str) -> None:
-    """A store holding runs of these configs (as the sweep gives them) made by another version of the
-    run function is not resumed by this version: mixing the two in one store would be silent."""
-    for other in range(1, max(entry.versions()) + 1):
-        if other == entry.version:
-            continue
-        try:  # the other version's keys; one this code no longer runs is keyed as version 1 keyed (as given)
-            them = get_run(entry.name, other) if other in entry.versions() else None
-            keys = [
-                config_key(entry.key, them.keyed(c) if them else c, entry.key_version(library, other)) for c in configs
-            ]
-        except (VolratioError, TypeError, ValueError):
-            continue  # configs the other version cannot read: it made none of them
-        held = sum(store.status(k) is not None for k in keys)
-        if not held:
-            continue
-        fix = (
-            f"to resume them, run version {other} (`version = {other}` in the spec)"
-            if other in entry.versions()
-            else f"this code no longer runs version {other}"
-        )
-        raise SweepSpecError(
-            f"{store.root}: holds {held} runs of these configs made by version {other} of run function "
-            f"{entry.name!r}, and this sweep runs version {entry.version}: {fix}; or write this sweep to "
-            "another folder (--out)"
-        )
-
-
-def _outcome(fut: cf.Future, key: str, config: dict, run: str, version: str) -> dict:
+def _outcome(fut: cf.Future, key: str, config: dict, run: str, commit: str | None) -> dict:
     """The outcome of a finished future; a worker that died (out of memory, killed) counts as a
     failed run, so that the sweep goes on and the failure is on record."""
     exc = fut.exception()
@@ -588,7 +562,8 @@ def _outcome(fut: cf.Future, key: str, config: dict, run: str, version: str) -> 
     return {
         "key": key,
         "run": run,
-        "version": version,
+        "version": __version__,
+        "commit": commit,
         "config": config,
         "status": "failed",
         "metrics": {},
@@ -614,5 +589,5 @@ def results_dir(name: str) -> Path:
 def load_results(out: "str | Path", sweep: Sweep | None = None):
     """The rows of a store as a DataFrame — all of them, or those of `sweep` in its order."""
     store = Store(out)
-    keys = None if sweep is None else list(dict.fromkeys(sweep.keys(__version__)))
+    keys = None if sweep is None else list(dict.fromkeys(sweep.keys()))
     return store.frame(keys)

@@ -1,0 +1,128 @@
+"""SP in the sparse regime: from an over-parameterised start down to the width the target needs, a
+τ schedule that always removes the most similar pair first, a non-zero target, and clear refusals."""
+
+import pytest
+import torch
+
+from volratio import prune as P
+from volratio.nets import CoordMLP, coords
+from volratio.prune.similarity_pruning import mask_nonzeros, sp_round
+
+
+def image(res=16):
+    """A smooth colour image (no data needed)."""
+    g = coords(res)
+    y, x = g[:, 0], g[:, 1]
+    rgb = torch.stack([0.5 + 0.4 * torch.sin(2 * x), 0.5 + 0.4 * y * x, 0.5 + 0.3 * torch.cos(3 * y)], -1)
+    return rgb.reshape(res, res, 3)
+
+
+def removed_units(net):
+    return [set(torch.nonzero(~a[0]).flatten().tolist()) for a in P.unit_alive(net.masks)]
+
+
+TRUE_ARCH = "2;sin:3,gaussian:2"  # the width the target needs: 5 distinct units per layer
+
+
+def true_net(seed=0) -> CoordMLP:
+    g = torch.Generator().manual_seed(seed)
+    kernels = [torch.randn(4, 5, generator=g) * 1.5, torch.randn(5, 5, generator=g), torch.randn(5, 3, generator=g)]
+    return CoordMLP.from_kernels(TRUE_ARCH, kernels, head="hsv")
+
+
+def widened(net: CoordMLP, copies: int) -> CoordMLP:
+    """The same function at `copies` × the width: every hidden unit copied, its outgoing weights split
+    evenly among its copies (a unit's copies feed the next layer `w / copies` each)."""
+    k = [w[0].detach() for w in net.weights]
+    wide = [k[0].repeat_interleave(copies, dim=1)]
+    for kl in k[1:-1]:
+        wide.append(kl.repeat_interleave(copies, dim=0).repeat_interleave(copies, dim=1) / copies)
+    wide.append(k[-1].repeat_interleave(copies, dim=0) / copies)
+    arch = "2;" + ",".join(f"{a}:{n * copies}" for a, n in (("sin", 3), ("gaussian", 2)))
+    # unit order of the arch: all sin units first, then gaussian — which repeat_interleave keeps
+    return CoordMLP.from_kernels(arch, wide, head="hsv")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sp_from_a_wide_start_ends_at_the_true_width(seed):
+    truth = true_net(seed)
+    wide = widened(truth, 4)
+    grid = coords(16)
+    assert torch.allclose(wide(grid), truth(grid), atol=1e-5)  # precondition: the same function, 4× the width
+    # precondition: the distinct units of the true network are not similar above the first threshold
+    for f in P.feature_maps(truth, grid):
+        assert not P.redundant_pairs(P.similarity(f[0]), 0.999)
+    before = truth(grid)
+    cfg = P.SPConfig(tau=0.9999, tau_schedule=(0.9995,), rounds=6, retrain_steps=0, compensate="twin", seed=seed)
+    res = P.sp(wide, image(16), cfg)
+    assert wide.live_units() == [[5, 5]]  # every copy but one removed, no distinct unit touched
+    assert res.extras["stop"] == ["no redundant pair"]
+    assert res.extras["members"][0]["tau"] == 0.9995  # it went through the whole schedule
+    assert mask_nonzeros(wide.masks) == [4 * 5 + 5 * 5 + 5 * 3]
+    # the re-expressed copies keep the function: the pruned network draws what the true one draws
+    assert torch.allclose(wide(grid), before, atol=1e-4)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("cap", [None, 3])
+def test_tau_schedule_never_removes_a_less_similar_pair_than_one_it_keeps(seed, cap):
+    net = CoordMLP("3;gaussian:6,sin:4", population=2, seed=seed)
+    calib = P.CalibrationGrid.from_image(image(16), net)
+    cfg = P.SPConfig(tau=0.999, tau_schedule=(0.9, 0.6, 0.3), per_round=cap, opposite_sign=False, seed=seed)
+    feats = P.feature_maps(net, calib.grid)
+    alive = P.unit_alive(net.masks)
+    level = [0, 0]
+    masks, removed, plan = sp_round(net, calib, cfg, torch.Generator().manual_seed(seed), [True, True], None, level)
+    after = P.unit_alive(masks)
+    for k in range(2):
+        assert removed[k] > 0 and level[k] > 0  # nothing above 0.999 in a random network: the schedule moved
+        gone = [r.similarity for r in plan if r.member == k]
+        kept = []  # similarity of every pair of one layer whose two units both stay
+        for l, f in enumerate(feats):
+            idx = torch.nonzero(after[l][k] & alive[l][k]).flatten()
+            sim = P.similarity(f[k][:, idx])
+            iu = torch.triu_indices(len(idx), len(idx), offset=1)
+            kept += sim[iu[0], iu[1]].tolist()
+        assert min(gone) >= max(kept) - 1e-12
+        assert min(gone) > cfg.taus()[level[k]]  # each removal is redundant at the network's threshold
+
+
+def test_target_nonzeros_stops_at_the_first_count_at_or_below_it():
+    wide = widened(true_net(1), 4)
+    n0 = mask_nonzeros(wide.masks)[0]
+    cfg = P.SPConfig(tau=0.9999, rounds=6, retrain_steps=0, compensate="twin", target_nonzeros=n0 - 100)
+    res = P.sp(wide, image(16), cfg)
+    m = res.extras["members"][0]
+    assert m["stop"] == "target size" and m["nonzeros"] <= n0 - 100
+    # one removal fewer would not have reached it: the count is the first at or below the target
+    units = sum(wide.live_units()[0])
+    assert units > 10 and m["nonzeros"] > n0 - 100 - 2 * (5 * 4 + 3)
+    assert 0 < m["sparsity"] < 1
+
+
+@pytest.mark.parametrize("bad", [0, -3, 10**9])
+def test_impossible_targets_are_refused(bad):
+    wide = widened(true_net(0), 2)
+    with pytest.raises(P.PruneError, match="target_nonzeros"):
+        P.sp(wide, image(16), P.SPConfig(target_nonzeros=bad, retrain_steps=0))
+
+
+@pytest.mark.parametrize(
+    "opts,match",
+    [
+        (dict(tau=0.9, tau_schedule=(0.95,)), "each below the one before"),
+        (dict(tau=0.9, tau_schedule=(0.5, 1.5)), "tau_schedule"),
+        (dict(per_round_fraction=0.0), "per_round_fraction"),
+        (dict(per_round_fraction=1.5), "per_round_fraction"),
+    ],
+)
+def test_bad_schedules_are_refused(opts, match):
+    with pytest.raises(P.PruneError, match=match):
+        P.SPConfig(**opts).check()
+
+
+def test_per_round_fraction_caps_each_round():
+    net = CoordMLP("2;gaussian:10", population=1, seed=3)
+    cfg = P.SPConfig(tau=0.0, opposite_sign=True, per_round_fraction=0.25, rounds=1, retrain_steps=0, loss_factor=None)
+    P.sp(net, image(16), cfg)
+    assert sum(len(g) for g in removed_units(net)) == 5  # a quarter of 20 live units
