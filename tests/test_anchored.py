@@ -17,6 +17,11 @@ from volratio.prune import flat_images
 CFG = emc2.EMC2Config(deltas=emc2.UNIT_DELTAS, res=32, max_params=40, seed=0, device="cpu")
 
 
+def by_name(net, spec: str, cfg, judge: str = "anchored", **kw):
+    """EMC2 of `net` under the judge named `judge`, asked about the label of the target `spec`."""
+    return emc2.score(net, emc2.judges_for(net, [judge], spec, cfg), emc2.target_label(spec), cfg, **kw)[0]
+
+
 def flat(spec: str):
     """`spec`'s network with its last hidden kernel zeroed: one flat colour."""
     net = load_network(spec)
@@ -28,23 +33,23 @@ def flat(spec: str):
 
 @pytest.mark.parametrize("label", ["skull", "butterfly", "apple"])
 def test_a_flat_image_network_scores_zero_for_every_label(label, picbreeder_dir):
-    r = emc2.score_network(flat("fer-sgd:skull"), f"picbreeder:{label}", CFG)
+    r = by_name(flat("fer-sgd:skull"), f"picbreeder:{label}", CFG)
     assert r.judge == "anchored" and r.anchor == "target" and r.measure == "compositional"
     assert not r.base_kept and np.all(r.scores == 0) and r.auc == 0
     # the self-anchored stability measure calls the same grey square perfectly stable
-    s = emc2.score_network(flat("fer-sgd:skull"), f"picbreeder:{label}", CFG, judge="stability")
+    s = by_name(flat("fer-sgd:skull"), f"picbreeder:{label}", CFG, judge="stability")
     assert s.measure == "stability" and s.anchor == "own image" and s.auc > 0.9
 
 
 def test_another_targets_network_scores_zero(picbreeder_dir):
-    apple_as_skull = emc2.score_network(load_network("picbreeder:apple"), "picbreeder:skull", CFG)
+    apple_as_skull = by_name(load_network("picbreeder:apple"), "picbreeder:skull", CFG)
     assert not apple_as_skull.base_kept and apple_as_skull.auc == 0
-    butterfly_as_apple = emc2.score_network(load_network("fer-sgd:butterfly"), "picbreeder:apple", CFG)
+    butterfly_as_apple = by_name(load_network("fer-sgd:butterfly"), "picbreeder:apple", CFG)
     assert not butterfly_as_apple.base_kept and butterfly_as_apple.auc == 0
 
 
 def test_the_picbreeder_skull_scores_above_zero_as_a_skull(picbreeder_dir):
-    r = emc2.score_network(load_network("picbreeder:skull"), "picbreeder:skull", CFG)
+    r = by_name(load_network("picbreeder:skull"), "picbreeder:skull", CFG)
     assert r.base_kept and r.auc > 0
     j = r.to_json()
     assert j["base_kept"] is True and j["anchor"] == "target" and j["judge"] == "anchored"
@@ -64,7 +69,7 @@ def test_collapsed_sp_networks_of_the_verdict_set_are_not_shown(picbreeder_dir):
     assert len(base) == len(flat) and (base.pass1 == 0).all()
     for name in flat:
         rn = nets[name]
-        r = emc2.score_network(rn.net, rn.target, CFG)
+        r = by_name(rn.net, rn.target, CFG)
         assert not r.base_kept and r.auc == 0, name
 
 
@@ -185,9 +190,9 @@ def test_judge_check_on_the_anchored_set_tells_stability_from_the_label(picbreed
 def test_the_other_label_anchored_judges_ask_the_same_question(name, picbreeder_dir):
     """The second judge (another similarity) and the pooled one also score a flat grey square and
     another target's network 0, and the Picbreeder skull above 0."""
-    assert emc2.score_network(flat("fer-sgd:skull"), "picbreeder:skull", CFG, judge=name).auc == 0
-    assert emc2.score_network(load_network("picbreeder:apple"), "picbreeder:skull", CFG, judge=name).auc == 0
-    r = emc2.score_network(load_network("picbreeder:skull"), "picbreeder:skull", CFG, judge=name)
+    assert by_name(flat("fer-sgd:skull"), "picbreeder:skull", CFG, judge=name).auc == 0
+    assert by_name(load_network("picbreeder:apple"), "picbreeder:skull", CFG, judge=name).auc == 0
+    r = by_name(load_network("picbreeder:skull"), "picbreeder:skull", CFG, judge=name)
     assert r.judge == name and r.anchor == "target" and r.measure == "compositional"
     assert r.base_kept and r.auc > 0
 

@@ -23,14 +23,17 @@ Layers, bottom to top; a module may import only from its own layer and the layer
                  change)
     rho          volratio/rho/ (the volume ratio: Boolean targets, samplers, engines, intervals, the
                  decay fit, the theorem, the basin model that trains networks and scores them)
-    depth        volratio/depth/ (complexity, the sweet spot of a depth curve, the depth predictor)
-    runs         volratio/runs/ (sweeps and their executors, the results store, the reference plans,
-                 rescoring, the registry of experiments and run functions): the
+    depth        volratio/depth/ (complexity, depth curves and their sweet spot, the depth predictor, one
+                 run of a depth sweep)
+    runs         volratio/runs/ (sweeps and their executors, the results store and the readers of stored
+                 results, the reference plans, rescoring, the depth sweep, the registry of experiments
+                 and run functions): the
                  registry names the experiment modules by module path and imports each with
                  `importlib` on first use, the one place this layer refers to the experiments (by
                  name, never by an import statement)
     experiments  volratio/experiments/ (the chapters' experiments and the run functions of their
-                 points): an experiment runs its grid as a sweep and reads stored runs
+                 points): an experiment runs its grid as a sweep and reads stored runs; no experiment
+                 imports another (what two share sits in a lower layer), `_base` is shared by all
     calibration  volratio/calibration/ (the verdict sets and the judges' rules fitted and checked on
                  them: they train and render networks with the experiments and the EMC2 engine)
     report       volratio/report/ (claims and their verdicts, forest plots, figures, the gallery, the
@@ -194,6 +197,38 @@ def test_no_upward_import():
         if LAYERS.index(layer_of(b)) > LAYERS.index(layer_of(a))
     ]
     assert not up, "upward imports:\n" + "\n".join(up)
+
+
+def test_no_experiment_imports_another():
+    """Each chapter's experiment reads alone: what two experiments share (one run of a depth sweep,
+    the readers of stored results) sits in a lower layer, never in a sibling experiment."""
+    shared = {"volratio.experiments", "volratio.experiments._base"}
+    across = [
+        f"{a} imports {b}"
+        for a, deps in sorted(GRAPH.items())
+        if a.startswith("volratio.experiments.") and a not in shared
+        for b in sorted(deps)
+        if b.startswith("volratio.experiments.") and b not in shared
+    ]
+    assert not across, "experiments importing experiments (move what they share to a lower layer):\n" + "\n".join(
+        across
+    )
+
+
+def test_the_experiment_ban_sees_a_sibling_import(tmp_path):
+    # the graph records `from . import sibling` inside volratio/experiments as an edge to the sibling
+    pkg = tmp_path / "volratio"
+    (pkg / "experiments").mkdir(parents=True)
+    for name in ("__init__", "a", "b"):
+        (pkg / "experiments" / f"{name}.py").write_text("from . import b\n" if name == "a" else "")
+    (pkg / "__init__.py").write_text("")
+    modules = {"volratio", "volratio.experiments", "volratio.experiments.a", "volratio.experiments.b"}
+    global PKG
+    saved, PKG = PKG, pkg
+    try:
+        assert imports_of(pkg / "experiments" / "a.py", modules) == {"volratio.experiments.b"}
+    finally:
+        PKG = saved
 
 
 def test_no_cycle():

@@ -16,6 +16,11 @@ from volratio.report import plots
 ARCH = "4;gaussian:3,sin:2,sigmoid:1,identity:2"
 
 
+def by_name(net, spec: str, cfg, judge: str = "anchored", **kw):
+    """EMC2 of `net` under the judge named `judge`, asked about the label of the target `spec`."""
+    return emc2.score(net, emc2.judges_for(net, [judge], spec, cfg), emc2.target_label(spec), cfg, **kw)[0]
+
+
 def _net(sparse: bool, dtype=torch.float64, seed=1, head="hsv"):
     net = CoordMLP(ARCH, head=head, seed=seed, dtype=dtype, init_scale=1.5)
     if sparse:
@@ -104,7 +109,7 @@ def test_score_is_the_fraction_of_kept_perturbations_per_delta():
     net = _net(True)
     cfg = emc2.EMC2Config(deltas=(-1.0, 0.5, 2.0), res=12, device="cpu")
     eng = emc2.PerturbationEngine(net, 12, device="cpu")
-    res = emc2.score(net, DistanceJudge(eng.base, 0.05), "thing", cfg)
+    res = emc2.score(net, [DistanceJudge(eng.base, 0.05)], "thing", cfg)[0]
     t = res.table
     assert list(t.columns[:9]) == ["layer", "row", "col", "weight", "delta", "shown", "verdict", "score", "distance"]
     assert len(t) == 3 * len(emc2.nonzero_params(net)) and res.n_params == res.n_nonzero
@@ -393,7 +398,7 @@ def test_judged_examples_are_the_scored_perturbations(picbreeder_dir):
     assert ex.images.shape == (2, 3, 24, 24, 3) and ex.kept.shape == (2, 3) and ex.judge == "anchored"
     assert list(ex.deltas) == [-1.0, 1.0] and ex.base_kept  # sorted δ; the layerized skull draws a skull
     cfg = emc2.EMC2Config(deltas=(-1.0, 1.0), res=24, device="cpu")
-    t = emc2.score_network(net, "picbreeder:skull", cfg, params=ex.params).table
+    t = by_name(net, "picbreeder:skull", cfg, params=ex.params).table
     for i, d in enumerate(ex.deltas):
         for j, (k, r, c) in enumerate(ex.params.tolist()):
             row = t[(t.delta == d) & (t.layer == k) & (t.row == r) & (t.col == c)]
@@ -408,11 +413,12 @@ def test_several_judges_at_once_equal_each_judge_alone(picbreeder_dir):
 
     net = picbreeder.layerized("apple")
     cfg = emc2.EMC2Config(deltas=(-1.0, 0.5), res=16, max_params=12, device="cpu")
-    many = emc2.score_network_judges(net, "picbreeder:apple", ["anchored", "anchored-ssim", "stability"], cfg)
-    assert list(many) == ["anchored", "anchored-ssim", "stability"]
-    for j, r in many.items():
-        alone = emc2.score_network(net, "picbreeder:apple", cfg, judge=j)
+    names = ["anchored", "anchored-ssim", "stability"]
+    many = emc2.score(net, emc2.judges_for(net, names, "picbreeder:apple", cfg), "apple", cfg)
+    assert [r.judge for r in many] == names
+    for j, r in zip(names, many):
+        alone = by_name(net, "picbreeder:apple", cfg, judge=j)
         assert r.judge == alone.judge and r.base_kept == alone.base_kept and r.auc == alone.auc
         assert r.table.equals(alone.table)
     with pytest.raises(VolratioError, match="at least one judge"):
-        emc2.score_judges(net, [], "apple", cfg)
+        emc2.score(net, [], "apple", cfg)

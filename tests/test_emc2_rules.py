@@ -42,7 +42,7 @@ def _base(net):
 
 def test_a_judge_that_rejects_the_base_image_gives_zero_whatever_it_says_of_the_perturbations():
     net = _net()
-    res = emc2.score(net, BaseJudge(_base(net)), "thing", CFG)
+    (res,) = emc2.score(net, [BaseJudge(_base(net))], "thing", CFG)
     t = res.table
     assert t.shown.all()  # every perturbed image was accepted …
     assert res.base_kept is False and res.base_score == 0  # … but not the unperturbed one
@@ -55,7 +55,7 @@ def test_a_judge_that_rejects_the_base_image_gives_zero_whatever_it_says_of_the_
 
 def test_the_same_judge_accepting_the_base_image_keeps_every_perturbation():
     net = _net()
-    res = emc2.score(net, BaseJudge(_base(net), accept_base=True), "thing", CFG)
+    (res,) = emc2.score(net, [BaseJudge(_base(net), accept_base=True)], "thing", CFG)
     assert res.base_kept is True and res.table.verdict.all()
     assert np.array_equal(res.scores, np.ones(len(CFG.deltas))) and res.auc == 1.0
     assert res.verdict_matrix().all() and res.verdict_matrix().shape == (res.n_params, len(CFG.deltas))
@@ -64,7 +64,7 @@ def test_the_same_judge_accepting_the_base_image_keeps_every_perturbation():
 def test_several_judges_keep_their_own_base_rule():
     """Scored at once, a judge that rejects the base and one that accepts it keep their own verdicts."""
     net = _net()
-    no, yes = emc2.score_judges(net, [BaseJudge(_base(net)), BaseJudge(_base(net), accept_base=True)], "x", CFG)
+    no, yes = emc2.score(net, [BaseJudge(_base(net)), BaseJudge(_base(net), accept_base=True)], "x", CFG)
     assert (no.base_kept, yes.base_kept) == (False, True)
     assert no.auc == 0 and yes.auc == 1 and no.table.shown.all() and yes.table.shown.all()
 
@@ -102,7 +102,7 @@ def test_the_default_judge_scores_a_flat_or_nan_network_zero_on_a_built_in_targe
         with torch.no_grad():
             net = CoordMLP("3;gaussian:4", seed=0)
             net.weights[-1][0, 0, 0] = float("nan")
-    r = emc2.score_network(net, "image:camera", ANCHORED_CFG)
+    r = emc2.score(net, emc2.judges_for(net, ["anchored"], "image:camera", ANCHORED_CFG), "camera", ANCHORED_CFG)[0]
     assert r.judge == judges.DEFAULT_JUDGE == "anchored"
     assert r.anchor == "target" and r.measure == "compositional"
     assert r.base_kept is False and not r.table.verdict.any()

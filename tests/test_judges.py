@@ -116,7 +116,7 @@ def test_anchored_is_the_default_everywhere():
 
     assert judges.DEFAULT_JUDGE == "anchored" and judges.JUDGES[0] == "anchored" and "ssim" in judges.JUDGES
     assert set(judges.SELF_ANCHORED) == {"calibrated", "calibrated-pooled", "ssim", "stability"}
-    assert inspect.signature(emc2.score_network).parameters["judge"].default == "anchored"
+    assert inspect.signature(emc2.judged_examples).parameters["judge"].default == "anchored"
     assert depth_regime.Settings().judge == depth_regime.Config.quick().judge == "anchored"
     assert connectivity.Config.quick().judge == "anchored" and emc2_bench.Config.quick().judge == "anchored"
     assert unknown_targets.Config.quick().judge == "anchored"
@@ -162,36 +162,41 @@ def test_emc2_runs_name_their_judge_and_default_to_the_librarys():
     """Every run of the chunks emc2 / emc2_dense names its judge (plan and store), so a config
     without one means the library's default judge, as everywhere."""
     from volratio.experiments import emc2_bench
-    from volratio.runs import reference
+    from volratio.runs import reference, stored
 
     plan = reference.load_plan("examples/sweeps/reference.toml")
     for name in ("emc2", "emc2_dense"):
         assert {c["judge"] for c in plan[name].configs()} == {"anchored", "anchored-ssim", "stability"}
-        if (reference.DEFAULT_ROOT / name / "results.parquet").is_file():
-            assert all("judge" in r["config"] for r in reference.records(name))
+        if (stored.DEFAULT_ROOT / name / "results.parquet").is_file():
+            assert all("judge" in r["config"] for r in stored.records(name))
     assert emc2_bench.parse_point({"target": "apple"}).judge == judges.DEFAULT_JUDGE
     assert emc2_bench.parse_dense_point({"seed": 0}).judge == judges.DEFAULT_JUDGE
     assert emc2_bench.parse_dense_point({"seed": 0, "judge": "calibrated"}).judge == "calibrated"
 
 
-def test_basin_emc2_goes_through_score_network(monkeypatch):
+def test_basin_emc2_goes_through_score(monkeypatch):
     from volratio import emc2, rho
     from volratio.nets import CoordMLP
     from volratio.rho import basin
 
     seen = []
-    real = emc2.score_network
+    real_judges, real_score = emc2.judges_for, emc2.score
 
-    def spy(net, target_spec, config=None, judge="calibrated", **kw):
-        seen.append((target_spec, judge, kw.get("label"), config.res))
-        return real(net, target_spec, config, judge, **kw)
+    def judges_spy(net, names, target_spec, cfg=None, **kw):
+        seen.append((target_spec, list(names), cfg.res, cfg.member, kw.get("calibration_seed")))
+        return real_judges(net, names, target_spec, cfg, **kw)
 
-    monkeypatch.setattr(emc2, "score_network", spy)
+    def score_spy(net, judges, label, cfg=None, **kw):
+        seen.append(label)
+        return real_score(net, judges, label, cfg, **kw)
+
+    monkeypatch.setattr(emc2, "judges_for", judges_spy)
+    monkeypatch.setattr(emc2, "score", score_spy)
     net = CoordMLP("2;gaussian:3", head="grey", population=2, seed=0)
     cfg = rho.BasinConfig(res=16, emc2_params=3, device="cpu")
     aucs = basin._emc2_aucs(net, [1], None, cfg, "planted:0")
     assert aucs[0] is None and 0.0 <= aucs[1] <= 1.0
-    assert seen == [("planted:0", "calibrated", "target", 16)]  # 16 px: below SSIM@4's old 28-px floor
+    assert seen == [("planted:0", ["calibrated"], 16, 1, cfg.seed), "target"]  # 16 px: below SSIM@4's floor
     assert dataclasses.is_dataclass(cfg)
 
 

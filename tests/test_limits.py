@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from volratio.errors import VolratioError
-from volratio.runs import reference
+from volratio.runs import stored
 from volratio.runs.registry import get_run
 from volratio.util.limits import LimitError, above, at_least, between, check_limits, nonzero, one_of
 from volratio.util.presets import ConfigError
@@ -74,7 +74,7 @@ def test_every_run_function_refuses_a_bad_value_when_parsed(run, config, entry):
 def test_every_stored_reference_config_is_within_its_limits():
     n = 0
     for chunk in sorted(p.name for p in ROOT.iterdir() if (p / "results.parquet").exists()):
-        for r in reference.records(chunk, root=ROOT):
+        for r in stored.records(chunk, root=ROOT):
             name = r["run"].split(":")[-1] if r["run"].startswith("volratio.experiments:") else r["run"]
             get_run(name).parse(r["config"])  # raises if a stored config no longer parses
             n += 1

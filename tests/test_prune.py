@@ -534,7 +534,7 @@ def test_connectivity_scores_every_network_under_more_judges_too(picbreeder_dir)
     assert {"emc2_auc:stability", "emc2_auc:anchored-ssim", "base_kept:stability"} <= set(more.columns)
     assert more["base_kept:stability"].all()  # a stability judge always accepts the network's own render
     net = study.run(cfg)["nets"]["sp"]
-    alone = study.score_network(net, 1, "apple", dataclasses.replace(cfg, judge="stability"))
+    alone = study.score_member(net, 1, "apple", dataclasses.replace(cfg, judge="stability"))
     assert more.set_index(["method", "member"]).loc[("sp", 1), "emc2_auc:stability"] == alone.auc
     assert study.judges_of(more) == ["anchored", "stability", "anchored-ssim"]
     assert study.judged(more, "stability").emc2_auc.tolist() == more["emc2_auc:stability"].tolist()

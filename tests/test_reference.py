@@ -9,6 +9,7 @@ from volratio import __version__
 from volratio.cli import main
 from volratio.errors import VolratioError
 from volratio.runs import reference as R
+from volratio.runs import stored as S
 from volratio.runs.store import Store
 from volratio.util import machine as M
 
@@ -39,7 +40,7 @@ def store(tmp_path):
 
 def test_chunk_has_manifest_with_times_and_configs(store):
     plan_file, root = store
-    man = R.manifest("tiny", root)
+    man = S.manifest("tiny", root)
     assert man["runs_total"] == man["runs_done"] == 6
     assert man["spec"]["run"] == "toy" and man["spec"]["grid"] == {"n": [4, 8]}
     s = man["sessions"][0]
@@ -53,25 +54,25 @@ def test_chunk_has_manifest_with_times_and_configs(store):
     # a second run of the chunk resumes: nothing is recomputed, the manifest keeps its runs
     again = R.run_chunk(R.load_plan(plan_file), "tiny", root, progress=False)
     assert again.ran == [] and again.skipped == 6
-    assert R.manifest("tiny", root)["runs_done"] == 6 and len(R.manifest("tiny", root)["sessions"]) == 2
+    assert S.manifest("tiny", root)["runs_done"] == 6 and len(S.manifest("tiny", root)["sessions"]) == 2
 
 
 def test_stored_records_reads_the_chunks_present_and_names_the_missing(store):
     _, root = store
-    assert len(R.stored_records("tiny", root)) == 6
+    assert len(S.runs_of("tiny", root)) == 6
     # chunks that are not stored are skipped; a run's record carries its times from the manifest
-    recs = R.stored_records(["not_there", "tiny"], root)
+    recs = S.runs_of(["not_there", "tiny"], root)
     assert len(recs) == 6 and all(r["cpu_s"] >= 0 and r["config"]["steps"] == 30 for r in recs)
-    t = R.table("tiny", root)  # one row per run, with its seed
+    t = S.table("tiny", root)  # one row per run, with its seed
     assert len(t) == 6 and sorted(t.seed) == [0, 0, 1, 1, 2, 2] and t.key.is_unique
     with pytest.raises(R.ReferenceError, match="none of the chunks a, b is stored.*volratio reference run"):
-        R.stored_records(("a", "b"), root)
+        S.runs_of(("a", "b"), root)
 
     class Mine(Exception):
         pass
 
     with pytest.raises(Mine, match="none of the chunks"):
-        R.stored_records("a", root, error=Mine)
+        S.runs_of("a", root, error=Mine)
 
 
 def test_verify_reproduces_and_detects_a_changed_metric(store, capsys):
@@ -207,11 +208,11 @@ def _change_metric(root, key):
 
 def test_runs_and_sessions_record_the_machine_kind(store):
     _, root = store
-    man = R.manifest("tiny", root)
+    man = S.manifest("tiny", root)
     here = M.identity()
     assert {k: man["sessions"][0][k] for k in (*M.PARTS, "kind")} == here
     assert {r["kind"] for r in man["runs"].values()} == {here["kind"]}
-    assert all(r["machine"]["kind"] == here["kind"] for r in R.records("tiny", root))
+    assert all(r["machine"]["kind"] == here["kind"] for r in S.records("tiny", root))
 
 
 def test_verify_draws_only_runs_comparable_here(store, capsys):
@@ -267,7 +268,7 @@ def test_machine_independent_run_functions_are_the_boolean_sampler():
     networks and EMC2 are comparable only on the kind that stored them (for these chunks: AMD)."""
     here = M.identity()
     intel = {**here, "cpu_vendor": "GenuineIntel", "cpu_model": "Intel(R) Xeon(R) Processor", "torch": "2.13.0+cpu"}
-    first = {n: R.records(n)[0] for n in ("rho", "rho_deep", "rho_basin", "welch_toy", "interference")}
+    first = {n: S.records(n)[0] for n in ("rho", "rho_deep", "rho_basin", "welch_toy", "interference")}
     assert {n: R.comparable(r, here=intel) for n, r in first.items()} == {
         "rho": "machine-independent",
         "rho_deep": "machine-independent",
@@ -503,7 +504,7 @@ def test_stored_tables_read_non_finite_metrics_back_as_floats():
 
     import pandas as pd
 
-    df = R.non_finite_as_floats(
+    df = S.non_finite_as_floats(
         pd.DataFrame({"x": [1.0, "nan", "-inf", None], "msg": ["ok", "nan", "x", None], "n": [1, 2, 3, 4]})
     )
     assert df["x"].dtype == float and math.isnan(df["x"][1]) and df["x"][2] == -math.inf and df["x"][0] == 1.0
@@ -549,7 +550,7 @@ def test_connectivity_as_a_sweep_run_stores_its_networks(tmp_path, picbreeder_di
     assert not R.run_chunk(R.load_plan(plan), "conn", root, progress=False).failed
     table = C.stored_table(["conn"], root)
     assert set(table.method) == {"dense", "sp", "magnitude"} and table.net.notna().all()
-    (rec,) = R.records("conn", root)
+    (rec,) = S.records("conn", root)
     assert {"net_dense", "net_sp", "net_magnitude"} <= set(rec["artifacts"])
     sp = table[table.method == "sp"].iloc[0]
     net = CoordMLP.load(sp.net)

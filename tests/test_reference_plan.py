@@ -30,6 +30,7 @@ from volratio.experiments import (
     volume_ratio,
 )
 from volratio.runs import reference as R
+from volratio.runs import stored as S
 from volratio.runs.registry import get_run
 from volratio.runs.store import config_key
 
@@ -76,7 +77,7 @@ def test_every_chunk_has_an_owner_or_says_it_has_none():
 
 def test_the_store_holds_exactly_the_runs_of_the_plan():
     for chunk, sweep in PLAN.items():
-        stored = {r["key"] for r in R.records(chunk, STORE)}
+        stored = {r["key"] for r in S.records(chunk, STORE)}
         assert stored == set(sweep.keys()), f"{chunk}: the store and the plan name different runs"
 
 
@@ -84,10 +85,10 @@ def test_every_stored_row_of_the_plan_is_its_complete_config_and_its_hash():
     """Every row of a chunk's store (its own runs and the rescores beside them) holds the complete
     config of its run function, and its key is the hash of its run name and that config."""
     for chunk, sweep in PLAN.items():
-        for r in R.records(chunk, STORE, rescores=True):
+        for r in S.records(chunk, STORE, rescores=True):
             assert get_run(r["run"]).keyed(r["config"]) == r["config"], (chunk, r["key"])
             assert config_key(r["run"], r["config"]) == r["key"], (chunk, r["key"])
-        assert {r["run"] for r in R.records(chunk, STORE)} == {sweep.run}, chunk
+        assert {r["run"] for r in S.records(chunk, STORE)} == {sweep.run}, chunk
 
 
 def _replicated(chunk: str, runs: list) -> list:
@@ -186,10 +187,10 @@ def test_emc2_chunk_scores_the_emc2_bench_reference_networks():
     networks = [n for n, kind in emc2_bench.NETWORKS.items() if kind in emc2_bench.KINDS]
     judges = [ref.judge, *ref.judges]
     assert Counter((p.network, p.target, p.judge) for p in runs) == Counter(product(networks, ref.targets, judges))
-    for r in R.records("emc2", STORE):
+    for r in S.records("emc2", STORE):
         m = r["metrics"]
         assert m["n_params"] == min(r["config"].get("max_params") or m["n_nonzero"], m["n_nonzero"]), r["config"]
-    dense = [row for r in R.records("emc2_dense", STORE) for row in r["metrics"]["rows"]]
+    dense = [row for r in S.records("emc2_dense", STORE) for row in r["metrics"]["rows"]]
     assert max(row["n_nonzero"] for row in dense) <= ref.max_params  # our networks: every weight under the cap
 
 

@@ -12,6 +12,7 @@ from volratio.cli import main
 from volratio.nets import CoordMLP
 from volratio.runs import reference as R
 from volratio.runs import rescore as RS
+from volratio.runs import stored as S
 from volratio.runs.store import Store, config_key
 
 PLAN = """
@@ -56,7 +57,7 @@ def root(source, tmp_path):
 
 
 def test_stored_networks_are_safetensors_with_their_config(root):
-    (rec,) = R.records("tiny", root)
+    (rec,) = S.records("tiny", root)
     path = rec["artifacts"]["net"]
     assert path.endswith(".safetensors")
     with open(path, "rb") as f:
@@ -70,12 +71,12 @@ def test_stored_networks_are_safetensors_with_their_config(root):
 
 
 def test_rescore_two_judges_keys_resume_and_readers(root, capsys):
-    (src,) = R.records("tiny", root)
+    (src,) = S.records("tiny", root)
     for judge in ("stability", "anchored"):
         assert main(["reference", "rescore", "tiny", "--judge", judge, "--root", str(root), "--json"]) == 0
         out = json.loads(capsys.readouterr().out)
         assert (out["total"], out["ran"], out["skipped"], out["failed"]) == (1, 1, 0, [])
-    runs = {r["config"]["judge"]: r for r in RS.records("tiny", root=root)}
+    runs = {r["config"]["judge"]: r for r in S.rescores("tiny", root=root)}
     assert set(runs) == {"stability", "anchored"}
     for judge, r in runs.items():
         assert r["version"] == src["version"] == __version__  # provenance: the library that ran it
@@ -93,19 +94,19 @@ def test_rescore_two_judges_keys_resume_and_readers(root, capsys):
     assert (again.ran, again.skipped, again.total) == ([], 1, 1)
     assert (root / "tiny" / "results.parquet").read_bytes() == before
     # the chunk's own readers see its own run only; the manifest counts rescores apart
-    assert [r["key"] for r in R.records("tiny", root)] == [src["key"]] and len(R.table("tiny", root)) == 1
-    man = R.manifest("tiny", root)
+    assert [r["key"] for r in S.records("tiny", root)] == [src["key"]] and len(S.table("tiny", root)) == 1
+    man = S.manifest("tiny", root)
     assert (man["runs_done"], man["rescores_done"]) == (1, 2)
     assert man["sessions"][-1]["rescore"] == {"judge": "anchored"} and man["runs"][runs["anchored"]["key"]]["kind"]
-    t = RS.table("tiny", "anchored", root)
+    t = S.rescore_table("tiny", "anchored", root)
     assert len(t) == 2 and set(t["source"]) == {src["key"]} and list(t["member"]) == [0, 1]
 
 
 def test_rescore_under_the_source_judge_reproduces_its_scores(root):
-    (src,) = R.records("tiny", root)
+    (src,) = S.records("tiny", root)
     assert src["metrics"]["judge"] == "stability" and any(s > 0 for s in src["metrics"]["score"])
     assert not RS.rescore_chunk("tiny", "stability", root, progress=False).failed
-    (r,) = RS.records("tiny", "stability", root)
+    (r,) = S.rescores("tiny", "stability", root)
     assert r["metrics"]["score"] == src["metrics"]["score"]  # exactly
     assert r["metrics"]["scores"] == src["metrics"]["scores"]
 
@@ -115,16 +116,16 @@ def test_verify_reruns_rescore_runs_bit_for_bit(root, capsys):
     RS.rescore_chunk("tiny", "stability", root, progress=False)
     runs = R.verify(root, sample=3).runs
     assert len(runs) == 3 and all(r["ok"] for r in runs)
-    rescored = {r["key"] for r in RS.records("tiny", root=root)}
+    rescored = {r["key"] for r in S.rescores("tiny", root=root)}
     assert rescored <= {r["key"] for r in runs}
     # a replaced source network is noticed: the rescore run refuses it instead of scoring another network
-    (src,) = R.records("tiny", root)
+    (src,) = S.records("tiny", root)
     net = CoordMLP.load(src["artifacts"]["net"])
     net.weights[0].data.mul_(2.0)
     net.save(src["artifacts"]["net"])
     with pytest.raises(RS.RescoreError, match="SHA-256 differs|missing or damaged"):
         with RS.reading_from(root):
-            RS.point((next(iter(RS.records("tiny", root=root))))["config"])
+            RS.point((next(iter(S.rescores("tiny", root=root))))["config"])
 
 
 def test_chunks_without_networks_are_one_line_errors(tmp_path, capsys):
@@ -132,7 +133,7 @@ def test_chunks_without_networks_are_one_line_errors(tmp_path, capsys):
     rc = main(["reference", "rescore", "tiny", "--judge", "anchored", "--root", str(root)])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "stored no networks" in err[0] and "keep_net = true" in err[0]
-    assert not RS.records("tiny", root=root)  # nothing was written
+    assert not S.rescores("tiny", root=root)  # nothing was written
     rc = main(["reference", "rescore", "nosuch", "--judge", "anchored", "--root", str(root)])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "nosuch" in err[0]
@@ -149,7 +150,7 @@ def test_stored_curves_read_another_judges_scores_from_the_rescore_runs(root):
     with pytest.raises(D.DepthError, match="rescore its chunk"):
         D.stored_curves(["tiny"], root, judge="anchored")
     RS.rescore_chunk("tiny", "anchored", root, progress=False)
-    (re,) = RS.records("tiny", "anchored", root)
+    (re,) = S.rescores("tiny", "anchored", root)
     anch = D.stored_curves(["tiny"], root, judge="anchored")["planted:1:depth=2,width=3"]
     assert anch.score[0].tolist() == re["metrics"]["score"]
     assert anch.loss.tolist() == own.loss.tolist()  # the same networks: only the judge differs
@@ -163,7 +164,7 @@ def test_fit_table_and_stored_images_show_what_was_scored(root):
     t = "planted:1:depth=2,width=3"
     table = D.fit_table(D.stored_curves(["tiny"], root))
     assert table.loc[(t, 2), "× best depth"] == 1.0  # one depth: it is the best
-    (rec,) = R.records("tiny", root)
+    (rec,) = S.records("tiny", root)
     assert table.loc[(t, 2), "dense MSE (median)"] == pytest.approx(
         float(sorted(rec["metrics"]["dense_loss"])[0] + sorted(rec["metrics"]["dense_loss"])[1]) / 2
     )
@@ -180,7 +181,7 @@ def test_fit_table_and_stored_images_show_what_was_scored(root):
     # recorded by the runs under their own judge, and by a rescore under its judge
     assert table.loc[(t, 2), "drawn"] == pytest.approx(np.mean(rec["metrics"]["base_kept"]))
     RS.rescore_chunk("tiny", "anchored", root, progress=False)
-    (re,) = RS.records("tiny", "anchored", root)
+    (re,) = S.rescores("tiny", "anchored", root)
     curve = D.stored_curves(["tiny"], root, judge="anchored")[t]
     assert curve.kept[0].tolist() == [float(k) for k in re["metrics"]["base_kept"]]
     assert D.fit_table({t: curve}).loc[(t, 2), "drawn"] == pytest.approx(np.mean(re["metrics"]["base_kept"]))
@@ -202,9 +203,9 @@ def test_chunks_judged_differently_are_not_mixed(root, tmp_path):
 
 
 def test_judges_covering_names_the_judges_every_run_has_scores_under(root):
-    assert RS.judges_covering(["tiny"], root) == ["stability"]  # the runs' own judge
+    assert S.judges_covering(["tiny"], root) == ["stability"]  # the runs' own judge
     RS.rescore_chunk("tiny", "anchored", root, progress=False)
-    assert RS.judges_covering(["tiny"], root) == ["anchored", "stability"]
+    assert S.judges_covering(["tiny"], root) == ["anchored", "stability"]
 
 
 def test_optimizer_runs_read_under_another_judge(tmp_path):
@@ -220,10 +221,10 @@ def test_optimizer_runs_read_under_another_judge(tmp_path):
     root = tmp_path / "reference"
     assert not R.run_chunk(R.load_plan(plan), "opt", root, progress=False).failed
     own = O.stored_runs(["opt"], root)
-    stored = R.records("opt", root)[0]["metrics"]
+    stored = S.records("opt", root)[0]["metrics"]
     assert own.score.tolist() == [stored["score"]] and own.drawn.tolist() == [stored["base_kept"]]
     RS.rescore_chunk("opt", "anchored", root, progress=False)
-    (re,) = RS.records("opt", "anchored", root)
+    (re,) = S.rescores("opt", "anchored", root)
     anch = O.stored_runs(["opt"], root, judge="anchored")
     assert anch.score.tolist() == re["metrics"]["score"] and anch.drawn.tolist() == re["metrics"]["base_kept"]
     assert anch.loss.tolist() == own.loss.tolist()  # the same network, judged again

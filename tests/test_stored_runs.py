@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from volratio import __version__
-from volratio.experiments import depth_regime
+from volratio.depth import point as depth_point
 from volratio.runs import reference as R
+from volratio.runs import stored as S
 from volratio.runs.registry import _BUILTIN_RUNS, EXPERIMENTS, get_run, module, stored_config
 from volratio.runs.store import Store, config_key
 from volratio.runs.sweep import Sweep, run_sweep
@@ -59,8 +60,8 @@ def test_a_run_is_keyed_by_its_complete_config_which_reads_back_alike(name, conf
 
 def test_a_changed_default_makes_new_keys(monkeypatch):
     before = get_run("depth_point").keyed({"seed": 0})
-    Point = dataclasses.make_dataclass("Point", [("adamw_lr", float, 1e-3)], bases=(depth_regime.Point,), frozen=True)
-    monkeypatch.setattr(depth_regime, "Point", Point)
+    Point = dataclasses.make_dataclass("Point", [("adamw_lr", float, 1e-3)], bases=(depth_point.Point,), frozen=True)
+    monkeypatch.setattr(depth_point, "Point", Point)
     after = get_run("depth_point").keyed({"seed": 0})
     assert (before["adamw_lr"], after["adamw_lr"]) == (3e-4, 1e-3)
     assert config_key("depth_point", before) != config_key("depth_point", after)  # a new run, not a stored one
@@ -70,8 +71,8 @@ def test_every_stored_row_holds_its_complete_config_and_the_hash_of_it():
     """Every run under results/reference: its config parses and completes to itself, its key is the
     hash of its run name and that config, and it records version and commit as provenance."""
     n = 0
-    for chunk in R.chunks(STORE):
-        for r in R.records(chunk, STORE, rescores=True):
+    for chunk in S.chunks(STORE):
+        for r in S.records(chunk, STORE, rescores=True):
             entry = get_run(r["run"])  # a registry name, never an import path
             assert entry.keyed(r["config"]) == r["config"], (chunk, r["key"])  # complete
             assert config_key(r["run"], r["config"]) == r["key"], (chunk, r["key"])

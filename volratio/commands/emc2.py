@@ -113,21 +113,14 @@ def cmd_emc2(args) -> int:
         device=args.device,
         dtype=args.dtype,
     )
-    res = emc2.score_network(
-        net,
-        args.target,
-        cfg,
-        args.judge,
-        layered=layered,
-        label=args.label,
-        judge_model=args.judge_model,
-        progress=not args.json,
-    )
+    js = emc2.judges_for(net, [args.judge], args.target, cfg, model=args.judge_model)
+    label = args.label or emc2.target_label(args.target)
+    res = emc2.score(net, js, label, cfg, layered=layered, progress=not args.json)[0]
     payload = {**res.to_json(), "network": args.spec, "target": args.target}
     lines = [
         f"EMC2 {args.spec} on {args.target} — judge {res.judge} (anchored on the {res.anchor}; {res.measure}), "
         f"{res.n_params} of {res.n_nonzero} parameters, res {args.res}",
-        f"  unperturbed image shows the {args.label or emc2.target_label(args.target)}: "
+        f"  unperturbed image shows the {label}: "
         f"{'yes' if res.base_kept else 'no — every S is 0'} (score {res.base_score:.3f})",
     ]
     lines += [f"  δ = {d:+.3g}: S = {s:.3f}" for d, s in zip(res.deltas, res.scores)]

@@ -63,7 +63,7 @@ def check_perturbation_score(
         ref_img = net.render(res)[0]
     judge = SSIMJudge(ref_img, threshold)
     cfg = EMC2Config(deltas=(float(delta),), res=res, max_params=None, device="cpu", dtype="float64")
-    r = score(net, judge, label, cfg)
+    r = score(net, [judge], label, cfg)[0]
     s = float(r.scores[0])
     kept = round(s * r.n_params)
     n_all = net.n_params() // net.population
@@ -78,9 +78,8 @@ def check_perturbation_score(
             s,
             got,
         )
-    r_neg = score(
-        net, judge, label, EMC2Config(deltas=(-float(delta),), res=res, max_params=None, device="cpu", dtype="float64")
-    )
+    neg = EMC2Config(deltas=(-float(delta),), res=res, max_params=None, device="cpu", dtype="float64")
+    r_neg = score(net, [judge], label, neg)[0]
     wrong = {
         "1 − S: you counted the perturbations that *destroy* the identity": 1 - s,
         f"{kept}: a count — divide by |nz(θ)| = {r.n_params}": float(kept),

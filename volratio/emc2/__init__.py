@@ -10,9 +10,9 @@ Layout (every public name is importable from `volratio.emc2`):
 - `engine` — the exact batched perturbation engine (`PerturbationEngine`, `perturbed_images`), its
   reference `naive_render`, and the parameters a score perturbs (`nonzero_params`, `params_of`,
   `subsample`, the δ grids `DEFAULT_DELTAS` and `UNIT_DELTAS`);
-- `scoring` — the score: `EMC2Config`, `score`/`score_judges` under given judges,
-  `score_network`/`score_network_judges` under named judges, `EMC2Result` with its curve, area
-  and per-parameter table;
+- `scoring` — the score: `EMC2Config`, `score` (one `EMC2Result` per judge, with its curve, area
+  and per-parameter table), `judges_for` (judges by name for a network), and the steps of a score
+  (`render`, `judge_images`, `tabulate`);
 - `sweeps` — weight sweeps (`weight_sweep`, `pick_params`) and the images behind a score
   (`judged_examples`);
 - `change_structure` — the book's own second lens on a change, the structure of the difference
@@ -41,12 +41,15 @@ from .engine import (
 from .scoring import (
     EMC2Config,
     EMC2Result,
+    Judged,
+    Perturbations,
+    judge_images,
+    judges_for,
     normalised_auc,
+    render,
     score,
-    score_judges,
-    score_network,
-    score_network_judges,
     summarise,
+    tabulate,
     target_label,
 )
 from .sweeps import JudgedExamples, WeightSweep, judged_examples, pick_params, weight_sweep
@@ -57,12 +60,16 @@ __all__ = [
     "DisconnectedNetwork",
     "EMC2Config",
     "EMC2Result",
+    "Judged",
     "JudgedExamples",
     "PerturbationEngine",
     "PerturbationError",
+    "Perturbations",
     "WeightSweep",
     "cache_params",
+    "judge_images",
     "judged_examples",
+    "judges_for",
     "naive_render",
     "nonzero_params",
     "normalised_auc",
@@ -70,12 +77,11 @@ __all__ = [
     "perturbed_copy",
     "perturbed_images",
     "pick_params",
+    "render",
     "score",
-    "score_judges",
-    "score_network",
-    "score_network_judges",
     "subsample",
     "summarise",
+    "tabulate",
     "target_label",
     "torch_dtype",
     "weight_sweep",

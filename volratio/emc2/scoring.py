@@ -7,21 +7,23 @@ following Do, Shah, Le, Liu 2026):
 
 `score()` reports S as a curve over δ of both signs (default ±0.25 … ±2, since FER's weight sweeps
 show Picbreeder parts moving at |Δw| ≈ 1), its normalised area under the curve, and a per-parameter
-table. Only non-zero parameters count, so a pruned network is scored on what it keeps.
+table. Only non-zero parameters count, so a pruned network is scored on what it keeps. It runs in
+three steps: `render` the perturbed images, `judge_images` under every judge at once, `tabulate`
+one result per judge.
 
 Chapter: "EMC2-Bench" (book/emc2.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
 from tqdm import tqdm  # plain text bar: tqdm.auto warns in kernels without ipywidgets
 
 from ..errors import VolratioError
-from ..judges import DEFAULT_JUDGE, anchor_of, make_judge
+from ..judges import anchor_of, make_judge
 from ..nets import CoordMLP
 from ..util.limits import at_least, nonzero, one_of
 from ..util.presets import Presets
@@ -44,17 +46,6 @@ class EMC2Config(Presets):
     LIMITS = {"deltas": nonzero(), "res": at_least(2), "which": one_of("all", "genome"), "max_params": at_least(1),
               "seed": at_least(0), "member": at_least(0), "dtype": one_of("float32", "float64"),
               "memory_bytes": at_least(1)}  # fmt: skip
-
-    @classmethod
-    def like(cls, settings, **overrides) -> "EMC2Config":
-        """An EMC2Config from the same-named fields of an experiment's config (`deltas`, `res`,
-        `max_params`, `seed`, `device`, `dtype`, …), then `overrides`."""
-        names = [f.name for f in fields(cls)]
-        kw = {n: getattr(settings, n) for n in names if hasattr(settings, n)}
-        kw.update(overrides)
-        if "deltas" in kw:
-            kw["deltas"] = tuple(float(d) for d in kw["deltas"])
-        return cls(**kw)
 
     QUICK = {"res": 48, "max_params": 300}  # the book's scale: 48×48 images, at most 300 parameters per network
     FULL = {"res": 256, "max_params": None}  # every non-zero parameter at FER's 256×256
@@ -131,40 +122,60 @@ def summarise(table, params=None, threshold: float | None = None) -> tuple[np.nd
     return s.index.to_numpy(), s.to_numpy(), normalised_auc(s.index.to_numpy(), s.to_numpy())
 
 
-def score(
+def target_label(target_spec: str) -> str:
+    """What a judge is asked about: `picbreeder:skull` → `skull`, `image:camera` → `camera`,
+    otherwise the spec itself."""
+    kind, _, rest = str(target_spec).partition(":")
+    return rest if kind in ("picbreeder", "image") and rest else str(target_spec)
+
+
+def judges_for(
     net: CoordMLP,
-    judge,
-    label: str,
-    config: EMC2Config | None = None,
-    params=None,
-    layered=None,
-    progress: bool = False,
-) -> EMC2Result:
-    """S(θ; δ) for every δ of `config.deltas` under `judge` (see `volratio.judges`).
+    names,
+    target_spec: str,
+    cfg: EMC2Config | None = None,
+    *,
+    calibration_seed: int | None = None,
+    model: str | None = None,
+    anchor=None,
+) -> list:
+    """The judges `names` (`volratio.judges.make_judge`) for member `cfg.member` of `net`, built on
+    its unperturbed render: the anchored judges compare with the image of `target_spec` (or
+    `anchor`, an image of what the label looks like); the self-anchored ones ("stability",
+    "calibrated", "calibrated-pooled", "ssim") with the network's own render. "ssim" calibrates its
+    threshold with `target_spec` left out, seeded by `calibration_seed` (default `cfg.seed`)."""
+    cfg = cfg or EMC2Config()
+    base, _ = perturbed_images(net, cfg.res, [], [], cfg.member, cfg.device, torch_dtype(cfg.dtype), cfg.memory_bytes)
+    seed = cfg.seed if calibration_seed is None else calibration_seed
+    return [make_judge(n, base.cpu(), target_spec, model, seed, cfg.device, anchor=anchor) for n in names]
 
-    `params`: explicit `(N, 3)` parameters; default `params_of(net, config.which, layered)`,
-    subsampled to `config.max_params`. The judge sees batches of perturbed images with `label`.
-    `progress=True` shows a progress bar over the perturbed images (on a terminal only).
-    """
-    return score_judges(net, [judge], label, config, params, layered, progress)[0]
+
+@dataclass
+class Perturbations:
+    """The render step: the unperturbed image and the perturbed ones, batch by batch."""
+
+    deltas: np.ndarray  # (n_δ,) sorted
+    params: np.ndarray  # (N, 3) the scored parameters
+    n_nonzero: int  # non-zero parameters of the network (or genome weights, for which="genome")
+    P: np.ndarray  # (N·n_δ, 3) the parameter of each perturbed image (δ varies fastest)
+    D: np.ndarray  # (N·n_δ,) its δ
+    base: object  # (res, res, 3) torch tensor: the unperturbed render
+    images: object  # iterator of (indices into P, images (b, res, res, 3))
 
 
-def score_judges(
-    net: CoordMLP,
-    judges,
-    label: str,
-    config: EMC2Config | None = None,
-    params=None,
-    layered=None,
-    progress: bool = False,
-) -> list[EMC2Result]:
-    """`score` under each of `judges` at once: the perturbed images are rendered once and every judge
-    sees the same batches, so each result equals `score` under that judge alone."""
+@dataclass
+class Judged:
+    """The judge step: per judge, each perturbed image's verdict and score, and the base's."""
 
-    cfg = config or EMC2Config()
-    judges = list(judges)
-    if not judges:
-        raise VolratioError("score_judges needs at least one judge")
+    shown: np.ndarray  # (J, N·n_δ) bool: the judge says the perturbed image shows the label
+    scores: np.ndarray  # (J, N·n_δ) the judge's score of each perturbed image
+    distance: np.ndarray  # (N·n_δ,) RMS pixel change from the unperturbed image
+    base: list  # per judge, its `Verdicts` on the unperturbed image
+
+
+def render(net: CoordMLP, cfg: EMC2Config, params=None, layered=None) -> Perturbations:
+    """Every perturbation `w ← w + δ` of the scored parameters: `params` (`(N, 3)`), default
+    `params_of(net, cfg.which, layered)` subsampled to `cfg.max_params` (seeded by `cfg.seed`)."""
     deltas = np.sort(np.asarray(cfg.deltas, dtype=np.float64))
     if deltas.size == 0 or not np.isfinite(deltas).all():
         raise VolratioError(f"deltas must be finite numbers, at least one, got {list(cfg.deltas)}")
@@ -177,130 +188,103 @@ def score_judges(
         n_nonzero = len(nonzero_params(net, cfg.member))
     if len(params) == 0:
         raise VolratioError("the network has no non-zero parameters to perturb")
-    P_all = np.repeat(params, len(deltas), axis=0)  # (N·n_δ, 3), δ varies fastest
-    D_all = np.tile(deltas, len(params))
+    P = np.repeat(params, len(deltas), axis=0)  # (N·n_δ, 3), δ varies fastest
+    D = np.tile(deltas, len(params))
     base, images = perturbed_images(
-        net, cfg.res, P_all, D_all, cfg.member, cfg.device, torch_dtype(cfg.dtype), cfg.memory_bytes
+        net, cfg.res, P, D, cfg.member, cfg.device, torch_dtype(cfg.dtype), cfg.memory_bytes
     )
-    J = len(judges)
-    shown = np.zeros((J, len(P_all)), bool)  # the judge: the perturbed image shows the label
-    jscore = np.zeros((J, len(P_all)))
-    dist = np.zeros(len(P_all))
-    # the unperturbed image is judged too: a weight preserves the identity only when the network
-    # draws the label in the first place (self-anchored judges always accept their own render)
-    base_v = [judge(base[None], label) for judge in judges]
-    base_kept = [bool(v.verdicts[0]) for v in base_v]
-    bar = None
-    if progress:
-        bar = tqdm(total=len(P_all), desc="EMC2", unit="img", leave=False, disable=None)  # None: off unless a terminal
-    for idx, imgs in images:
+    return Perturbations(deltas, params, n_nonzero, P, D, base, images)
+
+
+def judge_images(pert: Perturbations, judges: list, label: str, progress: bool = False) -> Judged:
+    """Every judge on every perturbed image, batch by batch (each batch rendered once for all
+    judges), and on the unperturbed image: a weight keeps the identity only when the network draws
+    the label in the first place (a self-anchored judge always accepts its own render)."""
+    M = len(pert.P)
+    shown = np.zeros((len(judges), M), bool)
+    scores = np.zeros((len(judges), M))
+    dist = np.zeros(M)
+    base = [judge(pert.base[None], label) for judge in judges]
+    bar = tqdm(total=M, desc="EMC2", unit="img", leave=False, disable=None) if progress else None  # None: a terminal
+    for idx, imgs in pert.images:
         if bar is not None:
             bar.update(len(idx))
         for j, judge in enumerate(judges):
             v = judge(imgs, label)
             shown[j, idx] = v.verdicts
-            jscore[j, idx] = v.scores
-        dist[idx] = ((imgs - base) ** 2).mean(dim=(1, 2, 3)).sqrt().cpu().numpy()
+            scores[j, idx] = v.scores
+        dist[idx] = ((imgs - pert.base) ** 2).mean(dim=(1, 2, 3)).sqrt().cpu().numpy()
     if bar is not None:
         bar.close()
+    return Judged(shown, scores, dist, base)
+
+
+def tabulate(net: CoordMLP, pert: Perturbations, judged: Judged, judges: list, cfg: EMC2Config) -> list[EMC2Result]:
+    """One `EMC2Result` per judge: its per-parameter table, S per δ and the normalised area."""
     W = [w.detach()[cfg.member].cpu().double().numpy() for w in net.effective_weights()]
-    weight = np.zeros(len(P_all))
-    for k in np.unique(P_all[:, 0]):
-        sel = P_all[:, 0] == k
-        weight[sel] = W[k][P_all[sel, 1], P_all[sel, 2]]
+    weight = np.zeros(len(pert.P))
+    for k in np.unique(pert.P[:, 0]):
+        sel = pert.P[:, 0] == k
+        weight[sel] = W[k][pert.P[sel, 1], pert.P[sel, 2]]
     out = []
     for j, judge in enumerate(judges):
-        verdict = shown[j] & base_kept[j]  # the identity is preserved: shown before and after the perturbation
+        base_kept = bool(judged.base[j].verdicts[0])
         table = pd.DataFrame(
             {
-                "layer": P_all[:, 0],
-                "row": P_all[:, 1],
-                "col": P_all[:, 2],
+                "layer": pert.P[:, 0],
+                "row": pert.P[:, 1],
+                "col": pert.P[:, 2],
                 "weight": weight,
-                "delta": D_all,
-                "shown": shown[j],
-                "verdict": verdict,
-                "score": jscore[j],
-                "distance": dist,
+                "delta": pert.D,
+                "shown": judged.shown[j],
+                "verdict": judged.shown[j] & base_kept,  # shown before and after the perturbation
+                "score": judged.scores[j],
+                "distance": judged.distance,
             }
         )
-        scores = table.groupby("delta")["verdict"].mean().reindex(deltas).to_numpy()
-        settings = {k: v for k, v in base_v[j].settings.items() if k == "label_fitted"}
+        scores = table.groupby("delta")["verdict"].mean().reindex(pert.deltas).to_numpy()
+        fitted = {k: v for k, v in judged.base[j].settings.items() if k == "label_fitted"}
+        anchor = anchor_of(judge)
         out.append(
             EMC2Result(
-                deltas=deltas,
+                deltas=pert.deltas,
                 scores=scores,
-                auc=normalised_auc(deltas, scores),
-                n_params=len(params),
-                n_nonzero=n_nonzero,
+                auc=normalised_auc(pert.deltas, scores),
+                n_params=len(pert.params),
+                n_nonzero=pert.n_nonzero,
                 judge=judge.name,
-                judge_settings={**judge.settings(), **settings},
+                judge_settings={**judge.settings(), **fitted},
                 table=table,
-                config={**asdict(cfg), "deltas": [float(x) for x in deltas]},
-                base_kept=base_kept[j],
-                base_score=float(base_v[j].scores[0]),
-                anchor=anchor_of(judge),
-                measure="stability" if anchor_of(judge) == "own image" else "compositional",
+                config={**asdict(cfg), "deltas": [float(x) for x in pert.deltas]},
+                base_kept=base_kept,
+                base_score=float(judged.base[j].scores[0]),
+                anchor=anchor,
+                measure="stability" if anchor == "own image" else "compositional",
             )
         )
     return out
 
 
-def target_label(target_spec: str) -> str:
-    """What a judge is asked about: `picbreeder:skull` → `skull`, `image:camera` → `camera`,
-    otherwise the spec itself."""
-    kind, _, rest = str(target_spec).partition(":")
-    return rest if kind in ("picbreeder", "image") and rest else str(target_spec)
-
-
-def score_network(
+def score(
     net: CoordMLP,
-    target_spec: str,
-    config: EMC2Config | None = None,
-    judge: str = DEFAULT_JUDGE,
-    layered=None,
-    label: str | None = None,
-    judge_model: str | None = None,
-    params=None,
-    calibration_seed: int | None = None,
-    progress: bool = False,
-    anchor=None,
-) -> EMC2Result:
-    """The one EMC2 path every experiment, chapter and command takes: S(θ; δ) of member
-    `config.member` under judge `judge` (`volratio.judges.make_judge`), asked about `label`
-    (default `target_label(target_spec)`).
-
-    The default judge, "anchored", is label-anchored: each image is judged against the *target
-    image* of `target_spec` (or `anchor`, an image of what the label looks like), the unperturbed
-    image included — a network that does not draw the label scores 0 at every δ
-    (`EMC2Result.base_kept` is False). The self-anchored judges ("stability", "calibrated",
-    "calibrated-pooled", "ssim") compare with the network's own render instead and measure
-    stability (`EMC2Result.measure`); for "ssim" the threshold is calibrated with `target_spec`
-    left out and seeded by `calibration_seed` (default `config.seed`)."""
-    cfg = config or EMC2Config()
-    base, _ = perturbed_images(net, cfg.res, [], [], cfg.member, cfg.device, torch_dtype(cfg.dtype), cfg.memory_bytes)
-    seed = cfg.seed if calibration_seed is None else calibration_seed
-    j = make_judge(judge, base.cpu(), target_spec, judge_model, seed, cfg.device, anchor=anchor)
-    return score(net, j, label or target_label(target_spec), cfg, params=params, layered=layered, progress=progress)
-
-
-def score_network_judges(
-    net: CoordMLP,
-    target_spec: str,
     judges,
-    config: EMC2Config | None = None,
-    label: str | None = None,
-    calibration_seed: int | None = None,
-) -> dict:
-    """`score_network` under each judge of `judges` (names), the perturbed images rendered once
-    (`score_judges`): `{judge: EMC2Result}`, each equal to `score_network` under that judge."""
-    cfg = config or EMC2Config()
-    names = list(dict.fromkeys(judges))
-    base, _ = perturbed_images(net, cfg.res, [], [], cfg.member, cfg.device, torch_dtype(cfg.dtype), cfg.memory_bytes)
-    seed = cfg.seed if calibration_seed is None else calibration_seed
-    made = [make_judge(j, base.cpu(), target_spec, None, seed, cfg.device) for j in names]
-    return dict(zip(names, score_judges(net, made, label or target_label(target_spec), cfg)))
+    label: str,
+    cfg: EMC2Config | None = None,
+    *,
+    params=None,
+    layered=None,
+    progress: bool = False,
+) -> list[EMC2Result]:
+    """S(θ; δ) of member `cfg.member` for every δ of `cfg.deltas`, one `EMC2Result` per judge of
+    `judges` (`volratio.judges` objects; `judges_for` builds them by name), each asked whether an
+    image shows `label` (`target_label` of a target spec). The perturbed images are rendered once
+    and every judge sees the same batches, so each result equals the score under that judge alone.
 
-
-# ---------------------------------------------------------------------------------------------
-# Weight sweeps
+    `params`: explicit `(N, 3)` parameters (default: see `render`). `progress=True` shows a
+    progress bar over the perturbed images (on a terminal only)."""
+    cfg = cfg or EMC2Config()
+    judges = list(judges)
+    if not judges:
+        raise VolratioError("score needs at least one judge; build them with volratio.emc2.judges_for")
+    pert = render(net, cfg, params, layered)
+    return tabulate(net, pert, judge_images(pert, judges, label, progress), judges, cfg)

@@ -23,7 +23,7 @@ from ..nets import CoordMLP
 from ..util import budget
 from ..util.device import generator
 from .engine import PerturbationEngine, nonzero_params, perturbed_images, subsample, torch_dtype
-from .scoring import EMC2Config, score_network
+from .scoring import EMC2Config, judges_for, score, target_label
 
 
 @dataclass
@@ -124,10 +124,10 @@ def judged_examples(
 ) -> JudgedExamples:
     """`n` perturbations per δ of `deltas` (a seeded uniform draw of non-zero parameters), their
     images and the verdicts EMC2 gives them under `judge` — the same scoring path as
-    `score_network`, restricted to these parameters — so a figure can show what a score counts."""
+    `score`, restricted to these parameters — so a figure can show what a score counts."""
     params = subsample(nonzero_params(net), int(n), seed)
     cfg = EMC2Config(deltas=tuple(float(d) for d in deltas), res=int(res), seed=seed, device=device)
-    r = score_network(net, target_spec, cfg, judge=judge, params=params)
+    r = score(net, judges_for(net, [judge], target_spec, cfg), target_label(target_spec), cfg, params=params)[0]
     P = np.repeat(params, len(r.deltas), axis=0)  # the order of score's table: δ varies fastest
     D = np.tile(r.deltas, len(params))
     base, batches = perturbed_images(net, int(res), P, D, device=device, dtype=torch_dtype(cfg.dtype))

@@ -9,7 +9,7 @@ dense network to SP's sparsity, network by network:
 
 IMP, as in the Lottery Ticket procedure, starts from the dense network's *initialisation* (θ₀),
 not from its trained weights, and rewinds to step k of its own training. Every network — the dense
-one included — is then scored with EMC2 (`volratio.emc2.score_network`) under the config's judge
+one included — is then scored with EMC2 (`volratio.emc2.score`) under the config's judge
 (`volratio.judges.make_judge`). All targets × seeds form one
 population, trained and pruned at once; every member is pruned independently.
 
@@ -37,7 +37,7 @@ from ..prune import PruneError, collapsed, prune
 from ..prune.criteria import CalibrationGrid
 from ..prune.masks import unit_alive, weight_sparsity
 from ..prune.similarity_pruning import SPConfig
-from ..runs import reference
+from ..runs import stored
 from ..runs.registry import stored_config
 from ..train import PATHS, TrainConfig, mse_per_network, train
 from ..util.limits import above, at_least, between, nonzero, one_of
@@ -249,14 +249,21 @@ def _losses(net: CoordMLP, images: torch.Tensor) -> np.ndarray:
 def score_judged(net: CoordMLP, member: int, target: str, cfg: Config) -> dict:
     """EMC2 of one member under `cfg.judge` and each of `cfg.judges` (the images rendered once):
     `{judge: EMC2Result}`."""
-    ec = emc2.EMC2Config.like(cfg, res=cfg.emc2_res, max_params=cfg.emc2_params, member=member, dtype="float32")
-    return emc2.score_network_judges(net, f"picbreeder:{target}", [cfg.judge, *cfg.judges], ec, label=target)
+    ec = _emc2_config(cfg, member)
+    names = list(dict.fromkeys([cfg.judge, *cfg.judges]))
+    return dict(zip(names, emc2.score(net, emc2.judges_for(net, names, f"picbreeder:{target}", ec), target, ec)))
 
 
-def score_network(net: CoordMLP, member: int, target: str, cfg: Config):
-    """EMC2 of one member (`volratio.emc2.score_network` under `cfg.judge`)."""
-    ec = emc2.EMC2Config.like(cfg, res=cfg.emc2_res, max_params=cfg.emc2_params, member=member, dtype="float32")
-    return emc2.score_network(net, f"picbreeder:{target}", ec, cfg.judge, label=target)
+def _emc2_config(cfg: Config, member: int) -> emc2.EMC2Config:
+    """The EMC2 settings of member `member` (float32 engine arithmetic)."""
+    return emc2.EMC2Config(deltas=tuple(float(d) for d in cfg.deltas), res=cfg.emc2_res, max_params=cfg.emc2_params,
+                           seed=cfg.seed, member=member, device=cfg.device, dtype="float32")  # fmt: skip
+
+
+def score_member(net: CoordMLP, member: int, target: str, cfg: Config):
+    """EMC2 of one member under `cfg.judge` (`volratio.emc2.score`)."""
+    ec = _emc2_config(cfg, member)
+    return emc2.score(net, emc2.judges_for(net, [cfg.judge], f"picbreeder:{target}", ec), target, ec)[0]
 
 
 def summary(table, columns=("loss", "sparsity", "unit_sparsity", "emc2_auc"), level: float = 0.95):
@@ -305,7 +312,7 @@ def tau_sensitivity(result: Result, taus=(0.8, 0.95)):
             "sp",
             replace(cfg.sp, tau=tau, train=TrainConfig(lr=cfg.lr, device=cfg.device, path=cfg.train_path)),
         ).summary()
-        aucs = [score_network(net, k, cfg.targets[k // cfg.seeds], cfg).auc for k in range(net.population)]
+        aucs = [score_member(net, k, cfg.targets[k // cfg.seeds], cfg).auc for k in range(net.population)]
         rows.append(
             {
                 "τ": tau,
@@ -368,15 +375,15 @@ def stored_table(names=REFERENCE_CHUNKS, root=None):
     `results/reference`) as one table like `run`'s: one row per target × seed × method, plus `tau`
     (the run's SP threshold), `arch`, the run's `key` and `cpu_s`, and `net`: the file of the
     population the row's network belongs to (member `member`; runs with `keep_nets`, else None)."""
-    stored = reference.stored_records(names, root, error=ExperimentError)
+    runs = stored.runs_of(names, root, error=ExperimentError)
     rows = []
-    for r in stored:
+    for r in runs:
         cfg = config_of(r)
         for row in r["metrics"]["rows"]:
             rows.append({**row, "tau": cfg.sp.tau, "arch": _arch(replace(cfg, targets=(row["target"],))),
                          "key": r["key"], "cpu_s": r["cpu_s"],
                          "net": r.get("artifacts", {}).get(f"net_{row['method']}")})  # fmt: skip
-    table = reference.non_finite_as_floats(pd.DataFrame(rows))
+    table = stored.non_finite_as_floats(pd.DataFrame(rows))
     if "failed" in table:  # rows of methods that worked carry no message (stored as NaN, read back as "nan")
         table["failed"] = table["failed"].where(table["failed"].notna() & (table["failed"] != "nan"), None)
     return table
@@ -419,5 +426,5 @@ def dense_drawn(table, judge: str):
 
 
 def config_of(record: dict) -> Config:
-    """The `Config` of a stored run (a `volratio.runs.reference.records` entry): its stored complete config, parsed."""
+    """The `Config` of a stored run (a `volratio.runs.stored.records` entry): its stored complete config, parsed."""
     return stored_config(record)

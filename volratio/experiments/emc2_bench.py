@@ -1,6 +1,6 @@
 """Experiment `emc2_bench`: EMC2 scores of Picbreeder, FER's dense SGD, our dense and our SP networks.
 
-For each Picbreeder target, four networks are scored with `volratio.emc2.score_network` (under
+For each Picbreeder target, four networks are scored with `volratio.emc2.score` (under
 the config's judge, default the calibrated one of `volratio.judges`): the layerized genome (also on its
 genome connections alone), the FER paper's dense SGD network, and a dense population trained here
 on the three targets at once, before and after SP (`volratio.prune.prune(..., "sp")`).
@@ -92,8 +92,10 @@ class Config(Presets):
     )
 
 
-def _emc2_config(cfg: Config, member: int = 0):
-    return EMC2Config.like(cfg, member=member)
+def _emc2_config(cfg: "Config | Point", member: int = 0) -> EMC2Config:
+    """The EMC2 settings of a benchmark config (or one point) for member `member`."""
+    return EMC2Config(deltas=tuple(float(d) for d in cfg.deltas), res=cfg.res, max_params=cfg.max_params,
+                      seed=cfg.seed, member=member, device=cfg.device, dtype=cfg.dtype)  # fmt: skip
 
 
 def judge_threshold(r, label: str) -> float:
@@ -140,10 +142,8 @@ def run(cfg: Config | None = None) -> Result:
 
     def score(kind, name, net, member=0):
         spec, ec = f"picbreeder:{name}", _emc2_config(cfg, member)
-        if cfg.judges:
-            judged[(kind, name)] = emc2.score_network_judges(net, spec, [cfg.judge, *cfg.judges], ec)
-        else:
-            judged[(kind, name)] = {cfg.judge: emc2.score_network(net, spec, ec, cfg.judge)}
+        names = list(dict.fromkeys([cfg.judge, *cfg.judges]))
+        judged[(kind, name)] = dict(zip(names, emc2.score(net, emc2.judges_for(net, names, spec, ec), name, ec)))
         return judged[(kind, name)][cfg.judge]
 
     results, genome = {}, {}
@@ -246,7 +246,8 @@ def point(config: dict) -> dict:
     cfg = parse_point(config)
     spec = f"picbreeder:{cfg.target}"
     net = picbreeder.layerize(cfg.target).net if cfg.network == "picbreeder" else load_network(f"fer-sgd:{cfg.target}")
-    r = emc2.score_network(net, spec, emc2.EMC2Config.like(cfg), cfg.judge)
+    ec = _emc2_config(cfg)
+    r = emc2.score(net, emc2.judges_for(net, [cfg.judge], spec, ec), cfg.target, ec)[0]
     return {
         "target": cfg.target,
         "network": NETWORKS[cfg.network],
@@ -280,7 +281,8 @@ def dense_point(config: dict) -> dict:
     for kind, net in (("dense (ours)", dense), ("SP (ours)", sp_net)):
         losses = mse(net, images)
         for k, name in enumerate(cfg.targets):
-            r = emc2.score_network(net, f"picbreeder:{name}", _emc2_config(cfg, k), cfg.judge)
+            ec = _emc2_config(cfg, k)
+            r = emc2.score(net, emc2.judges_for(net, [cfg.judge], f"picbreeder:{name}", ec), name, ec)[0]
             rows.append(
                 {
                     "network": kind,

@@ -23,7 +23,7 @@ import pandas as pd
 from ..data.targets import get_target
 from ..errors import VolratioError
 from ..nets import ACTIVATIONS, Arch, CoordMLP
-from ..runs import reference
+from ..runs import stored
 from ..runs.registry import complete
 from ..train import PATHS, TrainConfig, train
 from ..util.limits import above, at_least, one_of
@@ -123,7 +123,7 @@ def point(config: dict) -> dict:
 def stored_table(name: str = "depth_budget", root=None):
     """The rows of `run` from the stored runs of chunk `name` (under `root`, default
     `results/reference`)."""
-    recs = reference.stored_records([name], root, error=VolratioError)
+    recs = stored.runs_of([name], root, error=VolratioError)
     rows = [r for rec in recs for r in _rows(rec["config"]["target"], rec["config"]["depth"],
                                             {int(k): v for k, v in rec["metrics"]["mse"].items()})]  # fmt: skip
     return pd.DataFrame(rows)

@@ -17,14 +17,15 @@ from dataclasses import asdict, dataclass, field, replace
 import pandas as pd
 
 from ..data.targets import get_target
-from ..runs import reference
+from ..depth import point as depth_point
+from ..runs import stored
+from ..runs.depth_sweep import depth_sweep
 from ..runs.registry import stored_config
 from ..runs.sweep import Sweep, results_dir, run_sweep
 from ..train.flatness import top_eigenvalue
 from ..util.limits import at_least, one_of
 from ..util.presets import Presets, configure
 from ..util.stats import mean_ci
-from . import depth_regime
 from ._base import ExperimentError, Result, Timer
 
 # learning rates per optimizer (Muon's own lr and its AdamW lr are TrainConfig's defaults, DESIGN §9)
@@ -43,14 +44,14 @@ REFERENCE_CASES = tuple(
 
 
 @dataclass(frozen=True)
-class Point(depth_regime.Point):
+class Point(depth_point.Point):
     """One run: one SP network trained with `optimizer`, plus its sharpness."""
 
     members: int = 1  # one network per run (more seeds, not more members)
     hessian_iters: int = 30  # power-iteration steps for the sharpness
     keep_net: bool = False  # return the network as an artifact
 
-    LIMITS = {**depth_regime.Settings.LIMITS, "members": one_of(1), "hessian_iters": at_least(1)}
+    LIMITS = {**depth_point.Settings.LIMITS, "members": one_of(1), "hessian_iters": at_least(1)}
 
 
 def parse_point(config: dict) -> Point:
@@ -65,9 +66,9 @@ def point(config: dict) -> dict:
     sharpness: top Hessian eigenvalue of the final MSE (`volratio.train.flatness.top_eigenvalue`).
     `collapsed` and `sp_stop` as in `depth_point`."""
     cfg = parse_point(config)
-    net, target, img, dense_loss, pr = depth_regime.sp_network(cfg)
+    net, target, img, dense_loss, pr = depth_point.sp_network(cfg)
     loss = float(pr.final_loss[0]) if pr is not None else float(dense_loss[0])
-    res = depth_regime.emc2_of(net, cfg)
+    res = depth_point.emc2_of(net, cfg)
     eig = top_eigenvalue(net, img, iters=cfg.hessian_iters, seed=cfg.seed)
     out = {
         "score": float(res.auc),
@@ -79,7 +80,7 @@ def point(config: dict) -> dict:
         "sharpness_iters": int(eig.iters),
         "judge": res.judge,
     }
-    out.update({k: v[0] for k, v in depth_regime.sp_metrics(net, cfg, dense_loss, pr).items()})  # of the one network
+    out.update({k: v[0] for k, v in depth_point.sp_metrics(net, cfg, dense_loss, pr).items()})  # of the one network
     out["base_kept"] = bool(res.base_kept)  # the judge: the network draws the label
     if cfg.keep_net:
         out["net"] = net.to("cpu")
@@ -94,8 +95,8 @@ class Config(Presets):
     cases: tuple = DEFAULT_CASES  # optimizers and their learning rates
     hessian_iters: int = 20  # power-iteration steps for the sharpness
     keep_nets: bool = False  # each run stores its network (artifact `net`: rescoring, the chapter's images)
-    base: depth_regime.Config = field(
-        default_factory=lambda: depth_regime.Config.quick(depths=(2, 3, 4, 5))
+    base: depth_point.Config = field(
+        default_factory=lambda: depth_point.Config.quick(depths=(2, 3, 4, 5))
     )  # width, res, steps, SP, EMC2
     scale: str = "quick"  # the preset this config came from
 
@@ -112,11 +113,11 @@ class Config(Presets):
             "hessian_iters": 50,
             "cases": REFERENCE_CASES,
             "keep_nets": True,
-            "base": depth_regime.Config.reference(depths=(2, 3, 4, 5, 6), members=1, window=None, train_path="fused"),
+            "base": depth_point.Config.reference(depths=(2, 3, 4, 5, 6), members=1, window=None, train_path="fused"),
         }
     )
     FULL = staticmethod(
-        lambda: {"seeds": 10, "hessian_iters": 100, "base": depth_regime.Config.full(depths=(2, 3, 4, 5, 6))}
+        lambda: {"seeds": 10, "hessian_iters": 100, "base": depth_point.Config.full(depths=(2, 3, 4, 5, 6))}
     )
 
 
@@ -149,7 +150,7 @@ def summarise(table, level: float = 0.95):
 def sweet_spot(cfg: Config, out=None):
     """`(depth, curve, report)`: the sweet spot of an Adam depth sweep of `cfg.target` over
     `cfg.base.depths` (a flat curve falls back to the target's true depth, else the middle depth)."""
-    curves, report = depth_regime.depth_sweep(cfg.target, cfg.base, out=out or results_dir("optimizers-depth"))
+    curves, report = depth_sweep(cfg.target, cfg.base, out=out or results_dir("optimizers-depth"))
     curve = curves[cfg.target]
     fallback = getattr(get_target(cfg.target), "depth", None) or curve.depths[len(curve.depths) // 2]
     return (curve.spot.depth if curve.spot.depth is not None else fallback), curve, report
@@ -196,13 +197,10 @@ def stored_runs(names=REFERENCE_CHUNKS, root=None, judge: str | None = None):
     learning rates in words), `seed`, `loss`, `score`, `drawn` (the judge said the network draws its
     label; None where the run did not record it), `sharpness`, `cpu_s`, `net` (the stored network's
     file, `CoordMLP.load`; None where the run kept none). `judge`: scores under this
-    judge (the chunk's rescore runs where the runs' own judge differs; `depth_regime.stored_judged`)."""
-    if judge is None:
-        stored = reference.stored_records(names, root, error=ExperimentError)
-    else:
-        stored = depth_regime.stored_judged(names, root, judge)
+    judge (the chunk's rescore runs where the runs' own judge differs; `volratio.runs.stored.judged`)."""
+    runs = stored.runs_of(names, root, ExperimentError) if judge is None else stored.judged(names, root, judge)
     rows = []
-    for r in stored:
+    for r in runs:
         cfg = stored_config(r)
         m = r["metrics"]
         muon = cfg.optimizer == "muon"

@@ -217,7 +217,11 @@ def point(config: dict) -> dict:
         curve = {"loss_steps": [int(s) for s in steps], "losses": [float(x) for x in losses]}
     with torch.no_grad():
         mse = float(((net.render(cfg.res)[0] - target_at(cfg.target, cfg.res)) ** 2).mean())
-    by = emc2.score_network_judges(net, f"picbreeder:{cfg.target}", cfg.judges, emc2.EMC2Config.like(cfg))
+    ec = emc2.EMC2Config(deltas=tuple(float(d) for d in cfg.deltas), res=cfg.res, max_params=cfg.max_params,
+                         seed=cfg.seed, device=cfg.device, dtype=cfg.dtype)  # fmt: skip
+    names = list(dict.fromkeys(cfg.judges))
+    spec = f"picbreeder:{cfg.target}"
+    by = dict(zip(names, emc2.score(net, emc2.judges_for(net, names, spec, ec), cfg.target, ec)))
     first = by[cfg.judges[0]]
     out = {
         "target": cfg.target,

@@ -20,15 +20,19 @@ import pandas as pd
 
 from ..depth import peak_effect, planted_predictor, sweet_spot
 from ..depth.complexity import png_ratio
+from ..depth.curves import DepthCurve, among_fitting
+from ..depth.point import Config as DepthConfig
+from ..depth.point import Settings
+from ..runs import stored
+from ..runs.depth_sweep import depth_sweep
 from ..util.limits import at_least, between
-from . import depth_regime
 from ._base import Result
 
 EFFECTS = ("best mean score", "peak − rest")
 
 
 @dataclass(frozen=True)
-class Config(depth_regime.Config):
+class Config(DepthConfig):
     targets: tuple = ("image:camera", "image:coffee", "image:astronaut", "scene:image:camera+image:coffee")  # swept
     scene: str = "scene:image:camera+image:coffee"  # the scene compared with its parts
     parts: tuple = ("image:camera", "image:coffee")  # the scene's parts
@@ -36,7 +40,7 @@ class Config(depth_regime.Config):
     n_boot: int = 1000  # bootstrap resamples of the networks
     level: float = 0.90  # bootstrap interval of scene − parts
 
-    LIMITS = {**depth_regime.Settings.LIMITS, "n_boot": at_least(1), "level": between(0, 1, open_lo=True)}
+    LIMITS = {**Settings.LIMITS, "n_boot": at_least(1), "level": between(0, 1, open_lo=True)}
 
     # reference: the depth-regime reference's training and scoring (what chunk depth_scenes of
     # examples/sweeps/reference.toml runs; tests/test_reference_plan.py compares them): four two-object
@@ -44,15 +48,15 @@ class Config(depth_regime.Config):
     # scene with its parts — at depths 2, 4, …, 16. full: the depth-regime full preset on these targets
     REFERENCE = staticmethod(
         lambda: {
-            **_shared(depth_regime.Config.reference()),
+            **_shared(DepthConfig.reference()),
             "targets": REFERENCE_TARGETS,
             "depths": tuple(range(2, 17, 2)),
         }
     )
-    FULL = staticmethod(lambda: _shared(depth_regime.Config.full()))
+    FULL = staticmethod(lambda: _shared(DepthConfig.full()))
 
 
-def _shared(base: depth_regime.Config) -> dict:
+def _shared(base: DepthConfig) -> dict:
     return {
         k: getattr(base, k)
         for k in (
@@ -126,7 +130,7 @@ def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
     pred, _ = planted_predictor(res=cfg.ratio_res)
-    curves, report = depth_regime.depth_sweep(cfg.targets, replace(cfg), out=out, executor=executor)
+    curves, report = depth_sweep(cfg.targets, replace(cfg), out=out, executor=executor)
     rows = []
     for t in cfg.targets:
         c, p = curves[t], pred.predict(png_ratio(t, cfg.ratio_res).ratio)
@@ -171,13 +175,13 @@ def scene_parts(scene: str) -> tuple:
     return tuple(scene.removeprefix("scene:").split("+"))
 
 
-def restrict(curve: depth_regime.DepthCurve, depths) -> depth_regime.DepthCurve:
+def restrict(curve: DepthCurve, depths) -> DepthCurve:
     """`curve` on the depths it shares with `depths` (its sweet spot recomputed there), so that
     curves swept over different depth grids are compared on the same one."""
     keep = [i for i, d in enumerate(curve.depths) if d in set(depths)]
     ds = [curve.depths[i] for i in keep]
     score = curve.score[keep]
-    return depth_regime.DepthCurve(
+    return DepthCurve(
         curve.target,
         ds,
         score,
@@ -201,11 +205,11 @@ def stored_scenes(
     on the scene's depths (`restrict`), and per scene × effect the row of `scene_vs_parts` (its
     `effect` prefixed with the scene, `spec` the scene). Scenes whose parts are not all stored are left out.
     `fitting`: compare only the networks that fit, MSE ≤ `fitting` × each target's median MSE on
-    the scene's depths (`depth_regime.among_fitting`; None: every network, the protocol). `names`:
+    the scene's depths (`volratio.depth.curves.among_fitting`; None: every network, the protocol). `names`:
     the chunks read (`REFERENCE_CHUNKS`). `judge`: every network scored under this judge
-    (`depth_regime.stored_curves`, which never mixes chunks judged differently; the rescore runs where
+    (`volratio.runs.stored.depth_curves`, which never mixes chunks judged differently; the rescore runs where
     the runs' own judge differs), e.g. "anchored-pooled" for one threshold for every image."""
-    curves = depth_regime.stored_curves(names, root, judge=judge)
+    curves = stored.depth_curves(names, root, judge=judge)
     rows, out = [], {}
     for scene in [t for t in curves if t.startswith("scene:")]:
         parts = scene_parts(scene)
@@ -216,7 +220,7 @@ def stored_scenes(
         if any(sub[p].depths != grid for p in parts):
             continue  # a part lacks one of the scene's depths
         if fitting is not None:
-            sub = depth_regime.among_fitting(sub, fitting)[0]
+            sub = among_fitting(sub, fitting)[0]
         out.update(sub)
         for r in scene_vs_parts(sub, scene, parts, n_boot, level):
             rows.append({**r, "spec": scene, "effect": f"{scene.removeprefix('scene:')}: {r['effect']}"})

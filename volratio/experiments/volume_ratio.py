@@ -4,6 +4,9 @@ A thin wrapper of `volratio.rho`'s public functions, unchanged: `run_boolean` fo
 target of the config (one (W, L) grid each, with intervals) and `basin_grid` for the image setting.
 `Result.table`: one row per model × target × (W, L) cell, the rows of `volratio.rho` as they are.
 
+The stored reference cells are read back as the chapter draws them: `stored_grids` (Boolean ρ) and
+`stored_basin` (the basin model).
+
 Chapter: "The volume-ratio argument" (book/volume_ratio.md).
 """
 
@@ -15,8 +18,10 @@ from dataclasses import asdict, dataclass, field, replace
 import pandas as pd
 
 from ..rho.basin import BASIN_JUDGE, BasinConfig, basin_grid
+from ..rho.boolean import get_boolean_target
 from ..rho.grid import BooleanRhoConfig, run_boolean
 from ..rho.sampler import SamplerConfig
+from ..runs import stored
 from ..util.limits import above, at_least
 from ..util.presets import Presets
 from ._base import ExperimentError, Result
@@ -145,3 +150,46 @@ def run(cfg: Config | None = None) -> Result:
         judge=BASIN_JUDGE if basin and cfg.basin.use_emc2 else None,  # the Boolean model has no judge
         extras={"boolean": boolean, "basin": basin},
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference scale (stored results)
+
+# Boolean ρ: chain:2 and tree:2:2, their depth axis at W_min, the depth-3 target and its depth axis
+RHO_CHUNKS = ("rho", "rho_wmin", "rho_deep", "rho_deep_wmin")
+BASIN_CHUNKS = ("rho_basin",)  # the basin model's cells
+
+
+def stored_grids(root=None, names=RHO_CHUNKS) -> dict:
+    """The stored ρ cells of the chunks `names` (those present under `root`) as
+    `volratio.rho.run_boolean` outputs, one per target: `{spec: {"target", "L_star", "W_min",
+    "rows"}}` with the rows (as `volratio.rho.boolean_grid` returns them: None where there is no
+    estimate) in (L, W) order — what book/volume_ratio.md draws."""
+    by_target: dict[str, list] = {}
+    for r in stored.runs_of(names, root, ExperimentError):
+        for row in r["metrics"].get("rows", []):
+            if row.get("model") == "boolean":
+                by_target.setdefault(row["target"], []).append(
+                    {k: v for k, v in row.items() if k not in ("model", "target")}
+                )
+    out = {}
+    for spec, rows in by_target.items():
+        bt = get_boolean_target(spec)
+        out[spec] = {
+            "target": spec,
+            "L_star": bt.depth,
+            "W_min": bt.width,
+            "rows": sorted(rows, key=lambda x: (x["L"], x["W"])),
+        }
+    return out
+
+
+def stored_basin(root=None, names=BASIN_CHUNKS) -> dict:
+    """The stored basin-model cells of the chunks `names` (those present under `root`), one list of
+    `volratio.rho.basin_cell` rows per planted target, in (L, W) order: `{spec: rows}`."""
+    out: dict[str, list] = {}
+    for r in stored.runs_of(names, root, ExperimentError):
+        for row in r["metrics"].get("rows", []):
+            if row.get("model") == "basin":
+                out.setdefault(row["target"], []).append({k: v for k, v in row.items() if k not in ("model", "target")})
+    return {spec: sorted(rows, key=lambda x: (x["L"], x["W"])) for spec, rows in out.items()}

@@ -154,7 +154,7 @@ BASIN_JUDGE = "calibrated"
 
 def _emc2_aucs(net, members, judge, cfg: BasinConfig, target_spec: str = "target") -> list:
     """Normalised EMC2 AUC of the chosen members (None for the others), each scored by
-    `volratio.emc2.score_network` (the one EMC2 path) on its own unperturbed image with the label
+    `volratio.emc2.score` (the one EMC2 path) on its own unperturbed image with the label
     "target": `judge` is a `volratio.judges.make_judge` name (None: `BASIN_JUDGE`; "ssim" is
     calibrated per member, seeded by `cfg.seed`)."""
     out = [None] * net.population
@@ -162,8 +162,8 @@ def _emc2_aucs(net, members, judge, cfg: BasinConfig, target_spec: str = "target
         ec = emc2.EMC2Config.quick(
             member=int(k), res=cfg.res, device=cfg.device, max_params=cfg.emc2_params, seed=cfg.seed
         )
-        res = emc2.score_network(net, target_spec, ec, judge or BASIN_JUDGE, label="target", calibration_seed=cfg.seed)
-        out[int(k)] = res.auc
+        js = emc2.judges_for(net, [judge or BASIN_JUDGE], target_spec, ec, calibration_seed=cfg.seed)
+        out[int(k)] = emc2.score(net, js, "target", ec)[0].auc
     return out
 
 

@@ -18,7 +18,8 @@ and artifacts bit for bit (timing entries excepted). Float results repeat bit fo
 CPU kind that stored them, so by default the sample is drawn among the runs *comparable* here: those
 stored on this machine's kind, and those of the run functions in `MACHINE_INDEPENDENT` (verified to
 reproduce across kinds). `any_machine=True` draws among all runs and reports a difference on another
-kind as such, not as a failure. Used by `volratio reference run`,
+kind as such, not as a failure. A chunk's runs are read back with `volratio.runs.stored`. Used by
+`volratio reference run`,
 `volratio results verify` and the chapters that show reference-scale results (book/volume_ratio.md,
 book/emc2.md, book/claims.md).
 """
@@ -37,15 +38,13 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import pandas as pd
-
 from ..errors import VolratioError
-from ..rho.boolean import get_boolean_target
 from ..util import machine as M
 from ..util.fileio import atomic_path
 from ..util.provenance import git_commit, versions
 from .registry import get_run, stored_config
-from .store import Store, config_key, sha256_bytes
+from .store import config_key, sha256_bytes
+from .stored import DEFAULT_ROOT, MANIFEST, ReferenceError, chunks, records
 from .sweep import Sweep, execute, run_sweep
 
 try:
@@ -53,8 +52,6 @@ try:
 except ImportError:  # Python 3.10
     import tomli as tomllib
 
-MANIFEST = "manifest.json"
-DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "results" / "reference"
 # where rescore runs read their source networks (`reading_from`; None: DEFAULT_ROOT)
 _ROOT: contextvars.ContextVar = contextvars.ContextVar("volratio_rescore_root", default=None)
 
@@ -97,10 +94,6 @@ def _boolean_only(record: dict) -> bool:
 MACHINE_INDEPENDENT = {
     "volume_ratio": ("Boolean ρ: integer and bitwise sampling", _boolean_only),
 }
-
-
-class ReferenceError(VolratioError, ValueError):
-    """A reference plan, chunk or store that cannot be used as asked."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,67 +216,6 @@ def _write_manifest(path: Path, sweep, sessions: list, runs: dict) -> None:
 
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading
-
-
-def chunks(root: "str | Path" = DEFAULT_ROOT) -> list[str]:
-    """Names of the chunks stored under `root` (folders holding a results table)."""
-    root = Path(root)
-    return sorted(p.parent.name for p in root.glob("*/results.parquet")) if root.is_dir() else []
-
-
-def manifest(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
-    """The manifest of chunk `name` (spec, sessions with versions and machine, runs with times)."""
-    path = Path(root) / name / MANIFEST
-    if not path.is_file():
-        raise ReferenceError(f"{path}: no manifest; run the chunk with `volratio reference run PLAN --chunk {name}`")
-    return json.loads(path.read_text())
-
-
-def records(name: str, root: "str | Path" = DEFAULT_ROOT, rescores: bool = False) -> list[dict]:
-    """The finished runs of chunk `name` (`volratio.runs.store.Store.records`), each with its wall and
-    CPU seconds from the manifest (`wall_s`, `cpu_s`) and the numerics parts and `kind` of the
-    machine that stored it (`machine`; `run_machine`). The rescore runs stored beside the chunk's
-    own (`volratio.runs.rescore`) are left out unless `rescores`."""
-    path = Path(root) / name
-    if not (path / "results.parquet").is_file():
-        raise ReferenceError(f"{path}: no reference results for chunk {name!r} (run it with `volratio reference run`)")
-    store = Store(path)
-    man = manifest(name, root)
-    out = []
-    for r in store.records():
-        if r["status"] == "done" and (rescores or r["run"] != "rescore"):
-            r.update({k: man["runs"].get(r["key"], {}).get(k) for k in ("wall_s", "cpu_s")})
-            r["machine"] = run_machine(man, r["key"])
-            out.append(r)
-    return out
-
-
-def run_machine(man: dict, key: str) -> dict | None:
-    """The numerics parts and `kind` of the machine that stored run `key` of a manifest: its
-    session's (`volratio.util.machine.of_session`; sessions that predate the kind derive it from their
-    CPU model, torch version and device). None when the manifest does not know the run."""
-    run = man.get("runs", {}).get(key)
-    sessions = man.get("sessions", [])
-    if run is None or not sessions:
-        return None
-    i = run.get("session")
-    return M.of_session(sessions[i - 1] if isinstance(i, int) and 1 <= i <= len(sessions) else sessions[-1])
-
-
-def stored_records(names, root=None, error: type[Exception] = ReferenceError) -> list[dict]:
-    """The finished runs (`records`) of those chunks among `names` (one name or several) that are
-    stored under `root` (default `results/reference`), in the order of `names`; `error` (a class)
-    is raised, naming the chunks and how to run them, when none of them is stored."""
-    root = DEFAULT_ROOT if root is None else root
-    names = [names] if isinstance(names, str) else list(names)
-    present = [n for n in names if n in chunks(root)]
-    if not present:
-        raise error(f"{root}: none of the chunks {', '.join(names)} is stored; run them with `volratio reference run`")
-    return [r for n in present for r in records(n, root)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -504,102 +436,3 @@ def _first_difference(a, b, where: str = "") -> tuple:
 def _short(x) -> str:
     s = json.dumps(x)
     return s if len(s) <= 60 else s[:57] + "..."
-
-
-# ---------------------------------------------------------------------------------------------
-# Tables the chapters show
-
-
-def table(name: str, root: "str | Path" = DEFAULT_ROOT):
-    """The stored results of chunk `name` as one tidy DataFrame: the rows a run returned (`rows`,
-    for chapter experiments run whole) or one row of metrics per run, each with the run's `key`,
-    `cpu_s` and `wall_s`, and its `seed` (unless the row has its own). Array artifacts are not
-    included (`artifact(name, key, art)` reads one)."""
-    out = []
-    for r in records(name, root):
-        seed = {"seed": r["config"].get("seed")}
-        base = {"key": r["key"], "cpu_s": r["cpu_s"], "wall_s": r["wall_s"]}
-        m = r["metrics"]
-        if isinstance(m.get("rows"), list):
-            out += [{**seed, **row, **base} for row in m["rows"]]
-        else:
-            out.append({**seed, **m, **base})
-    return non_finite_as_floats(pd.DataFrame(out))
-
-
-_NON_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
-
-
-def non_finite_as_floats(df):
-    """Runs store NaN and ±inf metrics as the strings "nan", "inf", "-inf" (strict JSON,
-    `volratio.runs.sweep`); a column whose other values are all numbers gets them back as floats."""
-    for col in [c for c in df.columns if df[c].dtype == "object"]:
-        vals = df[col]
-        text = vals.map(lambda v: isinstance(v, str))
-        if text.any() and vals[text].isin(list(_NON_FINITE)).all():
-            rest = vals[~text]
-            if rest.map(lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))).all():
-                df[col] = pd.to_numeric(vals.map(lambda v: _NON_FINITE.get(v, v) if isinstance(v, str) else v))
-    return df
-
-
-def cost(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
-    """What chunk `name` cost: runs, CPU and wall seconds (sums over its runs), the CPU seconds of
-    its rescore runs (scoring its stored networks under other judges), CPU model."""
-    man = manifest(name, root)
-    used = [man["sessions"][i - 1] for i in sorted({r["session"] for r in man["runs"].values()})] or man["sessions"][
-        -1:
-    ]
-    return {
-        "chunk": name,
-        "runs": man["runs_done"],
-        "of": man["runs_total"],
-        "cpu_s": man["cpu_s_total"],
-        "wall_s": man["wall_s_total"],
-        "rescore_cpu_s": float(man.get("rescore_cpu_s_total", 0.0)),
-        "cpu_model": ", ".join(dict.fromkeys(s["cpu_model"] for s in used)),
-        "commit": ", ".join(dict.fromkeys(str(s["commit"])[:10] for s in used)),
-    }
-
-
-RHO_CHUNKS = (
-    "rho",
-    "rho_wmin",
-    "rho_deep",
-    "rho_deep_wmin",
-)  # Boolean ρ: chain:2 and tree:2:2, their depth axis at W_min, the depth-3 target and its depth axis
-
-
-def rho_grids(root: "str | Path" = DEFAULT_ROOT, names=RHO_CHUNKS) -> dict:
-    """The stored ρ cells of the chunks `names` (those present under `root`) as
-    `volratio.rho.run_boolean` outputs, one per target: `{spec: {"target", "L_star", "W_min",
-    "rows"}}` with the rows (as `volratio.rho.boolean_grid` returns them: None where there is no
-    estimate) in (L, W) order — what book/volume_ratio.md draws."""
-    by_target: dict[str, list] = {}
-    for r in stored_records(names, root):
-        for row in r["metrics"].get("rows", []):
-            if row.get("model") == "boolean":
-                by_target.setdefault(row["target"], []).append(
-                    {k: v for k, v in row.items() if k not in ("model", "target")}
-                )
-    out = {}
-    for spec, rows in by_target.items():
-        bt = get_boolean_target(spec)
-        out[spec] = {
-            "target": spec,
-            "L_star": bt.depth,
-            "W_min": bt.width,
-            "rows": sorted(rows, key=lambda x: (x["L"], x["W"])),
-        }
-    return out
-
-
-def basin_rows(root: "str | Path" = DEFAULT_ROOT, names=("rho_basin",)) -> dict:
-    """The stored basin-model cells of the chunks `names` (those present under `root`), one list of
-    `volratio.rho.basin_cell` rows per planted target, in (L, W) order: `{spec: rows}`."""
-    out: dict[str, list] = {}
-    for r in stored_records(names, root):
-        for row in r["metrics"].get("rows", []):
-            if row.get("model") == "basin":
-                out.setdefault(row["target"], []).append({k: v for k, v in row.items() if k not in ("model", "target")})
-    return {spec: sorted(rows, key=lambda x: (x["L"], x["W"])) for spec, rows in out.items()}

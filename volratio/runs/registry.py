@@ -105,7 +105,7 @@ class RunFunction:
 _BUILTIN_RUNS = {
     "train": ("training", "train", "complete_train"),
     "toy": ("toy", "toy"),
-    "depth_point": ("depth_regime", "point"),
+    "depth_point": ("volratio.depth.point", "point"),
     "optimizer_point": ("optimizers", "point"),
     "emc2_point": ("emc2_bench", "point"),
     "emc2_dense": ("emc2_bench", "dense_point"),

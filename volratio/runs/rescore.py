@@ -11,15 +11,15 @@ row holds the run's whole config. Scoring is then a separate, cheap step that re
 retraining, *into the same store*: one run of the registered run function `rescore` (`point`) per
 (source run, judge). Its config names the source (`chunk`, `key`, run function, the network's
 SHA-256), the judge, the target and the EMC2 settings taken from the source run's config (exactly
-what the source's own scoring used: `depth_regime.emc2_of`, float64 on CPU, calibration seed 0), so
+what the source's own scoring used: `volratio.depth.point.emc2_of`, float64 on CPU, calibration seed 0), so
 its store key includes the judge and the source key, a second rescore recomputes nothing, and
 rescoring under the source run's own judge reproduces its stored scores exactly. Metrics, one list
 entry per member: `score` (EMC2 AUC), `scores` (S per δ), `base_kept`; and `judge`, `anchor`.
 
 Rescore runs are recorded in the chunk's manifest like any run (per run: config, seed, wall and
 CPU seconds, the machine's `kind`), marked `"run": "rescore"`, so `volratio results verify`
-re-runs them like any other; `volratio.runs.reference.records` leaves them out unless asked, so the
-readers of a chunk see its own runs only. Read them with `records(chunk, judge)` / `table`.
+re-runs them like any other; `volratio.runs.stored.records` leaves them out unless asked, so the
+readers of a chunk see its own runs only. Read them with `volratio.runs.stored.rescores(chunk, judge)`.
 
 Float results are compared bit for bit on the CPU kind that stored them; rescore runs have not been
 shown to reproduce across kinds, so they are not in `volratio.runs.reference.MACHINE_INDEPENDENT`.
@@ -35,10 +35,11 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-import pandas as pd
 from tqdm import tqdm
 
 from .. import emc2
+from ..depth.point import CALIBRATION_SEED
+from ..depth.point import emc2_config as point_emc2_config
 from ..emc2 import EMC2Config
 from ..errors import VolratioError
 from ..judges import JUDGES, check_res
@@ -47,17 +48,18 @@ from ..util.fileio import atomic_path
 from ..util.limits import LimitError, check_limits
 from ..util.provenance import git_commit
 from . import reference as R
-from .reference import DEFAULT_ROOT, manifest_totals, reading_from, source_root
+from . import stored
+from .reference import manifest_totals, reading_from, source_root
 from .registry import get_run, stored_config
 from .store import Store, StoreError, _sha256_file, config_key
+from .stored import DEFAULT_ROOT, MANIFEST
 from .sweep import execute
 
 RUN = "rescore"  # the registry name of the run function (volratio.runs.registry._BUILTIN_RUNS)
 NET = "net"  # the artifact holding a run's final population
-# run functions whose stored networks can be rescored: each parses to a `depth_regime.Point`-like
-# config (target, res, deltas, max_params, seed, device, judge) scored by `depth_regime.emc2_of`
+# run functions whose stored networks can be rescored: each parses to a `volratio.depth.point.Point`
+# (or a subclass) scored by `volratio.depth.point.emc2_of`
 SOURCES = ("depth_point", "optimizer_point")
-CALIBRATION_SEED = 0  # what `depth_regime.emc2_of` seeds the "ssim" judge's calibration with
 
 
 class RescoreError(VolratioError, ValueError):
@@ -156,10 +158,11 @@ def point(config: dict) -> dict:
     anchored on: "target", "label" or "own image")."""
     cfg = parse_point(config)
     net = load_source(cfg)
-    results = [
-        emc2.score_network(net, cfg.target, emc2_config(cfg, k), cfg.judge, calibration_seed=cfg.calibration_seed)
-        for k in range(net.population)
-    ]
+    results = []
+    for k in range(net.population):
+        ec = emc2_config(cfg, k)
+        js = emc2.judges_for(net, [cfg.judge], cfg.target, ec, calibration_seed=cfg.calibration_seed)
+        results += emc2.score(net, js, emc2.target_label(cfg.target), ec)
     return {
         "score": [float(r.auc) for r in results],
         "scores": [[float(s) for s in r.scores] for r in results],
@@ -180,10 +183,10 @@ def check_chunk_name(chunk) -> str:
 
 
 def rescore_config(chunk: str, record: dict, judge: str) -> dict:
-    """The rescore run's config for a stored source run (a `volratio.runs.reference.records` entry)."""
+    """The rescore run's config for a stored source run (a `volratio.runs.stored.records` entry)."""
     name = record["run"]
     point_cfg = stored_config(record)
-    ec = EMC2Config.like(point_cfg, member=0, dtype="float64")  # as depth_regime.emc2_of
+    ec = point_emc2_config(point_cfg, 0)  # what the source's own scoring used
     emc = {k: v for k, v in asdict(ec).items() if k != "member"}
     emc["deltas"] = [float(d) for d in ec.deltas]
     members = int(point_cfg.members)
@@ -210,7 +213,7 @@ def plan(chunk: str, judge: str, root: "str | Path | None" = None) -> dict:
     check_chunk_name(chunk)
     if judge not in JUDGES:
         raise RescoreError(f"judge {judge!r}: choose one of {', '.join(JUDGES)}")
-    recs = R.records(chunk, root)
+    recs = stored.records(chunk, root)
     runs = sorted({r["run"] for r in recs})
     sources = [r for r in recs if r["run"] in SOURCES]
     if not sources:
@@ -256,12 +259,12 @@ def rescore_chunk(
     runs already done are skipped; failed ones are run again) and record each run in the chunk's
     manifest (a new session). Returns the report."""
     t0 = time.perf_counter()
-    root = Path(R.DEFAULT_ROOT if root is None else root)
+    root = Path(DEFAULT_ROOT if root is None else root)
     todo = plan(chunk, judge, root)
     entry = get_run(RUN)
     commit = git_commit()
     path = root / chunk
-    man_path = path / R.MANIFEST
+    man_path = path / MANIFEST
     session = {"started_at": R._now(), **R.machine(), "rescore": {"judge": judge}}
     store = Store(path)
     ran, failed, skipped = [], [], 0
@@ -309,57 +312,3 @@ def _write_manifest(path: Path, man: dict) -> None:
     man.update(manifest_totals(man["runs"]))
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(man, indent=1, sort_keys=False) + "\n")
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading
-
-
-def records(chunk: str, judge: str | None = None, root: "str | Path | None" = None) -> list[dict]:
-    """The finished rescore runs of `chunk` (all judges, or `judge`'s), as `volratio.runs.reference.records`."""
-
-    recs = R.records(check_chunk_name(chunk), R.DEFAULT_ROOT if root is None else root, rescores=True)
-    return [r for r in recs if r["run"] == RUN and (judge is None or r["config"]["judge"] == judge)]
-
-
-def judges_covering(chunks, root: "str | Path | None" = None) -> list[str]:
-    """The judges under which every stored run of `chunks` has scores: the runs' own judge when all
-    share it, and each judge whose rescore runs cover every run (in `volratio.judges.JUDGES` order)."""
-
-    root = R.DEFAULT_ROOT if root is None else root
-    chunks = [chunks] if isinstance(chunks, str) else list(chunks)
-    runs = [r for c in chunks for r in R.records(c, root)]
-    if not runs:
-        return []
-    own = {r["metrics"].get("judge") for r in runs}
-    covered = {}
-    for c in chunks:
-        for r in records(c, None, root):
-            covered.setdefault(r["config"]["judge"], set()).add(r["config"]["source"]["key"])
-    keys = {r["key"] for r in runs}
-    return [j for j in JUDGES if own == {j} or keys <= covered.get(j, set())]
-
-
-def table(chunk: str, judge: str | None = None, root: "str | Path | None" = None):
-    """One row per rescored network: chunk, source key, seed, member, judge, anchor, score,
-    scores, base_kept, and the rescore run's key."""
-    rows = []
-    for r in records(chunk, judge, root):
-        m = r["metrics"]
-        for k, s in enumerate(m["score"]):
-            rows.append(
-                {
-                    "chunk": chunk,
-                    "source": r["config"]["source"]["key"],
-                    "target": r["config"]["target"],
-                    "seed": r["config"]["seed"],
-                    "member": k,
-                    "judge": m["judge"],
-                    "anchor": m["anchor"],
-                    "score": s,
-                    "scores": m["scores"][k],
-                    "base_kept": m["base_kept"][k],
-                    "key": r["key"],
-                }
-            )
-    return pd.DataFrame(rows)

@@ -1,0 +1,266 @@
+"""One run of a depth sweep: SP networks of one depth on one target, scored with EMC2.
+
+`Settings` holds what every run of a depth sweep shares (one copy of the defaults: the sweeps, the
+command line `volratio depth sweep` and the optimizer study use it), `Point` is one run's config and
+`Config` a whole sweep's (targets × depths × seeds, with its presets). The run function `depth_point`
+(`point`) trains a population of dense networks, prunes each with SP (`volratio.prune.sp`) and scores
+each with EMC2 (`volratio.emc2.score`) under the config's judge.
+
+Chapters: "Depth: a narrow, target-dependent regime" (book/depth.md), "Unknown targets", "Your own
+target", "Optimization"; command: `volratio depth sweep`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from .. import emc2
+from ..data.targets import get_target
+from ..emc2 import DEFAULT_DELTAS, UNIT_DELTAS, EMC2Config
+from ..judges.registry import JUDGES, check_res
+from ..nets import ACTIVATIONS, Arch, CoordMLP
+from ..prune import SPConfig, collapsed, sp
+from ..prune.similarity_pruning import COMPENSATE
+from ..train import OPTIMIZERS, PATHS, TrainConfig, train
+from ..util.limits import above, at_least, between, nonzero, one_of
+from ..util.presets import Presets, configure
+from .complexity import png_ratio
+from .curves import DepthError
+
+CALIBRATION_SEED = 0  # seeds the "ssim" judge's calibration in every depth run (and its rescores)
+
+# The planted targets of the chapter: true depth L* known, PNG ratio computable (width 3 each)
+PLANTED = ("planted:1:depth=2,width=3", "planted:2:depth=3,width=3", "planted:3:depth=4,width=3")
+# The reference scale's targets: the three Picbreeder targets, and twelve planted ones (L* = 2..7, two
+# each, width 3) whose sweet spots are the predictor's training set and the depth claim's planted half
+PICBREEDER = ("picbreeder:skull", "picbreeder:butterfly", "picbreeder:apple")
+PLANTED_REFERENCE = tuple(f"planted:{s}:depth={2 + (s - 11) // 2},width=3" for s in range(11, 23))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every run of a depth sweep shares (one run adds `target`, `depth`, `seed`)."""
+
+    members: int = 3  # networks trained together as one population per run (speed only; seeds = runs × members)
+    width: int = 8  # units per hidden layer before pruning
+    activation: str = "gaussian"  # one activation for every hidden unit
+    res: int = 16  # training, pruning and scoring resolution
+    steps: int = 120  # dense training steps (full batch)
+    lr: float = 0.01  # learning rate (Adam, AdamW, SGD)
+    optimizer: str = "adam"  # adam | adamw | sgd | muon (training and SP retraining)
+    muon_lr: float = 0.02  # Muon's learning rate on the hidden matrices (DESIGN §9; scaled to match AdamW's RMS)
+    adamw_lr: float = 3e-4  # with Muon: AdamW's learning rate on the input and output kernels
+    tau: float = 0.9  # SP cosine-similarity threshold (the paper gives none; ours)
+    sp_rounds: int = 2  # SP prune → retrain rounds (0: no pruning)
+    retrain_steps: int = 30  # training steps after each SP round
+    retrain_lr_factor: float = 0.1  # SP retrains at this × `lr` (SPConfig.retrain_lr_factor)
+    sp_per_round: int | None = 2  # SPConfig.per_round: units removed per network per round, most similar
+    # first (None: every redundant pair at once)
+    sp_compensate: str = "span"  # SPConfig.compensate: a removed unit's outgoing weights move onto the units
+    # that stay ("none": they are dropped)
+    sp_loss_factor: float | None = 2.0  # SP's guard (SPConfig.loss_factor): undo a round above this × the dense
+    # MSE (None: no guard)
+    deltas: tuple = UNIT_DELTAS  # EMC2 perturbation sizes (both signs, FER's |Δw| ≤ 1)
+    max_params: int | None = 20  # EMC2 scores a seeded subsample of this many non-zero weights (None = all)
+    judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
+    device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
+    train_path: str = "auto"  # TrainConfig.path of training and SP retraining: "auto" = the fused C++ kernel
+    # (volratio.train.fused) on the CPU, the fast path on CUDA. The stored reference chunks ran "fast"
+
+    # allowed values, checked when a config is parsed (`volratio.util.limits`); None passes where allowed
+    LIMITS = {
+        "members": at_least(1), "width": at_least(1), "activation": one_of(*ACTIVATIONS), "res": at_least(2),
+        "steps": at_least(1), "lr": above(0), "optimizer": one_of(*OPTIMIZERS), "muon_lr": above(0),
+        "adamw_lr": above(0), "tau": between(0, 1, open_lo=True), "sp_rounds": at_least(0),
+        "retrain_steps": at_least(0), "retrain_lr_factor": above(0), "sp_per_round": at_least(1),
+        "sp_compensate": one_of(*COMPENSATE), "sp_loss_factor": at_least(1), "deltas": nonzero(),
+        "max_params": at_least(1), "judge": one_of(*JUDGES), "train_path": one_of(*PATHS),
+        "depth": at_least(1), "seed": at_least(0), "seeds": at_least(1), "depths": at_least(1),
+        "ratio_res": at_least(2), "processes": at_least(1), "tol": at_least(0), "window": at_least(0),
+    }  # fmt: skip
+
+    def __post_init__(self):
+        check_res(self.judge, self.res, f"res = {self.res}: images", DepthError)  # before any training
+
+    def shared(self) -> dict:
+        """The settings as a sweep's shared config: every entry (a run adds `target`, `depth`, `seed`)."""
+        c = {f.name: getattr(self, f.name) for f in fields(Settings)}
+        c["deltas"] = [float(x) for x in self.deltas]
+        return c
+
+
+@dataclass(frozen=True)
+class Point(Settings):
+    """One run of a depth sweep: `members` SP networks of one depth on one target."""
+
+    target: str = "planted:0"  # a volratio.data.targets spec
+    depth: int = 3  # hidden layers
+    seed: int = 0  # initialisations, SP's choices and the EMC2 subsample
+    keep_net: bool = True  # return the population as an artifact
+
+
+@dataclass(frozen=True)
+class Config(Presets, Settings):
+    targets: tuple = PLANTED  # targets swept
+    depths: tuple = (1, 2, 3, 4, 5)  # hidden layers tried
+    window: int | None = None  # a target with a known depth L* (planted) is swept over L* − window ..
+    # L* + window (from 1) instead of `depths`; None: every target over `depths`
+    seeds: int = 3  # networks per depth (the interval comes from them); a multiple of `members`
+    ratio_res: int = 64  # resolution of the PNG compression ratio (one resolution for every target)
+    tol: float = 1e-9  # depths whose mean score is within tol of the best are tied
+    processes: int = 1  # local worker processes (1: in-process); results do not depend on it
+    scale: str = "quick"  # the preset this config came from
+
+    # reference: what chunks depth_picbreeder and depth_planted of examples/sweeps/reference.toml run
+    # (tests/test_reference_plan.py compares them) — the Picbreeder targets at depths 2..16, the twelve
+    # planted ones at L* ± 3; 64×64, 5 networks, 2,000 steps, 10 SP rounds of 200 steps (the other SP
+    # settings are the defaults above), 8 δ on 200 weights
+    # fmt: off
+    REFERENCE = {"targets": PICBREEDER + PLANTED_REFERENCE, "depths": tuple(range(2, 17)), "window": 3, "seeds": 5,
+                 "members": 5, "width": 12, "res": 64, "steps": 2000, "lr": 3e-3, "sp_rounds": 10,
+                 "retrain_steps": 200, "max_params": 200, "deltas": DEFAULT_DELTAS,
+                 "train_path": "fast"}  # the path the stored chunks were trained on
+    # closer to the paper: depths 1..12, 10 seeds, long training, every weight scored
+    FULL = {"depths": tuple(range(1, 13)), "seeds": 10, "width": 16, "res": 64, "steps": 5000, "lr": 3e-3,
+            "sp_rounds": 10, "retrain_steps": 500, "deltas": DEFAULT_DELTAS, "max_params": None, "members": 1}
+    # fmt: on
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.seeds % self.members:
+            raise DepthError(f"seeds = {self.seeds} is not a multiple of members = {self.members}; make it one")
+
+
+# ---------------------------------------------------------------------------------------------
+# One run (sweep run function `depth_point`)
+
+
+def parse_point(config: dict) -> Point:
+    """One run's config: `Point` with the entries `config` gives (the others at their defaults)."""
+    return configure(Point(), config, "depth_point")
+
+
+def sp_network(cfg: Point):
+    """Train a population of `members` dense networks (independent initialisations drawn from
+    `seed`) and prune each with SP; returns `(net, target, image, dense_loss (K,), sp_result)`."""
+    target = get_target(cfg.target)
+    img = target.image(cfg.res)  # (res, res, 3)
+    net = CoordMLP(
+        Arch.uniform(cfg.depth, cfg.width, cfg.activation),
+        head=getattr(target, "head", "hsv"),
+        population=cfg.members,
+        seed=cfg.seed,
+    )
+    tc = TrainConfig(
+        steps=cfg.steps,
+        optimizer=cfg.optimizer,
+        lr=cfg.lr,
+        muon_lr=cfg.muon_lr,
+        adamw_lr=cfg.adamw_lr,
+        device=cfg.device,
+        path=cfg.train_path,
+    )
+    dense = train(net, img, tc).final_loss
+    spc = SPConfig(
+        tau=cfg.tau,
+        rounds=cfg.sp_rounds,
+        retrain_steps=cfg.retrain_steps,
+        retrain_lr_factor=cfg.retrain_lr_factor,
+        compensate=cfg.sp_compensate,
+        per_round=cfg.sp_per_round,
+        seed=cfg.seed,
+        train=tc,
+        loss_factor=cfg.sp_loss_factor,
+    )
+    pr = sp(net, img, spc) if cfg.sp_rounds > 0 else None
+    return net, target, img, np.asarray(dense, dtype=np.float64), pr
+
+
+def sp_metrics(net, cfg: Point, dense_loss, pr) -> dict:
+    """Per member: `collapsed` (bool) and `sp_stop` (SP's stop reason; "no pruning" without SP)."""
+    if pr is None:
+        flags = collapsed(net, cfg.res, dense_loss, dense_loss)
+        return {"collapsed": [bool(f) for f in flags], "sp_stop": ["no pruning"] * net.population}
+    return {"collapsed": [bool(f) for f in pr.collapsed], "sp_stop": list(pr.extras["stop"])}
+
+
+def emc2_config(cfg: Settings, member: int = 0) -> EMC2Config:
+    """The EMC2 settings of a run's member `member`: the run's δ, resolution, subsample and device,
+    float64 arithmetic (the exact engine)."""
+    return EMC2Config(deltas=tuple(float(d) for d in cfg.deltas), res=cfg.res, max_params=cfg.max_params,
+                      seed=cfg.seed, member=member, device=cfg.device, dtype="float64")  # fmt: skip
+
+
+def emc2_of(net, cfg: Point, member: int = 0):
+    """The EMC2 result of one member under `cfg.judge` (`volratio.emc2.score`; the "ssim" judge's
+    calibration seeded by `CALIBRATION_SEED`)."""
+    ec = emc2_config(cfg, member)
+    js = emc2.judges_for(net, [cfg.judge], cfg.target, ec, calibration_seed=CALIBRATION_SEED)
+    return emc2.score(net, js, emc2.target_label(cfg.target), ec)[0]
+
+
+@functools.lru_cache(maxsize=64)
+def png_ratio_at(target: str, res: int) -> float:
+    """The PNG compression ratio of `target` at `res` (`volratio.depth.complexity.png_ratio`), cached."""
+    return float(png_ratio(target, res).ratio)
+
+
+def point(config: dict) -> dict:
+    """SP networks at one depth. Metrics, one list entry per member: `score` (EMC2 AUC), `scores`
+    (S per δ), `loss` (MSE after SP), `dense_loss`, `nonzero`, `collapsed` (SP left a flat image
+    or lost the fit: `volratio.prune.collapsed`), `sp_stop` (why SP stopped); and `live_units`
+    (first member), `judge`, `ratio` (the target's PNG ratio at `res`), `base_kept` (per member:
+    the judge says its unperturbed image shows the label). Artifact: `net` (the population)."""
+    cfg = parse_point(config)
+    net, target, img, dense_loss, pr = sp_network(cfg)
+    loss = pr.final_loss if pr is not None else dense_loss
+    results = [emc2_of(net, cfg, k) for k in range(net.population)]
+    out = {
+        "score": [float(r.auc) for r in results],
+        "scores": [[float(s) for s in r.scores] for r in results],
+        "loss": [float(x) for x in loss],
+        "dense_loss": [float(x) for x in dense_loss],
+        "nonzero": [int(n) for n in net.nonzero()],
+        "live_units": [int(u) for u in net.live_units()[0]],
+        "judge": results[0].judge,
+        "ratio": png_ratio_at(cfg.target, cfg.res),
+    }
+    out.update(sp_metrics(net, cfg, dense_loss, pr))
+    out["base_kept"] = [bool(r.base_kept) for r in results]  # the judge: the member draws the label
+    if cfg.keep_net:
+        out["net"] = net.to("cpu")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The depths of a sweep
+
+
+MAX_SWEEP_DEPTH = 256  # deeper coordinate networks than this are far outside the regime studied
+
+
+def parse_depths(text: str) -> tuple:
+    """`"2..6"` → (2, 3, 4, 5, 6); `"1,3,5"` → (1, 3, 5)."""
+    try:
+        if ".." in text:
+            a, b = text.split("..")
+            out = tuple(range(int(a), int(b) + 1))
+        else:
+            out = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise DepthError(f"depths {text!r}: write A..B (e.g. 1..6) or a comma-separated list (e.g. 1,3,5)") from None
+    if not out or min(out) < 1 or max(out) > MAX_SWEEP_DEPTH:
+        raise DepthError(f"depths {text!r}: give at least one depth, each in [1, {MAX_SWEEP_DEPTH}]")
+    return out
+
+
+def depths_of(target: str, cfg: Config) -> tuple:
+    """The depths `target` is swept over: `cfg.depths`, or with `cfg.window` the depths around a
+    planted target's L* (from 1)."""
+    true = getattr(get_target(target), "depth", None) if cfg.window is not None else None
+    if true is None:
+        return tuple(cfg.depths)
+    return tuple(range(max(1, true - cfg.window), true + cfg.window + 1))

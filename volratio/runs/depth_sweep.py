@@ -1,0 +1,50 @@
+"""Running a depth sweep: its grid as a `Sweep` of the run function `depth_point`, run or read from
+its store, as depth curves.
+
+`make_sweep` builds the sweep of targets × depths × seeds of a `volratio.depth.point.Config`,
+`depth_sweep` runs it (or reads the runs its store already holds) and returns one
+`volratio.depth.curves.DepthCurve` per target, `load_nets` the networks its runs stored.
+
+Experiments: `depth_regime`, `optimizers` (the sweet spot it studies), `unknown_targets`; command:
+`volratio depth sweep`.
+"""
+
+from __future__ import annotations
+
+from ..depth.curves import curves_from_table
+from ..depth.point import Config, depths_of
+from .store import Store
+from .sweep import InProcess, Processes, Sweep, results_dir, run_sweep
+
+
+def make_sweep(targets, cfg: Config, name: str = "depth"):
+    """The `volratio.runs.sweep.Sweep` of a depth sweep: targets × depths (`depths_of`) × seeds."""
+    targets = [targets] if isinstance(targets, str) else list(targets)
+    seeds = int(cfg.seeds) // int(cfg.members)
+    if cfg.window is None:
+        grid = {"target": targets, "depth": list(cfg.depths)}
+        return Sweep(run="depth_point", config=cfg.shared(), grid=grid, seeds=seeds, name=name)
+    cases = [{"target": t, "depth": d} for t in targets for d in depths_of(t, cfg)]
+    return Sweep(run="depth_point", config=cfg.shared(), cases=cases, seeds=seeds, name=name)
+
+
+def depth_sweep(
+    targets, cfg: Config | None = None, out=None, executor=None, tol: float | None = None, progress: bool | None = False
+):
+    """Run (or read) the depth sweep of `targets`; returns `(curves: dict target -> DepthCurve, report)`.
+    `out`: the results store (default `volratio.runs.sweep.results_dir("depth")`); `executor`: default
+    `Processes(cfg.processes)`."""
+    cfg = cfg or Config.quick()
+    if executor is None:
+        executor = Processes(cfg.processes) if cfg.processes > 1 else InProcess()
+    report = run_sweep(make_sweep(targets, cfg), out or results_dir("depth"), executor, progress=progress)
+    return curves_from_table(report.table, cfg.tol if tol is None else tol), report
+
+
+def load_nets(report) -> dict:
+    """`(target, depth) -> CoordMLP`: the population of the first finished run of each grid point,
+    read from the sweep's store (the runs keep their networks: `keep_net`)."""
+    store, out = Store(report.store), {}
+    for _, r in report.table[report.table["status"] == "done"].iterrows():
+        out.setdefault((r["target"], int(r["depth"])), store.artifact(r["key"], "net"))
+    return out

@@ -1,0 +1,255 @@
+"""Reading stored results: the chunks under a root, their runs and manifests, and a run's scores
+under a judge.
+
+A chunk is a results store `ROOT/NAME/` (`volratio.runs.store`) with its manifest
+`ROOT/NAME/manifest.json` (`volratio.runs.reference` writes both). `records(name)` gives a chunk's
+finished runs with their time and machine; `runs_of(names)` those of several chunks; `judged(names,
+judge=…)` the same runs with each run's scores under one judge: its own scores where it was judged by
+that judge, else those of its rescore run (`volratio.runs.rescore`). `depth_curves` reads the depth
+sweeps' chunks as depth curves; `table` and `cost` are what the chapters show of a chunk.
+
+Chapters: every chapter that reads `results/reference/`; commands: `volratio results`, `volratio reference`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from ..depth.curves import DepthError, curves_from_table
+from ..errors import VolratioError
+from ..judges import JUDGES
+from ..util import machine as M
+from .store import Store
+
+MANIFEST = "manifest.json"
+DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "results" / "reference"
+RESCORE = "rescore"  # the run function of a rescore run (`volratio.runs.rescore`)
+
+
+class ReferenceError(VolratioError, ValueError):
+    """A reference plan, chunk or store that cannot be used as asked."""
+
+
+def chunks(root: "str | Path" = DEFAULT_ROOT) -> list[str]:
+    """Names of the chunks stored under `root` (folders holding a results table)."""
+    root = Path(root)
+    return sorted(p.parent.name for p in root.glob("*/results.parquet")) if root.is_dir() else []
+
+
+def manifest(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
+    """The manifest of chunk `name` (spec, sessions with versions and machine, runs with times)."""
+    path = Path(root) / name / MANIFEST
+    if not path.is_file():
+        raise ReferenceError(f"{path}: no manifest; run the chunk with `volratio reference run PLAN --chunk {name}`")
+    return json.loads(path.read_text())
+
+
+def records(name: str, root: "str | Path" = DEFAULT_ROOT, rescores: bool = False) -> list[dict]:
+    """The finished runs of chunk `name` (`volratio.runs.store.Store.records`), each with its wall and
+    CPU seconds from the manifest (`wall_s`, `cpu_s`) and the numerics parts and `kind` of the
+    machine that stored it (`machine`; `run_machine`). The rescore runs stored beside the chunk's
+    own (`volratio.runs.rescore`) are left out unless `rescores`."""
+    path = Path(root) / name
+    if not (path / "results.parquet").is_file():
+        raise ReferenceError(f"{path}: no reference results for chunk {name!r} (run it with `volratio reference run`)")
+    store = Store(path)
+    man = manifest(name, root)
+    out = []
+    for r in store.records():
+        if r["status"] == "done" and (rescores or r["run"] != "rescore"):
+            r.update({k: man["runs"].get(r["key"], {}).get(k) for k in ("wall_s", "cpu_s")})
+            r["machine"] = run_machine(man, r["key"])
+            out.append(r)
+    return out
+
+
+def run_machine(man: dict, key: str) -> dict | None:
+    """The numerics parts and `kind` of the machine that stored run `key` of a manifest: its
+    session's (`volratio.util.machine.of_session`; sessions that predate the kind derive it from their
+    CPU model, torch version and device). None when the manifest does not know the run."""
+    run = man.get("runs", {}).get(key)
+    sessions = man.get("sessions", [])
+    if run is None or not sessions:
+        return None
+    i = run.get("session")
+    return M.of_session(sessions[i - 1] if isinstance(i, int) and 1 <= i <= len(sessions) else sessions[-1])
+
+
+def runs_of(names, root=None, error: type[Exception] = ReferenceError) -> list[dict]:
+    """The finished runs (`records`) of those chunks among `names` (one name or several) that are
+    stored under `root` (default `results/reference`), in the order of `names`; `error` (a class)
+    is raised, naming the chunks and how to run them, when none of them is stored."""
+    root = DEFAULT_ROOT if root is None else root
+    names = [names] if isinstance(names, str) else list(names)
+    present = [n for n in names if n in chunks(root)]
+    if not present:
+        raise error(f"{root}: none of the chunks {', '.join(names)} is stored; run them with `volratio reference run`")
+    return [r for n in present for r in records(n, root)]
+
+
+def judged(names, root=None, judge: str | None = None, error: type[Exception] = ReferenceError) -> list[dict]:
+    """The stored runs of the chunks `names` (`runs_of`), each with its `score`, `scores` and
+    `base_kept` under `judge`: the run's own where it was judged by `judge`, else those of its
+    rescore run stored beside the chunk's runs (`volratio reference rescore CHUNK --judge NAME`); a
+    run without one is an `error`. `judge=None`: the runs' own scores, which must all be under one
+    judge (chunks judged differently are not mixed)."""
+    stored = runs_of(names, root, error)
+    names = [names] if isinstance(names, str) else list(names)
+    if judge is None:
+        seen = sorted({str(r["metrics"].get("judge")) for r in stored})
+        if len(seen) > 1:
+            raise error(
+                f"the stored runs of {', '.join(names)} were judged differently ({', '.join(seen)}); read "
+                "chunks judged alike, or give judge=NAME to score them all under one judge (rescored where needed)"
+            )
+        return stored
+    root = DEFAULT_ROOT if root is None else root
+    rescored = {
+        r["config"]["source"]["key"]: r["metrics"] for n in names if n in chunks(root) for r in rescores(n, judge, root)
+    }
+    out = []
+    for r in stored:
+        if r["metrics"].get("judge") == judge:
+            out.append(r)
+            continue
+        m = rescored.get(r["key"])
+        if m is None:
+            raise error(
+                f"run {r['key']} ({_what(r['config'])}) has no scores under judge {judge!r}; rescore its chunk "
+                f"(`volratio reference rescore CHUNK --judge {judge}`)"
+            )
+        metrics = {**r["metrics"], **{c: m[c] for c in ("score", "scores", "base_kept")}, "judge": judge}
+        out.append({**r, "metrics": metrics})
+    return out
+
+
+def _what(config: dict) -> str:
+    """A stored run in words: its target and depth, where it has them."""
+    return ", ".join(f"{k} {config[k]}" for k in ("target", "depth") if k in config) or "no target"
+
+
+def depth_curves(names, root=None, tol: float = 1e-9, judge: str | None = None) -> dict:
+    """Depth curves (`volratio.depth.curves.DepthCurve`) from the stored depth-sweep chunks `names`
+    (those present under `root`, default `results/reference`): one per target, one column per network
+    (seed.member), every network scored under `judge` (`judged`)."""
+    rows = [
+        {
+            "status": "done",
+            "key": r["key"],
+            "seed": r["config"]["seed"],
+            "target": r["config"]["target"],
+            "depth": r["config"]["depth"],
+            **{c: r["metrics"][c] for c in ("score", "loss", "dense_loss", "nonzero")},
+            "base_kept": r["metrics"].get("base_kept"),
+        }
+        for r in judged(names, root, judge, DepthError)
+    ]
+    return curves_from_table(pd.DataFrame(rows), tol)
+
+
+def table(name: str, root: "str | Path" = DEFAULT_ROOT):
+    """The stored results of chunk `name` as one tidy DataFrame: the rows a run returned (`rows`,
+    for chapter experiments run whole) or one row of metrics per run, each with the run's `key`,
+    `cpu_s` and `wall_s`, and its `seed` (unless the row has its own). Array artifacts are not
+    included (`artifact(name, key, art)` reads one)."""
+    out = []
+    for r in records(name, root):
+        seed = {"seed": r["config"].get("seed")}
+        base = {"key": r["key"], "cpu_s": r["cpu_s"], "wall_s": r["wall_s"]}
+        m = r["metrics"]
+        if isinstance(m.get("rows"), list):
+            out += [{**seed, **row, **base} for row in m["rows"]]
+        else:
+            out.append({**seed, **m, **base})
+    return non_finite_as_floats(pd.DataFrame(out))
+
+
+_NON_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+
+
+def non_finite_as_floats(df):
+    """Runs store NaN and ±inf metrics as the strings "nan", "inf", "-inf" (strict JSON,
+    `volratio.runs.sweep`); a column whose other values are all numbers gets them back as floats."""
+    for col in [c for c in df.columns if df[c].dtype == "object"]:
+        vals = df[col]
+        text = vals.map(lambda v: isinstance(v, str))
+        if text.any() and vals[text].isin(list(_NON_FINITE)).all():
+            rest = vals[~text]
+            if rest.map(lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))).all():
+                df[col] = pd.to_numeric(vals.map(lambda v: _NON_FINITE.get(v, v) if isinstance(v, str) else v))
+    return df
+
+
+def cost(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
+    """What chunk `name` cost: runs, CPU and wall seconds (sums over its runs), the CPU seconds of
+    its rescore runs (scoring its stored networks under other judges), CPU model."""
+    man = manifest(name, root)
+    used = [man["sessions"][i - 1] for i in sorted({r["session"] for r in man["runs"].values()})] or man["sessions"][
+        -1:
+    ]
+    return {
+        "chunk": name,
+        "runs": man["runs_done"],
+        "of": man["runs_total"],
+        "cpu_s": man["cpu_s_total"],
+        "wall_s": man["wall_s_total"],
+        "rescore_cpu_s": float(man.get("rescore_cpu_s_total", 0.0)),
+        "cpu_model": ", ".join(dict.fromkeys(s["cpu_model"] for s in used)),
+        "commit": ", ".join(dict.fromkeys(str(s["commit"])[:10] for s in used)),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Rescore runs
+
+
+def rescores(chunk: str, judge: str | None = None, root: "str | Path | None" = None) -> list[dict]:
+    """The finished rescore runs of `chunk` (all judges, or `judge`'s), as `records` gives runs."""
+    recs = records(chunk, DEFAULT_ROOT if root is None else root, rescores=True)
+    return [r for r in recs if r["run"] == RESCORE and (judge is None or r["config"]["judge"] == judge)]
+
+
+def judges_covering(chunks, root: "str | Path | None" = None) -> list[str]:
+    """The judges under which every stored run of `chunks` has scores: the runs' own judge when all
+    share it, and each judge whose rescore runs cover every run (in `volratio.judges.JUDGES` order)."""
+
+    root = DEFAULT_ROOT if root is None else root
+    chunks = [chunks] if isinstance(chunks, str) else list(chunks)
+    runs = [r for c in chunks for r in records(c, root)]
+    if not runs:
+        return []
+    own = {r["metrics"].get("judge") for r in runs}
+    covered = {}
+    for c in chunks:
+        for r in rescores(c, None, root):
+            covered.setdefault(r["config"]["judge"], set()).add(r["config"]["source"]["key"])
+    keys = {r["key"] for r in runs}
+    return [j for j in JUDGES if own == {j} or keys <= covered.get(j, set())]
+
+
+def rescore_table(chunk: str, judge: str | None = None, root: "str | Path | None" = None):
+    """One row per rescored network: chunk, source key, seed, member, judge, anchor, score,
+    scores, base_kept, and the rescore run's key."""
+    rows = []
+    for r in rescores(chunk, judge, root):
+        m = r["metrics"]
+        for k, s in enumerate(m["score"]):
+            rows.append(
+                {
+                    "chunk": chunk,
+                    "source": r["config"]["source"]["key"],
+                    "target": r["config"]["target"],
+                    "seed": r["config"]["seed"],
+                    "member": k,
+                    "judge": m["judge"],
+                    "anchor": m["anchor"],
+                    "score": s,
+                    "scores": m["scores"][k],
+                    "base_kept": m["base_kept"][k],
+                    "key": r["key"],
+                }
+            )
+    return pd.DataFrame(rows)
