@@ -25,7 +25,8 @@ from ..nets import ACTIVATIONS, Arch, CoordMLP
 from ..prune import SPConfig, collapsed, sp
 from ..prune.similarity_pruning import COMPENSATE
 from ..train import OPTIMIZERS, PATHS, TrainConfig, train
-from ..util.limits import above, at_least, between, nonzero, one_of
+from ..util.device import device_name
+from ..util.limits import above, at_least, between, nonzero, one_of, parsed_by
 from ..util.presets import Presets, configure
 from .complexity import png_ratio
 from .curves import DepthError
@@ -80,6 +81,7 @@ class Settings:
         "max_params": at_least(1), "judge": one_of(*JUDGES), "train_path": one_of(*PATHS),
         "depth": at_least(1), "seed": at_least(0), "seeds": at_least(1), "depths": at_least(1),
         "ratio_res": at_least(2), "processes": at_least(1), "tol": at_least(0), "window": at_least(0),
+        "target": parsed_by(get_target), "targets": parsed_by(get_target), "device": parsed_by(device_name),
     }  # fmt: skip
 
     def __post_init__(self):

@@ -25,7 +25,8 @@ from tqdm import tqdm  # plain text bar: tqdm.auto warns in kernels without ipyw
 from ..errors import VolratioError
 from ..judges import anchor_of, make_judge
 from ..nets import CoordMLP
-from ..util.limits import at_least, nonzero, one_of
+from ..util.device import device_name
+from ..util.limits import at_least, nonzero, one_of, parsed_by
 from ..util.presets import Presets
 from .engine import DEFAULT_DELTAS, nonzero_params, params_of, perturbed_images, subsample, torch_dtype
 
@@ -45,7 +46,7 @@ class EMC2Config(Presets):
     # allowed values, checked when a config is parsed (`volratio.util.limits`)
     LIMITS = {"deltas": nonzero(), "res": at_least(2), "which": one_of("all", "genome"), "max_params": at_least(1),
               "seed": at_least(0), "member": at_least(0), "dtype": one_of("float32", "float64"),
-              "memory_bytes": at_least(1)}  # fmt: skip
+              "memory_bytes": at_least(1), "device": parsed_by(device_name)}  # fmt: skip
 
     QUICK = {"res": 48, "max_params": 300}  # the book's scale: 48×48 images, at most 300 parameters per network
     FULL = {"res": 256, "max_params": None}  # every non-zero parameter at FER's 256×256

@@ -28,11 +28,11 @@ import pandas as pd
 import torch
 
 from .. import emc2
-from ..data.picbreeder import fer_arch
+from ..data.picbreeder import ALL_NAMES, fer_arch
 from ..data.targets import get_target
 from ..emc2 import DEFAULT_DELTAS
 from ..judges.registry import JUDGES, check_res
-from ..nets import CoordMLP
+from ..nets import Arch, CoordMLP
 from ..prune import PruneError, collapsed, prune
 from ..prune.criteria import CalibrationGrid
 from ..prune.masks import unit_alive, weight_sparsity
@@ -40,12 +40,18 @@ from ..prune.similarity_pruning import SPConfig
 from ..runs import stored
 from ..runs.registry import stored_config
 from ..train import PATHS, TrainConfig, mse_per_network, train
-from ..util.limits import above, at_least, between, nonzero, one_of
+from ..util.device import device_name
+from ..util.limits import above, at_least, between, nonzero, one_of, parsed_by
 from ..util.presets import Presets
 from ..util.stats import mean_ci
 from ._base import ExperimentError, Result
 
 BASELINES = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units")
+
+
+def arch_spec(text: str) -> str:
+    """`text` when it is an architecture (`volratio.nets.Arch.parse`) or "picbreeder"."""
+    return text if text == "picbreeder" else str(Arch.parse(text))
 
 
 @dataclass
@@ -88,7 +94,8 @@ class Config(Presets):
         "retrain_steps": at_least(0), "imp_steps": at_least(1), "imp_rewind": at_least(0),
         "imp_rate": between(0, 1, open_lo=True), "methods": one_of(*BASELINES), "judge": one_of(*JUDGES),
         "judges": one_of(*JUDGES), "emc2_res": at_least(2), "emc2_params": at_least(1), "deltas": nonzero(),
-        "seed": at_least(0), "train_path": one_of(*PATHS),
+        "seed": at_least(0), "train_path": one_of(*PATHS), "targets": one_of(*ALL_NAMES), "arch": parsed_by(arch_spec),
+        "device": parsed_by(device_name),
     }  # fmt: skip
 
     def __post_init__(self):

@@ -31,7 +31,8 @@ from ..nets import coords
 from ..prune import collapsed, prune
 from ..prune.similarity_pruning import SPConfig
 from ..train import PATHS, TrainConfig, mse_per_network, new_network, train
-from ..util.limits import at_least, nonzero, one_of
+from ..util.device import device_name
+from ..util.limits import at_least, nonzero, one_of, parsed_by
 from ..util.presets import Presets, configure, preset
 from ._base import ExperimentError, Result
 
@@ -39,7 +40,7 @@ from ._base import ExperimentError, Result
 LIMITS = {
     "res": at_least(2), "deltas": nonzero(), "max_params": at_least(1), "dtype": one_of("float32", "float64"),
     "dense_depth": at_least(1), "dense_width": at_least(1), "dense_steps": at_least(1), "judge": one_of(*JUDGES),
-    "judges": one_of(*JUDGES),
+    "judges": one_of(*JUDGES), "targets": one_of("skull", "butterfly", "apple"), "device": parsed_by(device_name),
     "seed": at_least(0), "train_path": one_of(*PATHS),
 }  # fmt: skip
 

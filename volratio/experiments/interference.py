@@ -19,11 +19,12 @@ import pandas as pd
 
 from ..data.specs import load_network
 from ..data.targets import get_target
-from ..nets import CoordMLP
+from ..nets import Arch, CoordMLP
 from ..prune import SPConfig, sp
 from ..prune.similarity_pruning import COMPENSATE
 from ..train import PATHS, TrainConfig, train
-from ..util.limits import above, at_least, between, one_of
+from ..util.device import device_name
+from ..util.limits import above, at_least, between, one_of, parsed_by
 from ..util.presets import Presets
 from ..welch.interference import network_interference
 from ._base import Result
@@ -52,6 +53,7 @@ class Config(Presets):
         "dense_res": at_least(2), "steps": at_least(1), "taus": between(0, 1, open_lo=True), "sp_rounds": at_least(0),
         "sp_retrain": at_least(0), "sp_loss_factor": at_least(1), "sp_retrain_lr_factor": above(0),
         "sp_compensate": one_of(*COMPENSATE), "res": at_least(2), "seed": at_least(0), "train_path": one_of(*PATHS),
+        "target": parsed_by(get_target), "dense_arch": parsed_by(Arch.parse), "device": parsed_by(device_name),
     }  # fmt: skip
 
     # reference: longer training and SP, finer feature maps — what chunk interference of

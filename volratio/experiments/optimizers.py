@@ -23,7 +23,7 @@ from ..runs.depth_sweep import depth_sweep
 from ..runs.registry import stored_config
 from ..runs.sweep import Sweep, results_dir, run_sweep
 from ..train.flatness import top_eigenvalue
-from ..util.limits import at_least, one_of
+from ..util.limits import at_least, one_of, parsed_by
 from ..util.presets import Presets, configure
 from ..util.stats import mean_ci
 from ._base import ExperimentError, Result, Timer
@@ -101,7 +101,14 @@ class Config(Presets):
     scale: str = "quick"  # the preset this config came from
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`)
-    LIMITS = {"depth": at_least(1), "seeds": at_least(1), "hessian_iters": at_least(1)}
+    LIMITS = {"depth": at_least(1), "seeds": at_least(1), "hessian_iters": at_least(1), "target": parsed_by(get_target)}
+
+    def check(self) -> None:
+        """Each of `cases` is a table of `optimizer_point` entries (`check_limits` runs this)."""
+        for i, case in enumerate(self.cases):
+            if not isinstance(case, dict):
+                raise ExperimentError(f'cases[{i}] = {case!r}: give a table of entries, e.g. {{optimizer = "adam"}}')
+            configure(Point(), dict(case), f"cases[{i}]")
 
     # reference: 5 seeds on the depth-regime reference settings (one network per run, trained on the
     # fused kernel), a learning-rate grid per optimizer — what chunk optimizers of

@@ -24,7 +24,7 @@ from ..runs.registry import complete
 from ..train import TrainConfig
 from ..train import train as train_net
 from ..util.device import resolve_device
-from ..util.limits import at_least, one_of
+from ..util.limits import at_least, one_of, parsed_by
 from ..util.presets import configure
 from ._base import ExperimentError
 
@@ -48,7 +48,7 @@ class Config:
     # allowed values, checked when a config is parsed (`volratio.util.limits`)
     LIMITS = {"seed": at_least(0), "res": at_least(2), "depth": at_least(1), "width": at_least(1),
               "activation": one_of(*ACTIVATIONS), "head": one_of("hsv", "rgb", "grey"), "population": at_least(1),
-              "artifacts": one_of(*ARTIFACTS)}  # fmt: skip
+              "artifacts": one_of(*ARTIFACTS), "target": parsed_by(get_target), "arch": parsed_by(Arch.parse)}  # fmt: skip
 
     def __post_init__(self):
         bad = [a for a in self.artifacts if a not in ARTIFACTS]

@@ -25,7 +25,8 @@ from ..emc2 import DEFAULT_DELTAS
 from ..judges.registry import JUDGES, check_res
 from ..nets import CoordMLP
 from ..train import PATHS, TrainConfig, train
-from ..util.limits import above, at_least, nonzero, one_of
+from ..util.device import device_name
+from ..util.limits import above, at_least, nonzero, one_of, parsed_by
 from ..util.presets import Presets, configure
 from ..util.verdicts import Estimate
 from ._base import ExperimentError, Result
@@ -43,7 +44,8 @@ class Config(Presets):
     scale: str = "quick"  # the preset this config came from
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`)
-    LIMITS = {"res": at_least(2), "steps": at_least(1), "lr": above(0), "lr_apple": above(0), "seed": at_least(0)}
+    LIMITS = {"res": at_least(2), "steps": at_least(1), "lr": above(0), "lr_apple": above(0), "seed": at_least(0),
+              "targets": one_of("skull", "butterfly", "apple")}  # fmt: skip
 
     # reference: 64×64, 5,000 steps — budget ~0.3 CPU-hours (an estimate: not run here)
     REFERENCE = {"res": 64, "steps": 5000}
@@ -141,6 +143,7 @@ TWIN_JUDGES = ("anchored", "anchored-ssim", "stability")  # scored on the same p
 # allowed values, checked when a config is parsed (`volratio.util.limits`)
 LIMITS = {
     "target": one_of(*picbreeder.ALL_NAMES), "network": one_of(*NETWORKS), "res": at_least(2),
+    "device": parsed_by(device_name),
     "steps": at_least(1), "lr": above(0), "lr_apple": above(0), "max_params": at_least(1),
     "deltas": nonzero(), "dtype": one_of("float32", "float64"), "seed": at_least(0), "train_path": one_of(*PATHS),
 }  # fmt: skip

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import pandas as pd
 
+from ..data.targets import get_target
 from ..depth import peak_effect, planted_predictor, sweet_spot
 from ..depth.complexity import png_ratio
 from ..depth.curves import DepthCurve, among_fitting
@@ -25,7 +26,7 @@ from ..depth.point import Config as DepthConfig
 from ..depth.point import Settings
 from ..runs import stored
 from ..runs.depth_sweep import depth_sweep
-from ..util.limits import at_least, between
+from ..util.limits import at_least, between, parsed_by
 from ._base import Result
 
 EFFECTS = ("best mean score", "peak − rest")
@@ -40,7 +41,8 @@ class Config(DepthConfig):
     n_boot: int = 1000  # bootstrap resamples of the networks
     level: float = 0.90  # bootstrap interval of scene − parts
 
-    LIMITS = {**Settings.LIMITS, "n_boot": at_least(1), "level": between(0, 1, open_lo=True)}
+    LIMITS = {**Settings.LIMITS, "n_boot": at_least(1), "level": between(0, 1, open_lo=True),
+              "scene": parsed_by(get_target), "parts": parsed_by(get_target)}  # fmt: skip
 
     # reference: the depth-regime reference's training and scoring (what chunk depth_scenes of
     # examples/sweeps/reference.toml runs; tests/test_reference_plan.py compares them): four two-object

@@ -17,12 +17,13 @@ from dataclasses import asdict, dataclass, field, replace
 
 import pandas as pd
 
+from ..data.targets import get_target
 from ..rho.basin import BASIN_JUDGE, BasinConfig, basin_grid
 from ..rho.boolean import get_boolean_target
 from ..rho.grid import BooleanRhoConfig, run_boolean
 from ..rho.sampler import SamplerConfig
 from ..runs import stored
-from ..util.limits import above, at_least
+from ..util.limits import above, at_least, parsed_by
 from ..util.presets import Presets
 from ._base import ExperimentError, Result
 
@@ -47,7 +48,8 @@ class Config(Presets):
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`)
     LIMITS = {"samples": at_least(1), "Ws": at_least(1), "Ls": at_least(1), "until_width": above(0),
-              "seed": at_least(0), "basin_Ws": at_least(1), "basin_Ls": at_least(1)}  # fmt: skip
+              "seed": at_least(0), "basin_Ws": at_least(1), "basin_Ls": at_least(1),
+              "targets": parsed_by(get_boolean_target), "basin_target": parsed_by(get_target)}  # fmt: skip
 
     def check(self) -> None:
         """`cells` holds (target, W, L) triples (`check_limits` runs this)."""

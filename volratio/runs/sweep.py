@@ -140,13 +140,20 @@ class Sweep:
 
     @classmethod
     def from_dict(cls, spec: dict, source: str = "spec") -> "Sweep":
+        """The sweep a spec describes, every run's config checked (`check_configs`): a value its run
+        function refuses (a target spec, a judge name, a step count) fails here, before any run."""
         known = {"run", "config", "grid", "seeds", "cases", "name", "threads"}
         unknown = set(spec) - known
         if unknown:
             raise SweepSpecError(f"{source}: unknown entries {sorted(unknown)}; a sweep spec has {sorted(known)}")
         if "run" not in spec:
             raise SweepSpecError(f'{source}: no `run` entry; add e.g. run = "train"')
-        return cls(**spec)
+        sweep = cls(**spec)
+        try:
+            check_configs(resolve_run(sweep.run), sweep.configs())
+        except SweepSpecError as e:
+            raise SweepSpecError(f"{source}: {e}") from None
+        return sweep
 
     @classmethod
     def from_file(cls, path: "str | Path") -> "Sweep":

@@ -43,8 +43,8 @@ from ..data.targets import check_image
 from ..errors import TrainingDiverged, VolratioError
 from ..nets import CoordMLP, coords
 from ..util import budget
-from ..util.device import resolve_device
-from ..util.limits import above, at_least, between, one_of
+from ..util.device import device_name, resolve_device
+from ..util.limits import above, at_least, between, one_of, parsed_by
 from ..util.presets import Presets
 from . import fused_kernel
 from .fast import FastStep
@@ -77,7 +77,7 @@ class TrainConfig(Presets):
     LIMITS = {
         "steps": at_least(0), "optimizer": one_of(*OPTIMIZERS), "lr": above(0), "muon_lr": above(0),
         "adamw_lr": above(0), "weight_decay": at_least(0), "momentum": between(0, 1), "log_every": at_least(1),
-        "path": one_of(*PATHS),
+        "path": one_of(*PATHS), "device": parsed_by(device_name),
     }  # fmt: skip
 
     def finetune(self, steps: int, lr_factor: float = 1.0) -> "TrainConfig":

@@ -14,6 +14,20 @@ from ..errors import VolratioError
 DEVICE_NAMES = ("auto", "cpu", "cuda", "cuda:N", "mps")
 
 
+def device_name(device: str) -> str:
+    """`device` when it names a device ("auto", "cpu", "cuda", "cuda:N", "mps"), whether or not this
+    machine has it (a sweep's runs may execute on another machine); `VolratioError` otherwise."""
+    if device == "auto":
+        return device
+    try:
+        dev = torch.device(str(device))
+    except (RuntimeError, ValueError, TypeError):
+        raise VolratioError(f"device {device!r} is not a device name; use one of {', '.join(DEVICE_NAMES)}") from None
+    if dev.type not in ("cpu", "cuda", "mps"):
+        raise VolratioError(f"device {device!r} is not supported; use one of {', '.join(DEVICE_NAMES)}")
+    return device
+
+
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     """`"auto"`/None → CUDA if available else CPU; `cpu`, `cuda`, `cuda:N`, `mps` when this machine
     has them. Anything else raises `VolratioError` naming the devices that exist here."""

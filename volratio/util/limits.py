@@ -7,7 +7,10 @@ naming the entry, its value and what it may be. A tuple-valued field is checked
 entry by entry; `None` passes (it means "off" or "all" wherever a field allows it).
 
     LIMITS = {"steps": at_least(1), "lr": above(0), "tau": between(0, 1, open_lo=True),
-              "optimizer": one_of("adam", "adamw", "sgd", "muon")}
+              "optimizer": one_of("adam", "adamw", "sgd", "muon"), "target": parsed_by(get_target)}
+
+`parsed_by(parse)` allows what a parser of the value accepts (a target spec, an architecture, a
+device name); a refused value's error is the parser's own, the line the command line prints for it.
 
 `volratio.util.presets.configure` checks the result of every override, so a sweep refuses a config
 with `steps = -5` when it is parsed, before its first run.
@@ -18,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 from ..errors import VolratioError
 
@@ -33,8 +37,21 @@ class Limit:
     open_lo: bool = False  # the lower end itself is not allowed
     choices: tuple = ()  # allowed values of a string entry (empty: any number in [lo, hi])
     nonzero: bool = False  # 0 itself is not allowed (a perturbation size)
+    parse: Callable | None = None  # a parser that raises for a refused value (a target spec); None: no parser
+
+    def problem(self, x) -> str | None:
+        """Why `x` is refused, in one line (None when it is allowed)."""
+        if self.parse is not None:
+            try:
+                self.parse(x)
+            except (VolratioError, ValueError, TypeError) as e:
+                return str(e).splitlines()[0] if str(e) else type(e).__name__
+            return None
+        return None if self.allows(x) else f"must be {self.text()}"
 
     def allows(self, x) -> bool:
+        if self.parse is not None:
+            return self.problem(x) is None
         if self.choices:
             return x in self.choices
         if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
@@ -47,6 +64,8 @@ class Limit:
 
     def text(self) -> str:
         """What the entry may be, in words."""
+        if self.parse is not None:
+            return f"a value {getattr(self.parse, '__name__', 'its parser')} accepts"
         if self.choices:
             return "one of " + ", ".join(map(str, self.choices))
         if self.nonzero:
@@ -76,6 +95,11 @@ def nonzero() -> Limit:
     return Limit(nonzero=True)
 
 
+def parsed_by(parse: Callable) -> Limit:
+    """Any value `parse(value)` accepts without raising (e.g. `volratio.data.targets.get_target`)."""
+    return Limit(parse=parse)
+
+
 def check_limits(cfg, where: str = "config") -> None:
     """Raise `LimitError` for the first entry of `cfg` (or of a config nested in it) outside its
     `LIMITS`; `where` names `cfg` in the message (e.g. the run function)."""
@@ -94,6 +118,7 @@ def check_limits(cfg, where: str = "config") -> None:
         if limit is None or value is None:
             continue
         for x in value if isinstance(value, (tuple, list)) else (value,):
-            if not limit.allows(x):
-                raise LimitError(f"{where}.{f.name} = {value!r}: must be {limit.text()}" +
-                                 (" (each entry)" if isinstance(value, (tuple, list)) else ""))  # fmt: skip
+            why = limit.problem(x)
+            if why is not None:
+                raise LimitError(f"{where}.{f.name} = {value!r}: {why}" +
+                                 (" (each entry)" if isinstance(value, (tuple, list)) and limit.parse is None else ""))  # fmt: skip
