@@ -1,7 +1,7 @@
 """EMC2 perturbation engine vs re-rendering each perturbed network from scratch.
 
 On the FER paper's dense SGD skull (`fer-sgd:skull`) and on the layerized Picbreeder skull
-(`picbreeder:skull`), at 64×64 (DESIGN §6):
+(`picbreeder:skull`), at 64×64:
 
 - perturbations per second of `volratio.emc2.PerturbationEngine` and of the way one would write it
   without the library (`naive_render`: copy the network, move one weight, render from scratch), on

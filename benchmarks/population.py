@@ -1,4 +1,4 @@
-"""Population training vs separate runs (DESIGN §6).
+"""Population training vs separate runs.
 
 Trains K = 64 small networks (width 12, depth 6, Gaussian units, 32×32 pixels) on one planted target two ways with
 the same seeds and steps: as one `CoordMLP` population (one batched matmul per layer) and as 64

@@ -1,5 +1,5 @@
 """ρ sampling throughput: the bit-sliced engine vs the batched float path, against the machine's
-measured uint64 bitwise-operation rate (DESIGN §6).
+measured uint64 bitwise-operation rate.
 
 Work: random masked ternary threshold networks of width W = 8 and depth L = 4 on n = 6 input bits
 (the target `dag:0`), each sampled, evaluated on all 64 inputs and classified (solution,

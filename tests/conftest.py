@@ -1,4 +1,4 @@
-"""Shared fixtures. The Picbreeder data lives outside the repository (DESIGN §5); tests that need
+"""Shared fixtures. The Picbreeder data lives outside the repository (`volratio.data.picbreeder`); tests that need
 it use `picbreeder_dir`, which skips with the reason when it is absent."""
 
 import contextlib

@@ -99,7 +99,7 @@ def layer_of(mod: str) -> str:
         return "base"
     if rest[0] not in SUBPACKAGE_LAYER:
         raise AssertionError(
-            f"{mod}: in no layer; put it in a layer subpackage (DESIGN §2) and name that layer in tests/test_architecture.py"
+            f"{mod}: in no layer; put it in a layer subpackage (CONTRIBUTING.md, 'Where things go') and name that layer in tests/test_architecture.py"
         )
     return SUBPACKAGE_LAYER[rest[0]]
 
@@ -404,3 +404,31 @@ def test_no_versioning_of_stored_runs_is_left():
                 if w.lower() in text.lower()
             ]
     assert not hits, "versioning of stored runs left in the package:\n" + "\n".join(hits)
+
+
+# what a docstring or comment in the package may not say: a section of a design file that is not in the
+# repository (name the module, docstring or CONTRIBUTING.md section instead), or the history of the code
+OUTSIDE_OR_HISTORY = re.compile(r"DESIGN(\.md)? ?§|\bissue #?\d+|\bas before\b|\bthe earlier default\b|\bin a pilot\b")
+
+
+def test_docstrings_name_what_is_in_the_repository_and_no_history():
+    hits = []
+    for path in sorted(PKG.rglob("*.py")):
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if OUTSIDE_OR_HISTORY.search(line):
+                hits.append(f"{path.relative_to(PKG.parent)}:{i}: {line.strip()}")
+    assert not hits, "references outside the repository, or history, in the package:\n" + "\n".join(hits)
+
+
+@pytest.mark.parametrize(
+    "line, flagged",
+    [
+        ("SP (DESIGN §3.3) prunes units", True),
+        ("the judge (as before, SSIM)", True),
+        ("fixed in issue 39", True),
+        ("SP (`volratio.prune.similarity_pruning`) prunes units", False),
+        ("an issue with the store", False),
+    ],
+)
+def test_the_history_scan(line, flagged):
+    assert bool(OUTSIDE_OR_HISTORY.search(line)) is flagged

@@ -1,6 +1,6 @@
 """The target-anchored verdict set: images judged "is this a <label>?", on any machine.
 
-The label-anchored EMC2 judge (`volratio.judges.AnchoredJudge`, DESIGN §3.4) must say *no* for an
+The label-anchored EMC2 judge (`volratio.judges.AnchoredJudge`) must say *no* for an
 image that does not show the label — a flat grey square, another target's drawing, a network that
 never fitted — and *yes* for the label's drawings and for perturbations that keep them. This set
 holds the verdicts it is fitted and checked on (`data/judge_reference/anchored/verdicts.csv`), one

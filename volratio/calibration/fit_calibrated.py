@@ -11,7 +11,7 @@ them into a validated offline judge:
   (`-rmse`).
 - **Rules**: `score ≥ t` with one threshold for all targets, or one per label, chosen on a training
   split to maximise Cohen's κ (ties: the middle of the tied range) — `fit_rule`. The "ssim"
-  judge (the earlier default), the SSIM threshold calibrated per network against *other* targets, random CPPN images
+  judge, the SSIM threshold calibrated per network against *other* targets, random CPPN images
   and noise (`volratio.judges.calibrate`), is evaluated beside them without refitting.
 - **Evaluation** on the held-out split: accuracy, κ, the confusion matrix (`evaluate`, `agreement`).
 - `compare(table)` runs the whole comparison; `best_rule` picks the rule with the best held-out κ;
@@ -106,7 +106,7 @@ class JudgeTable:
     """The perturbations of the reference set with their verdicts and every judge's score."""
 
     rows: object  # pandas DataFrame: the CSV rows (perturbations only) + base_kept + every score column
-    other_targets: np.ndarray  # (n,) verdicts of the "ssim" judge (other-targets SSIM, the earlier default)
+    other_targets: np.ndarray  # (n,) verdicts of the "ssim" judge (other-targets SSIM)
     other_thresholds: dict  # network -> its other-targets threshold
 
 
@@ -191,7 +191,7 @@ def compare(table: JudgeTable, population: str = "base kept", test_fraction: flo
     `population`: "base kept" (perturbations of networks whose own image shows the object — the
     question EMC2 asks) or "all". Returns `(results DataFrame, {rule name: ThresholdRule})`, one row per
     rule with held-out accuracy, κ, confusion counts, the score's held-out ROC AUC, and the
-    training κ; the "ssim" judge (other-targets SSIM, the earlier default) is evaluated without fitting."""
+    training κ; the "ssim" judge (other-targets SSIM) is evaluated without fitting."""
     r = table.rows
     sel = r["base_kept"].to_numpy() if population == "base kept" else np.ones(len(r), bool)
     if population not in ("base kept", "all"):

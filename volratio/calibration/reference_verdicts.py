@@ -1,6 +1,6 @@
 """The reference verdict set: single-weight perturbations judged by inspection, regenerable exactly.
 
-EMC2-Bench (DESIGN §3.4) is only as good as its judge. This module defines a fixed set of
+EMC2-Bench (`volratio.emc2.scoring`) is only as good as its judge. This module defines a fixed set of
 single-weight perturbations — of the Picbreeder networks, FER's SGD networks, dense networks trained
 here, their SP-pruned versions, every baseline pruner's networks, and networks drawing a scene — and
 renders each one exactly, so that verdicts given once by inspection ("does this still show a

@@ -1,4 +1,4 @@
-"""`volratio rho boolean|basin` — the compositional volume ratio ρ(W, L) over a grid (DESIGN §3.5).
+"""`volratio rho boolean|basin` — the compositional volume ratio ρ(W, L) over a grid (`volratio.rho`).
 
 JSON output: a list of rows with keys `W, L, samples, solutions, compositional, rho, lo, hi`
 (plus `exact` with `--exact`, `theory` where the closed form applies, and the absolute volumes),

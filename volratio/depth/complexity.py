@@ -1,4 +1,4 @@
-"""Image complexity: the PNG compression ratio of a target (DESIGN §3.7, §9).
+"""Image complexity: the PNG compression ratio of a target .
 
 Quantise the target to uint8 RGB at a fixed size (`volratio.util.images.to_uint8`), save it with Pillow
 to memory with `optimize=True` (zlib level 9); ratio = raw bytes / PNG bytes (higher = simpler

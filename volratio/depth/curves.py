@@ -1,4 +1,4 @@
-"""The sweet spot of a depth curve (DESIGN §3.7; Do, Shah, Le, Liu 2026).
+"""The sweet spot of a depth curve (Do, Shah, Le, Liu 2026).
 
 `sweet_spot`: the argmax of the mean score over depth; depths whose mean lies within `tol` of the
 maximum are *tied* (the shallowest tied depth is reported — the smallest network that reaches the

@@ -52,7 +52,7 @@ class Settings:
     steps: int = 120  # dense training steps (full batch)
     lr: float = 0.01  # learning rate (Adam, AdamW, SGD)
     optimizer: str = "adam"  # adam | adamw | sgd | muon (training and SP retraining)
-    muon_lr: float = 0.02  # Muon's learning rate on the hidden matrices (DESIGN §9; scaled to match AdamW's RMS)
+    muon_lr: float = 0.02  # Muon's learning rate on the hidden matrices (`volratio.train`'s Muon recipe; scaled to match AdamW's RMS)
     adamw_lr: float = 3e-4  # with Muon: AdamW's learning rate on the input and output kernels
     tau: float = 0.9  # SP cosine-similarity threshold (the paper gives none; ours)
     sp_rounds: int = 2  # SP prune → retrain rounds (0: no pruning)

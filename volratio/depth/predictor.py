@@ -1,4 +1,4 @@
-"""The depth predictor: depth ≈ a + b·(PNG compression ratio) (DESIGN §3.7; Do, Shah, Le, Liu 2026).
+"""The depth predictor: depth ≈ a + b·(PNG compression ratio) (Do, Shah, Le, Liu 2026).
 
 `fit_predictor`: least squares depth ≈ a + b·ratio (the PNG compression ratio,
 `volratio.depth.complexity`) with R², standard errors, the confidence band of the mean and the

@@ -1,7 +1,7 @@
 """The EMC2 score: S(θ; δ) under a judge, its curve, area and per-parameter table.
 
-For a network θ with non-zero parameters nz(θ), a perturbation size δ and a judge J (DESIGN §3.4,
-following Do, Shah, Le, Liu 2026):
+For a network θ with non-zero parameters nz(θ), a perturbation size δ and a judge J (following
+Do, Shah, Le, Liu 2026):
 
     S(θ; δ) = (1 / |nz(θ)|) · Σ_{w ∈ nz(θ)} 1[ J(render(θ with w ← w + δ)) keeps the identity ]
 

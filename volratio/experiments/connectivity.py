@@ -1,4 +1,4 @@
-"""Experiment `connectivity`: SP against every baseline at matched sparsity (DESIGN §3.3).
+"""Experiment `connectivity`: SP against every baseline at matched sparsity (`volratio.prune`).
 
 For each target and seed a dense network is trained; SP prunes it; every baseline prunes the *same*
 dense network to SP's sparsity, network by network:

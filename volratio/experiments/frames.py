@@ -1,4 +1,4 @@
-"""Experiment `frames`: low-coherence frames against the Welch bound (DESIGN §3.6).
+"""Experiment `frames`: low-coherence frames against the Welch bound (`volratio.welch`).
 
 For every (m, n) of a grid (from n + 1 vectors to past Gerzon's limit, plus ETF sizes), build a
 low-coherence frame (`volratio.welch.low_coherence_frame`) and compare its max squared inner

@@ -1,4 +1,4 @@
-"""Experiment `interference`: the interference of learned features against the Welch bound (DESIGN §3.6).
+"""Experiment `interference`: the interference of learned features against the Welch bound (`volratio.welch`).
 
 Per hidden layer of a set of networks, the coherence of its live units' weight vectors and feature
 maps against the Welch bound for their (r, d) (`volratio.welch.network_interference`). The networks:

@@ -1,4 +1,4 @@
-"""Experiment `optimizers`: Adam vs Muon vs SGD at the sweet spot (DESIGN §3.8, §9).
+"""Experiment `optimizers`: Adam vs Muon vs SGD at the sweet spot (Muon's recipe: `volratio.train`).
 
 At one target and depth (the sweet spot of its depth sweep), SP networks are trained and pruned
 with each optimizer — Adam; Muon (`torch.optim.Muon` on the hidden W×W matrices, AdamW on the input
@@ -28,15 +28,15 @@ from ..util.presets import Presets, configure
 from ..util.stats import mean_ci
 from ._base import ExperimentError, Result, Timer
 
-# learning rates per optimizer (Muon's own lr and its AdamW lr are TrainConfig's defaults, DESIGN §9)
+# learning rates per optimizer (Muon's own lr and its AdamW lr are TrainConfig's defaults)
 DEFAULT_CASES = (
     {"optimizer": "adam", "lr": 0.01},
     {"optimizer": "muon"},
     {"optimizer": "sgd", "lr": 0.1},
 )
 # the reference grid: Adam at three rates; Muon at three rates on the hidden matrices with AdamW 3e-3 on
-# the input and output kernels (Muon at the library defaults' 0.005–0.05 with AdamW 3e-4 left every
-# network near a constant image in a pilot at depth 14). `lr` 3e-3 is the depth sweep's rate (unused by Muon)
+# the input and output kernels (at the library defaults' rates Muon leaves these deep networks near a
+# constant image). `lr` 3e-3 is the depth sweep's rate (unused by Muon)
 REFERENCE_CASES = tuple(
     [{"optimizer": "adam", "lr": lr} for lr in (1e-3, 3e-3, 1e-2)]
     + [{"optimizer": "muon", "muon_lr": lr, "adamw_lr": 3e-3, "lr": 3e-3} for lr in (3e-4, 1e-3, 3e-3)]

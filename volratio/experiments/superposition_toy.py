@@ -1,4 +1,4 @@
-"""Experiment `superposition`: the toy model of superposition against the Welch bound (DESIGN §3.6).
+"""Experiment `superposition`: the toy model of superposition against the Welch bound (`volratio.welch`).
 
 The sweep over feature sparsity is trained as one population (`volratio.welch.superposition.train_toy`);
 per instance, the interference of its represented features against the Welch bound at (r, m) and

@@ -1,4 +1,4 @@
-"""Experiment `volume_ratio`: ρ(W, L) on Boolean targets and, optionally, the basin model (DESIGN §3.5).
+"""Experiment `volume_ratio`: ρ(W, L) on Boolean targets and, optionally, the basin model (`volratio.rho`).
 
 A thin wrapper of `volratio.rho`'s public functions, unchanged: `run_boolean` for every Boolean
 target of the config (one (W, L) grid each, with intervals) and `basin_grid` for the image setting.

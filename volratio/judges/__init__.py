@@ -1,4 +1,4 @@
-"""Judges: "is this image still a <label>?" — one interface for EMC2-Bench (DESIGN §3.4).
+"""Judges: "is this image still a <label>?" — one interface for EMC2-Bench (the score: `volratio.emc2.scoring`).
 
 A judge is called on a batch of images `(B, H, W, 3)` in [0, 1] (torch or numpy) and a label, and
 returns `Verdicts`: a boolean per image (identity kept), a score per image, the judge's name and

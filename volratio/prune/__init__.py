@@ -1,4 +1,4 @@
-"""Pruning: similarity-based pruning (SP) and the baselines, behind one interface (DESIGN §3.3, §9).
+"""Pruning: similarity-based pruning (SP) and the baselines, behind one interface.
 
 The paper's connectivity claim (Do, Shah, Le, Liu 2026): compositionality depends on *which*
 connections remain, not on how many — standard pruners (Lottery Ticket, Wanda, LLM-Pruner) score 0

@@ -1,4 +1,5 @@
-"""The baselines SP is compared with, behind the same interface (DESIGN §3.3, §9).
+"""The baselines SP is compared with, behind the same interface as SP
+(`volratio.prune.similarity_pruning`).
 
 | method | items | procedure | reference |
 | --- | --- | --- | --- |

@@ -1,6 +1,6 @@
 """Masks, prunable items and sparsity accounting — the pure part of pruning.
 
-Two kinds of prunable item (DESIGN §3.3):
+Two kinds of prunable item (`volratio.prune.similarity_pruning` prunes units):
 
 - a **weight**: one entry of a kernel `(K, fan_in, fan_out)`; its mask entry is 0 or 1;
 - a **unit**: hidden unit j of hidden layer l. Removing it zeroes its incoming column

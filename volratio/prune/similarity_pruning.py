@@ -1,4 +1,4 @@
-"""Similarity-based pruning (SP), DESIGN §3.3 — the paper's method (Do, Shah, Le, Liu 2026).
+"""Similarity-based pruning (SP) — the paper's method (Do, Shah, Le, Liu 2026).
 
 Iterative prune → retrain. In each round, for every hidden layer of every network: take the
 feature maps of its live units (activations over the pixel grid, `(P, n_live)`); compute their
@@ -9,20 +9,13 @@ that lost a unit is retrained. A network stops when none of its pairs is redunda
 `target_units`, or when a round pushes its loss past the guard (that round is undone); the run
 stops when every network has stopped or after `rounds` rounds.
 
-The guard (DESIGN §3.3) is relative to each network's own dense loss, recorded before the first
+The guard is relative to each network's own dense loss, recorded before the first
 round: a round that leaves a network's MSE above `max(loss_factor × dense MSE, loss_floor)` is
 undone and the network stops, so SP cannot trade the image for sparsity. `loss_factor = 2` is the
-fit criterion of the depth chapter (`depth_regime.among_fitting`: 2 × the median MSE) applied to
-each network's own dense MSE. Measured (seed 0, 5 networks per setting, MSE after a round ÷ dense
-MSE): at the connectivity chapter's quick scale (9 networks) a 2× guard still lets SP reach a mean
-weight sparsity of 0.23 at a mean MSE 1.4× the dense one, where unguarded SP reaches 0.51 at 2.1×
-and leaves one of the nine networks collapsed (1.5×: sparsity 0.13 on the eager path); at
-the depth reference settings (skull, width 12, 64 × 64, τ = 0.9, 200 retraining steps) the first
-round alone costs 2.1–7.0× at depths 6 and 14 with raw maps, 3.0–4.0× with centred maps after
-removing a single unit, and one of five depth-14 networks ends as a flat grey image at 21× (the
-target's variance): there SP keeps the dense network, and the result says so (stop reason
-"loss above loss_factor × dense loss (round undone)"). A looser factor would keep networks 3–7×
-worse than their dense fit, which the depth chapter already counts as not fitting. The floor
+fit criterion of the depth chapter (`volratio.depth.curves.among_fitting`: 2 × the median MSE)
+applied to each network's own dense MSE: a looser factor would keep networks that the depth chapter
+counts as not fitting. Where even the first round breaks the guard, SP keeps the dense network and
+says so (stop reason "loss above loss_factor × dense loss (round undone)"). The floor
 `loss_floor = 0.002` (an RMS error of 0.045 per channel, a barely visible change) keeps a
 near-perfect dense fit from freezing the network at its first round. `max_loss` is an absolute cap
 on top of it (off by default). `loss_factor = None` switches the relative guard off (SP prunes

@@ -1,6 +1,6 @@
 """The compositional volume ratio ρ(W, L): Monte Carlo, exact enumeration, and the basin model.
 
-**Boolean model** (DESIGN §3.5.1). Random masked threshold networks of width W and depth L on the
+**Boolean model**. Random masked threshold networks of width W and depth L on the
 n input bits of a compositional Boolean target (a DAG of threshold gates, `boolean`). A network is
 a **solution** if its output table equals the target's. A solution is **compositional** when every
 unit that influences the output computes a node of the target's DAG (an input or a primitive) or
@@ -15,7 +15,7 @@ reported too, with Wilson or Clopper–Pearson intervals (`scipy.stats.binomtest
 Consequences of the definition proved in the chapter and checked by the tests: ρ = 0 when L < L*
 or when W is below the embedding width `target.min_width(L)`.
 
-**Basin model** (DESIGN §3.5.2): trained instead of sampled networks on a planted image target;
+**Basin model**: trained instead of sampled networks on a planted image target;
 see `basin.BasinConfig` / `basin.basin_cell`.
 
 Layout (every public name of the sampler, intervals, montecarlo, enumeration, grid, decay and basin

@@ -1,4 +1,4 @@
-"""The basin model of ρ(W, L) (DESIGN §3.5.2): trained networks on a planted image target.
+"""The basin model of ρ(W, L) (`volratio.rho`): trained networks on a planted image target.
 
 Instead of sampling random networks, K masked initialisations per (W, L) are trained on a planted
 target (`volratio.train`) and each trained network is classified: a *solution* when its final MSE

@@ -39,7 +39,7 @@ The distribution is that of `volratio.rho.sampler.sample_networks` (the float pa
 differs): every probability is exact to 2⁻³² (the float path's float32 uniforms: 2⁻²⁴).
 
 Reference: the bit-slicing technique of Biham (1997, "A fast new DES implementation in
-software"), applied to threshold gates; DESIGN §3.5 and §6. Used by `volratio.rho.montecarlo.count` (the
+software"), applied to threshold gates. Used by `volratio.rho.montecarlo.count` (the
 default engine), the chapter "The volume-ratio argument" and `benchmarks/rho_sampling.py`.
 """
 

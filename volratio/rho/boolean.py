@@ -21,9 +21,9 @@ Each target knows its depth L* (gates on the longest input→root path) and the 
 `min_width(L)` of a layered network of L threshold layers (L−1 hidden layers and one output unit,
 inputs feeding layer 1 only) that embeds the DAG: each gate sits in one layer between its earliest
 and latest possible ones, and every value needed more than one layer later is carried by copy
-units (the `cache` units of Picbreeder layerization, DESIGN §3.2). `W_min = min_width(L*)`.
+units (the `cache` units of Picbreeder layerization, `volratio.data.graph`). `W_min = min_width(L*)`.
 
-Reference: DESIGN §3.5 (Boolean model); the threshold-gate depth hierarchy follows the classical
+The Boolean model is described in `volratio.rho`; the threshold-gate depth hierarchy follows the classical
 AND/OR alternation argument. Used by the chapter "The volume-ratio argument" (book/volume_ratio.md).
 """
 

@@ -7,7 +7,7 @@ per-element statistics — never mix networks. Optimizers:
 - `adam`, `adamw`, `sgd` (with momentum): `torch.optim` on all kernels;
 - `muon`: `torch.optim.Muon` on the hidden W×W matrices, one 2-D matrix per network (Muon accepts
   only 2-D parameters), AdamW (betas 0.9, 0.95) on the input and output kernels — the standard
-  recipe (DESIGN §9).
+  recipe.
 
 `grad_norm=True` divides each network's flattened gradient by its L2 norm before the step, as the
 FER paper's SGD baseline did. Masks are respected: masked weights are zero after every step (Muon's

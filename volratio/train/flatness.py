@@ -1,4 +1,4 @@
-"""Flatness measured directly: the top Hessian eigenvalue of a network's loss (DESIGN §3.8).
+"""Flatness measured directly: the top Hessian eigenvalue of a network's loss (the optimizer study: `volratio.experiments.optimizers`).
 
 Power iteration on Hessian-vector products (Pearlmutter 1994): `Hv` is the gradient of `g·v`,
 where `g` is the gradient of the loss built with `create_graph=True` (`torch.autograd.grad`), so

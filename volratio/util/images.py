@@ -1,7 +1,7 @@
 """Image conversions shared by the library: the one float → uint8 quantisation.
 
 `to_uint8` is used for PNG export (`volratio render`), the PNG compression ratio
-(`volratio.depth.complexity.png_ratio`, DESIGN §9: quantise to uint8 RGB, then save) and the model judges'
+(`volratio.depth.complexity.png_ratio`: quantise to uint8 RGB, then save) and the model judges'
 inputs (`volratio.judges`). Rounding: clip to [0, 1], then floor(x · 255 + 0.5) — round half up,
 as PNG export tools do — so that the same float image gives the same bytes everywhere.
 """

@@ -1,6 +1,6 @@
 """The numerics kind of a machine: the parts of it that decide a run's float results bit for bit.
 
-A seeded run on CPU repeats bit for bit (DESIGN §4) — on machines of one kind. Training amplifies
+A seeded run on CPU repeats bit for bit — on machines of one kind. Training amplifies
 the last-bit differences between the SIMD kernels that MKL, oneDNN and ATen pick for a CPU (AVX2 on
 one, AVX-512 or AMX on another), so a stored loss comes out different on another CPU kind even with
 the same code, seed and versions. Integer and bitwise work (the Boolean sampler of ρ) does not

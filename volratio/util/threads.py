@@ -1,12 +1,8 @@
 """How many torch intra-op threads to use: workers × threads never exceed the free cores.
 
 The networks here are small; torch's default (one thread per core) on a core that another process
-is using makes every matmul wait for the slowest thread. Measured on a 2-core machine with one other
-busy process: `volratio train` for 100 steps at 64² took 55.8 s with torch's default 2
-threads and 4.95 s with 1; `benchmarks/threads.py --quick` on the same kind of machine under a
-1-minute load of 9.7 took 5.38 s with 2 threads and 0.23 s with the 1 this module chose (23×).
-So the rule (DESIGN §4) is: count the cores this process may use
-(`os.sched_getaffinity`), subtract the ones other processes keep busy (the load), and give each
+is using makes every matmul wait for the slowest thread (`benchmarks/threads.py` measures it).
+So the rule is: count the cores this process may use (`os.sched_getaffinity`), subtract the ones other processes keep busy (the load), and give each
 of `workers` processes an equal share, at least one thread.
 
     from volratio.util.threads import set_threads

@@ -1,4 +1,4 @@
-"""Welch bounds, frames, and the interference of learned features (DESIGN §3.6).
+"""Welch bounds, frames, and the interference of learned features .
 
 For m unit vectors v_1 … v_m in ℝⁿ or ℂⁿ and every order k ≥ 1 (Welch 1974),
 
