@@ -273,7 +273,8 @@ def test_curve_among_fitting_networks_leaves_out_those_that_did_not_fit():
 def test_curves_from_runs_stored_before_the_anchored_judge_have_no_drawn_share():
     import pandas as pd
 
-    from volratio.experiments.depth_regime import curves_from_table, spot_table
+    from volratio.depth.curves import curves_from_table
+    from volratio.experiments.depth_regime import spot_table
 
     rows = [{"status": "done", "key": f"k{d}", "seed": 0, "target": "t", "depth": d, "score": [0.1 * d, 0.6],
              "loss": [0.01, 0.02], "dense_loss": [0.01, 0.02], "nonzero": [30, 30]} for d in (2, 3)]  # fmt: skip

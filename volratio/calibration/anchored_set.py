@@ -46,9 +46,9 @@ import torch
 from ..data import picbreeder
 from ..data.specs import load_network
 from ..data.targets import get_target
+from ..depth.point import Point, sp_network
 from ..emc2 import DEFAULT_DELTAS, nonzero_params, perturbed_images, subsample, target_label
 from ..errors import DataNotFoundError, VolratioError
-from ..experiments.depth_regime import Point, sp_network
 from ..nets import CoordMLP
 from ..train import TrainConfig, new_network, train
 from ..util.fileio import atomic_path

@@ -13,7 +13,8 @@ from dataclasses import replace
 
 from ..depth import planted_predictor, planted_specs
 from ..depth.complexity import png_ratio
-from ..experiments.depth_regime import Config, depth_sweep, parse_depths
+from ..depth.point import Config, parse_depths
+from ..runs.depth_sweep import depth_sweep
 from ..runs.sweep import make_executor
 from ..util.fileio import check_out
 from . import _args as A
