@@ -6,7 +6,9 @@ A chunk is a results store `ROOT/NAME/` (`volratio.runs.store`) with its manifes
 finished runs with their time and machine; `runs_of(names)` those of several chunks; `judged(names,
 judge=…)` the same runs with each run's scores under one judge: its own scores where it was judged by
 that judge, else those of its rescore run (`volratio.runs.rescore`). `depth_curves` reads the depth
-sweeps' chunks as depth curves; `table` and `cost` are what the chapters show of a chunk.
+sweeps' chunks as depth curves; `table` and `cost` are what the chapters show of a chunk. The
+rescore runs stored beside a chunk's own: `rescores`, `rescore_table`, and `judges_covering` (the
+judges every run of some chunks has scores under).
 
 Chapters: every chapter that reads `results/reference/`; commands: `volratio results`, `volratio reference`.
 """
@@ -212,18 +214,18 @@ def rescores(chunk: str, judge: str | None = None, root: "str | Path | None" = N
     return [r for r in recs if r["run"] == RESCORE and (judge is None or r["config"]["judge"] == judge)]
 
 
-def judges_covering(chunks, root: "str | Path | None" = None) -> list[str]:
-    """The judges under which every stored run of `chunks` has scores: the runs' own judge when all
-    share it, and each judge whose rescore runs cover every run (in `volratio.judges.JUDGES` order)."""
-
+def judges_covering(names, root: "str | Path | None" = None) -> list[str]:
+    """The judges under which every stored run of the chunks `names` has scores: the runs' own judge
+    when all share it, and each judge whose rescore runs cover every run (in `volratio.judges.JUDGES`
+    order)."""
     root = DEFAULT_ROOT if root is None else root
-    chunks = [chunks] if isinstance(chunks, str) else list(chunks)
-    runs = [r for c in chunks for r in records(c, root)]
+    names = [names] if isinstance(names, str) else list(names)
+    runs = [r for c in names for r in records(c, root)]
     if not runs:
         return []
     own = {r["metrics"].get("judge") for r in runs}
     covered = {}
-    for c in chunks:
+    for c in names:
         for r in rescores(c, None, root):
             covered.setdefault(r["config"]["judge"], set()).add(r["config"]["source"]["key"])
     keys = {r["key"] for r in runs}
