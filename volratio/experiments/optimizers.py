@@ -205,7 +205,11 @@ def stored_runs(names=REFERENCE_CHUNKS, root=None, judge: str | None = None):
     label; None where the run did not record it), `sharpness`, `cpu_s`, `net` (the stored network's
     file, `CoordMLP.load`; None where the run kept none). `judge`: scores under this
     judge (the chunk's rescore runs where the runs' own judge differs; `volratio.runs.stored.judged`)."""
-    runs = stored.runs_of(names, root, ExperimentError) if judge is None else stored.judged(names, root, judge)
+    runs = (
+        stored.runs_of(names, root, ExperimentError)
+        if judge is None
+        else stored.judged(names, root, judge, ExperimentError)
+    )
     rows = []
     for r in runs:
         cfg = stored_config(r)
