@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from volratio import emc2, judges
+from volratio.emc2 import scoring
 from volratio.judges.anchored import target_anchor
 from volratio.nets import CoordMLP
 
@@ -67,6 +68,33 @@ def test_several_judges_keep_their_own_base_rule():
     no, yes = emc2.score(net, [BaseJudge(_base(net)), BaseJudge(_base(net), accept_base=True)], "x", CFG)
     assert (no.base_kept, yes.base_kept) == (False, True)
     assert no.auc == 0 and yes.auc == 1 and no.table.shown.all() and yes.table.shown.all()
+
+
+def test_the_perturbed_images_are_rendered_once_for_every_judge(monkeypatch):
+    """`score` renders each perturbed image once and hands the same batches to every judge (the
+    steps `render`, `judge_images`, `tabulate`), so adding a judge costs no rendering."""
+    calls, seen = [], []
+    real = scoring.perturbed_images
+
+    def counting(net, res, params, deltas, *a, **kw):
+        calls.append(len(params))
+        return real(net, res, params, deltas, *a, **kw)
+
+    class Recording(BaseJudge):
+        def _judge(self, images, label):
+            seen.append((id(self), len(images)))
+            return super()._judge(images, label)
+
+    monkeypatch.setattr(scoring, "perturbed_images", counting)
+    net = _net()
+    a, b = Recording(_base(net)), Recording(_base(net), accept_base=True)
+    ra, rb = emc2.score(net, [a, b], "x", CFG)
+    assert len(calls) == 1 and calls[0] == ra.n_params * len(CFG.deltas)  # one render of every perturbation
+    per_judge = {k: sum(n for i, n in seen if i == k) for k in (id(a), id(b))}
+    assert per_judge == {id(a): 1 + len(ra.table), id(b): 1 + len(rb.table)}  # the base, then every image
+    assert ra.table.drop(columns=["shown", "verdict", "score"]).equals(
+        rb.table.drop(columns=["shown", "verdict", "score"])
+    )
 
 
 def test_the_auc_is_the_normalised_trapezoid_over_the_sorted_deltas():
