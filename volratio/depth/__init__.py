@@ -1,17 +1,22 @@
-"""Depth: the complexity of a target, the sweet spot of a depth curve, and the depth predictor.
+"""Depth: the complexity of a target, depth curves and their sweet spot, the depth predictor, one run.
 
-Layout (every public name of `curves` and `predictor` is importable from `volratio.depth`):
+Layout (the names below without a module prefix are importable from `volratio.depth`):
 
 - `complexity` — a target's complexity, its PNG compression ratio (`png_ratio`; imported as a
   module: `from volratio.depth import complexity`);
-- `curves` — the sweet spot of a depth curve (`sweet_spot`, `SweetSpot`, `peak_effect`) and
-  `DepthError`, bad input to a depth sweep or the predictor;
+- `curves` — the sweet spot of a depth curve (`sweet_spot`, `SweetSpot`, `peak_effect`), one
+  target's curve over a sweep's networks (`curves.DepthCurve`, read from a results table with
+  `curves.curves_from_table`) and `DepthError`, bad input to a depth sweep or the predictor;
 - `predictor` — depth ≈ a + b·ratio (`fit_predictor`, `DepthPredictor`, `r2_interval`), calibrated
-  on planted targets of known depth (`planted_specs`, `planted_predictor`).
+  on planted targets of known depth (`planted_specs`, `planted_predictor`);
+- `point` — one run of a depth sweep (the run function `depth_point`: SP networks of one depth on
+  one target, scored with EMC2) and the sweep's settings (`point.Settings`, `point.Config`;
+  imported as a module: `from volratio.depth import point`).
 
-The depth sweep itself is the experiment `volratio.experiments.depth_regime`; its figures are in
-`volratio.report.plots`. Chapters: "Depth: a narrow, target-dependent regime" (book/depth.md),
-"Unknown targets" (book/unknown_targets.md); command: `volratio depth`.
+The sweep runs through `volratio.runs.depth_sweep`; the chapter's experiment is
+`volratio.experiments.depth_regime`; its figures are in `volratio.report.plots`. Chapters: "Depth: a
+narrow, target-dependent regime" (book/depth.md), "Unknown targets" (book/unknown_targets.md);
+command: `volratio depth`.
 """
 
 from __future__ import annotations
