@@ -1,4 +1,4 @@
-"""Depth: the complexity of a target, depth curves and their sweet spot, the depth predictor, one run.
+"""Depth: a target's complexity, depth curves and their sweet spot, the depth predictor, one depth run.
 
 Layout (the names below without a module prefix are importable from `volratio.depth`):
 
