@@ -2,7 +2,7 @@
 
 `Estimate` (a mean with its interval), `compare_estimates` ("does one exceed the other?"),
 `verdict_from_fraction` (sub-claims that held), `combine` (a claim's parts) and `lower_is_better`.
-The claims (`volratio.report.claims`) and the judge's calibration checks (`volratio.calibration.fit_calibrated`)
+The claims' deciders (`volratio.report.deciders`) and the judge's calibration checks (`volratio.calibration.fit_calibrated`)
 both decide with these.
 """
 
