@@ -3,9 +3,10 @@
 The chapters write `from volratio.report import claims` and call `claims.<name>`; this module
 gathers the names of the three parts:
 
-- `catalogue` — the claims (`CLAIMS`, `Claim`, `table`, `NO_JUDGE`);
+- `catalogue` — the claims and each one's deciding statistic (`CLAIMS`, `Claim`, `Statistic`, `table`,
+  `NO_JUDGE`);
 - `deciders` — the verdict rules, one decider per claim (`sp_vs_pruners`, `depth_optimum`, …),
-  on the verdict algebra of `volratio.util.verdicts` (`Estimate`, `compare_estimates`, …);
+  on the verdict algebra of `volratio.util.verdicts` (`verdict_on`, the rule; `Estimate`, …);
 - `render` — the verdict as the claims page shows it and the glue that puts it there (`Verdict`,
   `record`, `by_judge`, `judge_comparison`, …).
 
@@ -14,9 +15,21 @@ Chapter: "The paper's claims, tested" (book/claims.md).
 
 from __future__ import annotations
 
-from ..util.verdicts import VERDICTS, Estimate, combine, compare_estimates, lower_is_better, verdict_from_fraction
-from .catalogue import CLAIMS, NO_JUDGE, Claim, table
+from ..util.verdicts import (
+    VERDICTS,
+    Estimate,
+    combine,
+    compare_estimates,
+    difference,
+    lower_is_better,
+    pool,
+    verdict_from_fraction,
+    verdict_on,
+)
+from .catalogue import CLAIMS, NO_JUDGE, Claim, Statistic, table
 from .deciders import (
+    at_true_depth,
+    decided,
     depth_optimum,
     judge_of,
     muon_above_adam,
@@ -26,6 +39,7 @@ from .deciders import (
     rho_concentrated,
     scenes_weaker,
     sixteen_verdict,
+    slope,
     sp_vs_pruners,
     welch_r_le_d,
 )
@@ -51,17 +65,24 @@ __all__ = [
     # the verdict algebra (volratio.util.verdicts)
     "VERDICTS",
     "Estimate",
+    "verdict_on",
+    "difference",
+    "pool",
     "compare_estimates",
     "verdict_from_fraction",
     "combine",
     "lower_is_better",
     # catalogue
     "Claim",
+    "Statistic",
     "CLAIMS",
     "NO_JUDGE",
     "table",
     # deciders
+    "decided",
     "judge_of",
+    "at_true_depth",
+    "slope",
     "sp_vs_pruners",
     "depth_optimum",
     "png_ratio_linear",

@@ -2,8 +2,10 @@
 
 One function per claim of `volratio.report.catalogue.CLAIMS` (`sp_vs_pruners`, `depth_optimum`,
 `png_ratio_linear`, `muon_above_adam`, `muon_above_adam_by_target`, `scenes_weaker`, `welch_r_le_d`,
-`picbreeder_vs_sgd_stored` with `sixteen_verdict`, `rho_concentrated`). Each decides with the verdict
-algebra of `volratio.util.verdicts`, never by hand, and returns the verdict `record`ed by
+`picbreeder_vs_sgd_stored` with `sixteen_verdict`, `rho_concentrated`). Each computes its claim's
+deciding statistic (`volratio.report.catalogue.Statistic`, pooled over the claim's settings) and
+decides the verdict from it alone (`Statistic.decide`); the other comparisons it makes are
+sub-checks, shown in what was measured and never counted. It returns the verdict `record`ed by
 `volratio.report.render` (glued in a notebook) with the sentence and forest plot that show it.
 
 Chapter: "The paper's claims, tested" (book/claims.md), and each claim's chapter.
@@ -13,11 +15,21 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 
 from ..errors import VolratioError
-from ..util.verdicts import Estimate, combine, compare_estimates, lower_is_better, verdict_from_fraction
+from ..util.verdicts import Estimate, combine, compare_estimates, difference, lower_is_better, pool
+from .catalogue import CLAIMS
 from .forest import Forest
 from .render import Verdict, forest_of, interval, judge_short, record
+
+
+def decided(key: str, e: Estimate | None, fmt: str = "+.3f") -> tuple[str, str, dict]:
+    """Claim `key` decided on its statistic `e` (None: not measured): the verdict, the sentence that
+    states the statistic, and the evidence entry that records it."""
+    st = CLAIMS[key].statistic
+    numbers = None if e is None else {"mean": float(e.mean), "lo": float(e.lo), "hi": float(e.hi)}
+    return st.decide(e), st.sentence(e, fmt), {"statistic": numbers}
 
 
 def judge_of(table, judge: str | None = None) -> str | None:
@@ -35,9 +47,12 @@ def sp_vs_pruners(
     table, zero: float = 0.05, scale: str = "quick", judge: str | None = None, stored: bool = False
 ) -> tuple[Verdict, "object"]:
     """Claim "sp-vs-pruners" from the connectivity experiment's table (`emc2_auc` per network and
-    method): reproduced when SP's interval lies above Lottery Ticket's, Wanda's and LLM-Pruner's and
-    each of theirs ends below `zero`. `judge`: default the table's `judge` column. Returns the
-    recorded `Verdict` and a per-method table."""
+    method, over targets and seeds). Deciding statistic: SP's AUC minus that of the strongest of
+    Lottery Ticket, Wanda and LLM-Pruner (the highest mean), with the interval from the two
+    t-intervals (`volratio.util.verdicts.difference`: above 0 exactly when they are separated).
+    Sub-checks: SP's interval above each baseline's, each baseline's upper end below `zero`.
+    `judge`: default the table's `judge` column. Returns the recorded `Verdict` and a per-method
+    table."""
     judge = judge_of(table, judge)
 
     est = {m: Estimate.from_samples(table[table.method == m]["emc2_auc"]) for m in dict.fromkeys(table.method)}
@@ -69,9 +84,8 @@ def sp_vs_pruners(
                 f"at 0 (upper end < {zero})": est[m].hi < zero,
             }
         )
-    verdict = (
-        "reproduced" if separated == at_zero == len(named) else "partly" if separated or at_zero else "not reproduced"
-    )
+    strongest = max(named, key=lambda m: est[m].mean)
+    verdict, stated, decision = decided("sp-vs-pruners", difference(est["sp"], est[strongest]))
     measured = (
         f"EMC2 AUC ({judge_short(judge)}) SP {est['sp'].mean:.2f}; "
         + ", ".join(f"{named[m]} {est[m].mean:.2f}" for m in named)
@@ -85,12 +99,11 @@ def sp_vs_pruners(
     )
     best = max(named, key=lambda m: est[m].hi)
     headline = (
-        f"SP's EMC2 AUC is {interval(est['sp'])} against {interval(est[best])} for {named[best]}, the highest "
-        f"baseline; {at_zero} of 3 baselines end below {zero}."
+        f"{stated}, against {named[strongest]}. SP's EMC2 AUC is {interval(est['sp'])} against "
+        f"{interval(est[best])} for {named[best]}, the highest baseline; {at_zero} of 3 baselines end below {zero}."
     )
-    v = record(
-        "sp-vs-pruners", verdict, measured, {m: vars(e) for m, e in est.items()}, scale, judge, stored, forest, headline
-    )
+    evidence = {**decision, "strongest baseline": strongest, **{m: vars(e) for m, e in est.items()}}
+    v = record("sp-vs-pruners", verdict, measured, evidence, scale, judge, stored, forest, headline)
     return v, pd.DataFrame(rows).set_index("method")
 
 
@@ -102,11 +115,13 @@ def depth_optimum(
     stored: bool = False,
     detail: str = "",
 ) -> tuple[Verdict, dict]:
-    """Claim "depth-optimum" from depth curves (`volratio.experiments.depth_regime.DepthCurve`):
-    a peak (largest best-minus-rest) taller than the mean width of a depth's 95% interval, and the
-    sweet spot at the true depth L* of every planted target in `true_depths`. Returns the verdict
-    and the numbers (width, contrast, hits, inside, agree). `stored`: see `record`; `detail` is
-    appended to what was measured."""
+    """Claim "depth-optimum" from depth curves (`volratio.experiments.depth_regime.DepthCurve`).
+    Deciding statistic: over the planted targets of `true_depths` and their seeds, the score at the
+    true depth L* minus the higher of the mean scores of the shallower and of the deeper depths
+    (`at_true_depth`; t-interval; a target whose curve lacks L* is left out). Sub-checks: a peak (largest best-minus-rest) taller than the mean width of
+    a depth's 95% interval, and the sweet spot at L* of every planted target. Returns the verdict
+    and the numbers (width, contrast, hits, inside, agree, the statistic). `stored`: see `record`;
+    `detail` is appended to what was measured."""
     width = float(np.mean([np.mean([r["score_hi"] - r["score_lo"] for r in c.summary()]) for c in curves.values()]))
     contrast = float(max(c.spot.peak_contrast for c in curves.values()))
     hits = sum(curves[t].spot.depth == d for t, d in true_depths.items())
@@ -120,13 +135,15 @@ def depth_optimum(
         "a peak stands above the interval width": contrast > width,
         "planted sweet spot = L* for every planted target": hits == len(true_depths),
     }
+    at_true = at_true_depth(curves, true_depths)
+    verdict, stated, decision = decided("depth-optimum", Estimate.from_samples(at_true) if at_true else None)
     v = record(
         "depth-optimum",
-        verdict_from_fraction(sum(checks.values()), len(checks)),
+        verdict,
         f"largest peak − rest {contrast:.3f} vs mean 95% interval width {width:.3f}; sweet spot = L* for "
         f"{hits} of {len(true_depths)} planted targets; seeds agree on the argmax for {agree} of {len(curves)} targets"
         + (f" — {detail}" if detail else ""),
-        {k: bool(x) for k, x in checks.items()},
+        {**decision, **{k: bool(x) for k, x in checks.items()}},
         scale,
         judge,
         stored,
@@ -139,27 +156,57 @@ def depth_optimum(
             width,
             "mean width of a depth's 95% interval",
         ),
-        f"The tallest peak rises {contrast:.3f} above the rest of its curve, against a mean 95% interval width "
-        f"of {width:.3f}; the sweet spot is the true depth L* for {hits} of {len(true_depths)} planted targets.",
+        f"{stated}. The tallest peak rises {contrast:.3f} above the rest of its curve, against a mean 95% "
+        f"interval width of {width:.3f}; the sweet spot is the true depth L* for {hits} of {len(true_depths)} "
+        "planted targets.",
     )
-    return v, {"width": width, "contrast": contrast, "hits": hits, "inside": inside, "agree": agree}
+    numbers = {"width": width, "contrast": contrast, "hits": hits, "inside": inside, "agree": agree}
+    return v, {**numbers, **decision}
+
+
+def at_true_depth(curves: dict, true_depths: dict) -> list[float]:
+    """Per planted target of `true_depths` whose curve has its true depth L* and another depth, and
+    per seed: the score at L* minus the higher of the mean scores of the shallower and of the deeper
+    depths (a side the grid lacks is not compared): above 0 when L* beats both sides. Values that
+    are not finite are left out."""
+    out = []
+    for t, d in true_depths.items():
+        c = curves[t]
+        depths = np.array([int(x) for x in c.depths])
+        if d not in depths or len(depths) < 2:
+            continue
+        score = np.asarray(c.score, dtype=float)  # (n_depths, n_seeds)
+        sides = [_finite_mean(score[side]) for side in (depths < d, depths > d) if side.any()]  # (n_seeds,) each
+        best = np.fmax.reduce(sides) if len(sides) > 1 else sides[0]  # NaN on one side: the other
+        out += [float(x) for x in score[depths == d][0] - best if np.isfinite(x)]
+    return out
+
+
+def _finite_mean(rows: np.ndarray) -> np.ndarray:
+    """Per column of `rows` (depths × seeds), the mean of its finite values (NaN where none is)."""
+    counted = np.isfinite(rows).sum(axis=0)
+    return np.where(counted > 0, np.nansum(rows, axis=0) / np.maximum(counted, 1), np.nan)
 
 
 def png_ratio_linear(
     pred, scale: str = "quick", check=None, what: str = "true depth L*", stored: bool = False, judge: str | None = None
 ) -> Verdict:
     """Claim "png-ratio-linear" from a predictor fitted on planted targets (`volratio.depth.
-    DepthPredictor`; `what` it was fitted to: their true depths, or their measured sweet spots):
-    R² ≥ 0.8 and a leave-one-out error below one layer and below always guessing the mean depth;
-    with `check` (`volratio.experiments.depth_regime.PredictorCheck`) also every held-out target's
-    measured sweet spot inside its 95% prediction interval."""
+    DepthPredictor`; `what` it was fitted to: their true depths, or their measured sweet spots).
+    Deciding statistic: the fitted slope of depth on the PNG ratio with its t-interval at the
+    predictor's level (n − 2 degrees of freedom; unbounded with two targets or fewer), claimed below
+    0 (a less compressible target deeper). Sub-checks: R² ≥ 0.8, a leave-one-out error below one
+    layer and below always guessing the mean depth, and with `check`
+    (`volratio.experiments.depth_regime.PredictorCheck`) every held-out target's measured sweet
+    spot inside its 95% prediction interval."""
     guess = float(np.std(pred.y))
     linear = [pred.r2 >= 0.8, pred.loo_rmse < 1.0 and pred.loo_rmse < guess]
     measured = (
         f"{pred.n} planted targets, {what} vs ratio: R² = {pred.r2:.3f}, LOO RMSE {pred.loo_rmse:.2f} layers "
         f"(guessing the mean: {guess:.2f})"
     )
-    evidence = {"r2": pred.r2, "loo_rmse": pred.loo_rmse}
+    verdict, stated, decision = decided("png-ratio-linear", slope(pred))
+    evidence = {**decision, "r2": pred.r2, "loo_rmse": pred.loo_rmse}
     if check is not None and check.held_out:
         linear.append(check.inside == len(check.held_out))
         measured += "; held out: " + ", ".join(
@@ -168,9 +215,10 @@ def png_ratio_linear(
             for r in check.held_out
         )
         evidence["held_out_inside"] = check.inside
+    evidence["sub-checks held"] = f"{sum(linear)} of {len(linear)}"
     headline = (
-        f"On {pred.n} planted targets R² = {pred.r2:.2f} and the leave-one-out error is {pred.loo_rmse:.2f} layers "
-        f"(always guessing the mean: {guess:.2f})"
+        f"{stated}. On {pred.n} planted targets R² = {pred.r2:.2f} and the leave-one-out error is "
+        f"{pred.loo_rmse:.2f} layers (always guessing the mean: {guess:.2f})"
     )
     if check is not None and check.held_out:
         headline += (
@@ -187,7 +235,7 @@ def png_ratio_linear(
         forest = forest_of(rows, "sweet-spot depth: predicted (95% prediction interval) and measured")
     return record(
         "png-ratio-linear",
-        verdict_from_fraction(sum(linear), len(linear)),
+        verdict,
         measured,
         evidence,
         scale,
@@ -196,6 +244,14 @@ def png_ratio_linear(
         forest,
         headline,
     )
+
+
+def slope(pred) -> Estimate:
+    """The slope of a `volratio.depth.DepthPredictor` with its t-interval at the predictor's level
+    (n − 2 degrees of freedom; unbounded with two points or fewer)."""
+    t = float(scipy.stats.t.ppf(0.5 + pred.level / 2, pred.n - 2)) if pred.n > 2 else float("inf")
+    half = t * pred.se_b if np.isfinite(t) else float("inf")
+    return Estimate(float(pred.b), float(pred.b - half), float(pred.b + half))
 
 
 def _muon_parts(summary) -> tuple[dict, object, object]:
@@ -217,21 +273,23 @@ def _est(row, col: str) -> Estimate:
 
 def muon_above_adam(summary, detail: str = "", scale: str = "quick", judge: str | None = None) -> Verdict:
     """Claim "muon-above-adam" from the optimizer study's summary (one row per optimizer with
-    `loss`, `score` and their `_lo`/`_hi`): Muon's loss lower and score higher than Adam's,
-    each part judged by `compare_estimates`."""
+    `loss`, `score` and their `_lo`/`_hi`). Deciding statistic: Muon's score minus Adam's
+    (`volratio.util.verdicts.difference`). Sub-checks: Muon's loss lower and score higher than
+    Adam's, each part judged by `compare_estimates`."""
     parts, a, m = _muon_parts(summary)
+    verdict, stated, decision = decided("muon-above-adam", difference(_est(m, "score"), _est(a, "score")))
     return record(
         "muon-above-adam",
-        combine(parts.values()),
+        verdict,
         f"final MSE Muon {m['loss']:.3g} vs Adam {a['loss']:.3g}; EMC2 AUC Muon {m['score']:.3f} vs Adam "
         f"{a['score']:.3f} ({detail}); per part: {parts}",
-        {"muon": m.to_dict(), "adam": a.to_dict()},
+        {**decision, "muon": m.to_dict(), "adam": a.to_dict()},
         scale,
         judge,
         forest=forest_of(
             [("Adam", _est(a, "score"), 0), ("Muon", _est(m, "score"), 1)], "EMC2 AUC (mean, 95% interval)"
         ),
-        headline=f"EMC2 AUC Muon {interval(_est(m, 'score'))} against Adam {interval(_est(a, 'score'))}; "
+        headline=f"{stated}: EMC2 AUC Muon {interval(_est(m, 'score'))} against Adam {interval(_est(a, 'score'))}; "
         f"final loss Muon {m['loss']:.3g} against Adam {a['loss']:.3g}.",
     )
 
@@ -240,11 +298,14 @@ def muon_above_adam_by_target(
     summaries: dict, detail: str = "", scale: str = "reference", judge: str | None = None, stored: bool = True
 ) -> Verdict:
     """Claim "muon-above-adam" over several targets (`{target: summary}` as for `muon_above_adam`,
-    e.g. each optimizer at its best learning rate): every target's loss and score parts combined."""
-    parts, texts, evidence, rows, gaps = [], [], {}, [], []
+    e.g. each optimizer at its best learning rate). Deciding statistic: Muon's score minus Adam's,
+    pooled over the targets (`volratio.util.verdicts.pool` of each target's `difference`).
+    Sub-checks: every target's loss and score parts."""
+    parts, texts, evidence, rows, gaps, diffs = [], [], {}, [], [], []
     for target, summary in summaries.items():
         p, a, m = _muon_parts(summary)
         parts += p.values()
+        diffs.append(difference(_est(m, "score"), _est(a, "score")))
         gaps.append((abs(m["score"] - a["score"]), target.split(":", 1)[-1], _est(m, "score"), _est(a, "score")))
         texts.append(
             f"{target}: MSE Muon {m['loss']:.3g} vs Adam {a['loss']:.3g} ({p['loss']}), AUC Muon {m['score']:.3f} "
@@ -253,16 +314,17 @@ def muon_above_adam_by_target(
         evidence[target] = p
         name = target.split(":", 1)[-1]
         rows += [(f"{name}: Adam", _est(a, "score"), 0), (f"{name}: Muon", _est(m, "score"), 1)]
+    verdict, stated, decision = decided("muon-above-adam", pool(diffs) if diffs else None)
     return record(
         "muon-above-adam",
-        combine(parts),
-        "; ".join(texts) + (f" — {detail}" if detail else ""),
-        evidence,
+        verdict,
+        "; ".join(texts) + f"; the parts combined: {combine(parts)}" + (f" — {detail}" if detail else ""),
+        {**decision, **evidence},
         scale,
         judge,
         stored,
         forest_of(rows, "EMC2 AUC at each optimizer's best setting (mean, 95% interval)"),
-        _muon_headline(evidence, max(gaps)),
+        (f"{stated}. " + _muon_headline(evidence, max(gaps))) if gaps else f"{stated}.",
     )
 
 
@@ -282,13 +344,18 @@ def scenes_weaker(
     rows, detail: str = "", scale: str = "quick", judge: str | None = None, stored: bool = False
 ) -> Verdict:
     """Claim "scenes-weaker" from `volratio.experiments.unknown_targets.scene_vs_parts` rows (one per
-    effect size, each with its own verdict from the bootstrap interval of scene − parts)."""
+    scene and effect size, each with the bootstrap interval of scene − parts). Deciding statistic:
+    scene − parts pooled over the rows (`volratio.util.verdicts.pool`), claimed below 0. Sub-checks:
+    each row's own verdict."""
+    rows = list(rows)
     texts = [f"{r['effect']}: scene − parts {r['difference']:+.3f} ({r['lo']:+.3f}..{r['hi']:+.3f})" for r in rows]
+    pooled = pool(Estimate(r["difference"], r["lo"], r["hi"]) for r in rows) if rows else None
+    verdict, stated, decision = decided("scenes-weaker", pooled)
     return record(
         "scenes-weaker",
-        combine(r["verdict"] for r in rows),
+        verdict,
         "; ".join(texts) + (f" — {detail}" if detail else ""),
-        {r["effect"]: {"scene": r["scene"], "parts": r["parts"]} for r in rows},
+        {**decision, **{r["effect"]: {"scene": r["scene"], "parts": r["parts"]} for r in rows}},
         scale,
         judge,
         stored,
@@ -298,7 +365,7 @@ def scenes_weaker(
             0.0,
             "no difference (the claim: below it)",
         ),
-        _scenes_headline(rows),
+        (f"{stated}. " + _scenes_headline(rows)) if rows else f"{stated}.",
     )
 
 
@@ -317,7 +384,9 @@ def welch_r_le_d(frames, toy, detail: str = "", scale: str = "quick", stored: bo
     `max_sq_inner`, `bound`, `ratio`) and the toy model of superposition (`superposition` rows: `r`,
     `d`, `mean_sq_inner`). Three sub-claims: no frame beats the Welch bound (ratio ≥ 1, to 1e-9);
     every frame with r > d has positive bound and coherence (interference is forced); every toy
-    instance that represents more features than dimensions (r > d) has positive mean interference."""
+    instance that represents more features than dimensions (r > d) has positive mean interference.
+    Deciding statistic: the first, the smallest ratio to the bound (exact: its interval is the point);
+    the other two are sub-checks."""
     never_beaten = bool(frames["ratio"].min() >= 1 - 1e-9)
     over = frames[frames["m"] > frames["n"]]
     forced = bool((over["max_sq_inner"] > 0).all() and (over["bound"] > 0).all())
@@ -330,7 +399,10 @@ def welch_r_le_d(frames, toy, detail: str = "", scale: str = "quick", stored: bo
         f"({len(sup)} of {len(toy)} instances) has interference > 0: {sup_positive}"
         + (f" — {detail}" if detail else "")
     )
-    evidence = {"min_ratio": float(frames["ratio"].min()), "n_frames": int(len(frames)), "n_superposed": int(len(sup))}
+    smallest = float(frames["ratio"].min())
+    verdict, stated, decision = decided("welch-r-le-d", Estimate(smallest, smallest, smallest), ".6f")
+    evidence = {**decision, "min_ratio": smallest, "n_frames": int(len(frames)), "n_superposed": int(len(sup))}
+    evidence["sub-checks held"] = f"{sum(checks)} of {len(checks)}"
     headline = (
         f"Over {len(frames)} constructed frames, the smallest ratio of a frame's coherence to the Welch bound is "
         f"{frames['ratio'].min():.6f} (the bound: never below 1); interference > 0 in {int((over['max_sq_inner'] > 0).sum())} of {len(over)} "
@@ -338,7 +410,7 @@ def welch_r_le_d(frames, toy, detail: str = "", scale: str = "quick", stored: bo
     )
     return record(
         "welch-r-le-d",
-        verdict_from_fraction(sum(checks), len(checks)),
+        verdict,
         measured,
         evidence,
         scale,
@@ -370,15 +442,15 @@ def _welch_forest(frames) -> Forest | None:
 def sixteen_verdict(paired) -> tuple[str, Estimate | None, list]:
     """The verdict across the sixteen targets from `volratio.experiments.twins.paired` (one row per
     target): the mean over the targets used of `diff` (Picbreeder AUC − its twins' mean AUC) with its
-    t-interval; reproduced when the interval lies above 0, partly when only the mean does, not
-    reproduced otherwise. Returns `(verdict, Estimate or None, forest rows)`."""
+    t-interval, the claim's deciding statistic (`Statistic.decide`: above 0). Returns `(verdict,
+    Estimate or None, forest rows)`."""
     used = paired[paired["used"]] if len(paired) else paired
     if not len(used):
         return "not measured", None, []
     d = Estimate.from_samples(used["diff"])
     rows = [(str(t), Estimate(x, x, x), 0) for t, x in used["diff"].items()]
     rows.append((f"mean over {len(used)} targets", d, 2))
-    return compare_estimates(d, Estimate(0.0, 0.0, 0.0)), d, rows
+    return CLAIMS["picbreeder-vs-sgd"].statistic.decide(d), d, rows
 
 
 def picbreeder_vs_sgd_stored(
@@ -396,8 +468,9 @@ def picbreeder_vs_sgd_stored(
     judged by `compare_estimates`; with `dense` (`emc2_dense` rows, one per network × target × seed)
     also against our dense networks' mean AUC over seeds (t-interval); the parts combined. Returns
     the recorded verdict (glued as `claim-picbreeder-vs-sgd-<scale>`) and the per-target table.
-    `judge`: default the one the runs recorded (the tables' `judge` column; the stored reference
-    runs were scored under "ssim").
+    `judge`: default the one the runs recorded (the tables' `judge` column). Without `sixteen` the
+    deciding statistic is the Picbreeder AUC minus the other network's, pooled over these comparisons
+    (`volratio.util.verdicts.pool` of each `difference`); the per-comparison verdicts are sub-checks.
 
     `sixteen` (`volratio.experiments.twins.paired` under the same judge): the comparison on all
     sixteen Picbreeder targets, each Picbreeder network against dense twins of its own architecture
@@ -411,7 +484,7 @@ def picbreeder_vs_sgd_stored(
     def est(row):
         return Estimate(row.auc, row.auc - z * row.auc_se, row.auc + z * row.auc_se)
 
-    rows, parts, drawn = [], [], []
+    rows, parts, drawn, diffs = [], [], [], []
     for target in dict.fromkeys(table.target):
         sel = table[table.target == target].set_index("network")
         if not {"Picbreeder", "FER SGD"} <= set(sel.index):
@@ -421,6 +494,7 @@ def picbreeder_vs_sgd_stored(
         drawn += [(f"{name}: Picbreeder", pb, 0), (f"{name}: FER SGD", sgd, 1)]
         v = compare_estimates(pb, sgd)
         parts.append(v)
+        diffs.append(difference(pb, sgd))
         row = {
             "target": target,
             "Picbreeder AUC": f"{pb.mean:.3f} [{pb.lo:.3f}, {pb.hi:.3f}]",
@@ -433,6 +507,7 @@ def picbreeder_vs_sgd_stored(
                 d = Estimate.from_samples(ours)
                 drawn.append((f"{name}: dense (ours)", d, 2))
                 parts.append(compare_estimates(pb, d))
+                diffs.append(difference(pb, d))
                 row.update(
                     {
                         f"dense (ours) AUC, {len(ours)} seeds": f"{d.mean:.3f} [{d.lo:.3f}, {d.hi:.3f}]",
@@ -456,9 +531,13 @@ def picbreeder_vs_sgd_stored(
         )
         + (f" — {detail}" if detail else "")
     )
-    verdict, evidence = (combine(parts) if parts else "not measured"), {r["target"]: r for r in rows}
+    verdict, stated, decision = decided("picbreeder-vs-sgd", pool(diffs) if diffs else None)
+    evidence = {**decision, **{r["target"]: r for r in rows}}
     above = sum(p == "reproduced" for p in parts)
-    headline = f"The Picbreeder network's EMC2 AUC lies above the SGD-trained networks' in {above} of {len(parts)} comparisons."
+    headline = (
+        f"{stated}. The Picbreeder network's EMC2 AUC lies above the SGD-trained networks' in {above} of "
+        f"{len(parts)} comparisons."
+    )
     if sixteen is not None:
         verdict, d, drawn16 = sixteen_verdict(sixteen)
         out = [f"{t} ({w})" for t, w in sixteen["why"].items() if w] if len(sixteen) else []
@@ -473,8 +552,10 @@ def picbreeder_vs_sgd_stored(
                 f"Over {len(sixteen) - len(out)} Picbreeder targets, the Picbreeder network's EMC2 AUC minus its dense "
                 f"twins' is {interval(d, '+.3f')} (the claim: above 0)."
             )
-        evidence = {"sixteen": {"mean": getattr(d, "mean", None), "lo": getattr(d, "lo", None),
-                                "hi": getattr(d, "hi", None), "left_out": out}, **evidence}  # fmt: skip
+        evidence = {**decided("picbreeder-vs-sgd", d)[2],
+                    "sixteen": {"mean": getattr(d, "mean", None), "lo": getattr(d, "lo", None),
+                                "hi": getattr(d, "hi", None), "left_out": out},
+                    **{k: x for k, x in evidence.items() if k != "statistic"}}  # fmt: skip
         drawn = drawn16
     v = record(
         "picbreeder-vs-sgd",
@@ -499,8 +580,9 @@ def rho_concentrated(checks, fits, detail: str = "", scale: str = "quick", store
     """Claim "rho-concentrated" from the volume-ratio chapter's checks and decay fits: `checks` is a
     list of `(target, check, holds)` (support, peak at (W_min, L*), decay along W and along L for
     each Boolean target) and `fits` `{target: {"W": fit, "L": fit, …}}` from
-    `volratio.rho.decay_fit`. The verdict is the fraction of checks that hold
-    (`verdict_from_fraction`); the forest shows each fitted decay rate against 0 (no decay)."""
+    `volratio.rho.decay_fit`. Deciding statistic: the slowest decay, the fitted rate whose interval
+    reaches lowest, claimed above 0; the checks are sub-checks. The forest shows each fitted decay
+    rate against 0 (no decay)."""
     rows, rates = [], []
     for t, by_axis in fits.items():
         name = t.split(":depth")[0]
@@ -511,17 +593,15 @@ def rho_concentrated(checks, fits, detail: str = "", scale: str = "quick", store
                 rows.append((f"{name}: λ_{axis}", e, 0 if axis == "W" else 1))
                 rates.append((lam["lo"], name, axis, e))
     held = sum(bool(ok) for *_, ok in checks)
-    headline = f"{held} of {len(checks)} checks (support, peak, decay) hold on {len(fits)} Boolean targets"
-    if rates:
-        _, name, axis, e = min(rates, key=lambda r: r[0])
-        headline += (
-            f"; the slowest decay, {name} along {axis}, is λ = {interval(e, '.2f')} per unit (the claim: above 0)"
-        )
+    _, name, axis, slowest = min(rates, key=lambda r: r[0]) if rates else (None, "", "", None)
+    verdict, stated, decision = decided("rho-concentrated", slowest, ".2f")
+    headline = (stated + (f", {name} along {axis}" if rates else "") + f". {held} of {len(checks)} checks "
+                f"(support, peak, decay) hold on {len(fits)} Boolean targets")  # fmt: skip
     return record(
         "rho-concentrated",
-        verdict_from_fraction(held, len(checks)),
+        verdict,
         "; ".join(f"{t}: {c} {'holds' if ok else 'fails'}" for t, c, ok in checks) + (f" ({detail})" if detail else ""),
-        {f"{t} | {c}": bool(ok) for t, c, ok in checks},
+        {**decision, **{f"{t} | {c}": bool(ok) for t, c, ok in checks}},
         scale,
         None,
         stored,
