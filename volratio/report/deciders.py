@@ -194,10 +194,9 @@ def png_ratio_linear(
     """Claim "png-ratio-linear" from a predictor fitted on planted targets (`volratio.depth.
     DepthPredictor`; `what` it was fitted to: their true depths, or their measured sweet spots).
     Deciding statistic: the fitted slope of depth on the PNG ratio with its t-interval at the
-    predictor's level (n − 2 degrees of freedom; unbounded with two targets or fewer), claimed below
-    0 (a less compressible target deeper). Sub-checks: R² ≥ 0.8, a leave-one-out error below one
-    layer and below always guessing the mean depth, and with `check`
-    (`volratio.experiments.depth_regime.PredictorCheck`) every held-out target's measured sweet
+    predictor's level (`slope`), claimed below 0 (a less compressible target deeper). Sub-checks:
+    R² ≥ 0.8, a leave-one-out error below one layer and below always guessing the mean depth, and
+    with `check` (`volratio.experiments.depth_regime.PredictorCheck`) every held-out target's measured sweet
     spot inside its 95% prediction interval."""
     guess = float(np.std(pred.y))
     linear = [pred.r2 >= 0.8, pred.loo_rmse < 1.0 and pred.loo_rmse < guess]
@@ -247,10 +246,9 @@ def png_ratio_linear(
 
 
 def slope(pred) -> Estimate:
-    """The slope of a `volratio.depth.DepthPredictor` with its t-interval at the predictor's level
-    (n − 2 degrees of freedom; unbounded with two points or fewer)."""
-    t = float(scipy.stats.t.ppf(0.5 + pred.level / 2, pred.n - 2)) if pred.n > 2 else float("inf")
-    half = t * pred.se_b if np.isfinite(t) else float("inf")
+    """The slope of a `volratio.depth.DepthPredictor` (fitted on 3 points or more) with its
+    t-interval at the predictor's level (n − 2 degrees of freedom)."""
+    half = float(scipy.stats.t.ppf(0.5 + pred.level / 2, pred.n - 2)) * pred.se_b
     return Estimate(float(pred.b), float(pred.b - half), float(pred.b + half))
 
 
