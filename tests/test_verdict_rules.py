@@ -270,6 +270,10 @@ def _scene_rows(*estimates):
 def test_scenes_weaker_every_outcome(rows, verdict):
     v = claims.scenes_weaker(_scene_rows(*rows))
     assert v.verdict == verdict
+    if rows:  # the forest ends with the deciding statistic
+        last = v.forest.rows[-1]
+        assert last.label == f"pooled over {len(rows)} settings (deciding)" and last.group == 2
+        assert last.mean == pytest.approx(v.evidence["statistic"]["mean"])
 
 
 def _frames(ratios):

@@ -358,7 +358,8 @@ def scenes_weaker(
         judge,
         stored,
         forest_of(
-            [(str(r["effect"]), Estimate(r["difference"], r["lo"], r["hi"]), 0) for r in rows],
+            [(str(r["effect"]), Estimate(r["difference"], r["lo"], r["hi"]), 0) for r in rows]
+            + ([(f"pooled over {len(rows)} settings (deciding)", pooled, 2)] if rows else []),
             "scene − parts, mean score difference (bootstrap 95% interval)",
             0.0,
             "no difference (the claim: below it)",
