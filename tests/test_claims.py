@@ -282,14 +282,14 @@ def test_claims_page_pieces_badge_line_and_forest():
     assert claims.interval(claims.Estimate(0.5, float("nan"), float("nan")), ".1f") == "0.5"
 
 
-def test_sp_vs_pruners_headline_names_the_highest_baseline():
+def test_sp_vs_pruners_headline_names_the_strongest_baseline():
     import pandas as pd
 
     rows = [{"method": m, "emc2_auc": x} for m, xs in
             {"sp": [0.5, 0.6, 0.55], "imp": [0.0, 0.01, 0.0], "wanda": [0.2, 0.3, 0.25],
              "llm-pruner": [0.0, 0.0, 0.02]}.items() for x in xs]  # fmt: skip
     v, _ = claims.sp_vs_pruners(pd.DataFrame(rows))
-    assert "SP's EMC2 AUC is 0.550 [" in v.line() and "for Wanda, the highest baseline" in v.line()
+    assert "SP's EMC2 AUC is 0.550 [" in v.line() and "for Wanda, the strongest baseline" in v.line()
     assert (
         "2 of 3 baselines end below 0.05" in v.line() and v.verdict == "reproduced"
     )  # [0.43, 0.67] above [0.13, 0.37]

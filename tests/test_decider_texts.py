@@ -31,7 +31,7 @@ CASES = [
         "sp",
         lambda: claims.sp_vs_pruners(_sp_table([0.3, 0.5, 0.7], [0.45, 0.45, 0.45]), judge="anchored")[0],
         "EMC2 AUC (label-anchored judge) SP 0.50; Lottery Ticket (IMP) 0.00, Wanda 0.45, LLM-Pruner 0.00; baselines at 0: 2 of 3; SP's interval above theirs: 1 of 3",
-        "EMC2 AUC of SP minus the strongest baseline's, over targets and seeds = +0.050 [-0.447, +0.547] (the claim: above 0), against Wanda. SP's EMC2 AUC is 0.500 [0.003, 0.997] against 0.450 [0.450, 0.450] for Wanda, the highest baseline; 2 of 3 baselines end below 0.05.",
+        "EMC2 AUC of SP minus the strongest baseline's, over targets and seeds = +0.050 [-0.447, +0.547] (the claim: above 0). SP's EMC2 AUC is 0.500 [0.003, 0.997] against 0.450 [0.450, 0.450] for Wanda, the strongest baseline; 2 of 3 baselines end below 0.05.",
         (
             ["SP", "Lottery Ticket (IMP)", "Wanda", "LLM-Pruner"],
             "EMC2 AUC, mean and 95% interval (label-anchored judge)",

@@ -97,10 +97,9 @@ def sp_vs_pruners(
         zero,
         f"baselines at 0 end below {zero}",
     )
-    best = max(named, key=lambda m: est[m].hi)
     headline = (
-        f"{stated}, against {named[strongest]}. SP's EMC2 AUC is {interval(est['sp'])} against "
-        f"{interval(est[best])} for {named[best]}, the highest baseline; {at_zero} of 3 baselines end below {zero}."
+        f"{stated}. SP's EMC2 AUC is {interval(est['sp'])} against {interval(est[strongest])} for "
+        f"{named[strongest]}, the strongest baseline; {at_zero} of 3 baselines end below {zero}."
     )
     evidence = {**decision, "strongest baseline": strongest, **{m: vars(e) for m, e in est.items()}}
     v = record("sp-vs-pruners", verdict, measured, evidence, scale, judge, stored, forest, headline)
