@@ -53,11 +53,11 @@ def verdict_on(e: Estimate | None, threshold: float, claimed: str) -> str:
         raise VolratioError(f"a claim's side must be one of {SIDES}, got {claimed!r}")
     if e is None or not math.isfinite(e.mean):
         return "not measured"
-    sign = 1.0 if claimed == "above" else -1.0
-    # signed distances into the claimed side; `worst` is the interval's end least favourable to the claim
-    mean, worst, best = (sign * (x - threshold) for x in (e.mean, e.lo, e.hi))
-    if sign < 0:
-        worst, best = best, worst
+    # distances into the claimed side; `worst` is the interval's end least favourable to the claim
+    if claimed == "above":
+        mean, worst, best = e.mean - threshold, e.lo - threshold, e.hi - threshold
+    else:
+        mean, worst, best = threshold - e.mean, threshold - e.hi, threshold - e.lo
     if worst > 0:
         return "reproduced"
     if best < 0:
@@ -90,7 +90,7 @@ def compare_estimates(higher: Estimate, lower: Estimate) -> str:
     return "not reproduced"
 
 
-def verdict_from_fraction(passed: int, total: int, all_needed: bool = True) -> str:
+def verdict_from_fraction(passed: int, total: int) -> str:
     """Verdict from a count of sub-claims that held: all → reproduced, some → partly, none → not."""
     if total <= 0:
         return "not measured"
