@@ -360,3 +360,20 @@ def test_picbreeder_vs_sgd_sixteen_every_outcome(diffs, verdict):
 def test_picbreeder_vs_sgd_without_a_used_target_is_not_measured():
     assert claims.sixteen_verdict(_sixteen([0.5], used=[False]))[:2] == ("not measured", None)
     assert claims.sixteen_verdict(_sixteen([]))[0] == "not measured"
+
+
+def test_sp_vs_pruners_measures_against_the_baseline_with_the_highest_mean():
+    table = pd.DataFrame([{"method": m, "emc2_auc": x} for m, xs in
+                          {"sp": [0.5] * 3, "imp": [0.6] * 3, "wanda": [0.1] * 3, "llm-pruner": [0.2] * 3}.items()
+                          for x in xs])  # fmt: skip
+    v, _ = claims.sp_vs_pruners(table)
+    assert v.evidence["strongest baseline"] == "imp" and v.verdict == "contradicted"
+    assert "for Lottery Ticket (IMP), the strongest baseline" in v.line()
+
+
+def test_rho_concentrated_decides_on_the_rate_whose_interval_reaches_lowest():
+    fits = {"a:2": {"W": {"lambda_W": {"rate": 0.9, "lo": 0.5, "hi": 1.3}}},
+            "z:2": {"L": {"lambda_L": {"rate": 0.2, "lo": -0.1, "hi": 0.5}}}}  # fmt: skip
+    v = claims.rho_concentrated([], fits)
+    assert v.verdict == "partly" and v.evidence["statistic"] == {"mean": 0.2, "lo": -0.1, "hi": 0.5}
+    assert "(the claim: above 0), z:2 along L." in v.line()
