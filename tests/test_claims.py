@@ -69,8 +69,11 @@ def test_sp_vs_pruners_verdict_from_a_table():
     ]
     v, t = claims.sp_vs_pruners(pd.DataFrame(rows))
     assert v.verdict == "reproduced" and list(t.index) == ["sp", "imp", "wanda", "llm-pruner"]
+    # Wanda at 0.4: no longer at 0 (a sub-check, shown), but SP's interval [0.43, 0.67] still lies above it
     rows = [{**r, "emc2_auc": 0.4 if r["method"] == "wanda" else r["emc2_auc"]} for r in rows]
-    assert claims.sp_vs_pruners(pd.DataFrame(rows))[0].verdict == "partly"
+    v, t = claims.sp_vs_pruners(pd.DataFrame(rows))
+    assert v.verdict == "reproduced" and v.evidence["strongest baseline"] == "wanda" and not t.iloc[2, -1]
+    assert v.evidence["statistic"]["mean"] == pytest.approx(0.15)
 
 
 def test_combine_and_lower_is_better():
@@ -104,13 +107,16 @@ def test_stored_picbreeder_vs_sgd_verdict_per_target_with_subsample_intervals():
     v, t = claims.picbreeder_vs_sgd_stored(pd.DataFrame(rows))
     assert v.verdict == "reproduced" and v.scale == "reference" and list(t.index) == ["skull", "butterfly"]
     assert "FER SGD skull 5,000 of 46,474" in v.measured
-    # FER above Picbreeder on one target, overlapping on the other: partly / not reproduced
+    # the statistic pools Picbreeder − FER over the targets: FER above on one target (a sub-check that
+    # fails), far below on the other: pooled +0.175 [+0.155, +0.195]
     rows[1]["auc"] = 0.95
-    assert claims.picbreeder_vs_sgd_stored(pd.DataFrame(rows))[0].verdict == "partly"
-    rows[3]["auc"], rows[3]["auc_se"] = 0.89, 0.02  # interval [0.85, 0.93] holds 0.9: means only
-    assert claims.picbreeder_vs_sgd_stored(pd.DataFrame(rows))[0].verdict == "partly"
-    rows[3]["auc"] = 0.99
+    v, t = claims.picbreeder_vs_sgd_stored(pd.DataFrame(rows))
+    assert v.verdict == "reproduced" and t.loc["skull", "Picbreeder above FER SGD"] == "not reproduced"
+    assert v.evidence["statistic"] == pytest.approx({"mean": 0.175, "lo": 0.1554, "hi": 0.1946})
+    rows[3]["auc"], rows[3]["auc_se"] = 0.89, 0.02  # butterfly +0.01 [-0.029, +0.049]: pooled -0.02 [-0.049, +0.009]
     assert claims.picbreeder_vs_sgd_stored(pd.DataFrame(rows))[0].verdict == "not reproduced"
+    rows[3]["auc"] = 0.99  # butterfly -0.09 [-0.129, -0.051]: pooled -0.07 [-0.099, -0.041]
+    assert claims.picbreeder_vs_sgd_stored(pd.DataFrame(rows))[0].verdict == "contradicted"
 
 
 def test_stored_verdict_with_our_dense_networks_over_seeds():
@@ -124,7 +130,8 @@ def test_stored_verdict_with_our_dense_networks_over_seeds():
     )
     dense = pd.DataFrame([{"network": "dense (ours)", "target": "skull", "auc": a} for a in (0.95, 0.96, 0.97)])
     v, t = claims.picbreeder_vs_sgd_stored(table, dense=dense)
-    assert v.verdict == "partly"  # above FER SGD, below our dense networks
+    # pooled over the two comparisons: (+0.40 − 0.06) / 2 = +0.17, its lower end (0.40 − 0.085) / 2 > 0
+    assert v.verdict == "reproduced" and v.evidence["statistic"]["mean"] == pytest.approx(0.17)
     assert t.loc["skull", "Picbreeder above dense (ours)"] == "not reproduced"
     assert "dense (ours), 3 seeds 0.960" in v.measured
 
@@ -138,12 +145,15 @@ def test_png_ratio_linear_with_held_out_targets():
     from volratio.experiments.depth_regime import PredictorCheck
 
     ratios = np.array([2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
-    pred = fit_predictor(ratios, 1.0 + 1.0 * ratios + np.array([0.1, -0.1, 0.05, -0.05, 0.1, -0.1]))
+    pred = fit_predictor(ratios, 10.0 - 1.0 * ratios + np.array([0.1, -0.1, 0.05, -0.05, 0.1, -0.1]))
     row = {"target": "held", "measured sweet spot": 5, "predicted": 5.1, "prediction interval": (4.5, 5.7)}
     good = claims.png_ratio_linear(pred, "reference", PredictorCheck(pred, [{**row, "inside": True}]), "measured")
     assert good.verdict == "reproduced" and "held out: held measured 5, predicted 5.1 [4.5, 5.7]" in good.measured
+    assert good.evidence["sub-checks held"] == "3 of 3" and good.line().startswith("slope of the sweet-spot depth")
+    # a held-out spot outside its interval is a sub-check that fails: shown, not counted
     bad = claims.png_ratio_linear(pred, "reference", PredictorCheck(pred, [{**row, "inside": False}]), "measured")
-    assert bad.verdict == "partly" and bad.evidence["held_out_inside"] == 0 and bad.scale == "reference"
+    assert bad.verdict == "reproduced" and bad.evidence["held_out_inside"] == 0 and bad.scale == "reference"
+    assert bad.evidence["sub-checks held"] == "2 of 3"
 
 
 def test_optimizers_at_best_lr_and_verdict_over_targets():
@@ -173,7 +183,11 @@ def test_optimizers_at_best_lr_and_verdict_over_targets():
     )
     v = claims.muon_above_adam_by_target({"a": best["a"]}, stored=True)
     assert v.verdict == "reproduced" and v.scale == "reference" and "a: MSE Muon" in v.measured
-    assert claims.muon_above_adam_by_target(best).verdict == "partly"
+    # pooled over a (Muon +0.4) and b (a tie): +0.2, its interval above 0; b's parts are sub-checks
+    both = claims.muon_above_adam_by_target(best)
+    assert both.verdict == "reproduced" and both.evidence["statistic"]["mean"] == pytest.approx(0.2)
+    assert both.evidence["b"] == {"loss": "not reproduced", "score": "not reproduced"}
+    assert "the parts combined: partly" in both.measured
 
 
 def test_welch_verdict_from_frames_and_the_toy_model():
@@ -191,11 +205,12 @@ def test_welch_verdict_from_frames_and_the_toy_model():
     v = claims.welch_r_le_d(frames, toy, "test", scale="reference", stored=True)
     assert v.verdict == "reproduced" and v.scale == "reference" and "1 of 2 instances" in v.measured
     assert v.evidence["n_superposed"] == 1 and v.evidence["min_ratio"] == pytest.approx(1.1)
-    # a frame below the bound breaks one of the three sub-claims
-    assert claims.welch_r_le_d(frames.assign(ratio=[1.1, 0.9, 1.0]), toy).verdict == "partly"
-    # no instance in superposition, and a frame with r > d at zero coherence: one sub-claim left
+    # a frame below the bound contradicts it (the deciding statistic, exact: no interval)
+    assert claims.welch_r_le_d(frames.assign(ratio=[1.1, 0.9, 1.0]), toy).verdict == "contradicted"
+    # no instance in superposition, and a frame with r > d at zero coherence: sub-checks, not counted
     flat = frames.assign(max_sq_inner=[0.0, 0.1, 0.1])
-    assert claims.welch_r_le_d(flat, toy[toy.r <= toy.d]).verdict == "partly"
+    v = claims.welch_r_le_d(flat, toy[toy.r <= toy.d])
+    assert v.verdict == "reproduced" and v.evidence["sub-checks held"] == "1 of 3"
 
 
 def test_every_claim_has_a_reference_verdict_recorded_by_its_chapter():
@@ -267,15 +282,17 @@ def test_claims_page_pieces_badge_line_and_forest():
     assert claims.interval(claims.Estimate(0.5, float("nan"), float("nan")), ".1f") == "0.5"
 
 
-def test_sp_vs_pruners_headline_names_the_highest_baseline():
+def test_sp_vs_pruners_headline_names_the_strongest_baseline():
     import pandas as pd
 
     rows = [{"method": m, "emc2_auc": x} for m, xs in
             {"sp": [0.5, 0.6, 0.55], "imp": [0.0, 0.01, 0.0], "wanda": [0.2, 0.3, 0.25],
              "llm-pruner": [0.0, 0.0, 0.02]}.items() for x in xs]  # fmt: skip
     v, _ = claims.sp_vs_pruners(pd.DataFrame(rows))
-    assert "SP's EMC2 AUC is 0.550 [" in v.line() and "for Wanda, the highest baseline" in v.line()
-    assert "2 of 3 baselines end below 0.05" in v.line() and v.verdict == "partly"
+    assert "SP's EMC2 AUC is 0.550 [" in v.line() and "for Wanda, the strongest baseline" in v.line()
+    assert (
+        "2 of 3 baselines end below 0.05" in v.line() and v.verdict == "reproduced"
+    )  # [0.43, 0.67] above [0.13, 0.37]
 
 
 def test_rho_concentrated_counts_checks_and_draws_the_decay_rates():
@@ -283,8 +300,12 @@ def test_rho_concentrated_counts_checks_and_draws_the_decay_rates():
     fits = {"chain:2": {"W": {"lambda_W": {"rate": 0.1, "lo": -0.2, "hi": 0.4}},
                         "L": {"lambda_L": {"rate": 1.5, "lo": 1.2, "hi": 1.8}}}}  # fmt: skip
     v = claims.rho_concentrated(checks, fits, scale="reference", stored=True)
-    assert v.verdict == "partly" and v.line().startswith("2 of 3 checks")
-    assert "chain:2 along W, is λ = 0.10 [-0.20, 0.40]" in v.line()
+    # the slowest decay, along W, has its mean above 0 and its interval across: partly
+    assert v.verdict == "partly" and "2 of 3 checks" in v.line()
+    assert (
+        v.line().startswith("the slowest decay rate λ of ρ")
+        and "= 0.10 [-0.20, 0.40] (the claim: above 0), chain:2 along W" in v.line()
+    )
     assert [r.label for r in v.forest.rows] == ["chain:2: λ_W", "chain:2: λ_L"] and v.forest.threshold == 0.0
 
 

@@ -7,7 +7,7 @@ builds any of them by name (`JUDGES`); `DEFAULT_JUDGE` is the label-anchored one
 
 Layout (every public name of the judge modules is importable from `volratio.judges`):
 
-- `base` — the interface: `Judge`, `Verdicts`, `JudgeError`, `JudgeWeightsMissing`, the image
+- `base` — the interface: `Judge`, `JudgeText`, `Verdicts`, `JudgeError`, `JudgeWeightsMissing`, the image
   conversions every judge uses (`as_images`, `to_uint8`, `image_hash`, `resample`), and `base.DATA_DIR`,
   where the fitted rules are stored;
 - `anchored` — `AnchoredJudge` ("anchored", **the default**; "anchored-ssim", "anchored-pooled"):
@@ -20,7 +20,7 @@ Layout (every public name of the judge modules is importable from `volratio.judg
 - `models` — `CLIPJudge` (CLIP zero-shot) and `VLMJudge` (a vision-language model asked yes/no),
   local weights only (`transformers`, the `judges` extra);
 - `registry` — `make_judge`, `JUDGES`, `DEFAULT_JUDGE`, `SELF_ANCHORED`, `anchor_of`, `default_judge`,
-  `judge_class`, `min_res`, `check_res` (the smallest image a judge answers for, `Judge.min_res`);
+  `judge_class`, `judge_text`, `min_res`, `check_res` (the smallest image a judge answers for, `Judge.min_res`);
 - the rules the fitted judges read (import them as modules; not re-exported here):
   `anchored_rule` (the anchored judge's features and logistic rule) and `calibrated_rule` (the
   self-anchored judges' scores and threshold rule).
@@ -33,7 +33,18 @@ Chapter: "EMC2-Bench" (book/emc2.md).
 from __future__ import annotations
 
 from .anchored import ANCHORED, AnchoredJudge, target_anchor
-from .base import MIN_RES, Judge, JudgeError, JudgeWeightsMissing, Verdicts, as_images, image_hash, resample, to_uint8
+from .base import (
+    MIN_RES,
+    Judge,
+    JudgeError,
+    JudgeText,
+    JudgeWeightsMissing,
+    Verdicts,
+    as_images,
+    image_hash,
+    resample,
+    to_uint8,
+)
 from .models import (
     DEFAULT_DISTRACTORS,
     VLM_PROMPT,
@@ -51,6 +62,7 @@ from .registry import (
     check_res,
     default_judge,
     judge_class,
+    judge_text,
     make_judge,
     min_res,
 )
@@ -77,6 +89,7 @@ from .stability import PooledCalibratedJudge, ReferenceCalibratedJudge, Stabilit
 __all__ = [
     # base
     "Judge",
+    "JudgeText",
     "Verdicts",
     "JudgeError",
     "JudgeWeightsMissing",
@@ -93,6 +106,7 @@ __all__ = [
     "anchor_of",
     "default_judge",
     "judge_class",
+    "judge_text",
     "min_res",
     "check_res",
     # anchored

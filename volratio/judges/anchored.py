@@ -19,7 +19,7 @@ import torch
 
 from ..data.targets import get_target
 from .anchored_rule import RULE_JSON, features, read_rule
-from .base import Judge, JudgeError, Verdicts, as_images
+from .base import Judge, JudgeError, JudgeText, Verdicts, as_images
 
 # the label-anchored judges: name -> (rule file, one pooled threshold for every label)
 ANCHORED = {"anchored": ("rule.json", False), "anchored-ssim": ("rule_ssim.json", False),
@@ -37,6 +37,19 @@ class AnchoredJudge(Judge):
 
     name = "anchored"
     anchor_kind = "target"  # compared with the target image, not with the network's own render
+    texts = {  # one per variant of `ANCHORED`
+        "anchored": JudgeText(
+            "label-anchored judge: each image against the target image", "label-anchored judge", "RMSE judge"
+        ),
+        "anchored-ssim": JudgeText(
+            "label-anchored judge, SSIM against the target image", "label-anchored SSIM judge", "SSIM judge"
+        ),
+        "anchored-pooled": JudgeText(
+            "label-anchored judge, one threshold for every label",
+            "label-anchored judge, pooled threshold",
+            "pooled judge",
+        ),
+    }
 
     def __init__(self, anchor, rule=None, anchor_name: str = "", variant: str = "anchored"):
         if variant not in ANCHORED:

@@ -73,15 +73,31 @@ def image_hash(img_u8: np.ndarray) -> str:
 MIN_RES = 8  # pixels per side: the smallest image any judge answers for (volratio.data.targets.MIN_IMAGE_SIDE)
 
 
+@dataclass(frozen=True)
+class JudgeText:
+    """How the book names a judge: `long` beside a verdict's scale on the claims page, `short` in
+    what was measured and in the line that compares judges, `brief` in the verdict cell that
+    compares judges (either "": the judge's name)."""
+
+    long: str
+    short: str = ""
+    brief: str = ""
+
+
 class Judge:
     """Base class: subclasses set `name` and implement `_judge(images, label) -> (verdicts, scores)`.
 
     `min_res` is the smallest image (pixels per side) the judge answers for: smaller images are
     refused (`check_res`) — by the judge itself, and by every entry point before work starts
-    (`volratio.judges.registry.check_res`)."""
+    (`volratio.judges.registry.check_res`). `anchor_kind` says what the verdicts are anchored on:
+    "target" (an image of the label), "label" (a model asked about the label's name) or "own image"
+    (the network's own render: stability). `texts` holds, for each name `make_judge` builds this
+    class under, how the book names it (`JudgeText`); the registry's names are read from it."""
 
     name = "judge"
     min_res = MIN_RES  # pixels per side; a subclass raises it when its features need more
+    anchor_kind = "label"
+    texts: dict[str, JudgeText] = {}
 
     def settings(self) -> dict:
         return {}

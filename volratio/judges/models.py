@@ -22,7 +22,7 @@ import torch
 from PIL import Image
 
 from ..util.device import resolve_device
-from .base import Judge, JudgeWeightsMissing, image_hash, to_uint8
+from .base import Judge, JudgeText, JudgeWeightsMissing, image_hash, to_uint8
 
 _HOW_TO = (
     "volratio never downloads judge weights on its own and never falls back to another judge. To "
@@ -113,6 +113,7 @@ class CLIPJudge(_CachedModelJudge):
     (or p(label) ≥ `threshold` when one is given). Score: p(label)."""
 
     name = "clip"
+    texts = {"clip": JudgeText("CLIP judge")}
 
     def __init__(
         self,
@@ -185,6 +186,7 @@ class VLMJudge(_CachedModelJudge):
     NaN (no parsable answer — counted as not kept, and counted in `n_unparsed`)."""
 
     name = "vlm"
+    texts = {"vlm": JudgeText("VLM judge")}
 
     def __init__(
         self,

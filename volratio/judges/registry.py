@@ -3,9 +3,12 @@
 `JUDGES` are the names `make_judge` knows (the command line's `--judge` choices); `DEFAULT_JUDGE`
 ("anchored", label-anchored on the target image) is the library's default everywhere;
 `judge_class`, `min_res` and `check_res` say which class a name builds and the smallest image it
-answers for, so that entry points refuse a smaller one before work starts; `SELF_ANCHORED` are the judges that compare each image with the network's own render (stability,
-kept so that stored results naming them re-judge); `anchor_of` says what a judge's verdicts are
-anchored on; `default_judge` builds the default judge for a target image.
+answers for, so that entry points refuse a smaller one before work starts; `SELF_ANCHORED` are the
+judges that compare each image with the network's own render (stability, kept so that stored
+results naming them re-judge); `anchor_of` says what a judge's verdicts are anchored on;
+`judge_text` how the book names a judge; `default_judge` builds the default judge for a target
+image. Names, anchors and texts are read from the judge classes (`CLASSES`: `Judge.texts`,
+`Judge.anchor_kind`), where each is defined once.
 
 Chapter: "EMC2-Bench" (book/emc2.md).
 """
@@ -13,37 +16,41 @@ Chapter: "EMC2-Bench" (book/emc2.md).
 from __future__ import annotations
 
 from .anchored import ANCHORED, AnchoredJudge, target_anchor
-from .base import Judge, JudgeError, as_images
+from .base import Judge, JudgeError, JudgeText, as_images
 from .models import CLIPJudge, VLMJudge
 from .similarity import SSIMJudge, calibrated_ssim_judge
 from .stability import PooledCalibratedJudge, ReferenceCalibratedJudge, StabilityJudge
 
-JUDGES = (
-    "anchored",
-    "anchored-ssim",
-    "anchored-pooled",
-    "calibrated",
-    "calibrated-pooled",
-    "ssim",
-    "stability",
-    "clip",
-    "vlm",
-)  # make_judge names
+# every judge class, in the order of `JUDGES`; each carries its names, what it is anchored on and
+# how the book names it (`Judge.texts`, `Judge.anchor_kind`)
+CLASSES = (
+    AnchoredJudge,
+    ReferenceCalibratedJudge,
+    PooledCalibratedJudge,
+    SSIMJudge,
+    StabilityJudge,
+    CLIPJudge,
+    VLMJudge,
+)
+_BY_NAME = {name: cls for cls in CLASSES for name in cls.texts}
+JUDGES = tuple(_BY_NAME)  # make_judge names
 DEFAULT_JUDGE = "anchored"  # the library's default everywhere: label-anchored on the target image
 # Judges that compare each image with the network's own unperturbed render: they measure how stable
 # the picture is, not whether it shows the label (kept so that stored results naming them re-judge).
-SELF_ANCHORED = ("calibrated", "calibrated-pooled", "ssim", "stability")
+SELF_ANCHORED = tuple(name for name, cls in _BY_NAME.items() if cls.anchor_kind == "own image")
 
 
 def judge_class(name: str) -> type:
     """The class `make_judge(name, …)` builds (without building it: no rule read, no weights loaded)."""
-    if name in ANCHORED:
-        return AnchoredJudge
-    classes = {"ssim": SSIMJudge, "calibrated": ReferenceCalibratedJudge, "calibrated-pooled": PooledCalibratedJudge,
-               "stability": StabilityJudge, "clip": CLIPJudge, "vlm": VLMJudge}  # fmt: skip
-    if name not in classes:
+    if name not in _BY_NAME:
         raise JudgeError(f"judge {name!r}: choose one of {', '.join(JUDGES)}")
-    return classes[name]
+    return _BY_NAME[name]
+
+
+def judge_text(name: str | None) -> JudgeText | None:
+    """How the book names the judge `name` (`Judge.texts`); None for a name no judge class has."""
+    cls = _BY_NAME.get(name)
+    return cls.texts[name] if cls is not None else None
 
 
 def min_res(name: str) -> int:
@@ -115,11 +122,7 @@ def make_judge(
 def anchor_of(judge: Judge) -> str:
     """What a judge's verdicts are anchored on: "target" (an image of the label), "label" (a model
     asked about the label's name) or "own image" (the network's own render: stability)."""
-    if getattr(judge, "anchor_kind", None) == "target":
-        return "target"
-    if judge.name in SELF_ANCHORED:
-        return "own image"
-    return "label"
+    return judge.anchor_kind
 
 
 def default_judge(anchor, anchor_name: str = "") -> AnchoredJudge:

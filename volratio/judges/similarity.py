@@ -27,7 +27,7 @@ from ..data import picbreeder
 from ..data.targets import get_target
 from ..nets import CoordMLP
 from ..util.device import generator
-from .base import Judge, JudgeError, as_images
+from .base import Judge, JudgeError, JudgeText, as_images
 
 SSIM_WIN, SSIM_K1, SSIM_K2 = 7, 0.01, 0.03
 
@@ -60,6 +60,10 @@ class SSIMJudge(Judge):
     """Identity kept ⇔ SSIM(image, reference) ≥ threshold. Build it with `calibrated_ssim_judge`."""
 
     name = "ssim"
+    anchor_kind = "own image"
+    texts = {
+        "ssim": JudgeText("stability: SSIM to the own render, threshold from other targets", "other-targets SSIM judge")
+    }
 
     def __init__(self, reference, threshold: float, calibration: "SSIMCalibration | None" = None):
         self.reference = as_images(reference)[0]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Judge, JudgeError, as_images, resample
+from .base import Judge, JudgeError, JudgeText, as_images, resample
 from .calibrated_rule import read_rule, single_score
 
 
@@ -33,6 +33,12 @@ class ReferenceCalibratedJudge(Judge):
     resampled: the scores are `calibration.score_of`'s bit for bit (tested)."""
 
     name = "calibrated"
+    anchor_kind = "own image"
+    texts = {
+        "calibrated": JudgeText(
+            "stability: SSIM@4 to the own render, thresholds fitted on the first verdicts", "calibrated SSIM@4 judge"
+        )
+    }
 
     def __init__(self, reference, rule=None):
         self.reference = as_images(reference)[0]
@@ -65,6 +71,11 @@ class PooledCalibratedJudge(ReferenceCalibratedJudge):
     thresholds."""
 
     name = "calibrated-pooled"
+    texts = {
+        "calibrated-pooled": JudgeText(
+            "stability: SSIM@4 to the own render, one pooled threshold", "calibrated SSIM@4 judge, pooled threshold"
+        )
+    }
 
     def __init__(self, reference, rule=None):
         super().__init__(reference, (rule if rule is not None else read_rule()).pooled())
@@ -77,6 +88,7 @@ class StabilityJudge(ReferenceCalibratedJudge):
     decided by it."""
 
     name = "stability"
+    texts = {"stability": JudgeText("stability (similarity to the network's own render)", "stability judge")}
 
     def __init__(self, reference, rule=None):
         super().__init__(reference, (rule if rule is not None else read_rule()).pooled())

@@ -2,7 +2,7 @@
 
 A `Forest` holds the numbers a verdict was decided on — one row per measured quantity, its
 estimate and interval — and the claim's threshold (the line the rows are read against). A
-`volratio.report.claims.Verdict` that carries one shows it under its badge (`Verdict.html`), so the claims
+`volratio.report.render.Verdict` that carries one shows it under its badge (`Verdict.html`), so the claims
 page, which pastes each verdict as HTML, shows the figure with it: no image files, and the same
 figure whichever page the verdict is pasted into.
 """

@@ -1,13 +1,20 @@
 """Verdict algebra: measured quantities with intervals, and the words a claim's verdict is given in.
 
-`Estimate` (a mean with its interval), `compare_estimates` ("does one exceed the other?"),
-`verdict_from_fraction` (sub-claims that held), `combine` (a claim's parts) and `lower_is_better`.
-The claims (`volratio.report.claims`) and the judge's calibration checks (`volratio.calibration.fit_calibrated`)
+`verdict_on` is the rule that decides a claim from its one deciding statistic (an `Estimate`, pooled
+over the claim's settings), the threshold and the side the paper claims: *reproduced* (the interval
+lies on the claimed side), *partly* (the mean does, the interval crosses the threshold), *not
+reproduced* (the mean lies on the other side, the interval crosses), *contradicted* (the interval
+lies entirely on the other side). `difference` and `pool` build such a statistic from the
+estimates of a claim's settings. The sub-checks shown beside a verdict use `compare_estimates`
+("does one exceed the other?"), `verdict_from_fraction` (sub-claims that held), `combine` (a
+claim's parts) and `lower_is_better`.
+The claims' deciders (`volratio.report.deciders`) and the judge's calibration checks (`volratio.calibration.fit_calibrated`)
 both decide with these.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,7 +22,8 @@ import numpy as np
 from ..errors import VolratioError
 from .stats import mean_ci
 
-VERDICTS = ("reproduced", "partly", "not reproduced", "not measured")
+VERDICTS = ("reproduced", "partly", "not reproduced", "contradicted", "not measured")
+SIDES = ("above", "below")  # the side of its threshold a claim says its statistic lies on
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,43 @@ class Estimate:
         return cls(*mean_ci(a, level))
 
 
+def verdict_on(e: Estimate | None, threshold: float, claimed: str) -> str:
+    """The verdict on "the statistic `e` lies `claimed` ("above" or "below") `threshold`": reproduced
+    when its whole interval does, partly when its mean does and the interval reaches the threshold,
+    not reproduced when the mean does not and the interval reaches the threshold, contradicted when
+    the whole interval lies on the other side; not measured without a finite mean. An interval
+    end that is NaN counts as reaching the threshold."""
+    if claimed not in SIDES:
+        raise VolratioError(f"a claim's side must be one of {SIDES}, got {claimed!r}")
+    if e is None or not math.isfinite(e.mean):
+        return "not measured"
+    # distances into the claimed side; `worst` is the interval's end least favourable to the claim
+    if claimed == "above":
+        mean, worst, best = e.mean - threshold, e.lo - threshold, e.hi - threshold
+    else:
+        mean, worst, best = threshold - e.mean, threshold - e.hi, threshold - e.lo
+    if worst > 0:
+        return "reproduced"
+    if best < 0:
+        return "contradicted"
+    return "partly" if mean > 0 else "not reproduced"
+
+
+def difference(a: Estimate, b: Estimate) -> Estimate:
+    """`a − b` with the interval from `a`'s lower end minus `b`'s upper end to `a`'s upper end minus
+    `b`'s lower end: it lies above 0 exactly when the two intervals are separated with `a` above."""
+    return Estimate(a.mean - b.mean, a.lo - b.hi, a.hi - b.lo)
+
+
+def pool(estimates) -> Estimate:
+    """One estimate from several settings' estimates of the same quantity: the mean of their means,
+    of their lower ends and of their upper ends (no independence between settings assumed)."""
+    es = list(estimates)
+    if not es:
+        raise VolratioError("pooling needs at least one estimate")
+    return Estimate(*(float(np.mean([getattr(e, k) for e in es])) for k in ("mean", "lo", "hi")))
+
+
 def compare_estimates(higher: Estimate, lower: Estimate) -> str:
     """Verdict on "`higher` exceeds `lower`": reproduced when the intervals are separated in that
     direction, partly when only the means are ordered, not reproduced otherwise."""
@@ -45,7 +90,7 @@ def compare_estimates(higher: Estimate, lower: Estimate) -> str:
     return "not reproduced"
 
 
-def verdict_from_fraction(passed: int, total: int, all_needed: bool = True) -> str:
+def verdict_from_fraction(passed: int, total: int) -> str:
     """Verdict from a count of sub-claims that held: all → reproduced, some → partly, none → not."""
     if total <= 0:
         return "not measured"
@@ -55,14 +100,17 @@ def verdict_from_fraction(passed: int, total: int, all_needed: bool = True) -> s
 
 
 def combine(verdicts) -> str:
-    """One verdict from the verdicts of a claim's parts: all reproduced → reproduced, none
-    reproduced or partly → not reproduced, otherwise partly."""
+    """One verdict from the verdicts of a claim's parts (the measured ones): all reproduced →
+    reproduced, all contradicted → contradicted, none reproduced or partly → not reproduced,
+    otherwise partly."""
     vs = [v for v in verdicts if v != "not measured"]
     if not vs:
         return "not measured"
     if all(v == "reproduced" for v in vs):
         return "reproduced"
-    if all(v == "not reproduced" for v in vs):
+    if all(v == "contradicted" for v in vs):
+        return "contradicted"
+    if all(v in ("not reproduced", "contradicted") for v in vs):
         return "not reproduced"
     return "partly"
 

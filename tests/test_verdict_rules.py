@@ -1,0 +1,379 @@
+"""Every verdict outcome, on constructed inputs: the verdict algebra (`volratio.util.verdicts`), each
+claim's deciding statistic (`volratio.report.catalogue`) and each claim's decider
+(`volratio.report.deciders`), driven to reproduced, partly, not reproduced and contradicted."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from volratio.depth import fit_predictor, sweet_spot
+from volratio.errors import VolratioError
+from volratio.experiments.depth_regime import DepthCurve
+from volratio.report import claims
+from volratio.util.verdicts import (
+    VERDICTS,
+    Estimate,
+    combine,
+    compare_estimates,
+    difference,
+    lower_is_better,
+    pool,
+    verdict_from_fraction,
+    verdict_on,
+)
+
+E = Estimate
+NAN = float("nan")
+FOUR = ["reproduced", "partly", "not reproduced", "contradicted"]
+
+
+@pytest.mark.parametrize(
+    "e, threshold, claimed, verdict",
+    [
+        (E(0.5, 0.2, 0.8), 0.0, "above", "reproduced"),
+        (E(0.5, 0.0, 0.8), 0.0, "above", "partly"),  # the interval touches the threshold: it crosses
+        (E(0.1, -0.2, 0.4), 0.0, "above", "partly"),
+        (E(0.0, -0.2, 0.2), 0.0, "above", "not reproduced"),  # the mean at the threshold is not on its side
+        (E(-0.1, -0.4, 0.2), 0.0, "above", "not reproduced"),
+        (E(-0.1, -0.4, 0.0), 0.0, "above", "not reproduced"),  # touching from below still crosses
+        (E(-0.5, -0.8, -0.2), 0.0, "above", "contradicted"),
+        (E(1.5, 1.2, 1.8), 1.0, "above", "reproduced"),  # a threshold other than 0
+        (E(0.9, 0.8, 0.95), 1.0, "above", "contradicted"),
+        (E(-0.5, -0.8, -0.2), 0.0, "below", "reproduced"),
+        (E(-0.1, -0.4, 0.2), 0.0, "below", "partly"),
+        (E(-0.1, -0.4, 0.0), 0.0, "below", "partly"),
+        (E(0.1, -0.2, 0.4), 0.0, "below", "not reproduced"),
+        (E(0.0, -0.2, 0.2), 0.0, "below", "not reproduced"),
+        (E(0.5, 0.0, 0.8), 0.0, "below", "not reproduced"),
+        (E(0.5, 0.2, 0.8), 0.0, "below", "contradicted"),
+        (E(0.5, 0.5, 0.5), 0.0, "above", "reproduced"),  # an exact quantity: a point
+        (E(-0.5, -0.5, -0.5), 0.0, "above", "contradicted"),
+        (E(0.5, NAN, NAN), 0.0, "above", "partly"),  # an interval end that is NaN reaches the threshold
+        (E(-0.5, NAN, NAN), 0.0, "above", "not reproduced"),
+        (E(0.5, -math.inf, math.inf), 0.0, "below", "not reproduced"),
+        (E(NAN, 0.1, 0.2), 0.0, "above", "not measured"),
+        (None, 0.0, "above", "not measured"),
+    ],
+)
+def test_verdict_on_every_outcome(e, threshold, claimed, verdict):
+    assert verdict_on(e, threshold, claimed) == verdict
+
+
+def test_verdict_on_refuses_an_unknown_side():
+    with pytest.raises(VolratioError, match=r"^a claim's side must be one of \('above', 'below'\), got 'higher'$"):
+        verdict_on(E(1, 0, 2), 0.0, "higher")
+    with pytest.raises(VolratioError, match="claimed must be one of"):
+        claims.Statistic("x", 0.0, "up")
+
+
+def test_every_verdict_word_is_known_and_coloured():
+    assert set(FOUR) | {"not measured"} == set(VERDICTS) and set(claims.BADGE_COLOURS) == set(VERDICTS)
+    assert len(set(claims.BADGE_COLOURS.values())) == len(VERDICTS)
+
+
+def test_difference_and_pool():
+    d = difference(E(0.5, 0.4, 0.6), E(0.2, 0.1, 0.35))
+    assert (d.mean, d.lo, d.hi) == pytest.approx((0.3, 0.05, 0.5))
+    # above 0 exactly when the two intervals are separated
+    assert verdict_on(difference(E(0.5, 0.36, 0.6), E(0.2, 0.1, 0.35)), 0, "above") == "reproduced"
+    assert verdict_on(difference(E(0.5, 0.35, 0.6), E(0.2, 0.1, 0.35)), 0, "above") == "partly"
+    p = pool([E(1.0, 0.0, 2.0), E(3.0, 2.0, 6.0)])
+    assert (p.mean, p.lo, p.hi) == (2.0, 1.0, 4.0)
+    assert pool(iter([E(1.0, 0.5, 1.5)])) == E(1.0, 0.5, 1.5)
+    with pytest.raises(VolratioError, match="^pooling needs at least one estimate$"):
+        pool([])
+
+
+@pytest.mark.parametrize(
+    "higher, lower, verdict",
+    [
+        (E(0.8, 0.7, 0.9), E(0.1, 0.0, 0.2), "reproduced"),
+        (E(0.8, 0.2, 0.9), E(0.1, 0.0, 0.2), "partly"),  # touching intervals are not separated
+        (E(0.5, 0.1, 0.9), E(0.4, 0.2, 0.6), "partly"),
+        (E(0.4, 0.1, 0.9), E(0.4, 0.2, 0.6), "not reproduced"),  # equal means
+        (E(0.1, 0.0, 0.2), E(0.8, 0.7, 0.9), "not reproduced"),
+    ],
+)
+def test_compare_estimates(higher, lower, verdict):
+    assert compare_estimates(higher, lower) == verdict
+
+
+@pytest.mark.parametrize(
+    "passed, total, verdict",
+    [(3, 3, "reproduced"), (1, 3, "partly"), (2, 3, "partly"), (0, 3, "not reproduced"), (0, 0, "not measured"),
+     (0, -1, "not measured"), (1, 1, "reproduced"), (0, 1, "not reproduced")],
+)  # fmt: skip
+def test_verdict_from_fraction(passed, total, verdict):
+    assert verdict_from_fraction(passed, total) == verdict
+
+
+@pytest.mark.parametrize(
+    "parts, verdict",
+    [
+        (["reproduced", "reproduced"], "reproduced"),
+        (["reproduced", "not measured"], "reproduced"),  # "not measured" parts are left out
+        (["reproduced", "partly"], "partly"),
+        (["reproduced", "not reproduced"], "partly"),
+        (["partly", "not reproduced"], "partly"),
+        (["reproduced", "contradicted"], "partly"),
+        (["not reproduced", "not reproduced"], "not reproduced"),
+        (["not reproduced", "not measured"], "not reproduced"),
+        (["not reproduced", "contradicted"], "not reproduced"),
+        (["contradicted", "contradicted"], "contradicted"),
+        (["contradicted", "not measured"], "contradicted"),
+        (["not measured", "not measured"], "not measured"),
+        ([], "not measured"),
+    ],
+)
+def test_combine(parts, verdict):
+    assert combine(parts) == verdict
+    assert combine(iter(parts)) == verdict  # any iterable, read once
+
+
+def test_lower_is_better_and_from_samples():
+    assert lower_is_better(E(0.1, 0.05, 0.2)) == E(-0.1, -0.2, -0.05)
+    assert compare_estimates(lower_is_better(E(0.1, 0.09, 0.11)), lower_is_better(E(0.5, 0.49, 0.51))) == "reproduced"
+    e = E.from_samples([1.0, 2.0, 3.0])
+    assert e.mean == 2.0 and e.lo == pytest.approx(2 - 4.302653 / math.sqrt(3), abs=1e-5) and e.hi > 2.0
+    half = E.from_samples([1.0, 2.0, 3.0], level=0.5)
+    assert half.lo == pytest.approx(2 - 0.816497 / math.sqrt(3), abs=1e-5)  # t(2) at 75%: 0.8165
+    assert E.from_samples(iter([1, 2, 4])).mean == pytest.approx(7 / 3)
+    with pytest.raises(VolratioError, match="^an estimate needs at least one sample$"):
+        E.from_samples([])
+
+
+def test_each_claim_names_one_deciding_statistic():
+    assert set(claims.CLAIMS) == {k for k in claims.CLAIMS if claims.CLAIMS[k].statistic.name}
+    sides = {k: c.statistic.claimed for k, c in claims.CLAIMS.items()}
+    assert sides == {**{k: "above" for k in claims.CLAIMS}, "png-ratio-linear": "below", "scenes-weaker": "below"}
+    st = claims.CLAIMS["scenes-weaker"].statistic
+    assert st.decide(E(-0.2, -0.3, -0.1)) == "reproduced" and st.decide(None) == "not measured"
+    assert st.sentence(E(-0.2, -0.3, -0.1)).endswith("= -0.200 [-0.300, -0.100] (the claim: below 0)")
+    assert st.sentence(None).endswith(": not measured")
+    assert list(claims.table().columns[-2:]) == ["deciding statistic", "claimed"]
+
+
+# ---------------------------------------------------------------------------------------------
+# each claim's decider, driven to every outcome
+
+
+def _sp_table(sp, wanda):
+    base = {"sp": sp, "imp": [0.0, 0.0, 0.0], "wanda": wanda, "llm-pruner": [0.01, 0.0, 0.0]}
+    return pd.DataFrame([{"method": m, "emc2_auc": x} for m, xs in base.items() for x in xs])
+
+
+@pytest.mark.parametrize(
+    "sp, wanda, verdict",
+    [
+        ([0.5, 0.5, 0.5], [0.05, 0.05, 0.05], "reproduced"),
+        ([0.3, 0.5, 0.7], [0.45, 0.45, 0.45], "partly"),  # SP 0.5 [0.003, 0.997]
+        ([0.3, 0.5, 0.7], [0.55, 0.55, 0.55], "not reproduced"),
+        ([0.0, 0.0, 0.0], [0.5, 0.5, 0.5], "contradicted"),
+    ],
+)
+def test_sp_vs_pruners_every_outcome(sp, wanda, verdict):
+    v, _ = claims.sp_vs_pruners(_sp_table(sp, wanda))
+    assert v.verdict == verdict and v.evidence["strongest baseline"] == "wanda"
+    assert v.evidence["statistic"]["mean"] == pytest.approx(np.mean(sp) - np.mean(wanda))
+
+
+def _curve(target, contrasts, true_at=3, depths=(2, 3, 4, 5)):
+    """A depth curve whose score at `true_at` exceeds every other depth's (0.5) by `contrasts` (per seed)."""
+    score = np.full((len(depths), len(contrasts)), 0.5)
+    score[list(depths).index(true_at)] += np.asarray(contrasts)
+    loss = np.full_like(score, 0.01)
+    return DepthCurve(target, list(depths), score, loss, loss, np.full_like(score, 30.0), sweet_spot(depths, score))
+
+
+@pytest.mark.parametrize(
+    "contrasts, verdict",
+    [
+        ([0.3, 0.35, 0.4, 0.3], "reproduced"),
+        ([0.3, -0.2, 0.25, -0.15], "partly"),
+        ([-0.3, 0.2, -0.25, 0.15], "not reproduced"),
+        ([-0.3, -0.35, -0.4, -0.3], "contradicted"),
+    ],
+)
+def test_depth_optimum_every_outcome(contrasts, verdict):
+    curves = {"planted:a": _curve("planted:a", contrasts), "picbreeder:b": _curve("picbreeder:b", [0.1] * 4)}
+    v, n = claims.depth_optimum(curves, {"planted:a": 3})
+    assert v.verdict == verdict and n["statistic"]["mean"] == pytest.approx(np.mean(contrasts))
+    assert v.line().startswith("EMC2 AUC at the true depth L*")
+
+
+def test_depth_statistic_beats_both_sides_and_skips_what_it_cannot_compare():
+    # deeper depths score higher than L* although the shallower ones score lower: L* does not beat both
+    score = np.array([[0.1, 0.1], [0.5, 0.5], [0.7, 0.7], [0.7, 0.7]])  # depths 2, 3, 4, 5
+    loss = np.full_like(score, 0.01)
+    c = DepthCurve("planted:a", [2, 3, 4, 5], score, loss, loss, loss, sweet_spot([2, 3, 4, 5], score))
+    assert claims.at_true_depth({"planted:a": c}, {"planted:a": 3}) == pytest.approx([-0.2, -0.2])
+    # L* at the grid's edge: only the deeper side; a NaN depth is left out of its side's mean
+    edge = _curve("planted:e", [0.2, 0.2], true_at=2)
+    edge.score[2, 0] = np.nan
+    assert claims.at_true_depth({"planted:e": edge}, {"planted:e": 2}) == pytest.approx([0.2, 0.2])
+    # L* missing from the grid: left out, and with no planted target left the claim is not measured
+    assert claims.at_true_depth({"planted:a": c}, {"planted:a": 7}) == []
+    v, _ = claims.depth_optimum({"planted:a": c}, {"planted:a": 7})
+    assert v.verdict == "not measured"
+
+
+def _summary(muon, adam, loss=(0.01, 0.02)):
+    rows = []
+    for opt, (s, lo, hi), l in (("muon", muon, loss[0]), ("adam", adam, loss[1])):
+        rows.append({"optimizer": opt, "score": s, "score_lo": lo, "score_hi": hi,
+                     "loss": l, "loss_lo": l * 0.9, "loss_hi": l * 1.1})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+ADAM = (0.5, 0.45, 0.55)
+MUON = {
+    "reproduced": (0.75, 0.7, 0.8),
+    "partly": (0.6, 0.4, 0.8),
+    "not reproduced": (0.45, 0.3, 0.6),
+    "contradicted": (0.2, 0.1, 0.3),
+}
+
+
+@pytest.mark.parametrize("verdict", FOUR)
+def test_muon_above_adam_every_outcome(verdict):
+    v = claims.muon_above_adam(_summary(MUON[verdict], ADAM), "quick test")
+    assert v.verdict == verdict and v.evidence["statistic"]["mean"] == pytest.approx(MUON[verdict][0] - 0.5)
+    # over targets: the pooled statistic, whatever the loss sub-check says
+    by = claims.muon_above_adam_by_target({"t:a": _summary(MUON[verdict], ADAM, loss=(0.05, 0.01))})
+    assert by.verdict == verdict and by.evidence["t:a"]["loss"] == "not reproduced"
+
+
+def test_muon_pooled_over_targets():
+    two = {"t:a": _summary(MUON["reproduced"], ADAM), "t:b": _summary(MUON["contradicted"], ADAM)}
+    v = claims.muon_above_adam_by_target(two)
+    # (+0.25 − 0.30) / 2 = −0.025, from (0.15 − 0.45) / 2 to (0.35 − 0.15) / 2: not reproduced
+    assert v.verdict == "not reproduced"
+    assert v.evidence["statistic"] == pytest.approx({"mean": -0.025, "lo": -0.15, "hi": 0.1})
+
+
+def _scene_rows(*estimates):
+    return [{"effect": f"e{i}", "scene": 0.5 + d, "parts": 0.5, "difference": d, "lo": lo, "hi": hi,
+             "verdict": "whatever"} for i, (d, lo, hi) in enumerate(estimates)]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "rows, verdict",
+    [
+        ([(-0.2, -0.3, -0.1)], "reproduced"),
+        ([(-0.05, -0.2, 0.1)], "partly"),
+        ([(0.05, -0.1, 0.2)], "not reproduced"),
+        ([(0.2, 0.1, 0.3)], "contradicted"),
+        # above its parts in 6 of 8 settings, below in one: pooled +0.15 [+0.04, +0.26], contradicted
+        ([(0.2, 0.1, 0.3)] * 6 + [(-0.05, -0.2, 0.1), (0.05, -0.1, 0.2)], "contradicted"),
+        ([], "not measured"),
+    ],
+)
+def test_scenes_weaker_every_outcome(rows, verdict):
+    v = claims.scenes_weaker(_scene_rows(*rows))
+    assert v.verdict == verdict
+    if rows:  # the forest ends with the deciding statistic
+        last = v.forest.rows[-1]
+        assert last.label == f"pooled over {len(rows)} settings (deciding)" and last.group == 2
+        assert last.mean == pytest.approx(v.evidence["statistic"]["mean"])
+
+
+def _frames(ratios):
+    return pd.DataFrame({"m": [3, 4, 5], "n": [2, 2, 3], "ratio": ratios, "max_sq_inner": [0.3, 0.4, 0.2],
+                         "bound": [0.25, 0.3, 0.1]})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "ratios, verdict",
+    [
+        ([1.0, 1.2, 1.1], "reproduced"),  # a frame at the bound (an ETF) is on the claimed side
+        ([1.0 - 1e-9, 1.2, 1.1], "not reproduced"),  # at the threshold exactly: a point, not above it
+        ([0.9, 1.2, 1.1], "contradicted"),
+    ],
+)
+def test_welch_r_le_d_every_outcome(ratios, verdict):
+    toy = pd.DataFrame({"r": [4], "d": [2], "mean_sq_inner": [0.1]})
+    assert claims.welch_r_le_d(_frames(ratios), toy).verdict == verdict
+
+
+@pytest.mark.parametrize(
+    "depths, verdict",
+    [
+        (10.0 - np.arange(2, 8) + np.array([0.1, -0.1, 0.05, -0.05, 0.1, -0.1]), "reproduced"),
+        ([5, 3, 6, 2, 5, 4], "partly"),  # slope −0.09 [−1.17, +1.00]
+        ([4, 5, 2, 6, 3, 5], "not reproduced"),  # slope +0.09 [−1.00, +1.17]
+        (1.0 + np.arange(2, 8) + np.array([0.1, -0.1, 0.05, -0.05, 0.1, -0.1]), "contradicted"),
+    ],
+)
+def test_png_ratio_linear_every_outcome(depths, verdict):
+    pred = fit_predictor(np.arange(2.0, 8.0), np.asarray(depths, dtype=float))
+    v = claims.png_ratio_linear(pred)
+    assert v.verdict == verdict and v.evidence["statistic"]["mean"] == pytest.approx(pred.b)
+    s = claims.slope(pred)
+    assert s.hi - s.mean == pytest.approx(s.mean - s.lo) and s.hi - s.lo > 0
+
+
+@pytest.mark.parametrize(
+    "w, verdict",
+    [
+        ((0.5, 0.2, 0.8), "reproduced"),
+        ((0.1, -0.2, 0.4), "partly"),
+        ((-0.1, -0.4, 0.2), "not reproduced"),
+        ((-0.5, -0.8, -0.2), "contradicted"),
+    ],
+)
+def test_rho_concentrated_every_outcome(w, verdict):
+    fits = {"chain:2": {"W": {"lambda_W": dict(zip(("rate", "lo", "hi"), w))},
+                        "L": {"lambda_L": {"rate": 1.5, "lo": 1.2, "hi": 1.8}}}}  # fmt: skip
+    checks = [("chain:2", "support", True)]
+    v = claims.rho_concentrated(checks, fits)
+    assert v.verdict == verdict and v.evidence["statistic"]["mean"] == w[0] and "chain:2 along W" in v.line()
+    assert claims.rho_concentrated(checks, {"chain:2": {}}).verdict == "not measured"
+
+
+def _sixteen(diffs, used=None):
+    used = [True] * len(diffs) if used is None else used
+    return pd.DataFrame({"diff": diffs, "used": used, "why": ["" if u else "never draws" for u in used]},
+                        index=[f"t{i}" for i in range(len(diffs))])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "diffs, verdict",
+    [
+        ([0.2, 0.25, 0.3], "reproduced"),
+        ([0.3, -0.1, 0.1], "partly"),
+        ([-0.3, 0.1, -0.1], "not reproduced"),
+        ([-0.2, -0.25, -0.3], "contradicted"),
+    ],
+)
+def test_picbreeder_vs_sgd_sixteen_every_outcome(diffs, verdict):
+    v16, d, rows = claims.sixteen_verdict(_sixteen(diffs))
+    assert v16 == verdict and d.mean == pytest.approx(np.mean(diffs)) and rows[-1][0] == "mean over 3 targets"
+    table = pd.DataFrame([{"network": n, "target": "skull", "auc": a, "auc_se": 0.0, "n_params": 9, "n_nonzero": 9}
+                          for n, a in (("Picbreeder", 0.9), ("FER SGD", 0.1))])  # fmt: skip
+    v, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=_sixteen(diffs + [9.0], used=[True] * len(diffs) + [False]))
+    assert v.verdict == verdict and v.evidence["statistic"]["mean"] == pytest.approx(np.mean(diffs))
+    assert v.evidence["sixteen"]["left_out"] == ["t3 (never draws)"]
+
+
+def test_picbreeder_vs_sgd_without_a_used_target_is_not_measured():
+    assert claims.sixteen_verdict(_sixteen([0.5], used=[False]))[:2] == ("not measured", None)
+    assert claims.sixteen_verdict(_sixteen([]))[0] == "not measured"
+
+
+def test_sp_vs_pruners_measures_against_the_baseline_with_the_highest_mean():
+    table = pd.DataFrame([{"method": m, "emc2_auc": x} for m, xs in
+                          {"sp": [0.5] * 3, "imp": [0.6] * 3, "wanda": [0.1] * 3, "llm-pruner": [0.2] * 3}.items()
+                          for x in xs])  # fmt: skip
+    v, _ = claims.sp_vs_pruners(table)
+    assert v.evidence["strongest baseline"] == "imp" and v.verdict == "contradicted"
+    assert "for Lottery Ticket (IMP), the strongest baseline" in v.line()
+
+
+def test_rho_concentrated_decides_on_the_rate_whose_interval_reaches_lowest():
+    fits = {"a:2": {"W": {"lambda_W": {"rate": 0.9, "lo": 0.5, "hi": 1.3}}},
+            "z:2": {"L": {"lambda_L": {"rate": 0.2, "lo": -0.1, "hi": 0.5}}}}  # fmt: skip
+    v = claims.rho_concentrated([], fits)
+    assert v.verdict == "partly" and v.evidence["statistic"] == {"mean": 0.2, "lo": -0.1, "hi": 0.5}
+    assert "(the claim: above 0), z:2 along L." in v.line()

@@ -1,0 +1,184 @@
+"""The paper's claims that the book tests: the catalogue.
+
+Each claim of Do, Shah, Le, Liu (2026) has a key, the paper's statement, the chapter (`doc`, a file
+under book/) whose experiment tests it, what that experiment measures, and its one deciding
+`Statistic`: a quantity pooled over the claim's settings, a threshold, and the side of it the paper
+claims. `Statistic.decide` gives the verdict by the rule `volratio.util.verdicts.verdict_on`
+(reproduced / partly / not reproduced / contradicted); everything else a decider measures is a
+sub-check, shown and never counted. `table` lists the claims; `NO_JUDGE` are the claims measured
+without an EMC2 judge. The deciders (`volratio.report.deciders`) compute each statistic, and
+`volratio.report.render` shows the verdicts.
+
+Chapter: "The paper's claims, tested" (book/claims.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..errors import VolratioError
+from ..util.verdicts import SIDES, Estimate, verdict_on
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """A claim's deciding statistic: what is measured (`name`, pooled over the claim's settings),
+    the `threshold`, and the side of it (`claimed`: "above" or "below") the paper claims."""
+
+    name: str
+    threshold: float
+    claimed: str
+
+    def __post_init__(self):
+        if self.claimed not in SIDES:
+            raise VolratioError(f"statistic {self.name!r}: claimed must be one of {SIDES}, got {self.claimed!r}")
+
+    def decide(self, e: Estimate | None) -> str:
+        """The verdict on the claim from the measured statistic `e` (None: not measured)."""
+        return verdict_on(e, self.threshold, self.claimed)
+
+    def sentence(self, e: Estimate | None, fmt: str = "+.3f") -> str:
+        """ "<name> = mean [lo, hi] (the claim: above <threshold>)", or "<name>: not measured"."""
+        if e is None:
+            return f"{self.name}: not measured"
+        return (
+            f"{self.name} = {e.mean:{fmt}} [{e.lo:{fmt}}, {e.hi:{fmt}}] (the claim: {self.claimed} {self.threshold:g})"
+        )
+
+
+@dataclass(frozen=True)
+class Claim:
+    key: str
+    statement: str  # the paper's claim, in our words
+    chapter: str  # title of the chapter whose experiment tests it
+    experiment: str  # what we measure
+    doc: str  # the chapter's file under book/ (the claims page pastes the verdict glued there)
+    statistic: Statistic  # the one quantity that decides the verdict
+
+
+CLAIMS: dict[str, Claim] = {
+    c.key: c
+    for c in [
+        Claim(
+            "picbreeder-vs-sgd",
+            "Picbreeder networks score high on EMC2-Bench; dense SGD networks score near 0.",
+            "EMC2-Bench",
+            "EMC2 score of the layerized genomes vs the FER SGD and our dense networks",
+            "emc2",
+            Statistic(
+                "EMC2 AUC of the Picbreeder network minus the SGD-trained networks', mean over the targets",
+                0.0,
+                "above",
+            ),
+        ),
+        Claim(
+            "sp-vs-pruners",
+            "Only similarity-based pruning scores above 0; Lottery Ticket, Wanda and LLM-Pruner score 0.",
+            "Connectivity: which connections remain",
+            "EMC2 score of SP and each baseline at matched sparsity, over seeds",
+            "connectivity",
+            Statistic(
+                "EMC2 AUC of SP minus the strongest baseline's, over targets and seeds",
+                0.0,
+                "above",
+            ),
+        ),
+        Claim(
+            "depth-optimum",
+            "The compositional score peaks at a target-specific depth; shallower and deeper networks fail.",
+            "Depth: a narrow, target-dependent regime",
+            "EMC2 score vs depth per target, with intervals over seeds",
+            "depth",
+            Statistic(
+                "EMC2 AUC at the true depth L* minus the higher of the shallower and the deeper depths' mean, over planted "
+                "targets and seeds",
+                0.0,
+                "above",
+            ),
+        ),
+        Claim(
+            "muon-above-adam",
+            "Muon reaches a lower loss and a higher compositional score than Adam.",
+            "Optimization: Adam, Muon, SGD",
+            "final loss and EMC2 score of Adam, Muon and SGD at the sweet spot",
+            "optimization",
+            Statistic(
+                "EMC2 AUC of Muon minus Adam's, each at its best setting, mean over the targets",
+                0.0,
+                "above",
+            ),
+        ),
+        Claim(
+            "png-ratio-linear",
+            "The PNG compression ratio of a target is linear in its sweet-spot depth.",
+            "Depth: a narrow, target-dependent regime",
+            "linear fit of sweet-spot depth on PNG ratio: R², leave-one-out error",
+            "depth",
+            Statistic(
+                "slope of the sweet-spot depth on the PNG ratio, in layers per unit of ratio (a less compressible, more complex target deeper)",
+                0.0,
+                "below",
+            ),
+        ),
+        Claim(
+            "rho-concentrated",
+            "ρ(W, L) is concentrated at (W_min, L*) and decays exponentially away from it.",
+            "The volume-ratio argument",
+            "Monte Carlo ρ over a (W, L) grid on Boolean targets",
+            "volume_ratio",
+            Statistic(
+                "the slowest decay rate λ of ρ away from (W_min, L*), over the Boolean targets and both axes",
+                0.0,
+                "above",
+            ),
+        ),
+        Claim(
+            "welch-r-le-d",
+            "Monosemantic (orthogonal) features are feasible only when r ≤ d.",
+            "Feature interference and the Welch bound",
+            "coherence of frames and learned features against the Welch bound",
+            "welch",
+            Statistic(
+                "the smallest ratio of a constructed frame's coherence to the Welch bound",
+                1 - 1e-9,
+                "above",
+            ),
+        ),
+        Claim(
+            "scenes-weaker",
+            "The effect is weaker for multi-object scenes.",
+            "Unknown targets",
+            "compositional score on single-object images vs scenes",
+            "unknown_targets",
+            Statistic(
+                "EMC2 score of the scene minus the mean of its parts', mean over the scenes and effect sizes",
+                0.0,
+                "below",
+            ),
+        ),
+    ]
+}
+
+
+# claims that can be measured without an EMC2 judge (the predictor: on true depths; on measured sweet
+# spots it names the judge that found them)
+NO_JUDGE = ("rho-concentrated", "welch-r-le-d", "png-ratio-linear")
+
+
+def table():
+    """One row per claim: statement, the chapter (and its file) whose experiment tests it, what it
+    measures, and its deciding statistic with the side of the threshold the paper claims."""
+    rows = [
+        {
+            "claim": c.statement,
+            "chapter": c.chapter,
+            "doc": f"book/{c.doc}.md",
+            "experiment": c.experiment,
+            "deciding statistic": c.statistic.name,
+            "claimed": f"{c.statistic.claimed} {c.statistic.threshold:g}",
+        }
+        for c in CLAIMS.values()
+    ]
+    return pd.DataFrame(rows, index=list(CLAIMS))
