@@ -268,7 +268,9 @@ class PerturbationEngine:
         self._fused = None
         if self.engine_used == "fused":
             acts = [np.array([fused.ACT_CODES[self.fns[a]] for a in lay.act_ids]) for lay in self.layers[:L]]
-            self._fused = fused.FusedPerturber([lay.wt for lay in self.layers], acts, self.H, self.Z, self.res**2)
+            self._fused = fused.FusedPerturber(
+                [lay.wt for lay in self.layers], acts, self.H, self.Z, self.res**2, self.head
+            )
 
     def _rgb(self, raw: torch.Tensor) -> torch.Tensor:
         """Raw outputs `(B, n_out, P)` → images `(B, res, res, 3)`."""
@@ -379,8 +381,8 @@ class PerturbationEngine:
             batches.append((i, units, members))
         itemsize = torch.finfo(self.dtype).bits // 8
         for i, units, members in batches:
-            if self._fused is not None:  # the kernel's outputs and the images
-                per = self._fused.bytes_per_image() + P * itemsize * 6
+            if self._fused is not None:  # the kernel's images
+                per = self._fused.bytes_per_image()
             else:
                 widest = max(len(s) for s in self._cone(i, units)) + 3
                 per = P * itemsize * (4 * widest + 6)  # z, h, Δh, temporaries + the RGB output
@@ -395,10 +397,10 @@ class PerturbationEngine:
     def _run(self, i: int, units: tuple, cols: torch.Tensor, rows: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
         """Images `(B, res, res, 3)` for perturbations of kernel i at (rows, cols) by d; `units`
         (sorted) holds every col of the batch."""
-        if self._fused is not None:  # the C++ kernel: (B, n_out, P) outputs before the head
-            out = self._fused.run(i, rows, cols, d)
+        if self._fused is not None:  # the C++ kernel, head included: (B, P, 3)
+            img = self._fused.run(i, rows, cols, d)
             self.flops += self._fused.flops
-            return self._rgb(out)
+            return img.view(len(rows), self.res, self.res, 3)
         B, P, L = len(rows), self.res * self.res, self.n_kernels - 1
         # unit c of kernel i's output: z_c + δ · h_i[r]   (B, P)
         zc = torch.addcmul(self.Z[i].index_select(0, cols), d[:, None], self.H[i].index_select(0, rows))

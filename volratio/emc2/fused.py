@@ -77,8 +77,8 @@ def load(variant: str | None = None) -> ctypes.CDLL:
     if lib.vr_perturb_abi_version() != ABI_VERSION:
         raise fk.FusedKernelError(f"the perturbation kernel {path} has another ABI version; delete it to rebuild")
     i, p = ctypes.c_int, ctypes.c_void_p
-    # Pp, L, widths, wt, acts, H, Z, i, N, rows, cols, deltas, out, threads, madds
-    lib.vr_perturb.argtypes = [i, i, p, p, p, p, p, i, i, p, p, p, p, i, p]
+    # P, Pp, L, widths, wt, acts, H, Z, i, N, rows, cols, deltas, head, img, threads, madds
+    lib.vr_perturb.argtypes = [i, i, i, p, p, p, p, p, i, i, p, p, p, i, p, i, p]
     lib.vr_perturb.restype = ctypes.c_int
     _loaded[variant] = lib
     build_info[variant] = {"path": str(path), "compiled": compiled, "seconds": time.perf_counter() - t0}
@@ -146,11 +146,12 @@ class FusedPerturber:
 
     wts: per kernel l the compacted kernel transposed, `(n_{l+1}, n_l)`; acts: per hidden layer
     l = 1 … L the kernel's activation codes `(n_l,)`; H, Z: the base pass, `(n_l, P)` and
-    `(n_{l+1}, P)` per kernel; threads: threads splitting a batch (default `torch.get_num_threads()`).
+    `(n_{l+1}, P)` per kernel; head: the network's head (`volratio.nets.head_to_rgb`); threads: threads splitting a batch (default `torch.get_num_threads()`).
     The base pass is copied once, padded to whole tiles (`bytes` says how much memory that holds)."""
 
-    def __init__(self, wts, acts, H, Z, P: int, threads: int | None = None):
+    def __init__(self, wts, acts, H, Z, P: int, head: str, threads: int | None = None):
         self.lib = load()
+        self.head = train_fused.HEAD_CODES[head]
         self.P, self.Pp = int(P), -(-int(P) // TILE) * TILE
         self.L = len(wts) - 1
         self.threads = max(1, int(threads if threads is not None else torch.get_num_threads()))
@@ -169,23 +170,23 @@ class FusedPerturber:
         self.flops = 0.0  # floating-point operations of the last `run` (2 per multiply-add executed)
 
     def bytes_per_image(self) -> int:
-        """Working memory of one perturbation in a batch: its raw outputs (padded) and its image."""
-        return 4 * (int(self.widths[-1]) * self.Pp + 3 * self.P)
+        """Working memory of one perturbation in a batch: its float32 image."""
+        return 4 * 3 * self.P
 
     def run(self, i: int, rows: torch.Tensor, cols: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
-        """`(B, n_out, P)` float32 outputs before the head of the perturbations of kernel i that move
-        the compacted weight `(rows[b], cols[b])` by `d[b]`."""
+        """`(B, P, 3)` float32 images of the perturbations of kernel i that move the compacted
+        weight `(rows[b], cols[b])` by `d[b]`."""
         rows = rows.to(device="cpu", dtype=torch.int32).contiguous()
         cols = cols.to(device="cpu", dtype=torch.int32).contiguous()
         d = d.to(device="cpu", dtype=torch.float32).contiguous()
-        B, n_out = len(rows), int(self.widths[-1])
-        out = torch.empty(B, n_out, self.Pp, dtype=torch.float32)  # (B, n_out, Pp)
+        B = len(rows)
+        img = torch.empty(B, self.P, 3, dtype=torch.float32)  # (B, P, 3)
         madds = ctypes.c_int64(0)
         rc = self.lib.vr_perturb(
-            self.Pp, self.L, self.widths.data_ptr(), *self._ptrs, int(i), B,
-            rows.data_ptr(), cols.data_ptr(), d.data_ptr(), out.data_ptr(), self.threads, ctypes.byref(madds),
+            self.P, self.Pp, self.L, self.widths.data_ptr(), *self._ptrs, int(i), B, rows.data_ptr(),
+            cols.data_ptr(), d.data_ptr(), self.head, img.data_ptr(), self.threads, ctypes.byref(madds),
         )  # fmt: skip
-        self.flops = 2.0 * madds.value
-        if rc != 0:  # pragma: no cover - the engine checks kernel indices and pads the pixels
+        if rc != 0:  # pragma: no cover - the engine checks kernel indices, pads the pixels and checks the head
             raise VolratioError(f"the fused perturbation kernel refused its arguments (code {rc})")
-        return out[:, :, : self.P]
+        self.flops = 2.0 * madds.value
+        return img

@@ -11,7 +11,7 @@
 //   H[l]   (n_l, Pp)               the base pass: input of kernel l (H[0] is the pixel grid)
 //   Z[l]   (n_{l+1}, Pp)           the base pass: output of kernel l before the activation
 //   rows, cols, deltas (N,)        perturbation n moves kernel i's weight (rows[n], cols[n]) by deltas[n]
-//   out    (N, n_out, Pp)          the perturbed networks' outputs before the head
+//   img    (N, P, 3)               the perturbed networks' images (volratio.nets.head_to_rgb of their outputs)
 //
 // What one perturbation costs (volratio.emc2.engine explains the cone): moving W_i[r, c] by δ
 // changes unit c of layer i+1 by δ·h_i[r]; above it only the *forward cone* of c changes. For each
@@ -291,58 +291,106 @@ Program plan(const Net& net, int i, int c) {
     return p;
 }
 
-// Perturbation (r, c, δ) of kernel i through program p: its outputs before the head, (n_out, Pp).
-void run_one(const Net& net, const Program& p, int i, int r, int c, float delta, float* out, vf* A, vf* B,
-             std::vector<const vf*>& init) {
+// The head (volratio.nets.head_to_rgb, as the training kernel's head_tile computes it): one tile's
+// outputs o (n_out rows) → RGB in [0, 1], written pixel-major to img (P, 3) for the tile's pixels < P.
+enum Head { HEAD_HSV = 0, HEAD_GREY = 1, HEAD_RGB = 2 };
+
+inline vf clamp01(vf x) {  // NaN passes, as torch.clamp
+    x = x < 0.0f ? splat(0.0f) : x;
+    return x > 1.0f ? splat(1.0f) : x;
+}
+inline vf vabs(vf x) { return x < 0.0f ? -x : x; }
+
+// torch.remainder(a, 1) = fmod(a, 1), plus 1 when negative; fmod(a, 1) = a − trunc(a) exactly.
+inline vf remainder1(vf a) {
+    vf tr = __builtin_convertvector(__builtin_convertvector(a, vi), vf);
+    vf m = vabs(a) < 8388608.0f ? a - tr : a - a;
+    return ((m != 0.0f) & (m < 0.0f)) ? m + 1.0f : m;
+}
+
+inline void head_tile(int head, const vf* o, int n_valid, float* img) {
+    for (int v = 0; v < NV && v * VL < n_valid; ++v) {
+        vf c[3];
+        if (head == HEAD_RGB) {
+            for (int n = 0; n < 3; ++n) c[n] = 1.0f / (vexp(-o[n * NV + v]) + 1.0f);
+        } else if (head == HEAD_GREY) {
+            c[0] = c[1] = c[2] = clamp01(vabs(o[v]));
+        } else {
+            vf h = remainder1(o[v] + 1.0f), s = clamp01(o[NV + v]), val = clamp01(vabs(o[2 * NV + v]));
+            const float ns[3] = {5.0f, 3.0f, 1.0f};  // r, g, b
+            for (int n = 0; n < 3; ++n) {
+                vf x = h * 6.0f + ns[n];  // in [1, 12): fmod(x, 6) is x or x − 6, exactly
+                vf k = x < 6.0f ? x : x - 6.0f;
+                vf k2 = 4.0f - k;
+                vf u = k < k2 ? k : k2;
+                c[n] = val - val * s * clamp01(u);
+            }
+        }
+        const int m = n_valid - v * VL < VL ? n_valid - v * VL : VL;
+        float* px = img + (size_t)v * VL * 3;
+        for (int l = 0; l < m; ++l) {
+            px[3 * l] = c[0][l];
+            px[3 * l + 1] = c[1][l];
+            px[3 * l + 2] = c[2][l];
+        }
+    }
+}
+
+// Perturbation (r, c, δ) of kernel i through program p: its image (P, 3). O: n_out tile rows.
+void run_one(const Net& net, const Program& p, int i, int r, int c, float delta, int P, int head, float* img,
+             vf* A, vf* B, vf* O, std::vector<const vf*>& init) {
     const int L = net.L, Pp = net.Pp, n_out = net.n(L + 1);
     for (int t = 0; t < Pp / T; ++t) {
         const size_t px = (size_t)t * T;
-        float* o = out + px;
-        for (int j = 0; j < n_out; ++j) std::memcpy(o + (size_t)j * Pp, net.Z[L] + (size_t)j * Pp + px, T * sizeof(float));
+        for (int j = 0; j < n_out; ++j)
+            for (int v = 0; v < NV; ++v) O[j * NV + v] = load(net.Z[L] + (size_t)j * Pp + px + v * VL);
         // unit c of layer i+1: z + δ·h_i[r]
         const float* z = net.Z[i] + (size_t)c * Pp + px;
         const float* h = net.H[i] + (size_t)r * Pp + px;
         for (int v = 0; v < NV; ++v) A[v] = fmadd(splat(delta), load(h + v * VL), load(z + v * VL));
         if (i == L) {
-            for (int v = 0; v < NV; ++v) store(o + (size_t)c * Pp + v * VL, A[v]);
-            continue;
-        }
-        if (!p.reaches_out) continue;
-        activate_row(net.acts[i + 1][c], A);
-        vf* cur = A;
-        vf* nxt = B;
-        for (size_t s = 0; s < p.steps.size(); ++s) {
-            const Step& st = p.steps[s];
-            const int l = st.l, nd = (int)st.dst.size();
-            if (!st.full) {  // cur holds h' of src: make it Δh, and start from the base pre-activations
-                for (size_t a = 0; a < st.src.size(); ++a) {
-                    const float* hb = net.H[l] + (size_t)st.src[a] * Pp + px;
-                    for (int v = 0; v < NV; ++v) cur[a * NV + v] -= load(hb + v * VL);
+            for (int v = 0; v < NV; ++v) O[c * NV + v] = A[v];
+        } else if (p.reaches_out) {
+            activate_row(net.acts[i + 1][c], A);
+            vf* cur = A;
+            vf* nxt = B;
+            for (const Step& st : p.steps) {
+                const int l = st.l, nd = (int)st.dst.size();
+                const bool top = l == L;
+                vf* dst = top ? O : nxt;  // the output rows: straight into O when every one changes
+                const bool direct = top && nd == n_out;
+                if (top && !direct) dst = nxt;
+                const vf* const* ini = nullptr;
+                if (!st.full) {  // cur holds h' of src: make it Δh, and start from the base pre-activations
+                    for (size_t a = 0; a < st.src.size(); ++a) {
+                        const float* hb = net.H[l] + (size_t)st.src[a] * Pp + px;
+                        for (int v = 0; v < NV; ++v) cur[a * NV + v] -= load(hb + v * VL);
+                    }
+                    for (int b = 0; b < nd; ++b) {
+                        const float* zr = net.Z[l] + (size_t)st.dst[b] * Pp + px;
+                        for (int v = 0; v < NV; ++v) dst[b * NV + v] = load(zr + v * VL);
+                        init[b] = dst + b * NV;
+                    }
+                    ini = init.data();
                 }
-            }
-            const vf* const* ini = nullptr;
-            if (!st.full) {
-                for (int b = 0; b < nd; ++b) {
-                    const float* zr = net.Z[l] + (size_t)st.dst[b] * Pp + px;
-                    for (int v = 0; v < NV; ++v) nxt[b * NV + v] = load(zr + v * VL);
-                    init[b] = nxt + b * NV;
+                if (st.dense)
+                    dense_block(cur, (int)st.src.size(), st.w.data(), nd, ini, dst);  // reads init[b] before writing row b
+                else
+                    sparse_rows(cur, st.off.data(), st.idx.data(), st.val.data(), nd, ini, dst);
+                if (top) {
+                    if (!direct)
+                        for (int b = 0; b < nd; ++b)
+                            for (int v = 0; v < NV; ++v) O[st.dst[b] * NV + v] = nxt[b * NV + v];
+                    break;
                 }
-                ini = init.data();
+                for (int b = 0; b < nd; ++b) activate_row(net.acts[l + 1][st.dst[b]], nxt + b * NV);
+                vf* tmp = cur;
+                cur = nxt;
+                nxt = tmp;
             }
-            if (st.dense)
-                dense_block(cur, (int)st.src.size(), st.w.data(), nd, ini, nxt);  // reads init[b] before writing row b
-            else
-                sparse_rows(cur, st.off.data(), st.idx.data(), st.val.data(), nd, ini, nxt);
-            if (l == L) {
-                for (int b = 0; b < nd; ++b)
-                    for (int v = 0; v < NV; ++v) store(o + (size_t)st.dst[b] * Pp + v * VL, nxt[b * NV + v]);
-                break;
-            }
-            for (int b = 0; b < nd; ++b) activate_row(net.acts[l + 1][st.dst[b]], nxt + b * NV);
-            vf* tmp = cur;
-            cur = nxt;
-            nxt = tmp;
         }
+        const int n_valid = P - (int)px < T ? P - (int)px : T;
+        head_tile(head, O, n_valid, img + px * 3);
     }
 }
 
@@ -352,12 +400,13 @@ extern "C" {
 
 int vr_perturb_abi_version() { return 1; }
 
-// Outputs (N, n_out, Pp) of the N perturbations (rows[n], cols[n], deltas[n]) of kernel i;
-// *madds = the multiply-adds the call executes (pixels × weights, padding included).
-int vr_perturb(int Pp, int L, const int32_t* widths, const float* const* wt, const int32_t* const* acts,
+// Images img (N, P, 3) of the N perturbations (rows[n], cols[n], deltas[n]) of kernel i under the
+// head `head` (HEAD_*); *madds = the multiply-adds the call executes (pixels × weights, padding included).
+int vr_perturb(int P, int Pp, int L, const int32_t* widths, const float* const* wt, const int32_t* const* acts,
                const float* const* H, const float* const* Z, int i, int N, const int32_t* rows, const int32_t* cols,
-               const float* deltas, float* out, int n_threads, int64_t* madds) {
-    if (Pp % T != 0 || i < 0 || i > L) return 1;
+               const float* deltas, int head, float* img, int n_threads, int64_t* madds) {
+    if (Pp % T != 0 || P > Pp || Pp - P >= T || i < 0 || i > L) return 1;
+    if (head == HEAD_GREY ? widths[L + 1] < 1 : widths[L + 1] < 3) return 2;
     const Net net{Pp, L, widths, wt, acts, H, Z};
     int wmax = 1;
     for (int l = 0; l <= L + 1; ++l) wmax = widths[l] > wmax ? widths[l] : wmax;
@@ -371,12 +420,12 @@ int vr_perturb(int Pp, int L, const int32_t* widths, const float* const* wt, con
     *madds = 0;
     for (int n = 0; n < N; ++n) *madds += progs[slot[cols[n]]].madds * Pp;
     const int nt = n_threads < 1 ? 1 : (n_threads < N ? n_threads : (N > 0 ? N : 1));
-    const size_t per = (size_t)widths[L + 1] * Pp;
     auto work = [&](int t0) {
-        std::vector<vf> A((size_t)wmax * NV), B((size_t)wmax * NV);
+        std::vector<vf> A((size_t)wmax * NV), B((size_t)wmax * NV), O((size_t)widths[L + 1] * NV);
         std::vector<const vf*> init(wmax);
         for (int n = t0; n < N; n += nt)
-            run_one(net, progs[slot[cols[n]]], i, rows[n], cols[n], deltas[n], out + n * per, A.data(), B.data(), init);
+            run_one(net, progs[slot[cols[n]]], i, rows[n], cols[n], deltas[n], P, head, img + (size_t)n * P * 3,
+                    A.data(), B.data(), O.data(), init);
     };
     if (nt == 1) {
         work(0);
