@@ -39,11 +39,12 @@ class EMC2Config(Presets):
     device: str = "auto"  # CUDA when available, else CPU
     dtype: str = "float64"  # engine arithmetic; float64 = the exact reference, float32 = faster
     memory_bytes: int | None = None  # working-memory cap of one batch (None: 16 MiB CPU, 1 GiB CUDA)
+    engine: str = "torch"  # "torch" (batched tensor operations), "fused" (C++ kernel, float32 CPU) or "auto"
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`)
     LIMITS = {"deltas": nonzero(), "res": at_least(2), "which": one_of("all", "genome"), "max_params": at_least(1),
               "seed": at_least(0), "member": at_least(0), "dtype": one_of("float32", "float64"),
-              "memory_bytes": at_least(1)}  # fmt: skip
+              "memory_bytes": at_least(1), "engine": one_of("torch", "fused", "auto")}  # fmt: skip
 
     @classmethod
     def like(cls, settings, **overrides) -> "EMC2Config":
@@ -180,7 +181,7 @@ def score_judges(
     P_all = np.repeat(params, len(deltas), axis=0)  # (N·n_δ, 3), δ varies fastest
     D_all = np.tile(deltas, len(params))
     base, images = perturbed_images(
-        net, cfg.res, P_all, D_all, cfg.member, cfg.device, torch_dtype(cfg.dtype), cfg.memory_bytes
+        net, cfg.res, P_all, D_all, cfg.member, cfg.device, torch_dtype(cfg.dtype), cfg.memory_bytes, cfg.engine
     )
     J = len(judges)
     shown = np.zeros((J, len(P_all)), bool)  # the judge: the perturbed image shows the label
