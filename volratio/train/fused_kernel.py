@@ -105,9 +105,10 @@ def _compiler_version(cxx: str, fix: str = FIX) -> str:
         raise FusedKernelError(f"the C++ compiler {cxx!r} does not run ({e}); {fix}") from None
 
 
-def library_path(variant: str, cxx: str, source: Path = SOURCE) -> Path:
-    """The cached library's path for this source, these flags and this compiler (`source`: also
-    the EMC2 perturbation kernel's, `volratio.emc2.fused`)."""
+def library_path(variant: str, cxx: str, source: Path | None = None) -> Path:
+    """The cached library's path for this source (default `SOURCE`; also the EMC2 perturbation
+    kernel's, `volratio.emc2.fused`), these flags and this compiler."""
+    source = SOURCE if source is None else source
     h = hashlib.sha256()
     for part in (source.read_bytes(), " ".join(flags(variant)).encode(), _compiler_version(cxx).encode()):
         h.update(part)
@@ -115,7 +116,8 @@ def library_path(variant: str, cxx: str, source: Path = SOURCE) -> Path:
     return cache_dir() / f"{source.stem}-{variant}-{h.hexdigest()[:16]}.so"
 
 
-def _build(variant: str, cxx: str, target: Path, source: Path = SOURCE, fix: str = FIX) -> None:
+def _build(variant: str, cxx: str, target: Path, source: Path | None = None, fix: str = FIX) -> None:
+    source = SOURCE if source is None else source
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=target.stem, suffix=".so.tmp", dir=target.parent)
     os.close(fd)
