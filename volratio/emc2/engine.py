@@ -17,7 +17,10 @@ default; float32 is faster and differs by up to ~1e-5 on long cache chains):
   element's own cone get Δh = 0 exactly); batches are chunked under a memory cap (bytes);
 - activations are stored units-major `(units, pixels)`, so each activation function acts in place
   on one contiguous block;
-- everything runs on CPU or CUDA (`device="auto"`).
+- everything runs on CPU or CUDA (`device="auto"`);
+- `engine="fused"` hands each batch to the C++ kernel of `volratio.emc2.fused` instead (float32 on
+  the CPU: one call renders a batch tile by tile, head included, over the cone's non-zero weights
+  only); `engine="auto"` uses it where it builds, else the torch path, and says so (`engine_note`).
 
 `naive_render` is the reference it is tested and benchmarked against (copy, perturb, render).
 
