@@ -13,8 +13,9 @@ On the FER paper's dense SGD skull (`fer-sgd:skull`) and on the layerized Picbre
   same run: `torch.matmul` on the torch engine's own shapes (`(W, W) @ (B, W, P)`, one dense layer
   in its units-major layout) and a single-thread 2048² sgemm (`roofline.py`), the honest roofline.
 
-Every rate is the best of `--repeats` rounds, each round timing every method and the sgemm once
-(the machines are shared and noisy: the ratios of one run are the result). The last line is
+Every rate is the best of `--repeats` rounds, each round timing every method and the sgemm once,
+in CPU seconds of this single-threaded process on the CPU (wall time on CUDA): the machines are
+shared and noisy, and the ratios of one run are the result. The last line is
 
     emc2: … images/s  …x naive (dense)  …x naive (picbreeder)  roofline …% (sgemm)
 
@@ -38,6 +39,10 @@ from volratio import emc2
 from volratio.data.specs import load_network
 from volratio.util.device import resolve_device
 
+# CPU: CPU seconds of this single-threaded process (other load on a shared machine moves them less
+# than wall time; as benchmarks/training.py); CUDA: wall time
+CLOCK = {False: time.process_time, True: time.perf_counter}
+
 
 def unit_sample(params: np.ndarray, n_units: int | None, seed: int = 0) -> np.ndarray:
     """Every incoming weight of `n_units` target units drawn at random (seeded): a smaller workload
@@ -59,13 +64,14 @@ def bench(spec: str, res: int, n_units: int | None, deltas, n_naive: int, device
     P = np.repeat(params, len(deltas), axis=0)
     D = np.tile(np.asarray(deltas, float), len(params))
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    clock = CLOCK[device.type == "cuda"]
 
     def run(which):
-        t0 = time.perf_counter()
+        t0 = clock()
         eng = emc2.PerturbationEngine(net, res, device=device, dtype=dtype, memory_bytes=memory_bytes, engine=which)
         n = sum(len(idx) for idx, _img in eng.iter_images(P, D))
         sync()
-        return time.perf_counter() - t0, eng, n
+        return clock() - t0, eng, n
 
     t_eng, t_torch, t_naive = float("inf"), float("inf"), float("inf")
     sub = np.linspace(0, len(P) - 1, min(n_naive, len(P))).astype(int)
@@ -74,11 +80,11 @@ def bench(spec: str, res: int, n_units: int | None, deltas, n_naive: int, device
         t_eng = min(t_eng, t)
         t, eng_torch, _ = run("torch")
         t_torch = min(t_torch, t)
-        t0 = time.perf_counter()  # naive: the same perturbations (an evenly spaced subset), copy → perturb → render
+        t0 = clock()  # naive: the same perturbations (an evenly spaced subset), copy → perturb → render
         ref = [emc2.naive_render(net, P[k], D[k], res) for k in sub]
         sync()
-        t_naive = min(t_naive, (time.perf_counter() - t0) / len(sub))
-        sgemm.append(sgemm_gflops())
+        t_naive = min(t_naive, (clock() - t0) / len(sub))
+        sgemm.append(sgemm_gflops(clock=clock))
     eng_rate = n / t_eng
     check = eng.render(P[sub], D[sub])
     err = max(float((a.double() - b.double()).abs().max()) for a, b in zip(check, ref))

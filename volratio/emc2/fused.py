@@ -146,7 +146,8 @@ class FusedPerturber:
 
     wts: per kernel l the compacted kernel transposed, `(n_{l+1}, n_l)`; acts: per hidden layer
     l = 1 … L the kernel's activation codes `(n_l,)`; H, Z: the base pass, `(n_l, P)` and
-    `(n_{l+1}, P)` per kernel; head: the network's head (`volratio.nets.head_to_rgb`); threads: threads splitting a batch (default `torch.get_num_threads()`).
+    `(n_{l+1}, P)` per kernel; head: the network's head (`volratio.nets.head_to_rgb`); threads:
+    threads splitting a batch (default `torch.get_num_threads()`).
     The base pass is copied once, padded to whole tiles (`bytes` says how much memory that holds)."""
 
     def __init__(self, wts, acts, H, Z, P: int, head: str, threads: int | None = None):
