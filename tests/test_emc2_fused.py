@@ -12,6 +12,8 @@ The kernel is compiled once for this module into a temporary cache folder; the t
 skip, with the reason, where no C++ compiler exists. The refusals run everywhere.
 """
 
+import argparse
+
 import numpy as np
 import pytest
 import torch
@@ -179,7 +181,7 @@ def test_fused_refusals_name_the_fix(monkeypatch):
     with pytest.raises(VolratioError, match="engine must be one of"):
         emc2.PerturbationEngine(net, 8, device="cpu", dtype=torch.float32, engine="fast")
     eng = emc2.PerturbationEngine(net.double(), 8, device="cpu", dtype=torch.float64, engine="auto")
-    assert eng.engine_used == "torch" and eng.engine_note == ""  # float64: the torch path, no note
+    assert eng.engine_used == "torch" and "float32" in eng.engine_note  # float64: the torch path, and why
     # no compiler: "fused" raises with the fix, "auto" takes the torch path and says why
     monkeypatch.setenv("CXX", "no-such-compiler-volratio")
     monkeypatch.setattr(fused, "_loaded", {})
@@ -190,3 +192,27 @@ def test_fused_refusals_name_the_fix(monkeypatch):
     assert eng.engine_used == "torch" and "no-such-compiler-volratio" in eng.engine_note
     with pytest.raises(LimitError, match="engine"):
         check_limits(emc2.EMC2Config(engine="fast"))
+
+
+def _cli(argv):
+    from volratio.commands import emc2 as cmd
+
+    p = argparse.ArgumentParser()
+    cmd.register(p.add_subparsers(dest="command"))
+    args = p.parse_args(argv)
+    return args.func(args)
+
+
+@needs_kernel
+def test_cli_scores_every_weight_and_says_which_engine(tmp_path, capsys):
+    net = CoordMLP("3;gaussian:4,sin:2", seed=3, init_scale=2.0)
+    f = tmp_path / "net.safetensors"
+    net.save(f)
+    common = ["emc2", str(f), "--target", "image:camera", "--deltas", "-1,1", "--res", "16"]
+    assert _cli([*common, "--dtype", "float32"]) == 0
+    out = capsys.readouterr().out
+    n = len(emc2.nonzero_params(net))
+    assert f"{n} of {n} parameters" in out and "(engine fused)" in out
+    assert _cli(common) == 0  # float64: the torch path, and the line that says why
+    out = capsys.readouterr().out
+    assert "(engine torch)" in out and "computes in float32" in out

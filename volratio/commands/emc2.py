@@ -63,7 +63,7 @@ def register(sub) -> None:
         default="auto",
         choices=["auto", "torch", "fused"],
         help="perturbation engine: fused (the C++ kernel; float32 on the CPU), torch, or auto (fused for "
-        "--dtype float32 on the CPU where a C++ compiler builds it, else torch)",
+        "--dtype float32 on the CPU where a C++ compiler builds it, else torch; the output says which)",
     )
     add_json_flag(p)
     p.set_defaults(func=cmd_emc2)
@@ -122,7 +122,8 @@ def cmd_emc2(args) -> int:
         dtype=args.dtype,
         engine=args.engine,
     )
-    used = emc2.fused.resolve_engine(args.engine, resolve_device(args.device), emc2.torch_dtype(args.dtype))
+    device, dtype = resolve_device(args.device), emc2.torch_dtype(args.dtype)
+    used = emc2.fused.resolve_engine(args.engine, device, dtype)
     res = emc2.score_network(
         net,
         args.target,
@@ -142,7 +143,7 @@ def cmd_emc2(args) -> int:
     ]
     lines += [f"  δ = {d:+.3g}: S = {s:.3f}" for d, s in zip(res.deltas, res.scores)]
     lines.append(f"  AUC (normalised) = {res.auc:.3f}  (engine {used})")
-    note = emc2.fused.engine_note(args.engine, used)
+    note = emc2.fused.engine_note(args.engine, used, device, dtype)
     if note:
         lines.append(f"  {note}")
     emit(args, payload, "\n".join(lines))

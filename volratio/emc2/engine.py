@@ -196,7 +196,7 @@ class PerturbationEngine:
         self.merge_below = int(merge_below)  # targets with fewer perturbations share a batch
         self.device, self.dtype = resolve_device(device), dtype
         self.engine_used = fused.resolve_engine(engine, self.device, dtype)
-        self.engine_note = fused.engine_note(engine, self.engine_used)
+        self.engine_note = fused.engine_note(engine, self.engine_used, self.device, dtype)
         if memory_bytes is None:  # CPU: cache-sized batches are fastest; CUDA: large batches
             memory_bytes = 2**30 if self.device.type == "cuda" else 16 * 2**20
         self.memory_bytes = int(memory_bytes)

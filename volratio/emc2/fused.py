@@ -123,11 +123,13 @@ def resolve_engine(engine: str, device: torch.device, dtype: torch.dtype) -> str
     return engine
 
 
-def engine_note(engine: str, used: str) -> str:
-    """The empty string unless `engine` is "auto" and the torch path was chosen on the CPU because
-    the kernel does not build here: then why, in one sentence for the command line's output."""
-    if engine != "auto" or used != "torch":
+def engine_note(engine: str, used: str, device: torch.device | None = None, dtype: torch.dtype | None = None) -> str:
+    """The empty string unless `engine` is "auto" and it chose the torch path on the CPU: then why,
+    in one sentence for the command line's output (a float64 engine, or no kernel build here)."""
+    if engine != "auto" or used != "torch" or (device is not None and device.type != "cpu"):
         return ""
+    if dtype is not None and dtype != torch.float32:
+        return f"engine 'auto' chose the torch path: the fused kernel computes in float32 and this engine in {dtype}"
     why = _refusals.get((fk.default_variant(), os.environ.get("CXX", "g++")))
     if why is None:
         return ""
