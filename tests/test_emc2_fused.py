@@ -149,6 +149,23 @@ def test_fused_is_bit_for_bit_repeatable_across_runs_and_threads():
 
 
 @needs_kernel
+def test_fused_gives_the_same_bits_in_every_build():
+    """The builds differ only in instruction set (AVX-512, AVX2, baseline): no reassociation, fused
+    multiply-adds only where the source writes them, so the bits are the same."""
+    net = _net("pruned", "hsv")
+    P = np.repeat(emc2.nonzero_params(net), 2, axis=0)
+    D = np.linspace(-2, 2, len(P))
+    eng = emc2.PerturbationEngine(net, 20, device="cpu", dtype=torch.float32, engine="fused")
+    ref = eng.render(P, D)
+    others = [v for v in ("avx2", "baseline") if v != fused_kernel.default_variant()]
+    if fused_kernel.default_variant() == "baseline":
+        others = []  # no AVX2 here: one build only
+    for variant in others:
+        eng._fused.lib = fused.load(variant)
+        assert torch.equal(eng.render(P, D), ref), variant
+
+
+@needs_kernel
 def test_fused_work_is_the_cone_of_non_zero_weights():
     # a dense network: perturbing (kernel i, row r, col c) multiplies 1 + n_{i+2} + Σ_{l>i+1} n_l·n_{l+1}
     # weights per pixel (unit c, then its row of kernel i+1, then whole layers)
