@@ -1,7 +1,7 @@
 """EMC2 perturbation engine vs re-rendering each perturbed network from scratch.
 
 On the FER paper's dense SGD skull (`fer-sgd:skull`) and on the layerized Picbreeder skull
-(`picbreeder:skull`), at 64×64, single-threaded (DESIGN §6), one run measures:
+(`picbreeder:skull`), at 64×64, single-threaded, one run measures:
 
 - perturbed images per second of `volratio.emc2.PerturbationEngine` — the fused C++ kernel
   (`--engine fused`, `volratio.emc2.fused`; the default `auto` uses it where a compiler builds it
