@@ -35,7 +35,7 @@ RESOLUTIONS = (16, 20)  # 256 pixels: whole tiles of 64; 400: a partial last til
 def kernel(tmp_path_factory):
     """Build the kernel once, into a fresh cache folder (skips where no C++ compiler exists)."""
     if compiler_missing():
-        pytest.skip(compiler_missing())
+        pytest.skip(compiler_missing().replace("fused training kernel", "fused perturbation kernel"))
     mp = pytest.MonkeyPatch()
     mp.setenv(fused_kernel.ENV_CACHE, str(tmp_path_factory.mktemp("kernels")))
     mp.setattr(fused, "_loaded", {})
