@@ -8,12 +8,14 @@ asked for, one run measures, single-threaded:
 - `fast`: the same population on `TrainConfig(path="fast")` (`volratio.train.fast`);
 - `fused`: the same population on `TrainConfig(path="fused")` (`volratio.train.fused`'s C++
   kernel; its compile seconds, first build and cached reload, are printed once at the start);
-- `torch.bmm` on the steps' hidden matmul shapes, in GFLOP/s: the roofline. A step's nominal
-  matmul work (forward, input and kernel gradients) per second, as a share of it, is `roofline`
-  (the same work for every path: the fused kernel does each of the three matmuls once per step).
+- `torch.bmm` on the steps' hidden matmul shapes, in GFLOP/s, and a single-thread 2048² sgemm
+  (`roofline.py`: the machine's large-matmul rate on one core, the honest roofline). A step's
+  nominal matmul work (forward, input and kernel gradients) per second, as a share of each, is
+  `roofline … (bmm)` and `… (sgemm)` (the same work for every path: the fused kernel does each of
+  the three matmuls once per step).
 
 Every rate is the best of `--rounds` measurements taken in turns (each round times every path and
-`torch.bmm` once), so that the paths and the roofline are measured under the same load on a shared
+`torch.bmm` and the sgemm once), so that the paths and the roofline are measured under the same load on a shared
 machine. It checks that the fast and fused populations agree with the eager one (losses after the
 measured steps, relative) and prints beside it the eager path's own float32-vs-float64 gap: deep
 Gaussian networks amplify any rounding difference within a few Adam steps (at depth 14 two float64
@@ -23,7 +25,7 @@ training is the dynamics, not an error of the path; the per-step tolerances are 
 step (compile seconds and step time; not in `--quick`, it costs about a minute per shape). Each
 depth ends with
 
-    depth 8: fused 1234 net-steps/s  3.4x eager  2.7x population  roofline 55%
+    depth 8: fused 1234 net-steps/s  3.4x eager  2.7x population  roofline 55% (bmm)  60% (sgemm)
 
     python benchmarks/training.py --quick          # depths 8 and 14, under two minutes
 """
@@ -35,6 +37,7 @@ import time
 
 import numpy as np
 import torch
+from roofline import sgemm_gflops
 
 from volratio.data.targets import get_target
 from volratio.nets import CoordMLP, coords, head_to_rgb
@@ -133,7 +136,7 @@ def main(argv=None) -> list[str]:
         # warm-up (allocator, BLAS): a few steps of each path, not timed
         for cfg in (eager, fast, fused):
             train(CoordMLP(arch, population=args.K, seed=0), img, TrainConfig(**{**cfg.__dict__, "steps": 3}))
-        rates = {"eager": 0.0, "population": 0.0, "fast": 0.0, "fused": 0.0, "bmm": 0.0}
+        rates = {"eager": 0.0, "population": 0.0, "fast": 0.0, "fused": 0.0, "bmm": 0.0, "sgemm": 0.0}
         probe = CoordMLP(arch, population=args.K, seed=0)
         for _ in range(args.rounds):  # in turns, best of each: every path sees the same load
             singles = [CoordMLP(arch, seed=s) for s in range(args.K)]
@@ -146,7 +149,8 @@ def main(argv=None) -> list[str]:
             r, loss_fused = _net_steps_per_s([CoordMLP(arch, population=args.K, seed=0)], img, fused)
             rates["fused"] = max(rates["fused"], r)
             rates["bmm"] = max(rates["bmm"], _bmm_gflops(probe, pixels, seconds=0.25))
-        r_eager, r_pop, r_fast, r_fused, gflops_bmm = (rates[k] for k in rates)
+            rates["sgemm"] = max(rates["sgemm"], sgemm_gflops(clock=time.process_time))
+        r_eager, r_pop, r_fast, r_fused, gflops_bmm, gflops_sgemm = (rates[k] for k in rates)
         net = probe
         # the dynamics' own sensitivity: the eager population in float64 against float32
         loss_64 = train(CoordMLP(arch, population=args.K, seed=0).double(), img.double(), eager).final_loss
@@ -161,12 +165,14 @@ def main(argv=None) -> list[str]:
         print(f"  fast population of {args.K}      {r_fast:8.0f} net-steps/s   matmul {gflops_fast:.1f} GFLOP/s")
         print(f"  fused population of {args.K}     {r_fused:8.0f} net-steps/s   matmul {gflops_fused:.1f} GFLOP/s")
         print(f"  torch.bmm on (K, P, W)×(K, W, W)      {gflops_bmm:.1f} GFLOP/s")
+        print(f"  single-thread sgemm 2048²             {gflops_sgemm:.1f} GFLOP/s")
         print(f"  fast vs eager population after {steps} steps: max relative |Δ loss| = {gap:.1e}")
         print(f"  fused vs eager population after {steps} steps: max relative |Δ loss| = {gap_fused:.1e}")
         print(f"  (eager float32 vs float64 after {steps} steps: max relative |Δ loss| = {gap_64:.1e})")
         print(
             f"  fast {r_fast:.0f} net-steps/s  {r_fast / r_eager:.1f}x eager  "
-            f"{r_fast / r_pop:.1f}x population  roofline {100 * gflops_fast / gflops_bmm:.0f}%"
+            f"{r_fast / r_pop:.1f}x population  roofline {100 * gflops_fast / gflops_bmm:.0f}% (bmm)  "
+            f"{100 * gflops_fast / gflops_sgemm:.0f}% (sgemm)"
         )
         if args.compile:
             t_c, ms = _compiled_step_ms(CoordMLP(arch, population=args.K, seed=0), img, steps)
@@ -176,7 +182,8 @@ def main(argv=None) -> list[str]:
             )
         line = (
             f"depth {depth}: fused {r_fused:.0f} net-steps/s  {r_fused / r_eager:.1f}x eager  "
-            f"{r_fused / r_pop:.1f}x population  roofline {100 * gflops_fused / gflops_bmm:.0f}%"
+            f"{r_fused / r_pop:.1f}x population  roofline {100 * gflops_fused / gflops_bmm:.0f}% (bmm)  "
+            f"{100 * gflops_fused / gflops_sgemm:.0f}% (sgemm)"
         )
         print(line, flush=True)
         lines.append(line)

@@ -13,6 +13,7 @@ from ..data.targets import get_target
 from ..errors import VolratioError
 from ..judges import JUDGES
 from ..report import plots
+from ..util.device import resolve_device
 from ..util.fileio import atomic_path, check_out
 from . import _args as A
 from ._common import add_json_flag, add_out, emit
@@ -57,6 +58,13 @@ def register(sub) -> None:
     p.add_argument("--seed", type=A.seed, default=0)
     p.add_argument("--device", type=A.device, default="auto")
     p.add_argument("--dtype", default="float64", choices=["float32", "float64"])
+    p.add_argument(
+        "--engine",
+        default="auto",
+        choices=["auto", "torch", "fused"],
+        help="perturbation engine: fused (the C++ kernel; float32 on the CPU), torch, or auto (fused for "
+        "--dtype float32 on the CPU where a C++ compiler builds it, else torch; the output says which)",
+    )
     add_json_flag(p)
     p.set_defaults(func=cmd_emc2)
 
@@ -112,7 +120,10 @@ def cmd_emc2(args) -> int:
         seed=args.seed,
         device=args.device,
         dtype=args.dtype,
+        engine=args.engine,
     )
+    device, dtype = resolve_device(args.device), emc2.torch_dtype(args.dtype)
+    used = emc2.fused.resolve_engine(args.engine, device, dtype)
     js = emc2.judges_for(net, [args.judge], args.target, cfg, model=args.judge_model)
     label = args.label or emc2.target_label(args.target)
     res = emc2.score(net, js, label, cfg, layered=layered, progress=not args.json)[0]
@@ -124,7 +135,10 @@ def cmd_emc2(args) -> int:
         f"{'yes' if res.base_kept else 'no — every S is 0'} (score {res.base_score:.3f})",
     ]
     lines += [f"  δ = {d:+.3g}: S = {s:.3f}" for d, s in zip(res.deltas, res.scores)]
-    lines.append(f"  AUC (normalised) = {res.auc:.3f}")
+    lines.append(f"  AUC (normalised) = {res.auc:.3f}  (engine {used})")
+    note = emc2.fused.engine_note(args.engine, used, device, dtype)
+    if note:
+        lines.append(f"  {note}")
     emit(args, payload, "\n".join(lines))
     return 0
 

@@ -15,6 +15,8 @@ Layout (every public name is importable from `volratio.emc2`):
   (`render`, `judge_images`, `tabulate`);
 - `sweeps` — weight sweeps (`weight_sweep`, `pick_params`) and the images behind a score
   (`judged_examples`);
+- `fused` — the C++ perturbation kernel behind `PerturbationEngine(engine="fused")` and
+  `EMC2Config(engine=…)` (imported as a module: `volratio.emc2.fused`);
 - `change_structure` — the book's own second lens on a change, the structure of the difference
   image (imported as a module: `from volratio.emc2 import change_structure`).
 

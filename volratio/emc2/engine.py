@@ -17,7 +17,10 @@ default; float32 is faster and differs by up to ~1e-5 on long cache chains):
   element's own cone get Δh = 0 exactly); batches are chunked under a memory cap (bytes);
 - activations are stored units-major `(units, pixels)`, so each activation function acts in place
   on one contiguous block;
-- everything runs on CPU or CUDA (`device="auto"`).
+- everything runs on CPU or CUDA (`device="auto"`);
+- `engine="fused"` hands each batch to the C++ kernel of `volratio.emc2.fused` instead (float32 on
+  the CPU: one call renders a batch tile by tile, head included, over the cone's non-zero weights
+  only); `engine="auto"` uses it where it builds, else the torch path, and says so (`engine_note`).
 
 `naive_render` is the reference it is tested and benchmarked against (copy, perturb, render).
 
@@ -43,6 +46,7 @@ from ..errors import VolratioError
 from ..nets import ACTIVATIONS, CoordMLP, coords, head_to_rgb
 from ..util import budget
 from ..util.device import generator, resolve_device
+from . import fused
 
 # The δ grids (every module and test takes them from here; stored configs record the values):
 DEFAULT_DELTAS = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0)  # both signs, |δ| from 0.25 to 2
@@ -170,7 +174,10 @@ class PerturbationEngine:
     (computation dtype; float64 makes the images equal re-rendering to ~1e-12, float32 is faster),
     `memory_bytes` (cap on the working memory of one batch; None = 16 MiB on CPU, 1 GiB on CUDA),
     `compact` (drop dead units),
-    `merge_below` (target units with fewer perturbations than this share one batch per kernel).
+    `merge_below` (target units with fewer perturbations than this share one batch per kernel),
+    `engine` ("torch": the batched tensor operations below; "fused": the C++ kernel of
+    `volratio.emc2.fused`, float32 on the CPU; "auto": fused where it runs and builds, else torch —
+    `engine_used` says which, `engine_note` why).
     """
 
     def __init__(
@@ -183,10 +190,13 @@ class PerturbationEngine:
         memory_bytes: int | None = None,
         compact: bool = True,
         merge_below: int = 32,
+        engine: str = "torch",
     ):
         self.res, self.head = int(res), net.head
         self.merge_below = int(merge_below)  # targets with fewer perturbations share a batch
         self.device, self.dtype = resolve_device(device), dtype
+        self.engine_used = fused.resolve_engine(engine, self.device, dtype)
+        self.engine_note = fused.engine_note(engine, self.engine_used, self.device, dtype)
         if memory_bytes is None:  # CPU: cache-sized batches are fastest; CUDA: large batches
             memory_bytes = 2**30 if self.device.type == "cuda" else 16 * 2**20
         self.memory_bytes = int(memory_bytes)
@@ -239,6 +249,8 @@ class PerturbationEngine:
         # Base pass: H[i] = input of kernel i (n_i, P), Z[i] = its pre-activation output (n_{i+1}, P).
         item = torch.empty((), dtype=dtype).element_size()
         cached = 2 * sum(len(k) for k in keep) + 4 * 3  # H and Z of every layer, the grid, the base image
+        if self.engine_used == "fused":  # the kernel's padded float32 copy of H and Z
+            cached += 2 * sum(len(k) for k in keep) * (4 / item) * (1 + fused.TILE / self.res**2)
         budget.check(
             self.res**2 * item * cached + self.memory_bytes,
             f"perturbing a network of {sum(len(k) for k in keep[1:-1])} live units at {self.res}×{self.res} pixels",
@@ -256,6 +268,12 @@ class PerturbationEngine:
         self.raw = self.Z[L]  # (n_out, P)
         self.base = self._rgb(self.raw[None])[0]  # (res, res, 3)
         self._cones: dict[tuple[int, int], list[tuple]] = {}
+        self._fused = None
+        if self.engine_used == "fused":
+            acts = [np.array([fused.ACT_CODES[self.fns[a]] for a in lay.act_ids]) for lay in self.layers[:L]]
+            self._fused = fused.FusedPerturber(
+                [lay.wt for lay in self.layers], acts, self.H, self.Z, self.res**2, self.head
+            )
 
     def _rgb(self, raw: torch.Tensor) -> torch.Tensor:
         """Raw outputs `(B, n_out, P)` → images `(B, res, res, 3)`."""
@@ -366,8 +384,11 @@ class PerturbationEngine:
             batches.append((i, units, members))
         itemsize = torch.finfo(self.dtype).bits // 8
         for i, units, members in batches:
-            widest = max(len(s) for s in self._cone(i, units)) + 3
-            per = P * itemsize * (4 * widest + 6)  # z, h, Δh, temporaries + the RGB output
+            if self._fused is not None:  # the kernel's images
+                per = self._fused.bytes_per_image()
+            else:
+                widest = max(len(s) for s in self._cone(i, units)) + 3
+                per = P * itemsize * (4 * widest + 6)  # z, h, Δh, temporaries + the RGB output
             B = max(1, self.memory_bytes // per)
             for a in range(0, len(members), B):
                 part = members[a : a + B]
@@ -379,6 +400,10 @@ class PerturbationEngine:
     def _run(self, i: int, units: tuple, cols: torch.Tensor, rows: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
         """Images `(B, res, res, 3)` for perturbations of kernel i at (rows, cols) by d; `units`
         (sorted) holds every col of the batch."""
+        if self._fused is not None:  # the C++ kernel, head included: (B, P, 3)
+            img = self._fused.run(i, rows, cols, d)
+            self.flops += self._fused.flops
+            return img.view(len(rows), self.res, self.res, 3)
         B, P, L = len(rows), self.res * self.res, self.n_kernels - 1
         # unit c of kernel i's output: z_c + δ · h_i[r]   (B, P)
         zc = torch.addcmul(self.Z[i].index_select(0, cols), d[:, None], self.H[i].index_select(0, rows))
@@ -437,14 +462,15 @@ class PerturbationEngine:
 
 
 def perturbed_images(net: CoordMLP, res: int, params, deltas, member: int = 0, device="auto",
-                     dtype=torch.float64, memory_bytes=None):  # fmt: skip
+                     dtype=torch.float64, memory_bytes=None, engine="torch"):  # fmt: skip
     """`(base (res, res, 3), iterator of (indices, images (b, res, res, 3)))` for the perturbations
-    `params[i] ← + deltas[i]`: the engine's, or — for a `DisconnectedNetwork`, whose image is one
+    `params[i] ← + deltas[i]`: the engine's (`engine`: "torch", "fused" or "auto", see
+    `PerturbationEngine`), or — for a `DisconnectedNetwork`, whose image is one
     colour — each perturbed network rendered from scratch (`naive_render`, the engine's reference)."""
     params = np.asarray(params, dtype=np.int64).reshape(-1, 3)
     deltas = np.asarray(deltas, dtype=np.float64)
     try:
-        eng = PerturbationEngine(net, res, member, device, dtype, memory_bytes)
+        eng = PerturbationEngine(net, res, member, device, dtype, memory_bytes, engine=engine)
         return eng.base, eng.iter_images(params, deltas)
     except DisconnectedNetwork:
         one = net.select(member).to(dtype)

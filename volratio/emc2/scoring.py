@@ -42,11 +42,13 @@ class EMC2Config(Presets):
     device: str = "auto"  # CUDA when available, else CPU
     dtype: str = "float64"  # engine arithmetic; float64 = the exact reference, float32 = faster
     memory_bytes: int | None = None  # working-memory cap of one batch (None: 16 MiB CPU, 1 GiB CUDA)
+    engine: str = "torch"  # "torch" (batched tensor operations), "fused" (C++ kernel, float32 CPU) or "auto"
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`)
     LIMITS = {"deltas": nonzero(), "res": at_least(2), "which": one_of("all", "genome"), "max_params": at_least(1),
               "seed": at_least(0), "member": at_least(0), "dtype": one_of("float32", "float64"),
-              "memory_bytes": at_least(1), "device": parsed_by(device_name)}  # fmt: skip
+              "memory_bytes": at_least(1), "device": parsed_by(device_name),
+              "engine": one_of("torch", "fused", "auto")}  # fmt: skip
 
     QUICK = {"res": 48, "max_params": 300}  # the book's scale: 48×48 images, at most 300 parameters per network
     FULL = {"res": 256, "max_params": None}  # every non-zero parameter at FER's 256×256
@@ -192,7 +194,7 @@ def render(net: CoordMLP, cfg: EMC2Config, params=None, layered=None) -> Perturb
     P = np.repeat(params, len(deltas), axis=0)  # (N·n_δ, 3), δ varies fastest
     D = np.tile(deltas, len(params))
     base, images = perturbed_images(
-        net, cfg.res, P, D, cfg.member, cfg.device, torch_dtype(cfg.dtype), cfg.memory_bytes
+        net, cfg.res, P, D, cfg.member, cfg.device, torch_dtype(cfg.dtype), cfg.memory_bytes, cfg.engine
     )
     return Perturbations(deltas, params, n_nonzero, P, D, base, images)
 

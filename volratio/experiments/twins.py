@@ -165,7 +165,7 @@ class Point:
     steps: int = 2000  # the twin's Adam steps (FER: 100,000)
     lr: float = 3e-3  # FER's rate (the normalised gradient makes each step lr-sized)
     lr_apple: float = 3e-4  # FER used a lower rate for apple
-    max_params: int | None = 1000  # seeded uniform subsample of non-zero weights scored (None = every one)
+    max_params: int | None = None  # every non-zero weight scored, or a seeded uniform subsample of this many
     deltas: tuple = DEFAULT_DELTAS  # perturbation sizes δ, both signs
     judges: tuple = TWIN_JUDGES  # EMC2 judges, each on the same perturbed images; the first is `auc`
     dtype: str = "float32"  # EMC2 engine arithmetic

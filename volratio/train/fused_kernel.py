@@ -90,44 +90,47 @@ def flags(variant: str) -> tuple[str, ...]:
     return BASE_FLAGS + VARIANT_FLAGS[variant]
 
 
-def _compiler() -> str:
+def _compiler(fix: str = FIX, what: str = "the fused training kernel") -> str:
     cxx = os.environ.get("CXX", "g++")
     path = shutil.which(cxx)
     if path is None:
-        raise FusedKernelError(f"the fused training kernel needs a C++ compiler: {cxx!r} was not found; {FIX}")
+        raise FusedKernelError(f"{what} needs a C++ compiler: {cxx!r} was not found; {fix}")
     return path
 
 
-def _compiler_version(cxx: str) -> str:
+def _compiler_version(cxx: str, fix: str = FIX) -> str:
     try:
         return subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60).stdout
     except (OSError, subprocess.SubprocessError) as e:
-        raise FusedKernelError(f"the C++ compiler {cxx!r} does not run ({e}); {FIX}") from None
+        raise FusedKernelError(f"the C++ compiler {cxx!r} does not run ({e}); {fix}") from None
 
 
-def library_path(variant: str, cxx: str) -> Path:
-    """The cached library's path for this source, these flags and this compiler."""
+def library_path(variant: str, cxx: str, source: Path | None = None) -> Path:
+    """The cached library's path for this source (default `SOURCE`; also the EMC2 perturbation
+    kernel's, `volratio.emc2.fused`), these flags and this compiler."""
+    source = SOURCE if source is None else source
     h = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), " ".join(flags(variant)).encode(), _compiler_version(cxx).encode()):
+    for part in (source.read_bytes(), " ".join(flags(variant)).encode(), _compiler_version(cxx).encode()):
         h.update(part)
         h.update(b"\0")
-    return cache_dir() / f"fused_mlp-{variant}-{h.hexdigest()[:16]}.so"
+    return cache_dir() / f"{source.stem}-{variant}-{h.hexdigest()[:16]}.so"
 
 
-def _build(variant: str, cxx: str, target: Path) -> None:
+def _build(variant: str, cxx: str, target: Path, source: Path | None = None, fix: str = FIX) -> None:
+    source = SOURCE if source is None else source
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=target.stem, suffix=".so.tmp", dir=target.parent)
     os.close(fd)
-    cmd = [cxx, *flags(variant), str(SOURCE), "-o", tmp]
+    cmd = [cxx, *flags(variant), str(source), "-o", tmp]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             raise FusedKernelError(
-                f"building the fused training kernel failed ({' '.join(cmd)}):\n{proc.stderr.strip()}\n{FIX}"
+                f"building the fused kernel {source.name} failed ({' '.join(cmd)}):\n{proc.stderr.strip()}\n{fix}"
             )
         os.replace(tmp, target)
     except (OSError, subprocess.SubprocessError) as e:
-        raise FusedKernelError(f"building the fused training kernel failed ({e}); {FIX}") from None
+        raise FusedKernelError(f"building the fused kernel {source.name} failed ({e}); {fix}") from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
