@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 from volratio import emc2
+from volratio.depth.point import emc2_config
 from volratio.nets import CoordMLP
 from volratio.runs import reference as R
 from volratio.runs.registry import get_run
@@ -61,8 +62,9 @@ def main(argv=None):
                                  ("float32, fused kernel", "fused", "float32")):  # fmt: skip
         t0 = time.process_time()
         for k in range(net.population):
-            ec = emc2.EMC2Config.like(every, member=k, dtype=dtype, engine=engine)
-            emc2.score_network(net, every.target, ec, every.judge, calibration_seed=0)
+            ec = dataclasses.replace(emc2_config(every, k), dtype=dtype, engine=engine)
+            js = emc2.judges_for(net, [every.judge], every.target, ec, calibration_seed=0)
+            emc2.score(net, js, emc2.target_label(every.target), ec)
         rates[label] = (time.process_time() - t0) / n_img
         print(
             f"{a.chunk} run {a.run_index} ({every.target}, depth {getattr(every, 'depth', '?')}, "
