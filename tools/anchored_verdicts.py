@@ -3,7 +3,7 @@
     python tools/anchored_verdicts.py networks            # train/build and store every network (CPU-minutes)
     python tools/anchored_verdicts.py mosaics DIR [--pass 2]   # mosaics of the rows not yet judged, + DIR/index1.json
     python tools/anchored_verdicts.py record DIR...       # each DIR/answers.json (+ answers2.json) → verdicts.csv
-    python tools/anchored_verdicts.py fit                 # fit the anchored judge's rule → rule.json
+    python tools/anchored_verdicts.py fit                 # fit the anchored judges' rules → volratio/judges/rules/
     python tools/anchored_verdicts.py mosaics DIR --new   # the held-out rows on five new targets
     python tools/anchored_verdicts.py record DIR --new    # their answers → new_targets.csv (never fitted on)
 
@@ -141,6 +141,7 @@ def record_held_out(args) -> None:
 
 def cmd_fit(args) -> None:
     from volratio.calibration import fit_anchored as fa
+    from volratio.calibration import hard_negatives
     from volratio.judges import anchored_rule as ar
 
     table = fa.verdict_table()
@@ -152,6 +153,13 @@ def cmd_fit(args) -> None:
     second, k2 = fa.fit_second(table)
     fa.write_rule(second, ar.SECOND_RULE_JSON)
     print(f"wrote {ar.SECOND_RULE_JSON}: {second.name}, held-out κ {np.mean(k2):.3f} ± {np.std(k2):.3f}")
+    gated, res = fa.fit_gated_default(table, hard_negatives.feature_table())
+    fa.write_rule(gated, ar.GATED_RULE_JSON)
+    print(res.round(3).to_string())
+    print(
+        f"wrote {ar.GATED_RULE_JSON}: {gated.name}, held-out κ {res['kappa_gated'].mean():.3f} "
+        f"(ungated {res['kappa_plain'].mean():.3f}), generated negatives rejected {res['rejected_gated'].mean():.1%}"
+    )
 
 
 def main() -> None:

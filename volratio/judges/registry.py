@@ -22,6 +22,7 @@ JUDGES = (
     "anchored",
     "anchored-ssim",
     "anchored-pooled",
+    "anchored-gated",
     "calibrated",
     "calibrated-pooled",
     "ssim",
@@ -80,7 +81,9 @@ def make_judge(
       when given (a user's own image of what the label looks like), else the image of
       `target_spec` at the reference's size (`AnchoredJudge`); "anchored-ssim", the same question
       answered with another similarity (SSIM instead of RMSE, its own fitted thresholds), and
-      "anchored-pooled", the default rule with its one pooled threshold for every label (`ANCHORED`);
+      "anchored-pooled", the default rule with its one pooled threshold for every label, and
+      "anchored-gated", the default rule with a structure gate that rejects degenerate images
+      (flat, pixelated, blurred, noise, another label's target) (`ANCHORED`);
     - "clip" / "vlm": a model asked about the label, loaded from `model` (a local folder or a
       cached id; default the judge's own);
     - self-anchored, measuring *stability* (`SELF_ANCHORED`): "stability" (SSIM@4 against the own
