@@ -75,7 +75,7 @@ def test_generated_negatives_cover_every_label_and_are_not_the_label(extra_data,
     assert set(rows["label"]) == set(ALL_NAMES) and (rows["pass1"] == 0).all()
     assert len(images) == len(rows) and rows["id"].is_unique and rows["network"].is_unique
     kinds = rows["network"].str.split("/").str[1]
-    for lab, part in rows.groupby("label"):
+    for _, part in rows.groupby("label"):
         k = kinds[part.index]
         assert k.str.startswith("flat-").sum() == 10 and (k == "pixelated-4x4").sum() == 1
         assert (k == "blurred").sum() == 1 and k.str.startswith("noise-").sum() == 4

@@ -34,7 +34,6 @@ from ..judges.anchored_rule import (
     FEATURES,
     FIT_RES,
     GATE_FEATURES,
-    GATED_RULE_JSON,
     KNOWN_FEATURES,
     RULE_JSON,
     SECOND_FEATURES,

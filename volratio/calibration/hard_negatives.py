@@ -25,7 +25,6 @@ Chapter: "EMC2-Bench" (book/emc2.md), section "The judge, validated".
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import scipy
 import torch
