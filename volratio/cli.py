@@ -38,7 +38,11 @@ COMMAND_MODULES = (
     "volratio.commands.emc2",  # emc2, sweep-weights
     "volratio.commands.judge",  # judge, judge-check
     "volratio.commands.depth",  # depth ratio, depth sweep, depth predict
+    "volratio.commands.external",  # emc2 export, judge import (external judges)
 )
+
+# two-word commands whose first word is a command with positional arguments of its own: read as one parser
+TWO_WORD = {("emc2", "export"): "emc2-export", ("judge", "import"): "judge-import"}
 
 
 class Parser(argparse.ArgumentParser):
@@ -93,6 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = None
     budget_before = os.environ.get(BUDGET_ENV)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    for i, a in enumerate(argv[:-1]):  # the first word that is not a global option (--memory-budget SIZE)
+        if not a.startswith("-") and (i == 0 or argv[i - 1] != "--memory-budget"):
+            if (a, argv[i + 1]) in TWO_WORD:
+                argv[i : i + 2] = [TWO_WORD[(a, argv[i + 1])]]
+            break
     try:
         args = parser.parse_args(argv)
         if args.memory_budget is not None:

@@ -238,6 +238,11 @@ def parse_point(config: dict) -> Point:
     return configure(Point(), config, "emc2_point")
 
 
+def network_of(cfg: Point):
+    """The network a `Point` scores: the layerized genome or FER's SGD network of its target."""
+    return picbreeder.layerize(cfg.target).net if cfg.network == "picbreeder" else load_network(f"fer-sgd:{cfg.target}")
+
+
 def point(config: dict) -> dict:
     """EMC2 of one network. Metrics: `scores` (S per δ), `auc`, `auc_se` (standard error of the AUC
     from the parameter subsample, finite-population corrected: 0 when every weight is scored),
@@ -245,7 +250,7 @@ def point(config: dict) -> dict:
 
     cfg = parse_point(config)
     spec = f"picbreeder:{cfg.target}"
-    net = picbreeder.layerize(cfg.target).net if cfg.network == "picbreeder" else load_network(f"fer-sgd:{cfg.target}")
+    net = network_of(cfg)
     r = emc2.score_network(net, spec, emc2.EMC2Config.like(cfg), cfg.judge)
     return {
         "target": cfg.target,
