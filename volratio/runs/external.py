@@ -45,7 +45,6 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from .. import emc2
 from ..emc2 import EMC2Config, normalised_auc, params_of, perturbed_images, subsample, torch_dtype
 from ..errors import VolratioError
 from ..experiments import emc2_bench
