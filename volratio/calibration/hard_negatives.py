@@ -104,14 +104,18 @@ def hard_negatives(labels=ALL_NAMES, res: int = 64, n_random: int = 4, seed: int
     return pd.DataFrame(rows), images
 
 
-def feature_table(labels=ALL_NAMES, res: int = 64, seed: int = 0):
-    """`hard_negatives(labels, res)` rows with every feature (`KNOWN_FEATURES`) of each image
-    against its label's target, and a `kind` column (`KINDS`)."""
+# every feature but multi-scale SSIM, which takes minutes on these images and no stored rule reads
+TABLE_FEATURES = tuple(f for f in KNOWN_FEATURES if f != "ms-ssim")
+
+
+def feature_table(labels=ALL_NAMES, res: int = 64, seed: int = 0, names=TABLE_FEATURES):
+    """`hard_negatives(labels, res)` rows with the features `names` of each image against its
+    label's target, and a `kind` column (`KINDS`). Seconds."""
     rows, images = hard_negatives(labels, res, seed=seed)
     anchors = {lab: get_target(f"picbreeder:{lab}").image(res).double() for lab in labels}
     x = torch.stack(images)
     r = torch.stack([anchors[lab] for lab in rows["label"]])
-    for k, v in features(x, r, KNOWN_FEATURES).items():
+    for k, v in features(x, r, names).items():
         rows[k] = v
     rows["kind"] = [next(k for k in KINDS if n.split("/", 1)[1].startswith(k)) for n in rows["network"]]
     return rows

@@ -265,6 +265,7 @@ def score_network(
     calibration_seed: int | None = None,
     progress: bool = False,
     anchor=None,
+    network: str | None = None,
 ) -> EMC2Result:
     """The one EMC2 path every experiment, chapter and command takes: S(θ; δ) of member
     `config.member` under judge `judge` (`volratio.judges.make_judge`), asked about `label`
@@ -276,11 +277,14 @@ def score_network(
     (`EMC2Result.base_kept` is False). The self-anchored judges ("stability", "calibrated",
     "calibrated-pooled", "ssim") compare with the network's own render instead and measure
     stability (`EMC2Result.measure`); for "ssim" the threshold is calibrated with `target_spec`
-    left out and seeded by `calibration_seed` (default `config.seed`)."""
+    left out and seeded by `calibration_seed` (default `config.seed`). `network`: the network's name
+    in the anchored verdict set (e.g. "picbreeder:skull"), by which the cross-fitted judge
+    "anchored-xfit" scores it with the rule fitted without its verdict rows (its fold is in
+    `EMC2Result.judge_settings`)."""
     cfg = config or EMC2Config()
     base, _ = perturbed_images(net, cfg.res, [], [], cfg.member, cfg.device, torch_dtype(cfg.dtype), cfg.memory_bytes)
     seed = cfg.seed if calibration_seed is None else calibration_seed
-    j = make_judge(judge, base.cpu(), target_spec, judge_model, seed, cfg.device, anchor=anchor)
+    j = make_judge(judge, base.cpu(), target_spec, judge_model, seed, cfg.device, anchor=anchor, network=network)
     return score(net, j, label or target_label(target_spec), cfg, params=params, layered=layered, progress=progress)
 
 

@@ -246,12 +246,15 @@ def network_of(cfg: Point):
 def point(config: dict) -> dict:
     """EMC2 of one network. Metrics: `scores` (S per δ), `auc`, `auc_se` (standard error of the AUC
     from the parameter subsample, finite-population corrected: 0 when every weight is scored),
-    `n_params`, `n_nonzero`, `judge`, `threshold`. Artifact: `verdicts` `(n_params, n_δ)` uint8."""
+    `n_params`, `n_nonzero`, `judge`, `threshold`; under the cross-fitted judge ("anchored-xfit")
+    `fold`, the fold whose rule scored it ("all" for a network without verdict rows). Artifact:
+    `verdicts` `(n_params, n_δ)` uint8."""
 
     cfg = parse_point(config)
     spec = f"picbreeder:{cfg.target}"
     net = network_of(cfg)
-    r = emc2.score_network(net, spec, emc2.EMC2Config.like(cfg), cfg.judge)
+    # the network's name in the anchored verdict set: the cross-fitted judge leaves its rows out
+    r = emc2.score_network(net, spec, emc2.EMC2Config.like(cfg), cfg.judge, network=f"{cfg.network}:{cfg.target}")
     return {
         "target": cfg.target,
         "network": NETWORKS[cfg.network],
@@ -264,6 +267,7 @@ def point(config: dict) -> dict:
         "judge": r.judge,
         "threshold": judge_threshold(r, cfg.target),
         "verdicts": r.verdict_matrix(),
+        **({"fold": r.judge_settings["fold"]} if "fold" in r.judge_settings else {}),  # the cross-fitted judge's
     }
 
 

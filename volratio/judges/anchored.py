@@ -8,6 +8,10 @@ thresholds are the rule of `volratio.judges.anchored_rule`, fitted on the anchor
 (`volratio.calibration.anchored_set`, `data/judge_reference/anchored/`), read from the package's
 rule files (`volratio.judges.base.rule_path`).
 
+"anchored-xfit" is the gated rule cross-fitted (`volratio.calibration.crossfit`): built for a
+`network` of the verdict set, it reads the rule fitted without that network's fold, for any other
+network the rule fitted on all rows, and its settings record the fold.
+
 "anchored-gated" is the default's rule with a structure gate (`LogisticRule.gate`): an image whose
 edges do not line up with the target's, or with much less detail than the target (a flat page in
 the target's own colour, a 4×4 mosaic or a heavy blur of it, noise, another label's target), is not
@@ -30,13 +34,15 @@ import numpy as np
 import torch
 
 from ..data.targets import get_target
-from .anchored_rule import features, read_rule
+from .anchored_rule import features, read_crossfit, read_rule
 from .base import Judge, JudgeError, Verdicts, as_images, rule_path
 
 # the label-anchored judges: name -> (stored rule, `volratio.judges.base.rule_path`; one pooled
 # threshold for every label)
 ANCHORED = {"anchored": ("anchored", False), "anchored-ssim": ("anchored-ssim", False),
-            "anchored-pooled": ("anchored", True), "anchored-gated": ("anchored-gated", False)}  # fmt: skip
+            "anchored-pooled": ("anchored", True), "anchored-gated": ("anchored-gated", False),
+            "anchored-xfit": ("anchored-xfit", False)}  # fmt: skip
+XFIT = "anchored-xfit"  # the cross-fitted judge: its rule depends on the network scored
 
 
 class AnchoredJudge(Judge):
@@ -51,14 +57,20 @@ class AnchoredJudge(Judge):
     name = "anchored"
     anchor_kind = "target"  # compared with the target image, not with the network's own render
 
-    def __init__(self, anchor, rule=None, anchor_name: str = "", variant: str = "anchored"):
+    def __init__(self, anchor, rule=None, anchor_name: str = "", variant: str = "anchored", network: str | None = None):
         if variant not in ANCHORED:
             raise JudgeError(f"anchored judge {variant!r}: choose one of {', '.join(ANCHORED)}")
         self.name = variant
         self.anchor = as_images(anchor)[0]  # (H, W, 3)
         self.anchor_name = str(anchor_name)
+        self.network, self.fold = network, None
         stored, pooled = ANCHORED[variant]
-        self.rule = rule if rule is not None else read_rule(rule_path(stored))
+        if rule is not None:
+            self.rule = rule
+        elif variant == XFIT:  # the rule fitted without this network's verdict rows (or on all rows)
+            self.rule, self.fold = read_crossfit(rule_path(stored)).rule_for(network)
+        else:
+            self.rule = read_rule(rule_path(stored))
         if pooled:
             self.rule = replace(self.rule, thresholds={"*": self.rule.thresholds["*"]})
 
@@ -70,6 +82,7 @@ class AnchoredJudge(Judge):
             "thresholds": dict(self.rule.thresholds),
             "fitted_on": dict(self.rule.fitted_on),
             **({"gate": dict(self.rule.gate)} if self.rule.gate else {}),
+            **({"network": self.network, "fold": self.fold} if self.name == XFIT else {}),
         }
 
     def __call__(self, images, label: str) -> Verdicts:

@@ -45,6 +45,10 @@ SECOND_RULE_JSON = RULES_DIR / "anchored-ssim.json"
 GATED_RULE_JSON = RULES_DIR / "anchored-gated.json"
 
 
+# the cross-fitted judge ("anchored-xfit"): the gated rule fitted once per fold of networks (CrossFit)
+XFIT_RULE_JSON = RULES_DIR / "anchored-xfit.json"
+
+
 SECOND_FEATURES = ("ssim@1",)  # the single feature other than -rmse with the best held-out κ (fit_second)
 
 
@@ -188,15 +192,54 @@ def read_rule(path=None) -> LogisticRule:
     p = path or RULE_JSON
     if not p.exists():
         raise DataNotFoundError(f"anchored judge rule not found at {p}; the rules ship in volratio/judges/rules/")
-    d = json.loads(p.read_text())
+    return _rule_of(json.loads(p.read_text()), p)
+
+
+def _rule_of(d: dict, where) -> LogisticRule:
     feats, gate = tuple(d.get("features", ())), d.get("gate", {})
     if not feats or set(feats) - set(FEATURES) or "*" not in d.get("thresholds", {}):
-        raise VolratioError(f"{p}: not an anchored judge rule (needs features from {FEATURES} and a '*' threshold)")
+        raise VolratioError(f"{where}: not an anchored judge rule (needs features from {FEATURES} and a '*' threshold)")
     if not isinstance(gate, dict) or set(gate) - set(GATE_FEATURES):
-        raise VolratioError(f"{p}: gate must map features of {GATE_FEATURES} to minimums; got {gate!r}")
+        raise VolratioError(f"{where}: gate must map features of {GATE_FEATURES} to minimums; got {gate!r}")
     return LogisticRule(feats, list(d["weights"]), float(d["bias"]), list(d["mean"]), list(d["scale"]),
                 {k: float(v) for k, v in d["thresholds"].items()}, d.get("fitted_on", {}),
                 {k: float(v) for k, v in gate.items()})  # fmt: skip
+
+
+@dataclass
+class CrossFit:
+    """The cross-fitted gated rules (`volratio.calibration.crossfit`): one rule per fold, each
+    fitted without that fold's networks, and one fitted on every row."""
+
+    k: int
+    folds: dict  # verdict-set network name -> fold
+    rules: list  # LogisticRule per fold
+    all: LogisticRule  # fitted on every row
+
+    def rule_for(self, network: str | None) -> tuple[LogisticRule, "int | str"]:
+        """`(rule, fold)` for a network: the rule fitted without its fold when the verdict set holds
+        rows of it, else the rule fitted on every row (`fold = "all"`)."""
+        if network is not None and network in self.folds:
+            f = int(self.folds[network])
+            return self.rules[f], f
+        return self.all, "all"
+
+
+def read_crossfit(path=None) -> CrossFit:
+    """The stored cross-fitted rules (`XFIT_RULE_JSON`, `volratio/judges/rules/anchored-xfit.json`)."""
+    p = path or XFIT_RULE_JSON
+    if not p.exists():
+        raise DataNotFoundError(f"cross-fitted rules not found at {p}; the rules ship in volratio/judges/rules/")
+    d = json.loads(p.read_text())
+    try:
+        k, folds = int(d["k"]), {str(n): int(f) for n, f in d["folds"].items()}
+        rules = [_rule_of(r, f"{p} (fold {i})") for i, r in enumerate(d["rules"])]
+        all_rows = _rule_of(d["all"], f"{p} (all rows)")
+    except (KeyError, TypeError, ValueError) as e:
+        raise VolratioError(f"{p}: not cross-fitted rules (needs k, folds, rules, all): {e}") from None
+    if len(rules) != k or any(not 0 <= f < k for f in folds.values()):
+        raise VolratioError(f"{p}: {len(rules)} rules for k = {k} folds, or a fold outside 0..{k - 1}")
+    return CrossFit(k, folds, rules, all_rows)
 
 
 # ---------------------------------------------------------------------------------------------
