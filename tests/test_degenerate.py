@@ -16,7 +16,7 @@ from volratio.judges import anchored_rule as ar
 from volratio.judges.base import rule_path
 
 # the label-anchored judges whose rule has a structure gate
-GATED = [n for n, (stored, _) in judges.ANCHORED.items() if ar.read_rule(rule_path(stored)).gate]
+GATED = [n for n in judges.ANCHORED if judges.AnchoredJudge(torch.zeros(8, 8, 3), variant=n).rule.gate]
 
 
 def degenerate(target: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -35,7 +35,10 @@ def judged_kept(name: str, spec: str, label: str, images: dict) -> list[str]:
 
 
 def test_the_gated_judge_is_among_the_label_anchored_ones():
-    assert "anchored-gated" in GATED and "anchored-gated" in judges.JUDGES
+    assert {"anchored-gated", "anchored-xfit"} <= set(GATED) and "anchored-gated" in judges.JUDGES
+    # the cross-fitted judge's rule for every fold and for all rows has a gate too
+    xf = ar.read_crossfit()
+    assert all(r.gate for r in [*xf.rules, xf.all])
     assert set(ar.read_rule(ar.GATED_RULE_JSON).gate) == set(ar.GATE_FEATURES)
 
 
