@@ -94,3 +94,14 @@ def test_held_out_agreement_by_network_and_by_label(tables):
     oof = C.out_of_fold(table, gen)
     y = table["pass1"].to_numpy().astype(bool)
     assert (ins == y).mean() >= (oof == y).mean() and isinstance(a, pd.DataFrame)
+
+
+def test_the_fork_target_verdicts_regenerate_and_cover_the_thirteen_labels(extra_data, picbreeder_dir):
+    from volratio.calibration import anchored_set as A
+    from volratio.data import fer_fork
+
+    rows = A.load_verdicts(A.FORK_CSV)
+    assert set(rows["label"]) == set(fer_fork.NAMES) and (rows.groupby("label").size() >= 20).all()
+    assert set(rows["group"]) == set(A.FORK_GROUPS) and rows["pass2"].notna().sum() >= 0.2 * len(rows) - 1
+    a = fa.fork_target_agreement()  # raises when an image does not regenerate (hash mismatch)
+    assert a.loc[("anchored-gated", "all"), "n"] == len(rows)

@@ -6,6 +6,8 @@
     python tools/anchored_verdicts.py fit                 # fit the anchored judges' rules → volratio/judges/rules/
     python tools/anchored_verdicts.py mosaics DIR --new   # the held-out rows on five new targets
     python tools/anchored_verdicts.py record DIR --new    # their answers → new_targets.csv (never fitted on)
+    python tools/anchored_verdicts.py mosaics DIR --fork  # the thirteen fork targets' networks and twins
+    python tools/anchored_verdicts.py record DIR --fork   # their answers → fork_targets.csv
 
 `answers.json` maps each mosaic's file name to the tile numbers judged "shows the label" (every
 other tile: not). The first pass judges every new row; the second pass (`--pass 2`) a seeded 20%
@@ -63,8 +65,19 @@ def held_out_rows() -> pd.DataFrame:
     return rows, nets
 
 
+def fork_rows() -> pd.DataFrame:
+    """The rows on the thirteen fork targets (`anchored_set.sample_fork_rows`) with ids and hashes."""
+    nets = A.fork_networks()
+    rows = A.sample_fork_rows(A.AnchoredSetConfig(), nets)
+    rows.insert(0, "id", np.arange(len(rows)))
+    rows["sha256"] = A.image_sha(A.render(rows, nets))
+    return rows, nets
+
+
 def cmd_mosaics(args) -> None:
-    if args.new:
+    if args.fork:
+        rows, nets = fork_rows()
+    elif args.new:
         rows, nets = held_out_rows()
     else:
         rows, nets = new_rows()
@@ -114,6 +127,10 @@ def with_answers(rows: pd.DataFrame, dirs, source: str) -> pd.DataFrame:
 
 
 def cmd_record(args) -> None:
+    if args.fork:
+        rows = with_answers(fork_rows()[0], args.dirs, "fork")
+        rows.to_csv(A.FORK_CSV, index=False)
+        return print(f"wrote {A.FORK_CSV}: {len(rows)} rows")
     if args.new:
         return record_held_out(args)
     rows, _ = new_rows()
@@ -170,10 +187,12 @@ def main() -> None:
     m.add_argument("dir")
     m.add_argument("--pass", dest="pass_", type=int, default=1, choices=[1, 2])
     m.add_argument("--new", action="store_true", help="the held-out rows on new targets")
+    m.add_argument("--fork", action="store_true", help="the rows on the thirteen fork targets")
     m.set_defaults(func=cmd_mosaics)
     r = sub.add_parser("record")
     r.add_argument("dirs", nargs="+")
     r.add_argument("--new", action="store_true", help="the held-out rows on new targets")
+    r.add_argument("--fork", action="store_true", help="the rows on the thirteen fork targets")
     r.set_defaults(func=cmd_record)
     sub.add_parser("fit").set_defaults(func=cmd_fit)
     args = ap.parse_args()

@@ -34,6 +34,7 @@ from ..judges.anchored_rule import (
     FEATURES,
     FIT_RES,
     GATE_FEATURES,
+    GATED_RULE_JSON,
     KNOWN_FEATURES,
     RULE_JSON,
     SECOND_FEATURES,
@@ -189,7 +190,7 @@ def compare(table, test_fraction: float = 0.4, seed: int = 0, candidates=None):
 def per_group(rule: LogisticRule, table, rows_mask=None) -> "object":
     """Agreement of `rule` with the verdicts per group (and overall) over `rows_mask` (default all)."""
     t = table if rows_mask is None else table[np.asarray(rows_mask, bool)]
-    feats = {f: t[f].to_numpy() for f in rule.features}
+    feats = {f: t[f].to_numpy() for f in rule.needs}
     pred = rule.predict(feats, t["label"].to_numpy())
     y = t["pass1"].to_numpy().astype(bool)
     out = []
@@ -209,21 +210,22 @@ def best_rule(results, rules) -> LogisticRule:
     return rules[names[0]]
 
 
-def verdict_table(verdicts=None, nets=None):
+def verdict_table(verdicts=None, nets=None, names=KNOWN_FEATURES):
     """The anchored verdicts (`volratio.calibration.anchored_set.load_verdicts`) with every feature of each
-    image against its target, the images regenerated from the stored networks (seconds); `nets`:
-    the networks the rows name, when they are not the set's (the held-out new-target rows)."""
+    image against its target (`names`, default every feature `features` computes), the images
+    regenerated from the stored networks (seconds); `nets`: the networks the rows name, when they
+    are not the set's (the held-out new-target and fork-target rows)."""
     df = (A.load_verdicts() if verdicts is None else verdicts).reset_index(drop=True).copy()
     nets = nets if nets is not None else A.networks(groups=sorted(set(df["group"])))
     images = A.render(df, nets)
     anchors = {}
     for t, r in set(zip(df["target"], df["res"])):
         anchors[(t, r)] = target_anchor(t, int(r))  # as the judge: the target at the image's size
-    feats = {f: np.zeros(len(df)) for f in KNOWN_FEATURES}
+    feats = {f: np.zeros(len(df)) for f in names}
     for (t, r), part in df.groupby(["target", "res"], sort=False):
         idx = part.index.to_numpy()
         x = torch.stack([images[i] for i in idx])
-        f = features(x, anchors[(t, r)][None].expand(len(idx), -1, -1, -1), KNOWN_FEATURES)
+        f = features(x, anchors[(t, r)][None].expand(len(idx), -1, -1, -1), names)
         for k, v in f.items():
             feats[k][idx] = v
     for k, v in feats.items():
@@ -279,7 +281,7 @@ def emc2_by_network(table, rule: LogisticRule):
     (δ drawn uniformly, so S is the δ-averaged score), under the verdicts (95% Wilson interval) and
     under `rule`; and whether the unperturbed image shows the label by each."""
     t = table.reset_index(drop=True)
-    by_rule = rule.predict({f: t[f].to_numpy() for f in rule.features}, t["label"].to_numpy())
+    by_rule = rule.predict({f: t[f].to_numpy() for f in rule.needs}, t["label"].to_numpy())
     v_ref, v_rule = preserved(t, t["pass1"].to_numpy()), preserved(t, by_rule)
     out = []
     for (name, res), part in t.groupby(["network", "res"], sort=False):
@@ -349,6 +351,20 @@ def new_target_agreement(rules: dict | None = None):
     if A.image_sha(A.render(rows, nets)) != rows["sha256"].tolist():
         raise VolratioError(f"{A.NEW_CSV}: the images do not regenerate from the Picbreeder data (hash mismatch)")
     table = verdict_table(rows, nets=nets)
+    return pd.concat({name: per_group(rule, table) for name, rule in rules.items()}, names=["rule", "group"])
+
+
+def fork_target_agreement(rules: dict | None = None):
+    """Agreement with the verdicts on the thirteen fork targets (`anchored_set.FORK_CSV`: each
+    target's Picbreeder network and its three dense twins, labels no rule was fitted on), per group
+    and overall, for each of `rules` (`{name: LogisticRule}`, default the default rule and the
+    gated one). The images are regenerated (the Picbreeder data and the `twins16` chunk's stored
+    twins) and checked against the stored hashes first. Returns a DataFrame indexed by (rule, group)."""
+    rules = rules or {"anchored": read_rule(), "anchored-gated": read_rule(GATED_RULE_JSON)}
+    rows, nets = A.load_verdicts(A.FORK_CSV), A.fork_networks()
+    if A.image_sha(A.render(rows, nets)) != rows["sha256"].tolist():
+        raise VolratioError(f"{A.FORK_CSV}: the images do not regenerate from their networks (hash mismatch)")
+    table = verdict_table(rows, nets=nets, names=tuple(dict.fromkeys(f for r in rules.values() for f in r.needs)))
     return pd.concat({name: per_group(rule, table) for name, rule in rules.items()}, names=["rule", "group"])
 
 
