@@ -17,7 +17,9 @@ edges do not line up with the target's, or with much less detail than the target
 the target's own colour, a 4×4 mosaic or a heavy blur of it, noise, another label's target), is not
 the label however close its colours are; its gate is fitted on the verdicts and on generated
 negatives (`volratio.calibration.hard_negatives`). "anchored", "anchored-ssim" and "anchored-pooled"
-have no gate and can keep such images. Each name keeps one meaning: the stored results under
+have no gate and can keep such images. The gate's detail minimum also rejects drawings that show the
+label but are much blurrier than the target (the depth chapter's shallowest SP networks of the skull
+and the butterfly): the verdict set holds few such drawings to fit it on. Each name keeps one meaning: the stored results under
 `results/reference/` that name "anchored" were scored with its ungated rule, so the gated rule is a
 judge of its own name rather than a new reading of "anchored"; deciding the claims under it means
 scoring the stored networks under "anchored-gated" (`volratio reference rescore CHUNK --judge
