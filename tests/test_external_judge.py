@@ -75,6 +75,9 @@ def test_export_then_import_of_the_default_judges_verdicts_reproduces_its_stored
     verdicts = Store(chunk / "tiny").artifact(stored["key"], "verdicts")
     assert np.array_equal(np.asarray(got["verdicts"], np.uint8), verdicts)
     assert X.imported("tiny", chunk) == ["copy"]
+    assert X.import_verdicts(v, "tiny", "copy", chunk)[0]["auc"] == got["auc"]  # the same verdicts again: a no-op
+    with pytest.raises(X.ExternalJudgeError, match="already imported .* with other verdicts"):
+        X.import_verdicts(write(tmp_path / "w.csv", [(i, 1 - k) for i, k in kept.items()]), "tiny", "copy", chunk)
     # the base image judged not the label: every weight scores 0, whatever the perturbed verdicts
     base = next(i for i in kept if i.endswith("-base"))
     write(tmp_path / "n.csv", [(i, 0 if i == base else 1) for i in kept])

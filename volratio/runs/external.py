@@ -229,8 +229,13 @@ def import_verdicts(path, chunk: str, name: str, root=None, note: str = "") -> l
     sources = plan(chunk, root)
     kept = check_verdicts(_read_verdicts(path), sources, str(path))
     text = Path(path).read_bytes()
-    results = [scores_of(s, kept) for s in sources]
     folder = root / chunk / EXTERNAL / name
+    if (folder / "verdicts.csv").is_file() and (folder / "verdicts.csv").read_bytes() != text:
+        raise ExternalJudgeError(
+            f"judge {name!r} is already imported into chunk {chunk!r} with other verdicts; a stored judge keeps one "
+            "meaning: import these under another name"
+        )
+    results = [scores_of(s, kept) for s in sources]
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_path(folder / "verdicts.csv") as tmp:
         tmp.write_bytes(text)
