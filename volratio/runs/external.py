@@ -223,7 +223,8 @@ def check_name(name: str) -> str:
 def import_verdicts(path, chunk: str, name: str, root=None, note: str = "") -> list[dict]:
     """Read the verdicts at `path` for every image of `chunk`, score the chunk's sources under them
     and store both as the judge `name` (`CHUNK/external/NAME/`); refused before anything is written
-    when the verdicts are not one 0/1 per image of the chunk. Returns the scores."""
+    when the verdicts are not one 0/1 per image of the chunk, or when `name` is already stored with
+    other verdicts (importing the same verdicts again changes nothing). Returns the scores."""
     check_name(name)
     root = Path(R.DEFAULT_ROOT if root is None else root)
     sources = plan(chunk, root)
