@@ -12,8 +12,9 @@ Layout (every public name of the judge modules is importable from `volratio.judg
   (the fitted rules, shipped in the package: `volratio/judges/rules/`) and `base.DATA_DIR` (the
   verdicts they were fitted on);
 - `anchored` — `AnchoredJudge` ("anchored", **the default**; "anchored-ssim", "anchored-pooled",
-  "anchored-gated", the default's rule with a structure gate): label-anchored, each image compared
-  with the label's *target image* (`target_anchor`);
+  "anchored-gated", the default's rule with a structure gate; "anchored-xfit", the gated rule
+  cross-fitted by network): label-anchored, each image compared with the label's *target image*
+  (`target_anchor`);
 - `stability` — the self-anchored judges fitted on the reference verdicts, SSIM@4 against the
   network's own render: `ReferenceCalibratedJudge` ("calibrated"), `PooledCalibratedJudge`
   ("calibrated-pooled"), `StabilityJudge` ("stability");
