@@ -124,3 +124,10 @@ def test_unknown_labels_and_bad_names_are_refused(chunk, tmp_path):
 def test_chunks_of_other_runs_are_refused():
     with pytest.raises(X.ExternalJudgeError, match="runs of rescore|runs of depth_point cannot be exported"):
         X.plan("depth_picbreeder")
+
+
+def test_the_two_word_commands_parse_after_global_options(chunk, tmp_path, capsys):
+    rc = cli.main(
+        ["--memory-budget", "8G", "emc2", "export", "nope", "--out", str(tmp_path / "o"), "--root", str(chunk)]
+    )
+    assert rc == 2 and "volratio emc2 export: error:" in capsys.readouterr().err

@@ -88,7 +88,8 @@ def _one_line(text: str) -> str:
 
 def _command_name(args, argv) -> str:
     """`volratio rho boolean` for the error line: the command and its subcommand, if parsed."""
-    names = [getattr(args, "command", None)]
+    spoken = {v: " ".join(k) for k, v in TWO_WORD.items()}  # `emc2-export` is written `emc2 export`
+    names = [spoken.get(getattr(args, "command", None), getattr(args, "command", None))]
     names += [v for k, v in vars(args).items() if k.endswith("_command")] if args is not None else []
     return " ".join(["volratio"] + [n for n in names if n])
 
