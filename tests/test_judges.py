@@ -140,8 +140,8 @@ def test_ssim_is_still_selectable_and_a_bad_name_is_a_clear_error():
     assert isinstance(judges.make_judge("calibrated", ref), judges.ReferenceCalibratedJudge)
     with pytest.raises(
         judges.JudgeError,
-        match="judge 'nope': choose one of anchored, anchored-ssim, anchored-pooled, calibrated, calibrated-pooled, ssim, "
-        "stability, clip, vlm",
+        match="judge 'nope': choose one of anchored, anchored-ssim, anchored-pooled, anchored-gated, anchored-xfit, "
+        "calibrated, calibrated-pooled, ssim, stability, clip, vlm",
     ):
         judges.make_judge("nope", ref)
 

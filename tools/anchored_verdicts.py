@@ -3,9 +3,11 @@
     python tools/anchored_verdicts.py networks            # train/build and store every network (CPU-minutes)
     python tools/anchored_verdicts.py mosaics DIR [--pass 2]   # mosaics of the rows not yet judged, + DIR/index1.json
     python tools/anchored_verdicts.py record DIR...       # each DIR/answers.json (+ answers2.json) → verdicts.csv
-    python tools/anchored_verdicts.py fit                 # fit the anchored judge's rule → rule.json
+    python tools/anchored_verdicts.py fit                 # fit the anchored judges' rules → volratio/judges/rules/
     python tools/anchored_verdicts.py mosaics DIR --new   # the held-out rows on five new targets
     python tools/anchored_verdicts.py record DIR --new    # their answers → new_targets.csv (never fitted on)
+    python tools/anchored_verdicts.py mosaics DIR --fork  # the thirteen fork targets' networks and twins
+    python tools/anchored_verdicts.py record DIR --fork   # their answers → fork_targets.csv
 
 `answers.json` maps each mosaic's file name to the tile numbers judged "shows the label" (every
 other tile: not). The first pass judges every new row; the second pass (`--pass 2`) a seeded 20%
@@ -63,8 +65,19 @@ def held_out_rows() -> pd.DataFrame:
     return rows, nets
 
 
+def fork_rows() -> pd.DataFrame:
+    """The rows on the thirteen fork targets (`anchored_set.sample_fork_rows`) with ids and hashes."""
+    nets = A.fork_networks()
+    rows = A.sample_fork_rows(A.AnchoredSetConfig(), nets)
+    rows.insert(0, "id", np.arange(len(rows)))
+    rows["sha256"] = A.image_sha(A.render(rows, nets))
+    return rows, nets
+
+
 def cmd_mosaics(args) -> None:
-    if args.new:
+    if args.fork:
+        rows, nets = fork_rows()
+    elif args.new:
         rows, nets = held_out_rows()
     else:
         rows, nets = new_rows()
@@ -114,6 +127,10 @@ def with_answers(rows: pd.DataFrame, dirs, source: str) -> pd.DataFrame:
 
 
 def cmd_record(args) -> None:
+    if args.fork:
+        rows = with_answers(fork_rows()[0], args.dirs, "fork")
+        rows.to_csv(A.FORK_CSV, index=False)
+        return print(f"wrote {A.FORK_CSV}: {len(rows)} rows")
     if args.new:
         return record_held_out(args)
     rows, _ = new_rows()
@@ -141,6 +158,7 @@ def record_held_out(args) -> None:
 
 def cmd_fit(args) -> None:
     from volratio.calibration import fit_anchored as fa
+    from volratio.calibration import hard_negatives
     from volratio.judges import anchored_rule as ar
 
     table = fa.verdict_table()
@@ -152,6 +170,13 @@ def cmd_fit(args) -> None:
     second, k2 = fa.fit_second(table)
     fa.write_rule(second, ar.SECOND_RULE_JSON)
     print(f"wrote {ar.SECOND_RULE_JSON}: {second.name}, held-out κ {np.mean(k2):.3f} ± {np.std(k2):.3f}")
+    gated, res = fa.fit_gated_default(table, hard_negatives.feature_table())
+    fa.write_rule(gated, ar.GATED_RULE_JSON)
+    print(res.round(3).to_string())
+    print(
+        f"wrote {ar.GATED_RULE_JSON}: {gated.name}, held-out κ {res['kappa_gated'].mean():.3f} "
+        f"(ungated {res['kappa_plain'].mean():.3f}), generated negatives rejected {res['rejected_gated'].mean():.1%}"
+    )
 
 
 def main() -> None:
@@ -162,10 +187,12 @@ def main() -> None:
     m.add_argument("dir")
     m.add_argument("--pass", dest="pass_", type=int, default=1, choices=[1, 2])
     m.add_argument("--new", action="store_true", help="the held-out rows on new targets")
+    m.add_argument("--fork", action="store_true", help="the rows on the thirteen fork targets")
     m.set_defaults(func=cmd_mosaics)
     r = sub.add_parser("record")
     r.add_argument("dirs", nargs="+")
     r.add_argument("--new", action="store_true", help="the held-out rows on new targets")
+    r.add_argument("--fork", action="store_true", help="the rows on the thirteen fork targets")
     r.set_defaults(func=cmd_record)
     sub.add_parser("fit").set_defaults(func=cmd_fit)
     args = ap.parse_args()

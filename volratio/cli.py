@@ -38,7 +38,11 @@ COMMAND_MODULES = (
     "volratio.commands.emc2",  # emc2, sweep-weights
     "volratio.commands.judge",  # judge, judge-check
     "volratio.commands.depth",  # depth ratio, depth sweep, depth predict
+    "volratio.commands.external",  # emc2 export, judge import (external judges)
 )
+
+# two-word commands whose first word is a command with positional arguments of its own: read as one parser
+TWO_WORD = {("emc2", "export"): "emc2-export", ("judge", "import"): "judge-import"}
 
 
 class Parser(argparse.ArgumentParser):
@@ -84,7 +88,8 @@ def _one_line(text: str) -> str:
 
 def _command_name(args, argv) -> str:
     """`volratio rho boolean` for the error line: the command and its subcommand, if parsed."""
-    names = [getattr(args, "command", None)]
+    spoken = {v: " ".join(k) for k, v in TWO_WORD.items()}  # `emc2-export` is written `emc2 export`
+    names = [spoken.get(getattr(args, "command", None), getattr(args, "command", None))]
     names += [v for k, v in vars(args).items() if k.endswith("_command")] if args is not None else []
     return " ".join(["volratio"] + [n for n in names if n])
 
@@ -93,6 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = None
     budget_before = os.environ.get(BUDGET_ENV)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    for i, a in enumerate(argv[:-1]):  # the first word that is not a global option (--memory-budget SIZE)
+        if not a.startswith("-") and (i == 0 or argv[i - 1] != "--memory-budget"):
+            if (a, argv[i + 1]) in TWO_WORD:
+                argv[i : i + 2] = [TWO_WORD[(a, argv[i + 1])]]
+            break
     try:
         args = parser.parse_args(argv)
         if args.memory_budget is not None:

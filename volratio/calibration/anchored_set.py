@@ -43,13 +43,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..data import picbreeder
+from ..data import fer_fork, picbreeder
 from ..data.specs import load_network
 from ..data.targets import get_target
 from ..depth.point import Point, sp_network
 from ..emc2 import DEFAULT_DELTAS, nonzero_params, perturbed_images, subsample, target_label
 from ..errors import DataNotFoundError, VolratioError
 from ..nets import CoordMLP
+from ..runs.reference import DEFAULT_ROOT
+from ..runs.store import Store
 from ..train import TrainConfig, new_network, train
 from ..util.fileio import atomic_path
 from . import reference_verdicts as rv
@@ -342,6 +344,47 @@ def sample_new_rows(cfg: AnchoredSetConfig | None = None, nets: dict | None = No
     for i, name in enumerate(sorted(nets)):
         n = cfg.n_trained if network_group(name) == "new-picbreeder" else cfg.n_other
         rows += _draw(name, nets[name], cfg.res, n, cfg, rng, cfg.seed + 1000 + i)
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rows on the thirteen fork targets: each target's Picbreeder network and its three dense twins
+
+FORK_CSV = SET_DIR / "fork_targets.csv"  # their verdicts, judged as the set's
+FORK_GROUPS = ("fork-picbreeder", "fork-twin")
+TWINS_CHUNK = "twins16"  # the reference chunk that stores the twins (volratio.experiments.twins)
+
+
+def fork_networks(root=None) -> dict[str, rv.RefNet]:
+    """For each of the fork's thirteen targets (`volratio.data.fer_fork.NAMES`): its Picbreeder
+    network (`fork-picbreeder:T`, from the Picbreeder data) and the three dense twins the reference
+    chunk `twins16` stores (`fork-twin:T/SEED`, read from its artifacts, each checked against its
+    SHA-256 by the store)."""
+    store = Store(Path(root or DEFAULT_ROOT) / TWINS_CHUNK)
+    out = {}
+    for t in fer_fork.NAMES:
+        out[f"fork-picbreeder:{t}"] = rv.RefNet(picbreeder.network(t), 0, f"picbreeder:{t}", t, f"picbreeder:{t}")
+    for r in sorted(store.records(), key=lambda r: (r["config"]["target"], r["config"]["seed"])):
+        c = r["config"]
+        if r["status"] == "done" and c["target"] in fer_fork.NAMES and c.get("network") == "twin":
+            name = f"fork-twin:{c['target']}/{c['seed']}"
+            out[name] = rv.RefNet(store.artifact(r["key"], "net"), 0, f"picbreeder:{c['target']}", c["target"],
+                                  f"{TWINS_CHUNK} {r['key']}")  # fmt: skip
+    return out
+
+
+def sample_fork_rows(cfg: AnchoredSetConfig | None = None, nets: dict | None = None, n_picbreeder: int = 7,
+                     n_twin: int = 4):  # fmt: skip
+    """The fork targets' rows (`fork_networks`): per network its unperturbed image and
+    `n_picbreeder` (Picbreeder network) or `n_twin` (twin) perturbed images at `cfg.res`, seeded by
+    `cfg.seed` + 2000 (apart from the set's other draws)."""
+    cfg = cfg or AnchoredSetConfig()
+    nets = nets or fork_networks()
+    rng = np.random.default_rng(cfg.seed + 2000)
+    rows = []
+    for i, name in enumerate(sorted(nets)):
+        n = n_picbreeder if network_group(name) == "fork-picbreeder" else n_twin
+        rows += _draw(name, nets[name], cfg.res, n, cfg, rng, cfg.seed + 2000 + i)
     return pd.DataFrame(rows)
 
 

@@ -33,6 +33,9 @@ from ..judges.anchored import target_anchor
 from ..judges.anchored_rule import (
     FEATURES,
     FIT_RES,
+    GATE_FEATURES,
+    GATED_RULE_JSON,
+    KNOWN_FEATURES,
     RULE_JSON,
     SECOND_FEATURES,
     SECOND_RULE_JSON,
@@ -144,6 +147,8 @@ def write_rule(rule: LogisticRule, path=None) -> None:
     p = path or RULE_JSON
     d = asdict(rule)
     d["features"] = list(rule.features)
+    if not rule.gate:
+        del d["gate"]
     with atomic_path(p) as tmp, open(tmp, "w") as f:
         json.dump(d, f, indent=2, sort_keys=True)
         f.write("\n")
@@ -185,7 +190,7 @@ def compare(table, test_fraction: float = 0.4, seed: int = 0, candidates=None):
 def per_group(rule: LogisticRule, table, rows_mask=None) -> "object":
     """Agreement of `rule` with the verdicts per group (and overall) over `rows_mask` (default all)."""
     t = table if rows_mask is None else table[np.asarray(rows_mask, bool)]
-    feats = {f: t[f].to_numpy() for f in rule.features}
+    feats = {f: t[f].to_numpy() for f in rule.needs}
     pred = rule.predict(feats, t["label"].to_numpy())
     y = t["pass1"].to_numpy().astype(bool)
     out = []
@@ -205,21 +210,22 @@ def best_rule(results, rules) -> LogisticRule:
     return rules[names[0]]
 
 
-def verdict_table(verdicts=None, nets=None):
+def verdict_table(verdicts=None, nets=None, names=KNOWN_FEATURES):
     """The anchored verdicts (`volratio.calibration.anchored_set.load_verdicts`) with every feature of each
-    image against its target, the images regenerated from the stored networks (seconds); `nets`:
-    the networks the rows name, when they are not the set's (the held-out new-target rows)."""
+    image against its target (`names`, default every feature `features` computes), the images
+    regenerated from the stored networks (seconds); `nets`: the networks the rows name, when they
+    are not the set's (the held-out new-target and fork-target rows)."""
     df = (A.load_verdicts() if verdicts is None else verdicts).reset_index(drop=True).copy()
     nets = nets if nets is not None else A.networks(groups=sorted(set(df["group"])))
     images = A.render(df, nets)
     anchors = {}
     for t, r in set(zip(df["target"], df["res"])):
         anchors[(t, r)] = target_anchor(t, int(r))  # as the judge: the target at the image's size
-    feats = {f: np.zeros(len(df)) for f in FEATURES}
+    feats = {f: np.zeros(len(df)) for f in names}
     for (t, r), part in df.groupby(["target", "res"], sort=False):
         idx = part.index.to_numpy()
         x = torch.stack([images[i] for i in idx])
-        f = features(x, anchors[(t, r)][None].expand(len(idx), -1, -1, -1))
+        f = features(x, anchors[(t, r)][None].expand(len(idx), -1, -1, -1), names)
         for k, v in f.items():
             feats[k][idx] = v
     for k, v in feats.items():
@@ -275,7 +281,7 @@ def emc2_by_network(table, rule: LogisticRule):
     (δ drawn uniformly, so S is the δ-averaged score), under the verdicts (95% Wilson interval) and
     under `rule`; and whether the unperturbed image shows the label by each."""
     t = table.reset_index(drop=True)
-    by_rule = rule.predict({f: t[f].to_numpy() for f in rule.features}, t["label"].to_numpy())
+    by_rule = rule.predict({f: t[f].to_numpy() for f in rule.needs}, t["label"].to_numpy())
     v_ref, v_rule = preserved(t, t["pass1"].to_numpy()), preserved(t, by_rule)
     out = []
     for (name, res), part in t.groupby(["network", "res"], sort=False):
@@ -346,3 +352,121 @@ def new_target_agreement(rules: dict | None = None):
         raise VolratioError(f"{A.NEW_CSV}: the images do not regenerate from the Picbreeder data (hash mismatch)")
     table = verdict_table(rows, nets=nets)
     return pd.concat({name: per_group(rule, table) for name, rule in rules.items()}, names=["rule", "group"])
+
+
+def fork_target_agreement(rules: dict | None = None):
+    """Agreement with the verdicts on the thirteen fork targets (`anchored_set.FORK_CSV`: each
+    target's Picbreeder network and its three dense twins, labels no rule was fitted on), per group
+    and overall, for each of `rules` (`{name: LogisticRule}`, default the default rule and the
+    gated one). The images are regenerated (the Picbreeder data and the `twins16` chunk's stored
+    twins) and checked against the stored hashes first. Returns a DataFrame indexed by (rule, group)."""
+    rules = rules or {"anchored": read_rule(), "anchored-gated": read_rule(GATED_RULE_JSON)}
+    rows, nets = A.load_verdicts(A.FORK_CSV), A.fork_networks()
+    if A.image_sha(A.render(rows, nets)) != rows["sha256"].tolist():
+        raise VolratioError(f"{A.FORK_CSV}: the images do not regenerate from their networks (hash mismatch)")
+    table = verdict_table(rows, nets=nets, names=tuple(dict.fromkeys(f for r in rules.values() for f in r.needs)))
+    return pd.concat({name: per_group(rule, table) for name, rule in rules.items()}, names=["rule", "group"])
+
+
+# ---------------------------------------------------------------------------------------------
+# The structure gate ("anchored-gated"): the default's rule, and minimums on GATE_FEATURES fitted
+# on the verdicts together with the generated negatives (volratio.calibration.hard_negatives)
+
+
+def _kappa_grid(pass_a: np.ndarray, pass_b: np.ndarray, pred: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """`(A, B)` Cohen's κ of `pred & pass_a[i] & pass_b[j]` against `y`, from confusion counts
+    (`pass_a` `(A, n)`, `pass_b` `(B, n)` bool)."""
+    n = len(y)
+    a, b = pass_a.astype(float), pass_b.astype(float)
+    tp = (a * (pred & y)) @ b.T
+    fp = (a * (pred & ~y)) @ b.T
+    pos = float(y.sum())
+    fn, tn = pos - tp, (n - pos) - fp
+    po = (tp + tn) / n
+    pe = ((tp + fp) * pos + (fn + tn) * (n - pos)) / n**2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(pe >= 1, 1.0, (po - pe) / (1 - pe))
+
+
+def _candidates(v: np.ndarray, most: int = 80) -> np.ndarray:
+    """Gate minimums to try for one feature: −∞ (no gate), then midpoints between consecutive
+    distinct values (at most `most`, evenly spaced in rank)."""
+    s = np.unique(np.asarray(v, float))
+    mids = (s[:-1] + s[1:]) / 2
+    if len(mids) > most:
+        mids = mids[np.linspace(0, len(mids) - 1, most).round().astype(int)]
+    return np.r_[-np.inf, mids]
+
+
+def fit_gate(feats: dict, truth, pred, names=GATE_FEATURES) -> dict:
+    """The gate `{feature: minimum}` on the two features `names` maximising Cohen's κ of
+    `pred & gate` against `truth` on the rows given (a training fold: the verdicts' rows and the
+    generated negatives'). Ties: the tied pair nearest, in rank, to the tied pairs' centroid."""
+    fa, fb = names
+    va, vb = np.asarray(feats[fa], float), np.asarray(feats[fb], float)
+    ca, cb = _candidates(va), _candidates(vb)
+    k = _kappa_grid(va[None] >= ca[:, None], vb[None] >= cb[:, None], np.asarray(pred, bool), np.asarray(truth, bool))
+    ties = np.argwhere(k >= np.nanmax(k) - 1e-12)
+    i, j = ties[np.argmin(((ties - ties.mean(0)) ** 2).sum(1))]
+    return {fa: float(ca[i]), fb: float(cb[j])}
+
+
+def fit_gated(table, generated, train_mask=None, gen_mask=None, names=("-rmse",)) -> LogisticRule:
+    """The gated rule on the training rows: the logistic model and per-label thresholds of `fit`
+    on the verdicts' rows of `table` (`train_mask`, default all), then the gate (`fit_gate`) on
+    those rows and the generated negatives' (`generated`, `gen_mask`, default all)."""
+    t = table if train_mask is None else table[np.asarray(train_mask, bool)]
+    g = generated if gen_mask is None else generated[np.asarray(gen_mask, bool)]
+    rule = fit({f: t[f].to_numpy() for f in names}, t["pass1"].to_numpy(), t["label"].to_numpy(), names)
+    both = pd.concat([t, g], ignore_index=True)
+    fb = {f: both[f].to_numpy() for f in (*names, *GATE_FEATURES)}
+    pred = rule.predict(fb, both["label"].to_numpy())
+    rule.gate = fit_gate(fb, both["pass1"].to_numpy().astype(bool), pred)
+    rule.fitted_on = {"n": int(len(t)), "n_generated": int(len(g)), "res": FIT_RES}
+    return rule
+
+
+def _split_both(table, generated, test_fraction: float, seed: int):
+    """Held-out masks of the verdicts' rows (exactly `compare`'s split) and the generated rows'."""
+    return (split(table["network"].to_numpy(), table["group"].to_numpy(), test_fraction, seed),
+            split(generated["network"].to_numpy(), generated["group"].to_numpy(), test_fraction, seed))  # fmt: skip
+
+
+def gated_splits(table, generated, repeats: int = 10, test_fraction: float = 0.4, names=("-rmse",)):
+    """Held-out comparison of the gated rule with the same rule ungated over `repeats` network
+    splits (seeds 0…; the verdicts split as `compare` splits them, whole networks held out per
+    group; the generated images split the same way, each its own network): per split, κ on the
+    held-out verdicts of each, the share of held-out generated negatives each rejects, and the gate.
+    Returns a DataFrame, one row per split."""
+    out = []
+    for seed in range(repeats):
+        tv, tg = _split_both(table, generated, test_fraction, seed)
+        rule = fit_gated(table, generated, ~tv, ~tg, names)
+        plain = LogisticRule(rule.features, rule.weights, rule.bias, rule.mean, rule.scale, rule.thresholds)
+        ho, hg = table[tv], generated[tg]
+        fv = {f: ho[f].to_numpy() for f in rule.needs}
+        fg = {f: hg[f].to_numpy() for f in rule.needs}
+        y = ho["pass1"].to_numpy().astype(bool)
+        out.append({"seed": seed, "kappa_gated": cohen_kappa(rule.predict(fv, ho["label"]), y),
+                    "kappa_plain": cohen_kappa(plain.predict(fv, ho["label"]), y),
+                    "rejected_gated": float(1 - rule.predict(fg, hg["label"]).mean()),
+                    "rejected_plain": float(1 - plain.predict(fg, hg["label"]).mean()),
+                    "n_generated": int(len(hg)), **{f"gate {k}": v for k, v in rule.gate.items()}})  # fmt: skip
+    return pd.DataFrame(out).set_index("seed")
+
+
+def fit_gated_default(table, generated, repeats: int = 10, test_fraction: float = 0.4):
+    """The stored gated rule (`GATED_RULE_JSON`, judge "anchored-gated"): the default's features,
+    fitted like `fit_default`'s on the training split of seed 0 (verdicts and generated negatives
+    split by network), with the mean held-out κ and rejection share over `repeats` splits recorded.
+    Returns `(rule, gated_splits DataFrame)`."""
+    names = read_rule().features
+    res = gated_splits(table, generated, repeats, test_fraction, names)
+    tv, tg = _split_both(table, generated, test_fraction, 0)
+    rule = fit_gated(table, generated, ~tv, ~tg, names)
+    rule.fitted_on.update({"split_seed": 0, "test_fraction": test_fraction,
+                           "selected_by": f"default's features; gate by kappa on the training split; "
+                                          f"mean held-out over {repeats} splits",
+                           "kappa_mean": float(res["kappa_gated"].mean()),
+                           "generated_rejected_mean": float(res["rejected_gated"].mean())})  # fmt: skip
+    return rule, res

@@ -141,16 +141,21 @@ def judges_for(
     calibration_seed: int | None = None,
     model: str | None = None,
     anchor=None,
+    network: str | None = None,
 ) -> list:
     """The judges `names` (`volratio.judges.make_judge`) for member `cfg.member` of `net`, built on
     its unperturbed render: the anchored judges compare with the image of `target_spec` (or
     `anchor`, an image of what the label looks like); the self-anchored ones ("stability",
     "calibrated", "calibrated-pooled", "ssim") with the network's own render. "ssim" calibrates its
-    threshold with `target_spec` left out, seeded by `calibration_seed` (default `cfg.seed`)."""
+    threshold with `target_spec` left out, seeded by `calibration_seed` (default `cfg.seed`).
+    `network`: the network's name in the anchored verdict set (e.g. "picbreeder:skull"), by which the
+    cross-fitted judge "anchored-xfit" uses the rule fitted without that network's verdict rows."""
     cfg = cfg or EMC2Config()
     base, _ = perturbed_images(net, cfg.res, [], [], cfg.member, cfg.device, torch_dtype(cfg.dtype), cfg.memory_bytes)
     seed = cfg.seed if calibration_seed is None else calibration_seed
-    return [make_judge(n, base.cpu(), target_spec, model, seed, cfg.device, anchor=anchor) for n in names]
+    return [
+        make_judge(n, base.cpu(), target_spec, model, seed, cfg.device, anchor=anchor, network=network) for n in names
+    ]
 
 
 @dataclass

@@ -93,7 +93,7 @@ class Config(Presets):
     )
 
 
-def _emc2_config(cfg: "Config | Point", member: int = 0) -> EMC2Config:
+def emc2_config(cfg: "Config | Point", member: int = 0) -> EMC2Config:
     """The EMC2 settings of a benchmark config (or one point) for member `member`."""
     return EMC2Config(deltas=tuple(float(d) for d in cfg.deltas), res=cfg.res, max_params=cfg.max_params,
                       seed=cfg.seed, member=member, device=cfg.device, dtype=cfg.dtype)  # fmt: skip
@@ -142,7 +142,7 @@ def run(cfg: Config | None = None) -> Result:
     judged = {}  # (kind, target) -> {judge: EMC2Result}
 
     def score(kind, name, net, member=0):
-        spec, ec = f"picbreeder:{name}", _emc2_config(cfg, member)
+        spec, ec = f"picbreeder:{name}", emc2_config(cfg, member)
         names = list(dict.fromkeys([cfg.judge, *cfg.judges]))
         judged[(kind, name)] = dict(zip(names, emc2.score(net, emc2.judges_for(net, names, spec, ec), name, ec)))
         return judged[(kind, name)][cfg.judge]
@@ -239,16 +239,25 @@ def parse_point(config: dict) -> Point:
     return configure(Point(), config, "emc2_point")
 
 
+def network_of(cfg: Point):
+    """The network a `Point` scores: the layerized genome or FER's SGD network of its target."""
+    return picbreeder.layerize(cfg.target).net if cfg.network == "picbreeder" else load_network(f"fer-sgd:{cfg.target}")
+
+
 def point(config: dict) -> dict:
     """EMC2 of one network. Metrics: `scores` (S per δ), `auc`, `auc_se` (standard error of the AUC
     from the parameter subsample, finite-population corrected: 0 when every weight is scored),
-    `n_params`, `n_nonzero`, `judge`, `threshold`. Artifact: `verdicts` `(n_params, n_δ)` uint8."""
+    `n_params`, `n_nonzero`, `judge`, `threshold`; under the cross-fitted judge ("anchored-xfit")
+    `fold`, the fold whose rule scored it ("all" for a network without verdict rows). Artifact:
+    `verdicts` `(n_params, n_δ)` uint8."""
 
     cfg = parse_point(config)
     spec = f"picbreeder:{cfg.target}"
-    net = picbreeder.layerize(cfg.target).net if cfg.network == "picbreeder" else load_network(f"fer-sgd:{cfg.target}")
-    ec = _emc2_config(cfg)
-    r = emc2.score(net, emc2.judges_for(net, [cfg.judge], spec, ec), cfg.target, ec)[0]
+    net = network_of(cfg)
+    ec = emc2_config(cfg)
+    # the network's name in the anchored verdict set: the cross-fitted judge leaves its rows out
+    js = emc2.judges_for(net, [cfg.judge], spec, ec, network=f"{cfg.network}:{cfg.target}")
+    r = emc2.score(net, js, cfg.target, ec)[0]
     return {
         "target": cfg.target,
         "network": NETWORKS[cfg.network],
@@ -261,6 +270,7 @@ def point(config: dict) -> dict:
         "judge": r.judge,
         "threshold": judge_threshold(r, cfg.target),
         "verdicts": r.verdict_matrix(),
+        **({"fold": r.judge_settings["fold"]} if "fold" in r.judge_settings else {}),  # the cross-fitted judge's
     }
 
 
@@ -282,7 +292,7 @@ def dense_point(config: dict) -> dict:
     for kind, net in (("dense (ours)", dense), ("SP (ours)", sp_net)):
         losses = mse(net, images)
         for k, name in enumerate(cfg.targets):
-            ec = _emc2_config(cfg, k)
+            ec = emc2_config(cfg, k)
             r = emc2.score(net, emc2.judges_for(net, [cfg.judge], f"picbreeder:{name}", ec), name, ec)[0]
             rows.append(
                 {

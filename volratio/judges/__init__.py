@@ -8,10 +8,13 @@ builds any of them by name (`JUDGES`); `DEFAULT_JUDGE` is the label-anchored one
 Layout (every public name of the judge modules is importable from `volratio.judges`):
 
 - `base` — the interface: `Judge`, `JudgeText`, `Verdicts`, `JudgeError`, `JudgeWeightsMissing`, the image
-  conversions every judge uses (`as_images`, `to_uint8`, `image_hash`, `resample`), and `base.DATA_DIR`,
-  where the fitted rules are stored;
-- `anchored` — `AnchoredJudge` ("anchored", **the default**; "anchored-ssim", "anchored-pooled"):
-  label-anchored, each image compared with the label's *target image* (`target_anchor`);
+  conversions every judge uses (`as_images`, `to_uint8`, `image_hash`, `resample`), `base.rule_path`
+  (the fitted rules, shipped in the package: `volratio/judges/rules/`) and `base.DATA_DIR` (the
+  verdicts they were fitted on);
+- `anchored` — `AnchoredJudge` ("anchored", **the default**; "anchored-ssim", "anchored-pooled",
+  "anchored-gated", the default's rule with a structure gate; "anchored-xfit", the gated rule
+  cross-fitted by network): label-anchored, each image compared with the label's *target image*
+  (`target_anchor`);
 - `stability` — the self-anchored judges fitted on the reference verdicts, SSIM@4 against the
   network's own render: `ReferenceCalibratedJudge` ("calibrated"), `PooledCalibratedJudge`
   ("calibrated-pooled"), `StabilityJudge` ("stability");

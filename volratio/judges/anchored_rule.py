@@ -12,9 +12,11 @@ own render. This module defines what it computes and reads:
   images' contrasts (a flat image has none).
 - **The rule** (`LogisticRule`): a logistic model on standardised features (or one feature alone)
   gives p(shows the label); the image is judged to show the label when p ≥ the label's threshold
-  (one per label the verdicts cover, plus a pooled `"*"` for any other label). `read_rule` reads
-  the stored one (`RULE_JSON`, `data/judge_reference/anchored/rule.json`), fitted on the anchored
-  verdicts by `volratio.calibration.fit_anchored`.
+  (one per label the verdicts cover, plus a pooled `"*"` for any other label), and optionally a
+  structure gate (`GATE_FEATURES`: the edge correlation and the Sobel detail log-ratio "detail",
+  each at or above a fitted minimum). `read_rule` reads a stored one (`RULE_JSON`,
+  `volratio/judges/rules/anchored.json`; `SECOND_RULE_JSON`; `GATED_RULE_JSON`, the gated rule),
+  fitted on the anchored verdicts by `volratio.calibration.fit_anchored`.
 
 Chapter: "EMC2-Bench" (book/emc2.md), section "The judge, validated".
 """
@@ -28,15 +30,23 @@ import numpy as np
 import torch
 
 from ..errors import DataNotFoundError, VolratioError
-from .base import DATA_DIR, as_images, resample
+from .base import RULES_DIR, as_images, resample
 from .calibrated_rule import edge_map, row_correlation
 from .similarity import ssim
 
-RULE_JSON = DATA_DIR / "anchored" / "rule.json"
+RULE_JSON = RULES_DIR / "anchored.json"
 
 
 # the second label-anchored judge ("anchored-ssim"): one feature, a similarity other than the default's
-SECOND_RULE_JSON = DATA_DIR / "anchored" / "rule_ssim.json"
+SECOND_RULE_JSON = RULES_DIR / "anchored-ssim.json"
+
+
+# the gated judge ("anchored-gated"): the default's rule and a structure gate (`LogisticRule.gate`)
+GATED_RULE_JSON = RULES_DIR / "anchored-gated.json"
+
+
+# the cross-fitted judge ("anchored-xfit"): the gated rule fitted once per fold of networks (CrossFit)
+XFIT_RULE_JSON = RULES_DIR / "anchored-xfit.json"
 
 
 SECOND_FEATURES = ("ssim@1",)  # the single feature other than -rmse with the best held-out κ (fit_second)
@@ -46,6 +56,13 @@ FIT_RES = 64  # images and targets are compared at this size
 
 
 FEATURES = ("ssim@1", "ssim@2", "ssim@4", "ms-ssim", "edges", "-rmse", "-dcolour", "contrast")
+
+
+# the structure gate's features: an image passes only with both at or above the gate's thresholds
+GATE_FEATURES = ("edges", "detail")
+
+
+KNOWN_FEATURES = FEATURES + ("detail",)  # what `features` computes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -73,9 +90,11 @@ def _ms_ssim(x: torch.Tensor, r: torch.Tensor) -> np.ndarray:
 def features(images, targets, names=FEATURES) -> dict[str, np.ndarray]:
     """The features `names` (default all) of each image against its target: `images`, `targets`
     `(B, H, W, 3)` in [0, 1] (row i of `targets` is image i's target; both of any size, brought to
-    `FIT_RES`). Each feature is computed the same way whichever others are asked for."""
-    if unknown := set(names) - set(FEATURES):
-        raise VolratioError(f"unknown features {sorted(unknown)}; known: {', '.join(FEATURES)}")
+    `FIT_RES`). Each feature is computed the same way whichever others are asked for. Besides
+    `FEATURES`, "detail": the log-ratio of the images' mean Sobel gradient magnitudes (a flat,
+    blurred or coarsely pixelated image has less detail than its target; part of the gate)."""
+    if unknown := set(names) - set(KNOWN_FEATURES):
+        raise VolratioError(f"unknown features {sorted(unknown)}; known: {', '.join(KNOWN_FEATURES)}")
     x, r = resample(as_images(images), FIT_RES), resample(as_images(targets), FIT_RES)
     if len(x) != len(r):
         raise VolratioError(f"{len(x)} images but {len(r)} targets; give one target per image")
@@ -97,6 +116,9 @@ def features(images, targets, names=FEATURES) -> dict[str, np.ndarray]:
         out["-rmse"] = -((x - r) ** 2).mean(dim=(1, 2, 3)).sqrt().numpy()
     if "-dcolour" in names:
         out["-dcolour"] = -(x.mean(dim=(1, 2)) - r.mean(dim=(1, 2))).norm(dim=1).numpy()
+    if "detail" in names:
+        ex, er = edge_map(x).mean(dim=(1, 2)), edge_map(r).mean(dim=(1, 2))
+        out["detail"] = torch.log((ex + 1e-3) / (er + 1e-3)).numpy()
     if "contrast" in names:
         sx, sr = x.std(dim=(1, 2)).mean(1), r.std(dim=(1, 2)).mean(1)
         out["contrast"] = torch.log((sx + 1e-3) / (sr + 1e-3)).numpy()
@@ -109,7 +131,10 @@ def features(images, targets, names=FEATURES) -> dict[str, np.ndarray]:
 
 @dataclass
 class LogisticRule:
-    """p = σ(b + Σ wᵢ·(fᵢ − μᵢ)/sᵢ) over `features`; shows the label ⇔ p ≥ threshold(label)."""
+    """p = σ(b + Σ wᵢ·(fᵢ − μᵢ)/sᵢ) over `features`; shows the label ⇔ p ≥ threshold(label) and,
+    when the rule has a `gate` ({feature: minimum}, features of `GATE_FEATURES`), every gate feature
+    is at or above its minimum: an image without the target's structure (edges that do not line up
+    with the target's, or much less detail) is not the label however close its colours are."""
 
     features: tuple  # feature names (a subset of FEATURES)
     weights: list  # one per feature
@@ -118,11 +143,26 @@ class LogisticRule:
     scale: list
     thresholds: dict  # label -> threshold on p; "*" for every other label
     fitted_on: dict = field(default_factory=dict)
+    gate: dict = field(default_factory=dict)  # feature -> minimum (empty: no gate)
 
     @property
     def name(self) -> str:
         f = "+".join(self.features)
-        return f"{f} ({'per label' if len(self.thresholds) > 1 else 'one threshold'})"
+        g = "".join(f", {k} ≥ {v:.3g}" for k, v in self.gate.items())
+        return f"{f} ({'per label' if len(self.thresholds) > 1 else 'one threshold'}{g})"
+
+    @property
+    def needs(self) -> tuple:
+        """Every feature the rule reads: its model's, then its gate's."""
+        return tuple(dict.fromkeys((*self.features, *self.gate)))
+
+    def passes_gate(self, feats: dict) -> np.ndarray:
+        """`(n,)` bool: every gate feature at or above its minimum (all True without a gate)."""
+        n = len(feats[self.features[0]])
+        ok = np.ones(n, bool)
+        for f, m in self.gate.items():
+            ok &= np.asarray(feats[f], float) >= float(m)
+        return ok
 
     def threshold(self, label: str) -> tuple[float, bool]:
         """`(threshold, fitted for this label)`."""
@@ -136,23 +176,70 @@ class LogisticRule:
             z = z + w * (np.asarray(feats[f], float) - m) / s
         return 1.0 / (1.0 + np.exp(-z))
 
+    def score(self, feats: dict) -> np.ndarray:
+        """The judge's score: p, or 0 for an image the gate rejects."""
+        return np.where(self.passes_gate(feats), self.prob(feats), 0.0)
+
     def predict(self, feats: dict, labels) -> np.ndarray:
         p = self.prob(feats)
         t = np.array([self.threshold(lab)[0] for lab in labels])
-        return p >= t
+        return (p >= t) & self.passes_gate(feats)
 
 
 def read_rule(path=None) -> LogisticRule:
-    """The stored rule of the anchored judge (`data/judge_reference/anchored/rule.json`)."""
+    """A stored rule of the label-anchored judges (default the default's, `RULE_JSON`,
+    `volratio/judges/rules/anchored.json`)."""
     p = path or RULE_JSON
     if not p.exists():
-        raise DataNotFoundError(f"anchored judge rule not found at {p}; it ships in data/judge_reference/anchored/")
-    d = json.loads(p.read_text())
-    feats = tuple(d.get("features", ()))
+        raise DataNotFoundError(f"anchored judge rule not found at {p}; the rules ship in volratio/judges/rules/")
+    return _rule_of(json.loads(p.read_text()), p)
+
+
+def _rule_of(d: dict, where) -> LogisticRule:
+    feats, gate = tuple(d.get("features", ())), d.get("gate", {})
     if not feats or set(feats) - set(FEATURES) or "*" not in d.get("thresholds", {}):
-        raise VolratioError(f"{p}: not an anchored judge rule (needs features from {FEATURES} and a '*' threshold)")
+        raise VolratioError(f"{where}: not an anchored judge rule (needs features from {FEATURES} and a '*' threshold)")
+    if not isinstance(gate, dict) or set(gate) - set(GATE_FEATURES):
+        raise VolratioError(f"{where}: gate must map features of {GATE_FEATURES} to minimums; got {gate!r}")
     return LogisticRule(feats, list(d["weights"]), float(d["bias"]), list(d["mean"]), list(d["scale"]),
-                {k: float(v) for k, v in d["thresholds"].items()}, d.get("fitted_on", {}))  # fmt: skip
+                {k: float(v) for k, v in d["thresholds"].items()}, d.get("fitted_on", {}),
+                {k: float(v) for k, v in gate.items()})  # fmt: skip
+
+
+@dataclass
+class CrossFit:
+    """The cross-fitted gated rules (`volratio.calibration.crossfit`): one rule per fold, each
+    fitted without that fold's networks, and one fitted on every row."""
+
+    k: int
+    folds: dict  # verdict-set network name -> fold
+    rules: list  # LogisticRule per fold
+    all: LogisticRule  # fitted on every row
+
+    def rule_for(self, network: str | None) -> tuple[LogisticRule, "int | str"]:
+        """`(rule, fold)` for a network: the rule fitted without its fold when the verdict set holds
+        rows of it, else the rule fitted on every row (`fold = "all"`)."""
+        if network is not None and network in self.folds:
+            f = int(self.folds[network])
+            return self.rules[f], f
+        return self.all, "all"
+
+
+def read_crossfit(path=None) -> CrossFit:
+    """The stored cross-fitted rules (`XFIT_RULE_JSON`, `volratio/judges/rules/anchored-xfit.json`)."""
+    p = path or XFIT_RULE_JSON
+    if not p.exists():
+        raise DataNotFoundError(f"cross-fitted rules not found at {p}; the rules ship in volratio/judges/rules/")
+    d = json.loads(p.read_text())
+    try:
+        k, folds = int(d["k"]), {str(n): int(f) for n, f in d["folds"].items()}
+        rules = [_rule_of(r, f"{p} (fold {i})") for i, r in enumerate(d["rules"])]
+        all_rows = _rule_of(d["all"], f"{p} (all rows)")
+    except (KeyError, TypeError, ValueError) as e:
+        raise VolratioError(f"{p}: not cross-fitted rules (needs k, folds, rules, all): {e}") from None
+    if len(rules) != k or any(not 0 <= f < k for f in folds.values()):
+        raise VolratioError(f"{p}: {len(rules)} rules for k = {k} folds, or a fold outside 0..{k - 1}")
+    return CrossFit(k, folds, rules, all_rows)
 
 
 # ---------------------------------------------------------------------------------------------

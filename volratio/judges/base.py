@@ -11,8 +11,10 @@ its settings — every score records which judge produced it and how it was set 
   as the fitted judges do before scoring.
 - `JudgeError` — a judge that cannot run as configured; `JudgeWeightsMissing` — a model judge's
   weights (or `transformers`) are not available locally.
-- `DATA_DIR` — where the fitted judges' rules and the verdicts they were fitted on are stored
-  (`data/judge_reference/`).
+- `RULES_DIR`, `rule_path` — the fitted judges' rules, shipped inside the package
+  (`volratio/judges/rules/NAME.json`, one file per rule, listed in pyproject's package-data) so that
+  an installed wheel can score; `DATA_DIR` — the verdicts they were fitted on (`data/judge_reference/`,
+  in the repository only: fitting and checking need it, scoring does not).
 
 Chapter: "EMC2-Bench" (book/emc2.md).
 """
@@ -30,6 +32,18 @@ from ..errors import DataNotFoundError, VolratioError
 from ..util.images import to_uint8 as quantise
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "judge_reference"  # the repository's data/
+RULES_DIR = Path(__file__).resolve().parent / "rules"  # the fitted rules, shipped in the wheel
+
+
+def rule_path(name: str) -> Path:
+    """The stored rule file of the fitted rule `name` (`RULES_DIR/NAME.json`): "anchored",
+    "anchored-ssim", "anchored-gated" (the label-anchored judges' rules) or "calibrated" (the
+    self-anchored judges'). `DataNotFoundError` naming the file when it is absent."""
+    p = RULES_DIR / f"{name}.json"
+    if not p.is_file():
+        known = sorted(q.stem for q in RULES_DIR.glob("*.json"))
+        raise DataNotFoundError(f"judge rule {name!r} not found at {p}; stored rules: {', '.join(known) or 'none'}")
+    return p
 
 
 class JudgeError(VolratioError):

@@ -9,7 +9,7 @@ defines what they compute and read:
   the Pearson correlation of Sobel edge-magnitude maps (`edges`), and the negated RMS pixel distance
   (`-rmse`): `scores`, `score_of`, `single_score`.
 - **The rule** (`ThresholdRule`): `score ≥ t`, with one threshold for all labels or one per label;
-  `read_rule` reads the stored one (`RULE_JSON`, `data/judge_reference/calibrated_rule.json`),
+  `read_rule` reads the stored one (`RULE_JSON`, `volratio/judges/rules/calibrated.json`),
   fitted on the reference verdicts by `volratio.calibration.fit_calibrated`.
 
 Chapter: "EMC2-Bench" (book/emc2.md), section "The judge, validated".
@@ -24,10 +24,10 @@ import numpy as np
 import torch
 
 from ..errors import DataNotFoundError, VolratioError
-from .base import DATA_DIR, as_images
+from .base import RULES_DIR, as_images
 from .similarity import ssim
 
-RULE_JSON = DATA_DIR / "calibrated_rule.json"
+RULE_JSON = RULES_DIR / "calibrated.json"
 
 
 SCORES = ("ssim@1", "ssim@2", "ssim@4", "edges", "-rmse")
@@ -156,7 +156,7 @@ class ThresholdRule:
 
 
 def read_rule(path=None) -> ThresholdRule:
-    """The stored rule (`data/judge_reference/calibrated_rule.json`)."""
+    """The stored rule (`volratio/judges/rules/calibrated.json`)."""
     p = path or RULE_JSON
     if not p.exists():
         raise DataNotFoundError(

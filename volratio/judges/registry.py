@@ -79,6 +79,7 @@ def make_judge(
     seed: int = 0,
     device: str = "auto",
     anchor=None,
+    network: str | None = None,
 ) -> Judge:
     """The one judge factory (command line, experiments, chapters), for a network whose
     unperturbed image is `reference` `(H, W, 3)`:
@@ -87,7 +88,11 @@ def make_judge(
       when given (a user's own image of what the label looks like), else the image of
       `target_spec` at the reference's size (`AnchoredJudge`); "anchored-ssim", the same question
       answered with another similarity (SSIM instead of RMSE, its own fitted thresholds), and
-      "anchored-pooled", the default rule with its one pooled threshold for every label (`ANCHORED`);
+      "anchored-pooled", the default rule with its one pooled threshold for every label, and
+      "anchored-gated", the default rule with a structure gate that rejects degenerate images
+      (flat, pixelated, blurred, noise, another label's target), and "anchored-xfit", the gated
+      rule cross-fitted: for `network` (a network name of the verdict set, e.g.
+      "picbreeder:skull"), the rule fitted without that network's verdict rows (`ANCHORED`);
     - "clip" / "vlm": a model asked about the label, loaded from `model` (a local folder or a
       cached id; default the judge's own);
     - self-anchored, measuring *stability* (`SELF_ANCHORED`): "stability" (SSIM@4 against the own
@@ -102,7 +107,7 @@ def make_judge(
             )
         ref = as_images(reference)
         a = anchor if anchor is not None else target_anchor(target_spec, int(ref.shape[1]))
-        return AnchoredJudge(a, anchor_name=str(target_spec or "image"), variant=name)
+        return AnchoredJudge(a, anchor_name=str(target_spec or "image"), variant=name, network=network)
     if name == "ssim":
         return calibrated_ssim_judge(reference, exclude=target_spec, seed=seed)
     if name == "calibrated":  # SSIM@4 with thresholds fitted on the reference verdicts (data/judge_reference)

@@ -1,0 +1,108 @@
+"""Cross-fitting the gated judge: folds by network, a network of the verdict set is judged by a rule
+fitted without its rows, any other network by the rule fitted on all rows; held-out agreement by
+network and by label."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from volratio import emc2, judges
+from volratio.calibration import crossfit as C
+from volratio.calibration import fit_anchored as fa
+from volratio.calibration import hard_negatives as H
+from volratio.data.specs import load_network
+from volratio.errors import VolratioError
+from volratio.judges import anchored_rule as ar
+
+XF = ar.read_crossfit()
+
+
+def test_folds_deal_every_groups_networks_evenly():
+    nets = [f"a:{i}" for i in range(7)] + [f"b:{i}" for i in range(4)]
+    groups = ["a"] * 7 + ["b"] * 4
+    f = C.folds(nets, groups, k=5, seed=0)
+    assert set(f) == set(nets) and set(f.values()) <= set(range(5))
+    counts = np.bincount(list(f.values()), minlength=5)
+    assert counts.max() - counts.min() <= 1  # balanced over the groups together
+    assert len({f[n] for n in nets[:7]}) == 5  # a group of k networks or more reaches every fold
+    assert C.folds(nets, groups, 5, 0) == f and C.folds(nets, groups, 5, 1) != f
+
+
+def test_a_verdict_set_network_gets_the_rule_without_its_fold_and_others_the_all_rows_rule():
+    rule, fold = XF.rule_for("picbreeder:skull")
+    assert fold == XF.folds["picbreeder:skull"] and rule is XF.rules[fold]
+    assert rule.fitted_on["fold"] == fold and rule.gate
+    assert XF.rule_for("fer-layered:ghost") == (XF.all, "all") and XF.rule_for(None) == (XF.all, "all")
+    assert {"picbreeder:skull", "fer-sgd:skull", "picbreeder:apple", "fer-sgd:butterfly"} <= set(XF.folds)
+    j = judges.make_judge("anchored-xfit", torch.zeros(16, 16, 3), "image:camera", network="fer-sgd:apple")
+    assert j.settings()["fold"] == XF.folds["fer-sgd:apple"] and j.settings()["network"] == "fer-sgd:apple"
+    assert judges.make_judge("anchored-xfit", torch.zeros(16, 16, 3), "image:camera").settings()["fold"] == "all"
+
+
+def test_the_fold_is_stored_with_an_emc2_score(picbreeder_dir):
+    cfg = emc2.EMC2Config(deltas=(-1.0, 1.0), res=32, max_params=6, seed=0, device="cpu")
+    net = load_network("picbreeder:skull")
+    js = emc2.judges_for(net, ["anchored-xfit"], "picbreeder:skull", cfg, network="picbreeder:skull")
+    r = emc2.score(net, js, "skull", cfg)[0]
+    assert r.judge == "anchored-xfit" and r.judge_settings["fold"] == XF.folds["picbreeder:skull"]
+    other = emc2.score(net, emc2.judges_for(net, ["anchored-xfit"], "picbreeder:skull", cfg), "skull", cfg)[0]
+    assert other.judge_settings["fold"] == "all"
+
+
+def test_stored_crossfit_is_refused_when_malformed(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text('{"k": 2, "folds": {"a": 3}, "rules": [], "all": {}}')
+    with pytest.raises(VolratioError, match="not an anchored judge rule|rules for k = 2"):
+        ar.read_crossfit(p)
+
+
+@pytest.fixture(scope="module")
+def tables(picbreeder_dir, extra_installed):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VOLRATIO_DATA", str(extra_installed))
+        return fa.verdict_table(), H.feature_table()
+
+
+@pytest.mark.slow
+def test_refitting_gives_the_stored_cross_fitted_rules(tables):
+    table, gen = tables
+    cf = C.crossfit(table, gen)
+    assert cf["folds"] == XF.folds
+    for new, old in zip([*cf["rules"], cf["all"]], [*XF.rules, XF.all]):
+        assert new.gate == pytest.approx(old.gate) and new.thresholds == pytest.approx(old.thresholds)
+    # each fold's rule is fitted without the fold: refitting on other rows changes it, the fold's own do not
+    f = XF.folds["picbreeder:skull"]
+    fv = table["network"].map(cf["folds"]).to_numpy()
+    fg = gen["network"].map(cf["folds"]).to_numpy()
+    same = fa.fit_gated(table, gen, fv != f, fg != f, XF.all.features)
+    assert same.thresholds == pytest.approx(cf["rules"][f].thresholds)
+
+
+@pytest.mark.slow
+def test_held_out_agreement_by_network_and_by_label(tables):
+    table, gen = tables
+    a = C.agreement(table, gen, n_boot=200)
+    assert set(a.index.get_level_values(0)) == {"network", "label"}
+    for scheme in ("network", "label"):
+        row = a.loc[(scheme, "all")]
+        assert row["n"] == len(table) and row["kappa_lo"] <= row["kappa"] <= row["kappa_hi"]
+        assert 0.5 < row["kappa"] < 1
+    assert a.loc[("network", "flat"), "accuracy"] == 1.0  # flat images: never the label
+    # out of fold is not in sample: a rule fitted on every row agrees at least as well in sample
+    all_rule = C.crossfit(table, gen)["all"]
+    ins = all_rule.predict({c: table[c].to_numpy() for c in all_rule.needs}, table["label"].to_numpy())
+    oof = C.out_of_fold(table, gen)
+    y = table["pass1"].to_numpy().astype(bool)
+    assert (ins == y).mean() >= (oof == y).mean() and isinstance(a, pd.DataFrame)
+
+
+def test_the_fork_target_verdicts_regenerate_and_cover_the_thirteen_labels(extra_data, picbreeder_dir):
+    from volratio.calibration import anchored_set as A
+    from volratio.data import fer_fork
+
+    rows = A.load_verdicts(A.FORK_CSV)
+    assert set(rows["label"]) == set(fer_fork.NAMES) and (rows.groupby("label").size() >= 20).all()
+    assert set(rows["group"]) == set(A.FORK_GROUPS) and rows["pass2"].notna().sum() >= 0.2 * len(rows) - 1
+    a = fa.fork_target_agreement()  # raises when an image does not regenerate (hash mismatch)
+    assert a.loc[("anchored-gated", "all"), "n"] == len(rows)
