@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import pandas as pd
@@ -47,17 +47,20 @@ from ..util.fileio import atomic_path
 from ..util.limits import LimitError, check_limits
 from ..util.provenance import git_commit
 from . import reference as R
-from .reference import DEFAULT_ROOT, manifest_totals, reading_from, source_root
-from .registry import get_run, stored_config
+from .reference import (
+    CALIBRATION_SEED,
+    DEFAULT_ROOT,
+    NET,
+    RUN,
+    SOURCES,
+    manifest_totals,
+    reading_from,
+    rescore_config,
+    source_root,
+)
+from .registry import get_run
 from .store import Store, StoreError, _sha256_file, config_key
 from .sweep import execute
-
-RUN = "rescore"  # the registry name of the run function (volratio.runs.registry._BUILTIN_RUNS)
-NET = "net"  # the artifact holding a run's final population
-# run functions whose stored networks can be rescored: each parses to a `depth_regime.Point`-like
-# config (target, res, deltas, max_params, seed, device, judge) scored by `depth_regime.emc2_of`
-SOURCES = ("depth_point", "optimizer_point")
-CALIBRATION_SEED = 0  # what `depth_regime.emc2_of` seeds the "ssim" judge's calibration with
 
 
 class RescoreError(VolratioError, ValueError):
@@ -177,30 +180,6 @@ def check_chunk_name(chunk) -> str:
     if not isinstance(chunk, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", chunk):
         raise RescoreError(f"chunk {chunk!r}: give a chunk's folder name (letters, digits, '_', '-', '.')")
     return chunk
-
-
-def rescore_config(chunk: str, record: dict, judge: str) -> dict:
-    """The rescore run's config for a stored source run (a `volratio.runs.reference.records` entry)."""
-    name = record["run"]
-    point_cfg = stored_config(record)
-    ec = EMC2Config.like(point_cfg, member=0, dtype="float64")  # as depth_regime.emc2_of
-    emc = {k: v for k, v in asdict(ec).items() if k != "member"}
-    emc["deltas"] = [float(d) for d in ec.deltas]
-    members = int(point_cfg.members)
-    return {
-        "source": {
-            "chunk": chunk,
-            "key": record["key"],
-            "run": name,
-            "net_sha256": _sha256_file(Path(record["artifacts"][NET])),
-        },
-        "judge": judge,
-        "target": point_cfg.target,
-        "members": members,
-        "emc2": emc,
-        "calibration_seed": CALIBRATION_SEED,
-        "seed": int(point_cfg.seed),
-    }
 
 
 def plan(chunk: str, judge: str, root: "str | Path | None" = None) -> dict:
