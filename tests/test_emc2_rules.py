@@ -109,3 +109,20 @@ def test_the_default_judge_scores_a_flat_or_nan_network_zero_on_a_built_in_targe
     assert np.array_equal(r.scores, np.zeros(len(ANCHORED_CFG.deltas))) and r.auc == 0
     if image == "nan":
         assert np.isnan(r.base_score)
+
+
+@pytest.mark.parametrize("other", ["image:coffee", "image:astronaut", "planted:3"])
+def test_the_default_judge_refuses_another_targets_image(other):
+    """Built-in targets only: the camera's judge refuses another target's image."""
+    anchor = target_anchor("image:camera", 32)
+    judge = judges.make_judge(judges.DEFAULT_JUDGE, anchor, "image:camera")
+    v = judge(target_anchor(other, 32)[None], "camera")
+    assert v.verdicts.tolist() == [False] and v.scores[0] < v.settings["thresholds"]["camera"]
+
+
+def test_the_default_judge_scores_a_network_that_draws_something_else_zero():
+    """A random network draws no camera: its unperturbed image is refused, so every S is 0."""
+    net = CoordMLP("3;gaussian:4,sin:4", seed=3, init_scale=2.0)
+    r = emc2.score_network(net, "image:camera", ANCHORED_CFG)
+    assert r.base_kept is False and r.auc == 0 and not r.table.verdict.any()
+    assert r.base_score < r.judge_settings["thresholds"]["camera"]
