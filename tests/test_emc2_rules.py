@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from volratio import emc2, judges
+from volratio.errors import VolratioError
 from volratio.judges.anchored import target_anchor
 from volratio.nets import CoordMLP
 
@@ -126,3 +127,128 @@ def test_the_default_judge_scores_a_network_that_draws_something_else_zero():
     r = emc2.score_network(net, "image:camera", ANCHORED_CFG)
     assert r.base_kept is False and r.auc == 0 and not r.table.verdict.any()
     assert r.base_score < r.judge_settings["thresholds"]["camera"]
+
+
+class LabelJudge(judges.Judge):
+    """Accepts every image; records the labels it is asked about (a judge with known verdicts)."""
+
+    name = "label-stub"
+
+    def __init__(self):
+        self.labels = []
+
+    def settings(self):
+        return {"stub": 1}
+
+    def _judge(self, images, label):
+        self.labels.append(label)
+        return np.ones(len(images), bool), np.full(len(images), 0.5)
+
+
+def test_the_score_table_holds_each_weight_its_delta_and_the_judges_question():
+    net = _net()
+    judge = LabelJudge()
+    params = [[2, 0, 1], [0, 1, 0]]  # unsorted, as given
+    res = emc2.score(net, judge, "thing", CFG, params=np.asarray(params).ravel().tolist())
+    assert set(judge.labels) == {"thing"} and res.judge_settings == {"stub": 1}
+    assert res.n_params == 2 and res.n_nonzero == len(emc2.nonzero_params(net, 0))
+    t = res.table
+    assert t[["layer", "row", "col"]].drop_duplicates().values.tolist() == params
+    W = [w.detach()[0].double().numpy() for w in net.effective_weights()]
+    assert t.weight.tolist() == [W[l][r, c] for l, r, c in t[["layer", "row", "col"]].values]
+    assert t.delta.tolist() == sorted(CFG.deltas) * 2 and res.deltas.tolist() == sorted(CFG.deltas)
+    assert res.config["deltas"] == sorted(CFG.deltas) and res.config["res"] == CFG.res
+    assert res.measure == "compositional" and res.anchor == "label"
+    one = emc2.score(net, LabelJudge(), "thing", CFG, params=[params[0]])  # a single parameter is enough
+    assert one.n_params == 1 and one.auc == 1.0
+
+
+def test_the_score_refuses_what_it_cannot_score():
+    net = _net()
+    with pytest.raises(VolratioError, match="at least one judge"):
+        emc2.score_judges(net, [], "x", CFG)
+    for deltas in [(), (float("nan"),), (1.0, float("inf"))]:
+        with pytest.raises(VolratioError, match="deltas must be finite numbers"):
+            emc2.score(net, LabelJudge(), "x", emc2.EMC2Config(deltas=deltas, res=12, device="cpu"))
+    with pytest.raises(VolratioError, match="no non-zero parameters"):
+        emc2.score(net, LabelJudge(), "x", CFG, params=np.zeros((0, 3), int))
+
+
+def test_the_verdict_matrix_sorts_weights_and_keeps_the_delta_order():
+    import pandas as pd
+
+    table = pd.DataFrame(
+        {"layer": [1, 1, 0, 0], "row": [0, 0, 2, 2], "col": [0, 0, 1, 1], "delta": [-1.0, 1.0, -1.0, 1.0],
+         "verdict": [True, False, False, True]}
+    )  # fmt: skip
+    r = emc2.EMC2Result(np.array([-1.0, 1.0]), np.array([0.5, 0.5]), 0.5, 2, 4, "j", {}, table, base_score=0.75)
+    m = r.verdict_matrix()
+    assert m.dtype == np.uint8 and m.tolist() == [[0, 1], [1, 0]]  # layer 0 first; columns in δ order
+    assert r.auc_se() == pytest.approx(0.0)  # both weights have AUC ½
+    j = r.to_json()
+    assert j["base_score"] == 0.75 and j["n_nonzero"] == 4 and j["n_params"] == 2 and j["config"] == {}
+    assert set(j) == {"judge", "anchor", "measure", "base_kept", "base_score", "judge_settings", "deltas", "scores",
+                      "auc", "n_params", "n_nonzero", "config"}  # fmt: skip
+
+
+def test_the_auc_standard_error_is_the_finite_population_corrected_spread():
+    import pandas as pd
+
+    per = [[1, 1], [0, 0], [1, 0]]  # three weights: AUC 1, 0, ½
+    rows = [(0, i, 0, d, v) for i, vs in enumerate(per) for d, v in zip((-1.0, 1.0), vs)]
+    table = pd.DataFrame(rows, columns=["layer", "row", "col", "delta", "verdict"])
+    for N in (3, 10):
+        r = emc2.EMC2Result(np.array([-1.0, 1.0]), np.zeros(2), 0.5, 3, N, "j", {}, table)
+        expected = np.std([1, 0, 0.5], ddof=1) / np.sqrt(3) * np.sqrt((N - 3) / (N - 1))
+        assert r.auc_se() == pytest.approx(expected)
+    single = emc2.EMC2Result(np.array([-1.0, 1.0]), np.zeros(2), 0.5, 1, 5, "j", {}, table[table.row == 0])
+    assert single.auc_se() == 0.0
+
+
+def test_summarise_filters_parameters_and_re_thresholds_at_the_boundary():
+    net = _net()
+    res = emc2.score(net, LabelJudge(), "thing", CFG)  # every score is 0.5
+    keep = res.table[["layer", "row", "col"]].drop_duplicates().values[:2].tolist()
+    d, s, auc = emc2.summarise(res.table, params=keep, threshold=0.5)  # score ≥ threshold counts
+    assert d.tolist() == sorted(CFG.deltas) and s.tolist() == [1.0] * len(CFG.deltas) and auc == 1.0
+    assert emc2.summarise(res.table, threshold=0.51)[1].tolist() == [0.0] * len(CFG.deltas)
+
+
+@pytest.mark.parametrize(
+    "spec, label",
+    [("picbreeder:skull", "skull"), ("image:camera", "camera"), ("image:a:b", "a:b"), ("planted:3", "planted:3"),
+     ("image:", "image:"), ("scene:picbreeder:skull+image:coffee", "scene:picbreeder:skull+image:coffee")],
+)  # fmt: skip
+def test_target_label(spec, label):
+    assert emc2.target_label(spec) == label
+
+
+def test_emc2_config_like_reads_same_named_fields():
+    class Settings:
+        deltas = [1, -2]
+        res = 20
+        seed = 7
+        other = "ignored"
+
+    c = emc2.EMC2Config.like(Settings(), member=2)
+    assert c.deltas == (1.0, -2.0) and all(type(d) is float for d in c.deltas)
+    assert (c.res, c.seed, c.member, c.max_params) == (20, 7, 2, None)
+    assert emc2.EMC2Config.like(Settings(), deltas=[3]).deltas == (3.0,)
+
+
+def test_score_network_passes_its_anchor_and_label_and_matches_several_judges_at_once():
+    net = _net()
+    cfg = emc2.EMC2Config(deltas=(-0.5, 0.5), res=32, max_params=6, seed=0, device="cpu")
+    base = emc2.perturbed_images(net, cfg.res, [], [], 0, "cpu", torch.float64)[0]
+    own = emc2.score_network(net, "image:camera", cfg, anchor=base)  # anchored on its own render
+    assert own.base_kept is True and own.base_score > own.judge_settings["thresholds"]["camera"]
+    camera = emc2.score_network(net, "image:camera", cfg)
+    assert camera.base_kept is False and camera.judge_settings["label_fitted"] is True  # asked about "camera"
+    assert emc2.score_network(net, "image:camera", cfg, label="nobody").judge_settings["label_fitted"] is False
+    both = emc2.score_network_judges(net, "image:camera", ["anchored", "stability", "anchored"], cfg)
+    assert list(both) == ["anchored", "stability"]
+    assert both["stability"].measure == "stability" and both["stability"].anchor == "own image"
+    for name, r in both.items():
+        alone = emc2.score_network(net, "image:camera", cfg, judge=name)
+        assert r.judge == name and r.base_kept == alone.base_kept and r.auc == alone.auc
+        assert np.array_equal(r.scores, alone.scores) and r.judge_settings == alone.judge_settings
