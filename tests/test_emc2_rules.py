@@ -186,7 +186,13 @@ def test_the_verdict_matrix_sorts_weights_and_keeps_the_delta_order():
     assert m.dtype == np.uint8 and m.tolist() == [[0, 1], [1, 0]]  # layer 0 first; columns in δ order
     assert r.auc_se() == pytest.approx(0.0)  # both weights have AUC ½
     j = r.to_json()
-    assert j["base_score"] == 0.75 and j["n_nonzero"] == 4 and j["n_params"] == 2 and j["config"] == {}
+    assert (
+        j["base_kept"] is True
+        and j["base_score"] == 0.75
+        and j["n_nonzero"] == 4
+        and j["n_params"] == 2
+        and j["config"] == {}
+    )
     assert set(j) == {"judge", "anchor", "measure", "base_kept", "base_score", "judge_settings", "deltas", "scores",
                       "auc", "n_params", "n_nonzero", "config"}  # fmt: skip
 
@@ -201,6 +207,8 @@ def test_the_auc_standard_error_is_the_finite_population_corrected_spread():
         r = emc2.EMC2Result(np.array([-1.0, 1.0]), np.zeros(2), 0.5, 3, N, "j", {}, table)
         expected = np.std([1, 0, 0.5], ddof=1) / np.sqrt(3) * np.sqrt((N - 3) / (N - 1))
         assert r.auc_se() == pytest.approx(expected)
+    two = emc2.EMC2Result(np.array([-1.0, 1.0]), np.zeros(2), 0.5, 2, 10, "j", {}, table[table.row < 2])
+    assert two.auc_se() == pytest.approx(np.std([1, 0], ddof=1) / np.sqrt(2) * np.sqrt(8 / 9))
     single = emc2.EMC2Result(np.array([-1.0, 1.0]), np.zeros(2), 0.5, 1, 5, "j", {}, table[table.row == 0])
     assert single.auc_se() == 0.0
 

@@ -1,6 +1,7 @@
 """SP's loss guard: a round that would erase the image is undone, collapsed members are flagged in
 every result, and stored run configs name the guard they ran with."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -206,3 +207,24 @@ def test_a_nan_round_is_undone_and_a_stopped_member_is_left_as_it_was(fitted, mo
     assert all(torch.equal(a, m[0]) for a, m in zip(dense_m, net.masks))
     after, before = P.similarity_pruning.mask_nonzeros(net.masks), P.similarity_pruning.mask_nonzeros(fitted.masks)
     assert after[0] == before[0] and after[1] < before[1]
+
+
+def test_sp_says_why_each_member_stopped_and_records_each_member(fitted):
+    """Three ways to stop — no pair similar enough, the round budget, and the guard (above) — and the
+    record of each member."""
+    none_similar = P.sp(fresh(fitted), image(), P.SPConfig(tau=1.0, rounds=3, retrain_steps=0))
+    assert none_similar.extras["stop"] == ["no redundant pair"] * 2 and len(none_similar.history) == 1
+    assert none_similar.history[0]["round"] == 0 and none_similar.history[0]["removed"] == [0, 0]
+    cfg = P.SPConfig(tau=0.0, opposite_sign=True, rounds=1, retrain_steps=0, per_round=1, loss_factor=None)
+    res = P.sp(fresh(fitted), image(), cfg)
+    assert res.extras["stop"] == ["rounds"] * 2 and [h["round"] for h in res.history] == [0, 1]
+    assert res.history[1]["removed"] == [1, 1] and res.history[1]["tau"] == [0.0, 0.0]
+    assert res.method == "sp" and res.config == dataclasses.asdict(cfg)
+    (m0, _) = res.extras["members"]
+    assert set(m0) == {"dense_loss", "final_loss", "collapsed", "stop", "sparsity", "nonzeros", "tau"}
+    assert (
+        m0["stop"] == "rounds"
+        and m0["tau"] == 0.0
+        and m0["nonzeros"] == P.similarity_pruning.mask_nonzeros(res.net.masks)[0]
+    )
+    assert 0 < m0["sparsity"] < 1 and res.extras["loss_limit"] == [float("inf")] * 2
