@@ -260,3 +260,45 @@ def test_score_network_passes_its_anchor_and_label_and_matches_several_judges_at
         alone = emc2.score_network(net, "image:camera", cfg, judge=name)
         assert r.judge == name and r.base_kept == alone.base_kept and r.auc == alone.auc
         assert np.array_equal(r.scores, alone.scores) and r.judge_settings == alone.judge_settings
+
+
+class Bar:
+    """Stands in for tqdm: records how the progress bar was made and how far it went."""
+
+    made = []
+
+    def __init__(self, **kw):
+        self.kw, self.n, self.closed = kw, 0, False
+        Bar.made.append(self)
+
+    def update(self, n):
+        self.n += n
+
+    def close(self):
+        self.closed = True
+
+
+def test_the_progress_bar_counts_every_perturbed_image_and_is_off_unless_asked(monkeypatch):
+    from volratio.emc2 import scoring
+
+    monkeypatch.setattr(scoring, "tqdm", Bar)
+    net = _net()
+    Bar.made = []
+    emc2.score(net, LabelJudge(), "x", CFG)
+    emc2.score_network(net, "image:camera", ANCHORED_CFG)
+    assert Bar.made == []  # no bar unless asked
+    r = emc2.score(net, LabelJudge(), "x", CFG, progress=True)
+    emc2.score_network(net, "image:camera", ANCHORED_CFG, progress=True)
+    first, second = Bar.made
+    total = r.n_params * len(CFG.deltas)
+    assert first.kw == {"total": total, "desc": "EMC2", "unit": "img", "leave": False, "disable": None}
+    assert first.n == total and first.closed and second.n == second.kw["total"] == 40 * len(ANCHORED_CFG.deltas)
+
+
+def test_score_network_scores_the_parameters_it_is_given():
+    net = _net()
+    r = emc2.score_network(net, "image:camera", ANCHORED_CFG, params=[[0, 0, 0], [1, 2, 0]])
+    assert r.n_params == 2 and r.table[["layer", "row", "col"]].drop_duplicates().values.tolist() == [
+        [0, 0, 0],
+        [1, 2, 0],
+    ]
