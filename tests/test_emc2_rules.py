@@ -165,12 +165,12 @@ def test_the_score_table_holds_each_weight_its_delta_and_the_judges_question():
 
 def test_the_score_refuses_what_it_cannot_score():
     net = _net()
-    with pytest.raises(VolratioError, match="at least one judge"):
+    with pytest.raises(VolratioError, match="^score_judges needs at least one judge$"):
         emc2.score_judges(net, [], "x", CFG)
     for deltas in [(), (float("nan"),), (1.0, float("inf"))]:
         with pytest.raises(VolratioError, match="deltas must be finite numbers"):
             emc2.score(net, LabelJudge(), "x", emc2.EMC2Config(deltas=deltas, res=12, device="cpu"))
-    with pytest.raises(VolratioError, match="no non-zero parameters"):
+    with pytest.raises(VolratioError, match="^the network has no non-zero parameters to perturb$"):
         emc2.score(net, LabelJudge(), "x", CFG, params=np.zeros((0, 3), int))
 
 
@@ -285,6 +285,7 @@ def test_the_progress_bar_counts_every_perturbed_image_and_is_off_unless_asked(m
     net = _net()
     Bar.made = []
     emc2.score(net, LabelJudge(), "x", CFG)
+    emc2.score_judges(net, [LabelJudge()], "x", CFG)
     emc2.score_network(net, "image:camera", ANCHORED_CFG)
     assert Bar.made == []  # no bar unless asked
     r = emc2.score(net, LabelJudge(), "x", CFG, progress=True)
