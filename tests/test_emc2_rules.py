@@ -303,3 +303,24 @@ def test_score_network_scores_the_parameters_it_is_given():
         [0, 0, 0],
         [1, 2, 0],
     ]
+
+
+def test_the_score_takes_the_member_and_the_subsample_seed_of_its_config():
+    net = CoordMLP("3;gaussian:3,sin:2", population=2, seed=1, dtype=torch.float64, init_scale=1.5)
+    with torch.no_grad():
+        net.set_mask(0, torch.cat([net.masks[0][:1], torch.zeros_like(net.masks[0][1:])]))  # member 1: no first layer
+    one = emc2.EMC2Config(deltas=(0.5,), res=12, device="cpu", member=1)
+    r = emc2.score(net, LabelJudge(), "x", one)
+    assert r.n_nonzero == len(emc2.nonzero_params(net, 1)) < len(emc2.nonzero_params(net, 0))
+    assert (r.table.layer > 0).all()
+    W = net.effective_weights()[1].detach()[1]
+    assert [W[i, j].item() for i, j in r.table.loc[r.table.layer == 1, ["row", "col"]].values] == r.table.weight[
+        r.table.layer == 1
+    ].tolist()
+    picks = [
+        emc2.score(net, LabelJudge(), "x", emc2.EMC2Config(deltas=(0.5,), res=12, device="cpu", max_params=5, seed=s))
+        .table[["layer", "row", "col"]]
+        .values.tolist()
+        for s in (0, 1)
+    ]
+    assert picks[0] != picks[1]  # the subsample follows the config's seed
