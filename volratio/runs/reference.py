@@ -17,7 +17,10 @@ whose recorded CPU time is ≤ `max_cpu_seconds`) and checks that they reproduce
 and artifacts bit for bit (timing entries excepted). Float results repeat bit for bit only on the
 CPU kind that stored them, so by default the sample is drawn among the runs *comparable* here: those
 stored on this machine's kind, and those of the run functions in `MACHINE_INDEPENDENT` (verified to
-reproduce across kinds). `any_machine=True` draws among all runs and reports a difference on another
+reproduce across kinds). A run of another kind that scored networks (`score_checkable`: SCORE_ONLY
+runs, and SOURCES runs with their stored networks) is checked by its scores instead: the networks
+are re-scored under the same judge and engine, without training, and the scores compared within
+SCORE_TOLERANCE. `any_machine=True` draws among all runs and reports a difference on another
 kind as such, not as a failure. Used by `volratio reference run`,
 `volratio results verify` and the chapters that show reference-scale results (book/volume_ratio.md,
 book/emc2.md, book/claims.md).
