@@ -197,12 +197,16 @@ def test_the_other_label_anchored_judges_ask_the_same_question(name, picbreeder_
     assert r.base_kept and r.auc > 0
 
 
-def test_the_second_judge_uses_another_similarity_and_its_stored_rule_regenerates():
+def test_the_second_judge_uses_another_similarity_and_its_stored_rule_regenerates(picbreeder_dir):
     second = ar.read_rule(ar.SECOND_RULE_JSON)
-    assert second.features == ar.SECOND_FEATURES and set(second.features) != set(ar.read_rule().features)
-    table = fa.verdict_table()
+    table = fa.verdict_table()  # renders the verdict set's images: its Picbreeder rows need the data
     _, rules, _ = fa.compare(table, 0.4, 0, {"second": ar.SECOND_FEATURES})
     assert rules["second"].thresholds == pytest.approx(second.thresholds)
+
+
+def test_the_second_and_pooled_judges_read_their_own_rules():
+    second = ar.read_rule(ar.SECOND_RULE_JSON)
+    assert second.features == ar.SECOND_FEATURES and set(second.features) != set(ar.read_rule().features)
     pooled = judges.AnchoredJudge(torch.zeros(8, 8, 3), variant="anchored-pooled")
     assert set(pooled.rule.thresholds) == {"*"}
     with pytest.raises(judges.JudgeError, match="anchored judge"):

@@ -223,7 +223,8 @@ def test_verify_draws_only_runs_comparable_here(store, capsys):
     assert len(report.runs) == 2 and not other & {r["key"] for r in report.runs}
     assert all(r["ok"] and r["comparable"] for r in report.runs) and not report.failures
     (chunk,) = report.chunks
-    assert chunk == {"chunk": "tiny", "runs": 6, "comparable": 2, "independent": 0, "other": {amd["kind"]: 4}}
+    assert chunk == {"chunk": "tiny", "runs": 6, "comparable": 2, "independent": 0, "other": {amd["kind"]: 4},
+                     "scores": 0, "checked_bit_for_bit": 2, "checked_scores": 0}  # fmt: skip
     text = report.summary()
     assert f"other CPU kind {amd['kind']}: {M.describe(amd)}" in text and f"4 stored on {amd['kind']}" in text
     assert "2 of 6 comparable here" in text and text.endswith("2 of 2 re-run(s) reproduce the stored results")

@@ -14,6 +14,7 @@ from volratio.runs import reference as R
 from volratio.runs import rescore as RS
 from volratio.runs import stored as S
 from volratio.runs.store import Store, config_key
+from volratio.util import machine as M
 
 PLAN = """
 [chunks.tiny]
@@ -228,3 +229,64 @@ def test_optimizer_runs_read_under_another_judge(tmp_path):
     anch = O.stored_runs(["opt"], root, judge="anchored")
     assert anch.score.tolist() == re["metrics"]["score"] and anch.drawn.tolist() == re["metrics"]["base_kept"]
     assert anch.loss.tolist() == own.loss.tolist()  # the same network, judged again
+
+
+def _another_cpu_kind(monkeypatch) -> dict:
+    """Pretend this machine is of another numerics kind than the one that stored the runs."""
+    here = dict(M.identity())
+    other = {**here, "cpu_vendor": "AuthenticAMD", "cpu_model": "AMD EPYC 9654 96-Core Processor", "cpu_isa": ["avx2"]}
+    other["kind"] = M.kind_of(other)
+    assert other["kind"] != here["kind"]
+    monkeypatch.setattr(M, "identity", lambda: other)
+    return other
+
+
+def test_on_another_cpu_kind_verify_rescores_the_stored_networks_without_retraining(root, monkeypatch, capsys):
+    RS.rescore_chunk("tiny", "anchored", root, progress=False)
+    other = _another_cpu_kind(monkeypatch)
+    report = R.verify(root, sample=5)
+    (c,) = report.chunks
+    assert (c["runs"], c["comparable"], c["scores"], c["other"]) == (2, 0, 2, {})
+    assert (c["checked_bit_for_bit"], c["checked_scores"]) == (0, 2) and report.tolerance == R.SCORE_TOLERANCE
+    assert sorted(r["rerun"] for r in report.runs) == ["rescore", "rescore"]  # scored, not trained again
+    assert len(report.runs) == 2 and not report.failures
+    assert all(r["ok"] and r["check"] == "scores" and r["comparable"] for r in report.runs)
+    text = report.summary()
+    assert f"this machine: {other['kind']}" in text and "2 by their scores" in text
+    assert "checked: 0 bit for bit, 2 by their scores" in text and text.count("scores reproduced within 0.01") == 2
+    assert main(["results", "verify", str(root), "--sample", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tolerance"] == R.SCORE_TOLERANCE and out["runs"][0]["check"] == "scores"
+
+
+def test_on_another_cpu_kind_a_score_beyond_the_tolerance_fails(root, monkeypatch):
+    (src,) = R.records("tiny", root)
+    _another_cpu_kind(monkeypatch)
+    records = R.records
+
+    def shifted(name, root, rescores=False):  # the stored scores, one beyond the tolerance and one within
+        out = records(name, root, rescores)
+        for r in out:
+            if r["key"] == src["key"]:
+                m = r["metrics"]
+                m["scores"][0][0] += R.SCORE_TOLERANCE / 2
+                m["score"][1] += 2 * R.SCORE_TOLERANCE
+        return out
+
+    monkeypatch.setattr(R, "records", shifted)
+    (bad,) = R.verify(root, sample=1).failures
+    assert bad["key"] == src["key"] and bad["check"] == "scores" and bad["result"] == "differs"
+    assert "score[1]" in bad["problem"] and "tolerance 0.01" in bad["problem"]
+    assert main(["results", "verify", str(root), "--sample", "1"]) == 1
+
+
+def test_score_comparison_within_a_tolerance():
+    same = {"score": [0.5, 0.25], "scores": [[0.1, 0.2]], "base_kept": [True, False], "judge": "anchored"}
+    near = {"score": [0.505, 0.25], "scores": [[0.1, 0.195]], "base_kept": [True, False], "judge": "anchored"}
+    assert R._compare_scores("c", "k", same, near, 0.01) == {"ok": True}
+    for key, value in [("base_kept", [True, True]), ("judge", "stability"), ("score", [0.52, 0.25])]:
+        out = R._compare_scores("c", "k", same, {**near, key: value}, 0.01)
+        assert not out["ok"] and out["problem"].startswith("c/k: the re-computed scores differ: metric " + key)
+    assert not R._compare_scores("c", "k", same, {**near, "scores": [[0.1]]}, 0.01)["ok"]
+    assert R._compare_scores("c", "k", {"x": float("nan")}, {"x": float("nan")}, 0.01)["ok"]
+    assert not R._compare_scores("c", "k", {"x": 1}, {"x": 2}, 0.01)["ok"]  # integers are compared exactly

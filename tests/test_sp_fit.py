@@ -150,7 +150,7 @@ def test_a_run_is_repeatable_bit_for_bit():
     assert np.isfinite(a["loss"]).all()
 
 
-def test_sp_ablation_adds_each_change_in_turn():
+def test_sp_ablation_adds_each_change_in_turn(picbreeder_dir):  # the ablation trains on Picbreeder targets
     from dataclasses import replace
 
     from volratio.experiments import connectivity as C

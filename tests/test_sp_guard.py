@@ -1,6 +1,7 @@
 """SP's loss guard: a round that would erase the image is undone, collapsed members are flagged in
 every result, and stored run configs name the guard they ran with."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -156,9 +157,74 @@ def test_backoff_retries_an_undone_round_with_half_as_many_units(fitted):
     tried = [a[0] for a in res.extras["attempts"]]
     assert tried[:3] == [4, 2, 1]  # no retraining: every removal breaks the fit, so each round is undone
     undone = [r["removed"][0] == 0 for r in res.history[1:]]
+    assert undone[:2] == [True, True]  # an undone round records no removal
     for i, (a, b) in enumerate(zip(tried, tried[1:])):  # after an undone round: half as many
         if undone[i]:
             assert b == a // 2
     assert res.extras["stop"][0] in ("loss above loss_factor × dense loss (round undone)", "rounds")
     assert (res.final_loss <= np.maximum(2.0 * res.dense_loss, 0.0) + 1e-12).all()  # the guard still holds
     assert P.SPConfig().backoff is False  # off unless asked
+
+
+def test_collapsed_at_its_boundaries(fitted):
+    """Collapsed: final MSE above factor × max(dense, floor) — not at it —, NaN, or a flat image."""
+    net = fresh(fitted)
+    dense = np.array([0.01, 0.001])  # the second is below the floor
+    at = np.array([10 * 0.01, 10 * 0.002])
+    assert P.collapsed(net, RES, dense, at).tolist() == [False, False]
+    assert P.collapsed(net, RES, dense, np.nextafter(at, 1)).tolist() == [True, True]
+    assert P.collapsed(net, RES, dense, [np.nan, 0.0]).tolist() == [True, False]
+    assert P.collapsed(net, RES, dense, [0.0, 0.0], tol=10.0).tolist() == [True, True]  # every image "flat"
+    assert P.collapsed(net, RES, [0.01, 0.01], [0.04, 0.06], factor=5.0).tolist() == [False, True]
+
+
+def test_a_nan_round_is_undone_and_a_stopped_member_is_left_as_it_was(fitted, monkeypatch):
+    """Retraining that turns member 0 into NaN: its round is undone (a NaN loss is above any finite
+    limit) and it stops; in the next round retraining moves every member, and member 0, which tried
+    nothing, gets its weights back, while member 1 keeps pruning with one unit a round."""
+    calls = []
+
+    def retrain(net, image, cfg):
+        calls.append(1)
+        with torch.no_grad():
+            for w in net.weights:
+                if len(calls) == 1:
+                    w[0] = float("nan")
+                else:
+                    w.add_(1e-3)
+
+    monkeypatch.setattr(P.similarity_pruning, "train", retrain)
+    net = fresh(fitted)
+    dense_w, dense_m = [w.detach()[0].clone() for w in net.weights], [m[0].clone() for m in net.masks]
+    cfg = P.SPConfig(
+        tau=0.0, opposite_sign=True, rounds=2, retrain_steps=1, per_round=1, loss_factor=None, max_loss=1e9
+    )
+    res = P.sp(net, image(), cfg)
+    assert len(calls) == 2
+    assert res.extras["stop"][0] == "loss above max_loss (round undone)"
+    assert [r["removed"] for r in res.history[1:]] == [[0, 1], [0, 1]]
+    assert all(torch.equal(a, w.detach()[0]) for a, w in zip(dense_w, net.weights))
+    assert all(torch.equal(a, m[0]) for a, m in zip(dense_m, net.masks))
+    after, before = P.similarity_pruning.mask_nonzeros(net.masks), P.similarity_pruning.mask_nonzeros(fitted.masks)
+    assert after[0] == before[0] and after[1] < before[1]
+
+
+def test_sp_says_why_each_member_stopped_and_records_each_member(fitted):
+    """Three ways to stop — no pair similar enough, the round budget, and the guard (above) — and the
+    record of each member."""
+    none_similar = P.sp(fresh(fitted), image(), P.SPConfig(tau=1.0, rounds=3, retrain_steps=0))
+    assert none_similar.extras["stop"] == ["no redundant pair"] * 2 and len(none_similar.history) == 1
+    assert none_similar.history[0]["round"] == 0 and none_similar.history[0]["removed"] == [0, 0]
+    cfg = P.SPConfig(tau=0.0, opposite_sign=True, rounds=1, retrain_steps=0, per_round=1, loss_factor=None)
+    res = P.sp(fresh(fitted), image(), cfg)
+    assert res.extras["stop"] == ["rounds"] * 2 and [h["round"] for h in res.history] == [0, 1]
+    assert res.history[1]["removed"] == [1, 1] and res.history[1]["tau"] == [0.0, 0.0]
+    assert res.method == "sp" and res.config == dataclasses.asdict(cfg)
+    (m0, _) = res.extras["members"]
+    assert set(m0) == {"dense_loss", "final_loss", "collapsed", "stop", "sparsity", "nonzeros", "tau"}
+    assert (
+        m0["stop"] == "rounds"
+        and m0["tau"] == 0.0
+        and m0["nonzeros"] == P.similarity_pruning.mask_nonzeros(res.net.masks)[0]
+    )
+    assert 0 < m0["sparsity"] < 1 and res.extras["loss_limit"] == [float("inf")] * 2

@@ -1,7 +1,7 @@
 """Cross-fitting the gated judge: no network is judged by a rule fitted on its own verdicts.
 
 A rule fitted on a network's verdict rows and then used to score that network grades its own
-homework (DESIGN §3.4). Here the verdict set's networks (`volratio.calibration.anchored_set`) and
+homework. Here the verdict set's networks (`volratio.calibration.anchored_set`) and
 the generated negatives (`volratio.calibration.hard_negatives`, each image its own "network") are
 dealt into `K` folds by network, per group (`folds`), and the gated rule
 (`volratio.calibration.fit_anchored.fit_gated`) is fitted once per fold on every row outside it,

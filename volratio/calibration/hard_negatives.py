@@ -1,7 +1,7 @@
 """Generated hard negatives: images that are not the label by construction, for every label.
 
 A judge that compares colours with the target can keep an image without the target's structure: a
-flat page in the target's own colour, a 4×4 mosaic of it, a heavy blur. DESIGN §3.4 asks that such
+flat page in the target's own colour, a 4×4 mosaic of it, a heavy blur. The EMC2 design (CONTRIBUTING.md) asks that such
 degenerate images are never the label, so they join the anchored verdict set for each of the
 sixteen Picbreeder labels (`volratio.data.picbreeder.ALL_NAMES`), each labelled "not the label"
 (`pass1 = 0`) *by construction*, not by inspection (`KINDS`):

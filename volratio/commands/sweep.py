@@ -61,8 +61,11 @@ def register(sub) -> None:
         "(`volratio results verify results/reference --sample K`). Float results reproduce bit for bit only on "
         "the CPU kind that stored them (CPU vendor, model, ISA, torch's CPU capability, torch and BLAS versions), so "
         "verify draws among the runs comparable here: those stored on this machine's kind and those of "
-        "machine-independent run functions (the Boolean ρ sampler); it says per chunk how many runs were comparable "
-        "and which other kinds stored the rest. A comparable run that does not reproduce is a failure.",
+        "machine-independent run functions (the Boolean ρ sampler), and the runs of other kinds whose scores can be "
+        "re-computed: their stored networks (or the networks they scored) are re-scored under the same judge and "
+        "engine, without training, and compared within a tolerance (volratio.runs.reference.SCORE_TOLERANCE). It "
+        "says per chunk how many runs could be checked either way and how many were. A checked run that does not "
+        "reproduce is a failure.",
     )
     r.add_argument("dir", metavar="DIR", help="results store written by `volratio sweep` (or the word `verify`)")
     r.add_argument(

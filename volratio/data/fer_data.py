@@ -49,6 +49,7 @@ REPO = "akarshkumar0101/fer"
 COMMIT = "23a9c452a57810c86db07c3ed23c1d1352011299"
 NAMES = ("skull", "butterfly", "apple")
 DEFAULT_URL = f"https://raw.githubusercontent.com/{REPO}/{COMMIT}/"
+CHECKSUMS = Path(__file__).with_name("picbreeder_sources.sha256")  # package data (pyproject.toml)
 URL_ENV = "VOLRATIO_FER_URL"  # base URL override (a mirror; tests serve one on 127.0.0.1)
 OFFLINE_ENV = "VOLRATIO_OFFLINE"  # "1": never download on first use
 
@@ -59,7 +60,7 @@ INSTALLED_FILES = ("genome.xml", "target.png", "fer_layered.npz", "fer_sgd.npz")
 def sources() -> dict[str, tuple[str, int]]:
     """`{path in the repository: (sha256, size in bytes)}` for every file `fetch()` downloads."""
     out = {}
-    for line in Path(__file__).with_name("picbreeder_sources.sha256").read_text().splitlines():
+    for line in CHECKSUMS.read_text().splitlines():
         if line.strip() and not line.startswith("#"):
             digest, size, rel = line.split()
             out[rel] = (digest, int(size))

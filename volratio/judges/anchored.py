@@ -39,11 +39,6 @@ from ..data.targets import get_target
 from .anchored_rule import features, read_crossfit, read_rule
 from .base import Judge, JudgeError, JudgeText, Verdicts, as_images, rule_path
 
-# the label-anchored judges: name -> (stored rule, `volratio.judges.base.rule_path`; one pooled
-# threshold for every label)
-ANCHORED = {"anchored": ("anchored", False), "anchored-ssim": ("anchored-ssim", False),
-            "anchored-pooled": ("anchored", True), "anchored-gated": ("anchored-gated", False),
-            "anchored-xfit": ("anchored-xfit", False)}  # fmt: skip
 XFIT = "anchored-xfit"  # the cross-fitted judge: its rule depends on the network scored
 
 
@@ -124,3 +119,20 @@ class AnchoredJudge(Judge):
 def target_anchor(target_spec: str, res: int) -> torch.Tensor:
     """`(res, res, 3)` the target image a label-anchored judge compares with (`volratio.data.targets`)."""
     return as_images(np.asarray(get_target(target_spec).image(res)))[0]
+
+
+# the label-anchored judges, in the order of `AnchoredJudge.texts`: name -> (stored rule,
+# `volratio.judges.base.rule_path`; one pooled threshold for every label)
+ANCHORED = dict(
+    zip(
+        AnchoredJudge.texts,
+        (
+            ("anchored", False),
+            ("anchored-ssim", False),
+            ("anchored", True),
+            ("anchored-gated", False),
+            ("anchored-xfit", False),
+        ),
+        strict=True,
+    )
+)

@@ -17,9 +17,11 @@ whose recorded CPU time is ≤ `max_cpu_seconds`) and checks that they reproduce
 and artifacts bit for bit (timing entries excepted). Float results repeat bit for bit only on the
 CPU kind that stored them, so by default the sample is drawn among the runs *comparable* here: those
 stored on this machine's kind, and those of the run functions in `MACHINE_INDEPENDENT` (verified to
-reproduce across kinds). `any_machine=True` draws among all runs and reports a difference on another
-kind as such, not as a failure. A chunk's runs are read back with `volratio.runs.stored`. Used by
-`volratio reference run`,
+reproduce across kinds). A run of another kind that scored networks (`score_checkable`: SCORE_ONLY
+runs, and SOURCES runs with their stored networks) is checked by its scores instead: the networks
+are re-scored under the same judge and engine, without training, and the scores compared within
+SCORE_TOLERANCE. `any_machine=True` draws among all runs and reports a difference on another
+kind as such, not as a failure. A chunk's runs are read back with `volratio.runs.stored`. Used by `volratio reference run`,
 `volratio results verify` and the chapters that show reference-scale results (book/volume_ratio.md,
 book/emc2.md, book/claims.md).
 """
@@ -38,12 +40,14 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..depth.point import CALIBRATION_SEED
+from ..depth.point import emc2_config as point_emc2_config
 from ..errors import VolratioError
 from ..util import machine as M
 from ..util.fileio import atomic_path
 from ..util.provenance import git_commit, versions
 from .registry import get_run, stored_config
-from .store import config_key, sha256_bytes
+from .store import _sha256_file, config_key, sha256_bytes
 from .stored import DEFAULT_ROOT, MANIFEST, ReferenceError, chunks, records
 from .sweep import Sweep, execute, run_sweep
 
@@ -94,6 +98,57 @@ def _boolean_only(record: dict) -> bool:
 MACHINE_INDEPENDENT = {
     "volume_ratio": ("Boolean ρ: integer and bitwise sampling", _boolean_only),
 }
+
+
+# Stored runs of another CPU kind whose *scores* can still be checked here. Float training does not
+# repeat across kinds, but scoring a stored network does, up to a verdict that flips where a judge's
+# score sits on its threshold to the last bit. So `verify` re-scores, under the same judge and
+# engine (float64), what these runs scored and compares within SCORE_TOLERANCE:
+# - SCORE_ONLY: run functions that score networks and train none (re-run as stored);
+# - SOURCES: run functions that train and store their final population (artifact NET): their stored
+#   networks are re-scored under the run's own judge as a rescore run (`volratio.runs.rescore`) does.
+SCORE_ONLY = ("emc2_point", "rescore")
+RUN = "rescore"  # the registry name of the run function that re-scores stored networks (volratio.runs.rescore)
+NET = "net"  # the artifact holding a run's final population
+# run functions whose stored networks can be rescored: each parses to a `volratio.depth.point.Point`
+# config (target, res, deltas, max_params, seed, device, judge) scored by `volratio.depth.point.emc2_of`
+SOURCES = ("depth_point", "optimizer_point")
+# the largest difference allowed, on another CPU kind, between a stored and a re-computed float of a
+# scoring run (S at each δ, the AUC, …): 1 % of the scored perturbations (a few flipped verdicts)
+SCORE_TOLERANCE = 0.01
+# the metrics a SOURCES run stores about its scores, compared with the re-scored ones
+SCORE_METRICS = ("score", "scores", "base_kept")
+
+
+def rescore_config(chunk: str, record: dict, judge: str) -> dict:
+    """The config of the rescore run (`volratio.runs.rescore.point`) that scores the stored networks
+    of a source run (a `records` entry of a SOURCES run function) under `judge`, with the EMC2
+    settings of the source's own scoring."""
+    point_cfg = stored_config(record)
+    ec = point_emc2_config(point_cfg, 0)  # what the source's own scoring used (volratio.depth.point.emc2_of)
+    emc = {k: v for k, v in asdict(ec).items() if k != "member"}
+    emc["deltas"] = [float(d) for d in ec.deltas]
+    return {
+        "source": {
+            "chunk": chunk,
+            "key": record["key"],
+            "run": record["run"],
+            "net_sha256": _sha256_file(Path(record["artifacts"][NET])),
+        },
+        "judge": judge,
+        "target": point_cfg.target,
+        "members": int(point_cfg.members),
+        "emc2": emc,
+        "calibration_seed": CALIBRATION_SEED,
+        "seed": int(point_cfg.seed),
+    }
+
+
+def score_checkable(record: dict) -> bool:
+    """Whether a stored run's scores can be re-computed on any CPU kind (see SCORE_ONLY, SOURCES)."""
+    if record["run"] in SCORE_ONLY:
+        return True
+    return record["run"] in SOURCES and NET in record["artifacts"] and "judge" in record["metrics"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,14 +280,18 @@ def _now() -> str:
 @dataclass
 class Verification:
     """What `verify` checked. `machine`: this machine's parts and kind. `chunks`: per chunk, the
-    runs within the CPU-time limit (`runs`), how many are comparable here (`comparable`: stored on
-    this kind, `independent`: of a machine-independent run function), and those stored on other
-    kinds (`other`: kind -> count). `kinds`: kind -> description of every other kind met. `runs`:
-    the drawn runs — chunk, key, kind, comparable, ok, `result` (one word), seconds, stored_cpu_s,
-    and `problem` (one line) when it does not reproduce."""
+    runs within the CPU-time limit (`runs`), how many are comparable here bit for bit
+    (`comparable`: stored on this kind, `independent`: of a machine-independent run function), how
+    many of the others can have their scores checked within SCORE_TOLERANCE (`scores`), those of
+    other kinds that cannot (`other`: kind -> count), and of the drawn runs how many were checked bit
+    for bit (`checked_bit_for_bit`) and by their scores (`checked_scores`). `kinds`: kind ->
+    description of every other kind met. `runs`: the drawn runs — chunk, key, kind, comparable,
+    `check` ("bit for bit" or "scores"), `rerun` (the run function re-run), ok, `result` (one word), seconds, stored_cpu_s, and
+    `problem` (one line) when it does not reproduce."""
 
     machine: dict
     max_cpu_seconds: float | None = None
+    tolerance: float = SCORE_TOLERANCE
     chunks: list = field(default_factory=list)
     kinds: dict = field(default_factory=dict)
     runs: list = field(default_factory=list)
@@ -246,6 +305,7 @@ class Verification:
         return {
             "machine": self.machine,
             "max_cpu_seconds": self.max_cpu_seconds,
+            "tolerance": self.tolerance,
             "kinds": self.kinds,
             "chunks": self.chunks,
             "runs": self.runs,
@@ -256,7 +316,10 @@ class Verification:
         lines = [f"this machine: {self.machine['kind']} ({M.describe(self.machine)})"]
         lines += [f"other CPU kind {k}: {d}" for k, d in self.kinds.items()]
         limit = "" if self.max_cpu_seconds is None else f" with CPU time ≤ {self.max_cpu_seconds:g} s"
-        lines.append(f"stored runs{limit}, per chunk: how many are comparable here (bit for bit)")
+        lines.append(
+            f"stored runs{limit}, per chunk: how many are comparable here bit for bit, how many of another "
+            f"CPU kind have their scores checked (re-scored, within {self.tolerance:g}), and how many were checked"
+        )
         w = max((len(c["chunk"]) for c in self.chunks), default=0)
         for c in self.chunks:
             if not c["runs"]:
@@ -265,12 +328,18 @@ class Verification:
             text = f"  {c['chunk']:{w}s}  {c['comparable']} of {c['runs']} comparable here"
             if c["independent"]:
                 text += f" ({c['independent']} machine-independent)"
+            if c["scores"]:
+                text += f", {c['scores']} by their scores"
             if c["other"]:
                 text += ", not comparable: " + ", ".join(f"{n} stored on {k}" for k, n in c["other"].items())
+            if c["checked_bit_for_bit"] or c["checked_scores"]:
+                text += f"; checked: {c['checked_bit_for_bit']} bit for bit, {c['checked_scores']} by their scores"
             lines.append(text)
         for r in self.runs:
             name = f"{r['chunk']}/{r['key']}"
-            if r["ok"]:
+            if r["ok"] and r["check"] == "scores":
+                lines.append(f"{name}: scores reproduced within {self.tolerance:g} ({r['seconds']:.1f} s, {r['why']})")
+            elif r["ok"]:
                 lines.append(f"{name}: reproduced bit for bit ({r['seconds']:.1f} s, {r['why']})")
             elif r["comparable"] or r["result"] == "rerun failed":
                 lines.append(r["problem"])
@@ -305,10 +374,13 @@ def verify(
     chunk: str | None = None,
     any_machine: bool = False,
 ) -> Verification:
-    """Re-run `sample` stored runs (drawn with `seed` among the runs comparable on this machine —
-    or among all with `any_machine` —, and among runs whose recorded CPU time is ≤ `max_cpu_seconds`
-    when given) and compare them bit for bit. A comparable run that differs is a failure; with
-    `any_machine`, a run of another CPU kind that differs is reported as such (see `Verification`).
+    """Re-run `sample` stored runs (drawn with `seed` among the runs that can be checked on this
+    machine — or among all with `any_machine` —, and among runs whose recorded CPU time is ≤
+    `max_cpu_seconds` when given) and check them. A run comparable here (`comparable`) is compared
+    bit for bit; a run of another CPU kind whose scores can be re-computed (`score_checkable`) has
+    its scores re-computed under the same judge and engine and compared within SCORE_TOLERANCE,
+    without re-training. A checked run that differs is a failure; with `any_machine`, another run
+    of another CPU kind that differs is reported as such (see `Verification`).
     Raises `ReferenceError` when no run can be drawn."""
     root = Path(root)
     here = M.identity()
@@ -320,21 +392,27 @@ def verify(
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a damaged store is an error here, not a silent recompute
         for name in names:
-            summary = {"chunk": name, "runs": 0, "comparable": 0, "independent": 0, "other": {}}
+            summary = {"chunk": name, "runs": 0, "comparable": 0, "independent": 0, "scores": 0, "other": {}}
+            summary.update(checked_bit_for_bit=0, checked_scores=0)
             for r in records(name, root, rescores=True):
                 if max_cpu_seconds is not None and (r["cpu_s"] is None or r["cpu_s"] > max_cpu_seconds):
                     continue
                 summary["runs"] += 1
                 why = comparable(r, here)
+                check = "bit for bit" if why else None
                 if why:
                     summary["comparable"] += 1
                     summary["independent"] += why == "machine-independent"
+                elif score_checkable(r):
+                    summary["scores"] += 1
+                    why, check = "scores re-computed on another CPU kind", "scores"
+                    report.kinds.setdefault((r["machine"] or {}).get("kind", "unknown"), M.describe(r["machine"] or {}))
                 else:
                     kind = (r["machine"] or {}).get("kind", "unknown")
                     summary["other"][kind] = summary["other"].get(kind, 0) + 1
                     report.kinds.setdefault(kind, M.describe(r["machine"] or {}))
                 if why or any_machine:
-                    pool.append((name, r, why))
+                    pool.append((name, r, why, check))
             within += summary["runs"]
             report.chunks.append(summary)
     if not within:
@@ -342,30 +420,49 @@ def verify(
     if not pool:
         others = "; ".join(f"{k}: {d}" for k, d in report.kinds.items())
         raise ReferenceError(
-            f"{root}: none of the {within} stored run(s) is comparable on this machine's CPU kind {here['kind']} "
+            f"{root}: none of the {within} stored run(s) can be checked on this machine's CPU kind {here['kind']} "
             f"({M.describe(here)}); they were stored on {others}. Pass --any-machine to re-run them anyway "
             "(differences reported, not failures), or store runs of this kind with `volratio reference run`"
         )
     picked = random.Random(seed).sample(pool, min(sample, len(pool)))
-    for name, r, why in picked:
+    counts = {c["chunk"]: c for c in report.chunks}
+    for name, r, why, check in picked:
         entry, problem = _stored_by(r)
         t0 = time.perf_counter()
-        if entry is not None:  # re-run under its stored complete config
+        rescored = check == "scores" and r["run"] in SOURCES
+        if entry is not None:  # re-run under its stored complete config (a source run: re-score its networks)
+            config, key = r["config"], r["key"]
+            if rescored:
+                entry = get_run(RUN)
+                config = entry.keyed(rescore_config(name, r, r["metrics"]["judge"]))
+                key = config_key(entry.name, config)
             with reading_from(root):  # a rescore run reads its source network from the chunks under root
-                new = execute(entry.fn, entry.name, r["config"], r["key"], threads=1)
+                new = execute(entry.fn, entry.name, config, key, threads=1)
         res = {
             "chunk": name,
             "key": r["key"],
             "kind": (r["machine"] or {}).get("kind"),
             "comparable": why is not None,
+            "check": check or "bit for bit",
+            "rerun": None if entry is None else entry.name,  # the run function re-run ("rescore": scored only)
             "why": why or "other CPU kind",
             "seconds": round(time.perf_counter() - t0, 2),
             "stored_cpu_s": r["cpu_s"],
         }
+        if check:
+            counts[name]["checked_scores" if check == "scores" else "checked_bit_for_bit"] += 1
         if entry is None:  # a row this library cannot re-run as stored
             res.update(ok=False, result="cannot rerun", problem=f"{name}/{r['key']}: {problem}")
         elif new["status"] != "done":
             res.update(ok=False, result="rerun failed", problem=f"{name}/{r['key']}: the rerun failed: {new['error']}")
+        elif check == "scores":
+            stored = r["metrics"]
+            if rescored:  # the source's metrics about its scores, as lists per member like the rescore run's
+                stored = {k: stored[k] if isinstance(stored[k], list) else [stored[k]] for k in SCORE_METRICS}
+                stored["scores"] = stored["scores"] if isinstance(stored["scores"][0], list) else [stored["scores"]]
+            new_metrics = {k: new["metrics"][k] for k in stored} if rescored else new["metrics"]
+            res.update(_compare_scores(name, r["key"], stored, new_metrics, report.tolerance))
+            res["result"] = "reproduced" if res["ok"] else "differs"
         else:
             res.update(_compare(name, r, new))
             res["result"] = "reproduced" if res["ok"] else "differs"
@@ -386,6 +483,53 @@ def _stored_by(record: dict) -> tuple:
     if config_key(entry.name, record["config"]) != record["key"]:
         return None, "its key is not the hash of its run name and config: the store is damaged; re-run the chunk"
     return entry, None
+
+
+def _compare_scores(name: str, key: str, stored: dict, new: dict, tolerance: float) -> dict:
+    """ok when every float of `new` is within `tolerance` of the stored one and everything else is
+    equal (timing entries excepted); else `difference` and `problem`, as `_compare`."""
+    a, b = _strip(stored), _strip(json.loads(json.dumps(new)))
+    where, x, y = _first_difference_beyond(a, b, tolerance)
+    if where is None:
+        return {"ok": True}
+    diff = f"metric {where} (stored {_short(x)}, now {_short(y)}; tolerance {tolerance:g})"
+    return {
+        "ok": False,
+        "difference": diff,
+        "problem": f"{name}/{key}: the re-computed scores differ: {diff}; rerun it and compare versions",
+    }
+
+
+def _first_difference_beyond(a, b, tolerance: float, where: str = "") -> tuple:
+    """`(where, a part, b part)` of the first difference of `a` and `b` beyond `tolerance` (floats)
+    or at all (anything else); `(None, None, None)` when there is none."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            return where or "(keys)", sorted(a), sorted(b)
+        for k in sorted(a):
+            found = _first_difference_beyond(a[k], b[k], tolerance, f"{where}.{k}" if where else k)
+            if found[0] is not None:
+                return found
+        return None, None, None
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return where or "(all)", a, b
+        for i, (x, y) in enumerate(zip(a, b)):
+            found = _first_difference_beyond(x, y, tolerance, f"{where}[{i}]")
+            if found[0] is not None:
+                return found
+        return None, None, None
+    floats = isinstance(a, float) or isinstance(b, float)
+    if (
+        floats
+        and not isinstance(a, bool)
+        and not isinstance(b, bool)
+        and isinstance(a, (int, float))
+        and isinstance(b, (int, float))
+    ):
+        close = abs(a - b) <= tolerance or (a != a and b != b)  # NaN equals NaN here
+        return (None, None, None) if close else (where or "(all)", a, b)
+    return (None, None, None) if a == b else (where or "(all)", a, b)
 
 
 def _strip(x):

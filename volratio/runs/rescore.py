@@ -32,14 +32,13 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from tqdm import tqdm
 
 from .. import emc2
 from ..depth.point import CALIBRATION_SEED
-from ..depth.point import emc2_config as point_emc2_config
 from ..emc2 import EMC2Config
 from ..errors import VolratioError
 from ..judges import JUDGES, check_res
@@ -49,17 +48,11 @@ from ..util.limits import LimitError, check_limits
 from ..util.provenance import git_commit
 from . import reference as R
 from . import stored
-from .reference import manifest_totals, reading_from, source_root
-from .registry import get_run, stored_config
+from .reference import NET, RUN, SOURCES, manifest_totals, reading_from, rescore_config, source_root
+from .registry import get_run
 from .store import Store, StoreError, _sha256_file, config_key
 from .stored import DEFAULT_ROOT, MANIFEST
 from .sweep import execute
-
-RUN = "rescore"  # the registry name of the run function (volratio.runs.registry._BUILTIN_RUNS)
-NET = "net"  # the artifact holding a run's final population
-# run functions whose stored networks can be rescored: each parses to a `volratio.depth.point.Point`
-# (or a subclass) scored by `volratio.depth.point.emc2_of`
-SOURCES = ("depth_point", "optimizer_point")
 
 
 class RescoreError(VolratioError, ValueError):
@@ -180,30 +173,6 @@ def check_chunk_name(chunk) -> str:
     if not isinstance(chunk, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", chunk):
         raise RescoreError(f"chunk {chunk!r}: give a chunk's folder name (letters, digits, '_', '-', '.')")
     return chunk
-
-
-def rescore_config(chunk: str, record: dict, judge: str) -> dict:
-    """The rescore run's config for a stored source run (a `volratio.runs.stored.records` entry)."""
-    name = record["run"]
-    point_cfg = stored_config(record)
-    ec = point_emc2_config(point_cfg, 0)  # what the source's own scoring used
-    emc = {k: v for k, v in asdict(ec).items() if k != "member"}
-    emc["deltas"] = [float(d) for d in ec.deltas]
-    members = int(point_cfg.members)
-    return {
-        "source": {
-            "chunk": chunk,
-            "key": record["key"],
-            "run": name,
-            "net_sha256": _sha256_file(Path(record["artifacts"][NET])),
-        },
-        "judge": judge,
-        "target": point_cfg.target,
-        "members": members,
-        "emc2": emc,
-        "calibration_seed": CALIBRATION_SEED,
-        "seed": int(point_cfg.seed),
-    }
 
 
 def plan(chunk: str, judge: str, root: "str | Path | None" = None) -> dict:

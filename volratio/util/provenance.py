@@ -35,7 +35,11 @@ def git_commit() -> str | None:
     `volratio/` differ from it; None outside a git checkout (an installed wheel)."""
     root = Path(__file__).resolve().parents[2]
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        # --show-toplevel first: a wheel installed in a venv inside some other repository must not
+        # report that repository's commit
+        head = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+        )
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no", "--", "volratio"],
             cwd=root,
@@ -47,4 +51,7 @@ def git_commit() -> str | None:
         return None
     if head.returncode:
         return None
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    top, commit = head.stdout.split()
+    if Path(top).resolve() != root:
+        return None
+    return commit + ("+dirty" if dirty.stdout.strip() else "")
