@@ -126,3 +126,33 @@ def test_per_round_fraction_caps_each_round():
     cfg = P.SPConfig(tau=0.0, opposite_sign=True, per_round_fraction=0.25, rounds=1, retrain_steps=0, loss_factor=None)
     P.sp(net, image(16), cfg)
     assert sum(len(g) for g in removed_units(net)) == 5  # a quarter of 20 live units
+
+
+def test_the_prune_command_reaches_a_nonzero_target_and_records_each_member(tmp_path, capsys):
+    """`volratio prune --method sp --target-nonzeros N` from a 4× widened network: it stops at or
+    below N, and says per member its sparsity, non-zero count, dense and final MSE and why it stopped."""
+    from volratio.cli import main
+
+    wide = tmp_path / "wide.safetensors"
+    assert main(["train", "planted:3", "--depth", "2", "--width", "12", "--steps", "50", "--res", "12",
+                 "--seed", "0", "--out", str(wide)]) == 0  # fmt: skip
+    have = CoordMLP.load(wide).nonzero()[0]
+    out = tmp_path / "sp.safetensors"
+    argv = ["prune", str(wide), "--target", "planted:3", "--method", "sp", "--steps", "5", "--res", "12",
+            "--tau", "0.99", "--tau-schedule", "0.5,0.0", "--per-round-fraction", "0.5", "--rounds", "30",
+            "--target-nonzeros", "60", "--no-guard", "--out", str(out), "--json"]  # fmt: skip
+    capsys.readouterr()
+    assert main(argv) == 0
+    import json
+
+    s = json.loads(capsys.readouterr().out)
+    (m,) = s["members"]
+    assert m["stop"] == "target size" and m["nonzeros"] <= 60 < have and s["nonzero"] == [m["nonzeros"]]
+    assert m["sparsity"] == pytest.approx(1 - m["nonzeros"] / s["weights"]) and m["final_loss"] >= 0
+    assert {"dense_loss", "final_loss", "tau", "collapsed"} <= set(m)
+    big = ["prune", str(wide), "--target", "planted:3", "--method", "sp", "--res", "12",
+           "--target-nonzeros", str(have + 1), "--out", str(tmp_path / "x.safetensors")]  # fmt: skip
+    assert main(big) == 2
+    assert "is not below the network's" in capsys.readouterr().err
+    assert main(big[:-4] + ["--target-nonzeros", "0", "--out", str(tmp_path / "y.safetensors")]) == 2
+    assert "--target-nonzeros" in capsys.readouterr().err  # 0 is not a positive integer

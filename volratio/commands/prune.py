@@ -52,6 +52,30 @@ def register(sub) -> None:
     g.add_argument("--opposite-sign", action="store_true", help="similarity below −τ also counts as redundant")
     g.add_argument("--target-units", type=A.positive_int, default=None, help="stop at this many live hidden units")
     g.add_argument(
+        "--target-nonzeros",
+        type=A.positive_int,
+        default=None,
+        help="stop at this many non-zero weights or fewer (e.g. a Picbreeder network's count)",
+    )
+    g.add_argument(
+        "--tau-schedule",
+        type=A.FloatList(A.probability, hint=", e.g. 0.9,0.8,0.7 (each below the one before, after --tau)"),
+        default=(),
+        help="thresholds tried in turn once a network has no pair above its current one (most similar pair first)",
+    )
+    g.add_argument(
+        "--no-guard",
+        action="store_true",
+        help="switch SP's relative fit guard off (a round leaving the MSE above 2× the dense MSE is kept); "
+        "--max-loss still applies",
+    )
+    g.add_argument(
+        "--per-round-fraction",
+        type=A.Float(0, 1, lo_open=True),
+        default=None,
+        help="at most this fraction of a network's live hidden units removed per round, in (0, 1]",
+    )
+    g.add_argument(
         "--max-loss", type=A.positive_float, default=None, help="undo a round that pushes the MSE above this, and stop"
     )
     g = p.add_argument_group("baseline options")
@@ -91,6 +115,10 @@ def options_for(args) -> dict:
             centred=args.centred,
             opposite_sign=args.opposite_sign,
             target_units=args.target_units,
+            target_nonzeros=args.target_nonzeros,
+            tau_schedule=tuple(args.tau_schedule),
+            per_round_fraction=args.per_round_fraction,
+            **({"loss_factor": None} if args.no_guard else {}),
             max_loss=args.max_loss,
             retrain_steps=args.steps,
             seed=args.seed,
@@ -149,6 +177,9 @@ def cmd_prune(args) -> int:
     net.save(args.out)
     s = result.summary()
     s["out"] = str(args.out)
+    members = result.extras.get("members")  # SP: per member its sparsity, dense and final MSE, why it stopped
+    if members is not None:
+        s["members"] = members
     if net.population == 1:
         text = (
             f"{s['method']}: sparsity {s['sparsity'][0]:.4f} ({s['nonzero'][0]}/{s['weights']} non-zero), "
@@ -158,6 +189,11 @@ def cmd_prune(args) -> int:
         text = (
             f"{s['method']}: sparsity {[round(x, 4) for x in s['sparsity']]}, live units {s['live_units']}, "
             f"final loss {[round(x, 5) for x in s['final_loss']]} → {args.out}"
+        )
+    for k, m in enumerate(members or []):
+        text += (
+            f"\n  member {k}: {m['nonzeros']} non-zero (sparsity {m['sparsity']:.4f}), MSE {m['dense_loss']:.5f} dense → "
+            f"{m['final_loss']:.5f}, τ {m['tau']}, stopped: {m['stop']}"
         )
     emit(args, s, text)
     return 0
