@@ -156,3 +156,33 @@ def test_the_prune_command_reaches_a_nonzero_target_and_records_each_member(tmp_
     assert "is not below the network's" in capsys.readouterr().err
     assert main(big[:-4] + ["--target-nonzeros", "0", "--out", str(tmp_path / "y.safetensors")]) == 2
     assert "--target-nonzeros" in capsys.readouterr().err  # 0 is not a positive integer
+
+
+@pytest.mark.parametrize("method", ["magnitude", "random", "wanda"])
+def test_matched_baselines_have_sp_s_non_zero_count_in_every_kernel(method):
+    """A weight baseline given `match=` SP's network keeps exactly SP's non-zero count per kernel
+    (not only in total), and records the counts it matched, not a copy of the network."""
+    img = image()
+    wide = CoordMLP("2;sin:6,gaussian:6", head="hsv", population=2, seed=3)
+    sp_net = wide.select([0, 1])
+    P.prune(sp_net, torch.stack([img, img]), "sp", P.SPConfig(tau=0.0, rounds=2, retrain_steps=0, per_round=3))
+    want = P.nonzero_per_kernel(sp_net.masks)
+    assert (want < P.nonzero_per_kernel(wide.masks)).any()  # SP removed something
+    base = wide.select([0, 1])
+    r = P.prune(base, torch.stack([img, img]), method, match=sp_net, retrain_steps=0)
+    assert P.nonzero_per_kernel(base.masks).tolist() == want.tolist()
+    assert r.config["match"] == want.tolist()
+    again = wide.select([0, 1])  # the recorded counts are a match of their own
+    P.prune(again, torch.stack([img, img]), method, match=r.config["match"], retrain_steps=0)
+    assert P.nonzero_per_kernel(again.masks).tolist() == want.tolist()
+
+
+def test_a_match_with_more_weights_than_the_network_is_refused():
+    img = image()
+    small = CoordMLP("2;sin:6,gaussian:6", head="hsv", seed=3)
+    P.prune(small, img, "magnitude", sparsity=0.5, retrain_steps=0)
+    dense = CoordMLP("2;sin:6,gaussian:6", head="hsv", seed=4)
+    with pytest.raises(P.PruneError, match="fewer than the .* of the network to match"):
+        P.prune(small, img, "random", match=dense, retrain_steps=0)
+    with pytest.raises(P.PruneError, match="same architecture"):
+        P.prune(small, img, "random", match=CoordMLP("3;sin:6,gaussian:6", head="hsv"), retrain_steps=0)

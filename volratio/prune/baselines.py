@@ -11,7 +11,9 @@
 | `random-units` | units | the same number of live units per layer as another network, chosen at random | control: *which* vs *how many* |
 
 Sparsity: for weight methods, the fraction of all weights that are masked (`round(s · n)` exactly);
-for unit methods, the fraction of hidden units (L·W) that are dead. Every config's `retrain_steps`
+for unit methods, the fraction of hidden units (L·W) that are dead. The weight methods also take
+`match` instead: another network of the same shape (SP's result), whose non-zero count they reach
+exactly in every kernel (`masks.matched_weight_counts`), so a baseline is matched per layer. Every config's `retrain_steps`
 fine-tunes after each pruning step with `volratio.train.train` (masks stay applied).
 
 Chapter: "Connectivity: which connections remain".
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
+import numpy as np
 import torch
 
 from ..nets import CoordMLP
@@ -30,6 +33,7 @@ from .masks import (
     PruneError,
     check_not_empty,
     kernel_counts,
+    matched_weight_counts,
     per_member,
     row_mask,
     unit_alive,
@@ -74,6 +78,8 @@ class MagnitudeConfig:
     steps: int = 1  # pruning steps of the schedule
     retrain_steps: int = 200  # fine-tuning after each pruning step
     exclude_output: bool = False  # never prune the output kernel
+    match: object = None  # a network (or its masks) whose per-kernel non-zero counts to reach exactly, in
+    # one step with the layer scope, instead of `sparsity` (e.g. SP's result: a baseline matched per layer)
     train: TrainConfig = field(default_factory=TrainConfig)  # fine-tuning optimizer (steps ignored)
 
 
@@ -82,6 +88,7 @@ class RandomConfig:
     sparsity: float = 0.5  # fraction of all weights masked (or one value per network)
     retrain_steps: int = 200  # fine-tuning after pruning
     seed: int = 0  # which weights
+    match: object = None  # as MagnitudeConfig.match: per-kernel non-zero counts of another network, exactly
     train: TrainConfig = field(default_factory=TrainConfig)
 
 
@@ -91,12 +98,47 @@ class WandaConfig:
         0.5  # fraction of all weights masked, the same in every kernel and output unit (or one per network)
     )
     retrain_steps: int = 0  # Wanda itself updates no weight; > 0 adds fine-tuning afterwards
+    match: object = None  # as MagnitudeConfig.match: per-kernel non-zero counts of another network, exactly
     train: TrainConfig = field(default_factory=TrainConfig)
+
+
+def weight_counts_to_match(net: CoordMLP, match) -> np.ndarray:
+    """`(K, n_kernels)` masked weights per kernel that leave `net` with the per-kernel non-zero counts
+    of `match`: a `CoordMLP`, its masks, or those counts themselves (`(K, n_kernels)` ints)."""
+    if isinstance(match, CoordMLP):
+        return matched_weight_counts(net.masks, match.masks)
+    if isinstance(match, (list, tuple)) and match and isinstance(match[0], torch.Tensor):
+        return matched_weight_counts(net.masks, list(match))
+    want = np.asarray(match)
+    if want.shape != (net.population, net.n_kernels) or want.dtype.kind not in "iu":
+        raise PruneError(
+            f"match: give a network, its masks, or ({net.population}, {net.n_kernels}) non-zero counts per kernel, "
+            f"not an array of shape {want.shape}"
+        )
+    ref = [torch.zeros_like(m) for m in net.masks]
+    for k in range(net.population):
+        for i, n in enumerate(want[k]):
+            ref[i][k].view(-1)[: int(n)] = 1  # any layout with these counts: only the counts are read
+    return matched_weight_counts(net.masks, ref)
+
+
+def _recorded(cfg, net: CoordMLP, counts: np.ndarray):
+    """`cfg` as a result records it: a matched network as its per-kernel non-zero counts."""
+    if cfg.match is None:
+        return asdict(cfg)
+    sizes = np.array([m[0].numel() for m in net.masks])
+    return asdict(replace(cfg, match=(sizes[None, :] - counts).tolist()))
 
 
 def _weight_loop(net, image, criterion, cfg, scope, prunable, name):
     calib = CalibrationGrid.from_image(image, place(net, cfg.train))
     history = [record(net, calib, 0)]
+    if cfg.match is not None:  # one step to the matched per-kernel counts
+        counts = weight_counts_to_match(net, cfg.match)
+        _set_masks(net, weight_masks(criterion.scores(net, calib), net.masks, None, "layer", prunable, counts))
+        _retrain(net, image, cfg.train, cfg.retrain_steps)
+        history.append(record(net, calib, 1))
+        return PruneResult(net, name, _recorded(cfg, net, counts), history)
     steps = getattr(cfg, "steps", 1)
     for r, s in enumerate(_schedule(getattr(cfg, "schedule", "one_shot"), cfg.sparsity, steps, net.population), 1):
         _set_masks(net, weight_masks(criterion.scores(net, calib), net.masks, s, scope, prunable))
@@ -123,7 +165,10 @@ def wanda(net: CoordMLP, image, cfg: WandaConfig | None = None):
     cfg = cfg or WandaConfig()
     calib = CalibrationGrid.from_image(image, place(net, cfg.train))
     history = [record(net, calib, 0)]
-    counts = kernel_counts(net.masks, cfg.sparsity)  # (K, n_kernels)
+    if cfg.match is not None:
+        counts = weight_counts_to_match(net, cfg.match)  # (K, n_kernels)
+    else:
+        counts = kernel_counts(net.masks, cfg.sparsity)
     crit = Wanda()
     for i in range(net.n_kernels):
         score = crit.scores(net, calib)[i]  # (K, fan_in, fan_out), with kernels < i pruned
@@ -134,7 +179,7 @@ def wanda(net: CoordMLP, image, cfg: WandaConfig | None = None):
         net.set_mask(i, m)
     _retrain(net, image, cfg.train, cfg.retrain_steps)
     history.append(record(net, calib, 1))
-    return PruneResult(net, "wanda", asdict(cfg), history)
+    return PruneResult(net, "wanda", _recorded(cfg, net, counts), history)
 
 
 # ---------------------------------------------------------------------------------------------

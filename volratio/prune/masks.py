@@ -189,6 +189,33 @@ def kernel_counts(masks: list[torch.Tensor], sparsity: float, prunable: list[boo
     return np.stack(rows)
 
 
+def nonzero_per_kernel(masks: list[torch.Tensor]) -> np.ndarray:
+    """`(K, n_kernels)` ints: the non-zero mask entries of each kernel of each network."""
+    return np.array([[int((m[k] != 0).sum()) for m in masks] for k in range(masks[0].shape[0])], dtype=np.int64)
+
+
+def matched_weight_counts(masks: list[torch.Tensor], reference: list[torch.Tensor]) -> np.ndarray:
+    """`(K, n_kernels)` ints: how many weights each kernel must have masked so that it keeps exactly
+    as many non-zero weights as the same kernel of `reference` (the masks of another network of the
+    same shape, e.g. SP's result): a baseline matched to SP *per layer*, not only in total."""
+    if len(reference) != len(masks) or any(r.shape != m.shape for r, m in zip(reference, masks)):
+        raise PruneError(
+            "the network to match has kernels of shapes "
+            f"{[tuple(r.shape) for r in reference]}, this one {[tuple(m.shape) for m in masks]}: "
+            "match a network of the same architecture and population"
+        )
+    have, want = nonzero_per_kernel(masks), nonzero_per_kernel(reference)
+    bad = np.argwhere(want > have)
+    if len(bad):
+        k, i = (int(x) for x in bad[0])
+        raise PruneError(
+            f"network {k}, kernel {i} has {have[k, i]} non-zero weights, fewer than the {want[k, i]} of the "
+            "network to match: prune a network that holds at least as many weights in every kernel"
+        )
+    sizes = np.array([m[0].numel() for m in masks], dtype=np.int64)
+    return sizes[None, :] - want
+
+
 def _check_reachable(k: int, dead: int, total: int, size: int, sparsity: float) -> None:
     if total < dead:
         raise PruneError(
@@ -214,8 +241,11 @@ def weight_masks(
     sparsity: float,
     scope: str = "global",
     prunable: list[bool] | None = None,
+    counts: np.ndarray | None = None,
 ) -> list[torch.Tensor]:
-    """The new weight masks that reach `sparsity` (fraction of all weights masked, per network).
+    """The new weight masks that reach `sparsity` (fraction of all weights masked, per network), or
+    exactly `counts[k, i]` masked weights in kernel i of network k (`matched_weight_counts`; scope
+    "layer" or "row", `sparsity` then ignored).
 
     `scores`: per kernel `(K, fan_in, fan_out)`, higher = more important. `scope`:
 
@@ -227,9 +257,11 @@ def weight_masks(
     `prunable[i] = False` protects kernel i. Already-masked weights stay masked. `sparsity`: one
     number, or one per network of the population.
     """
-    svec = per_member(sparsity, masks[0].shape[0])
     if scope not in ("global", "layer", "row"):
         raise PruneError(f"unknown scope {scope!r}; use global, layer or row")
+    if counts is not None and scope == "global":
+        raise PruneError("per-kernel counts fix every kernel's share: use scope layer or row with them")
+    svec = per_member(sparsity, masks[0].shape[0]) if counts is None else None
     prunable = prunable or [True] * len(masks)
     sizes = [m[0].numel() for m in masks]
     new = [m.clone() for m in masks]
@@ -250,7 +282,7 @@ def weight_masks(
             for i, part in enumerate(torch.split(keep, sizes)):
                 new[i][k] = part.reshape(masks[i][k].shape).to(new[i].dtype)
     else:
-        counts = kernel_counts(masks, svec, prunable)
+        counts = kernel_counts(masks, svec, prunable) if counts is None else np.asarray(counts, dtype=np.int64)
         for k in range(masks[0].shape[0]):
             for i, (s, m) in enumerate(zip(scores, masks)):
                 if scope == "layer":
