@@ -312,6 +312,11 @@ TINY = {
          "seed": 3},
         "anchored-ssim",
     ),
+    "sparse_regime": (
+        {"target": "planted:1:depth=2,width=3", "members": 2, "width": 6, "depth": 2, "res": 8, "dense_steps": 3,
+         "sp.rounds": 3, "sp.retrain_steps": 1, "target_nonzeros": 20, "seed": 3},
+        None,
+    ),
     "depth_regime": (
         {**_TINY_DEPTH, "targets": ["planted:1:depth=2,width=3"], "depths": [1, 2], "seeds": 2, "members": 1},
         "anchored-ssim",

@@ -1,6 +1,8 @@
 """SP in the sparse regime: from an over-parameterised start down to the width the target needs, a
 τ schedule that always removes the most similar pair first, a non-zero target, and clear refusals."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -186,3 +188,32 @@ def test_a_match_with_more_weights_than_the_network_is_refused():
         P.prune(small, img, "random", match=dense, retrain_steps=0)
     with pytest.raises(P.PruneError, match="same architecture"):
         P.prune(small, img, "random", match=CoordMLP("3;sin:6,gaussian:6", head="hsv"), retrain_steps=0)
+
+
+def test_the_frontier_matches_every_baseline_to_sp_per_layer_and_reads_the_fit_criterion():
+    """`sparse_regime`: at each checkpoint the weight baselines hold SP's non-zero count and
+    random-units SP's live units, member by member; the trajectory starts at the dense networks
+    (ratio 1) and `at_fit` reads the fewest non-zeros among the rounds within the criterion."""
+    from volratio.experiments import sparse_regime as S
+
+    cfg = S.Config(target="planted:1:depth=2,width=3", members=2, width=8, depth=2, res=8, dense_steps=20,
+                   sp=replace(S.Config().sp, rounds=3, retrain_steps=2), target_nonzeros=30, device="cpu")  # fmt: skip
+    r = S.run(cfg)
+    t = r.table
+    cp = t[t.kind == "checkpoint"]
+    for ckpt, g in cp[cp.method != "dense"].groupby("checkpoint"):
+        sp_rows = g[g.method == "sp"].set_index("member")
+        for m in ("magnitude", "random", "wanda", "random-units"):
+            rows = g[g.method == m].set_index("member")
+            assert rows.nonzero.to_dict() == sp_rows.nonzero.to_dict() or m == "random-units", (ckpt, m)
+        units = g[g.method == "random-units"].set_index("member").live_units.to_dict()
+        assert units == sp_rows.live_units.to_dict()
+        sp_net = r["nets"][("sp", ckpt)]
+        assert P.nonzero_per_kernel(r["nets"][("magnitude", ckpt)].masks).tolist() == (
+            P.nonzero_per_kernel(sp_net.masks).tolist()
+        )
+    tr = t[t.kind == "trajectory"]
+    assert (tr[tr["round"] == 0].loss_ratio == 1.0).all() and tr["round"].max() >= 1
+    fit = S.at_fit(t, factor=1e9)  # everything fits: the last (smallest) round
+    assert fit.nonzero.tolist() == [int(tr[tr.member == k].nonzero.min()) for k in (0, 1)]
+    assert S.scratch_width(6, 1392) == 16 and S.scratch_width(2, 4 * 5 + 25 + 15) == 5

@@ -1,0 +1,218 @@
+"""Experiment `sparse_regime`: the sparsity–fit frontier of SP from an over-parameterised start.
+
+SP needs redundancy to remove, so the networks start well above the width the target needs (width
+`width`, depth `depth`, trained densely for `dense_steps`) and SP prunes them down towards
+`target_nonzeros` (e.g. the Picbreeder network's count), with a τ schedule (the most similar pair
+first at every threshold), at most `sp.per_round_fraction` of the live units per round, and
+retraining after each round. SP's relative guard is off by default here: the frontier is the whole
+trajectory, round by round (non-zero count against MSE ÷ the dense MSE), and a fit criterion is read
+off it afterwards (`at_fit`), not built into where SP stops.
+
+At each checkpoint — SP's network when it first reaches each weight sparsity of `checkpoints`, and
+its end point — every baseline of `methods` prunes the *same* dense networks to the *same per-layer
+sizes*: the weight methods (magnitude, random, Wanda) to SP's non-zero count in every kernel
+(`match=`), random-units to SP's live units in every layer, each fine-tuned for as many steps as SP
+retrained up to that checkpoint (an equal budget). `scratch=True` adds, per checkpoint, dense
+networks of the width whose non-zero count is nearest SP's, trained from scratch for the dense steps
+plus that budget: the capacity line (what a network of that size reaches without pruning).
+
+`run(cfg) -> Result`: one row per member × method × checkpoint (`kind` "checkpoint"; `checkpoint`
+names the requested sparsity, and `sparsity` says what SP reached, which is less where its rounds ran
+out first), plus SP's
+trajectory (`kind` "trajectory", one row per member × round). Columns: `nonzero`, `sparsity`,
+`loss`, `loss_ratio` (÷ the member's dense MSE), `collapsed`, `live_units`. Extras: `nets`
+(`{(method, checkpoint): population}`), `images`, `config`.
+
+Chapter: "Connectivity: which connections remain" (the sparse regime).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..data.targets import get_target
+from ..nets import CoordMLP
+from ..prune import PruneError, collapsed, prune
+from ..prune.criteria import CalibrationGrid
+from ..prune.masks import weight_sparsity
+from ..prune.similarity_pruning import SPConfig
+from ..train import PATHS, TrainConfig, mse_per_network, train
+from ..util.limits import above, at_least, between, one_of, parsed_by
+from ..util.presets import Presets
+from ._base import ExperimentError, Result
+
+METHODS = ("magnitude", "random", "wanda", "random-units")  # baselines matched per layer to SP
+SCHEDULE = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0)  # τ after the first 0.95, most similar pair first
+
+
+def _sp_default() -> SPConfig:
+    return SPConfig(tau=0.95, tau_schedule=SCHEDULE, centred=True, rounds=12, retrain_steps=100,
+                    retrain_lr_factor=0.3, per_round_fraction=0.2, loss_factor=None)  # fmt: skip
+
+
+@dataclass
+class Config(Presets):
+    target: str = "picbreeder:skull"  # target spec (`volratio.data.targets.get_target`)
+    members: int = 2  # networks (one population; member k starts from seed + k)
+    width: int = 32  # dense start: over-parameterised (the target needs far fewer units)
+    depth: int = 6  # hidden layers
+    activation: str = "gaussian"  # every hidden unit's activation
+    res: int = 24  # training and feature-map resolution
+    dense_steps: int = 600  # Adam steps of the dense networks
+    lr: float = 3e-3  # Adam learning rate (SP retrains at sp.retrain_lr_factor × this)
+    sp: SPConfig = field(default_factory=_sp_default)  # SP unguarded, τ schedule, a fifth of the units per round
+    target_nonzeros: int | None = 150  # SP stops a member at or below this many non-zero weights (skull's 147)
+    checkpoints: tuple = (0.75,)  # weight sparsities at which the baselines are matched (besides SP's end)
+    methods: tuple = METHODS  # baselines matched per layer at every checkpoint
+    scratch: bool = True  # dense networks of SP's size trained from scratch, per checkpoint
+    fit_factor: float = 2.0  # `at_fit`: a network fits when its MSE ≤ max(fit_factor × dense MSE, fit_floor)
+    fit_floor: float = 0.002  # … an RMS error of 0.045 per channel (SP's guard floor)
+    seed: int = 0  # initialisation of the population
+    device: str = "auto"  # CUDA when available
+    train_path: str = "auto"  # TrainConfig.path of all training and retraining
+    scale: str = "quick"  # the preset this config came from
+
+    LIMITS = {
+        "target": parsed_by(get_target), "members": at_least(1), "width": at_least(2), "depth": at_least(1),
+        "res": at_least(4), "dense_steps": at_least(1), "lr": above(0), "target_nonzeros": at_least(1),
+        "checkpoints": between(0, 1, open_lo=True), "methods": one_of(*METHODS),
+        "fit_factor": at_least(1), "fit_floor": at_least(0), "seed": at_least(0), "train_path": one_of(*PATHS),
+    }  # fmt: skip
+
+    # reference: skull at 64×64 from width 64 at depth 6 (20,928 weights), 2,000 dense steps, SP rounds of
+    # 500 steps, three members; the baselines at 75 % and at SP's end
+    REFERENCE = dict(members=3, width=64, res=64, dense_steps=2000, device="cpu",
+                     sp=replace(_sp_default(), rounds=40, retrain_steps=500))  # fmt: skip
+    FULL = dict(members=5, width=128, res=128, dense_steps=10_000,
+                sp=replace(_sp_default(), rounds=60, retrain_steps=2000))  # fmt: skip
+
+
+def _copy(net: CoordMLP) -> CoordMLP:
+    return net.select(list(range(net.population)))
+
+
+@torch.no_grad()
+def _losses(net: CoordMLP, images: torch.Tensor) -> np.ndarray:
+    calib = CalibrationGrid.from_image(images, net)
+    return mse_per_network(net, calib.grid, calib.target).cpu().numpy()
+
+
+def run(config: Config | None = None, *, progress=None) -> Result:
+    """Train the wide dense networks, prune them with SP checkpoint by checkpoint, match every
+    baseline per layer at each checkpoint, and tabulate (see the module docstring)."""
+    cfg = config or Config()
+    say = progress or (lambda msg: None)
+    t0 = time.time()
+    image = get_target(cfg.target).image(cfg.res)
+    images = torch.stack([image] * cfg.members)
+    tc = TrainConfig(lr=cfg.lr, device=cfg.device, path=cfg.train_path)
+    arch = f"{cfg.depth};{cfg.activation}:{cfg.width}"
+    dense = CoordMLP(arch, head="hsv", population=cfg.members, seed=cfg.seed)
+    train(dense, images, replace(tc, steps=cfg.dense_steps))
+    dense_loss = _losses(dense, images)
+    have = min(dense.nonzero())
+    if cfg.target_nonzeros is not None and cfg.target_nonzeros >= have:
+        raise ExperimentError(
+            f"target_nonzeros = {cfg.target_nonzeros} is not below the dense networks' {have} weights: "
+            "give a smaller target or a wider start"
+        )
+    say("dense networks trained")
+    sp_net, rounds_left, budget = _copy(dense), cfg.sp.rounds, 0
+    trajectory = [_trajectory_rows(cfg, 0, dense, dense_loss, dense_loss)]
+    nets = {("dense", "dense"): dense}
+    stages = [(f"{s:.2f}", max(1, math.floor((1 - s) * have))) for s in sorted(cfg.checkpoints)]
+    stages.append(("end", cfg.target_nonzeros))
+    done = 0
+    for name, goal in stages:
+        if rounds_left == 0:
+            break
+        if goal is not None and goal >= min(sp_net.nonzero()):
+            continue  # a member is already below this checkpoint: it was passed in an earlier stage
+        spc = replace(cfg.sp, rounds=rounds_left, target_nonzeros=goal, train=tc)
+        try:
+            r = prune(sp_net, images, "sp", spc)
+        except PruneError as e:
+            raise ExperimentError(f"SP towards checkpoint {name}: {e}") from e
+        for h in r.history[1:]:
+            done += 1
+            trajectory.append(_trajectory_rows(cfg, done, sp_net, np.asarray(h["loss"]), dense_loss, h["nonzero"]))
+        used = len(r.history) - 1
+        rounds_left -= used
+        budget += used * cfg.sp.retrain_steps
+        nets[("sp", name)] = _copy(sp_net)
+        say(f"SP at checkpoint {name}: {sp_net.nonzero()} non-zero")
+        _match_baselines(cfg, dense, sp_net, images, name, budget, tc, nets)
+    rows = [row for rows in trajectory for row in rows]
+    for (method, ckpt), net in nets.items():
+        loss = _losses(net, images)
+        flags = collapsed(net, cfg.res, dense_loss, loss)
+        ws, nz, live = weight_sparsity(net.masks), net.nonzero(), net.live_units()
+        for k in range(net.population):
+            rows.append({"kind": "checkpoint", "checkpoint": ckpt, "method": method, "member": k,
+                         "seed": cfg.seed + k, "round": None, "nonzero": int(nz[k]),
+                         "sparsity": float(ws[k]) if method != "scratch" else 1.0 - nz[k] / dense.nonzero()[k],
+                         "loss": float(loss[k]), "loss_ratio": float(loss[k] / dense_loss[k]),
+                         "collapsed": bool(flags[k]), "live_units": list(live[k])})  # fmt: skip
+    table = pd.DataFrame(rows)
+    return Result(
+        "sparse_regime",
+        asdict(cfg),
+        table,
+        [cfg.seed + k for k in range(cfg.members)],
+        time.time() - t0,
+        judge=None,  # the frontier has no EMC2 score: fit and size only
+        extras={"nets": nets, "images": images, "config": cfg},
+    )
+
+
+def _trajectory_rows(cfg: Config, rnd: int, net: CoordMLP, loss, dense_loss, nonzero=None) -> list[dict]:
+    nz = net.nonzero() if nonzero is None else nonzero
+    total = [sum(m[k].numel() for m in net.masks) for k in range(net.population)]
+    return [{"kind": "trajectory", "checkpoint": None, "method": "sp", "member": k, "seed": cfg.seed + k,
+             "round": rnd, "nonzero": int(nz[k]), "sparsity": 1.0 - nz[k] / total[k], "loss": float(loss[k]),
+             "loss_ratio": float(loss[k] / dense_loss[k])} for k in range(net.population)]  # fmt: skip
+
+
+def _match_baselines(cfg, dense, sp_net, images, name, budget, tc, nets) -> None:
+    """Every baseline of `cfg.methods` on a copy of `dense`, matched per layer to `sp_net`, fine-tuned
+    for `budget` steps at SP's retraining rate; and, with `cfg.scratch`, a dense network of SP's size."""
+    fine = tc.finetune(0, cfg.sp.retrain_lr_factor)
+    for m in cfg.methods:
+        net = _copy(dense)
+        opts = dict(match=sp_net, retrain_steps=budget, train=fine)
+        if m == "random":
+            opts["seed"] = cfg.seed
+        prune(net, images, m, **opts)
+        nets[(m, name)] = net
+    if cfg.scratch:
+        width = scratch_width(cfg.depth, float(np.mean(sp_net.nonzero())))
+        net = CoordMLP(f"{cfg.depth};{cfg.activation}:{width}", head="hsv", population=cfg.members, seed=cfg.seed)
+        train(net, images, replace(tc, steps=cfg.dense_steps + budget))
+        nets[("scratch", name)] = net
+
+
+def scratch_width(depth: int, nonzero: float, n_in: int = 4, n_out: int = 3) -> int:
+    """The width whose dense network of `depth` hidden layers has the non-zero count nearest `nonzero`
+    (`n_in·W + (depth − 1)·W² + W·n_out` weights)."""
+    size = [n_in * w + (depth - 1) * w * w + w * n_out for w in range(1, 1025)]
+    return int(np.argmin(np.abs(np.asarray(size, dtype=float) - nonzero))) + 1
+
+
+def at_fit(table: pd.DataFrame, factor: float = 2.0, floor: float = 0.002) -> pd.DataFrame:
+    """Per member, SP's trajectory read at the fit criterion: the fewest non-zero weights among the
+    rounds whose MSE ≤ max(factor × dense MSE, floor), with that round's sparsity and MSE ratio."""
+    t = table[table.kind == "trajectory"]
+    out = []
+    for k, g in t.groupby("member"):
+        dense = float(g[g["round"] == 0].loss.iloc[0])
+        ok = g[g.loss <= max(factor * dense, floor)]
+        best = ok.loc[ok.nonzero.idxmin()]
+        out.append({"member": k, "round": int(best["round"]), "nonzero": int(best.nonzero),
+                    "sparsity": float(best.sparsity), "loss_ratio": float(best.loss_ratio)})  # fmt: skip
+    return pd.DataFrame(out)
