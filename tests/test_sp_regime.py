@@ -217,3 +217,23 @@ def test_the_frontier_matches_every_baseline_to_sp_per_layer_and_reads_the_fit_c
     fit = S.at_fit(t, factor=1e9)  # everything fits: the last (smallest) round
     assert fit.nonzero.tolist() == [int(tr[tr.member == k].nonzero.min()) for k in (0, 1)]
     assert S.scratch_width(6, 1392) == 16 and S.scratch_width(2, 4 * 5 + 25 + 15) == 5
+
+
+def test_the_frontier_figure_draws_every_method_and_the_marks():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from volratio.report import plots
+
+    rows = [{"kind": "trajectory", "member": 0, "round": r, "nonzero": n, "loss_ratio": q}
+            for r, (n, q) in enumerate([(500, 1.0), (300, 1.5), (150, 4.0)])]  # fmt: skip
+    rows += [{"kind": "checkpoint", "member": 0, "round": None, "method": m, "nonzero": 150, "loss_ratio": q}
+             for m, q in [("sp", 4.0), ("magnitude", 6.0), ("scratch", 0.8)]]  # fmt: skip
+    fig = plots.frontier(pd.DataFrame(rows), "skull", picbreeder_nonzero=147)
+    ax = fig.axes[0]
+    labels = ax.get_legend_handles_labels()[1]
+    assert {"SP, round by round", "sp", "magnitude", "scratch", "Picbreeder network"} <= set(labels)
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    assert any(list(line.get_xdata()) == [147, 147] for line in ax.lines)

@@ -267,3 +267,38 @@ def paired_auc(paired, title: str = "", xlabel: str = "EMC2 AUC"):
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+FRONTIER_STYLE = {  # method -> (marker, colour) of the sparsity–fit frontier
+    "sp": ("o", "C0"), "magnitude": ("s", "C1"), "random": ("x", "C2"), "wanda": ("^", "C3"),
+    "random-units": ("v", "C4"), "scratch": ("*", "k"), "dense": ("D", "0.5"),
+}  # fmt: skip
+
+
+def frontier(table, title: str = "", picbreeder_nonzero: int | None = None, fit_factor: float = 2.0, ax=None):
+    """The sparsity–fit frontier of a `sparse_regime` table: non-zero weights (log axis) against MSE ÷
+    the dense MSE (log axis). SP's trajectory is a line per member; each checkpoint's networks are
+    points, one marker per method (`FRONTIER_STYLE`); the dotted line is `fit_factor` × the dense
+    MSE, and `picbreeder_nonzero` (the Picbreeder network's count) a vertical line."""
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8, 5))
+    traj = table[table.kind == "trajectory"]
+    for k, g in traj.groupby("member"):
+        g = g.sort_values("round")
+        ax.plot(
+            g.nonzero, g.loss_ratio, "-", color="C0", alpha=0.5, lw=1, label="SP, round by round" if k == 0 else None
+        )
+    points = table[table.kind == "checkpoint"]
+    for method, g in points.groupby("method", sort=False):
+        marker, colour = FRONTIER_STYLE.get(method, ("o", None))
+        ax.scatter(g.nonzero, g.loss_ratio, marker=marker, color=colour, s=40, label=method, zorder=3)
+    ax.axhline(fit_factor, ls=":", color="0.3", lw=1)
+    if picbreeder_nonzero is not None:
+        ax.axvline(picbreeder_nonzero, ls="--", color="0.3", lw=1, label="Picbreeder network")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("non-zero weights")
+    ax.set_ylabel("MSE ÷ dense MSE")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    return fig
