@@ -581,6 +581,8 @@ FREE_TEXT = {
     "reference",
     "model",
     "groups",
+    "name",
+    "note",
 }  # checked by their commands (base_url, image loading, model loading, group names)
 VALIDATORS = (A.Int, A.Float, A.FloatList)
 

@@ -15,7 +15,13 @@ def register(sub) -> None:
     p = sub.add_parser("emc2-export", help="write the images a chunk's EMC2 scores were computed on, with a manifest")
     p.add_argument("chunk", help="a chunk of the reference store, e.g. emc2")
     p.add_argument("--out", required=True, metavar="DIR", help="a new or empty folder: images/ID.png, manifest.csv")
-    p.add_argument("--root", default=str(DEFAULT_ROOT), help="the reference store (default results/reference)")
+    p.add_argument(
+        "--root",
+        dest="dir",
+        default=str(DEFAULT_ROOT),
+        metavar="DIR",
+        help="the reference store (default results/reference)",
+    )
     add_json_flag(p)
     p.set_defaults(func=cmd_export)
 
@@ -24,13 +30,19 @@ def register(sub) -> None:
     p.add_argument("--chunk", required=True, help="the chunk the images were exported from")
     p.add_argument("--name", required=True, help="the external judge's name, e.g. qwen3-vl-4b-thinking")
     p.add_argument("--note", default="", help="how the verdicts were made (model, prompt, decoding)")
-    p.add_argument("--root", default=str(DEFAULT_ROOT), help="the reference store (default results/reference)")
+    p.add_argument(
+        "--root",
+        dest="dir",
+        default=str(DEFAULT_ROOT),
+        metavar="DIR",
+        help="the reference store (default results/reference)",
+    )
     add_json_flag(p)
     p.set_defaults(func=cmd_import)
 
 
 def cmd_export(args) -> int:
-    m = X.export(args.chunk, args.out, args.root)
+    m = X.export(args.chunk, args.out, args.dir)
     n = m["source"].nunique()
     emit(args, {"chunk": args.chunk, "out": args.out, "images": len(m), "sources": n},
          f"wrote {len(m)} images of {n} networks of chunk {args.chunk} to {args.out} (manifest.csv)")  # fmt: skip
@@ -38,7 +50,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_import(args) -> int:
-    res = X.import_verdicts(args.verdicts, args.chunk, args.name, args.root, args.note)
+    res = X.import_verdicts(args.verdicts, args.chunk, args.name, args.dir, args.note)
     lines = [f"judge {args.name}: {len(res)} networks of chunk {args.chunk} scored"]
     lines += [f"  {r['network']:24s} base kept {str(r['base_kept']):5s}  AUC {r['auc']:.3f}" for r in res]
     emit(args, {"judge": args.name, "chunk": args.chunk, "sources": [{k: v for k, v in r.items() if k != "verdicts"}
