@@ -125,8 +125,8 @@ def test_fused_scores_equal_the_naive_scores(kind):
     judge = ThresholdJudge(base, tol)
     want = (dist < tol).mean()  # the fraction kept, from the re-rendered images
     cfg = emc2.EMC2Config(deltas=deltas, res=res, device="cpu", dtype="float32", engine="fused")
-    got = emc2.score(net, judge, "thing", cfg)
-    ref = emc2.score(net, judge, "thing", emc2.EMC2Config(deltas=deltas, res=res, device="cpu", dtype="float32"))
+    (got,) = emc2.score(net, [judge], "thing", cfg)
+    (ref,) = emc2.score(net, [judge], "thing", emc2.EMC2Config(deltas=deltas, res=res, device="cpu", dtype="float32"))
     assert np.array_equal(got.scores, ref.scores)
     assert np.array_equal(got.table.verdict.to_numpy(), ref.table.verdict.to_numpy())
     assert got.table.verdict.mean() == pytest.approx(want)
