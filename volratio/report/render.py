@@ -12,8 +12,7 @@ What one verdict glues (`<name>` is `claim-<key>` for the live quick-scale run, 
 `claim-<key>-<scale>` for a verdict read from stored results, e.g. `claim-depth-optimum-reference`):
 
     <name>          the whole verdict: badge, scale and judge, forest plot, what was measured (folded)
-    <name>-badge    the coloured badge alone (reproduced / partly / not reproduced / contradicted /
-                    not measured)
+    <name>-badge    the coloured badge alone (reproduced / partly / not reproduced / contradicted / not measured)
     <name>-line     one sentence: the deciding number and its interval
     <name>-forest   the forest plot of the deciding effect and the claim's threshold (SVG)
 
