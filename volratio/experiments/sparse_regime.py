@@ -76,6 +76,7 @@ class Config(Presets):
     seed: int = 0  # initialisation of the population
     device: str = "auto"  # CUDA when available
     train_path: str = "auto"  # TrainConfig.path of all training and retraining
+    keep_nets: bool = False  # as a sweep run: every population stored as artifact net_<method>_<checkpoint>
     scale: str = "quick"  # the preset this config came from
 
     LIMITS = {
@@ -87,7 +88,9 @@ class Config(Presets):
 
     # reference: skull at 64×64 from width 64 at depth 6 (20,928 weights), 2,000 dense steps, SP rounds of
     # 500 steps, three members; the baselines at 75 % and at SP's end
-    REFERENCE = dict(members=3, width=64, res=64, dense_steps=2000, device="cpu",
+    # (the chunk `sparse_regime` of examples/sweeps/reference.toml runs it for skull, butterfly and apple, each
+    # with its Picbreeder network's non-zero count as `target_nonzeros`, all at depth 6)
+    REFERENCE = dict(members=3, width=64, res=64, dense_steps=2000, device="cpu", train_path="fast", keep_nets=True,
                      sp=replace(_sp_default(), rounds=40, retrain_steps=500))  # fmt: skip
     FULL = dict(members=5, width=128, res=128, dense_steps=10_000,
                 sp=replace(_sp_default(), rounds=60, retrain_steps=2000))  # fmt: skip

@@ -218,5 +218,12 @@ class _WholeRun:
             frame = frame.drop(columns="judge")
         out = {"rows": frame.to_dict("records"), "seconds_run": res.seconds, "versions": res.versions}
         if getattr(cfg, "keep_nets", False):  # the trained populations as artifacts `net_<name>` (safetensors)
-            out.update({f"net_{name}": net.to("cpu") for name, net in res.extras["nets"].items()})
+            out.update({f"net_{artifact_name(name)}": net.to("cpu") for name, net in res.extras["nets"].items()})
         return out
+
+
+def artifact_name(key) -> str:
+    """The artifact name of an experiment's `nets` key: a string as it is, a tuple's parts joined by
+    "_", with "." read as "p" (sparse_regime's `("sp", "0.75")` → `sp_0p75`)."""
+    text = "_".join(map(str, key)) if isinstance(key, tuple) else str(key)
+    return text.replace(".", "p")
