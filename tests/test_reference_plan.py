@@ -24,6 +24,7 @@ from volratio.experiments import (
     frames,
     interference,
     optimizers,
+    sparse_regime,
     superposition_toy,
     twins,
     unknown_targets,
@@ -58,6 +59,7 @@ OWNER = {
     "interference": "interference",
     "twins16_picbreeder": None,  # twin_point: the sixteen-target comparison, a run function only
     "twins16": None,
+    "sparse_regime": "sparse_regime",
 }
 # chunks that run their experiment's one-seed preset at several seeds (replicates of `seed`)
 REPLICATES = {"emc2_dense": 5, "welch_toy": 5, "interference": 5}
@@ -163,6 +165,19 @@ def test_connectivity_chunk_runs_the_connectivity_reference_preset():
     units = Counter((p.targets, p.seed + k) for p in runs for k in range(p.seeds))
     assert units == Counter(((t,), ref.seed + k) for t in ref.targets for k in range(ref.seeds))
     assert {p.targets[0]: p.arch for p in runs} == {"skull": "picbreeder", "butterfly": "picbreeder", "apple": ref.arch}
+
+
+def test_sparse_regime_chunk_prunes_each_target_to_its_picbreeder_count(picbreeder_dir):
+    """One run per target of the sparse_regime reference preset, each target's SP stopping at the
+    non-zero count of its Picbreeder network (skull 147, butterfly 281, apple 918)."""
+    from volratio.data.picbreeder import network
+
+    ref = sparse_regime.Config.reference()
+    runs = parsed("sparse_regime")
+    for p in runs:
+        assert dataclasses.replace(p, target=ref.target, target_nonzeros=ref.target_nonzeros) == ref
+    goals = {p.target: p.target_nonzeros for p in runs}
+    assert goals == {f"picbreeder:{n}": int(network(n).nonzero()[0]) for n in ("skull", "butterfly", "apple")}
 
 
 def test_emc2_dense_chunk_runs_the_emc2_bench_reference_preset():
