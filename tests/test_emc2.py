@@ -12,6 +12,7 @@ from volratio import emc2, judges
 from volratio.errors import VolratioError
 from volratio.nets import CoordMLP
 from volratio.report import plots
+from volratio.util.limits import LimitError, check_limits
 
 ARCH = "4;gaussian:3,sin:2,sigmoid:1,identity:2"
 
@@ -422,3 +423,60 @@ def test_several_judges_at_once_equal_each_judge_alone(picbreeder_dir):
         assert r.table.equals(alone.table)
     with pytest.raises(VolratioError, match="at least one judge"):
         emc2.score(net, [], "apple", cfg)
+
+
+def _layer_std(net, kernel: int) -> float:
+    """The std of kernel `kernel`'s non-zero effective weights (their RMS where all are equal),
+    computed here from the weights, independently of `volratio.emc2.delta_scale`."""
+    w = net.effective_weights()[kernel][0].detach().double()
+    nz = w[w != 0]
+    sd = float(nz.std(unbiased=False))
+    return sd if sd > 0 else float(nz.pow(2).mean().sqrt())
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_layer_std_delta_equals_rerendering_with_the_scaled_step(sparse):
+    net = _net(sparse)
+    with torch.no_grad():  # one kernel whose weights are all equal: its std is 0, its RMS is used
+        net.weights[0].fill_(0.75)
+    cfg = emc2.EMC2Config(deltas=(-1.0, 0.5), res=10, device="cpu", delta_scale="layer_std")
+    pert = emc2.render(net, cfg)
+    want = np.array([d * _layer_std(net, int(p[0])) for p, d in zip(pert.P, pert.D)])
+    assert np.allclose(pert.steps, want, rtol=1e-12, atol=0)
+    assert _layer_std(net, 0) == pytest.approx(0.75)  # the equal kernel is perturbed by δ × 0.75
+    assert not np.allclose(pert.steps, pert.D)  # the scale does change the steps
+    got = torch.zeros(len(pert.P), 10, 10, 3, dtype=torch.float64)
+    for idx, imgs in pert.images:
+        got[torch.as_tensor(idx)] = imgs.double()
+    assert (got - _naive(net, pert.P, want, 10)).abs().max().item() <= 1e-6
+    res = emc2.score(net, [DistanceJudge(pert.base, 0.05)], "thing", cfg)[0]
+    assert np.array_equal(res.table.delta.to_numpy(), pert.D)  # the table keeps the nominal δ
+    assert np.allclose(res.table.step.to_numpy(), want, rtol=1e-12, atol=0)
+    assert sorted(res.deltas) == [-1.0, 0.5]
+
+
+def test_absolute_delta_is_the_papers_step_bit_for_bit():
+    net = _net(True)
+    cfg = emc2.EMC2Config(deltas=(-2.0, 0.25, 1.0), res=12, device="cpu")
+    assert cfg.delta_scale == "absolute"
+    pert = emc2.render(net, cfg)
+    assert pert.steps is pert.D  # w ← w + δ: nothing multiplied
+    eng = emc2.PerturbationEngine(net, 12, device="cpu")
+    want = eng.render(pert.P, pert.D)
+    got = torch.zeros_like(want)
+    for idx, imgs in pert.images:
+        got[torch.as_tensor(idx)] = imgs
+    assert torch.equal(got, want)
+    judge = DistanceJudge(eng.base, 0.05)
+    a = emc2.score(net, [judge], "thing", cfg)[0]
+    b = emc2.score(
+        net, [judge], "thing", emc2.EMC2Config(deltas=cfg.deltas, res=12, device="cpu", delta_scale="absolute")
+    )[0]
+    assert np.array_equal(a.scores, b.scores) and a.auc == b.auc
+
+
+def test_delta_scale_refuses_an_unknown_reading():
+    with pytest.raises(LimitError, match="delta_scale"):
+        check_limits(emc2.EMC2Config(delta_scale="relative"), "cfg")
+    with pytest.raises(VolratioError, match="delta_scale must be one of absolute, layer_std"):
+        emc2.step_sizes(_net(False), emc2.nonzero_params(_net(False)), how="relative")

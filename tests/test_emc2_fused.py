@@ -13,6 +13,7 @@ skip, with the reason, where no C++ compiler exists. The refusals run everywhere
 """
 
 import argparse
+import json
 
 import numpy as np
 import pytest
@@ -233,3 +234,34 @@ def test_cli_scores_every_weight_and_says_which_engine(tmp_path, capsys):
     assert _cli(common) == 0  # float64: the torch path, and the line that says why
     out = capsys.readouterr().out
     assert "(engine torch)" in out and "computes in float32" in out
+
+
+@needs_kernel
+def test_fused_layer_std_steps_equal_rerendering_with_the_scaled_step():
+    net, res = _net("pruned"), 16
+    cfg = emc2.EMC2Config(deltas=(-1.0, 0.5), res=res, device="cpu", dtype="float32", engine="fused",
+                          delta_scale="layer_std")  # fmt: skip
+    pert = emc2.render(net, cfg)
+    scale = emc2.layer_scales(net)
+    want = pert.D * scale[pert.P[:, 0]]
+    assert np.array_equal(pert.steps, want) and not np.allclose(want, pert.D)
+    got = torch.zeros(len(pert.P), res, res, 3)
+    for idx, imgs in pert.images:
+        got[torch.as_tensor(idx)] = imgs
+    naive = torch.stack([emc2.naive_render(net, p, d, res) for p, d in zip(pert.P, want)])
+    assert (got - naive).abs().max().item() <= TOL
+
+
+@needs_kernel
+def test_cli_delta_scale_layer_std(tmp_path, capsys):
+    net = CoordMLP("3;gaussian:4,sin:2", seed=3, init_scale=2.0)
+    f = tmp_path / "net.safetensors"
+    net.save(f)
+    common = ["emc2", str(f), "--target", "image:camera", "--deltas", "-1,1", "--res", "16", "--dtype", "float32"]
+    assert _cli([*common, "--delta-scale", "layer_std", "--json"]) == 0
+    scaled = json.loads(capsys.readouterr().out)
+    assert scaled["config"]["delta_scale"] == "layer_std"
+    assert _cli([*common, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["delta_scale"] == "absolute"
+    with pytest.raises(SystemExit):
+        _cli([*common, "--delta-scale", "relative"])

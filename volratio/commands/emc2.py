@@ -65,6 +65,13 @@ def register(sub) -> None:
         help="perturbation engine: fused (the C++ kernel; float32 on the CPU), torch, or auto (fused for "
         "--dtype float32 on the CPU where a C++ compiler builds it, else torch; the output says which)",
     )
+    p.add_argument(
+        "--delta-scale",
+        default="absolute",
+        choices=list(emc2.DELTA_SCALES),
+        help="absolute: w ← w + δ (the paper's, the default); layer_std: w ← w + δ × the std of the non-zero "
+        "weights of the perturbed weight's layer",
+    )
     add_json_flag(p)
     p.set_defaults(func=cmd_emc2)
 
@@ -121,6 +128,7 @@ def cmd_emc2(args) -> int:
         device=args.device,
         dtype=args.dtype,
         engine=args.engine,
+        delta_scale=args.delta_scale,
     )
     device, dtype = resolve_device(args.device), emc2.torch_dtype(args.dtype)
     used = emc2.fused.resolve_engine(args.engine, device, dtype)
@@ -130,7 +138,8 @@ def cmd_emc2(args) -> int:
     payload = {**res.to_json(), "network": args.spec, "target": args.target}
     lines = [
         f"EMC2 {args.spec} on {args.target} — judge {res.judge} (anchored on the {res.anchor}; {res.measure}), "
-        f"{res.n_params} of {res.n_nonzero} parameters, res {args.res}",
+        f"{res.n_params} of {res.n_nonzero} parameters, res {args.res}"
+        + ("" if args.delta_scale == "absolute" else ", δ × the std of each weight's layer"),
         f"  unperturbed image shows the {label}: "
         f"{'yes' if res.base_kept else 'no — every S is 0'} (score {res.base_score:.3f})",
     ]

@@ -13,6 +13,8 @@ Layout (every public name is importable from `volratio.emc2`):
 - `scoring` — the score: `EMC2Config`, `score` (one `EMC2Result` per judge, with its curve, area
   and per-parameter table), `judges_for` (judges by name for a network), and the steps of a score
   (`render`, `judge_images`, `tabulate`);
+- `delta_scale` — how far a perturbation moves a weight: δ (the paper's) or δ × the std of the
+  weight's layer (`DELTA_SCALES`, `step_sizes`, `layer_scales`; `EMC2Config.delta_scale`);
 - `sweeps` — weight sweeps (`weight_sweep`, `pick_params`) and the images behind a score
   (`judged_examples`);
 - `fused` — the C++ perturbation kernel behind `PerturbationEngine(engine="fused")` and
@@ -25,6 +27,7 @@ Chapter: "EMC2-Bench" (book/emc2.md); benchmark: benchmarks/emc2_engine.py.
 
 from __future__ import annotations
 
+from .delta_scale import DELTA_SCALES, layer_scales, step_sizes
 from .engine import (
     DEFAULT_DELTAS,
     UNIT_DELTAS,
@@ -58,6 +61,7 @@ from .sweeps import JudgedExamples, WeightSweep, judged_examples, pick_params, w
 
 __all__ = [
     "DEFAULT_DELTAS",
+    "DELTA_SCALES",
     "UNIT_DELTAS",
     "DisconnectedNetwork",
     "EMC2Config",
@@ -72,6 +76,7 @@ __all__ = [
     "judge_images",
     "judged_examples",
     "judges_for",
+    "layer_scales",
     "naive_render",
     "nonzero_params",
     "normalised_auc",
@@ -81,6 +86,7 @@ __all__ = [
     "pick_params",
     "render",
     "score",
+    "step_sizes",
     "subsample",
     "summarise",
     "tabulate",

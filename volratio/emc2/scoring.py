@@ -28,6 +28,7 @@ from ..nets import CoordMLP
 from ..util.device import device_name
 from ..util.limits import at_least, nonzero, one_of, parsed_by
 from ..util.presets import Presets
+from .delta_scale import DELTA_SCALES, step_sizes
 from .engine import DEFAULT_DELTAS, nonzero_params, params_of, perturbed_images, subsample, torch_dtype
 
 
@@ -43,12 +44,13 @@ class EMC2Config(Presets):
     dtype: str = "float64"  # engine arithmetic; float64 = the exact reference, float32 = faster
     memory_bytes: int | None = None  # working-memory cap of one batch (None: 16 MiB CPU, 1 GiB CUDA)
     engine: str = "torch"  # "torch" (batched tensor operations), "fused" (C++ kernel, float32 CPU) or "auto"
+    delta_scale: str = "absolute"  # w ← w + δ ("absolute", the paper's) or w + δ·std of its layer ("layer_std")
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`)
     LIMITS = {"deltas": nonzero(), "res": at_least(2), "which": one_of("all", "genome"), "max_params": at_least(1),
               "seed": at_least(0), "member": at_least(0), "dtype": one_of("float32", "float64"),
               "memory_bytes": at_least(1), "device": parsed_by(device_name),
-              "engine": one_of("torch", "fused", "auto")}  # fmt: skip
+              "engine": one_of("torch", "fused", "auto"), "delta_scale": one_of(*DELTA_SCALES)}  # fmt: skip
 
     QUICK = {"res": 48, "max_params": 300}  # the book's scale: 48×48 images, at most 300 parameters per network
     FULL = {"res": 256, "max_params": None}  # every non-zero parameter at FER's 256×256
@@ -63,7 +65,7 @@ class EMC2Result:
     n_nonzero: int  # non-zero parameters of the network (|nz(θ)|, or genome weights for which="genome")
     judge: str
     judge_settings: dict
-    table: "object"  # pandas DataFrame: layer, row, col, weight, delta, shown, verdict, score, distance
+    table: "object"  # pandas DataFrame: layer, row, col, weight, delta, shown, verdict, score, distance, step
     config: dict = field(default_factory=dict)
     base_kept: bool = True  # the judge says the unperturbed image shows the label (else every S is 0)
     base_score: float = float("nan")  # the judge's score of the unperturbed image
@@ -167,6 +169,7 @@ class Perturbations:
     n_nonzero: int  # non-zero parameters of the network (or genome weights, for which="genome")
     P: np.ndarray  # (N·n_δ, 3) the parameter of each perturbed image (δ varies fastest)
     D: np.ndarray  # (N·n_δ,) its δ
+    steps: np.ndarray  # (N·n_δ,) the change applied to the weight: δ, or δ × its layer's scale (`delta_scale`)
     base: object  # (res, res, 3) torch tensor: the unperturbed render
     images: object  # iterator of (indices into P, images (b, res, res, 3))
 
@@ -182,8 +185,10 @@ class Judged:
 
 
 def render(net: CoordMLP, cfg: EMC2Config, params=None, layered=None) -> Perturbations:
-    """Every perturbation `w ← w + δ` of the scored parameters: `params` (`(N, 3)`), default
-    `params_of(net, cfg.which, layered)` subsampled to `cfg.max_params` (seeded by `cfg.seed`)."""
+    """Every perturbation `w ← w + δ·s(w)` of the scored parameters: `params` (`(N, 3)`), default
+    `params_of(net, cfg.which, layered)` subsampled to `cfg.max_params` (seeded by `cfg.seed`);
+    `s(w)` is 1 under `cfg.delta_scale = "absolute"` and the std of the weight's layer under
+    "layer_std" (`volratio.emc2.delta_scale`)."""
     deltas = np.sort(np.asarray(cfg.deltas, dtype=np.float64))
     if deltas.size == 0 or not np.isfinite(deltas).all():
         raise VolratioError(f"deltas must be finite numbers, at least one, got {list(cfg.deltas)}")
@@ -198,10 +203,13 @@ def render(net: CoordMLP, cfg: EMC2Config, params=None, layered=None) -> Perturb
         raise VolratioError("the network has no non-zero parameters to perturb")
     P = np.repeat(params, len(deltas), axis=0)  # (N·n_δ, 3), δ varies fastest
     D = np.tile(deltas, len(params))
+    steps = D  # the paper's w ← w + δ, untouched
+    if cfg.delta_scale != "absolute":
+        steps = D * np.repeat(step_sizes(net, params, cfg.member, cfg.delta_scale), len(deltas))
     base, images = perturbed_images(
-        net, cfg.res, P, D, cfg.member, cfg.device, torch_dtype(cfg.dtype), cfg.memory_bytes, cfg.engine
+        net, cfg.res, P, steps, cfg.member, cfg.device, torch_dtype(cfg.dtype), cfg.memory_bytes, cfg.engine
     )
-    return Perturbations(deltas, params, n_nonzero, P, D, base, images)
+    return Perturbations(deltas, params, n_nonzero, P, D, steps, base, images)
 
 
 def judge_images(pert: Perturbations, judges: list, label: str, progress: bool = False) -> Judged:
@@ -248,6 +256,7 @@ def tabulate(net: CoordMLP, pert: Perturbations, judged: Judged, judges: list, c
                 "verdict": judged.shown[j] & base_kept,  # shown before and after the perturbation
                 "score": judged.scores[j],
                 "distance": judged.distance,
+                "step": pert.steps,  # the change applied to the weight (δ, or δ × its layer's scale)
             }
         )
         scores = table.groupby("delta")["verdict"].mean().reindex(pert.deltas).to_numpy()
