@@ -13,6 +13,8 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+from ..data.anchors import ANCHORS
+from ..emc2 import DELTA_SCALES
 from ..judges import JUDGES
 from ..runs.reference import load_plan, run_chunk
 from ..runs.rescore import rescore_chunk
@@ -64,7 +66,7 @@ def register(sub) -> None:
         "rescore",
         help="score a chunk's stored networks under another judge, without retraining",
         description="Score the networks a chunk's runs stored (depth_point / optimizer_point runs with "
-        "keep_net = true: the final SP population, artifact `net`) under JUDGE, into the chunk's own store: "
+        "keep_net = true: the final SP population, artifact `net`; twin_point runs: the network) under JUDGE, into the chunk's own store: "
         "one `rescore` run per (source run, judge), its key hashing the judge and the source run's key, "
         "with the EMC2 settings of the source run's config (float64 on CPU). Resumable: runs already "
         "stored are skipped. Each run is recorded in the chunk's manifest, and `volratio results verify` "
@@ -81,6 +83,19 @@ def register(sub) -> None:
         default="results/reference",
         metavar="DIR",
         help="reference root (default results/reference)",
+    )
+    rs.add_argument(
+        "--anchor",
+        default="image",
+        choices=ANCHORS,
+        help="what a label-anchored judge compares with: image (the target's own image, the default) or png "
+        "(a Picbreeder target's target.png at the scoring resolution: the dense twins' training image)",
+    )
+    rs.add_argument(
+        "--delta-scale",
+        default="absolute",
+        choices=DELTA_SCALES,
+        help="absolute: w ← w + δ (the paper's, the default); layer_std: δ × the std of the perturbed weight's layer",
     )
     rs.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_json_flag(rs)
@@ -117,9 +132,16 @@ def _list(args) -> int:
 
 def _rescore(args) -> int:
     report = rescore_chunk(
-        args.chunk, args.judge, args.dir, progress=False if (args.no_progress or args.json) else None
+        args.chunk,
+        args.judge,
+        args.dir,
+        progress=False if (args.no_progress or args.json) else None,
+        anchor=args.anchor,
+        delta_scale=args.delta_scale,
     )
-    return _emit_report(args, report, chunk=report.chunk, judge=report.judge)
+    return _emit_report(
+        args, report, chunk=report.chunk, judge=report.judge, anchor=report.anchor, delta_scale=report.delta_scale
+    )
 
 
 def _emit_report(args, report, **head) -> int:

@@ -188,6 +188,15 @@ def target_image(name: str) -> torch.Tensor:
     return torch.from_numpy(arr)
 
 
+def target_png(name: str, res: int) -> torch.Tensor:
+    """`target.png` of `name` at `res`×`res` (antialiased bilinear), `(res, res, 3)` in [0, 1]: the
+    image the Picbreeder networks' dense twins are trained on and, for them and the Picbreeder
+    network alike, judged against (`volratio.data.anchors`)."""
+    img = target_image(name).permute(2, 0, 1)[None]
+    small = torch.nn.functional.interpolate(img, size=res, mode="bilinear", antialias=True)[0]
+    return small.permute(1, 2, 0).clamp(0, 1)
+
+
 # ---------------------------------------------------------------------------------------------
 # The FER paper's networks
 

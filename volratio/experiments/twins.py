@@ -21,6 +21,7 @@ import torch
 
 from .. import emc2
 from ..data import picbreeder
+from ..data.anchors import ANCHORS, anchor_image
 from ..emc2 import DEFAULT_DELTAS
 from ..judges.registry import JUDGES, check_res
 from ..nets import CoordMLP
@@ -146,6 +147,7 @@ LIMITS = {
     "device": parsed_by(device_name),
     "steps": at_least(1), "lr": above(0), "lr_apple": above(0), "max_params": at_least(1),
     "deltas": nonzero(), "dtype": one_of("float32", "float64"), "seed": at_least(0), "train_path": one_of(*PATHS),
+    "anchor": one_of(*ANCHORS),
 }  # fmt: skip
 
 
@@ -157,7 +159,13 @@ class Point:
     genome, or the fork's layered network for the thirteen without a genome); `"twin"` is a dense
     network of that network's own architecture (depth, width and per-unit activations) trained here
     with FER's recipe — LeCun-normal init, Adam on the MSE, the gradient divided by its global L2 norm
-    before each step — for `steps` steps at `res` (FER: 100,000 steps at 256×256)."""
+    before each step — for `steps` steps at `res` (FER: 100,000 steps at 256×256).
+
+    `anchor` is the image every label-anchored judge compares with (`volratio.data.anchors`): "png"
+    (the default), the target's `target.png` at `res` — the twin's training image (`training_image`),
+    so that the Picbreeder network and its twins are asked about one image; "image", the target's
+    own image, for a Picbreeder target its network's exact render (the reading of the stored
+    reference runs, whose twins were trained on the PNG all the same)."""
 
     target: str = "skull"  # any of the sixteen (volratio.data.picbreeder.ALL_NAMES)
     network: str = "twin"  # "picbreeder" or "twin"
@@ -173,6 +181,7 @@ class Point:
     device: str = "cpu"  # CPU: bit-for-bit repeatable
     train_path: str = "auto"  # TrainConfig.path of the twin's training
     keep_net: bool = True  # return the network as the artifact `net` (rescoring, the chapter's images)
+    anchor: str = "png"  # what the label-anchored judges compare with: "png" (the training image) or "image"
 
     LIMITS = LIMITS
 
@@ -182,16 +191,40 @@ class Point:
             raise ExperimentError(f"judges={list(self.judges)!r}: give one or more of {', '.join(JUDGES)}")
         check_res(self.judges, self.res, f"res = {self.res}: images", ExperimentError)  # before any training
 
+    @property
+    def spec(self) -> str:
+        """The target spec the judges are asked about (`picbreeder:NAME`)."""
+        return f"picbreeder:{self.target}"
+
+    def emc2_config(self) -> emc2.EMC2Config:
+        """The EMC2 settings the point scores with (rescoring its stored network reuses them)."""
+        return emc2.EMC2Config(deltas=tuple(float(d) for d in self.deltas), res=self.res, max_params=self.max_params,
+                               seed=self.seed, device=self.device, dtype=self.dtype)  # fmt: skip
+
 
 def parse_point(config: dict) -> Point:
     return configure(Point(), config, "twin_point")
 
 
-def target_at(name: str, res: int) -> torch.Tensor:
-    """`target.png` of `name` at `res`×`res` (antialiased bilinear), `(res, res, 3)` in [0, 1]."""
-    img = picbreeder.target_image(name).permute(2, 0, 1)[None]
-    small = torch.nn.functional.interpolate(img, size=res, mode="bilinear", antialias=True)[0]
-    return small.permute(1, 2, 0).clamp(0, 1)
+target_at = picbreeder.target_png  # `target.png` of a target at `res`×`res` (antialiased bilinear)
+
+
+def training_image(cfg: Point) -> torch.Tensor:
+    """`(res, res, 3)` the image the twin of `cfg.target` is trained on: `target.png` at `cfg.res`."""
+    return target_at(cfg.target, cfg.res)
+
+
+def judge_anchor(cfg: Point) -> torch.Tensor | None:
+    """The image the label-anchored judges of `cfg` compare with: under `anchor="png"` the training
+    image itself (`training_image`, the same array); None under "image" (the judges take the
+    target's own image, `volratio.data.anchors.anchor_image`)."""
+    return training_image(cfg) if cfg.anchor == "png" else None
+
+
+def judges_of(net: CoordMLP, cfg: Point) -> list:
+    """The judges `cfg.judges` for `net`, anchored as `cfg.anchor` says."""
+    names = list(dict.fromkeys(cfg.judges))
+    return emc2.judges_for(net, names, cfg.spec, cfg.emc2_config(), anchor=judge_anchor(cfg))
 
 
 def train_twin(cfg: Point) -> tuple[CoordMLP, np.ndarray, np.ndarray]:
@@ -201,14 +234,15 @@ def train_twin(cfg: Point) -> tuple[CoordMLP, np.ndarray, np.ndarray]:
     net = CoordMLP(arch, head="hsv", seed=cfg.seed)
     lr = cfg.lr_apple if cfg.target == "apple" else cfg.lr
     tc = TrainConfig(steps=cfg.steps, lr=lr, grad_norm=True, log_every=max(1, cfg.steps // 50), path=cfg.train_path)
-    r = train(net, target_at(cfg.target, cfg.res), tc)
+    r = train(net, training_image(cfg), tc)
     net.provenance = {"made_by": "volratio.experiments.twins.train_twin", "target": cfg.target, "config": asdict(cfg)}
     return net, r.steps, r.losses[:, 0]
 
 
 def point(config: dict) -> dict:
-    """EMC2 of one network of the sixteen-target comparison under each of `judges`. Metrics:
-    `target`, `network`, `arch`, `mse` (against the target at `res`), `n_params`, `n_nonzero`,
+    """EMC2 of one network of the sixteen-target comparison under each of `judges`, anchored on
+    `anchor`. Metrics: `target`, `network`, `arch`, `mse` (against the training image, `target.png`
+    at `res`: under `anchor="png"` the base MSE to the anchor), `n_params`, `n_nonzero`,
     `deltas`, `judge` (the first judge) with its `auc`, `auc_se`, `scores`, `base_kept`, and per judge
     `auc_<judge>`, `auc_se_<judge>`, `scores_<judge>`, `base_kept_<judge>`; for a twin `loss_steps` and
     `losses` (its training curve). Artifacts: `verdicts_<judge>` `(n_params, n_δ)` uint8, `net`."""
@@ -219,12 +253,10 @@ def point(config: dict) -> dict:
         net, steps, losses = train_twin(cfg)
         curve = {"loss_steps": [int(s) for s in steps], "losses": [float(x) for x in losses]}
     with torch.no_grad():
-        mse = float(((net.render(cfg.res)[0] - target_at(cfg.target, cfg.res)) ** 2).mean())
-    ec = emc2.EMC2Config(deltas=tuple(float(d) for d in cfg.deltas), res=cfg.res, max_params=cfg.max_params,
-                         seed=cfg.seed, device=cfg.device, dtype=cfg.dtype)  # fmt: skip
+        mse = float(((net.render(cfg.res)[0] - training_image(cfg)) ** 2).mean())
+    ec = cfg.emc2_config()
     names = list(dict.fromkeys(cfg.judges))
-    spec = f"picbreeder:{cfg.target}"
-    by = dict(zip(names, emc2.score(net, emc2.judges_for(net, names, spec, ec), cfg.target, ec)))
+    by = dict(zip(names, emc2.score(net, judges_of(net, cfg), cfg.target, ec)))
     first = by[cfg.judges[0]]
     out = {
         "target": cfg.target,

@@ -113,6 +113,9 @@ NET = "net"  # the artifact holding a run's final population
 # run functions whose stored networks can be rescored: each parses to a `volratio.depth.point.Point`
 # config (target, res, deltas, max_params, seed, device, judge) scored by `volratio.depth.point.emc2_of`
 SOURCES = ("depth_point", "optimizer_point")
+# run functions whose stored networks `volratio reference rescore` can score: SOURCES, and the
+# sixteen-target comparison's `twin_point` (its own scores are checked by re-running it)
+RESCORABLE = (*SOURCES, "twin_point")
 # the largest difference allowed, on another CPU kind, between a stored and a re-computed float of a
 # scoring run (S at each δ, the AUC, …): 1 % of the scored perturbations (a few flipped verdicts)
 SCORE_TOLERANCE = 0.01
@@ -120,14 +123,24 @@ SCORE_TOLERANCE = 0.01
 SCORE_METRICS = ("score", "scores", "base_kept")
 
 
-def rescore_config(chunk: str, record: dict, judge: str) -> dict:
-    """The config of the rescore run (`volratio.runs.rescore.point`) that scores the stored networks
-    of a source run (a `records` entry of a SOURCES run function) under `judge`, with the EMC2
-    settings of the source's own scoring."""
+def source_scoring(record: dict) -> tuple[str, int, "object"]:
+    """`(target spec, members, EMC2Config of member 0)` of a stored run of `RESCORABLE`: what its
+    own scoring used (`volratio.depth.point.emc2_of`, or a `twin_point`'s `Point.emc2_config`)."""
     point_cfg = stored_config(record)
-    ec = point_emc2_config(point_cfg, 0)  # what the source's own scoring used (volratio.depth.point.emc2_of)
+    if record["run"] == "twin_point":
+        return point_cfg.spec, 1, point_cfg.emc2_config()
+    return point_cfg.target, int(point_cfg.members), point_emc2_config(point_cfg, 0)
+
+
+def rescore_config(chunk: str, record: dict, judge: str, anchor: str = "image", delta_scale: str = "absolute") -> dict:
+    """The config of the rescore run (`volratio.runs.rescore.point`) that scores the stored networks
+    of a source run (a `records` entry of a `RESCORABLE` run function) under `judge`, with the EMC2
+    settings of the source's own scoring, anchored on `anchor` (`volratio.data.anchors`) and with
+    δ read as `delta_scale` (`volratio.emc2.delta_scale`)."""
+    target, members, ec = source_scoring(record)
     emc = {k: v for k, v in asdict(ec).items() if k != "member"}
     emc["deltas"] = [float(d) for d in ec.deltas]
+    emc["delta_scale"] = delta_scale
     return {
         "source": {
             "chunk": chunk,
@@ -136,11 +149,12 @@ def rescore_config(chunk: str, record: dict, judge: str) -> dict:
             "net_sha256": _sha256_file(Path(record["artifacts"][NET])),
         },
         "judge": judge,
-        "target": point_cfg.target,
-        "members": int(point_cfg.members),
+        "target": target,
+        "members": members,
         "emc2": emc,
         "calibration_seed": CALIBRATION_SEED,
-        "seed": int(point_cfg.seed),
+        "seed": int(stored_config(record).seed),
+        "anchor": anchor,
     }
 
 

@@ -32,14 +32,16 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
+import torch
 from tqdm import tqdm
 
 from .. import emc2
+from ..data.anchors import ANCHORS, anchor_image
 from ..depth.point import CALIBRATION_SEED
-from ..emc2 import EMC2Config
+from ..emc2 import DELTA_SCALES, EMC2Config
 from ..errors import VolratioError
 from ..judges import JUDGES, check_res
 from ..nets import CoordMLP
@@ -48,7 +50,7 @@ from ..util.limits import LimitError, check_limits
 from ..util.provenance import git_commit
 from . import reference as R
 from . import stored
-from .reference import NET, RUN, SOURCES, manifest_totals, reading_from, rescore_config, source_root
+from .reference import NET, RESCORABLE, RUN, manifest_totals, reading_from, rescore_config, source_root
 from .registry import get_run
 from .store import Store, StoreError, _sha256_file, config_key
 from .stored import DEFAULT_ROOT, MANIFEST
@@ -74,6 +76,7 @@ class Config:
     emc2: dict = field(default_factory=dict)  # volratio.emc2.EMC2Config entries but `member` (the source's)
     calibration_seed: int = CALIBRATION_SEED  # seeds the "ssim" judge's calibration (as the source's scoring)
     seed: int = 0  # the source run's seed (recorded; the EMC2 subsample's seed is emc2.seed)
+    anchor: str = "image"  # what a label-anchored judge compares with (volratio.data.anchors.ANCHORS)
 
 
 _SOURCE_KEYS = ("chunk", "key", "run", "net_sha256")
@@ -92,8 +95,12 @@ def parse_point(config: dict) -> Config:
     if not isinstance(src, dict) or set(src) != set(_SOURCE_KEYS) or not all(isinstance(src[k], str) for k in src):
         raise RescoreError(f"rescore config: source must name {', '.join(_SOURCE_KEYS)} (strings); got {src!r}")
     check_chunk_name(src["chunk"])
-    if src["run"] not in SOURCES:
-        raise RescoreError(f"rescore config: source run {src['run']!r} cannot be rescored; one of {', '.join(SOURCES)}")
+    if src["run"] not in RESCORABLE:
+        raise RescoreError(
+            f"rescore config: source run {src['run']!r} cannot be rescored; one of {', '.join(RESCORABLE)}"
+        )
+    if cfg.anchor not in ANCHORS:
+        raise RescoreError(f"rescore config: anchor {cfg.anchor!r}; choose one of {', '.join(ANCHORS)}")
     if cfg.judge not in JUDGES:
         raise RescoreError(f"rescore config: judge {cfg.judge!r}; choose one of {', '.join(JUDGES)}")
     if not isinstance(cfg.target, str) or not cfg.target:
@@ -116,7 +123,9 @@ def parse_point(config: dict) -> Config:
         raise RescoreError(str(e)) from None
     except (TypeError, ValueError) as e:
         raise RescoreError(f"rescore config: emc2 {cfg.emc2!r} is not an EMC2Config ({e})") from None
-    return cfg
+    full = {k: v for k, v in asdict(emc2_config(cfg, 0)).items() if k != "member"}
+    full["deltas"] = [float(d) for d in full["deltas"]]
+    return replace(cfg, emc2=full)  # every EMC2Config entry: a run is keyed by its complete settings
 
 
 def emc2_config(cfg: Config, member: int):
@@ -148,20 +157,27 @@ def load_source(cfg: Config):
 def point(config: dict) -> dict:
     """Score the stored population of one source run under `judge`. Metrics, per member: `score`
     (EMC2 AUC), `scores` (S per δ), `base_kept`; and `judge`, `anchor` (what the verdicts are
-    anchored on: "target", "label" or "own image")."""
+    anchored on: "target", "label" or "own image"). Under an `anchor` other than "image", also
+    `anchor_rmse` per member: the RMSE of its unperturbed render to the anchor image."""
     cfg = parse_point(config)
     net = load_source(cfg)
-    results = []
+    results, rmse = [], []
     for k in range(net.population):
         ec = emc2_config(cfg, k)
-        js = emc2.judges_for(net, [cfg.judge], cfg.target, ec, calibration_seed=cfg.calibration_seed)
+        image = None if cfg.anchor == "image" else anchor_image(cfg.target, ec.res, cfg.anchor)
+        js = emc2.judges_for(net, [cfg.judge], cfg.target, ec, calibration_seed=cfg.calibration_seed, anchor=image)
         results += emc2.score(net, js, emc2.target_label(cfg.target), ec)
+        if image is not None:
+            with torch.no_grad():
+                base = net.select(k).render(ec.res)[0].double()
+            rmse.append(float(((base - image.double()) ** 2).mean().sqrt()))
     return {
         "score": [float(r.auc) for r in results],
         "scores": [[float(s) for s in r.scores] for r in results],
         "base_kept": [bool(r.base_kept) for r in results],
         "judge": results[0].judge,
         "anchor": results[0].anchor,
+        **({"anchor_rmse": rmse} if rmse else {}),
     }
 
 
@@ -175,20 +191,27 @@ def check_chunk_name(chunk) -> str:
     return chunk
 
 
-def plan(chunk: str, judge: str, root: "str | Path | None" = None) -> dict:
-    """`{rescore key: complete config}` of every stored network of `chunk` under `judge`.
-    `RescoreError` when the chunk's runs cannot be rescored (not networks' runs, or no network stored)."""
+def plan(
+    chunk: str, judge: str, root: "str | Path | None" = None, anchor: str = "image", delta_scale: str = "absolute"
+) -> dict:
+    """`{rescore key: complete config}` of every stored network of `chunk` under `judge`, anchored on
+    `anchor` and with δ read as `delta_scale`. `RescoreError` when the chunk's runs cannot be
+    rescored (not networks' runs, or no network stored), or for an unknown anchor or δ reading."""
     root = Path(DEFAULT_ROOT if root is None else root)
     check_chunk_name(chunk)
     if judge not in JUDGES:
         raise RescoreError(f"judge {judge!r}: choose one of {', '.join(JUDGES)}")
+    if anchor not in ANCHORS:
+        raise RescoreError(f"anchor {anchor!r}: choose one of {', '.join(ANCHORS)}")
+    if delta_scale not in DELTA_SCALES:
+        raise RescoreError(f"delta_scale {delta_scale!r}: choose one of {', '.join(DELTA_SCALES)}")
     recs = stored.records(chunk, root)
     runs = sorted({r["run"] for r in recs})
-    sources = [r for r in recs if r["run"] in SOURCES]
+    sources = [r for r in recs if r["run"] in RESCORABLE]
     if not sources:
         raise RescoreError(
             f"{root / chunk}: its runs ({', '.join(runs) or 'none'}) train no networks that can be rescored; "
-            f"rescore a chunk of {' or '.join(SOURCES)}"
+            f"rescore a chunk of {' or '.join(RESCORABLE)}"
         )
     with_net = [r for r in sources if NET in r["artifacts"]]
     if not with_net:
@@ -199,7 +222,7 @@ def plan(chunk: str, judge: str, root: "str | Path | None" = None) -> dict:
     entry = get_run(RUN)
     out = {}
     for r in with_net:
-        cfg = entry.keyed(rescore_config(chunk, r, judge))
+        cfg = entry.keyed(rescore_config(chunk, r, judge, anchor, delta_scale))
         out[config_key(entry.name, cfg)] = cfg
     return out
 
@@ -213,28 +236,44 @@ class RescoreReport:
     skipped: int  # already in the store
     failed: list  # keys whose run failed now
     seconds: float
+    anchor: str = "image"  # what a label-anchored judge compared with (volratio.data.anchors)
+    delta_scale: str = "absolute"  # how δ was read (volratio.emc2.delta_scale)
 
     def summary(self) -> str:
+        reading = "".join(
+            f", {k} {v}"
+            for k, v in (("anchor", self.anchor), ("δ", self.delta_scale))
+            if v not in ("image", "absolute")
+        )
         return (
-            f"rescore {self.chunk!r} under {self.judge!r}: {self.total} runs — ran {len(self.ran)}, "
+            f"rescore {self.chunk!r} under {self.judge!r}{reading}: {self.total} runs — ran {len(self.ran)}, "
             f"skipped {self.skipped} already in the store, failed {len(self.failed)} ({self.seconds:.1f} s)"
         )
 
 
 def rescore_chunk(
-    chunk: str, judge: str, root: "str | Path | None" = None, progress: bool | None = None
+    chunk: str,
+    judge: str,
+    root: "str | Path | None" = None,
+    progress: bool | None = None,
+    anchor: str = "image",
+    delta_scale: str = "absolute",
 ) -> RescoreReport:
-    """Score every stored network of `chunk` under `judge` into the chunk's own store (resuming:
-    runs already done are skipped; failed ones are run again) and record each run in the chunk's
-    manifest (a new session). Returns the report."""
+    """Score every stored network of `chunk` under `judge` (anchored on `anchor`, δ read as
+    `delta_scale`) into the chunk's own store (resuming: runs already done are skipped; failed ones
+    are run again) and record each run in the chunk's manifest (a new session). Returns the report."""
     t0 = time.perf_counter()
     root = Path(DEFAULT_ROOT if root is None else root)
-    todo = plan(chunk, judge, root)
+    todo = plan(chunk, judge, root, anchor, delta_scale)
     entry = get_run(RUN)
     commit = git_commit()
     path = root / chunk
     man_path = path / MANIFEST
-    session = {"started_at": R._now(), **R.machine(), "rescore": {"judge": judge}}
+    session = {
+        "started_at": R._now(),
+        **R.machine(),
+        "rescore": {"judge": judge, "anchor": anchor, "delta_scale": delta_scale},
+    }
     store = Store(path)
     ran, failed, skipped = [], [], 0
     with store.writing(), reading_from(root):
@@ -274,7 +313,7 @@ def rescore_chunk(
             bar.close()
     if ran:
         _write_manifest(man_path, man)
-    return RescoreReport(chunk, judge, len(todo), ran, skipped, failed, time.perf_counter() - t0)
+    return RescoreReport(chunk, judge, len(todo), ran, skipped, failed, time.perf_counter() - t0, anchor, delta_scale)
 
 
 def _write_manifest(path: Path, man: dict) -> None:

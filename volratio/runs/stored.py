@@ -92,14 +92,24 @@ def runs_of(names, root=None, error: type[Exception] = ReferenceError) -> list[d
     return [r for n in present for r in records(n, root)]
 
 
-def judged(names, root=None, judge: str | None = None, error: type[Exception] = ReferenceError) -> list[dict]:
+def judged(
+    names,
+    root=None,
+    judge: str | None = None,
+    error: type[Exception] = ReferenceError,
+    delta_scale: str = "absolute",
+) -> list[dict]:
     """The stored runs of the chunks `names` (`runs_of`), each with its `score`, `scores` and
     `base_kept` under `judge`: the run's own where it was judged by `judge`, else those of its
     rescore run stored beside the chunk's runs (`volratio reference rescore CHUNK --judge NAME`); a
     run without one is an `error`. `judge=None`: the runs' own scores, which must all be under one
-    judge (chunks judged differently are not mixed)."""
+    judge (chunks judged differently are not mixed). `delta_scale` other than "absolute" (the runs'
+    own reading of δ) reads every run's scores from its rescore run under that reading
+    (`volratio reference rescore CHUNK --judge NAME --delta-scale layer_std`)."""
     stored = runs_of(names, root, error)
     names = [names] if isinstance(names, str) else list(names)
+    if judge is None and delta_scale != "absolute":
+        raise error(f"delta_scale {delta_scale!r} is read from rescore runs: give the judge (judge=NAME)")
     if judge is None:
         seen = sorted({str(r["metrics"].get("judge")) for r in stored})
         if len(seen) > 1:
@@ -110,18 +120,24 @@ def judged(names, root=None, judge: str | None = None, error: type[Exception] = 
         return stored
     root = DEFAULT_ROOT if root is None else root
     rescored = {
-        r["config"]["source"]["key"]: r["metrics"] for n in names if n in chunks(root) for r in rescores(n, judge, root)
+        r["config"]["source"]["key"]: r["metrics"]
+        for n in names
+        if n in chunks(root)
+        for r in rescores(n, judge, root, delta_scale=delta_scale)
     }
     out = []
     for r in stored:
-        if r["metrics"].get("judge") == judge:
+        if r["metrics"].get("judge") == judge and delta_scale == "absolute":
             out.append(r)
             continue
         m = rescored.get(r["key"])
         if m is None:
             raise error(
-                f"run {r['key']} ({_what(r['config'])}) has no scores under judge {judge!r}; rescore its chunk "
-                f"(`volratio reference rescore CHUNK --judge {judge}`)"
+                f"run {r['key']} ({_what(r['config'])}) has no scores under judge {judge!r}"
+                + ("" if delta_scale == "absolute" else f" with δ read as {delta_scale!r}")
+                + f"; rescore its chunk (`volratio reference rescore CHUNK --judge {judge}"
+                + ("" if delta_scale == "absolute" else f" --delta-scale {delta_scale}")
+                + "`)"
             )
         metrics = {**r["metrics"], **{c: m[c] for c in ("score", "scores", "base_kept")}, "judge": judge}
         out.append({**r, "metrics": metrics})
@@ -208,10 +224,25 @@ def cost(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
 # Rescore runs
 
 
-def rescores(chunk: str, judge: str | None = None, root: "str | Path | None" = None) -> list[dict]:
-    """The finished rescore runs of `chunk` (all judges, or `judge`'s), as `records` gives runs."""
+def rescores(
+    chunk: str,
+    judge: str | None = None,
+    root: "str | Path | None" = None,
+    anchor: str = "image",
+    delta_scale: str = "absolute",
+) -> list[dict]:
+    """The finished rescore runs of `chunk` (all judges, or `judge`'s) read as `anchor` (what a
+    label-anchored judge compared with, `volratio.data.anchors`) and `delta_scale` (how δ moved a
+    weight, `volratio.emc2.delta_scale`), as `records` gives runs."""
     recs = records(chunk, DEFAULT_ROOT if root is None else root, rescores=True)
-    return [r for r in recs if r["run"] == RESCORE and (judge is None or r["config"]["judge"] == judge)]
+    return [
+        r
+        for r in recs
+        if r["run"] == RESCORE
+        and (judge is None or r["config"]["judge"] == judge)
+        and r["config"]["anchor"] == anchor
+        and r["config"]["emc2"]["delta_scale"] == delta_scale
+    ]
 
 
 def judges_covering(names, root: "str | Path | None" = None) -> list[str]:
@@ -232,11 +263,18 @@ def judges_covering(names, root: "str | Path | None" = None) -> list[str]:
     return [j for j in JUDGES if own == {j} or keys <= covered.get(j, set())]
 
 
-def rescore_table(chunk: str, judge: str | None = None, root: "str | Path | None" = None):
-    """One row per rescored network: chunk, source key, seed, member, judge, anchor, score,
-    scores, base_kept, and the rescore run's key."""
+def rescore_table(
+    chunk: str,
+    judge: str | None = None,
+    root: "str | Path | None" = None,
+    anchor: str = "image",
+    delta_scale: str = "absolute",
+):
+    """One row per rescored network read as `anchor` and `delta_scale` (see `rescores`): chunk,
+    source key, seed, member, judge, anchor, score, scores, base_kept, `anchor_rmse` (NaN under
+    the "image" anchor, which does not record it), and the rescore run's key."""
     rows = []
-    for r in rescores(chunk, judge, root):
+    for r in rescores(chunk, judge, root, anchor, delta_scale):
         m = r["metrics"]
         for k, s in enumerate(m["score"]):
             rows.append(
@@ -251,6 +289,7 @@ def rescore_table(chunk: str, judge: str | None = None, root: "str | Path | None
                     "score": s,
                     "scores": m["scores"][k],
                     "base_kept": m["base_kept"][k],
+                    "anchor_rmse": m["anchor_rmse"][k] if "anchor_rmse" in m else float("nan"),
                     "key": r["key"],
                 }
             )
