@@ -21,7 +21,7 @@ import torch
 
 from .. import emc2
 from ..data import picbreeder
-from ..data.anchors import ANCHORS, anchor_image
+from ..data.anchors import ANCHORS
 from ..emc2 import DEFAULT_DELTAS
 from ..judges.registry import JUDGES, check_res
 from ..nets import CoordMLP
