@@ -84,3 +84,63 @@ def test_new_target_rows_regenerate_and_the_judge_rejects_faint_and_other_drawin
     for g in ("new-faint", "new-other-target"):  # judged "not shown" by inspection, every one
         assert rows[rows.group == g].pass1.sum() == 0 and agree.loc[("anchored", g), "accuracy"] == 1.0
     assert 0 < agree.loc[("anchored", "all"), "kappa"] <= 1
+
+
+def test_paired_counts_networks_that_never_draw_both_ways():
+    table = pd.DataFrame(
+        _rows("a", 0.8, [0.5, 0.6, 0.0], kept=[True, True, False])
+        + _rows("b", 0.7, [0.0, 0.0], kept=[False, False])  # no twin draws it
+        + _rows("c", 0.0, [0.3, 0.4], pb_kept=False)  # the Picbreeder network does not draw it
+    )
+    ex, zero = T.paired(table, failed="excluded"), T.paired(table, failed="zero")
+    assert list(ex.used) == [True, False, False] and list(zero.used) == [True, True, True]
+    assert ex.loc["a", "twins mean"] == pytest.approx(0.55)
+    assert zero.loc["a", "twins mean"] == pytest.approx(1.1 / 3)  # the failed twin counts with AUC 0
+    assert zero.loc["b", "diff"] == pytest.approx(0.7) and zero.loc["c", "diff"] == pytest.approx(-0.35)
+    with pytest.raises(ExperimentError, match="failed='dropped'"):
+        T.paired(table, failed="dropped")
+
+
+def test_the_judges_anchor_and_the_twins_training_image_are_one_array(picbreeder_dir, extra_data, monkeypatch):
+    """For each of the sixteen targets: the image every label-anchored judge of a twin point compares
+    with, and the image its twin is trained on, are the same array at the scoring resolution — and
+    so is the anchor a rescore under `--anchor png` uses."""
+    import torch
+
+    from volratio.data import anchors, picbreeder
+
+    seen = {}
+
+    def fake_train(net, target, tc):  # records the training image instead of training
+        seen["image"] = target
+        raise RuntimeError("recorded")
+
+    monkeypatch.setattr(T, "train", fake_train)
+    for name in picbreeder.ALL_NAMES:
+        cfg = T.parse_point({"target": name, "network": "twin", "res": 64, "max_params": 4})
+        assert cfg.anchor == "png" and cfg.res == 64
+        with pytest.raises(RuntimeError, match="recorded"):
+            T.train_twin(cfg)
+        judges = T.judges_of(picbreeder.network(name), cfg)
+        anchored = [j for j in judges if j.anchor_kind == "target"]
+        assert len(anchored) == 2  # anchored and anchored-ssim
+        for j in anchored:
+            assert j.anchor.shape == (64, 64, 3)
+            assert torch.equal(j.anchor, seen["image"].to(j.anchor.dtype)), name
+        assert torch.equal(anchors.anchor_image(cfg.spec, 64, "png"), seen["image"]), name
+        assert not torch.equal(anchors.anchor_image(cfg.spec, 64, "image"), seen["image"]), name
+
+
+def test_the_stored_base_mse_is_to_the_anchor(picbreeder_dir):
+    """The stored `mse` of a twin point is its render's MSE to the anchor (the training image)."""
+    import torch
+
+    from volratio.data import picbreeder
+    from volratio.runs import stored
+
+    rec = next(r for r in stored.records("twins16_picbreeder") if r["config"]["target"] == "skull")
+    cfg = T.parse_point(rec["config"])
+    with torch.no_grad():
+        img = picbreeder.network("skull").render(cfg.res)[0]
+    assert float(((img - T.training_image(cfg)) ** 2).mean()) == pytest.approx(rec["metrics"]["mse"], rel=1e-6)
+    assert rec["metrics"]["mse"] > 1e-4  # the Picbreeder network is not its own anchor

@@ -377,3 +377,22 @@ def test_rho_concentrated_decides_on_the_rate_whose_interval_reaches_lowest():
     v = claims.rho_concentrated([], fits)
     assert v.verdict == "partly" and v.evidence["statistic"] == {"mean": 0.2, "lo": -0.1, "hi": 0.5}
     assert "(the claim: above 0), z:2 along L." in v.line()
+
+
+def test_picbreeder_vs_sgd_states_the_reading_with_failed_networks_scored_zero():
+    table = pd.DataFrame([{"network": n, "target": "skull", "auc": a, "auc_se": 0.0, "n_params": 9, "n_nonzero": 9}
+                          for n, a in (("Picbreeder", 0.9), ("FER SGD", 0.1))])  # fmt: skip
+    excluded = _sixteen([-0.2, -0.25, -0.3])  # contradicted
+    zero = _sixteen([-0.2, 0.25, -0.3]).assign(twins=3, **{"twins drawn": [3, 1, 3], "Picbreeder drawn": True})
+    v, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=excluded, sixteen_zero=zero)
+    assert v.verdict == "contradicted"  # the excluded reading decides
+    z = v.evidence["sixteen_zero"]
+    assert z["verdict"] == "not reproduced" and z["failed"] == 2 and z["mean"] == pytest.approx(-0.25 / 3)
+    assert "the verdicts differ (contradicted excluded, not reproduced scored 0)" in v.line()
+    assert "With the 2 networks that never draw their label scored 0" in v.line()
+    same, _ = claims.picbreeder_vs_sgd_stored(
+        table, sixteen=excluded, sixteen_zero=excluded.assign(twins=3, **{"twins drawn": 3})
+    )
+    assert same.verdict == "contradicted" and "the same verdict" in same.line()
+    plain, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=excluded)
+    assert "sixteen_zero" not in plain.evidence and "scored 0" not in plain.line()

@@ -288,14 +288,45 @@ def point(config: dict) -> dict:
     return out
 
 
-def paired(table, judge: str = "anchored", z: float = 1.96):
+FAILED = ("excluded", "zero")  # how `paired` counts a network that never draws its label; the first decides
+
+
+def rescored_as(table, rescored, judge: str = "anchored"):
+    """`twin_point` rows (`table`, with their store `key`) with their scores under `judge` replaced
+    by those of their rescore runs (`rescored`: `volratio.runs.stored.rescore_table` rows of the
+    same chunks under one anchor and reading of δ): `auc_<judge>`, `scores_<judge>`,
+    `base_kept_<judge>`, and `anchor_rmse` (each network's base RMSE to the anchor). A row without
+    a rescore run is an `ExperimentError` naming the command that makes it."""
+    by = rescored.set_index("source") if len(rescored) else None
+    missing = [k for k in table.key if by is None or k not in by.index]
+    if missing:
+        raise ExperimentError(
+            f"{len(missing)} twin runs have no rescore run (e.g. {missing[0]}); rescore their chunks "
+            f"(`volratio reference rescore twins16 --judge {judge} --anchor png`, and twins16_picbreeder)"
+        )
+    out = table.copy()
+    r = by.loc[list(table.key)]
+    out[f"auc_{judge}"] = r.score.to_numpy()
+    out[f"scores_{judge}"] = list(r.scores)
+    out[f"base_kept_{judge}"] = r.base_kept.astype(bool).to_numpy()
+    out["anchor_rmse"] = r.anchor_rmse.to_numpy()
+    return out
+
+
+def paired(table, judge: str = "anchored", z: float = 1.96, failed: str = "excluded"):
     """The sixteen-target comparison, one row per target, from `twin_point` rows (`table`: both
     chunks' rows, `network` "picbreeder" or "twin"): the Picbreeder network's AUC under `judge` with
-    the interval its parameter subsample implies (± z·se), the twins' mean AUC over the seeds whose
-    twin draws its target (`base_kept_<judge>`) with its t-interval, `diff` = Picbreeder − twins,
-    and the counts. A target is left out (`used` False, `why` says which) when its Picbreeder network
-    does not draw it under the judge or when no twin does: a network that does not draw its target
-    scores 0 under a label-anchored judge, so the comparison would say nothing about robustness."""
+    the interval its parameter subsample implies (± z·se), its twins' mean AUC with its t-interval,
+    `diff` = Picbreeder − twins, and the counts.
+
+    A network that never draws its label (`base_kept_<judge>` False) is a failed network; `failed`
+    says how it counts. "excluded" (the deciding reading): the twins' mean is over the twins that
+    draw their target, and a target is left out (`used` False, `why` says which) when its
+    Picbreeder network does not draw it or no twin does — a network that does not draw its target
+    scores 0 under a label-anchored judge, so it would say nothing about robustness. "zero": every
+    network counts with AUC 0, and no target is left out."""
+    if failed not in FAILED:
+        raise ExperimentError(f"failed={failed!r}: choose one of {', '.join(FAILED)}")
     auc, se, kept = f"auc_{judge}", f"auc_se_{judge}", f"base_kept_{judge}"
     if auc not in table:
         raise ExperimentError(f"the twin runs were not scored under {judge!r} (no column {auc!r})")
@@ -307,14 +338,21 @@ def paired(table, judge: str = "anchored", z: float = 1.96):
             continue
         pb = pb.iloc[0]
         drawn = tw[tw[kept].astype(bool)]
+        counted = drawn if failed == "excluded" else tw
+        twin_auc = counted[auc].where(counted[kept].astype(bool), 0.0)
+        pb_auc = float(pb[auc]) if bool(pb[kept]) else 0.0
         row = {"target": target, "arch": pb.arch, "Picbreeder MSE": float(pb.mse), "twins": len(tw),
                "twins drawn": len(drawn), "twin MSE (median)": float(tw.mse.median()),
-               "Picbreeder": float(pb[auc]), "Picbreeder lo": float(pb[auc] - z * pb[se]),
-               "Picbreeder hi": float(pb[auc] + z * pb[se])}  # fmt: skip
-        why = "" if bool(pb[kept]) else "the Picbreeder network does not draw it"
-        why = why or ("" if len(drawn) else "no twin draws it")
-        if len(drawn):
-            e = Estimate.from_samples(drawn[auc])
+               "Picbreeder drawn": bool(pb[kept]), "Picbreeder": pb_auc, "Picbreeder lo": pb_auc - z * float(pb[se]),
+               "Picbreeder hi": pb_auc + z * float(pb[se])}  # fmt: skip
+        if "anchor_rmse" in table:
+            row.update({"Picbreeder RMSE": float(pb.anchor_rmse), "twin RMSE (median)": float(tw.anchor_rmse.median())})
+        why = ""
+        if failed == "excluded":
+            why = "" if bool(pb[kept]) else "the Picbreeder network does not draw it"
+            why = why or ("" if len(drawn) else "no twin draws it")
+        if len(counted):
+            e = Estimate.from_samples(twin_auc)
             row.update({"twins mean": e.mean, "twins lo": e.lo, "twins hi": e.hi, "diff": row["Picbreeder"] - e.mean})
         rows.append({**row, "used": not why, "why": why})
     return pd.DataFrame(rows).set_index("target") if rows else pd.DataFrame()

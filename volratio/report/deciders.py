@@ -451,6 +451,14 @@ def sixteen_verdict(paired) -> tuple[str, Estimate | None, list]:
     return CLAIMS["picbreeder-vs-sgd"].statistic.decide(d), d, rows
 
 
+def _failed_networks(paired) -> int:
+    """Networks of a `twins.paired` table that never draw their label (twins and Picbreeder)."""
+    if not len(paired):
+        return 0
+    twins = int((paired["twins"] - paired["twins drawn"]).sum())
+    return twins + int((~paired["Picbreeder drawn"].astype(bool)).sum()) if "Picbreeder drawn" in paired else twins
+
+
 def picbreeder_vs_sgd_stored(
     table,
     detail: str = "",
@@ -459,6 +467,7 @@ def picbreeder_vs_sgd_stored(
     judge: str | None = None,
     dense=None,
     sixteen=None,
+    sixteen_zero=None,
 ) -> tuple[Verdict, "object"]:
     """Claim "picbreeder-vs-sgd" from the stored EMC2 runs (`emc2_point` rows: `network`, `target`,
     `auc`, `auc_se`): per target, the Picbreeder network's AUC against FER's SGD network's, each with
@@ -474,7 +483,11 @@ def picbreeder_vs_sgd_stored(
     sixteen Picbreeder targets, each Picbreeder network against dense twins of its own architecture
     trained with FER's recipe. When given, it decides the verdict (`sixteen_verdict`: the paired
     difference across the targets and its interval), and the three-target comparisons above are
-    reported beside it: sixteen paired targets test the claim, three do not."""
+    reported beside it: sixteen paired targets test the claim, three do not. `sixteen` counts the
+    networks that never draw their label as excluded (`twins.paired(…, failed="excluded")`);
+    `sixteen_zero`, the same comparison with them scored 0 (`failed="zero"`), is the second
+    reading: its statistic and verdict are stated beside the deciding one (evidence
+    `sixteen_zero`), with a sentence that says whether the two verdicts differ."""
     judge = judge_of(table, judge)
     if dense is not None and judge_of(dense) not in (None, judge):
         raise VolratioError(f"the EMC2 runs were scored under {judge!r} but the dense runs under {judge_of(dense)!r}")
@@ -555,6 +568,17 @@ def picbreeder_vs_sgd_stored(
                                 "hi": getattr(d, "hi", None), "left_out": out},
                     **{k: x for k, x in evidence.items() if k != "statistic"}}  # fmt: skip
         drawn = drawn16
+        if sixteen_zero is not None:
+            v0, d0, _ = sixteen_verdict(sixteen_zero)
+            n_failed = _failed_networks(sixteen_zero)
+            evidence["sixteen_zero"] = {"mean": getattr(d0, "mean", None), "lo": getattr(d0, "lo", None),
+                                        "hi": getattr(d0, "hi", None), "verdict": v0, "failed": n_failed}  # fmt: skip
+            same = "the same verdict" if v0 == verdict else f"the verdicts differ ({verdict} excluded, {v0} scored 0)"
+            headline += (
+                f" With the {n_failed} networks that never draw their label scored 0 instead of left out: "
+                + (interval(d0, "+.3f") if d0 is not None else "not measured")
+                + f" ({v0}): {same}."
+            )
     v = record(
         "picbreeder-vs-sgd",
         verdict,
