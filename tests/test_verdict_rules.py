@@ -396,3 +396,21 @@ def test_picbreeder_vs_sgd_states_the_reading_with_failed_networks_scored_zero()
     assert same.verdict == "contradicted" and "the same verdict" in same.line()
     plain, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=excluded)
     assert "sixteen_zero" not in plain.evidence and "scored 0" not in plain.line()
+
+
+def test_the_delta_reading_row_says_the_same_differs_or_not_scored():
+    def v(word):
+        return claims.Verdict("picbreeder-vs-sgd", word, "m", {}, "reference", "anchored")
+
+    assert claims.delta_reading("picbreeder-vs-sgd", v("contradicted"), v("contradicted")) == (
+        "δ × its layer's std: contradicted — the same verdict as the paper's δ"
+    )
+    assert claims.delta_reading("picbreeder-vs-sgd", v("contradicted"), v("partly")).endswith(
+        "differs from the paper's δ"
+    )
+    line = claims.delta_reading(
+        "depth-optimum", v("partly"), None, "volratio reference rescore X --delta-scale layer_std"
+    )
+    assert line == "δ on each weight's scale: not scored yet (`volratio reference rescore X --delta-scale layer_std`)"
+    with pytest.raises(VolratioError, match="unknown claim"):
+        claims.delta_reading("nope", None)

@@ -17,7 +17,8 @@ What one verdict glues (`<name>` is `claim-<key>` for the live quick-scale run, 
     <name>-forest   the forest plot of the deciding effect and the claim's threshold (SVG)
 
 and `by_judge` / `single_judge` glue `claim-<key>-judges` (each judge's verdict, one line) and
-`claim-<key>-robust` (robust to the judge or not, a few words).
+`claim-<key>-robust` (robust to the judge or not, a few words); `delta_reading` glues
+`claim-<key>-delta`, the verdict with δ on each weight's scale beside the paper's δ.
 """
 
 from __future__ import annotations
@@ -193,6 +194,31 @@ def glue_judges(key: str, line: str, short: str) -> str:
 
         glue(f"claim-{key}-judges", HTML(html.escape(line)), display=False)
         glue(f"claim-{key}-robust", HTML(html.escape(short)), display=False)
+    return line
+
+
+def delta_reading(key: str, deciding: "Verdict | None", scaled: "Verdict | None" = None, command: str = "") -> str:
+    """The claims page's robustness row for the reading of δ: the verdict on claim `key` with every
+    weight moved by δ × the std of its layer (`scaled`, decided by the same rule from the same
+    networks rescored under `volratio.emc2.EMC2Config(delta_scale="layer_std")`; not glued) beside
+    the deciding verdict under the paper's w ← w + δ (`deciding`). Without `scaled` the line says
+    that the networks are not rescored yet and names `command`, the rescore that scores them.
+    Glued as `claim-<key>-delta` in a notebook; returns the line."""
+    if key not in CLAIMS:
+        raise VolratioError(f"unknown claim {key!r}; known: {', '.join(CLAIMS)}")
+    if scaled is None:
+        line = "δ on each weight's scale: not scored yet" + (f" (`{command}`)" if command else "")
+    else:
+        same = deciding is not None and scaled.verdict == deciding.verdict
+        line = f"δ × its layer's std: {scaled.verdict} — " + (
+            "the same verdict as the paper's δ" if same else "differs from the paper's δ"
+        )
+    if _in_kernel():
+        # book-only: IPython and myst-nb come with the [book] extra, and only a notebook kernel gets here
+        from IPython.display import HTML
+        from myst_nb import glue
+
+        glue(f"claim-{key}-delta", HTML(html.escape(line)), display=False)
     return line
 
 
