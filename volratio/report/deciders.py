@@ -468,6 +468,7 @@ def picbreeder_vs_sgd_stored(
     dense=None,
     sixteen=None,
     sixteen_zero=None,
+    anchor: str = "",
 ) -> tuple[Verdict, "object"]:
     """Claim "picbreeder-vs-sgd" from the stored EMC2 runs (`emc2_point` rows: `network`, `target`,
     `auc`, `auc_se`): per target, the Picbreeder network's AUC against FER's SGD network's, each with
@@ -487,7 +488,9 @@ def picbreeder_vs_sgd_stored(
     networks that never draw their label as excluded (`twins.paired(…, failed="excluded")`);
     `sixteen_zero`, the same comparison with them scored 0 (`failed="zero"`), is the second
     reading: its statistic and verdict are stated beside the deciding one (evidence
-    `sixteen_zero`), with a sentence that says whether the two verdicts differ."""
+    `sixteen_zero`), with a sentence that says whether the two verdicts differ. `anchor` names the
+    image every network of a target was judged against (e.g. "target.png at 64×64"); the sentence
+    names it when given."""
     judge = judge_of(table, judge)
     if dense is not None and judge_of(dense) not in (None, judge):
         raise VolratioError(f"the EMC2 runs were scored under {judge!r} but the dense runs under {judge_of(dense)!r}")
@@ -561,7 +564,8 @@ def picbreeder_vs_sgd_stored(
             )  # fmt: skip
             headline = (
                 f"Over {len(sixteen) - len(out)} Picbreeder targets, the Picbreeder network's EMC2 AUC minus its dense "
-                f"twins' is {interval(d, '+.3f')} (the claim: above 0)."
+                f"twins' is {interval(d, '+.3f')} (the claim: above 0)"
+                + (f"; every network of a target judged against one anchor, {anchor}." if anchor else ".")
             )
         evidence = {**decided("picbreeder-vs-sgd", d)[2],
                     "sixteen": {"mean": getattr(d, "mean", None), "lo": getattr(d, "lo", None),
