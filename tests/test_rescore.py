@@ -98,7 +98,10 @@ def test_rescore_two_judges_keys_resume_and_readers(root, capsys):
     assert [r["key"] for r in S.records("tiny", root)] == [src["key"]] and len(S.table("tiny", root)) == 1
     man = S.manifest("tiny", root)
     assert (man["runs_done"], man["rescores_done"]) == (1, 2)
-    assert man["sessions"][-1]["rescore"] == {"judge": "anchored"} and man["runs"][runs["anchored"]["key"]]["kind"]
+    assert (
+        man["sessions"][-1]["rescore"] == {"judge": "anchored", "anchor": "image", "delta_scale": "absolute"}
+        and man["runs"][runs["anchored"]["key"]]["kind"]
+    )
     t = S.rescore_table("tiny", "anchored", root)
     assert len(t) == 2 and set(t["source"]) == {src["key"]} and list(t["member"]) == [0, 1]
 
@@ -290,3 +293,57 @@ def test_score_comparison_within_a_tolerance():
     assert not R._compare_scores("c", "k", same, {**near, "scores": [[0.1]]}, 0.01)["ok"]
     assert R._compare_scores("c", "k", {"x": float("nan")}, {"x": float("nan")}, 0.01)["ok"]
     assert not R._compare_scores("c", "k", {"x": 1}, {"x": 2}, 0.01)["ok"]  # integers are compared exactly
+
+
+TWIN_PLAN = """
+[chunks.twin]
+run = "twin_point"
+seeds = [0]
+
+[chunks.twin.config]
+target = "skull"
+network = "twin"
+res = 16
+steps = 4
+max_params = 6
+judges = ["anchored"]
+anchor = "image"
+deltas = [-0.5, 0.5]
+"""
+
+
+@pytest.fixture(scope="module")
+def twin_root(tmp_path_factory, picbreeder_dir):
+    root = tmp_path_factory.mktemp("twin") / "reference"
+    plan = root.parent / "plan.toml"
+    plan.write_text(TWIN_PLAN)
+    report = R.run_chunk(R.load_plan(plan), "twin", root, progress=False)
+    assert not report.failed and len(report.ran) == 1
+    return root
+
+
+def test_twin_networks_rescore_on_the_one_anchor_and_under_each_delta_reading(twin_root, capsys):
+    (src,) = S.records("twin", twin_root)
+    assert src["config"]["anchor"] == "image"
+    same = RS.rescore_chunk("twin", "anchored", twin_root, progress=False)
+    (r,) = S.rescores("twin", "anchored", twin_root)
+    assert not same.failed and r["metrics"]["score"] == [src["metrics"]["auc_anchored"]]  # its own scoring, exactly
+    assert r["config"]["target"] == "picbreeder:skull" and r["config"]["emc2"]["dtype"] == "float32"
+    rc = main(["reference", "rescore", "twin", "--judge", "anchored", "--anchor", "png", "--root", str(twin_root),
+               "--no-progress"])  # fmt: skip
+    assert rc == 0 and "anchor png" in capsys.readouterr().out
+    png = S.rescore_table("twin", "anchored", twin_root, anchor="png")
+    assert len(png) == 1 and png.anchor_rmse.iloc[0] == pytest.approx(np.sqrt(src["metrics"]["mse"]), rel=1e-5)
+    assert len(S.rescore_table("twin", "anchored", twin_root)) == 1  # the readings are never mixed
+    RS.rescore_chunk("twin", "anchored", twin_root, progress=False, anchor="png", delta_scale="layer_std")
+    scaled = S.rescores("twin", "anchored", twin_root, anchor="png", delta_scale="layer_std")
+    assert len(scaled) == 1 and scaled[0]["config"]["emc2"]["delta_scale"] == "layer_std"
+    readings = (("image", "absolute"), ("png", "absolute"), ("png", "layer_std"))
+    keys = {r["key"] for a, d in readings for r in S.rescores("twin", root=twin_root, anchor=a, delta_scale=d)}
+    assert len(keys) == 3  # one run per reading, each keyed by it
+    again = RS.rescore_chunk("twin", "anchored", twin_root, progress=False, anchor="png", delta_scale="layer_std")
+    assert again.skipped == 1 and not again.ran
+    with pytest.raises(RS.RescoreError, match="anchor 'pixels'"):
+        RS.plan("twin", "anchored", twin_root, anchor="pixels")
+    with pytest.raises(RS.RescoreError, match="delta_scale 'relative'"):
+        RS.plan("twin", "anchored", twin_root, delta_scale="relative")
