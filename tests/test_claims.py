@@ -42,10 +42,12 @@ def test_claims_page_pastes_every_verdict_from_its_chapter():
             assert f"{{glue}}`{c.doc}.md::claim-{key}-{piece}`" in page, (key, piece)
         judged = key not in ("rho-concentrated", "welch-r-le-d")
         assert (f"{{glue}}`{c.doc}.md::claim-{key}-robust`" in page) is judged, key
+        assert (f"{{glue}}`{c.doc}.md::claim-{key}-delta`" in page) is judged, key  # δ on each weight's scale
         assert f"<claim-{key}>`" in page and c.statement in page, key
         chapter = (BOOK / f"{c.doc}.md").read_text()
         assert f"(claim-{key})=" in chapter, (key, c.doc)
         assert f'"{key}"' in chapter or f"claims.{key.replace('-', '_')}(" in chapter, (key, c.doc)
+        assert (f'claims.delta_reading("{key}"' in chapter) is judged, (key, c.doc)
 
 
 def test_front_page_shows_every_reference_verdict():
