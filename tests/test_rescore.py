@@ -347,3 +347,18 @@ def test_twin_networks_rescore_on_the_one_anchor_and_under_each_delta_reading(tw
         RS.plan("twin", "anchored", twin_root, anchor="pixels")
     with pytest.raises(RS.RescoreError, match="delta_scale 'relative'"):
         RS.plan("twin", "anchored", twin_root, delta_scale="relative")
+
+
+def test_readers_take_the_delta_reading_from_its_rescore_runs_only(root):
+    (src,) = S.records("tiny", root)
+    with pytest.raises(S.ReferenceError, match="with δ read as 'layer_std'.*--delta-scale layer_std"):
+        S.judged("tiny", root, "stability", delta_scale="layer_std")  # its own scores are the paper's δ
+    assert S.judges_covering("tiny", root, delta_scale="layer_std") == []
+    RS.rescore_chunk("tiny", "stability", root, progress=False, delta_scale="layer_std")
+    (r,) = S.rescores("tiny", "stability", root, delta_scale="layer_std")
+    (got,) = S.judged("tiny", root, "stability", delta_scale="layer_std")
+    assert got["metrics"]["score"] == r["metrics"]["score"] and got["key"] == src["key"]
+    assert S.judged("tiny", root, "stability")[0]["metrics"]["score"] == src["metrics"]["score"]
+    assert S.judges_covering("tiny", root, delta_scale="layer_std") == ["stability"]
+    with pytest.raises(S.ReferenceError, match="give the judge"):
+        S.judged("tiny", root, delta_scale="layer_std")

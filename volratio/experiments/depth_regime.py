@@ -149,10 +149,13 @@ def spot_table(curves: dict, true_depths: dict | None = None):
 REFERENCE_CHUNKS = ("depth_picbreeder", "depth_planted")  # chunks of examples/sweeps/reference.toml
 
 
-def stored_curves(names=REFERENCE_CHUNKS, root=None, tol: float = 1e-9, judge: str | None = None) -> dict:
+def stored_curves(
+    names=REFERENCE_CHUNKS, root=None, tol: float = 1e-9, judge: str | None = None, delta_scale: str = "absolute"
+) -> dict:
     """Depth curves from the stored reference chunks `names` (`volratio.runs.stored.depth_curves`):
-    one per target, every network scored under `judge` (its rescore run where it was judged otherwise)."""
-    return stored.depth_curves(names, root, tol, judge)
+    one per target, every network scored under `judge` (its rescore run where it was judged
+    otherwise) with δ read as `delta_scale` (`volratio.emc2.delta_scale`; "layer_std" from rescore runs)."""
+    return stored.depth_curves(names, root, tol, judge, delta_scale)
 
 
 def fit_table(curves: dict):

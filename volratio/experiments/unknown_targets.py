@@ -202,6 +202,7 @@ def stored_scenes(
     fitting: float | None = None,
     names=REFERENCE_CHUNKS,
     judge: str | None = None,
+    delta_scale: str = "absolute",
 ) -> tuple[dict, list]:
     """`(curves, rows)` from the stored reference chunks: every scene of `depth_scenes` and its parts
     on the scene's depths (`restrict`), and per scene × effect the row of `scene_vs_parts` (its
@@ -210,8 +211,9 @@ def stored_scenes(
     the scene's depths (`volratio.depth.curves.among_fitting`; None: every network, the protocol). `names`:
     the chunks read (`REFERENCE_CHUNKS`). `judge`: every network scored under this judge
     (`volratio.runs.stored.depth_curves`, which never mixes chunks judged differently; the rescore runs where
-    the runs' own judge differs), e.g. "anchored-pooled" for one threshold for every image."""
-    curves = stored.depth_curves(names, root, judge=judge)
+    the runs' own judge differs), e.g. "anchored-pooled" for one threshold for every image; δ read
+    as `delta_scale` ("layer_std": the rescore runs under that reading)."""
+    curves = stored.depth_curves(names, root, judge=judge, delta_scale=delta_scale)
     rows, out = [], {}
     for scene in [t for t in curves if t.startswith("scene:")]:
         parts = scene_parts(scene)

@@ -149,10 +149,10 @@ def _what(config: dict) -> str:
     return ", ".join(f"{k} {config[k]}" for k in ("target", "depth") if k in config) or "no target"
 
 
-def depth_curves(names, root=None, tol: float = 1e-9, judge: str | None = None) -> dict:
+def depth_curves(names, root=None, tol: float = 1e-9, judge: str | None = None, delta_scale: str = "absolute") -> dict:
     """Depth curves (`volratio.depth.curves.DepthCurve`) from the stored depth-sweep chunks `names`
     (those present under `root`, default `results/reference`): one per target, one column per network
-    (seed.member), every network scored under `judge` (`judged`)."""
+    (seed.member), every network scored under `judge` with δ read as `delta_scale` (`judged`)."""
     rows = [
         {
             "status": "done",
@@ -163,7 +163,7 @@ def depth_curves(names, root=None, tol: float = 1e-9, judge: str | None = None) 
             **{c: r["metrics"][c] for c in ("score", "loss", "dense_loss", "nonzero")},
             "base_kept": r["metrics"].get("base_kept"),
         }
-        for r in judged(names, root, judge, DepthError)
+        for r in judged(names, root, judge, DepthError, delta_scale)
     ]
     return curves_from_table(pd.DataFrame(rows), tol)
 
@@ -245,19 +245,19 @@ def rescores(
     ]
 
 
-def judges_covering(names, root: "str | Path | None" = None) -> list[str]:
-    """The judges under which every stored run of the chunks `names` has scores: the runs' own judge
-    when all share it, and each judge whose rescore runs cover every run (in `volratio.judges.JUDGES`
-    order)."""
+def judges_covering(names, root: "str | Path | None" = None, delta_scale: str = "absolute") -> list[str]:
+    """The judges under which every stored run of the chunks `names` has scores with δ read as
+    `delta_scale`: the runs' own judge when all share it (the runs' own reading is "absolute"), and
+    each judge whose rescore runs cover every run (in `volratio.judges.JUDGES` order)."""
     root = DEFAULT_ROOT if root is None else root
     names = [names] if isinstance(names, str) else list(names)
     runs = [r for c in names for r in records(c, root)]
     if not runs:
         return []
-    own = {r["metrics"].get("judge") for r in runs}
+    own = {r["metrics"].get("judge") for r in runs} if delta_scale == "absolute" else set()
     covered = {}
     for c in names:
-        for r in rescores(c, None, root):
+        for r in rescores(c, None, root, delta_scale=delta_scale):
             covered.setdefault(r["config"]["judge"], set()).add(r["config"]["source"]["key"])
     keys = {r["key"] for r in runs}
     return [j for j in JUDGES if own == {j} or keys <= covered.get(j, set())]
