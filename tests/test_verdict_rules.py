@@ -399,11 +399,15 @@ def test_picbreeder_vs_sgd_states_the_reading_with_failed_networks_scored_zero()
 
 
 def test_the_delta_reading_row_says_the_same_differs_or_not_scored():
-    def v(word):
-        return claims.Verdict("picbreeder-vs-sgd", word, "m", {}, "reference", "anchored")
+    def v(word, stat=None):
+        return claims.Verdict("picbreeder-vs-sgd", word, "m", {"statistic": stat}, "reference", "anchored")
 
     assert claims.delta_reading("picbreeder-vs-sgd", v("contradicted"), v("contradicted")) == (
         "δ × its layer's std: contradicted — the same verdict as the paper's δ"
+    )
+    scaled = v("contradicted", {"mean": -0.3, "lo": -0.4, "hi": -0.2})
+    assert claims.delta_reading("picbreeder-vs-sgd", v("contradicted"), scaled) == (
+        "δ × its layer's std: contradicted, -0.300 [-0.400, -0.200] — the same verdict as the paper's δ"
     )
     assert claims.delta_reading("picbreeder-vs-sgd", v("contradicted"), v("partly")).endswith(
         "differs from the paper's δ"

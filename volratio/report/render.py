@@ -210,7 +210,9 @@ def delta_reading(key: str, deciding: "Verdict | None", scaled: "Verdict | None"
         line = "δ on each weight's scale: not scored yet" + (f" (`{command}`)" if command else "")
     else:
         same = deciding is not None and scaled.verdict == deciding.verdict
-        line = f"δ × its layer's std: {scaled.verdict} — " + (
+        st = scaled.evidence.get("statistic") or {}
+        number = f", {interval(Estimate(st['mean'], st['lo'], st['hi']), '+.3f')}" if st.get("mean") is not None else ""
+        line = f"δ × its layer's std: {scaled.verdict}{number} — " + (
             "the same verdict as the paper's δ" if same else "differs from the paper's δ"
         )
     if _in_kernel():
