@@ -60,6 +60,7 @@ OWNER = {
     "twins16_picbreeder": None,  # twin_point: the sixteen-target comparison, a run function only
     "twins16": None,
     "sparse_regime": "sparse_regime",
+    "sparse_regime_emc2": None,  # regime_point: EMC2 of the sparse_regime chunk's stored populations
 }
 # chunks that run their experiment's one-seed preset at several seeds (replicates of `seed`)
 REPLICATES = {"emc2_dense": 5, "welch_toy": 5, "interference": 5}
@@ -178,6 +179,19 @@ def test_sparse_regime_chunk_prunes_each_target_to_its_picbreeder_count(picbreed
         assert dataclasses.replace(p, target=ref.target, target_nonzeros=ref.target_nonzeros) == ref
     goals = {p.target: p.target_nonzeros for p in runs}
     assert goals == {f"picbreeder:{n}": int(network(n).nonzero()[0]) for n in ("skull", "butterfly", "apple")}
+
+
+def test_regime_scores_read_every_source_run_at_every_compared_population():
+    """sparse_regime_emc2 scores, for every run of the sparse_regime chunk, SP and each matched
+    baseline at 75 % and at SP's end, every non-zero weight."""
+    scores = parsed("sparse_regime_emc2")
+    sources = {k for k in PLAN["sparse_regime"].keys()}
+    assert {sparse_regime.source_key(p) for p in scores} == sources
+    methods = ("sp", *sparse_regime.METHODS, "scratch")
+    want = {f"{m}_{c}" for m in methods for c in ("0p75", "end")}
+    for key in sources:
+        assert {p.population for p in scores if sparse_regime.source_key(p) == key} == want
+    assert {p.emc2.max_params for p in scores} == {None}
 
 
 def test_emc2_dense_chunk_runs_the_emc2_bench_reference_preset():

@@ -237,3 +237,32 @@ def test_the_frontier_figure_draws_every_method_and_the_marks():
     assert {"SP, round by round", "sp", "magnitude", "scratch", "Picbreeder network"} <= set(labels)
     assert ax.get_xscale() == ax.get_yscale() == "log"
     assert any(list(line.get_xdata()) == [147, 147] for line in ax.lines)
+
+
+def test_regime_point_scores_a_population_it_finds_by_its_source_config(tmp_path):
+    """The second stage reads the stored population back by the source run's config (not a key
+    written by hand), scores every member, and refuses a population or a source that is not stored."""
+    from volratio.experiments import sparse_regime as S
+    from volratio.runs import reference as R
+    from volratio.runs.registry import get_run
+    from volratio.runs.store import Store
+
+    source = {"target": "planted:0", "members": 2, "width": 8, "depth": 2, "res": 8, "dense_steps": 30,
+              "target_nonzeros": 30, "checkpoints": [0.5], "methods": ["magnitude"], "scratch": False,
+              "keep_nets": True, "device": "cpu", "sp.rounds": 4, "sp.retrain_steps": 5}  # fmt: skip
+    plan = {"src": R.Sweep.from_dict({"name": "src", "run": "sparse_regime", "seeds": [0], "config": source})}
+    R.run_chunk(plan, "src", tmp_path, progress=False)
+    cfg = {"source": source, "population": "sp_0p50", "chunk": "src", "judges": ["anchored", "stability"],
+           "emc2.res": 8, "emc2.deltas": [-1.0, 1.0]}  # fmt: skip
+    with R.reading_from(tmp_path):
+        out = get_run("regime_point").fn(cfg)
+        again = get_run("regime_point").fn(cfg)
+        with pytest.raises(Exception, match="not <method>_<checkpoint>"):
+            get_run("regime_point").fn({**cfg, "population": "sp"})
+        with pytest.raises(Exception, match="run the source chunk first"):
+            get_run("regime_point").fn({**cfg, "seed": 1})
+    net = CoordMLP.load(Store(tmp_path / "src").artifact_path(out["source_key"], "net_sp_0p50"))
+    assert out["nonzero"] == [int(n) for n in net.nonzero()] and len(out["auc:anchored"]) == 2
+    assert out["n_params"] == out["nonzero"]  # every non-zero weight
+    assert all(0.0 <= a <= 1.0 for a in out["auc:anchored"] + out["auc:stability"])
+    assert out == again  # bit for bit

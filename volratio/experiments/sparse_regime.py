@@ -36,7 +36,10 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .. import emc2
 from ..data.targets import get_target
+from ..emc2 import EMC2Config
+from ..judges.registry import JUDGES
 from ..nets import CoordMLP
 from ..prune import PruneError, collapsed, prune
 from ..prune.criteria import CalibrationGrid
@@ -44,7 +47,11 @@ from ..prune.masks import weight_sparsity
 from ..prune.similarity_pruning import SPConfig
 from ..train import PATHS, TrainConfig, mse_per_network, train
 from ..util.limits import above, at_least, between, one_of, parsed_by
-from ..util.presets import Presets
+from ..util.presets import Presets, configure
+from ..runs import stored
+from ..runs.reference import source_root
+from ..runs.registry import artifact_name, get_run
+from ..runs.store import Store, StoreError, config_key, sha256_file
 from ._base import ExperimentError, Result
 
 METHODS = ("magnitude", "random", "wanda", "random-units")  # baselines matched per layer to SP
@@ -208,14 +215,114 @@ def scratch_width(depth: int, nonzero: float, n_in: int = 4, n_out: int = 3) -> 
 
 
 def at_fit(table: pd.DataFrame, factor: float = 2.0, floor: float = 0.002) -> pd.DataFrame:
-    """Per member, SP's trajectory read at the fit criterion: the fewest non-zero weights among the
-    rounds whose MSE ≤ max(factor × dense MSE, floor), with that round's sparsity and MSE ratio."""
+    """Per member (and per target, where the table has several), SP's trajectory read at the fit
+    criterion: the fewest non-zero weights among the rounds whose MSE ≤ max(factor × dense MSE, floor),
+    with that round's sparsity and MSE ratio."""
     t = table[table.kind == "trajectory"]
+    by = ["target", "member"] if "target" in t else ["member"]
     out = []
-    for k, g in t.groupby("member"):
+    for keys, g in t.groupby(by, sort=False):
         dense = float(g[g["round"] == 0].loss.iloc[0])
         ok = g[g.loss <= max(factor * dense, floor)]
         best = ok.loc[ok.nonzero.idxmin()]
-        out.append({"member": k, "round": int(best["round"]), "nonzero": int(best.nonzero),
-                    "sparsity": float(best.sparsity), "loss_ratio": float(best.loss_ratio)})  # fmt: skip
+        out.append({**dict(zip(by, keys if isinstance(keys, tuple) else (keys,))), "round": int(best["round"]),
+                    "nonzero": int(best.nonzero), "sparsity": float(best.sparsity),
+                    "loss_ratio": float(best.loss_ratio)})  # fmt: skip
     return pd.DataFrame(out)
+
+
+REFERENCE_CHUNK = "sparse_regime"  # results/reference/<chunk>: one run per target
+
+
+def stored_table(name: str = REFERENCE_CHUNK, root=None) -> pd.DataFrame:
+    """The stored reference runs of chunk `name` (under `root`, default `results/reference`) as one
+    table like `run`'s, plus `target`, `target_nonzeros`, the run's `key` and `cpu_s`, and `net`:
+    the file of the population a checkpoint row's network belongs to (member `member`)."""
+    rows = []
+    for r in stored.runs_of(name, root, error=ExperimentError):
+        cfg = r["config"]
+        arts = r.get("artifacts", {})
+        for row in r["metrics"]["rows"]:
+            net = None
+            if row["kind"] == "checkpoint":
+                net = arts.get(f"net_{artifact_name((row['method'], row['checkpoint']))}")
+            rows.append({**row, "target": cfg["target"], "target_nonzeros": cfg["target_nonzeros"],
+                         "key": r["key"], "cpu_s": r["cpu_s"], "net": net})  # fmt: skip
+    return stored.non_finite_as_floats(pd.DataFrame(rows))
+
+
+# ---------------------------------------------------------------------------------------------
+# The second stage: EMC2 of the stored populations (run function `regime_point`)
+
+SCORE_JUDGES = ("anchored", "anchored-gated", "anchored-ssim", "stability")  # the first decides; the others are rows
+
+
+def _every_weight() -> EMC2Config:
+    return EMC2Config(max_params=None, engine="fused", dtype="float32", device="cpu")
+
+
+@dataclass(frozen=True)
+class ScorePoint:
+    """EMC2 of one population stored by a `sparse_regime` run, read back from its chunk: the networks
+    are pruned and stored once, and scored here (every non-zero weight by default)."""
+
+    source: dict = field(default_factory=lambda: {"scale": "reference", "target": "picbreeder:skull",
+                                                  "target_nonzeros": 147})  # the source run's config as its chunk gives it  # fmt: skip
+    population: str = "sp_end"  # <method>_<checkpoint> of the source's `nets` (artifact net_<population>)
+    chunk: str = REFERENCE_CHUNK  # the source chunk's folder under the reference root
+    judges: tuple = SCORE_JUDGES  # each judges the same perturbed images
+    emc2: EMC2Config = field(default_factory=_every_weight)  # `member` is ignored: every member is scored
+    calibration_seed: int = 0  # seeds a calibrated judge's calibration
+    seed: int = 0  # the source run's `seed` (with `source`, it names the source run)
+
+    LIMITS = {"population": parsed_by(lambda p: _population(p)), "judges": one_of(*JUDGES),
+              "calibration_seed": at_least(0), "seed": at_least(0)}  # fmt: skip
+
+
+def _population(name: str) -> str:
+    method, _, checkpoint = str(name).rpartition("_")
+    if method not in ("dense", "sp", "scratch", *METHODS) or not checkpoint:
+        raise ValueError(f"{name!r} is not <method>_<checkpoint> (e.g. sp_end, wanda_0p75, dense_dense)")
+    return name
+
+
+def parse_point(config: dict) -> ScorePoint:
+    cfg = configure(ScorePoint(), config, "regime_point")
+    if not isinstance(cfg.source, dict) or "seed" in cfg.source:
+        raise ExperimentError(
+            f"regime_point: source = {cfg.source!r}; give the source run's config (a table) without its seed (`seed`)"
+        )
+    return cfg
+
+
+def source_key(cfg: ScorePoint) -> str:
+    """The store key of the source run: the hash of `sparse_regime` and its complete config."""
+    entry = get_run("sparse_regime")
+    return config_key(entry.name, entry.keyed({**cfg.source, "seed": cfg.seed}))
+
+
+def point(config: dict) -> dict:
+    """EMC2 of every member of the stored population `population` of the source run. Metrics, one list
+    entry per member: `nonzero`, `sparsity`, `auc:<judge>`, `base_kept:<judge>` per judge, and
+    `n_params`; `source_key` and `net_sha256` (what was scored)."""
+    cfg = parse_point(config)
+    key = source_key(cfg)
+    art = f"net_{cfg.population}"
+    try:
+        path = Store(source_root() / cfg.chunk).artifact_path(key, art)
+    except StoreError as e:
+        raise ExperimentError(
+            f"regime_point: {e}; run the source chunk first (`volratio reference run PLAN --chunk {cfg.chunk}`)"
+        ) from None
+    net = CoordMLP.load(path)
+    out = {"source_key": key, "net_sha256": sha256_file(path), "nonzero": [int(n) for n in net.nonzero()],
+           "sparsity": [float(s) for s in weight_sparsity(net.masks)]}  # fmt: skip
+    label = emc2.target_label(cfg.source["target"])
+    for k in range(net.population):
+        ec = replace(cfg.emc2, member=k)
+        js = emc2.judges_for(net, list(cfg.judges), cfg.source["target"], ec, calibration_seed=cfg.calibration_seed)
+        for r in emc2.score(net, js, label, ec):
+            out.setdefault(f"auc:{r.judge}", []).append(float(r.auc))
+            out.setdefault(f"base_kept:{r.judge}", []).append(bool(r.base_kept))
+        out.setdefault("n_params", []).append(int(r.n_params))
+    return out

@@ -47,7 +47,7 @@ from ..util import machine as M
 from ..util.fileio import atomic_path
 from ..util.provenance import git_commit, versions
 from .registry import get_run, stored_config
-from .store import _sha256_file, config_key, sha256_bytes
+from .store import sha256_file, config_key, sha256_bytes
 from .stored import DEFAULT_ROOT, MANIFEST, ReferenceError, chunks, records
 from .sweep import Sweep, execute, run_sweep
 
@@ -133,7 +133,7 @@ def rescore_config(chunk: str, record: dict, judge: str) -> dict:
             "chunk": chunk,
             "key": record["key"],
             "run": record["run"],
-            "net_sha256": _sha256_file(Path(record["artifacts"][NET])),
+            "net_sha256": sha256_file(Path(record["artifacts"][NET])),
         },
         "judge": judge,
         "target": point_cfg.target,
@@ -206,6 +206,8 @@ def run_chunk(
 ):
     """Run chunk `name` of `plan` into `root/name/` (resuming: finished runs are skipped; runs whose
     last attempt failed are rerun only with `retry_failed`) and write its manifest after every run.
+    Runs that read stored networks read them from the chunks under `root` when they run in this
+    process (`reading_from`); worker processes of `executor` read them under `DEFAULT_ROOT`.
     Returns the sweep report."""
     if name not in plan:
         raise ReferenceError(f"no chunk {name!r} in the plan; it has {', '.join(plan)}")
@@ -232,7 +234,8 @@ def run_chunk(
 
     sessions = manifest.get("sessions", []) + [session]
     out.mkdir(parents=True, exist_ok=True)
-    report = run_sweep(sweep, out, executor, retry_failed=retry_failed, progress=progress, on_outcome=on_outcome)
+    with reading_from(root):  # runs that read stored networks (rescore, regime_point) read them under `root`
+        report = run_sweep(sweep, out, executor, retry_failed=retry_failed, progress=progress, on_outcome=on_outcome)
     _write_manifest(man_path, sweep, sessions, runs)
     return report
 

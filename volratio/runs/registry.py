@@ -113,6 +113,7 @@ _BUILTIN_RUNS = {
     "rescore": ("volratio.runs.rescore", "point"),  # stored networks, another judge
     "fit_budget": ("fit_budget", "point", "complete_point"),  # MSE against steps
     "twin_point": ("twins", "point"),  # one network of the sixteen-target comparison
+    "regime_point": ("sparse_regime", "point"),  # EMC2 of a population stored by a sparse_regime run
 }
 
 _USER_RUNS: dict[str, RunFunction] = {}

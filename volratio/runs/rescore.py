@@ -50,7 +50,7 @@ from . import reference as R
 from . import stored
 from .reference import NET, RUN, SOURCES, manifest_totals, reading_from, rescore_config, source_root
 from .registry import get_run
-from .store import Store, StoreError, _sha256_file, config_key
+from .store import Store, StoreError, sha256_file, config_key
 from .stored import DEFAULT_ROOT, MANIFEST
 from .sweep import execute
 
@@ -134,7 +134,7 @@ def load_source(cfg: Config):
         art = Store(path).artifact_path(src["key"], NET)
     except StoreError as e:
         raise RescoreError(f"source network of rescore run: {e}") from None
-    if _sha256_file(art) != src["net_sha256"]:
+    if sha256_file(art) != src["net_sha256"]:
         raise RescoreError(
             f"{art}: the stored network is not the one this rescore run scored (SHA-256 differs); "
             f"rescore the chunk again (`volratio reference rescore {src['chunk']} --judge {cfg.judge}`)"
