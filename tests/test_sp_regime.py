@@ -3,6 +3,7 @@
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 
@@ -177,6 +178,33 @@ def test_matched_baselines_have_sp_s_non_zero_count_in_every_kernel(method):
     again = wide.select([0, 1])  # the recorded counts are a match of their own
     P.prune(again, torch.stack([img, img]), method, match=r.config["match"], retrain_steps=0)
     assert P.nonzero_per_kernel(again.masks).tolist() == want.tolist()
+
+
+def test_imp_matched_reaches_sp_s_count_in_every_kernel_level_by_level():
+    """IMP given `match=` reaches SP's non-zero count in every kernel at its last level, each level
+    pruning more in every kernel than the level before (never reviving a weight)."""
+    img = image()
+    wide = CoordMLP("2;sin:6,gaussian:6", head="hsv", population=2, seed=3)
+    sp_net = wide.select([0, 1])
+    P.prune(sp_net, torch.stack([img, img]), "sp", P.SPConfig(tau=0.0, rounds=3, retrain_steps=0, per_round=3))
+    want = P.nonzero_per_kernel(sp_net.masks)
+    base = wide.select([0, 1])
+    r = P.prune(base, torch.stack([img, img]), "imp", match=sp_net, train_steps=2, rate=0.3)
+    assert P.nonzero_per_kernel(base.masks).tolist() == want.tolist()
+    levels = [np.asarray(lv) for lv in r.extras["levels"]]
+    assert len(levels) > 1 and all((b >= a).all() for a, b in zip(levels, levels[1:]))
+    assert r.config["match"] == want.tolist()
+
+
+def test_llm_pruner_matched_keeps_sp_s_live_units_per_layer():
+    img = image()
+    wide = CoordMLP("2;sin:6,gaussian:6", head="hsv", population=2, seed=3)
+    sp_net = wide.select([0, 1])
+    P.prune(sp_net, torch.stack([img, img]), "sp", P.SPConfig(tau=0.0, rounds=2, retrain_steps=0, per_round=3))
+    base = wide.select([0, 1])
+    r = P.prune(base, torch.stack([img, img]), "llm-pruner", match=sp_net, retrain_steps=0)
+    assert base.live_units() == sp_net.live_units() and base.live_units() != wide.live_units()
+    assert r.config["match"] == [list(map(int, k)) for k in sp_net.live_units()]
 
 
 def test_a_match_with_more_weights_than_the_network_is_refused():

@@ -10,9 +10,11 @@ off it afterwards (`at_fit`), not built into where SP stops.
 
 At each checkpoint — SP's network when it first reaches each weight sparsity of `checkpoints`, and
 its end point — every baseline of `methods` prunes the *same* dense networks to the *same per-layer
-sizes*: the weight methods (magnitude, random, Wanda) to SP's non-zero count in every kernel
-(`match=`), random-units to SP's live units in every layer, each fine-tuned for as many steps as SP
-retrained up to that checkpoint (an equal budget). `scratch=True` adds, per checkpoint, dense
+sizes*: the weight methods (Lottery Ticket's IMP, Wanda, magnitude, random) to SP's non-zero count in
+every kernel (`match=`), the unit methods (LLM-Pruner, random-units) to SP's live units in every layer,
+each fine-tuned for as many steps as SP retrained up to that checkpoint (an equal budget; IMP, whose
+θ₀ is the trained dense network with rewind step 0, spreads it evenly over its first training and its
+levels). `scratch=True` adds, per checkpoint, dense
 networks of the width whose non-zero count is nearest SP's, trained from scratch for the dense steps
 plus that budget: the capacity line (what a network of that size reaches without pruning).
 
@@ -42,6 +44,7 @@ from ..emc2 import EMC2Config
 from ..judges.registry import JUDGES
 from ..nets import CoordMLP
 from ..prune import PruneError, collapsed, prune
+from ..prune.baselines import IMPConfig, imp_levels
 from ..prune.criteria import CalibrationGrid
 from ..prune.masks import weight_sparsity
 from ..prune.similarity_pruning import SPConfig
@@ -54,7 +57,7 @@ from ..runs.registry import artifact_name, get_run
 from ..runs.store import Store, StoreError, config_key, sha256_file
 from ._base import ExperimentError, Result
 
-METHODS = ("magnitude", "random", "wanda", "random-units")  # baselines matched per layer to SP
+METHODS = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units")  # baselines matched per layer to SP
 SCHEDULE = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0)  # τ after the first 0.95, most similar pair first
 
 
@@ -94,11 +97,11 @@ class Config(Presets):
     }  # fmt: skip
 
     # reference: skull at 64×64 from width 64 at depth 6 (20,928 weights), 2,000 dense steps, SP rounds of
-    # 500 steps, three members; the baselines at 75 % and at SP's end
+    # 300 steps, three members; the baselines at 75 % and at SP's end
     # (the chunk `sparse_regime` of examples/sweeps/reference.toml runs it for skull, butterfly and apple, each
     # with its Picbreeder network's non-zero count as `target_nonzeros`, all at depth 6)
     REFERENCE = dict(members=3, width=64, res=64, dense_steps=2000, device="cpu", train_path="fast", keep_nets=True,
-                     sp=replace(_sp_default(), rounds=40, retrain_steps=500))  # fmt: skip
+                     sp=replace(_sp_default(), rounds=40, retrain_steps=300))  # fmt: skip
     FULL = dict(members=5, width=128, res=128, dense_steps=10_000,
                 sp=replace(_sp_default(), rounds=60, retrain_steps=2000))  # fmt: skip
 
@@ -195,7 +198,11 @@ def _match_baselines(cfg, dense, sp_net, images, name, budget, tc, nets) -> None
     fine = tc.finetune(0, cfg.sp.retrain_lr_factor)
     for m in cfg.methods:
         net = _copy(dense)
-        opts = dict(match=sp_net, retrain_steps=budget, train=fine)
+        if m == "imp":  # the dense network is its own θ₀ (rewind 0); every level trains budget ÷ (levels + 1)
+            levels = len(imp_levels(net, IMPConfig(match=sp_net)))
+            opts = dict(match=sp_net, train_steps=max(1, budget // (levels + 1)), train=fine)
+        else:
+            opts = dict(match=sp_net, retrain_steps=budget, train=fine)
         if m == "random":
             opts["seed"] = cfg.seed
         prune(net, images, m, **opts)
