@@ -141,7 +141,7 @@ def run(config: Config | None = None, *, progress=None) -> Result:
     nets = {("dense", "dense"): dense}
     stages = [(f"{s:.2f}", max(1, math.floor((1 - s) * have))) for s in sorted(cfg.checkpoints)]
     stages.append(("end", cfg.target_nonzeros))
-    done = 0
+    done, failed = 0, {}  # failed: (method, checkpoint) -> why the baseline could not be matched
     for name, goal in stages:
         if rounds_left == 0:
             break
@@ -160,8 +160,11 @@ def run(config: Config | None = None, *, progress=None) -> Result:
         budget += used * cfg.sp.retrain_steps
         nets[("sp", name)] = _copy(sp_net)
         say(f"SP at checkpoint {name}: {sp_net.nonzero()} non-zero")
-        _match_baselines(cfg, dense, sp_net, images, name, budget, tc, nets)
+        failed.update(_match_baselines(cfg, dense, sp_net, images, name, budget, tc, nets))
     rows = [row for rows in trajectory for row in rows]
+    for (method, ckpt), why in failed.items():  # recorded, not dropped: one row per member, no network
+        rows += [{"kind": "checkpoint", "checkpoint": ckpt, "method": method, "member": k, "seed": cfg.seed + k,
+                  "failed": why} for k in range(cfg.members)]  # fmt: skip
     for (method, ckpt), net in nets.items():
         loss = _losses(net, images)
         flags = collapsed(net, cfg.res, dense_loss, loss)
@@ -192,10 +195,13 @@ def _trajectory_rows(cfg: Config, rnd: int, net: CoordMLP, loss, dense_loss, non
              "loss_ratio": float(loss[k] / dense_loss[k])} for k in range(net.population)]  # fmt: skip
 
 
-def _match_baselines(cfg, dense, sp_net, images, name, budget, tc, nets) -> None:
+def _match_baselines(cfg, dense, sp_net, images, name, budget, tc, nets) -> dict:
     """Every baseline of `cfg.methods` on a copy of `dense`, matched per layer to `sp_net`, fine-tuned
-    for `budget` steps at SP's retraining rate; and, with `cfg.scratch`, a dense network of SP's size."""
+    for `budget` steps at SP's retraining rate; and, with `cfg.scratch`, a dense network of SP's size.
+    Returns `{(method, name): why}` for the baselines that cannot reach SP's per-layer sizes (e.g. the
+    weights they keep leave no path from the input to the output): recorded, never stored as networks."""
     fine = tc.finetune(0, cfg.sp.retrain_lr_factor)
+    failed = {}
     for m in cfg.methods:
         net = _copy(dense)
         if m == "imp":  # the dense network is its own θ₀ (rewind 0); every level trains budget ÷ (levels + 1)
@@ -205,13 +211,18 @@ def _match_baselines(cfg, dense, sp_net, images, name, budget, tc, nets) -> None
             opts = dict(match=sp_net, retrain_steps=budget, train=fine)
         if m == "random":
             opts["seed"] = cfg.seed
-        prune(net, images, m, **opts)
+        try:
+            prune(net, images, m, **opts)
+        except PruneError as e:
+            failed[(m, name)] = str(e)
+            continue
         nets[(m, name)] = net
     if cfg.scratch:
         width = scratch_width(cfg.depth, float(np.mean(sp_net.nonzero())))
         net = CoordMLP(f"{cfg.depth};{cfg.activation}:{width}", head="hsv", population=cfg.members, seed=cfg.seed)
         train(net, images, replace(tc, steps=cfg.dense_steps + budget))
         nets[("scratch", name)] = net
+    return failed
 
 
 def scratch_width(depth: int, nonzero: float, n_in: int = 4, n_out: int = 3) -> int:
@@ -255,7 +266,14 @@ def stored_table(name: str = REFERENCE_CHUNK, root=None) -> pd.DataFrame:
                 net = arts.get(f"net_{artifact_name((row['method'], row['checkpoint']))}")
             rows.append({**row, "target": cfg["target"], "target_nonzeros": cfg["target_nonzeros"],
                          "key": r["key"], "cpu_s": r["cpu_s"], "net": net})  # fmt: skip
-    return stored.non_finite_as_floats(pd.DataFrame(rows))
+    return _failed_as_none(stored.non_finite_as_floats(pd.DataFrame(rows)))
+
+
+def _failed_as_none(table: pd.DataFrame) -> pd.DataFrame:
+    """`failed` holds a reason or None (rows of methods that worked carry no reason; stored as NaN)."""
+    if "failed" in table:
+        table["failed"] = table["failed"].where(table["failed"].notna() & (table["failed"] != "nan"), None)
+    return table
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,13 +326,29 @@ def source_key(cfg: ScorePoint) -> str:
     return config_key(entry.name, entry.keyed({**cfg.source, "seed": cfg.seed}))
 
 
+def _failed_population(cfg: ScorePoint, key: str) -> tuple:
+    """`(why, members)` when the source run could not make population `cfg.population` (its `failed`
+    rows, one per member), else `(None, 0)`."""
+    method, _, ckpt = cfg.population.rpartition("_")
+    for r in stored.records(cfg.chunk, source_root()):
+        if r["key"] == key:
+            whys = [str(row["failed"]) for row in r["metrics"]["rows"] if isinstance(row.get("failed"), str)
+                    and row["method"] == method and str(row["checkpoint"]).replace(".", "p") == ckpt]  # fmt: skip
+            return (whys[0], len(whys)) if whys else (None, 0)
+    return None, 0
+
+
 def point(config: dict) -> dict:
     """EMC2 of every member of the stored population `population` of the source run. Metrics, one list
     entry per member: `nonzero`, `sparsity`, `auc:<judge>`, `base_kept:<judge>` per judge, and
-    `n_params`; `source_key` and `net_sha256` (what was scored)."""
+    `n_params`; `source_key` and `net_sha256` (what was scored). A population the source run could
+    not make (a `failed` row) gives `source_key` and `failed` (why) only."""
     cfg = parse_point(config)
     key = source_key(cfg)
     art = f"net_{cfg.population}"
+    why, members = _failed_population(cfg, key)
+    if why is not None:  # the source could not prune this population: recorded, nothing to score
+        return {"source_key": key, "failed": why, "members": members}
     try:
         path = Store(source_root() / cfg.chunk).artifact_path(key, art)
     except StoreError as e:
@@ -333,3 +367,38 @@ def point(config: dict) -> dict:
             out.setdefault(f"base_kept:{r.judge}", []).append(bool(r.base_kept))
         out.setdefault("n_params", []).append(int(r.n_params))
     return out
+
+
+SCORE_CHUNK = "sparse_regime_emc2"  # results/reference/<chunk>: one regime_point run per target × population
+
+
+def stored_scores(name: str = SCORE_CHUNK, root=None) -> pd.DataFrame:
+    """The stored `regime_point` runs of chunk `name` as one table, one row per target × population ×
+    member: `target`, `method`, `checkpoint` ("0.75", "end"), `member`, `nonzero`, `sparsity`,
+    `n_params`, and per judge `emc2_auc:<judge>` and `base_kept:<judge>`; with the source run's `loss`
+    and `loss_ratio` (÷ the member's dense MSE) where the frontier chunk is stored too."""
+    rows = []
+    for r in stored.runs_of(name, root, error=ExperimentError):
+        cfg, m = r["config"], r["metrics"]
+        method, _, ckpt = cfg["population"].rpartition("_")
+        if m.get("failed"):  # one row per member the source could not prune, with why
+            rows += [{"target": cfg["source"]["target"], "method": method, "checkpoint": ckpt.replace("p", "."),
+                      "member": k, "seed": cfg["seed"], "failed": m["failed"], "cpu_s": r["cpu_s"]}
+                     for k in range(m["members"])]  # fmt: skip
+            continue
+        judges = [k.split(":", 1)[1] for k in m if k.startswith("auc:")]
+        for k in range(len(m["nonzero"])):
+            row = {"target": cfg["source"]["target"], "method": method, "checkpoint": ckpt.replace("p", "."),
+                   "member": k, "seed": cfg["seed"], "nonzero": m["nonzero"][k], "sparsity": m["sparsity"][k],
+                   "n_params": m["n_params"][k], "cpu_s": r["cpu_s"]}  # fmt: skip
+            for j in judges:
+                row[f"emc2_auc:{j}"] = m[f"auc:{j}"][k]
+                row[f"base_kept:{j}"] = m[f"base_kept:{j}"][k]
+            rows.append(row)
+    table = _failed_as_none(pd.DataFrame(rows))
+    try:
+        fits = stored_table(root=root)
+    except ExperimentError:
+        return table
+    fits = fits[fits.kind == "checkpoint"][["target", "method", "checkpoint", "member", "loss", "loss_ratio"]]
+    return table.merge(fits, on=["target", "method", "checkpoint", "member"], how="left")
