@@ -13,6 +13,7 @@ from volratio.prune.criteria import CalibrationGrid
 from volratio.prune.similarity_pruning import Removal, compensate
 from volratio.runs.registry import get_run
 from volratio.train import TrainConfig, mse_per_network, train
+from volratio.util.presets import ConfigError
 
 RES = 8
 
@@ -166,3 +167,16 @@ def test_sp_ablation_adds_each_change_in_turn(picbreeder_dir):  # the ablation t
     guarded = table.iloc[1:]
     assert (guarded.collapsed == 0).all()  # the guard never leaves a collapsed network
     assert C.Config().sp.per_round == 4
+
+
+@pytest.mark.parametrize(
+    ("entry", "says"), [({"sp.seed": 3}, "set `seed` instead"), ({"sp.train.lr": 0.5}, "retrains with the run's")]
+)
+def test_a_depth_run_sets_sps_seed_and_optimizer_itself(entry, says):
+    """SP in a depth run is seeded by the run's `seed` and retrains with the run's optimizer, so a
+    config that gives SP its own is refused (it would be keyed but not used)."""
+    with pytest.raises(ConfigError, match=says):
+        get_run("depth_point").parse({"target": "planted:0", "depth": 2, **entry})
+    cfg = get_run("depth_point").parse({"target": "planted:0", "depth": 2, "seed": 7, "lr": 0.02})
+    sp = cfg.sp_config(cfg.seed, TrainConfig(lr=cfg.lr))
+    assert (sp.seed, sp.train.lr, sp.tau) == (7, 0.02, cfg.sp.tau)

@@ -59,8 +59,12 @@ class ToyConfig(Presets):
     # Elhage et al.'s training length (10,000 steps, batch 1024), 3 replicas (budget ~10 CPU-minutes, an estimate)
     REFERENCE = {"steps": 10_000, "batch": 1024, "replicas": 3}
     # Elhage et al.'s settings, 13 sparsity levels, 3 replicas each
-    FULL = {"sparsities": (0.0, 0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.997, 0.998, 0.999), "replicas": 3,
-            "steps": 10_000, "batch": 1024}
+    FULL = {
+        "sparsities": (0.0, 0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.997, 0.998, 0.999),
+        "replicas": 3,
+        "steps": 10_000,
+        "batch": 1024,
+    }
 
     def __post_init__(self):
         if not (0 < self.n_hidden and 0 < self.n_features):

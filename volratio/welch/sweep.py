@@ -37,7 +37,9 @@ class FrameSweepConfig(Presets):
     # the presets (also the experiment `frames`'s, `volratio.experiments.frames`); the quick scale is
     # the defaults. Functions, so that every preset gets a FrameConfig of its own.
     # reference: dims 2..5, Elhage-size ETFs, full frame search (budget ~5 CPU-minutes, an estimate)
-    REFERENCE = staticmethod(lambda: {"dims": (2, 3, 4, 5), "also": ((10, 5), (16, 6), (14, 7)), "frame": FrameConfig()})
+    REFERENCE = staticmethod(
+        lambda: {"dims": (2, 3, 4, 5), "also": ((10, 5), (16, 6), (14, 7)), "frame": FrameConfig()}
+    )
     # full: n up to 6, the n = 7 ETF sizes, the frame search at its own defaults
     FULL = staticmethod(lambda: {"dims": (2, 3, 4, 5, 6), "also": ((14, 7), (28, 7)), "frame": FrameConfig()})
 
