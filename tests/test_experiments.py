@@ -159,7 +159,7 @@ def test_a_store_of_the_old_key_format_is_refused_with_the_fix(tmp_path):
 def test_store_keys_hash_the_run_name_and_the_complete_config():
     entry = get_run("depth_point")
     full = entry.keyed({"seed": 0})
-    assert full == entry.keyed(full) and "sp_loss_factor" in full  # complete: today's defaults filled in
+    assert full == entry.keyed(full) and "sp.loss_factor" in full  # complete: today's defaults filled in
     assert Sweep(run="depth_point", seeds=[0]).keys() == [config_key("depth_point", full)]
     given = {k: v for k, v in full.items() if k != "seed"}  # every entry written out: the same run
     assert Sweep(run="depth_point", config=given, seeds=[0]).keys() == Sweep(run="depth_point", seeds=[0]).keys()
@@ -295,7 +295,7 @@ def test_every_experiment_runs_on_its_config_alone():
 # Each experiment at a size that runs in seconds, with a seed and (where it has one) a judge other
 # than the defaults, so that a Result that records the defaults instead of what ran fails. The
 # judge each Result must name: the EMC2 judge of its scores, None for an experiment without one.
-_TINY_DEPTH = {"width": 3, "res": 8, "steps": 3, "sp_rounds": 1, "retrain_steps": 1, "max_params": 2,
+_TINY_DEPTH = {"width": 3, "res": 8, "steps": 3, "sp.rounds": 1, "sp.retrain_steps": 1, "max_params": 2,
                "deltas": [-1.0, 1.0], "ratio_res": 8, "judge": "anchored-ssim"}  # fmt: skip
 TINY = {
     "twins": ({"targets": ["skull"], "res": 8, "steps": 2, "seed": 3}, None),

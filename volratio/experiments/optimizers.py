@@ -54,6 +54,9 @@ class Point(depth_point.Point):
     LIMITS = {**depth_point.Settings.LIMITS, "members": one_of(1), "hessian_iters": at_least(1)}
 
 
+complete_point = depth_point.complete_point  # a run's complete config: SP's entries but its seed and optimizer
+
+
 def parse_point(config: dict) -> Point:
     cfg = configure(Point(), config, "optimizer_point")
     if cfg.members != 1:
