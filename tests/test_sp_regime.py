@@ -290,7 +290,7 @@ def test_regime_point_scores_a_population_it_finds_by_its_source_config(tmp_path
         with pytest.raises(Exception, match="run the source chunk first"):
             get_run("regime_point").fn({**cfg, "seed": 1})
     net = CoordMLP.load(Store(tmp_path / "src").artifact_path(out["source_key"], "net_sp_0p50"))
-    assert out["nonzero"] == [int(n) for n in net.nonzero()] and len(out["auc:anchored"]) == 2
+    assert out["nonzero"] == [int(n) for n in net.nonzero()] and len(out["auc_anchored"]) == 2
     assert out["n_params"] == out["nonzero"]  # every non-zero weight
-    assert all(0.0 <= a <= 1.0 for a in out["auc:anchored"] + out["auc:stability"])
+    assert all(0.0 <= a <= 1.0 for a in out["auc_anchored"] + out["auc_stability"])
     assert out == again  # bit for bit

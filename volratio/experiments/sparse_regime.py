@@ -340,7 +340,7 @@ def _failed_population(cfg: ScorePoint, key: str) -> tuple:
 
 def point(config: dict) -> dict:
     """EMC2 of every member of the stored population `population` of the source run. Metrics, one list
-    entry per member: `nonzero`, `sparsity`, `auc:<judge>`, `base_kept:<judge>` per judge, and
+    entry per member: `nonzero`, `sparsity`, `auc_<judge>`, `base_kept_<judge>` per judge, and
     `n_params`; `source_key` and `net_sha256` (what was scored). A population the source run could
     not make (a `failed` row) gives `source_key` and `failed` (why) only."""
     cfg = parse_point(config)
@@ -363,8 +363,8 @@ def point(config: dict) -> dict:
         ec = replace(cfg.emc2, member=k)
         js = emc2.judges_for(net, list(cfg.judges), cfg.source["target"], ec, calibration_seed=cfg.calibration_seed)
         for r in emc2.score(net, js, label, ec):
-            out.setdefault(f"auc:{r.judge}", []).append(float(r.auc))
-            out.setdefault(f"base_kept:{r.judge}", []).append(bool(r.base_kept))
+            out.setdefault(f"auc_{r.judge}", []).append(float(r.auc))
+            out.setdefault(f"base_kept_{r.judge}", []).append(bool(r.base_kept))
         out.setdefault("n_params", []).append(int(r.n_params))
     return out
 
@@ -386,14 +386,14 @@ def stored_scores(name: str = SCORE_CHUNK, root=None) -> pd.DataFrame:
                       "member": k, "seed": cfg["seed"], "failed": m["failed"], "cpu_s": r["cpu_s"]}
                      for k in range(m["members"])]  # fmt: skip
             continue
-        judges = [k.split(":", 1)[1] for k in m if k.startswith("auc:")]
+        judges = [k.removeprefix("auc_") for k in m if k.startswith("auc_")]
         for k in range(len(m["nonzero"])):
             row = {"target": cfg["source"]["target"], "method": method, "checkpoint": ckpt.replace("p", "."),
                    "member": k, "seed": cfg["seed"], "nonzero": m["nonzero"][k], "sparsity": m["sparsity"][k],
                    "n_params": m["n_params"][k], "cpu_s": r["cpu_s"]}  # fmt: skip
             for j in judges:
-                row[f"emc2_auc:{j}"] = m[f"auc:{j}"][k]
-                row[f"base_kept:{j}"] = m[f"base_kept:{j}"][k]
+                row[f"emc2_auc:{j}"] = m[f"auc_{j}"][k]
+                row[f"base_kept:{j}"] = m[f"base_kept_{j}"][k]
             rows.append(row)
     table = _failed_as_none(pd.DataFrame(rows))
     try:
