@@ -130,7 +130,7 @@ def rescore_config(chunk: str, record: dict, judge: str, every_weight: bool = Fa
     of a source run (a `records` entry of a SOURCES run function) under `judge`.
 
     By default with the EMC2 settings of the source's own scoring (its subsample of `max_params`
-    weights, float64, the torch engine; `engine` is not named, as in every rescore stored so far).
+    weights, float64, the torch engine; `engine` is not named: it is the source's).
     `every_weight=True`: every non-zero weight (`max_params` None) through `engine`
     (`EVERY_WEIGHT_ENGINES`: "torch" in float64 or "fused" in float32), both named in the config."""
     point_cfg = stored_config(record)
