@@ -390,3 +390,25 @@ def test_every_result_records_what_produced_it(name, tmp_path, request):
     assert list(frame.columns[:2]) == ["experiment", "scale"] and "judge" in frame
     assert set(frame["experiment"]) == {name} and set(frame["scale"]) == {"quick"}
     assert judge in set(frame["judge"]) <= judges and len(frame) == len(res.table)
+
+
+def test_emc2_experiments_score_every_weight_unless_max_params_is_set():
+    """Every non-zero weight by default; a sample only where a config sets `max_params` (the book's
+    live quick scale of emc2_bench and connectivity, and the stored reference chunks)."""
+    from volratio.commands import emc2 as emc2_command
+    from volratio.depth import point as depth_point
+    from volratio.experiments import connectivity, emc2_bench, optimizers
+
+    assert depth_point.Point().max_params is None and depth_point.Config.quick().max_params is None
+    assert optimizers.Point().max_params is None and optimizers.Config.quick().base.max_params is None
+    assert emc2_bench.Config().max_params is None and emc2_bench.Point().max_params is None
+    assert connectivity.Config().emc2_params is None
+    assert emc2_bench.Config.quick().max_params == 150 and connectivity.Config.quick().emc2_params == 40
+    assert emc2_bench.emc2_config(emc2_bench.Config()).max_params is None
+    assert depth_point.emc2_config(depth_point.Point()).max_params is None
+    import argparse
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    emc2_command.register(sub)
+    args = sub.choices["emc2"].parse_args(["picbreeder:skull", "--target", "picbreeder:skull"])
+    assert args.max_params is None

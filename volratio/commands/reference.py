@@ -3,6 +3,7 @@
     volratio reference run examples/sweeps/reference.toml --chunk rho --out results/reference
     volratio reference list examples/sweeps/reference.toml
     volratio reference rescore depth_picbreeder --judge stability   # stored networks, another judge
+    volratio reference rescore depth_picbreeder --judge anchored --every-weight --engine fused
     volratio results verify results/reference --sample 3     # re-run 3 stored runs and compare
 
 See `volratio.runs.reference` and the reference scale's README (results/reference/README.md).
@@ -14,7 +15,7 @@ import warnings
 from pathlib import Path
 
 from ..judges import JUDGES
-from ..runs.reference import load_plan, run_chunk
+from ..runs.reference import EVERY_WEIGHT_ENGINES, load_plan, run_chunk
 from ..runs.rescore import rescore_chunk
 from ..runs.store import Store
 from ..runs.sweep import make_executor
@@ -82,6 +83,18 @@ def register(sub) -> None:
         metavar="DIR",
         help="reference root (default results/reference)",
     )
+    rs.add_argument(
+        "--every-weight",
+        action="store_true",
+        help="score every non-zero weight of each stored network (the source runs scored a seeded sample): "
+        "another rescore run per source, stored beside the sampled one, its config naming the engine",
+    )
+    rs.add_argument(
+        "--engine",
+        default="torch",
+        choices=list(EVERY_WEIGHT_ENGINES),
+        help="with --every-weight: torch (float64, the exact reference; default) or fused (the C++ kernel, float32)",
+    )
     rs.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_json_flag(rs)
     rs.set_defaults(func=_rescore)
@@ -117,9 +130,17 @@ def _list(args) -> int:
 
 def _rescore(args) -> int:
     report = rescore_chunk(
-        args.chunk, args.judge, args.dir, progress=False if (args.no_progress or args.json) else None
+        args.chunk,
+        args.judge,
+        args.dir,
+        progress=False if (args.no_progress or args.json) else None,
+        every_weight=args.every_weight,
+        engine=args.engine,
     )
-    return _emit_report(args, report, chunk=report.chunk, judge=report.judge)
+    head = {"chunk": report.chunk, "judge": report.judge, "every_weight": report.every_weight}
+    if report.every_weight:
+        head["engine"] = report.engine
+    return _emit_report(args, report, **head, cpu_s=report.cpu_s)
 
 
 def _emit_report(args, report, **head) -> int:

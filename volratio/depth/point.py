@@ -63,7 +63,7 @@ class Settings:
     sp: SPConfig = field(default_factory=lambda: replace(DEFAULT_SP))  # SP after training; its `seed` and `train` are
     # the run's (`seed`; the training settings above, at sp.retrain_lr_factor × the rates), never given
     deltas: tuple = UNIT_DELTAS  # EMC2 perturbation sizes (both signs, FER's |Δw| ≤ 1)
-    max_params: int | None = 20  # EMC2 scores a seeded subsample of this many non-zero weights (None = all)
+    max_params: int | None = None  # EMC2 on every non-zero weight; a number: a seeded subsample of that many
     judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
     device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
     train_path: str = "auto"  # TrainConfig.path of training and SP retraining: "auto" = the fused C++ kernel

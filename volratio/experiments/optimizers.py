@@ -200,18 +200,21 @@ def run(cfg: Config | None = None, *, out=None, executor=None, progress: bool | 
 REFERENCE_CHUNKS = ("optimizers",)  # chunks of examples/sweeps/reference.toml
 
 
-def stored_runs(names=REFERENCE_CHUNKS, root=None, judge: str | None = None):
+def stored_runs(
+    names=REFERENCE_CHUNKS, root=None, judge: str | None = None, every_weight: bool = False, engine="torch"
+):
     """The stored `optimizer_point` runs of `names` (under `root`, default `results/reference`): one
     row per run with `target`, `depth`, `optimizer`, `lr` (the learning rate that optimizer tunes:
     Muon's `muon_lr`, else `lr`), `adamw_lr` (Muon's AdamW part; NaN otherwise), `setting` (the
     learning rates in words), `seed`, `loss`, `score`, `drawn` (the judge said the network draws its
     label; None where the run did not record it), `sharpness`, `cpu_s`, `net` (the stored network's
     file, `CoordMLP.load`; None where the run kept none). `judge`: scores under this
-    judge (the chunk's rescore runs where the runs' own judge differs; `volratio.runs.stored.judged`)."""
+    judge (the chunk's rescore runs where the runs' own judge differs; `volratio.runs.stored.judged`).
+    `every_weight`: scores on every non-zero weight through `engine` (the every-weight rescore runs)."""
     runs = (
         stored.runs_of(names, root, ExperimentError)
-        if judge is None
-        else stored.judged(names, root, judge, ExperimentError)
+        if judge is None and not every_weight
+        else stored.judged(names, root, judge, ExperimentError, every_weight, engine)
     )
     rows = []
     for r in runs:

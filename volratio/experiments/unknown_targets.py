@@ -201,6 +201,8 @@ def stored_scenes(
     fitting: float | None = None,
     names=REFERENCE_CHUNKS,
     judge: str | None = None,
+    every_weight: bool = False,
+    engine: str = "torch",
 ) -> tuple[dict, list]:
     """`(curves, rows)` from the stored reference chunks: every scene of `depth_scenes` and its parts
     on the scene's depths (`restrict`), and per scene × effect the row of `scene_vs_parts` (its
@@ -209,8 +211,10 @@ def stored_scenes(
     the scene's depths (`volratio.depth.curves.among_fitting`; None: every network, the protocol). `names`:
     the chunks read (`REFERENCE_CHUNKS`). `judge`: every network scored under this judge
     (`volratio.runs.stored.depth_curves`, which never mixes chunks judged differently; the rescore runs where
-    the runs' own judge differs), e.g. "anchored-pooled" for one threshold for every image."""
-    curves = stored.depth_curves(names, root, judge=judge)
+    the runs' own judge differs), e.g. "anchored-pooled" for one threshold for every image.
+    `every_weight`: every network scored on every non-zero weight through `engine` (its every-weight
+    rescore run) instead of the runs' seeded sample."""
+    curves = stored.depth_curves(names, root, judge=judge, every_weight=every_weight, engine=engine)
     rows, out = [], {}
     for scene in [t for t in curves if t.startswith("scene:")]:
         parts = scene_parts(scene)

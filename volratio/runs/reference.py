@@ -120,14 +120,29 @@ SCORE_TOLERANCE = 0.01
 SCORE_METRICS = ("score", "scores", "base_kept")
 
 
-def rescore_config(chunk: str, record: dict, judge: str) -> dict:
+# the engines an every-weight rescore can use, each with its arithmetic: the torch engine in float64
+# (the exact reference, as the source runs scored) or the fused C++ kernel in float32 (faster)
+EVERY_WEIGHT_ENGINES = {"torch": "float64", "fused": "float32"}
+
+
+def rescore_config(chunk: str, record: dict, judge: str, every_weight: bool = False, engine: str = "torch") -> dict:
     """The config of the rescore run (`volratio.runs.rescore.point`) that scores the stored networks
-    of a source run (a `records` entry of a SOURCES run function) under `judge`, with the EMC2
-    settings of the source's own scoring."""
+    of a source run (a `records` entry of a SOURCES run function) under `judge`.
+
+    By default with the EMC2 settings of the source's own scoring (its subsample of `max_params`
+    weights, float64, the torch engine; `engine` is not named: it is the source's).
+    `every_weight=True`: every non-zero weight (`max_params` None) through `engine`
+    (`EVERY_WEIGHT_ENGINES`: "torch" in float64 or "fused" in float32), both named in the config."""
     point_cfg = stored_config(record)
     ec = point_emc2_config(point_cfg, 0)  # what the source's own scoring used (volratio.depth.point.emc2_of)
-    emc = {k: v for k, v in asdict(ec).items() if k != "member"}
+    emc = {k: v for k, v in asdict(ec).items() if k not in ("member", "engine")}
     emc["deltas"] = [float(d) for d in ec.deltas]
+    if every_weight:
+        if engine not in EVERY_WEIGHT_ENGINES:
+            raise ReferenceError(
+                f"engine {engine!r}: an every-weight rescore runs on one of {', '.join(EVERY_WEIGHT_ENGINES)}"
+            )
+        emc.update(max_params=None, engine=engine, dtype=EVERY_WEIGHT_ENGINES[engine])
     return {
         "source": {
             "chunk": chunk,

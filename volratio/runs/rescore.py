@@ -16,6 +16,16 @@ its store key includes the judge and the source key, a second rescore recomputes
 rescoring under the source run's own judge reproduces its stored scores exactly. Metrics, one list
 entry per member: `score` (EMC2 AUC), `scores` (S per δ), `base_kept`; and `judge`, `anchor`.
 
+**Every weight.** The source runs scored a seeded sample of `max_params` weights per network; an
+every-weight rescore scores every non-zero weight of the same stored networks (`max_params` None):
+
+    volratio reference rescore depth_picbreeder --judge anchored --every-weight --engine fused
+
+Its `emc2` entries name the engine and its arithmetic (`volratio.runs.reference.EVERY_WEIGHT_ENGINES`:
+"torch" in float64, the exact reference, or "fused", the C++ kernel in float32), so a sampled and an
+every-weight rescore of one source under one judge are two runs with two keys, stored side by side;
+`volratio.runs.stored.judged(..., every_weight=True)` reads the latter.
+
 Rescore runs are recorded in the chunk's manifest like any run (per run: config, seed, wall and
 CPU seconds, the machine's `kind`), marked `"run": "rescore"`, so `volratio results verify`
 re-runs them like any other; `volratio.runs.stored.records` leaves them out unless asked, so the
@@ -48,7 +58,16 @@ from ..util.limits import LimitError, check_limits
 from ..util.provenance import git_commit
 from . import reference as R
 from . import stored
-from .reference import NET, RUN, SOURCES, manifest_totals, reading_from, rescore_config, source_root
+from .reference import (
+    EVERY_WEIGHT_ENGINES,
+    NET,
+    RUN,
+    SOURCES,
+    manifest_totals,
+    reading_from,
+    rescore_config,
+    source_root,
+)
 from .registry import get_run
 from .store import Store, StoreError, sha256_file, config_key
 from .stored import DEFAULT_ROOT, MANIFEST
@@ -175,13 +194,25 @@ def check_chunk_name(chunk) -> str:
     return chunk
 
 
-def plan(chunk: str, judge: str, root: "str | Path | None" = None) -> dict:
-    """`{rescore key: complete config}` of every stored network of `chunk` under `judge`.
-    `RescoreError` when the chunk's runs cannot be rescored (not networks' runs, or no network stored)."""
+def plan(
+    chunk: str, judge: str, root: "str | Path | None" = None, every_weight: bool = False, engine: str = "torch"
+) -> dict:
+    """`{rescore key: complete config}` of every stored network of `chunk` under `judge`: at the
+    source runs' own EMC2 settings, or on every non-zero weight through `engine` (`every_weight`;
+    `volratio.runs.reference.rescore_config`). `RescoreError` when the chunk's runs cannot be
+    rescored (not networks' runs, or no network stored) or the engine is not one of
+    `EVERY_WEIGHT_ENGINES`."""
     root = Path(DEFAULT_ROOT if root is None else root)
     check_chunk_name(chunk)
     if judge not in JUDGES:
         raise RescoreError(f"judge {judge!r}: choose one of {', '.join(JUDGES)}")
+    if every_weight and engine not in EVERY_WEIGHT_ENGINES:
+        raise RescoreError(f"engine {engine!r}: rescore every weight with one of {', '.join(EVERY_WEIGHT_ENGINES)}")
+    if not every_weight and engine != "torch":
+        raise RescoreError(
+            f"engine {engine!r}: a rescore at the source runs' own settings uses theirs (torch, float64); "
+            "choose another engine only with every_weight=True (`--every-weight`)"
+        )
     recs = stored.records(chunk, root)
     runs = sorted({r["run"] for r in recs})
     sources = [r for r in recs if r["run"] in SOURCES]
@@ -199,7 +230,7 @@ def plan(chunk: str, judge: str, root: "str | Path | None" = None) -> dict:
     entry = get_run(RUN)
     out = {}
     for r in with_net:
-        cfg = entry.keyed(rescore_config(chunk, r, judge))
+        cfg = entry.keyed(rescore_config(chunk, r, judge, every_weight, engine))
         out[config_key(entry.name, cfg)] = cfg
     return out
 
@@ -213,30 +244,42 @@ class RescoreReport:
     skipped: int  # already in the store
     failed: list  # keys whose run failed now
     seconds: float
+    every_weight: bool = False  # every non-zero weight, or the source runs' own subsample
+    engine: str = "torch"  # the perturbation engine ("torch": float64; "fused": float32)
+    cpu_s: float = 0.0  # CPU seconds of the runs that ran now (each run's own, as the manifest records them)
 
     def summary(self) -> str:
+        what = f"every weight, {self.engine} engine" if self.every_weight else "the source runs' own settings"
         return (
-            f"rescore {self.chunk!r} under {self.judge!r}: {self.total} runs — ran {len(self.ran)}, "
-            f"skipped {self.skipped} already in the store, failed {len(self.failed)} ({self.seconds:.1f} s)"
+            f"rescore {self.chunk!r} under {self.judge!r} ({what}): {self.total} runs — ran {len(self.ran)} "
+            f"({self.cpu_s:.1f} CPU s), skipped {self.skipped} already in the store, failed {len(self.failed)} "
+            f"({self.seconds:.1f} s)"
         )
 
 
 def rescore_chunk(
-    chunk: str, judge: str, root: "str | Path | None" = None, progress: bool | None = None
+    chunk: str,
+    judge: str,
+    root: "str | Path | None" = None,
+    progress: bool | None = None,
+    every_weight: bool = False,
+    engine: str = "torch",
 ) -> RescoreReport:
     """Score every stored network of `chunk` under `judge` into the chunk's own store (resuming:
-    runs already done are skipped; failed ones are run again) and record each run in the chunk's
-    manifest (a new session). Returns the report."""
+    runs already done are skipped; failed ones are run again) and record each run, with its CPU
+    seconds, in the chunk's manifest (a new session). `every_weight`: on every non-zero weight
+    through `engine` (see `plan`). Returns the report."""
     t0 = time.perf_counter()
     root = Path(DEFAULT_ROOT if root is None else root)
-    todo = plan(chunk, judge, root)
+    todo = plan(chunk, judge, root, every_weight, engine)
     entry = get_run(RUN)
     commit = git_commit()
     path = root / chunk
     man_path = path / MANIFEST
-    session = {"started_at": R._now(), **R.machine(), "rescore": {"judge": judge}}
+    what = {"judge": judge, **({"every_weight": True, "engine": engine} if every_weight else {})}
+    session = {"started_at": R._now(), **R.machine(), "rescore": what}
     store = Store(path)
-    ran, failed, skipped = [], [], 0
+    ran, failed, skipped, cpu = [], [], 0, 0.0
     with store.writing(), reading_from(root):
         man = json.loads(man_path.read_text()) if man_path.is_file() else {}  # read under the store's lock
         man.setdefault("sessions", []).append(session)
@@ -255,6 +298,7 @@ def rescore_chunk(
                 outcome = execute(entry.fn, entry.name, cfg, key, threads=1, commit=commit)
                 store.record(outcome)
                 ran.append(key)
+                cpu += float(outcome["cpu_seconds"])
                 if outcome["status"] == "done":
                     runs[key] = {
                         "config": cfg,
@@ -274,7 +318,9 @@ def rescore_chunk(
             bar.close()
     if ran:
         _write_manifest(man_path, man)
-    return RescoreReport(chunk, judge, len(todo), ran, skipped, failed, time.perf_counter() - t0)
+    return RescoreReport(
+        chunk, judge, len(todo), ran, skipped, failed, time.perf_counter() - t0, every_weight, engine, round(cpu, 3)
+    )
 
 
 def _write_manifest(path: Path, man: dict) -> None:
