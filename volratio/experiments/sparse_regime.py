@@ -287,7 +287,7 @@ def _every_weight() -> EMC2Config:
 
 
 @dataclass(frozen=True)
-class ScorePoint:
+class Point:
     """EMC2 of one population stored by a `sparse_regime` run, read back from its chunk: the networks
     are pruned and stored once, and scored here (every non-zero weight by default)."""
 
@@ -311,8 +311,8 @@ def _population(name: str) -> str:
     return name
 
 
-def parse_point(config: dict) -> ScorePoint:
-    cfg = configure(ScorePoint(), config, "regime_point")
+def parse_point(config: dict) -> Point:
+    cfg = configure(Point(), config, "regime_point")
     if not isinstance(cfg.source, dict) or "seed" in cfg.source:
         raise ExperimentError(
             f"regime_point: source = {cfg.source!r}; give the source run's config (a table) without its seed (`seed`)"
@@ -320,13 +320,13 @@ def parse_point(config: dict) -> ScorePoint:
     return cfg
 
 
-def source_key(cfg: ScorePoint) -> str:
+def source_key(cfg: Point) -> str:
     """The store key of the source run: the hash of `sparse_regime` and its complete config."""
     entry = get_run("sparse_regime")
     return config_key(entry.name, entry.keyed({**cfg.source, "seed": cfg.seed}))
 
 
-def _failed_population(cfg: ScorePoint, key: str) -> tuple:
+def _failed_population(cfg: Point, key: str) -> tuple:
     """`(why, members)` when the source run could not make population `cfg.population` (its `failed`
     rows, one per member), else `(None, 0)`."""
     method, _, ckpt = cfg.population.rpartition("_")
