@@ -294,3 +294,29 @@ def test_regime_point_scores_a_population_it_finds_by_its_source_config(tmp_path
     assert out["n_params"] == out["nonzero"]  # every non-zero weight
     assert all(0.0 <= a <= 1.0 for a in out["auc_anchored"] + out["auc_stability"])
     assert out == again  # bit for bit
+
+
+def test_regime_point_scores_only_the_populations_the_source_could_not_make_as_failed(tmp_path):
+    """A stored source run records a baseline it could not match as `failed` rows; regime_point
+    reports exactly those populations as failed and scores every other one (the stored NaN of the
+    rows that did not fail is not a reason)."""
+    from volratio.experiments import sparse_regime as S
+    from volratio.runs import reference as R
+    from volratio.runs.registry import get_run
+
+    source = {"target": "planted:0", "members": 1, "width": 8, "depth": 5, "res": 8, "dense_steps": 20,
+              "target_nonzeros": 16, "checkpoints": [0.5], "methods": ["random", "random-units"],
+              "scratch": False, "keep_nets": True, "device": "cpu", "sp.rounds": 12, "sp.retrain_steps": 2}  # fmt: skip
+    plan = {"src": R.Sweep.from_dict({"name": "src", "run": "sparse_regime", "seeds": [0], "config": source})}
+    R.run_chunk(plan, "src", tmp_path, progress=False)
+    table = S.stored_table("src", tmp_path)
+    failed = {(r.method, r.checkpoint) for r in table.itertuples() if r.failed is not None}
+    assert failed == {("random", "end")}  # random weights at SP's end counts leave no path here
+    cfg = {"source": source, "chunk": "src", "judges": ["stability"], "emc2.res": 8, "emc2.deltas": [1.0]}
+    with R.reading_from(tmp_path):
+        for m in ("sp", "random", "random-units"):
+            for c in ("0.50", "end"):
+                if (m, c) not in set(zip(table.method, table.checkpoint)):
+                    continue
+                out = get_run("regime_point").fn({**cfg, "population": f"{m}_{c.replace('.', 'p')}"})
+                assert ("failed" in out) == ((m, c) in failed), (m, c, out.get("failed"))

@@ -326,13 +326,19 @@ def source_key(cfg: Point) -> str:
     return config_key(entry.name, entry.keyed({**cfg.source, "seed": cfg.seed}))
 
 
+def _failed(row: dict) -> bool:
+    """A stored row of a baseline that could not be matched (its reason; rows of the others hold NaN,
+    stored as "nan")."""
+    return isinstance(row.get("failed"), str) and row["failed"] != "nan"
+
+
 def _failed_population(cfg: Point, key: str) -> tuple:
     """`(why, members)` when the source run could not make population `cfg.population` (its `failed`
     rows, one per member), else `(None, 0)`."""
     method, _, ckpt = cfg.population.rpartition("_")
     for r in stored.records(cfg.chunk, source_root()):
         if r["key"] == key:
-            whys = [str(row["failed"]) for row in r["metrics"]["rows"] if isinstance(row.get("failed"), str)
+            whys = [row["failed"] for row in r["metrics"]["rows"] if _failed(row)
                     and row["method"] == method and str(row["checkpoint"]).replace(".", "p") == ckpt]  # fmt: skip
             return (whys[0], len(whys)) if whys else (None, 0)
     return None, 0
