@@ -266,13 +266,14 @@ def stored_table(name: str = REFERENCE_CHUNK, root=None) -> pd.DataFrame:
                 net = arts.get(f"net_{artifact_name((row['method'], row['checkpoint']))}")
             rows.append({**row, "target": cfg["target"], "target_nonzeros": cfg["target_nonzeros"],
                          "key": r["key"], "cpu_s": r["cpu_s"], "net": net})  # fmt: skip
-    return _failed_as_none(stored.non_finite_as_floats(pd.DataFrame(rows)))
+    return _failed_reasons(stored.non_finite_as_floats(pd.DataFrame(rows)))
 
 
-def _failed_as_none(table: pd.DataFrame) -> pd.DataFrame:
-    """`failed` holds a reason or None (rows of methods that worked carry no reason; stored as NaN)."""
+def _failed_reasons(table: pd.DataFrame) -> pd.DataFrame:
+    """`failed` holds a reason, or a missing value (NaN) for the rows of methods that worked (stored
+    as the text "nan")."""
     if "failed" in table:
-        table["failed"] = table["failed"].where(table["failed"].notna() & (table["failed"] != "nan"), None)
+        table["failed"] = table["failed"].astype(object).map(lambda f: f if isinstance(f, str) and f != "nan" else None)
     return table
 
 
@@ -401,7 +402,7 @@ def stored_scores(name: str = SCORE_CHUNK, root=None) -> pd.DataFrame:
                 row[f"emc2_auc:{j}"] = m[f"auc_{j}"][k]
                 row[f"base_kept:{j}"] = m[f"base_kept_{j}"][k]
             rows.append(row)
-    table = _failed_as_none(pd.DataFrame(rows))
+    table = _failed_reasons(pd.DataFrame(rows))
     try:
         fits = stored_table(root=root)
     except ExperimentError:
