@@ -409,3 +409,9 @@ def stored_scores(name: str = SCORE_CHUNK, root=None) -> pd.DataFrame:
         return table
     fits = fits[fits.kind == "checkpoint"][["target", "method", "checkpoint", "member", "loss", "loss_ratio"]]
     return table.merge(fits, on=["target", "method", "checkpoint", "member"], how="left")
+
+
+def stored_config(name: str = REFERENCE_CHUNK, root=None) -> Config:
+    """The settings of the stored runs of chunk `name` (its first run's; the runs differ only in
+    `target` and `target_nonzeros`)."""
+    return get_run("sparse_regime").parse(stored.runs_of(name, root, error=ExperimentError)[0]["config"])
