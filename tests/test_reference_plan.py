@@ -178,7 +178,7 @@ def test_connectivity_chunk_runs_the_connectivity_reference_preset():
 
 def test_sparse_regime_chunk_prunes_each_target_to_its_picbreeder_count(picbreeder_dir):
     """One run per target of the sparse_regime reference preset, each target's SP stopping at the
-    non-zero count of its Picbreeder network (skull 147, butterfly 281, apple 918)."""
+    non-zero count of its Picbreeder network (skull 147, butterfly 281)."""
     from volratio.data.picbreeder import network
 
     ref = sparse_regime.Config.reference()
@@ -186,7 +186,7 @@ def test_sparse_regime_chunk_prunes_each_target_to_its_picbreeder_count(picbreed
     for p in runs:
         assert dataclasses.replace(p, target=ref.target, target_nonzeros=ref.target_nonzeros) == ref
     goals = {p.target: p.target_nonzeros for p in runs}
-    assert goals == {f"picbreeder:{n}": int(network(n).nonzero()[0]) for n in ("skull", "butterfly", "apple")}
+    assert goals == {f"picbreeder:{n}": int(network(n).nonzero()[0]) for n in ("skull", "butterfly")}
 
 
 def test_regime_scores_read_every_source_run_at_every_compared_population():
