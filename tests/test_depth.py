@@ -13,6 +13,7 @@ from volratio.depth.complexity import png_bytes, png_ratio
 from volratio.experiments import depth_regime
 from volratio.nets import CoordMLP
 from volratio.train.flatness import explicit_hessian, top_eigenvalue
+from volratio.util.presets import preset
 
 # -- PNG compression ratio ---------------------------------------------------------------------
 
@@ -187,8 +188,8 @@ def test_depth_point_is_repeatable_and_scored():
         "width": 4,
         "res": 8,
         "steps": 20,
-        "retrain_steps": 5,
-        "sp_rounds": 1,
+        "sp.retrain_steps": 5,
+        "sp.rounds": 1,
         "max_params": 6,
         "keep_net": False,
     }
@@ -197,7 +198,7 @@ def test_depth_point_is_repeatable_and_scored():
     # 8 px: the anchored judge is defined at every size (it brings images to the 64 px it was fitted at)
     assert 0.0 <= a["score"][0] <= 1.0 and len(a["scores"][0]) == 4 and a["judge"] == "anchored"
     # a run records per member whether its image shows the label; one that does not scores 0
-    assert depth_point({**cfg, "sp_loss_factor": 2.0}) == a  # an absent entry: today's default (the 2× guard)
+    assert depth_point({**cfg, "sp.loss_factor": 2.0}) == a  # an absent entry: today's default (the 2× guard)
     assert len(a["base_kept"]) == len(a["score"]) and all(s == 0 for s, k in zip(a["score"], a["base_kept"]) if not k)
     assert a["nonzero"][0] > 0 and a["loss"][0] >= 0
     assert len(b["score"]) == 2 and b["nonzero"][0] > 0
@@ -224,9 +225,8 @@ def test_cli_predict_json(capsys):
 
 
 def test_sweep_curves_from_runner(tmp_path):
-    cfg = depth_regime.Config.quick(
-        depths=(1, 2), seeds=2, members=2, width=3, res=8, steps=10, sp_rounds=1, retrain_steps=3, max_params=4
-    )
+    cfg = preset(depth_regime.Config, "quick", depths=(1, 2), seeds=2, members=2, width=3, res=8, steps=10,
+                 max_params=4, **{"sp.rounds": 1, "sp.retrain_steps": 3})  # fmt: skip
     curves, report = depth_regime.depth_sweep("planted:5:depth=2,width=2", cfg, out=tmp_path / "s")
     c = curves["planted:5:depth=2,width=2"]
     assert report.total == 2 and not report.failed

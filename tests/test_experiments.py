@@ -159,7 +159,7 @@ def test_a_store_of_the_old_key_format_is_refused_with_the_fix(tmp_path):
 def test_store_keys_hash_the_run_name_and_the_complete_config():
     entry = get_run("depth_point")
     full = entry.keyed({"seed": 0})
-    assert full == entry.keyed(full) and "sp_loss_factor" in full  # complete: today's defaults filled in
+    assert full == entry.keyed(full) and "sp.loss_factor" in full  # complete: today's defaults filled in
     assert Sweep(run="depth_point", seeds=[0]).keys() == [config_key("depth_point", full)]
     given = {k: v for k, v in full.items() if k != "seed"}  # every entry written out: the same run
     assert Sweep(run="depth_point", config=given, seeds=[0]).keys() == Sweep(run="depth_point", seeds=[0]).keys()
@@ -295,7 +295,7 @@ def test_every_experiment_runs_on_its_config_alone():
 # Each experiment at a size that runs in seconds, with a seed and (where it has one) a judge other
 # than the defaults, so that a Result that records the defaults instead of what ran fails. The
 # judge each Result must name: the EMC2 judge of its scores, None for an experiment without one.
-_TINY_DEPTH = {"width": 3, "res": 8, "steps": 3, "sp_rounds": 1, "retrain_steps": 1, "max_params": 2,
+_TINY_DEPTH = {"width": 3, "res": 8, "steps": 3, "sp.rounds": 1, "sp.retrain_steps": 1, "max_params": 2,
                "deltas": [-1.0, 1.0], "ratio_res": 8, "judge": "anchored-ssim"}  # fmt: skip
 TINY = {
     "twins": ({"targets": ["skull"], "res": 8, "steps": 2, "seed": 3}, None),
@@ -390,3 +390,25 @@ def test_every_result_records_what_produced_it(name, tmp_path, request):
     assert list(frame.columns[:2]) == ["experiment", "scale"] and "judge" in frame
     assert set(frame["experiment"]) == {name} and set(frame["scale"]) == {"quick"}
     assert judge in set(frame["judge"]) <= judges and len(frame) == len(res.table)
+
+
+def test_emc2_experiments_score_every_weight_unless_max_params_is_set():
+    """Every non-zero weight by default; a sample only where a config sets `max_params` (the book's
+    live quick scale of emc2_bench and connectivity, and the stored reference chunks)."""
+    from volratio.commands import emc2 as emc2_command
+    from volratio.depth import point as depth_point
+    from volratio.experiments import connectivity, emc2_bench, optimizers
+
+    assert depth_point.Point().max_params is None and depth_point.Config.quick().max_params is None
+    assert optimizers.Point().max_params is None and optimizers.Config.quick().base.max_params is None
+    assert emc2_bench.Config().max_params is None and emc2_bench.Point().max_params is None
+    assert connectivity.Config().emc2_params is None
+    assert emc2_bench.Config.quick().max_params == 150 and connectivity.Config.quick().emc2_params == 40
+    assert emc2_bench.emc2_config(emc2_bench.Config()).max_params is None
+    assert depth_point.emc2_config(depth_point.Point()).max_params is None
+    import argparse
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    emc2_command.register(sub)
+    args = sub.choices["emc2"].parse_args(["picbreeder:skull", "--target", "picbreeder:skull"])
+    assert args.max_params is None

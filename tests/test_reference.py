@@ -364,17 +364,17 @@ members = 2
 width = 4
 res = 8
 steps = 3
-sp_rounds = 1
-retrain_steps = 1
+"sp.rounds" = 1
+"sp.retrain_steps" = 1
 max_params = 3
 deltas = [-1.0, 1.0]
 judge = "ssim"
 # in effect no SP guard and every pair at once (TOML has no None), no compensation, retraining at the
 # training rate, the eager path: 3 steps draw something, so the curves have sweet spots
-sp_loss_factor = 1e9
-sp_per_round = 1000
-sp_compensate = "none"
-retrain_lr_factor = 1.0
+"sp.loss_factor" = 1e9
+"sp.per_round" = 1000
+"sp.compensate" = "none"
+"sp.retrain_lr_factor" = 1.0
 train_path = "eager"
 keep_net = false
 """
@@ -462,8 +462,8 @@ members = 3
 width = 4
 res = 8
 steps = 3
-sp_rounds = 1
-retrain_steps = 1
+"sp.rounds" = 1
+"sp.retrain_steps" = 1
 max_params = 3
 deltas = [-1.0, 1.0]
 keep_net = false

@@ -11,6 +11,7 @@ the stored results are one.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import Counter
 from itertools import product
 from pathlib import Path
@@ -34,6 +35,7 @@ from volratio.runs import reference as R
 from volratio.runs import stored as S
 from volratio.runs.registry import get_run
 from volratio.runs.store import config_key
+from volratio.util.presets import complete
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAN = R.load_plan(ROOT / "examples" / "sweeps" / "reference.toml")
@@ -60,6 +62,7 @@ OWNER = {
     "twins16_picbreeder": None,  # twin_point: the sixteen-target comparison, a run function only
     "twins16": None,
     "sparse_regime": "sparse_regime",
+    "sparse_regime_emc2": None,  # regime_point: EMC2 of the sparse_regime chunk's stored populations
 }
 # chunks that run their experiment's one-seed preset at several seeds (replicates of `seed`)
 REPLICATES = {"emc2_dense": 5, "welch_toy": 5, "interference": 5}
@@ -68,6 +71,12 @@ REPLICATES = {"emc2_dense": 5, "welch_toy": 5, "interference": 5}
 def parsed(*chunks) -> list:
     """Every run of `chunks`, its config parsed by its run function (what the run computes)."""
     return [get_run(PLAN[c].run).parse(cfg) for c in chunks for cfg in PLAN[c].configs()]
+
+
+def counted(configs) -> Counter:
+    """How often each parsed config occurs (by its complete config: a config nesting an `SPConfig`
+    is not hashable)."""
+    return Counter(json.dumps(complete(c), sort_keys=True) for c in configs)
 
 
 def test_every_chunk_has_an_owner_or_says_it_has_none():
@@ -108,14 +117,14 @@ def _replicated(chunk: str, runs: list) -> list:
 def test_depth_chunks_run_the_depth_reference_preset():
     ref = depth_regime.Config.reference()
     expected = [depth_regime.parse_point(c) for c in depth_regime.make_sweep(ref.targets, ref).configs()]
-    assert Counter(parsed("depth_picbreeder", "depth_planted")) == Counter(expected)
+    assert counted(parsed("depth_picbreeder", "depth_planted")) == counted(expected)
     assert {p.target for p in parsed("depth_picbreeder")} == set(depth_regime.PICBREEDER)
 
 
 def test_scene_chunk_runs_the_unknown_targets_reference_preset():
     ref = unknown_targets.Config.reference()
     expected = [depth_regime.parse_point(c) for c in depth_regime.make_sweep(ref.targets, ref).configs()]
-    assert Counter(parsed("depth_scenes")) == Counter(expected)
+    assert counted(parsed("depth_scenes")) == counted(expected)
     assert ref.scene in ref.targets and set(ref.parts) <= set(ref.targets)  # the natural scene's parts run here
 
 
@@ -131,7 +140,7 @@ def test_optimizers_chunk_runs_the_optimizers_reference_preset_at_the_measured_s
         for t, d in pairs
         for c in optimizers.make_sweep(dataclasses.replace(ref, target=t, depth=d)).configs()
     ]
-    assert Counter(parsed("optimizers")) == Counter(expected)
+    assert counted(parsed("optimizers")) == counted(expected)
     curves = depth_regime.stored_curves(["depth_picbreeder"], STORE)
     assert {t: curves[t].spot.depth for t, _ in pairs} == dict(pairs)
 
@@ -169,7 +178,7 @@ def test_connectivity_chunk_runs_the_connectivity_reference_preset():
 
 def test_sparse_regime_chunk_prunes_each_target_to_its_picbreeder_count(picbreeder_dir):
     """One run per target of the sparse_regime reference preset, each target's SP stopping at the
-    non-zero count of its Picbreeder network (skull 147, butterfly 281, apple 918)."""
+    non-zero count of its Picbreeder network (skull 147, butterfly 281)."""
     from volratio.data.picbreeder import network
 
     ref = sparse_regime.Config.reference()
@@ -177,7 +186,20 @@ def test_sparse_regime_chunk_prunes_each_target_to_its_picbreeder_count(picbreed
     for p in runs:
         assert dataclasses.replace(p, target=ref.target, target_nonzeros=ref.target_nonzeros) == ref
     goals = {p.target: p.target_nonzeros for p in runs}
-    assert goals == {f"picbreeder:{n}": int(network(n).nonzero()[0]) for n in ("skull", "butterfly", "apple")}
+    assert goals == {f"picbreeder:{n}": int(network(n).nonzero()[0]) for n in ("skull", "butterfly")}
+
+
+def test_regime_scores_read_every_source_run_at_every_compared_population():
+    """sparse_regime_emc2 scores, for every run of the sparse_regime chunk, SP and each matched
+    baseline at 75 % and at SP's end, every non-zero weight."""
+    scores = parsed("sparse_regime_emc2")
+    sources = {k for k in PLAN["sparse_regime"].keys()}
+    assert {sparse_regime.source_key(p) for p in scores} == sources
+    methods = ("sp", *sparse_regime.METHODS, "scratch")
+    want = {f"{m}_{c}" for m in methods for c in ("0p75", "end")}
+    for key in sources:
+        assert {p.population for p in scores if sparse_regime.source_key(p) == key} == want
+    assert {p.emc2.max_params for p in scores} == {None}
 
 
 def test_emc2_dense_chunk_runs_the_emc2_bench_reference_preset():

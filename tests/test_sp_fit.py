@@ -13,6 +13,7 @@ from volratio.prune.criteria import CalibrationGrid
 from volratio.prune.similarity_pruning import Removal, compensate
 from volratio.runs.registry import get_run
 from volratio.train import TrainConfig, mse_per_network, train
+from volratio.util.presets import ConfigError
 
 RES = 8
 
@@ -135,16 +136,18 @@ def test_depth_configs_carry_their_sp_knobs():
     """A depth_point run is keyed and stored with every SP knob (its complete config): today's defaults
     are the measured choices, and the shared settings carry them."""
     new = depth_regime.Settings()
-    assert (new.retrain_lr_factor, new.sp_compensate, new.sp_per_round) == (0.1, "span", 2)
+    assert (new.sp.retrain_lr_factor, new.sp.compensate, new.sp.per_round) == (0.1, "span", 2)
     cur = get_run("depth_point").keyed({"target": "planted:0", "depth": 2})
-    assert (cur["retrain_lr_factor"], cur["sp_compensate"], cur["sp_per_round"]) == (0.1, "span", 2)
-    assert {"retrain_lr_factor", "sp_compensate", "sp_per_round"} <= set(new.shared())
+    assert (cur["sp.retrain_lr_factor"], cur["sp.compensate"], cur["sp.per_round"]) == (0.1, "span", 2)
+    assert {"sp.retrain_lr_factor", "sp.compensate", "sp.per_round"} <= set(new.shared())
+    # the entries the run sets itself are not in its config: SP's seed is the run's, its optimizer the run's
+    assert not any(k.startswith(("sp.seed", "sp.train")) for k in cur)
 
 
 def test_a_run_is_repeatable_bit_for_bit():
-    cfg = dict(target="planted:0", depth=2, width=4, res=8, steps=40, sp_rounds=2, retrain_steps=5, members=2,
-               max_params=3, deltas=[-1.0, 1.0], sp_loss_factor=2.0, train_path="fast", retrain_lr_factor=0.1,
-               sp_compensate="span", sp_per_round=2, keep_net=False)  # fmt: skip
+    cfg = {"target": "planted:0", "depth": 2, "width": 4, "res": 8, "steps": 40, "sp.rounds": 2, "sp.retrain_steps": 5,
+           "members": 2, "max_params": 3, "deltas": [-1.0, 1.0], "sp.loss_factor": 2.0, "train_path": "fast",
+           "sp.retrain_lr_factor": 0.1, "sp.compensate": "span", "sp.per_round": 2, "keep_net": False}  # fmt: skip
     a, b = depth_regime.point(dict(cfg)), depth_regime.point(dict(cfg))
     assert a == b
     assert np.isfinite(a["loss"]).all()
@@ -164,3 +167,16 @@ def test_sp_ablation_adds_each_change_in_turn(picbreeder_dir):  # the ablation t
     guarded = table.iloc[1:]
     assert (guarded.collapsed == 0).all()  # the guard never leaves a collapsed network
     assert C.Config().sp.per_round == 4
+
+
+@pytest.mark.parametrize(
+    ("entry", "says"), [({"sp.seed": 3}, "set `seed` instead"), ({"sp.train.lr": 0.5}, "retrains with the run's")]
+)
+def test_a_depth_run_sets_sps_seed_and_optimizer_itself(entry, says):
+    """SP in a depth run is seeded by the run's `seed` and retrains with the run's optimizer, so a
+    config that gives SP its own is refused (it would be keyed but not used)."""
+    with pytest.raises(ConfigError, match=says):
+        get_run("depth_point").parse({"target": "planted:0", "depth": 2, **entry})
+    cfg = get_run("depth_point").parse({"target": "planted:0", "depth": 2, "seed": 7, "lr": 0.02})
+    sp = cfg.sp_config(cfg.seed, TrainConfig(lr=cfg.lr))
+    assert (sp.seed, sp.train.lr, sp.tau) == (7, 0.02, cfg.sp.tau)

@@ -122,10 +122,10 @@ def _stored(chunk):
 def test_stored_configs_name_their_guard_and_absent_entries_mean_todays_default():
     depth = get_run("depth_point")
     config = {"target": "planted:0", "depth": 2}
-    assert depth.parse(config).sp_loss_factor == 2.0 and depth.keyed(config)["sp_loss_factor"] == 2.0
+    assert depth.parse(config).sp.loss_factor == 2.0 and depth.keyed(config)["sp.loss_factor"] == 2.0
     assert set(depth.keyed(config)) > set(config)  # keyed by the complete config
     new = depth_regime.make_sweep("planted:0", depth_regime.Config.quick()).configs()[0]
-    assert new["sp_loss_factor"] == 2.0 and "adamw_lr" in new  # the shared settings: every entry
+    assert new["sp.loss_factor"] == 2.0 and "adamw_lr" in new  # the shared settings: every entry
     for chunk, has in (("interference", "sp_loss_factor"), ("emc2_dense", "sp.loss_factor")):
         for run, config, key in _stored(chunk):
             assert has in config and config_key(run, config) == key  # the guard as the run used it
@@ -137,12 +137,12 @@ def test_stored_configs_name_their_guard_and_absent_entries_mean_todays_default(
 
 
 def test_depth_point_metrics_flag_collapsed():
-    small = dict(target="planted:0", depth=1, width=3, res=8, steps=20, sp_rounds=1, retrain_steps=2, members=2,
-                 max_params=2, deltas=[-1.0, 1.0], judge="ssim", keep_net=False, seed=0)  # fmt: skip
-    new = depth_regime.point({**small, "sp_loss_factor": 2.0})
+    small = {"target": "planted:0", "depth": 1, "width": 3, "res": 8, "steps": 20, "sp.rounds": 1, "sp.retrain_steps": 2,
+             "members": 2, "max_params": 2, "deltas": [-1.0, 1.0], "judge": "ssim", "keep_net": False, "seed": 0}  # fmt: skip
+    new = depth_regime.point({**small, "sp.loss_factor": 2.0})
     assert len(new["collapsed"]) == 2 and all(isinstance(c, bool) for c in new["collapsed"])
     assert len(new["sp_stop"]) == 2 and len(new["dense_loss"]) == 2
-    off = depth_regime.point({**small, "sp_loss_factor": None})  # no guard: flags all the same
+    off = depth_regime.point({**small, "sp.loss_factor": None})  # no guard: flags all the same
     assert len(off["collapsed"]) == 2 and len(off["sp_stop"]) == 2
 
 

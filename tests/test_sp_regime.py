@@ -3,6 +3,7 @@
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 
@@ -179,6 +180,33 @@ def test_matched_baselines_have_sp_s_non_zero_count_in_every_kernel(method):
     assert P.nonzero_per_kernel(again.masks).tolist() == want.tolist()
 
 
+def test_imp_matched_reaches_sp_s_count_in_every_kernel_level_by_level():
+    """IMP given `match=` reaches SP's non-zero count in every kernel at its last level, each level
+    pruning more in every kernel than the level before (never reviving a weight)."""
+    img = image()
+    wide = CoordMLP("2;sin:6,gaussian:6", head="hsv", population=2, seed=3)
+    sp_net = wide.select([0, 1])
+    P.prune(sp_net, torch.stack([img, img]), "sp", P.SPConfig(tau=0.0, rounds=3, retrain_steps=0, per_round=3))
+    want = P.nonzero_per_kernel(sp_net.masks)
+    base = wide.select([0, 1])
+    r = P.prune(base, torch.stack([img, img]), "imp", match=sp_net, train_steps=2, rate=0.3)
+    assert P.nonzero_per_kernel(base.masks).tolist() == want.tolist()
+    levels = [np.asarray(lv) for lv in r.extras["levels"]]
+    assert len(levels) > 1 and all((b >= a).all() for a, b in zip(levels, levels[1:]))
+    assert r.config["match"] == want.tolist()
+
+
+def test_llm_pruner_matched_keeps_sp_s_live_units_per_layer():
+    img = image()
+    wide = CoordMLP("2;sin:6,gaussian:6", head="hsv", population=2, seed=3)
+    sp_net = wide.select([0, 1])
+    P.prune(sp_net, torch.stack([img, img]), "sp", P.SPConfig(tau=0.0, rounds=2, retrain_steps=0, per_round=3))
+    base = wide.select([0, 1])
+    r = P.prune(base, torch.stack([img, img]), "llm-pruner", match=sp_net, retrain_steps=0)
+    assert base.live_units() == sp_net.live_units() and base.live_units() != wide.live_units()
+    assert r.config["match"] == [list(map(int, k)) for k in sp_net.live_units()]
+
+
 def test_a_match_with_more_weights_than_the_network_is_refused():
     img = image()
     small = CoordMLP("2;sin:6,gaussian:6", head="hsv", seed=3)
@@ -237,3 +265,58 @@ def test_the_frontier_figure_draws_every_method_and_the_marks():
     assert {"SP, round by round", "sp", "magnitude", "scratch", "Picbreeder network"} <= set(labels)
     assert ax.get_xscale() == ax.get_yscale() == "log"
     assert any(list(line.get_xdata()) == [147, 147] for line in ax.lines)
+
+
+def test_regime_point_scores_a_population_it_finds_by_its_source_config(tmp_path):
+    """The second stage reads the stored population back by the source run's config (not a key
+    written by hand), scores every member, and refuses a population or a source that is not stored."""
+    from volratio.experiments import sparse_regime as S
+    from volratio.runs import reference as R
+    from volratio.runs.registry import get_run
+    from volratio.runs.store import Store
+
+    source = {"target": "planted:0", "members": 2, "width": 8, "depth": 2, "res": 8, "dense_steps": 30,
+              "target_nonzeros": 30, "checkpoints": [0.5], "methods": ["magnitude"], "scratch": False,
+              "keep_nets": True, "device": "cpu", "sp.rounds": 4, "sp.retrain_steps": 5}  # fmt: skip
+    plan = {"src": R.Sweep.from_dict({"name": "src", "run": "sparse_regime", "seeds": [0], "config": source})}
+    R.run_chunk(plan, "src", tmp_path, progress=False)
+    cfg = {"source": source, "population": "sp_0p50", "chunk": "src", "judges": ["anchored", "stability"],
+           "emc2.res": 8, "emc2.deltas": [-1.0, 1.0]}  # fmt: skip
+    with R.reading_from(tmp_path):
+        out = get_run("regime_point").fn(cfg)
+        again = get_run("regime_point").fn(cfg)
+        with pytest.raises(Exception, match="not <method>_<checkpoint>"):
+            get_run("regime_point").fn({**cfg, "population": "sp"})
+        with pytest.raises(Exception, match="run the source chunk first"):
+            get_run("regime_point").fn({**cfg, "seed": 1})
+    net = CoordMLP.load(Store(tmp_path / "src").artifact_path(out["source_key"], "net_sp_0p50"))
+    assert out["nonzero"] == [int(n) for n in net.nonzero()] and len(out["auc_anchored"]) == 2
+    assert out["n_params"] == out["nonzero"]  # every non-zero weight
+    assert all(0.0 <= a <= 1.0 for a in out["auc_anchored"] + out["auc_stability"])
+    assert out == again  # bit for bit
+
+
+def test_regime_point_scores_only_the_populations_the_source_could_not_make_as_failed(tmp_path):
+    """A stored source run records a baseline it could not match as `failed` rows; regime_point
+    reports exactly those populations as failed and scores every other one (the stored NaN of the
+    rows that did not fail is not a reason)."""
+    from volratio.experiments import sparse_regime as S
+    from volratio.runs import reference as R
+    from volratio.runs.registry import get_run
+
+    source = {"target": "planted:0", "members": 1, "width": 8, "depth": 5, "res": 8, "dense_steps": 20,
+              "target_nonzeros": 16, "checkpoints": [0.5], "methods": ["random", "random-units"],
+              "scratch": False, "keep_nets": True, "device": "cpu", "sp.rounds": 12, "sp.retrain_steps": 2}  # fmt: skip
+    plan = {"src": R.Sweep.from_dict({"name": "src", "run": "sparse_regime", "seeds": [0], "config": source})}
+    R.run_chunk(plan, "src", tmp_path, progress=False)
+    table = S.stored_table("src", tmp_path)
+    failed = {(r.method, r.checkpoint) for r in table.itertuples() if isinstance(r.failed, str)}
+    assert failed == {("random", "end")}  # random weights at SP's end counts leave no path here
+    cfg = {"source": source, "chunk": "src", "judges": ["stability"], "emc2.res": 8, "emc2.deltas": [1.0]}
+    with R.reading_from(tmp_path):
+        for m in ("sp", "random", "random-units"):
+            for c in ("0.50", "end"):
+                if (m, c) not in set(zip(table.method, table.checkpoint)):
+                    continue
+                out = get_run("regime_point").fn({**cfg, "population": f"{m}_{c.replace('.', 'p')}"})
+                assert ("failed" in out) == ((m, c) in failed), (m, c, out.get("failed"))

@@ -1,5 +1,5 @@
 """One-off migration: the stored runs gain the entries that say which anchor and which reading of δ
-they were scored under (run once; kept as a record).
+they were scored under (kept as a record; run twice, see below).
 
 Two entries were added to the configs runs are keyed by (`volratio.runs.store.config_key`):
 
@@ -10,8 +10,8 @@ Two entries were added to the configs runs are keyed by (`volratio.runs.store.co
 - `rescore` gained `anchor` (default "image", what every stored rescore run used) and its `emc2`
   settings gained `delta_scale` (default "absolute", the paper's w ← w + δ, what every stored run used).
   A rescore run's `emc2` settings are now completed to every `EMC2Config` entry, so the rescore runs
-  stored before `EMC2Config.engine` existed also get `engine = "torch"` (the only engine then, and
-  the default).
+  stored before `EMC2Config.engine` existed, or stored on `main` with the engine left out of a
+  sampled rescore's config, also get `engine = "torch"` (what each of them ran on, and the default).
 
 For every row under the root, the new entries are added at those values, the script checks that
 the result is the run's complete config (`RunFunction.keyed` changes nothing) and that no stored
@@ -20,6 +20,16 @@ rescore runs that name it move to the new key. The old → new keys go to
 `migrate_anchor_delta_scale.json`.
 
     python tools/migrate_anchor_delta_scale.py results/reference
+
+Run twice (see `migrate_anchor_delta_scale.md`): first on branch `claim1` (679 rows: the twin
+chunks and every rescore run then stored), then again after `main` was merged into `claim1`, on
+the four networks' chunks taken from `main` (`depth_picbreeder`, `depth_planted`, `depth_scenes`,
+`optimizers`), which `main` had meanwhile re-keyed to their nested SP configs
+(`tools/migrate_nested_sp.py`): their 615 rescore runs gained `anchor`, `emc2.delta_scale` and
+`emc2.engine` again. Rows already complete keep their key and a chunk none of whose rows changed
+is not rewritten, so a second run changes nothing. The key map keeps the entries of earlier runs
+whose new key is still stored (the twin chunks') and adds this run's (old: the nested keys of
+`migrate_nested_sp.json`).
 """
 
 from __future__ import annotations
@@ -72,6 +82,9 @@ def migrate(root: Path) -> dict:
                     continue
                 full = completed(row, keymap)
                 new = config_key(row["run"], full)
+                if new == key and full == _json(row["config"]):
+                    rows[key] = row  # already complete: nothing to move
+                    continue
                 keymap[(chunk.name, key)] = new
                 arts = {
                     n: {**a, "file": f"{ARTIFACTS}/{new}/{Path(a['file']).name}"}
@@ -115,5 +128,11 @@ if __name__ == "__main__":
     root = Path(sys.argv[1] if len(sys.argv) > 1 else "results/reference")
     keymap = migrate(root)
     out = Path(__file__).with_suffix(".json")
-    out.write_text(json.dumps({"old chunk/key": "new key", "keys": keymap}, indent=1, sort_keys=True) + "\n")
-    print(f"{len(keymap)} runs re-keyed; old → new keys in {out}")
+    before = json.loads(out.read_text())["keys"] if out.is_file() else {}
+    # an earlier entry whose new key is no longer stored (superseded: a store taken from another
+    # branch replaced it, its rows re-keyed from there) is dropped; this run's entries are added
+    stored = {f"{c.name}/{k}" for c in root.glob("*/") if (c / "results.parquet").is_file() for k in Store(c).rows}
+    merged = {old: new for old, new in before.items() if f"{old.split('/')[0]}/{new}" in stored}
+    merged.update(keymap)
+    out.write_text(json.dumps({"old chunk/key": "new key", "keys": merged}, indent=1, sort_keys=True) + "\n")
+    print(f"{len(keymap)} runs re-keyed now ({len(merged)} in all); old → new keys in {out}")

@@ -54,6 +54,7 @@ from ..runs.reference import DEFAULT_ROOT
 from ..runs.store import Store
 from ..train import TrainConfig, new_network, train
 from ..util.fileio import atomic_path
+from ..util.presets import configure
 from . import reference_verdicts as rv
 
 SET_DIR = rv.DATA_DIR / "anchored"
@@ -93,9 +94,9 @@ class AnchoredSetConfig:
         ("res", 64),
         ("steps", 2000),
         ("lr", 3e-3),
-        ("sp_rounds", 5),
-        ("retrain_steps", 200),
-        ("tau", 0.9),
+        ("sp.rounds", 5),
+        ("sp.retrain_steps", 200),
+        ("sp.tau", 0.9),
     )
     scene_steps: int = 3000  # Adam steps of the second batch's scene network (depth 6, width 24, 32×32)
     natural_steps: int = 600  # Adam steps of the natural-image and scene networks (depth 6, width 16, 32×32)
@@ -146,8 +147,9 @@ def build_networks(cfg: AnchoredSetConfig | None = None, groups=None) -> dict[st
         out[name] = rv.RefNet(rn.net.select([rn.member]), 0, rn.target, rn.label, rn.source + " (retrained)")
     for group, guard in (("sp-guarded", 2.0), ("sp-deep", None)):
         for t in TARGETS if group in want else ():
-            pt = Point(**dict(cfg.deep_point), target=f"picbreeder:{t}", depth=cfg.deep_depth, seed=cfg.seed,
-                       keep_net=True, sp_loss_factor=guard, train_path="eager" if guard is None else "fast")  # fmt: skip
+            pt = configure(Point(), {**dict(cfg.deep_point), "target": f"picbreeder:{t}", "depth": cfg.deep_depth,
+                                     "seed": cfg.seed, "keep_net": True, "sp.loss_factor": guard,
+                                     "train_path": "eager" if guard is None else "fast"}, "deep_point")  # fmt: skip
             net = sp_network(pt)[0]
             for k in range(net.population):
                 src = f"depth_regime.sp_network({pt}) member {k}"

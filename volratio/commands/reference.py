@@ -3,6 +3,7 @@
     volratio reference run examples/sweeps/reference.toml --chunk rho --out results/reference
     volratio reference list examples/sweeps/reference.toml
     volratio reference rescore depth_picbreeder --judge stability   # stored networks, another judge
+    volratio reference rescore depth_picbreeder --judge anchored --every-weight --engine fused
     volratio results verify results/reference --sample 3     # re-run 3 stored runs and compare
 
 See `volratio.runs.reference` and the reference scale's README (results/reference/README.md).
@@ -16,7 +17,7 @@ from pathlib import Path
 from ..data.anchors import ANCHORS
 from ..emc2 import DELTA_SCALES
 from ..judges import JUDGES
-from ..runs.reference import load_plan, run_chunk
+from ..runs.reference import EVERY_WEIGHT_ENGINES, load_plan, run_chunk
 from ..runs.rescore import rescore_chunk
 from ..runs.store import Store
 from ..runs.sweep import make_executor
@@ -97,6 +98,18 @@ def register(sub) -> None:
         choices=DELTA_SCALES,
         help="absolute: w ← w + δ (the paper's, the default); layer_std: δ × the std of the perturbed weight's layer",
     )
+    rs.add_argument(
+        "--every-weight",
+        action="store_true",
+        help="score every non-zero weight of each stored network (the source runs scored a seeded sample): "
+        "another rescore run per source (max_params None, the engine named), stored beside the sampled one",
+    )
+    rs.add_argument(
+        "--engine",
+        default="torch",
+        choices=list(EVERY_WEIGHT_ENGINES),
+        help="with --every-weight: torch (float64, the exact reference; default) or fused (the C++ kernel, float32)",
+    )
     rs.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_json_flag(rs)
     rs.set_defaults(func=_rescore)
@@ -138,10 +151,19 @@ def _rescore(args) -> int:
         progress=False if (args.no_progress or args.json) else None,
         anchor=args.anchor,
         delta_scale=args.delta_scale,
+        every_weight=args.every_weight,
+        engine=args.engine,
     )
-    return _emit_report(
-        args, report, chunk=report.chunk, judge=report.judge, anchor=report.anchor, delta_scale=report.delta_scale
-    )
+    head = {
+        "chunk": report.chunk,
+        "judge": report.judge,
+        "anchor": report.anchor,
+        "delta_scale": report.delta_scale,
+        "every_weight": report.every_weight,
+    }
+    if report.every_weight:
+        head["engine"] = report.engine
+    return _emit_report(args, report, **head, cpu_s=report.cpu_s)
 
 
 def _emit_report(args, report, **head) -> int:

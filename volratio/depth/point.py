@@ -13,7 +13,7 @@ target", "Optimization"; command: `volratio depth sweep`.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -23,15 +23,21 @@ from ..emc2 import DEFAULT_DELTAS, UNIT_DELTAS, EMC2Config
 from ..judges.registry import JUDGES, check_res
 from ..nets import ACTIVATIONS, Arch, CoordMLP
 from ..prune import SPConfig, collapsed, sp
-from ..prune.similarity_pruning import COMPENSATE
 from ..train import OPTIMIZERS, PATHS, TrainConfig, train
 from ..util.device import device_name
-from ..util.limits import above, at_least, between, nonzero, one_of, parsed_by
-from ..util.presets import Presets, configure
+from ..util.limits import above, at_least, nonzero, one_of, parsed_by
+from ..util.presets import ConfigError, Presets, complete, configure
 from .complexity import png_ratio
 from .curves import DepthError
 
 CALIBRATION_SEED = 0  # seeds the "ssim" judge's calibration in every depth run (and its rescores)
+
+# SP of a depth run (the paper gives no τ; ours): τ = 0.9, 2 rounds of 30 retraining steps at 0.1 × the
+# training rates, at most 2 units per network per round (most similar first), a removed unit's outgoing
+# weights moved onto the units that stay ("span"), a round undone above 2 × the dense MSE (the guard)
+DEFAULT_SP = SPConfig(tau=0.9, rounds=2, retrain_steps=30, retrain_lr_factor=0.1, per_round=2, compensate="span",
+                      loss_factor=2.0)  # fmt: skip
+RUN_SET = ("seed", "train")  # SPConfig entries a depth run sets itself (`Settings.sp_config`), never in its config
 
 # The planted targets of the chapter: true depth L* known, PNG ratio computable (width 3 each)
 PLANTED = ("planted:1:depth=2,width=3", "planted:2:depth=3,width=3", "planted:3:depth=4,width=3")
@@ -54,18 +60,10 @@ class Settings:
     optimizer: str = "adam"  # adam | adamw | sgd | muon (training and SP retraining)
     muon_lr: float = 0.02  # Muon's learning rate on the hidden matrices (`volratio.train`'s Muon recipe; scaled to match AdamW's RMS)
     adamw_lr: float = 3e-4  # with Muon: AdamW's learning rate on the input and output kernels
-    tau: float = 0.9  # SP cosine-similarity threshold (the paper gives none; ours)
-    sp_rounds: int = 2  # SP prune → retrain rounds (0: no pruning)
-    retrain_steps: int = 30  # training steps after each SP round
-    retrain_lr_factor: float = 0.1  # SP retrains at this × `lr` (SPConfig.retrain_lr_factor)
-    sp_per_round: int | None = 2  # SPConfig.per_round: units removed per network per round, most similar
-    # first (None: every redundant pair at once)
-    sp_compensate: str = "span"  # SPConfig.compensate: a removed unit's outgoing weights move onto the units
-    # that stay ("none": they are dropped)
-    sp_loss_factor: float | None = 2.0  # SP's guard (SPConfig.loss_factor): undo a round above this × the dense
-    # MSE (None: no guard)
+    sp: SPConfig = field(default_factory=lambda: replace(DEFAULT_SP))  # SP after training; its `seed` and `train` are
+    # the run's (`seed`; the training settings above, at sp.retrain_lr_factor × the rates), never given
     deltas: tuple = UNIT_DELTAS  # EMC2 perturbation sizes (both signs, FER's |Δw| ≤ 1)
-    max_params: int | None = 20  # EMC2 scores a seeded subsample of this many non-zero weights (None = all)
+    max_params: int | None = None  # EMC2 on every non-zero weight; a number: a seeded subsample of that many
     judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
     device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
     train_path: str = "auto"  # TrainConfig.path of training and SP retraining: "auto" = the fused C++ kernel
@@ -75,9 +73,7 @@ class Settings:
     LIMITS = {
         "members": at_least(1), "width": at_least(1), "activation": one_of(*ACTIVATIONS), "res": at_least(2),
         "steps": at_least(1), "lr": above(0), "optimizer": one_of(*OPTIMIZERS), "muon_lr": above(0),
-        "adamw_lr": above(0), "tau": between(0, 1, open_lo=True), "sp_rounds": at_least(0),
-        "retrain_steps": at_least(0), "retrain_lr_factor": above(0), "sp_per_round": at_least(1),
-        "sp_compensate": one_of(*COMPENSATE), "sp_loss_factor": at_least(1), "deltas": nonzero(),
+        "adamw_lr": above(0), "deltas": nonzero(),
         "max_params": at_least(1), "judge": one_of(*JUDGES), "train_path": one_of(*PATHS),
         "depth": at_least(1), "seed": at_least(0), "seeds": at_least(1), "depths": at_least(1),
         "ratio_res": at_least(2), "processes": at_least(1), "tol": at_least(0), "window": at_least(0),
@@ -86,12 +82,31 @@ class Settings:
 
     def __post_init__(self):
         check_res(self.judge, self.res, f"res = {self.res}: images", DepthError)  # before any training
+        if self.sp.seed != SPConfig().seed:
+            raise ConfigError(f"sp.seed = {self.sp.seed}: a depth run seeds SP with its own `seed`; set `seed` instead")
+        if self.sp.train != SPConfig().train:
+            raise ConfigError(
+                "sp.train: a depth run's SP retrains with the run's training settings (optimizer, lr, muon_lr, "
+                "adamw_lr, device, train_path; at sp.retrain_lr_factor × the rates); set those instead"
+            )
 
     def shared(self) -> dict:
-        """The settings as a sweep's shared config: every entry (a run adds `target`, `depth`, `seed`)."""
-        c = {f.name: getattr(self, f.name) for f in fields(Settings)}
+        """The settings as a sweep's shared config: every entry, SP's as dotted entries (`sp.tau`; a
+        run adds `target`, `depth`, `seed`)."""
+        names = {f.name for f in fields(Settings)}
+        c = {k: v for k, v in complete_point(self).items() if k.partition(".")[0] in names}
         c["deltas"] = [float(x) for x in self.deltas]
         return c
+
+    def sp_config(self, seed: int, train: TrainConfig) -> SPConfig:
+        """SP as a run uses it: `sp` seeded by the run's `seed`, retraining with its training settings."""
+        return replace(self.sp, seed=seed, train=train)
+
+
+def complete_point(cfg: Settings) -> dict:
+    """The complete config of one run (what its store key hashes; `volratio.util.presets.complete`):
+    every entry, SP's as dotted entries (`sp.tau`) but for those the run sets itself (`RUN_SET`)."""
+    return {k: v for k, v in complete(cfg).items() if not (k.startswith("sp.") and k.split(".")[1] in RUN_SET)}
 
 
 @dataclass(frozen=True)
@@ -119,15 +134,20 @@ class Config(Presets, Settings):
     # reference: what chunks depth_picbreeder and depth_planted of examples/sweeps/reference.toml run
     # (tests/test_reference_plan.py compares them) — the Picbreeder targets at depths 2..16, the twelve
     # planted ones at L* ± 3; 64×64, 5 networks, 2,000 steps, 10 SP rounds of 200 steps (the other SP
-    # settings are the defaults above), 8 δ on 200 weights
+    # settings are DEFAULT_SP's), 8 δ on 200 weights
     # fmt: off
-    REFERENCE = {"targets": PICBREEDER + PLANTED_REFERENCE, "depths": tuple(range(2, 17)), "window": 3, "seeds": 5,
-                 "members": 5, "width": 12, "res": 64, "steps": 2000, "lr": 3e-3, "sp_rounds": 10,
-                 "retrain_steps": 200, "max_params": 200, "deltas": DEFAULT_DELTAS,
+    REFERENCE = staticmethod(
+        lambda: {"targets": PICBREEDER + PLANTED_REFERENCE, "depths": tuple(range(2, 17)), "window": 3, "seeds": 5,
+                 "members": 5, "width": 12, "res": 64, "steps": 2000, "lr": 3e-3,
+                 "sp": replace(DEFAULT_SP, rounds=10, retrain_steps=200), "max_params": 200, "deltas": DEFAULT_DELTAS,
                  "train_path": "fast"}  # the path the stored chunks were trained on
+    )
     # closer to the paper: depths 1..12, 10 seeds, long training, every weight scored
-    FULL = {"depths": tuple(range(1, 13)), "seeds": 10, "width": 16, "res": 64, "steps": 5000, "lr": 3e-3,
-            "sp_rounds": 10, "retrain_steps": 500, "deltas": DEFAULT_DELTAS, "max_params": None, "members": 1}
+    FULL = staticmethod(
+        lambda: {"depths": tuple(range(1, 13)), "seeds": 10, "width": 16, "res": 64, "steps": 5000, "lr": 3e-3,
+                 "sp": replace(DEFAULT_SP, rounds=10, retrain_steps=500), "deltas": DEFAULT_DELTAS,
+                 "max_params": None, "members": 1}
+    )
     # fmt: on
 
     def __post_init__(self):
@@ -166,18 +186,7 @@ def sp_network(cfg: Point):
         path=cfg.train_path,
     )
     dense = train(net, img, tc).final_loss
-    spc = SPConfig(
-        tau=cfg.tau,
-        rounds=cfg.sp_rounds,
-        retrain_steps=cfg.retrain_steps,
-        retrain_lr_factor=cfg.retrain_lr_factor,
-        compensate=cfg.sp_compensate,
-        per_round=cfg.sp_per_round,
-        seed=cfg.seed,
-        train=tc,
-        loss_factor=cfg.sp_loss_factor,
-    )
-    pr = sp(net, img, spc) if cfg.sp_rounds > 0 else None
+    pr = sp(net, img, cfg.sp_config(cfg.seed, tc)) if cfg.sp.rounds > 0 else None
     return net, target, img, np.asarray(dense, dtype=np.float64), pr
 
 

@@ -78,7 +78,7 @@ class Config(Presets):
     judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): "anchored" (label-anchored, the default) or a stability judge
     judges: tuple = ()  # more judges to score the same perturbed images under (columns emc2_auc:<judge>, base_kept:<judge>)
     emc2_res: int = 24  # EMC2 image size
-    emc2_params: int | None = 40  # parameters scored per network (seeded subsample; None = all)
+    emc2_params: int | None = None  # EMC2 on every non-zero weight; a number: a seeded subsample of that many
     deltas: tuple = DEFAULT_DELTAS  # EMC2 perturbation sizes
     seed: int = 0  # initialisation of the population; the table's seed of member k is seed + k % seeds
     device: str = "auto"  # CUDA when available
@@ -102,6 +102,10 @@ class Config(Presets):
         if self.emc2:  # before any training
             check_res((self.judge, *self.judges), self.emc2_res, f"emc2_res = {self.emc2_res}: images", ExperimentError)
 
+    # quick (the book's live scale): a seeded sample of 40 weights per network. Every weight of its 72
+    # networks (9 dense 6 × 16 networks of 1,392 weights, and their pruned copies) costs ~30 CPU-s per
+    # dense network under three judges at 24×24, several CPU-minutes in all; `emc2_params=None` scores them all
+    QUICK = dict(emc2_params=40)
     # reference: what chunk connectivity of examples/sweeps/reference.toml runs (tests/test_reference_plan.py
     # compares them) — 64×64, 5 seeds, 2,000 dense steps on the fast path, equal fine-tuning budgets: SP
     # 5 rounds × 100 steps (at most 4 units per round, an undone round retried with half as many), every

@@ -150,12 +150,22 @@ REFERENCE_CHUNKS = ("depth_picbreeder", "depth_planted")  # chunks of examples/s
 
 
 def stored_curves(
-    names=REFERENCE_CHUNKS, root=None, tol: float = 1e-9, judge: str | None = None, delta_scale: str = "absolute"
+    names=REFERENCE_CHUNKS,
+    root=None,
+    tol: float = 1e-9,
+    judge: str | None = None,
+    delta_scale: str = "absolute",
+    every_weight: bool = False,
+    engine: str = "torch",
 ) -> dict:
     """Depth curves from the stored reference chunks `names` (`volratio.runs.stored.depth_curves`):
-    one per target, every network scored under `judge` (its rescore run where it was judged
-    otherwise) with δ read as `delta_scale` (`volratio.emc2.delta_scale`; "layer_std" from rescore runs)."""
-    return stored.depth_curves(names, root, tol, judge, delta_scale)
+    one per target, every network scored under `judge` (its rescore run where it was judged otherwise)
+    with δ read as `delta_scale` (`volratio.emc2.delta_scale`; "layer_std" from rescore runs).
+    The runs scored a seeded sample of weights per network; `every_weight=True` reads every network's
+    scores on every non-zero weight through `engine` (their every-weight rescore runs: `volratio
+    reference rescore CHUNK --judge NAME --every-weight --engine E`; an error naming that command where
+    one is missing)."""
+    return stored.depth_curves(names, root, tol, judge, delta_scale, every_weight, engine)
 
 
 def fit_table(curves: dict):

@@ -52,7 +52,7 @@ class Config(Presets):
     targets: tuple = ("skull", "butterfly", "apple")  # Picbreeder targets
     res: int = 32  # image size of the EMC2 renders (the paper's is unknown; FER renders 256)
     deltas: tuple = DEFAULT_DELTAS  # perturbation sizes δ, both signs
-    max_params: int | None = 150  # seeded uniform subsample of non-zero weights per network (None = all)
+    max_params: int | None = None  # EMC2 on every non-zero weight; a number: a seeded subsample of that many
     dtype: str = "float32"  # engine arithmetic (float64 = the exact reference)
     dense_depth: int = 6  # our dense networks: hidden layers
     dense_width: int = 16  # … units per layer
@@ -72,6 +72,10 @@ class Config(Presets):
     def __post_init__(self):
         check_res((self.judge, *self.judges), self.res, f"res = {self.res}: images", ExperimentError)  # before any work
 
+    # quick (the book's live scale): a seeded sample of 150 weights per network. Every weight of FER's
+    # apple (46,474) alone costs ~10 CPU-minutes per pass at 32×32 (`tools/rescore_every_weight_projection.py`
+    # measures the engine's rate), against seconds for the sample; `max_params=None` scores them all
+    QUICK = {"max_params": 150}
     # reference: what chunks emc2 and emc2_dense of examples/sweeps/reference.toml run
     # (tests/test_reference_plan.py compares them) — 64×64, 8 δ, up to 5,000 weights per network
     # (every non-zero weight but FER's apple), 2,000 dense steps on the fast path, SP that keeps the fit

@@ -3,7 +3,7 @@
 For every (m, n) of a grid (from n + 1 vectors to past Gerzon's limit, plus ETF sizes), build a
 low-coherence frame (`volratio.welch.low_coherence_frame`) and compare its max squared inner
 product with the Welch bound and the best bound known here. `Config` is
-`volratio.welch.sweep.FrameSweepConfig` with the three presets.
+`volratio.welch.sweep.FrameSweepConfig`, its three presets included.
 
 Chapter: "Feature interference and the Welch bound" (book/welch.md).
 """
@@ -16,16 +16,13 @@ from dataclasses import asdict, dataclass
 import pandas as pd
 
 from ..util.limits import at_least
-from ..welch.frames import FrameConfig
 from ..welch.sweep import FrameSweepConfig, frame_sweep
 from ._base import ExperimentError, Result
 
 
 @dataclass
-class Config(FrameSweepConfig):  # its presets: Presets, through FrameSweepConfig
+class Config(FrameSweepConfig):  # its presets: FrameSweepConfig's (the quick scale: the defaults)
     scale: str = "quick"  # the preset this config came from
-
-    QUICK = {}  # the quick scale is the defaults above
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`)
     LIMITS = {"dims": at_least(1), "extra": at_least(0), "seed": at_least(0)}
@@ -35,13 +32,6 @@ class Config(FrameSweepConfig):  # its presets: Presets, through FrameSweepConfi
         for mn in self.also:
             if not (isinstance(mn, (tuple, list)) and len(mn) == 2 and all(type(v) is int and v >= 1 for v in mn)):
                 raise ExperimentError(f"also = {self.also!r}: give (m, n) pairs of positive integers, e.g. [[10, 5]]")
-
-    # reference: dims 2..5, Elhage-size ETFs, full frame search (budget ~5 CPU-minutes, an estimate)
-    REFERENCE = staticmethod(
-        lambda: {"dims": (2, 3, 4, 5), "also": ((10, 5), (16, 6), (14, 7)), "frame": FrameConfig()}
-    )
-    # full: `FrameSweepConfig.full()` — dims 2..6, the ETF sizes of n = 7, full frame search
-    FULL = staticmethod(lambda: {k: v for k, v in vars(FrameSweepConfig.full()).items() if k != "scale"})
 
 
 def run(cfg: Config | None = None) -> Result:

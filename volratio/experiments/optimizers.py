@@ -54,6 +54,9 @@ class Point(depth_point.Point):
     LIMITS = {**depth_point.Settings.LIMITS, "members": one_of(1), "hessian_iters": at_least(1)}
 
 
+complete_point = depth_point.complete_point  # a run's complete config: SP's entries but its seed and optimizer
+
+
 def parse_point(config: dict) -> Point:
     cfg = configure(Point(), config, "optimizer_point")
     if cfg.members != 1:
@@ -197,7 +200,14 @@ def run(cfg: Config | None = None, *, out=None, executor=None, progress: bool | 
 REFERENCE_CHUNKS = ("optimizers",)  # chunks of examples/sweeps/reference.toml
 
 
-def stored_runs(names=REFERENCE_CHUNKS, root=None, judge: str | None = None, delta_scale: str = "absolute"):
+def stored_runs(
+    names=REFERENCE_CHUNKS,
+    root=None,
+    judge: str | None = None,
+    delta_scale: str = "absolute",
+    every_weight: bool = False,
+    engine="torch",
+):
     """The stored `optimizer_point` runs of `names` (under `root`, default `results/reference`): one
     row per run with `target`, `depth`, `optimizer`, `lr` (the learning rate that optimizer tunes:
     Muon's `muon_lr`, else `lr`), `adamw_lr` (Muon's AdamW part; NaN otherwise), `setting` (the
@@ -205,11 +215,12 @@ def stored_runs(names=REFERENCE_CHUNKS, root=None, judge: str | None = None, del
     label; None where the run did not record it), `sharpness`, `cpu_s`, `net` (the stored network's
     file, `CoordMLP.load`; None where the run kept none). `judge`: scores under this
     judge (the chunk's rescore runs where the runs' own judge differs; `volratio.runs.stored.judged`),
-    with δ read as `delta_scale` ("layer_std": the rescore runs under that reading)."""
+    with δ read as `delta_scale` ("layer_std": the rescore runs under that reading).
+    `every_weight`: scores on every non-zero weight through `engine` (the every-weight rescore runs)."""
     runs = (
         stored.runs_of(names, root, ExperimentError)
-        if judge is None and delta_scale == "absolute"
-        else stored.judged(names, root, judge, ExperimentError, delta_scale)
+        if judge is None and delta_scale == "absolute" and not every_weight
+        else stored.judged(names, root, judge, ExperimentError, delta_scale, every_weight, engine)
     )
     rows = []
     for r in runs:

@@ -10,9 +10,11 @@ off it afterwards (`at_fit`), not built into where SP stops.
 
 At each checkpoint — SP's network when it first reaches each weight sparsity of `checkpoints`, and
 its end point — every baseline of `methods` prunes the *same* dense networks to the *same per-layer
-sizes*: the weight methods (magnitude, random, Wanda) to SP's non-zero count in every kernel
-(`match=`), random-units to SP's live units in every layer, each fine-tuned for as many steps as SP
-retrained up to that checkpoint (an equal budget). `scratch=True` adds, per checkpoint, dense
+sizes*: the weight methods (Lottery Ticket's IMP, Wanda, magnitude, random) to SP's non-zero count in
+every kernel (`match=`), the unit methods (LLM-Pruner, random-units) to SP's live units in every layer,
+each fine-tuned for as many steps as SP retrained up to that checkpoint (an equal budget; IMP, whose
+θ₀ is the trained dense network with rewind step 0, spreads it evenly over its first training and its
+levels). `scratch=True` adds, per checkpoint, dense
 networks of the width whose non-zero count is nearest SP's, trained from scratch for the dense steps
 plus that budget: the capacity line (what a network of that size reaches without pruning).
 
@@ -36,18 +38,26 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .. import emc2
 from ..data.targets import get_target
+from ..emc2 import EMC2Config
+from ..judges.registry import JUDGES
 from ..nets import CoordMLP
 from ..prune import PruneError, collapsed, prune
+from ..prune.baselines import IMPConfig, imp_levels
 from ..prune.criteria import CalibrationGrid
 from ..prune.masks import weight_sparsity
 from ..prune.similarity_pruning import SPConfig
 from ..train import PATHS, TrainConfig, mse_per_network, train
 from ..util.limits import above, at_least, between, one_of, parsed_by
-from ..util.presets import Presets
+from ..util.presets import Presets, configure
+from ..runs import stored
+from ..runs.reference import source_root
+from ..runs.registry import artifact_name, get_run
+from ..runs.store import Store, StoreError, config_key, sha256_file
 from ._base import ExperimentError, Result
 
-METHODS = ("magnitude", "random", "wanda", "random-units")  # baselines matched per layer to SP
+METHODS = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units")  # baselines matched per layer to SP
 SCHEDULE = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0)  # τ after the first 0.95, most similar pair first
 
 
@@ -87,11 +97,11 @@ class Config(Presets):
     }  # fmt: skip
 
     # reference: skull at 64×64 from width 64 at depth 6 (20,928 weights), 2,000 dense steps, SP rounds of
-    # 500 steps, three members; the baselines at 75 % and at SP's end
-    # (the chunk `sparse_regime` of examples/sweeps/reference.toml runs it for skull, butterfly and apple, each
+    # 300 steps, three members; the baselines at 75 % and at SP's end
+    # (the chunk `sparse_regime` of examples/sweeps/reference.toml runs it for skull and butterfly, each
     # with its Picbreeder network's non-zero count as `target_nonzeros`, all at depth 6)
     REFERENCE = dict(members=3, width=64, res=64, dense_steps=2000, device="cpu", train_path="fast", keep_nets=True,
-                     sp=replace(_sp_default(), rounds=40, retrain_steps=500))  # fmt: skip
+                     sp=replace(_sp_default(), rounds=40, retrain_steps=300))  # fmt: skip
     FULL = dict(members=5, width=128, res=128, dense_steps=10_000,
                 sp=replace(_sp_default(), rounds=60, retrain_steps=2000))  # fmt: skip
 
@@ -131,7 +141,7 @@ def run(config: Config | None = None, *, progress=None) -> Result:
     nets = {("dense", "dense"): dense}
     stages = [(f"{s:.2f}", max(1, math.floor((1 - s) * have))) for s in sorted(cfg.checkpoints)]
     stages.append(("end", cfg.target_nonzeros))
-    done = 0
+    done, failed = 0, {}  # failed: (method, checkpoint) -> why the baseline could not be matched
     for name, goal in stages:
         if rounds_left == 0:
             break
@@ -150,8 +160,11 @@ def run(config: Config | None = None, *, progress=None) -> Result:
         budget += used * cfg.sp.retrain_steps
         nets[("sp", name)] = _copy(sp_net)
         say(f"SP at checkpoint {name}: {sp_net.nonzero()} non-zero")
-        _match_baselines(cfg, dense, sp_net, images, name, budget, tc, nets)
+        failed.update(_match_baselines(cfg, dense, sp_net, images, name, budget, tc, nets))
     rows = [row for rows in trajectory for row in rows]
+    for (method, ckpt), why in failed.items():  # recorded, not dropped: one row per member, no network
+        rows += [{"kind": "checkpoint", "checkpoint": ckpt, "method": method, "member": k, "seed": cfg.seed + k,
+                  "failed": why} for k in range(cfg.members)]  # fmt: skip
     for (method, ckpt), net in nets.items():
         loss = _losses(net, images)
         flags = collapsed(net, cfg.res, dense_loss, loss)
@@ -182,22 +195,34 @@ def _trajectory_rows(cfg: Config, rnd: int, net: CoordMLP, loss, dense_loss, non
              "loss_ratio": float(loss[k] / dense_loss[k])} for k in range(net.population)]  # fmt: skip
 
 
-def _match_baselines(cfg, dense, sp_net, images, name, budget, tc, nets) -> None:
+def _match_baselines(cfg, dense, sp_net, images, name, budget, tc, nets) -> dict:
     """Every baseline of `cfg.methods` on a copy of `dense`, matched per layer to `sp_net`, fine-tuned
-    for `budget` steps at SP's retraining rate; and, with `cfg.scratch`, a dense network of SP's size."""
+    for `budget` steps at SP's retraining rate; and, with `cfg.scratch`, a dense network of SP's size.
+    Returns `{(method, name): why}` for the baselines that cannot reach SP's per-layer sizes (e.g. the
+    weights they keep leave no path from the input to the output): recorded, never stored as networks."""
     fine = tc.finetune(0, cfg.sp.retrain_lr_factor)
+    failed = {}
     for m in cfg.methods:
         net = _copy(dense)
-        opts = dict(match=sp_net, retrain_steps=budget, train=fine)
+        if m == "imp":  # the dense network is its own θ₀ (rewind 0); every level trains budget ÷ (levels + 1)
+            levels = len(imp_levels(net, IMPConfig(match=sp_net)))
+            opts = dict(match=sp_net, train_steps=max(1, budget // (levels + 1)), train=fine)
+        else:
+            opts = dict(match=sp_net, retrain_steps=budget, train=fine)
         if m == "random":
             opts["seed"] = cfg.seed
-        prune(net, images, m, **opts)
+        try:
+            prune(net, images, m, **opts)
+        except PruneError as e:
+            failed[(m, name)] = str(e)
+            continue
         nets[(m, name)] = net
     if cfg.scratch:
         width = scratch_width(cfg.depth, float(np.mean(sp_net.nonzero())))
         net = CoordMLP(f"{cfg.depth};{cfg.activation}:{width}", head="hsv", population=cfg.members, seed=cfg.seed)
         train(net, images, replace(tc, steps=cfg.dense_steps + budget))
         nets[("scratch", name)] = net
+    return failed
 
 
 def scratch_width(depth: int, nonzero: float, n_in: int = 4, n_out: int = 3) -> int:
@@ -208,14 +233,185 @@ def scratch_width(depth: int, nonzero: float, n_in: int = 4, n_out: int = 3) -> 
 
 
 def at_fit(table: pd.DataFrame, factor: float = 2.0, floor: float = 0.002) -> pd.DataFrame:
-    """Per member, SP's trajectory read at the fit criterion: the fewest non-zero weights among the
-    rounds whose MSE ≤ max(factor × dense MSE, floor), with that round's sparsity and MSE ratio."""
+    """Per member (and per target, where the table has several), SP's trajectory read at the fit
+    criterion: the fewest non-zero weights among the rounds whose MSE ≤ max(factor × dense MSE, floor),
+    with that round's sparsity and MSE ratio."""
     t = table[table.kind == "trajectory"]
+    by = ["target", "member"] if "target" in t else ["member"]
     out = []
-    for k, g in t.groupby("member"):
+    for keys, g in t.groupby(by, sort=False):
         dense = float(g[g["round"] == 0].loss.iloc[0])
         ok = g[g.loss <= max(factor * dense, floor)]
         best = ok.loc[ok.nonzero.idxmin()]
-        out.append({"member": k, "round": int(best["round"]), "nonzero": int(best.nonzero),
-                    "sparsity": float(best.sparsity), "loss_ratio": float(best.loss_ratio)})  # fmt: skip
+        out.append({**dict(zip(by, keys if isinstance(keys, tuple) else (keys,))), "round": int(best["round"]),
+                    "nonzero": int(best.nonzero), "sparsity": float(best.sparsity),
+                    "loss_ratio": float(best.loss_ratio)})  # fmt: skip
     return pd.DataFrame(out)
+
+
+REFERENCE_CHUNK = "sparse_regime"  # results/reference/<chunk>: one run per target
+
+
+def stored_table(name: str = REFERENCE_CHUNK, root=None) -> pd.DataFrame:
+    """The stored reference runs of chunk `name` (under `root`, default `results/reference`) as one
+    table like `run`'s, plus `target`, `target_nonzeros`, the run's `key` and `cpu_s`, and `net`:
+    the file of the population a checkpoint row's network belongs to (member `member`)."""
+    rows = []
+    for r in stored.runs_of(name, root, error=ExperimentError):
+        cfg = r["config"]
+        arts = r.get("artifacts", {})
+        for row in r["metrics"]["rows"]:
+            net = None
+            if row["kind"] == "checkpoint":
+                net = arts.get(f"net_{artifact_name((row['method'], row['checkpoint']))}")
+            rows.append({**row, "target": cfg["target"], "target_nonzeros": cfg["target_nonzeros"],
+                         "key": r["key"], "cpu_s": r["cpu_s"], "net": net})  # fmt: skip
+    return _failed_reasons(stored.non_finite_as_floats(pd.DataFrame(rows)))
+
+
+def _failed_reasons(table: pd.DataFrame) -> pd.DataFrame:
+    """`failed` holds a reason, or a missing value (NaN) for the rows of methods that worked (stored
+    as the text "nan")."""
+    if "failed" in table:
+        table["failed"] = table["failed"].astype(object).map(lambda f: f if isinstance(f, str) and f != "nan" else None)
+    return table
+
+
+# ---------------------------------------------------------------------------------------------
+# The second stage: EMC2 of the stored populations (run function `regime_point`)
+
+SCORE_JUDGES = ("anchored", "anchored-gated", "anchored-ssim", "stability")  # the first decides; the others are rows
+
+
+def _every_weight() -> EMC2Config:
+    return EMC2Config(max_params=None, engine="fused", dtype="float32", device="cpu")
+
+
+@dataclass(frozen=True)
+class Point:
+    """EMC2 of one population stored by a `sparse_regime` run, read back from its chunk: the networks
+    are pruned and stored once, and scored here (every non-zero weight by default)."""
+
+    source: dict = field(default_factory=lambda: {"scale": "reference", "target": "picbreeder:skull",
+                                                  "target_nonzeros": 147})  # the source run's config as its chunk gives it  # fmt: skip
+    population: str = "sp_end"  # <method>_<checkpoint> of the source's `nets` (artifact net_<population>)
+    chunk: str = REFERENCE_CHUNK  # the source chunk's folder under the reference root
+    judges: tuple = SCORE_JUDGES  # each judges the same perturbed images
+    emc2: EMC2Config = field(default_factory=_every_weight)  # `member` is ignored: every member is scored
+    calibration_seed: int = 0  # seeds a calibrated judge's calibration
+    seed: int = 0  # the source run's `seed` (with `source`, it names the source run)
+
+    LIMITS = {"population": parsed_by(lambda p: _population(p)), "judges": one_of(*JUDGES),
+              "calibration_seed": at_least(0), "seed": at_least(0)}  # fmt: skip
+
+
+def _population(name: str) -> str:
+    method, _, checkpoint = str(name).rpartition("_")
+    if method not in ("dense", "sp", "scratch", *METHODS) or not checkpoint:
+        raise ValueError(f"{name!r} is not <method>_<checkpoint> (e.g. sp_end, wanda_0p75, dense_dense)")
+    return name
+
+
+def parse_point(config: dict) -> Point:
+    cfg = configure(Point(), config, "regime_point")
+    if not isinstance(cfg.source, dict) or "seed" in cfg.source:
+        raise ExperimentError(
+            f"regime_point: source = {cfg.source!r}; give the source run's config (a table) without its seed (`seed`)"
+        )
+    return cfg
+
+
+def source_key(cfg: Point) -> str:
+    """The store key of the source run: the hash of `sparse_regime` and its complete config."""
+    entry = get_run("sparse_regime")
+    return config_key(entry.name, entry.keyed({**cfg.source, "seed": cfg.seed}))
+
+
+def _failed(row: dict) -> bool:
+    """A stored row of a baseline that could not be matched (its reason; rows of the others hold NaN,
+    stored as "nan")."""
+    return isinstance(row.get("failed"), str) and row["failed"] != "nan"
+
+
+def _failed_population(cfg: Point, key: str) -> tuple:
+    """`(why, members)` when the source run could not make population `cfg.population` (its `failed`
+    rows, one per member), else `(None, 0)`."""
+    method, _, ckpt = cfg.population.rpartition("_")
+    for r in stored.records(cfg.chunk, source_root()):
+        if r["key"] == key:
+            whys = [row["failed"] for row in r["metrics"]["rows"] if _failed(row)
+                    and row["method"] == method and str(row["checkpoint"]).replace(".", "p") == ckpt]  # fmt: skip
+            return (whys[0], len(whys)) if whys else (None, 0)
+    return None, 0
+
+
+def point(config: dict) -> dict:
+    """EMC2 of every member of the stored population `population` of the source run. Metrics, one list
+    entry per member: `nonzero`, `sparsity`, `auc_<judge>`, `base_kept_<judge>` per judge, and
+    `n_params`; `source_key` and `net_sha256` (what was scored). A population the source run could
+    not make (a `failed` row) gives `source_key` and `failed` (why) only."""
+    cfg = parse_point(config)
+    key = source_key(cfg)
+    art = f"net_{cfg.population}"
+    why, members = _failed_population(cfg, key)
+    if why is not None:  # the source could not prune this population: recorded, nothing to score
+        return {"source_key": key, "failed": why, "members": members}
+    try:
+        path = Store(source_root() / cfg.chunk).artifact_path(key, art)
+    except StoreError as e:
+        raise ExperimentError(
+            f"regime_point: {e}; run the source chunk first (`volratio reference run PLAN --chunk {cfg.chunk}`)"
+        ) from None
+    net = CoordMLP.load(path)
+    out = {"source_key": key, "net_sha256": sha256_file(path), "nonzero": [int(n) for n in net.nonzero()],
+           "sparsity": [float(s) for s in weight_sparsity(net.masks)]}  # fmt: skip
+    label = emc2.target_label(cfg.source["target"])
+    for k in range(net.population):
+        ec = replace(cfg.emc2, member=k)
+        js = emc2.judges_for(net, list(cfg.judges), cfg.source["target"], ec, calibration_seed=cfg.calibration_seed)
+        for r in emc2.score(net, js, label, ec):
+            out.setdefault(f"auc_{r.judge}", []).append(float(r.auc))
+            out.setdefault(f"base_kept_{r.judge}", []).append(bool(r.base_kept))
+        out.setdefault("n_params", []).append(int(r.n_params))
+    return out
+
+
+SCORE_CHUNK = "sparse_regime_emc2"  # results/reference/<chunk>: one regime_point run per target × population
+
+
+def stored_scores(name: str = SCORE_CHUNK, root=None) -> pd.DataFrame:
+    """The stored `regime_point` runs of chunk `name` as one table, one row per target × population ×
+    member: `target`, `method`, `checkpoint` ("0.75", "end"), `member`, `nonzero`, `sparsity`,
+    `n_params`, and per judge `emc2_auc:<judge>` and `base_kept:<judge>`; with the source run's `loss`
+    and `loss_ratio` (÷ the member's dense MSE) where the frontier chunk is stored too."""
+    rows = []
+    for r in stored.runs_of(name, root, error=ExperimentError):
+        cfg, m = r["config"], r["metrics"]
+        method, _, ckpt = cfg["population"].rpartition("_")
+        if m.get("failed"):  # one row per member the source could not prune, with why
+            rows += [{"target": cfg["source"]["target"], "method": method, "checkpoint": ckpt.replace("p", "."),
+                      "member": k, "seed": cfg["seed"], "failed": m["failed"], "cpu_s": r["cpu_s"]}
+                     for k in range(m["members"])]  # fmt: skip
+            continue
+        judges = [k.removeprefix("auc_") for k in m if k.startswith("auc_")]
+        for k in range(len(m["nonzero"])):
+            row = {"target": cfg["source"]["target"], "method": method, "checkpoint": ckpt.replace("p", "."),
+                   "member": k, "seed": cfg["seed"], "nonzero": m["nonzero"][k], "sparsity": m["sparsity"][k],
+                   "n_params": m["n_params"][k], "cpu_s": r["cpu_s"]}  # fmt: skip
+            for j in judges:
+                row[f"emc2_auc:{j}"] = m[f"auc_{j}"][k]
+                row[f"base_kept:{j}"] = m[f"base_kept_{j}"][k]
+            rows.append(row)
+    table = _failed_reasons(pd.DataFrame(rows))
+    try:
+        fits = stored_table(root=root)
+    except ExperimentError:
+        return table
+    fits = fits[fits.kind == "checkpoint"][["target", "method", "checkpoint", "member", "loss", "loss_ratio"]]
+    return table.merge(fits, on=["target", "method", "checkpoint", "member"], how="left")
+
+
+def stored_config(name: str = REFERENCE_CHUNK, root=None) -> Config:
+    """The settings of the stored runs of chunk `name` (its first run's; the runs differ only in
+    `target` and `target_nonzeros`)."""
+    return get_run("sparse_regime").parse(stored.runs_of(name, root, error=ExperimentError)[0]["config"])

@@ -2,7 +2,8 @@
 
 The sweep over feature sparsity is trained as one population (`volratio.welch.superposition.train_toy`);
 per instance, the interference of its represented features against the Welch bound at (r, m) and
-its final loss. `Config` is `volratio.welch.superposition.ToyConfig` with the three presets.
+its final loss. `Config` is `volratio.welch.superposition.ToyConfig`, its presets included, with the quick
+scale as its defaults and the CPU as its device.
 
 Chapter: "Feature interference and the Welch bound" (book/welch.md).
 """
@@ -19,21 +20,11 @@ from ._base import Result
 
 
 @dataclass
-class Config(ToyConfig):  # its presets: Presets, through ToyConfig
-    steps: int = 3000  # Adam steps (the reference and full presets: Elhage et al.'s 10,000)
-    batch: int = 512  # samples per step and instance (the reference and full presets: Elhage et al.'s 1024)
+class Config(ToyConfig):  # its presets: ToyConfig's QUICK / REFERENCE / FULL
+    steps: int = 3000  # Adam steps (ToyConfig.QUICK's; the reference and full presets: Elhage et al.'s 10,000)
+    batch: int = 512  # samples per step and instance (ToyConfig.QUICK's; reference and full: Elhage et al.'s 1024)
     device: str = "cpu"  # CPU: the numbers repeat bit for bit
     scale: str = "quick"  # the preset this config came from
-
-    QUICK = {}  # the quick scale is the defaults above
-
-    # reference: Elhage et al.'s training length (10,000 steps, batch 1024), 3 replicas (budget ~10
-    # CPU-minutes, an estimate)
-    REFERENCE = {"steps": 10_000, "batch": 1024, "replicas": 3}
-    # full: Elhage et al.'s settings, 13 sparsity levels, 3 replicas each (`ToyConfig.full()`)
-    FULL = staticmethod(
-        lambda: {k: v for k, v in vars(ToyConfig.full()).items() if k in ("sparsities", "replicas", "steps", "batch")}
-    )
 
 
 def run(cfg: Config | None = None, *, threshold: float = 0.5) -> Result:

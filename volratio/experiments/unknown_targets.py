@@ -69,8 +69,7 @@ def _shared(base: DepthConfig) -> dict:
             "res",
             "steps",
             "lr",
-            "sp_rounds",
-            "retrain_steps",
+            "sp",
             "deltas",
             "max_params",
             "train_path",
@@ -203,6 +202,8 @@ def stored_scenes(
     names=REFERENCE_CHUNKS,
     judge: str | None = None,
     delta_scale: str = "absolute",
+    every_weight: bool = False,
+    engine: str = "torch",
 ) -> tuple[dict, list]:
     """`(curves, rows)` from the stored reference chunks: every scene of `depth_scenes` and its parts
     on the scene's depths (`restrict`), and per scene × effect the row of `scene_vs_parts` (its
@@ -212,8 +213,12 @@ def stored_scenes(
     the chunks read (`REFERENCE_CHUNKS`). `judge`: every network scored under this judge
     (`volratio.runs.stored.depth_curves`, which never mixes chunks judged differently; the rescore runs where
     the runs' own judge differs), e.g. "anchored-pooled" for one threshold for every image; δ read
-    as `delta_scale` ("layer_std": the rescore runs under that reading)."""
-    curves = stored.depth_curves(names, root, judge=judge, delta_scale=delta_scale)
+    as `delta_scale` ("layer_std": the rescore runs under that reading). `every_weight`: every network
+    scored on every non-zero weight through `engine` (its every-weight rescore run) instead of the
+    runs' seeded sample."""
+    curves = stored.depth_curves(
+        names, root, judge=judge, delta_scale=delta_scale, every_weight=every_weight, engine=engine
+    )
     rows, out = [], {}
     for scene in [t for t in curves if t.startswith("scene:")]:
         parts = scene_parts(scene)

@@ -194,6 +194,27 @@ class IMPConfig:
     train_steps: int = 600  # T: training per level (the first level trains 0 → T, later ones k → T)
     exclude_output: bool = False  # never prune the output kernel
     train: TrainConfig = field(default_factory=TrainConfig)  # optimizer (steps ignored)
+    match: object = None  # as MagnitudeConfig.match, instead of `sparsity`: every kernel's count is reached
+    # at the last level, each level keeping the same geometric share of what it prunes in every kernel
+
+
+def imp_levels(net: CoordMLP, cfg: IMPConfig) -> list:
+    """Per level, what `weight_masks` takes: `(sparsity per network, None)` for the global schedule,
+    or `(None, counts)` with `(K, n_kernels)` masked counts rising geometrically to the matched ones."""
+    if cfg.match is None:
+        svec = per_member(cfg.sparsity, net.population)
+        n = steps_for_rate(max(svec), cfg.rate)
+        return [(list(lv), None) for lv in zip(*[geometric(s, n) for s in svec])]
+    final = weight_counts_to_match(net, cfg.match)  # (K, n_kernels) masked at the end
+    sizes = np.array([m[0].numel() for m in net.masks], dtype=float)
+    keep = (sizes - final) / sizes  # fraction kept per kernel at the end
+    n = steps_for_rate(float((final.sum(1) / sizes.sum()).max()), cfg.rate)
+    levels = []
+    for lv in range(1, n + 1):
+        masked = np.rint(sizes * (1 - keep ** (lv / n))).astype(np.int64)
+        levels.append((None, np.maximum(masked, levels[-1][1]) if levels else masked))
+    levels[-1] = (None, final)
+    return levels
 
 
 def imp(net: CoordMLP, image, cfg: IMPConfig | None = None):
@@ -212,13 +233,12 @@ def imp(net: CoordMLP, image, cfg: IMPConfig | None = None):
     theta_k = [w.detach().clone() for w in net.weights]
     _retrain(net, image, cfg.train, cfg.train_steps - k_steps)
     history = [record(net, calib, 0)]
-    svec = per_member(cfg.sparsity, net.population)
-    n_levels = steps_for_rate(max(svec), cfg.rate)
-    levels = [list(lv) for lv in zip(*[geometric(s, n_levels) for s in svec])]  # per level, per network
+    levels = imp_levels(net, cfg)
+    scope = "global" if cfg.match is None else "layer"
     prunable = _prunable(net, cfg.exclude_output)
     rewound = None
-    for r, s in enumerate(levels, 1):
-        _set_masks(net, weight_masks(Magnitude().scores(net), net.masks, s, "global", prunable))
+    for r, (s, counts) in enumerate(levels, 1):
+        _set_masks(net, weight_masks(Magnitude().scores(net), net.masks, s, scope, prunable, counts))
         with torch.no_grad():
             for w, t in zip(net.weights, theta_k):
                 w.copy_(t)
@@ -226,9 +246,9 @@ def imp(net: CoordMLP, image, cfg: IMPConfig | None = None):
         rewound = [w.detach().clone() for w in net.weights]
         _retrain(net, image, cfg.train, cfg.train_steps - k_steps)
         history.append(record(net, calib, r))
-    return PruneResult(
-        net, "imp", asdict(cfg), history, extras={"theta_k": theta_k, "rewound": rewound, "levels": levels}
-    )
+    recorded = asdict(cfg) if cfg.match is None else _recorded(cfg, net, levels[-1][1])
+    levels = [s if counts is None else counts.tolist() for s, counts in levels]
+    return PruneResult(net, "imp", recorded, history, extras={"theta_k": theta_k, "rewound": rewound, "levels": levels})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,6 +265,8 @@ class LLMPrunerConfig:
     steps: int = 1  # pruning steps of the schedule
     retrain_steps: int = 200  # fine-tuning after each step (LLM-Pruner's recovery stage)
     train: TrainConfig = field(default_factory=TrainConfig)
+    match: object = None  # as RandomUnitsConfig.match, instead of `sparsity`: one step to another
+    # network's live units per layer, the lowest-importance groups removed
 
 
 @dataclass
@@ -262,6 +284,12 @@ def llm_pruner(net: CoordMLP, image, cfg: LLMPrunerConfig | None = None):
     crit = Taylor(cfg.variant, cfg.n_batches)
     calib = CalibrationGrid.from_image(image, place(net, cfg.train))
     history = [record(net, calib, 0)]
+    if cfg.match is not None:
+        counts = matched_counts(cfg.match, net)
+        _set_masks(net, unit_masks(crit.scores(net, calib), net.masks, counts=counts))
+        _retrain(net, image, cfg.train, cfg.retrain_steps)
+        history.append(record(net, calib, 1))
+        return PruneResult(net, "llm-pruner", asdict(replace(cfg, match=counts)), history)
     for r, s in enumerate(_schedule(cfg.schedule, cfg.sparsity, cfg.steps, net.population, "unit sparsity"), 1):
         _set_masks(net, unit_masks(crit.scores(net, calib), net.masks, sparsity=s, scope=cfg.scope))
         _retrain(net, image, cfg.train, cfg.retrain_steps)

@@ -44,15 +44,16 @@ def judge_of(table, judge: str | None = None) -> str | None:
 
 
 def sp_vs_pruners(
-    table, zero: float = 0.05, scale: str = "quick", judge: str | None = None, stored: bool = False
+    table, zero: float = 0.05, scale: str = "quick", judge: str | None = None, stored: bool = False, at: str = ""
 ) -> tuple[Verdict, "object"]:
     """Claim "sp-vs-pruners" from the connectivity experiment's table (`emc2_auc` per network and
     method, over targets and seeds). Deciding statistic: SP's AUC minus that of the strongest of
     Lottery Ticket, Wanda and LLM-Pruner (the highest mean), with the interval from the two
     t-intervals (`volratio.util.verdicts.difference`: above 0 exactly when they are separated).
     Sub-checks: SP's interval above each baseline's, each baseline's upper end below `zero`.
-    `judge`: default the table's `judge` column. Returns the recorded `Verdict` and a per-method
-    table."""
+    `judge`: default the table's `judge` column. `at`: where the networks were compared (e.g. their
+    weight sparsity), said in what was measured and in the headline. Returns the recorded `Verdict`
+    and a per-method table."""
     judge = judge_of(table, judge)
 
     est = {m: Estimate.from_samples(table[table.method == m]["emc2_auc"]) for m in dict.fromkeys(table.method)}
@@ -90,6 +91,7 @@ def sp_vs_pruners(
         f"EMC2 AUC ({judge_short(judge)}) SP {est['sp'].mean:.2f}; "
         + ", ".join(f"{named[m]} {est[m].mean:.2f}" for m in named)
         + f"; baselines at 0: {at_zero} of 3; SP's interval above theirs: {separated} of 3"
+        + (f"; {at}" if at else "")
     )
     forest = forest_of(
         [("SP", est["sp"], 0)] + [(named[m], est[m], 1) for m in named],
@@ -99,7 +101,8 @@ def sp_vs_pruners(
     )
     headline = (
         f"{stated}. SP's EMC2 AUC is {interval(est['sp'])} against {interval(est[strongest])} for "
-        f"{named[strongest]}, the strongest baseline; {at_zero} of 3 baselines end below {zero}."
+        f"{named[strongest]}, the strongest baseline; {at_zero} of 3 baselines end below {zero}"
+        + (f" ({at})." if at else ".")
     )
     evidence = {**decision, "strongest baseline": strongest, **{m: vars(e) for m, e in est.items()}}
     v = record("sp-vs-pruners", verdict, measured, evidence, scale, judge, stored, forest, headline)

@@ -271,7 +271,8 @@ def paired_auc(paired, title: str = "", xlabel: str = "EMC2 AUC"):
 
 FRONTIER_STYLE = {  # method -> (marker, colour) of the sparsity–fit frontier
     "sp": ("o", "C0"), "magnitude": ("s", "C1"), "random": ("x", "C2"), "wanda": ("^", "C3"),
-    "random-units": ("v", "C4"), "scratch": ("*", "k"), "dense": ("D", "0.5"),
+    "random-units": ("v", "C4"), "scratch": ("*", "k"), "dense": ("D", "0.5"), "imp": ("P", "C5"),
+    "llm-pruner": ("<", "C6"),
 }  # fmt: skip
 
 

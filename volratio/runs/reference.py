@@ -47,7 +47,7 @@ from ..util import machine as M
 from ..util.fileio import atomic_path
 from ..util.provenance import git_commit, versions
 from .registry import get_run, stored_config
-from .store import _sha256_file, config_key, sha256_bytes
+from .store import config_key, sha256_bytes, sha256_file
 from .stored import DEFAULT_ROOT, MANIFEST, ReferenceError, chunks, records
 from .sweep import Sweep, execute, run_sweep
 
@@ -123,6 +123,11 @@ SCORE_TOLERANCE = 0.01
 SCORE_METRICS = ("score", "scores", "base_kept")
 
 
+# the engines an every-weight rescore can use, each with its arithmetic: the torch engine in float64
+# (the exact reference, as the source runs scored) or the fused C++ kernel in float32 (faster)
+EVERY_WEIGHT_ENGINES = {"torch": "float64", "fused": "float32"}
+
+
 def source_scoring(record: dict) -> tuple[str, int, "object"]:
     """`(target spec, members, EMC2Config of member 0)` of a stored run of `RESCORABLE`: what its
     own scoring used (`volratio.depth.point.emc2_of`, or a `twin_point`'s `Point.emc2_config`)."""
@@ -132,21 +137,39 @@ def source_scoring(record: dict) -> tuple[str, int, "object"]:
     return point_cfg.target, int(point_cfg.members), point_emc2_config(point_cfg, 0)
 
 
-def rescore_config(chunk: str, record: dict, judge: str, anchor: str = "image", delta_scale: str = "absolute") -> dict:
+def rescore_config(
+    chunk: str,
+    record: dict,
+    judge: str,
+    anchor: str = "image",
+    delta_scale: str = "absolute",
+    every_weight: bool = False,
+    engine: str = "torch",
+) -> dict:
     """The config of the rescore run (`volratio.runs.rescore.point`) that scores the stored networks
-    of a source run (a `records` entry of a `RESCORABLE` run function) under `judge`, with the EMC2
-    settings of the source's own scoring, anchored on `anchor` (`volratio.data.anchors`) and with
-    δ read as `delta_scale` (`volratio.emc2.delta_scale`)."""
+    of a source run (a `records` entry of a `RESCORABLE` run function) under `judge`, anchored on
+    `anchor` (`volratio.data.anchors`) and with δ read as `delta_scale` (`volratio.emc2.delta_scale`).
+
+    Its `emc2` holds every `EMC2Config` entry but `member` (engine and dtype included): a run is
+    keyed by its complete config. By default the EMC2 settings of the source's own scoring (its
+    `max_params`, engine and dtype). `every_weight=True`: every non-zero weight (`max_params` None)
+    through `engine` (`EVERY_WEIGHT_ENGINES`: "torch" in float64 or "fused" in float32)."""
     target, members, ec = source_scoring(record)
     emc = {k: v for k, v in asdict(ec).items() if k != "member"}
     emc["deltas"] = [float(d) for d in ec.deltas]
     emc["delta_scale"] = delta_scale
+    if every_weight:
+        if engine not in EVERY_WEIGHT_ENGINES:
+            raise ReferenceError(
+                f"engine {engine!r}: an every-weight rescore runs on one of {', '.join(EVERY_WEIGHT_ENGINES)}"
+            )
+        emc.update(max_params=None, engine=engine, dtype=EVERY_WEIGHT_ENGINES[engine])
     return {
         "source": {
             "chunk": chunk,
             "key": record["key"],
             "run": record["run"],
-            "net_sha256": _sha256_file(Path(record["artifacts"][NET])),
+            "net_sha256": sha256_file(Path(record["artifacts"][NET])),
         },
         "judge": judge,
         "target": target,
@@ -220,6 +243,8 @@ def run_chunk(
 ):
     """Run chunk `name` of `plan` into `root/name/` (resuming: finished runs are skipped; runs whose
     last attempt failed are rerun only with `retry_failed`) and write its manifest after every run.
+    Runs that read stored networks read them from the chunks under `root` when they run in this
+    process (`reading_from`); worker processes of `executor` read them under `DEFAULT_ROOT`.
     Returns the sweep report."""
     if name not in plan:
         raise ReferenceError(f"no chunk {name!r} in the plan; it has {', '.join(plan)}")
@@ -246,7 +271,8 @@ def run_chunk(
 
     sessions = manifest.get("sessions", []) + [session]
     out.mkdir(parents=True, exist_ok=True)
-    report = run_sweep(sweep, out, executor, retry_failed=retry_failed, progress=progress, on_outcome=on_outcome)
+    with reading_from(root):  # runs that read stored networks (rescore, regime_point) read them under `root`
+        report = run_sweep(sweep, out, executor, retry_failed=retry_failed, progress=progress, on_outcome=on_outcome)
     _write_manifest(man_path, sweep, sessions, runs)
     return report
 

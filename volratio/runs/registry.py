@@ -32,7 +32,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..util.presets import ConfigError, preset
+from ..util.presets import ConfigError, complete, preset
 
 EXPERIMENTS_PACKAGE = "volratio.experiments"  # where the chapter experiments' modules live
 
@@ -50,38 +50,6 @@ EXPERIMENTS = {
     "superposition": "superposition_toy",  # the superposition toy model
     "interference": "interference",  # learned features (Picbreeder, dense, SP) against the Welch bound
 }
-
-
-def complete(parsed: Any) -> dict:
-    """A parsed config as the complete config a run is keyed and stored with: every field of a config
-    dataclass, nested configs as dotted entries (`sp.tau`), tuples as lists; a parse that returns a
-    dict (a user's run function) gives that dict."""
-    if isinstance(parsed, dict):
-        return plain(parsed)
-    if not dataclasses.is_dataclass(parsed):
-        raise ConfigError(
-            f"{type(parsed).__name__}: a run's parse must return a config dataclass (or a dict) to be completed"
-        )
-    out = {}
-    for f in dataclasses.fields(parsed):
-        value = getattr(parsed, f.name)
-        if dataclasses.is_dataclass(value):
-            out.update({f"{f.name}.{k}": v for k, v in complete(value).items()})
-        else:
-            out[f.name] = plain(value)
-    return out
-
-
-def plain(value: Any) -> Any:
-    """Tuples as lists and numpy / torch scalars as Python numbers, recursively (JSON's types)."""
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    item = getattr(value, "item", None)
-    if callable(item) and getattr(value, "shape", None) == ():
-        return item()
-    return copy.deepcopy(value)
 
 
 @dataclass(frozen=True)
@@ -106,13 +74,14 @@ class RunFunction:
 _BUILTIN_RUNS = {
     "train": ("training", "train", "complete_train"),
     "toy": ("toy", "toy"),
-    "depth_point": ("volratio.depth.point", "point"),
-    "optimizer_point": ("optimizers", "point"),
+    "depth_point": ("volratio.depth.point", "point", "complete_point"),
+    "optimizer_point": ("optimizers", "point", "complete_point"),
     "emc2_point": ("emc2_bench", "point"),
     "emc2_dense": ("emc2_bench", "dense_point"),
     "rescore": ("volratio.runs.rescore", "point"),  # stored networks, another judge
     "fit_budget": ("fit_budget", "point", "complete_point"),  # MSE against steps
     "twin_point": ("twins", "point"),  # one network of the sixteen-target comparison
+    "regime_point": ("sparse_regime", "point"),  # EMC2 of a population stored by a sparse_regime run
 }
 
 _USER_RUNS: dict[str, RunFunction] = {}

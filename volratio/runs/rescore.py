@@ -16,6 +16,19 @@ its store key includes the judge and the source key, a second rescore recomputes
 rescoring under the source run's own judge reproduces its stored scores exactly. Metrics, one list
 entry per member: `score` (EMC2 AUC), `scores` (S per δ), `base_kept`; and `judge`, `anchor`.
 
+**Every weight.** The source runs scored a seeded sample of `max_params` weights per network; an
+every-weight rescore scores every non-zero weight of the same stored networks (`max_params` None):
+
+    volratio reference rescore depth_picbreeder --judge anchored --every-weight --engine fused
+
+Every rescore config holds its complete EMC2 settings (every `EMC2Config` entry, engine, dtype and
+`delta_scale` included) and its `anchor`: a run is keyed by its run name and complete config. An
+every-weight rescore has `max_params` None and the engine it ran on with its arithmetic
+(`volratio.runs.reference.EVERY_WEIGHT_ENGINES`: "torch" in float64, the exact reference, or
+"fused", the C++ kernel in float32); a sampled one the source's own. So a sampled and an
+every-weight rescore of one source under one judge are two runs with two keys, stored side by side;
+`volratio.runs.stored.judged(..., every_weight=True)` reads the latter.
+
 Rescore runs are recorded in the chunk's manifest like any run (per run: config, seed, wall and
 CPU seconds, the machine's `kind`), marked `"run": "rescore"`, so `volratio results verify`
 re-runs them like any other; `volratio.runs.stored.records` leaves them out unless asked, so the
@@ -50,9 +63,18 @@ from ..util.limits import LimitError, check_limits
 from ..util.provenance import git_commit
 from . import reference as R
 from . import stored
-from .reference import NET, RESCORABLE, RUN, manifest_totals, reading_from, rescore_config, source_root
+from .reference import (
+    EVERY_WEIGHT_ENGINES,
+    NET,
+    RESCORABLE,
+    RUN,
+    manifest_totals,
+    reading_from,
+    rescore_config,
+    source_root,
+)
 from .registry import get_run
-from .store import Store, StoreError, _sha256_file, config_key
+from .store import Store, StoreError, config_key, sha256_file
 from .stored import DEFAULT_ROOT, MANIFEST
 from .sweep import execute
 
@@ -143,7 +165,7 @@ def load_source(cfg: Config):
         art = Store(path).artifact_path(src["key"], NET)
     except StoreError as e:
         raise RescoreError(f"source network of rescore run: {e}") from None
-    if _sha256_file(art) != src["net_sha256"]:
+    if sha256_file(art) != src["net_sha256"]:
         raise RescoreError(
             f"{art}: the stored network is not the one this rescore run scored (SHA-256 differs); "
             f"rescore the chunk again (`volratio reference rescore {src['chunk']} --judge {cfg.judge}`)"
@@ -192,11 +214,20 @@ def check_chunk_name(chunk) -> str:
 
 
 def plan(
-    chunk: str, judge: str, root: "str | Path | None" = None, anchor: str = "image", delta_scale: str = "absolute"
+    chunk: str,
+    judge: str,
+    root: "str | Path | None" = None,
+    anchor: str = "image",
+    delta_scale: str = "absolute",
+    every_weight: bool = False,
+    engine: str = "torch",
 ) -> dict:
     """`{rescore key: complete config}` of every stored network of `chunk` under `judge`, anchored on
-    `anchor` and with δ read as `delta_scale`. `RescoreError` when the chunk's runs cannot be
-    rescored (not networks' runs, or no network stored), or for an unknown anchor or δ reading."""
+    `anchor` and with δ read as `delta_scale`: at the source runs' own EMC2 settings, or on every
+    non-zero weight through `engine` (`every_weight`; `volratio.runs.reference.rescore_config`).
+    `RescoreError` when the chunk's runs cannot be rescored (not networks' runs, or no network
+    stored), for an unknown anchor or δ reading, or when the engine is not one of
+    `EVERY_WEIGHT_ENGINES`."""
     root = Path(DEFAULT_ROOT if root is None else root)
     check_chunk_name(chunk)
     if judge not in JUDGES:
@@ -205,6 +236,13 @@ def plan(
         raise RescoreError(f"anchor {anchor!r}: choose one of {', '.join(ANCHORS)}")
     if delta_scale not in DELTA_SCALES:
         raise RescoreError(f"delta_scale {delta_scale!r}: choose one of {', '.join(DELTA_SCALES)}")
+    if every_weight and engine not in EVERY_WEIGHT_ENGINES:
+        raise RescoreError(f"engine {engine!r}: rescore every weight with one of {', '.join(EVERY_WEIGHT_ENGINES)}")
+    if not every_weight and engine != "torch":
+        raise RescoreError(
+            f"engine {engine!r}: a rescore at the source runs' own settings uses theirs; "
+            "choose another engine only with every_weight=True (`--every-weight`)"
+        )
     recs = stored.records(chunk, root)
     runs = sorted({r["run"] for r in recs})
     sources = [r for r in recs if r["run"] in RESCORABLE]
@@ -222,7 +260,7 @@ def plan(
     entry = get_run(RUN)
     out = {}
     for r in with_net:
-        cfg = entry.keyed(rescore_config(chunk, r, judge, anchor, delta_scale))
+        cfg = entry.keyed(rescore_config(chunk, r, judge, anchor, delta_scale, every_weight, engine))
         out[config_key(entry.name, cfg)] = cfg
     return out
 
@@ -238,6 +276,9 @@ class RescoreReport:
     seconds: float
     anchor: str = "image"  # what a label-anchored judge compared with (volratio.data.anchors)
     delta_scale: str = "absolute"  # how δ was read (volratio.emc2.delta_scale)
+    every_weight: bool = False  # every non-zero weight, or the source runs' own subsample
+    engine: str = "torch"  # the perturbation engine ("torch": float64; "fused": float32)
+    cpu_s: float = 0.0  # CPU seconds of the runs that ran now (each run's own, as the manifest records them)
 
     def summary(self) -> str:
         reading = "".join(
@@ -245,9 +286,11 @@ class RescoreReport:
             for k, v in (("anchor", self.anchor), ("δ", self.delta_scale))
             if v not in ("image", "absolute")
         )
+        what = f"every weight, {self.engine} engine" if self.every_weight else "the source runs' own settings"
         return (
-            f"rescore {self.chunk!r} under {self.judge!r}{reading}: {self.total} runs — ran {len(self.ran)}, "
-            f"skipped {self.skipped} already in the store, failed {len(self.failed)} ({self.seconds:.1f} s)"
+            f"rescore {self.chunk!r} under {self.judge!r}{reading} ({what}): {self.total} runs — ran "
+            f"{len(self.ran)} ({self.cpu_s:.1f} CPU s), skipped {self.skipped} already in the store, "
+            f"failed {len(self.failed)} ({self.seconds:.1f} s)"
         )
 
 
@@ -258,24 +301,29 @@ def rescore_chunk(
     progress: bool | None = None,
     anchor: str = "image",
     delta_scale: str = "absolute",
+    every_weight: bool = False,
+    engine: str = "torch",
 ) -> RescoreReport:
     """Score every stored network of `chunk` under `judge` (anchored on `anchor`, δ read as
     `delta_scale`) into the chunk's own store (resuming: runs already done are skipped; failed ones
-    are run again) and record each run in the chunk's manifest (a new session). Returns the report."""
+    are run again) and record each run, with its CPU seconds, in the chunk's manifest (a new
+    session). `every_weight`: on every non-zero weight through `engine` (see `plan`). Returns the report."""
     t0 = time.perf_counter()
     root = Path(DEFAULT_ROOT if root is None else root)
-    todo = plan(chunk, judge, root, anchor, delta_scale)
+    todo = plan(chunk, judge, root, anchor, delta_scale, every_weight, engine)
     entry = get_run(RUN)
     commit = git_commit()
     path = root / chunk
     man_path = path / MANIFEST
-    session = {
-        "started_at": R._now(),
-        **R.machine(),
-        "rescore": {"judge": judge, "anchor": anchor, "delta_scale": delta_scale},
+    what = {
+        "judge": judge,
+        "anchor": anchor,
+        "delta_scale": delta_scale,
+        **({"every_weight": True, "engine": engine} if every_weight else {}),
     }
+    session = {"started_at": R._now(), **R.machine(), "rescore": what}
     store = Store(path)
-    ran, failed, skipped = [], [], 0
+    ran, failed, skipped, cpu = [], [], 0, 0.0
     with store.writing(), reading_from(root):
         man = json.loads(man_path.read_text()) if man_path.is_file() else {}  # read under the store's lock
         man.setdefault("sessions", []).append(session)
@@ -294,6 +342,7 @@ def rescore_chunk(
                 outcome = execute(entry.fn, entry.name, cfg, key, threads=1, commit=commit)
                 store.record(outcome)
                 ran.append(key)
+                cpu += float(outcome["cpu_seconds"])
                 if outcome["status"] == "done":
                     runs[key] = {
                         "config": cfg,
@@ -313,7 +362,20 @@ def rescore_chunk(
             bar.close()
     if ran:
         _write_manifest(man_path, man)
-    return RescoreReport(chunk, judge, len(todo), ran, skipped, failed, time.perf_counter() - t0, anchor, delta_scale)
+    return RescoreReport(
+        chunk,
+        judge,
+        len(todo),
+        ran,
+        skipped,
+        failed,
+        time.perf_counter() - t0,
+        anchor,
+        delta_scale,
+        every_weight,
+        engine,
+        round(cpu, 3),
+    )
 
 
 def _write_manifest(path: Path, man: dict) -> None:

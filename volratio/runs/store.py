@@ -149,7 +149,7 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _sha256_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -261,7 +261,7 @@ class Store:
         if row["status"] == "done":
             for name, art in json.loads(row["artifacts"]).items():
                 path = self._artifact_file(key, art)
-                if path is None or not path.is_file() or _sha256_file(path) != art["sha256"]:
+                if path is None or not path.is_file() or sha256_file(path) != art["sha256"]:
                     warnings.warn(
                         f"{path}: artifact {name!r} of run {key} is missing or damaged; the run will be recomputed",
                         CorruptResultWarning,
@@ -324,7 +324,7 @@ class Store:
             have = ", ".join(arts) or "none"
             raise StoreError(f"{self.root}: run {key} has no artifact {name!r} (it has: {have})")
         path = self._artifact_file(key, arts[name])
-        if path is None or not path.is_file() or _sha256_file(path) != arts[name]["sha256"]:
+        if path is None or not path.is_file() or sha256_file(path) != arts[name]["sha256"]:
             raise StoreError(
                 f"{self.root}: artifact {name!r} of run {key} is missing or damaged; rerun the sweep to recompute it"
             )

@@ -5,10 +5,12 @@ A chunk is a results store `ROOT/NAME/` (`volratio.runs.store`) with its manifes
 `ROOT/NAME/manifest.json` (`volratio.runs.reference` writes both). `records(name)` gives a chunk's
 finished runs with their time and machine; `runs_of(names)` those of several chunks; `judged(names,
 judge=…)` the same runs with each run's scores under one judge: its own scores where it was judged by
-that judge, else those of its rescore run (`volratio.runs.rescore`). `depth_curves` reads the depth
-sweeps' chunks as depth curves; `table` and `cost` are what the chapters show of a chunk. The
-rescore runs stored beside a chunk's own: `rescores`, `rescore_table`, and `judges_covering` (the
-judges every run of some chunks has scores under).
+that judge, else those of its rescore run (`volratio.runs.rescore`); with `every_weight=True`, every
+run's scores on every non-zero weight (its every-weight rescore, through one engine). `depth_curves`
+reads the depth sweeps' chunks as depth curves; `table` and `cost` are what the chapters show of a
+chunk. The rescore runs stored beside a chunk's own: `rescores`, `rescore_table`, `rescore_cost`
+(CPU seconds per judge and kind of rescore), and `judges_covering` (the judges every run of some
+chunks has scores under).
 
 Chapters: every chapter that reads `results/reference/`; commands: `volratio results`, `volratio reference`.
 """
@@ -98,6 +100,8 @@ def judged(
     judge: str | None = None,
     error: type[Exception] = ReferenceError,
     delta_scale: str = "absolute",
+    every_weight: bool = False,
+    engine: str = "torch",
 ) -> list[dict]:
     """The stored runs of the chunks `names` (`runs_of`), each with its `score`, `scores` and
     `base_kept` under `judge`: the run's own where it was judged by `judge`, else those of its
@@ -105,11 +109,19 @@ def judged(
     run without one is an `error`. `judge=None`: the runs' own scores, which must all be under one
     judge (chunks judged differently are not mixed). `delta_scale` other than "absolute" (the runs'
     own reading of δ) reads every run's scores from its rescore run under that reading
-    (`volratio reference rescore CHUNK --judge NAME --delta-scale layer_std`)."""
+    (`volratio reference rescore CHUNK --judge NAME --delta-scale layer_std`).
+
+    `every_weight=True`: every run's scores on every non-zero weight through `engine` ("torch",
+    float64, or "fused", float32): its every-weight rescore (`volratio reference rescore CHUNK
+    --judge NAME --every-weight --engine E`), or its own scores where it scored every weight under
+    `judge` itself (float64, torch, δ absolute); `judge` defaults to the runs' own. Each run gains
+    `weights_scored` ("every" or "sample") and `engine`."""
     stored = runs_of(names, root, error)
     names = [names] if isinstance(names, str) else list(names)
     if judge is None and delta_scale != "absolute":
         raise error(f"delta_scale {delta_scale!r} is read from rescore runs: give the judge (judge=NAME)")
+    if every_weight:
+        return _judged_every_weight(stored, names, root, judge, error, engine, delta_scale)
     if judge is None:
         seen = sorted({str(r["metrics"].get("judge")) for r in stored})
         if len(seen) > 1:
@@ -119,11 +131,13 @@ def judged(
             )
         return stored
     root = DEFAULT_ROOT if root is None else root
+    own_max = {r["key"]: r["config"]["max_params"] for r in stored if "max_params" in r["config"]}
     rescored = {
         r["config"]["source"]["key"]: r["metrics"]
         for n in names
         if n in chunks(root)
         for r in rescores(n, judge, root, delta_scale=delta_scale)
+        if at_source_settings(r, own_max)
     }
     out = []
     for r in stored:
@@ -144,15 +158,66 @@ def judged(
     return out
 
 
+def _judged_every_weight(
+    stored: list, names: list, root, judge, error, engine: str, delta_scale: str = "absolute"
+) -> list[dict]:
+    """`judged(..., every_weight=True)`: see there."""
+    root = DEFAULT_ROOT if root is None else root
+    if judge is None:
+        seen = sorted({str(r["metrics"].get("judge")) for r in stored})
+        if len(seen) > 1:
+            raise error(
+                f"the stored runs of {', '.join(names)} were judged differently ({', '.join(seen)}); give judge=NAME"
+            )
+        judge = seen[0]
+    rescored, chunk_of = {}, {}
+    for n in names:
+        if n in chunks(root):
+            chunk_of.update({r["key"]: n for r in records(n, root)})
+            for r in rescores(n, judge, root, delta_scale=delta_scale):
+                if every_weight_rescore(r) and rescore_engine(r) == engine:
+                    rescored.setdefault(r["config"]["source"]["key"], r["metrics"])
+    out = []
+    for r in stored:
+        own = (
+            r["metrics"].get("judge") == judge
+            and r["config"].get("max_params", 0) is None
+            and engine == "torch"
+            and delta_scale == "absolute"
+        )
+        m = r["metrics"] if own else rescored.get(r["key"])
+        if m is None:
+            chunk = chunk_of.get(r["key"], "CHUNK")
+            raise error(
+                f"run {r['key']} ({_what(r['config'])}) has no scores on every weight under judge {judge!r} "
+                f"({engine} engine); rescore its chunk (`volratio reference rescore {chunk} --judge {judge} "
+                f"--every-weight --engine {engine}"
+                + ("" if delta_scale == "absolute" else f" --delta-scale {delta_scale}")
+                + "`)"
+            )
+        metrics = {**r["metrics"], **{c: m[c] for c in ("score", "scores", "base_kept")}, "judge": judge}
+        out.append({**r, "metrics": metrics, "weights_scored": "every", "engine": engine})
+    return out
+
+
 def _what(config: dict) -> str:
     """A stored run in words: its target and depth, where it has them."""
     return ", ".join(f"{k} {config[k]}" for k in ("target", "depth") if k in config) or "no target"
 
 
-def depth_curves(names, root=None, tol: float = 1e-9, judge: str | None = None, delta_scale: str = "absolute") -> dict:
+def depth_curves(
+    names,
+    root=None,
+    tol: float = 1e-9,
+    judge: str | None = None,
+    delta_scale: str = "absolute",
+    every_weight: bool = False,
+    engine: str = "torch",
+) -> dict:
     """Depth curves (`volratio.depth.curves.DepthCurve`) from the stored depth-sweep chunks `names`
     (those present under `root`, default `results/reference`): one per target, one column per network
-    (seed.member), every network scored under `judge` with δ read as `delta_scale` (`judged`)."""
+    (seed.member), every network scored under `judge` with δ read as `delta_scale` (`judged`; on
+    every weight with `every_weight`)."""
     rows = [
         {
             "status": "done",
@@ -163,7 +228,7 @@ def depth_curves(names, root=None, tol: float = 1e-9, judge: str | None = None, 
             **{c: r["metrics"][c] for c in ("score", "loss", "dense_loss", "nonzero")},
             "base_kept": r["metrics"].get("base_kept"),
         }
-        for r in judged(names, root, judge, DepthError, delta_scale)
+        for r in judged(names, root, judge, DepthError, delta_scale, every_weight, engine)
     ]
     return curves_from_table(pd.DataFrame(rows), tol)
 
@@ -230,10 +295,13 @@ def rescores(
     root: "str | Path | None" = None,
     anchor: str = "image",
     delta_scale: str = "absolute",
+    every_weight: bool | None = None,
 ) -> list[dict]:
     """The finished rescore runs of `chunk` (all judges, or `judge`'s) read as `anchor` (what a
     label-anchored judge compared with, `volratio.data.anchors`) and `delta_scale` (how δ moved a
-    weight, `volratio.emc2.delta_scale`), as `records` gives runs."""
+    weight, `volratio.emc2.delta_scale`), as `records` gives runs; `every_weight` True or False:
+    only those that scored every non-zero weight, or only those that scored a sample
+    (`every_weight_rescore`)."""
     recs = records(chunk, DEFAULT_ROOT if root is None else root, rescores=True)
     return [
         r
@@ -242,23 +310,87 @@ def rescores(
         and (judge is None or r["config"]["judge"] == judge)
         and r["config"]["anchor"] == anchor
         and r["config"]["emc2"]["delta_scale"] == delta_scale
+        and (every_weight is None or every_weight_rescore(r) == every_weight)
     ]
 
 
-def judges_covering(names, root: "str | Path | None" = None, delta_scale: str = "absolute") -> list[str]:
+def every_weight_rescore(record: dict) -> bool:
+    """Whether a rescore run scored every non-zero weight (`max_params` None; `volratio reference
+    rescore … --every-weight`, or a rescore of a source that scored every weight itself). Every
+    rescore config names its engine and dtype (`volratio.runs.reference.rescore_config`)."""
+    return record["config"]["emc2"].get("max_params") is None
+
+
+def rescore_engine(record: dict) -> str:
+    """The perturbation engine of a rescore run (its config names it; "torch" for a config without one)."""
+    return record["config"]["emc2"].get("engine", "torch")
+
+
+def at_source_settings(record: dict, own_max: dict) -> bool:
+    """Whether a rescore run scored its source's networks at the source's own settings: the source's
+    `max_params` (`own_max`: source key → the source config's `max_params`), and for a source that
+    scored every weight itself, through the torch engine (its every-weight torch rescore)."""
+    emc = record["config"]["emc2"]
+    src_max = own_max.get(record["config"]["source"]["key"], emc.get("max_params"))
+    return emc.get("max_params") == src_max and (src_max is not None or rescore_engine(record) == "torch")
+
+
+def rescore_cost(chunk: str, root: "str | Path | None" = None):
+    """What the rescore runs stored beside chunk `chunk` cost, one row per judge and kind of rescore:
+    `judge`, `weights` ("every" or "sample"), `engine`, `dtype`, `runs`, `networks`, `cpu_s` and
+    `wall_s` (sums of each run's own, from the manifest); every reading of δ and anchor."""
+    rows = {}
+    for r in _all_rescores(chunk, root):
+        emc = r["config"]["emc2"]
+        k = (r["config"]["judge"], "every" if every_weight_rescore(r) else "sample", rescore_engine(r), emc["dtype"])
+        row = rows.setdefault(
+            k, dict(zip(("judge", "weights", "engine", "dtype"), k), runs=0, networks=0, cpu_s=0.0, wall_s=0.0)
+        )
+        row["runs"] += 1
+        row["networks"] += int(r["config"]["members"])
+        row["cpu_s"] += float(r["cpu_s"] or 0.0)
+        row["wall_s"] += float(r["wall_s"] or 0.0)
+    return pd.DataFrame(
+        list(rows.values()), columns=["judge", "weights", "engine", "dtype", "runs", "networks", "cpu_s", "wall_s"]
+    )
+
+
+def _all_rescores(chunk: str, root) -> list[dict]:
+    """Every finished rescore run of `chunk`: all judges, anchors and readings of δ."""
+    recs = records(chunk, DEFAULT_ROOT if root is None else root, rescores=True)
+    return [r for r in recs if r["run"] == RESCORE]
+
+
+def judges_covering(
+    names,
+    root: "str | Path | None" = None,
+    delta_scale: str = "absolute",
+    every_weight: bool = False,
+    engine: str = "torch",
+) -> list[str]:
     """The judges under which every stored run of the chunks `names` has scores with δ read as
     `delta_scale`: the runs' own judge when all share it (the runs' own reading is "absolute"), and
-    each judge whose rescore runs cover every run (in `volratio.judges.JUDGES` order)."""
+    each judge whose rescore runs cover every run (in `volratio.judges.JUDGES` order).
+    `every_weight`: scores on every non-zero weight through `engine` (as `judged` reads them)."""
     root = DEFAULT_ROOT if root is None else root
     names = [names] if isinstance(names, str) else list(names)
     runs = [r for c in names for r in records(c, root)]
     if not runs:
         return []
     own = {r["metrics"].get("judge") for r in runs} if delta_scale == "absolute" else set()
+    if every_weight and not (engine == "torch" and all(r["config"].get("max_params", 0) is None for r in runs)):
+        own = set()  # the runs' own scores are a sample (or another engine's)
+    own_max = {r["key"]: r["config"]["max_params"] for r in runs if "max_params" in r["config"]}
     covered = {}
     for c in names:
         for r in rescores(c, None, root, delta_scale=delta_scale):
-            covered.setdefault(r["config"]["judge"], set()).add(r["config"]["source"]["key"])
+            ok = (
+                (every_weight_rescore(r) and rescore_engine(r) == engine)
+                if every_weight
+                else at_source_settings(r, own_max)
+            )
+            if ok:
+                covered.setdefault(r["config"]["judge"], set()).add(r["config"]["source"]["key"])
     keys = {r["key"] for r in runs}
     return [j for j in JUDGES if own == {j} or keys <= covered.get(j, set())]
 
@@ -269,13 +401,23 @@ def rescore_table(
     root: "str | Path | None" = None,
     anchor: str = "image",
     delta_scale: str = "absolute",
+    every_weight: bool | None = None,
 ):
     """One row per rescored network read as `anchor` and `delta_scale` (see `rescores`): chunk,
     source key, seed, member, judge, anchor, score, scores, base_kept, `anchor_rmse` (NaN under
-    the "image" anchor, which does not record it), and the rescore run's key."""
+    the "image" anchor, which does not record it), what was scored (`weights`: "every" or "sample";
+    `max_params`, `engine`, `dtype`), the rescore run's key and its CPU seconds (the whole run's:
+    all its members)."""
     rows = []
-    for r in rescores(chunk, judge, root, anchor, delta_scale):
+    for r in rescores(chunk, judge, root, anchor, delta_scale, every_weight):
         m = r["metrics"]
+        emc = r["config"]["emc2"]
+        what = {
+            "weights": "every" if every_weight_rescore(r) else "sample",
+            "max_params": emc.get("max_params"),
+            "engine": rescore_engine(r),
+            "dtype": emc["dtype"],
+        }
         for k, s in enumerate(m["score"]):
             rows.append(
                 {
@@ -290,7 +432,9 @@ def rescore_table(
                     "scores": m["scores"][k],
                     "base_kept": m["base_kept"][k],
                     "anchor_rmse": m["anchor_rmse"][k] if "anchor_rmse" in m else float("nan"),
+                    **what,
                     "key": r["key"],
+                    "cpu_s": r["cpu_s"],
                 }
             )
     return pd.DataFrame(rows)

@@ -11,11 +11,13 @@ blocks' configs (training, SP, EMC2, the Welch sweeps) set `QUICK` to what the b
 `key=value` overrides (the command line `volratio run NAME --scale S --set key=value`, sweep specs):
 they reject unknown keys, values of the wrong type and values outside the config's `LIMITS`
 (`volratio.util.limits`) before anything runs, with a `ConfigError`. `parse_sets` reads the
-command line's `--set KEY=VALUE` items.
+command line's `--set KEY=VALUE` items. `complete(cfg)` is a parsed config as the flat dict a stored
+run is keyed by (nested configs as dotted entries, `sp.tau`; `volratio.runs.registry`).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import typing
@@ -167,3 +169,39 @@ def parse_sets(items) -> dict:
             raise ConfigError(f"--set {item!r}: write KEY=VALUE, e.g. --set seeds=5")
         out[name.strip()] = parse_value(value)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Complete configs (what a stored run is keyed by: `volratio.runs.registry`)
+
+
+def complete(parsed: Any) -> dict:
+    """A parsed config as the complete config a run is keyed and stored with: every field of a config
+    dataclass, nested configs as dotted entries (`sp.tau`), tuples as lists; a parse that returns a
+    dict (a user's run function) gives that dict."""
+    if isinstance(parsed, dict):
+        return plain(parsed)
+    if not dataclasses.is_dataclass(parsed):
+        raise ConfigError(
+            f"{type(parsed).__name__}: a run's parse must return a config dataclass (or a dict) to be completed"
+        )
+    out = {}
+    for f in dataclasses.fields(parsed):
+        value = getattr(parsed, f.name)
+        if dataclasses.is_dataclass(value):
+            out.update({f"{f.name}.{k}": v for k, v in complete(value).items()})
+        else:
+            out[f.name] = plain(value)
+    return out
+
+
+def plain(value: Any) -> Any:
+    """Tuples as lists and numpy / torch scalars as Python numbers, recursively (JSON's types)."""
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "shape", None) == ():
+        return item()
+    return copy.deepcopy(value)

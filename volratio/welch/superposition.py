@@ -54,9 +54,17 @@ class ToyConfig(Presets):
               "importance_decay": between(0, 1, open_lo=True), "steps": at_least(1), "batch": at_least(1),
               "lr": above(0), "seed": at_least(0)}  # fmt: skip
 
+    # the presets (also the experiment `superposition`'s, `volratio.experiments.superposition_toy`):
     QUICK = {"steps": 3000, "batch": 512}  # what the book executes on two CPU cores: 7 sparsity levels
+    # Elhage et al.'s training length (10,000 steps, batch 1024), 3 replicas (budget ~10 CPU-minutes, an estimate)
+    REFERENCE = {"steps": 10_000, "batch": 1024, "replicas": 3}
     # Elhage et al.'s settings, 13 sparsity levels, 3 replicas each
-    FULL = {"sparsities": (0.0, 0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.997, 0.998, 0.999), "replicas": 3}
+    FULL = {
+        "sparsities": (0.0, 0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.997, 0.998, 0.999),
+        "replicas": 3,
+        "steps": 10_000,
+        "batch": 1024,
+    }
 
     def __post_init__(self):
         if not (0 < self.n_hidden and 0 < self.n_features):

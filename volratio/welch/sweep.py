@@ -1,7 +1,7 @@
 """The frame sweep: a low-coherence frame for every (m, n) of a grid, the chapter's frame experiment.
 
 `FrameSweepConfig` is the grid (dimensions n, m from n + 1 to past Gerzon's limit, extra ETF sizes)
-with its `quick` / `full` presets; `frame_sweep` builds every frame (`volratio.welch.frames`) and
+with its `quick` / `reference` / `full` presets; `frame_sweep` builds every frame (`volratio.welch.frames`) and
 returns one row per (m, n) against the bounds; `REAL_ETF_SIZES` marks the sizes where a real ETF
 is known to exist. The experiment `frames` (`volratio.experiments.frames`) runs it.
 
@@ -34,10 +34,14 @@ class FrameSweepConfig(Presets):
     frame: FrameConfig = field(default_factory=lambda: FrameConfig(ap_iters=500, restarts=2, descent_steps=800))
     scale: str = "custom"  # preset name, printed by the chapter
 
-    # the quick scale is the defaults; the full one: n up to 6, the n = 7 ETF sizes, the frame
-    # search at its own defaults (a function, so that every preset gets a FrameConfig of its own)
-    def FULL():  # noqa: N802  (a preset, read by Presets)
-        return {"dims": (2, 3, 4, 5, 6), "also": ((14, 7), (28, 7)), "frame": FrameConfig()}
+    # the presets (also the experiment `frames`'s, `volratio.experiments.frames`); the quick scale is
+    # the defaults. Functions, so that every preset gets a FrameConfig of its own.
+    # reference: dims 2..5, Elhage-size ETFs, full frame search (budget ~5 CPU-minutes, an estimate)
+    REFERENCE = staticmethod(
+        lambda: {"dims": (2, 3, 4, 5), "also": ((10, 5), (16, 6), (14, 7)), "frame": FrameConfig()}
+    )
+    # full: n up to 6, the n = 7 ETF sizes, the frame search at its own defaults
+    FULL = staticmethod(lambda: {"dims": (2, 3, 4, 5, 6), "also": ((14, 7), (28, 7)), "frame": FrameConfig()})
 
     def sizes(self) -> list[tuple[int, int]]:
         grid = [(m, n) for n in self.dims for m in range(n + 1, gerzon_limit(n) + self.extra + 1)]
