@@ -270,7 +270,6 @@ def test_the_frontier_figure_draws_every_method_and_the_marks():
 def test_regime_point_scores_a_population_it_finds_by_its_source_config(tmp_path):
     """The second stage reads the stored population back by the source run's config (not a key
     written by hand), scores every member, and refuses a population or a source that is not stored."""
-    from volratio.experiments import sparse_regime as S
     from volratio.runs import reference as R
     from volratio.runs.registry import get_run
     from volratio.runs.store import Store

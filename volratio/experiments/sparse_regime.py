@@ -48,13 +48,13 @@ from ..prune.baselines import IMPConfig, imp_levels
 from ..prune.criteria import CalibrationGrid
 from ..prune.masks import weight_sparsity
 from ..prune.similarity_pruning import SPConfig
-from ..train import PATHS, TrainConfig, mse_per_network, train
-from ..util.limits import above, at_least, between, one_of, parsed_by
-from ..util.presets import Presets, configure
 from ..runs import stored
 from ..runs.reference import source_root
 from ..runs.registry import artifact_name, get_run
 from ..runs.store import Store, StoreError, config_key, sha256_file
+from ..train import PATHS, TrainConfig, mse_per_network, train
+from ..util.limits import above, at_least, between, one_of, parsed_by
+from ..util.presets import Presets, configure
 from ._base import ExperimentError, Result
 
 METHODS = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units")  # baselines matched per layer to SP
