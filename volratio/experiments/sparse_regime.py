@@ -280,7 +280,7 @@ def _failed_reasons(table: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # The second stage: EMC2 of the stored populations (run function `regime_point`)
 
-SCORE_JUDGES = ("anchored", "anchored-gated", "anchored-ssim", "stability")  # the first decides; the others are rows
+SCORE_JUDGES = ("anchored", "anchored-ssim", "stability")  # the first decides; the others are rows (as connectivity)
 
 
 def _every_weight() -> EMC2Config:
