@@ -281,7 +281,8 @@ def _failed_reasons(table: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # The second stage: EMC2 of the stored populations (run function `regime_point`)
 
-SCORE_JUDGES = ("anchored", "anchored-ssim", "stability")  # the first decides; the others are rows (as connectivity)
+SCORE_JUDGES = ("anchored", "anchored-gated", "anchored-ssim", "stability")  # the first decides; the others are rows
+# (as connectivity); "anchored-gated" because the regime's sparsest networks may draw flat pages and blobs
 
 
 def _every_weight() -> EMC2Config:
