@@ -281,8 +281,7 @@ def _failed_reasons(table: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # The second stage: EMC2 of the stored populations (run function `regime_point`)
 
-SCORE_JUDGES = ("anchored", "anchored-gated", "anchored-ssim", "stability")  # the first decides; the others are rows
-# (as connectivity); "anchored-gated" because the regime's sparsest networks may draw flat pages and blobs
+SCORE_JUDGES = ("anchored", "anchored-ssim", "stability")  # the first decides; the others are rows (as connectivity)
 
 
 def _every_weight() -> EMC2Config:
@@ -417,3 +416,41 @@ def stored_config(name: str = REFERENCE_CHUNK, root=None) -> Config:
     """The settings of the stored runs of chunk `name` (its first run's; the runs differ only in
     `target` and `target_nonzeros`)."""
     return get_run("sparse_regime").parse(stored.runs_of(name, root, error=ExperimentError)[0]["config"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Claim 1 at equal size: the Picbreeder network against SP twins and dense networks of its count
+
+TWIN_CHUNKS = ("twins16_picbreeder", "twins16")  # the sixteen-target comparison (run function twin_point)
+
+
+def size_twins(judge: str = "anchored", root=None) -> pd.DataFrame:
+    """Claim 1's networks of the regime's targets by size, one row per network: `target`, `kind`
+    ("Picbreeder", "dense twin": the Picbreeder architecture trained densely (chunk twins16), "SP
+    twin": SP's networks, "scratch twin": dense networks of SP's size, at each `checkpoint`),
+    `member`, `nonzero`, `auc` and `base_kept` under `judge`.
+
+    Every network is judged against the target's own image at 64×64 (anchor "image": for a
+    Picbreeder target, the Picbreeder network's render), the image the regime's networks are trained
+    on: the SP and scratch twins are asked about their training image, and the Picbreeder network
+    about its own render (its base RMSE is 0, the easier question on its side). The dense twins of
+    twins16 were trained on target.png, so that anchor handicaps them (the EMC2 chapter's one-anchor
+    reading judges them against target.png instead)."""
+    scores = stored_scores(root=root)
+    targets = {t.split(":", 1)[1] for t in scores.target}
+    rows = []
+    for chunk, kind in zip(TWIN_CHUNKS, ("Picbreeder", "dense twin")):
+        for r in stored.records(chunk, stored.DEFAULT_ROOT if root is None else root):
+            c, m = r["config"], r["metrics"]
+            if c["target"] not in targets or c.get("anchor", "image") != "image":
+                continue
+            rows.append({"target": f"picbreeder:{c['target']}", "kind": kind, "checkpoint": None,
+                         "member": c["seed"], "nonzero": int(m["n_nonzero"]), "auc": float(m[f"auc_{judge}"]),
+                         "base_kept": bool(m[f"base_kept_{judge}"])})  # fmt: skip
+    ok = scores[scores.method.isin(["sp", "scratch"])]
+    ok = ok[ok.failed.isna()] if "failed" in ok else ok
+    for _, s in ok.iterrows():
+        rows.append({"target": s.target, "kind": f"{'SP' if s.method == 'sp' else 'scratch'} twin",
+                     "checkpoint": s.checkpoint, "member": int(s.member), "nonzero": int(s.nonzero),
+                     "auc": float(s[f"emc2_auc:{judge}"]), "base_kept": bool(s[f"base_kept:{judge}"])})  # fmt: skip
+    return pd.DataFrame(rows)

@@ -303,3 +303,33 @@ def frontier(table, title: str = "", picbreeder_nonzero: int | None = None, fit_
     ax.legend(fontsize=8, loc="lower left")
     fig.tight_layout()
     return fig
+
+
+SIZE_STYLE = {  # kind -> (marker, colour) of `auc_by_size`
+    "Picbreeder": ("*", "C3"),
+    "dense twin": ("o", "C7"),
+    "SP twin": ("^", "C0"),
+    "scratch twin": ("s", "C2"),
+}
+
+
+def auc_by_size(rows, title: str = "", ax=None):
+    """EMC2 AUC against non-zero weights (log axis), one marker per kind of network (`SIZE_STYLE`),
+    from a table with `kind`, `nonzero`, `auc` and `base_kept` (`sparse_regime.size_twins`); a
+    network whose unperturbed image the judge does not keep is drawn hollow."""
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6, 4.5))
+    for kind, g in rows.groupby("kind", sort=False):
+        marker, colour = SIZE_STYLE.get(kind, ("o", None))
+        size = 160 if marker == "*" else 45
+        kept = g[g.base_kept.astype(bool)]
+        lost = g[~g.base_kept.astype(bool)]
+        ax.scatter(kept.nonzero, kept.auc, marker=marker, color=colour, s=size, label=kind, zorder=3)
+        ax.scatter(lost.nonzero, lost.auc, marker=marker, facecolors="none", edgecolors=colour, s=size, zorder=3)
+    ax.set_xscale("log")
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("non-zero weights")
+    ax.set_ylabel("EMC2 AUC")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    return fig
