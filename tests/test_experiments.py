@@ -301,7 +301,7 @@ TINY = {
     "twins": ({"targets": ["skull"], "res": 8, "steps": 2, "seed": 3}, None),
     "emc2_bench": (
         {"targets": ["skull"], "res": 8, "max_params": 3, "deltas": [-1.0, 1.0], "dense_depth": 1, "dense_width": 2,
-         "dense_steps": 2, "sp.rounds": 1, "sp.retrain_steps": 1, "judge": "anchored-ssim", "judges": ["stability"],
+         "train.steps": 2, "sp.rounds": 1, "sp.retrain_steps": 1, "judge": "anchored-ssim", "judges": ["stability"],
          "seed": 3},
         "anchored-ssim",
     ),

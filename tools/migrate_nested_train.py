@@ -49,7 +49,10 @@ RENAMED = {  # run -> {flat entry -> its place in the nested config}
         "sp_retrain_lr_factor": "sp.retrain_lr_factor",
         "sp_compensate": "sp.compensate",
     },
+    "emc2_dense": {"dense_steps": "train.steps", "train_path": "train.path"},
 }
+# run -> entries dropped: nested entries the run ignored (it set them from its own), now its `RUN_SET`
+DROPPED = {"interference": (), "emc2_dense": ("sp.seed", "sp.train")}
 
 
 def interference_before(c: dict) -> tuple[TrainConfig, list[SPConfig]]:
@@ -67,6 +70,22 @@ def interference_now(cfg) -> tuple[TrainConfig, list[SPConfig]]:
     return cfg.train, [cfg.sp_config(tau) for tau in cfg.taus]
 
 
+def emc2_dense_before(c: dict) -> tuple[TrainConfig, list[SPConfig]]:
+    """The dense training and the SP config an emc2_dense run built from its entries (the code this
+    migration replaces: `SPConfig(**{**asdict(cfg.sp), "train": tc, "seed": cfg.seed})`)."""
+    tc = TrainConfig(steps=c["dense_steps"], device=c["device"], path=c["train_path"])
+    sp = {k[3:]: v for k, v in c.items() if k.startswith("sp.") and not k.startswith("sp.train.")}
+    sp["tau_schedule"] = tuple(sp["tau_schedule"])
+    return tc, [SPConfig(**{**sp, "train": tc, "seed": c["seed"]})]
+
+
+def emc2_dense_now(cfg) -> tuple[TrainConfig, list[SPConfig]]:
+    return cfg.train_config(), [cfg.sp_config()]
+
+
+BUILT = {"interference": (interference_before, interference_now), "emc2_dense": (emc2_dense_before, emc2_dense_now)}
+
+
 def _steps_ignored(s: SPConfig) -> SPConfig:
     return replace(s, train=replace(s.train, steps=0))
 
@@ -76,14 +95,16 @@ def nested(run: str, old: dict) -> dict:
     renamed = RENAMED[run]
     missing = sorted(set(renamed) - set(old))
     assert not missing, f"{run}: stored config lacks {missing}"
-    given = {renamed.get(k, k): v for k, v in old.items()}
+    dropped = [k for k in old if any(k == d or k.startswith(f"{d}.") for d in DROPPED[run])]
+    given = {renamed.get(k, k): v for k, v in old.items() if k not in dropped}
     entry = get_run(run)
     full = entry.keyed(given)
     changed = sorted(k for k in given if full.get(k) != given[k])
     assert not changed, f"{run}: stored entries would change: {changed}"
     cfg = entry.parse(dict(full))
-    tc_old, sps_old = interference_before(old)
-    tc_new, sps_new = interference_now(cfg)
+    before, now = BUILT[run]
+    tc_old, sps_old = before(old)
+    tc_new, sps_new = now(cfg)
     assert tc_new == tc_old, f"{run}: training would differ"
     assert [_steps_ignored(s) for s in sps_new] == [_steps_ignored(s) for s in sps_old], f"{run}: SP would differ"
     assert full == entry.keyed(full)
@@ -96,10 +117,12 @@ def migrate(root: Path) -> dict:
         store = Store(chunk)
         if not any(r["run"] in RENAMED for r in store.rows.values()):
             continue
+        if not any(set(RENAMED[r["run"]]) & set(_json(r["config"])) for r in store.rows.values() if r["run"] in RENAMED):
+            continue  # migrated already
         moved = {}  # old key -> the row under its new key
         for key, row in store.rows.items():
-            if row["run"] not in RENAMED:
-                continue
+            if row["run"] not in RENAMED or not set(RENAMED[row["run"]]) & set(_json(row["config"])):
+                continue  # another run function, or a row migrated already (the script ran twice)
             full = nested(row["run"], _json(row["config"]))
             new = config_key(row["run"], full)
             keymap[(chunk.name, key)] = new
@@ -144,5 +167,6 @@ if __name__ == "__main__":
     root = Path(sys.argv[1] if len(sys.argv) > 1 else "results/reference")
     keymap = migrate(root)
     out = Path(__file__).with_suffix(".json")
-    out.write_text(json.dumps({"old chunk/key": "new key", "keys": keymap}, indent=1, sort_keys=True) + "\n")
+    done = json.loads(out.read_text())["keys"] if out.exists() else {}  # what an earlier pass re-keyed
+    out.write_text(json.dumps({"old chunk/key": "new key", "keys": {**done, **keymap}}, indent=1, sort_keys=True) + "\n")
     print(f"{len(keymap)} runs re-keyed; old → new keys in {out}")
