@@ -117,7 +117,9 @@ def migrate(root: Path) -> dict:
         store = Store(chunk)
         if not any(r["run"] in RENAMED for r in store.rows.values()):
             continue
-        if not any(set(RENAMED[r["run"]]) & set(_json(r["config"])) for r in store.rows.values() if r["run"] in RENAMED):
+        if not any(
+            set(RENAMED[r["run"]]) & set(_json(r["config"])) for r in store.rows.values() if r["run"] in RENAMED
+        ):
             continue  # migrated already
         moved = {}  # old key -> the row under its new key
         for key, row in store.rows.items():
@@ -168,5 +170,7 @@ if __name__ == "__main__":
     keymap = migrate(root)
     out = Path(__file__).with_suffix(".json")
     done = json.loads(out.read_text())["keys"] if out.exists() else {}  # what an earlier pass re-keyed
-    out.write_text(json.dumps({"old chunk/key": "new key", "keys": {**done, **keymap}}, indent=1, sort_keys=True) + "\n")
+    out.write_text(
+        json.dumps({"old chunk/key": "new key", "keys": {**done, **keymap}}, indent=1, sort_keys=True) + "\n"
+    )
     print(f"{len(keymap)} runs re-keyed; old → new keys in {out}")

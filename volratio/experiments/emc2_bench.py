@@ -77,7 +77,9 @@ class Config(Presets):
     def __post_init__(self):
         check_res((self.judge, *self.judges), self.res, f"res = {self.res}: images", ExperimentError)  # before any work
         if self.train.device != TrainConfig().device:
-            raise ConfigError(f"train.device = {self.train.device!r}: the run trains on its `device`; set device instead")
+            raise ConfigError(
+                f"train.device = {self.train.device!r}: the run trains on its `device`; set device instead"
+            )
         if self.sp.seed != SPConfig().seed:
             raise ConfigError(f"sp.seed = {self.sp.seed}: the run seeds SP with its own `seed`; set seed instead")
         if self.sp.train != SPConfig().train:
@@ -111,8 +113,13 @@ class Config(Presets):
     )
     # every non-zero weight at 256×256, in float64 (a GPU)
     FULL = staticmethod(
-        lambda: {"res": 256, "max_params": None, "dtype": "float64", "train": TrainConfig(steps=10_000, path="auto"),
-                 "sp": SPConfig.full()}
+        lambda: {
+            "res": 256,
+            "max_params": None,
+            "dtype": "float64",
+            "train": TrainConfig(steps=10_000, path="auto"),
+            "sp": SPConfig.full(),
+        }
     )
 
 

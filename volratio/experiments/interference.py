@@ -27,7 +27,6 @@ from ..util.presets import ConfigError, Presets
 from ..welch.interference import network_interference
 from ._base import Result
 
-
 # SP of the quick scale: SPConfig's defaults (the guard at 2 × the dense MSE, retraining at 0.1 × the
 # training rate, removed units' weights moved onto the units that stay) with 5 rounds of 100 steps
 DEFAULT_SP = SPConfig(rounds=5, retrain_steps=100)
