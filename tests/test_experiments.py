@@ -301,7 +301,7 @@ TINY = {
     "twins": ({"targets": ["skull"], "res": 8, "steps": 2, "seed": 3}, None),
     "emc2_bench": (
         {"targets": ["skull"], "res": 8, "max_params": 3, "deltas": [-1.0, 1.0], "dense_depth": 1, "dense_width": 2,
-         "dense_steps": 2, "sp.rounds": 1, "sp.retrain_steps": 1, "judge": "anchored-ssim", "judges": ["stability"],
+         "train.steps": 2, "sp.rounds": 1, "sp.retrain_steps": 1, "judge": "anchored-ssim", "judges": ["stability"],
          "seed": 3},
         "anchored-ssim",
     ),
@@ -340,7 +340,7 @@ TINY = {
         {"n_features": 4, "n_hidden": 2, "sparsities": [0.0], "steps": 5, "batch": 8, "seed": 3}, None
     ),
     "interference": (
-        {"dense_arch": "2;gaussian:4", "dense_res": 8, "steps": 3, "taus": [0.9], "sp_rounds": 1, "sp_retrain": 1,
+        {"dense_arch": "2;gaussian:4", "dense_res": 8, "train.steps": 3, "taus": [0.9], "sp.rounds": 1, "sp.retrain_steps": 1,
          "res": 8, "seed": 3},
         None,
     ),

@@ -61,7 +61,7 @@ def test_check_limits_names_the_entry_nested_configs_and_own_checks():
         ("optimizer_point", {"lr": -1}, "lr = -1.0"),
         ("optimizer_point", {"hessian_iters": 0}, "hessian_iters = 0"),
         ("emc2_point", {"max_params": -3}, "max_params = -3"),
-        ("emc2_dense", {"dense_steps": 0}, "dense_steps = 0"),
+        ("emc2_dense", {"train.steps": -1}, "steps = -1"),
         ("connectivity", {"scale": "quick", "dense_steps": -5}, "dense_steps = -5"),
         ("connectivity", {"scale": "quick", "sp.tau": 2.0}, "tau"),
     ],

@@ -126,11 +126,11 @@ def test_stored_configs_name_their_guard_and_absent_entries_mean_todays_default(
     assert set(depth.keyed(config)) > set(config)  # keyed by the complete config
     new = depth_regime.make_sweep("planted:0", depth_regime.Config.quick()).configs()[0]
     assert new["sp.loss_factor"] == 2.0 and "adamw_lr" in new  # the shared settings: every entry
-    for chunk, has in (("interference", "sp_loss_factor"), ("emc2_dense", "sp.loss_factor")):
+    for chunk, has in (("interference", "sp.loss_factor"), ("emc2_dense", "sp.loss_factor")):
         for run, config, key in _stored(chunk):
             assert has in config and config_key(run, config) == key  # the guard as the run used it
     (run, config, _), *_ = _stored("interference")
-    assert get_run(run).parse(config).sp_loss_factor is None and interference.Config.quick().sp_loss_factor == 2.0
+    assert get_run(run).parse(config).sp.loss_factor is None and interference.Config.quick().sp.loss_factor == 2.0
     rerun = get_run("emc2_dense").parse(_stored("emc2_dense")[0][1])
     assert rerun.sp.loss_factor == 2.0 and rerun.sp.compensate == "span"
     assert emc2_bench.Config.reference().sp.loss_factor == 2.0 and connectivity.Config.quick().sp.loss_factor == 2.0

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from volratio import welch
 from volratio.errors import VolratioError
 from volratio.nets import CoordMLP
+from volratio.util.presets import preset
 from volratio.welch.superposition import ToyConfig, feature_interference, train_toy
 
 FAST = settings(max_examples=60, deadline=None)
@@ -272,6 +273,7 @@ def test_interference_networks_depend_on_the_target_not_on_what_is_installed():
     data is missing: a Picbreeder target fetches its data or raises the one-line fix)."""
     from volratio.experiments import interference
 
-    cfg = interference.Config.quick(target="image:camera", steps=5, sp_rounds=1, sp_retrain=2, res=12, dense_res=12)
+    cfg = preset(interference.Config, "quick", target="image:camera", res=12, dense_res=12,
+                 **{"train.steps": 5, "sp.rounds": 1, "sp.retrain_steps": 2})  # fmt: skip
     nets, notes = interference.networks(cfg)
     assert list(nets) == ["dense 6;gaussian:16", "SP τ=0.8", "SP τ=0.9"] and notes["target"] == "image:camera"

@@ -8,6 +8,13 @@ each with EMC2 (`volratio.emc2.score`) under the config's judge.
 
 Chapters: "Depth: a narrow, target-dependent regime" (book/depth.md), "Unknown targets", "Your own
 target", "Optimization"; command: `volratio depth sweep`.
+
+The training entries (`steps`, `lr`, `optimizer`, `muon_lr`, `adamw_lr`, `device`, `train_path`)
+stay flat, while SP's are nested (`sp`): they are what the depth sweeps and the optimizer study vary
+(the optimizer study's runs set `optimizer` and its rates; `volratio depth sweep --steps`), `device`
+is EMC2's too, and the one `TrainConfig` is built in one place (`sp_network`).
+Nesting them would rename the axes of four stored chunks (876 runs, and the rescore runs that name
+them by key) to remove that one copy.
 """
 
 from __future__ import annotations

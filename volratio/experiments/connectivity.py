@@ -16,6 +16,12 @@ population, trained and pruned at once; every member is pruned independently.
 `run(config) -> Result` (a table with one row per target × seed × method; extras `nets`, `images`);
 `summary(table)` gives means and 95 % t-intervals over seeds. Chapter: "Connectivity: which
 connections remain" (book/connectivity.md).
+
+Its training entries stay flat (`lr`, `device`, `train_path`, and a step count per phase:
+`dense_steps`, `retrain_steps`, `imp_steps`): one rate, device and path serve the dense training,
+SP's retraining and every baseline's fine-tuning, each phase with its own steps, and `device` is
+EMC2's too. A nested `TrainConfig` would hold the steps of one phase only and its device would be
+set from the run's (`interference` and `emc2_bench` nest theirs: one training, one step count).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import pandas as pd
 import torch
@@ -30,18 +30,18 @@ from ..judges import JUDGES, check_res
 from ..nets import coords
 from ..prune import collapsed, prune
 from ..prune.similarity_pruning import SPConfig
-from ..train import PATHS, TrainConfig, mse_per_network, new_network, train
+from ..train import TrainConfig, mse_per_network, new_network, train
 from ..util.device import device_name
 from ..util.limits import at_least, nonzero, one_of, parsed_by
-from ..util.presets import Presets, configure, preset
+from ..util.presets import ConfigError, Presets, configure, preset
 from ._base import ExperimentError, Result
 
 # allowed values, checked when a config is parsed (`volratio.util.limits`); None passes where allowed
 LIMITS = {
     "res": at_least(2), "deltas": nonzero(), "max_params": at_least(1), "dtype": one_of("float32", "float64"),
-    "dense_depth": at_least(1), "dense_width": at_least(1), "dense_steps": at_least(1), "judge": one_of(*JUDGES),
+    "dense_depth": at_least(1), "dense_width": at_least(1), "judge": one_of(*JUDGES),
     "judges": one_of(*JUDGES), "targets": one_of("skull", "butterfly", "apple"), "device": parsed_by(device_name),
-    "seed": at_least(0), "train_path": one_of(*PATHS),
+    "seed": at_least(0),
 }  # fmt: skip
 
 KINDS = ("Picbreeder", "FER SGD", "dense (ours)", "SP (ours)")
@@ -56,21 +56,42 @@ class Config(Presets):
     dtype: str = "float32"  # engine arithmetic (float64 = the exact reference)
     dense_depth: int = 6  # our dense networks: hidden layers
     dense_width: int = 16  # … units per layer
-    dense_steps: int = 600  # … Adam steps (full batch)
-    sp: SPConfig = field(default_factory=SPConfig.quick)  # SP applied to our dense networks
+    train: TrainConfig = field(  # … their training (Adam, full batch; "auto" path: the fused kernel on the CPU,
+        # else the fast path), on the run's `device`; SP retrains with it too (sp.retrain_steps at
+        # sp.retrain_lr_factor × its rate)
+        default_factory=lambda: TrainConfig(steps=600, path="auto")
+    )
+    sp: SPConfig = field(default_factory=SPConfig.quick)  # SP applied to our dense networks; its `seed` and
+    # `train` are the run's (`seed`, `train`), never given
     judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
     judges: tuple = ()  # more judges to score the same perturbed images under (rows of their own; `judge` decides)
     seed: int = 0  # initialisation, SP's choices, the EMC2 subsample and the "ssim" judge's calibration
-    device: str = "cpu"  # CPU: bit-for-bit repeatable
-    train_path: str = (
-        "auto"  # TrainConfig.path of dense training and SP retraining ("auto": fused on the CPU, else fast)
-    )
+    device: str = "cpu"  # training and scoring (CPU: bit-for-bit repeatable)
     scale: str = "quick"  # the preset this config came from
 
     LIMITS = LIMITS
+    # entries the run sets itself (`train_config`, `sp_config`): never in the complete config a run is
+    # keyed by (`volratio.util.presets.complete`)
+    RUN_SET = ("train.device", "sp.seed", "sp.train")
 
     def __post_init__(self):
         check_res((self.judge, *self.judges), self.res, f"res = {self.res}: images", ExperimentError)  # before any work
+        if self.train.device != TrainConfig().device:
+            raise ConfigError(
+                f"train.device = {self.train.device!r}: the run trains on its `device`; set device instead"
+            )
+        if self.sp.seed != SPConfig().seed:
+            raise ConfigError(f"sp.seed = {self.sp.seed}: the run seeds SP with its own `seed`; set seed instead")
+        if self.sp.train != SPConfig().train:
+            raise ConfigError("sp.train: the run's SP retrains with its `train`; set train.* instead")
+
+    def train_config(self) -> TrainConfig:
+        """The training of our dense networks: `train` on the run's `device`."""
+        return replace(self.train, device=self.device)
+
+    def sp_config(self) -> SPConfig:
+        """SP as the run uses it: `sp` seeded by `seed`, retraining with `train_config()`."""
+        return replace(self.sp, seed=self.seed, train=self.train_config())
 
     # quick (the book's live scale): a seeded sample of 150 weights per network. Every weight of FER's
     # apple (46,474) alone costs ~10 CPU-minutes per pass at 32×32 (`tools/rescore_every_weight_projection.py`
@@ -85,15 +106,20 @@ class Config(Presets):
         lambda: {
             "res": 64,
             "max_params": 5000,
-            "dense_steps": 2000,
+            "train": TrainConfig(steps=2000, path="fast"),
             "sp": SPConfig(rounds=10, retrain_steps=200, per_round=2),
             "judges": ("stability", "anchored-ssim"),
-            "train_path": "fast",
         }
     )
     # every non-zero weight at 256×256, in float64 (a GPU)
     FULL = staticmethod(
-        lambda: {"res": 256, "max_params": None, "dtype": "float64", "dense_steps": 10_000, "sp": SPConfig.full()}
+        lambda: {
+            "res": 256,
+            "max_params": None,
+            "dtype": "float64",
+            "train": TrainConfig(steps=10_000, path="auto"),
+            "sp": SPConfig.full(),
+        }
     )
 
 
@@ -122,10 +148,9 @@ def train_ours(cfg: Config):
         population=len(cfg.targets),
         seed=cfg.seed,
     )
-    tc = TrainConfig(steps=cfg.dense_steps, device=cfg.device, path=cfg.train_path)
-    train(dense, images, tc)
+    train(dense, images, cfg.train_config())
     sp_net = copy.deepcopy(dense)
-    prune(sp_net, images, "sp", SPConfig(**{**asdict(cfg.sp), "train": tc, "seed": cfg.seed}))
+    prune(sp_net, images, "sp", cfg.sp_config())
     return dense, sp_net, images
 
 
@@ -279,7 +304,7 @@ def point(config: dict) -> dict:
 
 
 def parse_dense_point(config: dict) -> Config:
-    """A `Config` from a preset (`scale`, default reference) and overrides (`seed`, `dense_steps`, …)."""
+    """A `Config` from a preset (`scale`, default reference) and overrides (`seed`, `train.steps`, …)."""
     over = dict(config)
     return preset(Config, over.pop("scale", "reference"), **over)
 

@@ -11,6 +11,9 @@ sweeps: chunk `depth_budget` of `examples/sweeps/reference.toml` stores it at th
 `stored_table` reads it back.
 
 Chapter: "Depth: a narrow, target-dependent regime" (book/depth.md).
+
+The training entries stay flat (`lr`, `device`, `train_path`): the steps and the logging interval
+come from `checkpoints`, so a nested `TrainConfig` would carry two entries the run must overrule.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Chapter: "Feature interference and the Welch bound" (book/welch.md).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -21,13 +21,15 @@ from ..data.specs import load_network
 from ..data.targets import get_target
 from ..nets import Arch, CoordMLP
 from ..prune import SPConfig, sp
-from ..prune.similarity_pruning import COMPENSATE
-from ..train import PATHS, TrainConfig, train
-from ..util.device import device_name
-from ..util.limits import above, at_least, between, one_of, parsed_by
-from ..util.presets import Presets
+from ..train import TrainConfig, train
+from ..util.limits import at_least, between, parsed_by
+from ..util.presets import ConfigError, Presets
 from ..welch.interference import network_interference
 from ._base import Result
+
+# SP of the quick scale: SPConfig's defaults (the guard at 2 × the dense MSE, retraining at 0.1 × the
+# training rate, removed units' weights moved onto the units that stay) with 5 rounds of 100 steps
+DEFAULT_SP = SPConfig(rounds=5, retrain_steps=100)
 
 
 @dataclass(frozen=True)
@@ -35,43 +37,55 @@ class Config(Presets):
     target: str = "picbreeder:skull"  # trained on; a Picbreeder target adds its Picbreeder and FER SGD networks
     dense_arch: str = "6;gaussian:16"  # our dense network
     dense_res: int = 48  # its training resolution
-    steps: int = 600  # Adam steps
-    taus: tuple = (0.8, 0.9)  # SP thresholds
-    sp_rounds: int = 5  # SP rounds (SPConfig.quick)
-    sp_retrain: int = 100  # retraining steps per round
-    sp_loss_factor: float | None = 2.0  # SP's guard (SPConfig.loss_factor; None: off)
-    sp_retrain_lr_factor: float = 0.1  # SP retrains at this × the training rate (SPConfig; 1.0 in stored runs)
-    sp_compensate: str = "span"  # SPConfig.compensate ("none" in stored runs)
+    train: TrainConfig = field(  # training of the dense network (Adam; on the CPU: bit-for-bit repeatable);
+        # SP retrains with it too, for sp.retrain_steps at sp.retrain_lr_factor × its rate ("auto" path:
+        # the fused kernel on the CPU, else the fast path)
+        default_factory=lambda: TrainConfig(steps=600, device="cpu", path="auto")
+    )
+    taus: tuple = (0.8, 0.9)  # SP thresholds: the dense network is pruned once at each
+    sp: SPConfig = field(default_factory=lambda: replace(DEFAULT_SP))  # SP at each of `taus`; its `tau`,
+    # `seed` and `train` are the run's (`taus`, `seed`, `train`), never given
     res: int = 64  # grid of the feature maps
     seed: int = 0  # initialisation and SP's choices
-    device: str = "cpu"  # CPU: bit-for-bit repeatable
-    train_path: str = "auto"  # TrainConfig.path of training and SP retraining ("auto": fused on the CPU, else fast)
     scale: str = "quick"  # the preset this config came from
+
+    # SP entries the run sets itself (`sp_config`): never in the complete config a run is keyed by
+    # (`volratio.util.presets.complete`)
+    RUN_SET = ("sp.tau", "sp.seed", "sp.train")
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`)
     LIMITS = {
-        "dense_res": at_least(2), "steps": at_least(1), "taus": between(0, 1, open_lo=True), "sp_rounds": at_least(0),
-        "sp_retrain": at_least(0), "sp_loss_factor": at_least(1), "sp_retrain_lr_factor": above(0),
-        "sp_compensate": one_of(*COMPENSATE), "res": at_least(2), "seed": at_least(0), "train_path": one_of(*PATHS),
-        "target": parsed_by(get_target), "dense_arch": parsed_by(Arch.parse), "device": parsed_by(device_name),
+        "dense_res": at_least(2), "taus": between(0, 1, open_lo=True), "res": at_least(2), "seed": at_least(0),
+        "target": parsed_by(get_target), "dense_arch": parsed_by(Arch.parse),
     }  # fmt: skip
 
+    def __post_init__(self):
+        if self.sp.tau != SPConfig().tau:
+            raise ConfigError(f"sp.tau = {self.sp.tau}: interference prunes at each of `taus`; set taus instead")
+        if self.sp.seed != SPConfig().seed:
+            raise ConfigError(f"sp.seed = {self.sp.seed}: interference seeds SP with its own `seed`; set seed instead")
+        if self.sp.train != SPConfig().train:
+            raise ConfigError("sp.train: interference's SP retrains with the run's `train`; set train.* instead")
+
+    def sp_config(self, tau: float) -> SPConfig:
+        """SP as the run uses it at threshold `tau`: `sp` seeded by `seed`, retraining with `train`."""
+        return replace(self.sp, tau=tau, seed=self.seed, train=self.train)
+
     # reference: longer training and SP, finer feature maps — what chunk interference of
-    # examples/sweeps/reference.toml ran (tests/test_reference_plan.py compares them), with its SP
-    # (`REFERENCE_SP`: no guard, retraining at the training rate, removed units only masked) on the eager path
-    REFERENCE = staticmethod(lambda: {"steps": 5000, "sp_rounds": 10, "sp_retrain": 500, "res": 128, **REFERENCE_SP})
+    # examples/sweeps/reference.toml ran (tests/test_reference_plan.py compares them): training on the
+    # eager path, SP without the guard, retraining at the training rate, removed units only masked
+    # fmt: off
+    REFERENCE = staticmethod(lambda: {
+        "train": TrainConfig(steps=5000, device="cpu", path="eager"), "res": 128,
+        "sp": replace(DEFAULT_SP, rounds=10, retrain_steps=500, loss_factor=None, retrain_lr_factor=1.0,
+                      compensate="none"),
+    })
     # full: longer still
-    FULL = {"steps": 20_000, "sp_rounds": 30, "sp_retrain": 2000, "res": 256}
-
-
-# The SP of the reference preset: the stored chunk `interference` ran SP without the guard, retraining
-# at the training rate, removed units only masked, on the eager training path
-REFERENCE_SP = {
-    "sp_loss_factor": None,
-    "train_path": "eager",
-    "sp_retrain_lr_factor": 1.0,
-    "sp_compensate": "none",
-}
+    FULL = staticmethod(lambda: {
+        "train": TrainConfig(steps=20_000, device="cpu", path="auto"), "res": 256,
+        "sp": replace(DEFAULT_SP, rounds=30, retrain_steps=2000),
+    })
+    # fmt: on
 
 
 def networks(cfg: Config) -> tuple[dict, dict]:
@@ -83,25 +97,11 @@ def networks(cfg: Config) -> tuple[dict, dict]:
         nets[f"Picbreeder {name}"] = load_network(f"picbreeder:{name}")
         nets[f"FER SGD {name}"] = load_network(f"fer-sgd:{name}")
     image = get_target(cfg.target).image(cfg.dense_res)
-    dense = train(
-        CoordMLP(cfg.dense_arch, head="rgb", seed=cfg.seed),
-        image,
-        TrainConfig(steps=cfg.steps, device=cfg.device, path=cfg.train_path),
-    )
+    dense = train(CoordMLP(cfg.dense_arch, head="rgb", seed=cfg.seed), image, cfg.train)
     nets[f"dense {cfg.dense_arch}"] = dense.net
     notes["dense_mse"] = float(dense.final_loss[0])
     for tau in cfg.taus:
-        scfg = SPConfig(
-            tau=tau,
-            rounds=cfg.sp_rounds,
-            retrain_steps=cfg.sp_retrain,
-            retrain_lr_factor=cfg.sp_retrain_lr_factor,
-            compensate=cfg.sp_compensate,
-            seed=cfg.seed,
-            train=TrainConfig(device=cfg.device, path=cfg.train_path),
-            loss_factor=cfg.sp_loss_factor,
-        )
-        pruned = sp(dense.net.select(0), image, scfg)  # select() copies: the dense network stays as it is
+        pruned = sp(dense.net.select(0), image, cfg.sp_config(tau))  # select() copies: the dense network stays as it is
         nets[f"SP τ={tau}"] = pruned.net
         notes[f"SP τ={tau}"] = pruned.summary()
     return nets, notes

@@ -8,6 +8,9 @@ Adam, the gradient normalised to unit norm, MSE on RGB — at the chosen scale. 
 
 `run(cfg) -> Result`: `Result.table` has one row per target × network (its MSE at `cfg.res`);
 `Result["twins"]` maps each target to its `Twins` (the three networks and the loss curves).
+
+The training entries stay flat (`steps`, `lr`, `lr_apple`, …): FER's recipe trains apple at another
+rate, which one nested `TrainConfig` cannot say, and the logging interval follows `steps`.
 """
 
 from __future__ import annotations

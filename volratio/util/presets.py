@@ -177,8 +177,10 @@ def parse_sets(items) -> dict:
 
 def complete(parsed: Any) -> dict:
     """A parsed config as the complete config a run is keyed and stored with: every field of a config
-    dataclass, nested configs as dotted entries (`sp.tau`), tuples as lists; a parse that returns a
-    dict (a user's run function) gives that dict."""
+    dataclass, nested configs as dotted entries (`sp.tau`), tuples as lists, but for the dotted entries
+    the config's `RUN_SET` names (a nested config's entries the run sets from its own, e.g. SP's seed
+    from the run's `seed`: the config's `__post_init__` refuses them); a parse that returns a dict (a
+    user's run function) gives that dict."""
     if isinstance(parsed, dict):
         return plain(parsed)
     if not dataclasses.is_dataclass(parsed):
@@ -192,7 +194,8 @@ def complete(parsed: Any) -> dict:
             out.update({f"{f.name}.{k}": v for k, v in complete(value).items()})
         else:
             out[f.name] = plain(value)
-    return out
+    run_set = getattr(type(parsed), "RUN_SET", ())  # nested entries the run sets itself, from its own entries
+    return {k: v for k, v in out.items() if not any(k == p or k.startswith(f"{p}.") for p in run_set)}
 
 
 def plain(value: Any) -> Any:
