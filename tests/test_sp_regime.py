@@ -319,3 +319,48 @@ def test_regime_point_scores_only_the_populations_the_source_could_not_make_as_f
                     continue
                 out = get_run("regime_point").fn({**cfg, "population": f"{m}_{c.replace('.', 'p')}"})
                 assert ("failed" in out) == ((m, c) in failed), (m, c, out.get("failed"))
+
+
+def test_size_twins_reads_claim_one_networks_of_the_regime_targets_on_one_anchor(tmp_path, picbreeder_dir):
+    """Claim 1 at equal size: the Picbreeder network and its dense twins (only the runs judged against
+    the target's own image, the regime's training image), and the regime's SP and scratch networks
+    at every checkpoint; each drawn by `plots.auc_by_size`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from volratio.experiments import sparse_regime as S
+    from volratio.report import plots
+    from volratio.runs import reference as R
+
+    source = {"target": "picbreeder:skull", "members": 1, "width": 12, "depth": 2, "res": 8, "dense_steps": 10,
+              "target_nonzeros": 120, "checkpoints": [0.25], "methods": ["magnitude"], "scratch": True,
+              "keep_nets": True, "device": "cpu", "sp.rounds": 4, "sp.retrain_steps": 2}  # fmt: skip
+    emc2 = {"judges": ["anchored"], "emc2.res": 8, "emc2.deltas": [1.0], "emc2.max_params": 10}
+    twin = {"target": "skull", "res": 8, "steps": 3, "deltas": [1.0], "judges": ["anchored"], "max_params": 10}
+    plan = {
+        S.REFERENCE_CHUNK: R.Sweep.from_dict({"name": S.REFERENCE_CHUNK, "run": "sparse_regime", "seeds": [0],
+                                              "config": source}),
+        S.SCORE_CHUNK: R.Sweep.from_dict({"name": S.SCORE_CHUNK, "run": "regime_point", "seeds": [0],
+                                          "config": {"source": source, **emc2},
+                                          "grid": {"population": ["sp_0p25", "scratch_0p25", "magnitude_0p25"]}}),
+        "twins16_picbreeder": R.Sweep.from_dict({"name": "twins16_picbreeder", "run": "twin_point", "seeds": [0],
+                                                 "config": {**twin, "network": "picbreeder"},
+                                                 "grid": {"anchor": ["image", "png"]}}),
+        "twins16": R.Sweep.from_dict({"name": "twins16", "run": "twin_point", "seeds": [0, 1],
+                                      "config": {**twin, "network": "twin", "anchor": "image"}}),
+    }  # fmt: skip
+    for name in plan:
+        R.run_chunk(plan, name, tmp_path, progress=False)
+    rows = S.size_twins("anchored", root=tmp_path)
+    kinds = rows.groupby("kind").size().to_dict()
+    assert kinds == {"Picbreeder": 1, "dense twin": 2, "SP twin": 1, "scratch twin": 1}  # no png run, no magnitude
+    pb = rows[rows.kind == "Picbreeder"].iloc[0]
+    assert pb.nonzero == 147 and pb.target == "picbreeder:skull" and 0.0 <= pb.auc <= 1.0
+    scores = S.stored_scores(root=tmp_path)
+    sp = scores[scores.method == "sp"].iloc[0]
+    got = rows[rows.kind == "SP twin"].iloc[0]
+    assert (got.nonzero, got.auc, got.checkpoint) == (sp.nonzero, sp["emc2_auc:anchored"], "0.25")
+    ax = plots.auc_by_size(rows, "skull").axes[0]
+    labels = set(ax.get_legend_handles_labels()[1])
+    assert {"Picbreeder", "dense twin", "SP twin, 25% sparse", "scratch twin, 25% sparse"} <= labels
+    assert ax.get_xscale() == "log"

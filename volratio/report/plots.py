@@ -315,17 +315,24 @@ SIZE_STYLE = {  # kind -> (marker, colour) of `auc_by_size`
 
 def auc_by_size(rows, title: str = "", ax=None):
     """EMC2 AUC against non-zero weights (log axis), one marker per kind of network (`SIZE_STYLE`),
-    from a table with `kind`, `nonzero`, `auc` and `base_kept` (`sparse_regime.size_twins`); a
-    network whose unperturbed image the judge does not keep is drawn hollow."""
+    from a table with `kind`, `checkpoint`, `nonzero`, `auc` and `base_kept` (`sparse_regime.size_twins`):
+    a twin pruned to a checkpoint short of SP's end is drawn pale, and a network whose unperturbed
+    image the judge does not keep (it scores 0) hollow."""
+    from matplotlib.ticker import NullFormatter
+
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6, 4.5))
-    for kind, g in rows.groupby("kind", sort=False):
+    ckpt = rows.checkpoint.astype(object).where(rows.checkpoint.notna(), "end")
+    for (kind, c), g in rows.assign(checkpoint=ckpt).groupby(["kind", "checkpoint"], sort=False):
         marker, colour = SIZE_STYLE.get(kind, ("o", None))
-        size = 160 if marker == "*" else 45
+        size, alpha = (160 if marker == "*" else 45), (1.0 if c == "end" else 0.4)
+        label = kind if c == "end" else f"{kind}, {float(c):.0%} sparse"
         kept = g[g.base_kept.astype(bool)]
         lost = g[~g.base_kept.astype(bool)]
-        ax.scatter(kept.nonzero, kept.auc, marker=marker, color=colour, s=size, label=kind, zorder=3)
-        ax.scatter(lost.nonzero, lost.auc, marker=marker, facecolors="none", edgecolors=colour, s=size, zorder=3)
+        ax.scatter(kept.nonzero, kept.auc, marker=marker, color=colour, s=size, alpha=alpha, label=label, zorder=3)
+        ax.scatter(lost.nonzero, lost.auc, marker=marker, facecolors="none", edgecolors=colour, s=size, alpha=alpha,
+                   zorder=3)  # fmt: skip
     ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("non-zero weights")
     ax.set_ylabel("EMC2 AUC")
