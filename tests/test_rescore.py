@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from training_helpers import compiler_missing
 
-from volratio import __version__
+from volratio import __version__, emc2
 from volratio.cli import main
+from volratio.judges.anchored_rule import read_crossfit
 from volratio.nets import CoordMLP
 from volratio.runs import reference as R
 from volratio.runs import rescore as RS
@@ -437,3 +438,69 @@ def test_every_weight_rescore_through_the_fused_kernel_is_close_to_float64(root,
     rc = main(["reference", "rescore", "tiny", "--judge", "anchored", "--engine", "fused", "--root", str(root)])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "--every-weight" in err[0]
+
+
+PICBREEDER_PLAN = """
+[chunks.pb]
+run = "twin_point"
+seeds = [0]
+
+[chunks.pb.config]
+target = "skull"
+network = "picbreeder"
+res = 16
+max_params = 12
+judges = ["anchored-xfit"]
+anchor = "image"
+deltas = [-2.0, -1.0, 1.0, 2.0]
+"""
+
+
+@pytest.fixture(scope="module")
+def picbreeder_root(tmp_path_factory, picbreeder_dir):
+    """A chunk of one twin_point run: the Picbreeder skull network (no training), scored under the
+    cross-fitted judge, its network stored."""
+    root = tmp_path_factory.mktemp("pb") / "reference"
+    plan = root.parent / "plan.toml"
+    plan.write_text(PICBREEDER_PLAN)
+    report = R.run_chunk(R.load_plan(plan), "pb", root, progress=False)
+    assert not report.failed and len(report.ran) == 1
+    return root
+
+
+def test_a_verdict_set_network_is_rescored_by_the_rule_fitted_without_its_fold(picbreeder_root):
+    """The Picbreeder skull network is the verdict set's "picbreeder:skull": rescored under
+    "anchored-xfit", it is judged by the rule of its fold (fitted without its rows), recorded with
+    the score, and its verdicts are that rule's, not the all-rows rule's (which differ here)."""
+    (src,) = S.records("pb", picbreeder_root)
+    assert R.source_networks(src) == ("picbreeder:skull",)
+    xf = read_crossfit()
+    fold = xf.folds["picbreeder:skull"]
+    assert src["metrics"]["fold_anchored-xfit"] == fold  # the run's own scoring names the network too
+    rep = RS.rescore_chunk("pb", "anchored-xfit", picbreeder_root, progress=False)
+    (r,) = S.rescores("pb", "anchored-xfit", picbreeder_root)
+    assert not rep.failed and r["metrics"]["network"] == ["picbreeder:skull"] and r["metrics"]["fold"] == [fold]
+    assert r["metrics"]["score"] == [src["metrics"]["auc_anchored-xfit"]]  # its own scoring, exactly
+    net = CoordMLP.load(src["artifacts"]["net"])
+    cfg = RS.emc2_config(RS.parse_point(r["config"]), 0)
+
+    def scores(network):
+        js = emc2.judges_for(net, ["anchored-xfit"], "picbreeder:skull", cfg, calibration_seed=0, network=network)
+        return [float(s) for s in emc2.score(net, js, "skull", cfg)[0].scores]
+
+    held_out, all_rows = scores("picbreeder:skull"), scores(None)
+    assert held_out != all_rows  # the two rules disagree on this network's perturbations …
+    assert r["metrics"]["scores"] == [held_out]  # … and the rescore took the one without its rows
+
+
+def test_a_network_outside_the_verdict_set_is_rescored_by_the_all_rows_rule_and_says_so(twin_root, root):
+    (src,) = S.records("twin", twin_root)
+    assert R.source_networks(src) == (None,)  # a twin trained here is not in the verdict set
+    (depth,) = S.records("tiny", root)
+    assert R.source_networks(depth) == (None, None)  # nor is an SP population trained by its run
+    RS.rescore_chunk("twin", "anchored-xfit", twin_root, progress=False)
+    (r,) = S.rescores("twin", "anchored-xfit", twin_root)
+    assert r["metrics"]["network"] == [None] and r["metrics"]["fold"] == ["all"]
+    RS.rescore_chunk("twin", "anchored", twin_root, progress=False)  # skipped if already stored
+    (plain,) = S.rescores("twin", "anchored", twin_root)
+    assert "fold" not in plain["metrics"]  # only the cross-fitted judge has folds

@@ -199,6 +199,15 @@ class Point:
         """The target spec the judges are asked about (`picbreeder:NAME`)."""
         return f"picbreeder:{self.target}"
 
+    def verdict_network(self) -> str | None:
+        """The network's name in the anchored verdict set (`volratio.calibration.anchored_set`), by
+        which the cross-fitted judge "anchored-xfit" scores it with the rule fitted without its
+        verdict rows: the Picbreeder network is the set's `picbreeder:TARGET` (the same
+        `picbreeder.network`). None for a twin: it is trained here, and the set holds none of this
+        run's networks (its SGD networks are FER's, `fer-sgd:TARGET`), so it gets the rule fitted on
+        every row. The judge, not this name, decides which names the set holds."""
+        return self.spec if self.network == "picbreeder" else None
+
     def emc2_config(self) -> emc2.EMC2Config:
         """The EMC2 settings the point scores with (rescoring its stored network reuses them)."""
         return emc2.EMC2Config(deltas=tuple(float(d) for d in self.deltas), res=self.res, max_params=self.max_params,
@@ -225,9 +234,12 @@ def judge_anchor(cfg: Point) -> torch.Tensor | None:
 
 
 def judges_of(net: CoordMLP, cfg: Point) -> list:
-    """The judges `cfg.judges` for `net`, anchored as `cfg.anchor` says."""
+    """The judges `cfg.judges` for `net`, anchored as `cfg.anchor` says; the cross-fitted one told
+    the network's name in the verdict set (`Point.verdict_network`)."""
     names = list(dict.fromkeys(cfg.judges))
-    return emc2.judges_for(net, names, cfg.spec, cfg.emc2_config(), anchor=judge_anchor(cfg))
+    return emc2.judges_for(
+        net, names, cfg.spec, cfg.emc2_config(), anchor=judge_anchor(cfg), network=cfg.verdict_network()
+    )
 
 
 def train_twin(cfg: Point) -> tuple[CoordMLP, np.ndarray, np.ndarray]:
@@ -247,8 +259,10 @@ def point(config: dict) -> dict:
     `anchor`. Metrics: `target`, `network`, `arch`, `mse` (against the training image, `target.png`
     at `res`: under `anchor="png"` the base MSE to the anchor), `n_params`, `n_nonzero`,
     `deltas`, `judge` (the first judge) with its `auc`, `auc_se`, `scores`, `base_kept`, and per judge
-    `auc_<judge>`, `auc_se_<judge>`, `scores_<judge>`, `base_kept_<judge>`; for a twin `loss_steps` and
-    `losses` (its training curve). Artifacts: `verdicts_<judge>` `(n_params, n_δ)` uint8, `net`."""
+    `auc_<judge>`, `auc_se_<judge>`, `scores_<judge>`, `base_kept_<judge>`, and under the cross-fitted
+    judge `fold_<judge>` (the fold whose rule scored it, "all" for a network without verdict rows);
+    for a twin `loss_steps` and `losses` (its training curve). Artifacts: `verdicts_<judge>`
+    `(n_params, n_δ)` uint8, `net`."""
     cfg = parse_point(config)
     if cfg.network == "picbreeder":
         net, curve = picbreeder.network(cfg.target), {}
@@ -284,6 +298,7 @@ def point(config: dict) -> dict:
                 f"scores_{j}": [float(s) for s in r.scores],
                 f"base_kept_{j}": bool(r.base_kept),
                 f"verdicts_{j}": r.verdict_matrix(),
+                **({f"fold_{j}": r.judge_settings["fold"]} if "fold" in r.judge_settings else {}),
             }
         )
     if cfg.keep_net:

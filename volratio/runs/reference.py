@@ -137,6 +137,21 @@ def source_scoring(record: dict) -> tuple[str, int, "object"]:
     return point_cfg.target, int(point_cfg.members), point_emc2_config(point_cfg, 0)
 
 
+def source_networks(record: dict) -> tuple:
+    """The name in the anchored verdict set (`volratio.calibration.anchored_set`) of each network a
+    stored run of `RESCORABLE` trained or scored, member by member, or None: what a rescore tells
+    the cross-fitted judge "anchored-xfit", so that a network of the set is scored by the rule fitted
+    without its verdict rows (the judge gives any name the set does not hold the rule fitted on every
+    row). A `twin_point`'s as its own scoring names it (`twins.Point.verdict_network`: its Picbreeder
+    network is the set's `picbreeder:TARGET`). The SP populations of `SOURCES` are trained by their
+    run (seed 0 in every stored chunk), and the set's SP networks (`sp-deep:…`, `sp-guarded:…`) were
+    trained apart from any stored run (seed 101): none of them is in the set."""
+    point_cfg = stored_config(record)
+    if record["run"] == "twin_point":
+        return (point_cfg.verdict_network(),)
+    return (None,) * int(point_cfg.members)
+
+
 def rescore_config(
     chunk: str,
     record: dict,

@@ -71,6 +71,7 @@ from .reference import (
     manifest_totals,
     reading_from,
     rescore_config,
+    source_networks,
     source_root,
 )
 from .registry import get_run
@@ -176,18 +177,41 @@ def load_source(cfg: Config):
     return net
 
 
+def source_record(cfg: Config) -> dict:
+    """The stored row of `cfg.source` (`volratio.runs.store.Store.records`)."""
+    src = cfg.source
+    recs = Store(source_root() / src["chunk"]).records([src["key"]])
+    if not recs:
+        raise RescoreError(
+            f"{source_root() / src['chunk']}: no run {src['key']} to rescore; rescore the chunk again "
+            f"(`volratio reference rescore {src['chunk']} --judge {cfg.judge}`)"
+        )
+    return recs[0]
+
+
 def point(config: dict) -> dict:
     """Score the stored population of one source run under `judge`. Metrics, per member: `score`
     (EMC2 AUC), `scores` (S per δ), `base_kept`; and `judge`, `anchor` (what the verdicts are
     anchored on: "target", "label" or "own image"). Under an `anchor` other than "image", also
-    `anchor_rmse` per member: the RMSE of its unperturbed render to the anchor image."""
+    `anchor_rmse` per member: the RMSE of its unperturbed render to the anchor image. Under the
+    cross-fitted judge ("anchored-xfit"), per member `network`, its name in the anchored verdict set
+    (`volratio.runs.reference.source_networks`; None for a network the set does not hold), and
+    `fold`, the fold whose rule scored it — fitted without that network's verdict rows — or "all",
+    the rule fitted on every row, for a network without verdict rows."""
     cfg = parse_point(config)
     net = load_source(cfg)
+    names = source_networks(source_record(cfg))
+    if len(names) != net.population:
+        raise RescoreError(
+            f"{cfg.source['chunk']}/{cfg.source['key']}: {len(names)} network names, {net.population} networks"
+        )
     results, rmse = [], []
     for k in range(net.population):
         ec = emc2_config(cfg, k)
         image = None if cfg.anchor == "image" else anchor_image(cfg.target, ec.res, cfg.anchor)
-        js = emc2.judges_for(net, [cfg.judge], cfg.target, ec, calibration_seed=cfg.calibration_seed, anchor=image)
+        js = emc2.judges_for(
+            net, [cfg.judge], cfg.target, ec, calibration_seed=cfg.calibration_seed, anchor=image, network=names[k]
+        )
         results += emc2.score(net, js, emc2.target_label(cfg.target), ec)
         if image is not None:
             with torch.no_grad():
@@ -200,6 +224,15 @@ def point(config: dict) -> dict:
         "judge": results[0].judge,
         "anchor": results[0].anchor,
         **({"anchor_rmse": rmse} if rmse else {}),
+        # the cross-fitted judge: which rule scored each network
+        **(
+            {
+                "network": [r.judge_settings["network"] for r in results],
+                "fold": [r.judge_settings["fold"] for r in results],
+            }
+            if "fold" in results[0].judge_settings
+            else {}
+        ),
     }
 
 
