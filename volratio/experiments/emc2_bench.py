@@ -313,7 +313,8 @@ def dense_point(config: dict) -> dict:
     """Our dense population (one member per target) and its SP-pruned copy for one seed, each
     member scored on every non-zero weight (or `max_params`): the run function `emc2_dense`.
     Metrics: `rows`, one per network × target (`network`, `target`, `auc`, `auc_se`, `scores`,
-    `deltas`, `n_params`, `n_nonzero`, `threshold`, `mse`, `seed`, `collapsed`)."""
+    `deltas`, `n_params`, `n_nonzero`, `threshold`, `mse`, `seed`, `collapsed`; under the
+    cross-fitted judge `fold`, "all": the rule fitted on every verdict row)."""
     cfg = parse_dense_point(config)
     dense, sp_net, images = train_ours(cfg)
     flags = ours_collapsed(dense, sp_net, images, cfg.targets)
@@ -322,6 +323,8 @@ def dense_point(config: dict) -> dict:
         losses = mse(net, images)
         for k, name in enumerate(cfg.targets):
             ec = emc2_config(cfg, k)
+            # no network name: our networks are in no verdict row, so the cross-fitted judge uses
+            # the rule fitted on every row (its fold "all", stored below)
             r = emc2.score(net, emc2.judges_for(net, [cfg.judge], f"picbreeder:{name}", ec), name, ec)[0]
             rows.append(
                 {
@@ -338,6 +341,7 @@ def dense_point(config: dict) -> dict:
                     "threshold": judge_threshold(r, name),
                     "mse": float(losses[k]),
                     "collapsed": flags[(kind, name)],
+                    **({"fold": r.judge_settings["fold"]} if "fold" in r.judge_settings else {}),
                 }
             )
     return {"rows": rows}

@@ -138,8 +138,9 @@ def source_scoring(record: dict) -> tuple[str, int, "object"]:
 
 
 def source_networks(record: dict) -> tuple:
-    """The name in the anchored verdict set (`volratio.calibration.anchored_set`) of each network a
-    stored run of `RESCORABLE` trained or scored, member by member, or None: what a rescore tells
+    """The name, as the anchored verdict set (`volratio.calibration.anchored_set`) names networks, of
+    each network a stored run of `RESCORABLE` trained or scored, member by member, or None for a
+    network that has none (trained by the run, so in no verdict row): what a rescore tells
     the cross-fitted judge "anchored-xfit", so that a network of the set is scored by the rule fitted
     without its verdict rows (the judge gives any name the set does not hold the rule fitted on every
     row). A `twin_point`'s as its own scoring names it (`twins.Point.verdict_network`: its Picbreeder

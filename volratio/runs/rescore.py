@@ -29,6 +29,31 @@ every-weight rescore has `max_params` None and the engine it ran on with its ari
 every-weight rescore of one source under one judge are two runs with two keys, stored side by side;
 `volratio.runs.stored.judged(..., every_weight=True)` reads the latter.
 
+**Cross-fitted.** The judge "anchored-xfit" scores a network of the anchored verdict set with the
+rule fitted without that network's fold, any other with the rule fitted on every row. A rescore
+names each stored network as the set does (`volratio.runs.reference.source_networks`: a
+`twin_point`'s Picbreeder network is `picbreeder:TARGET`; its twins and the SP populations of the
+depth and optimizer runs are in no verdict row, and have no name) and stores, per member, that
+`network` (None for a network without a name) and the `fold` whose rule scored it: the fold of a
+network the set holds, "all" (the all-rows rule) for any other, such as the thirteen fork targets'
+Picbreeder networks, which the set does not hold yet.
+Claim 1 ("picbreeder-vs-sgd") under it, from the stored networks and the emc2 chunk's networks:
+
+    volratio reference rescore twins16_picbreeder --judge anchored-xfit --anchor png   # stored
+    volratio reference rescore twins16 --judge anchored-xfit --anchor png
+    volratio reference rescore twins16_picbreeder --judge anchored-xfit --anchor png --delta-scale layer_std
+    volratio reference rescore twins16 --judge anchored-xfit --anchor png --delta-scale layer_std
+
+and, for the chunks that store no networks (`emc2`: `emc2_point` names its networks
+`picbreeder:TARGET` and `fer-sgd:TARGET`, as the set does, and stores the fold; `emc2_dense`: our
+dense and SP networks, in no verdict row), "anchored-xfit" added to the `judge` grid of
+`[chunks.emc2.grid]` and `[chunks.emc2_dense.grid]` in `examples/sweeps/reference.toml`, then
+
+    volratio reference run examples/sweeps/reference.toml --chunk emc2 --out results/reference
+    volratio reference run examples/sweeps/reference.toml --chunk emc2_dense --out results/reference
+
+(each runs only the runs it lacks).
+
 Rescore runs are recorded in the chunk's manifest like any run (per run: config, seed, wall and
 CPU seconds, the machine's `kind`), marked `"run": "rescore"`, so `volratio results verify`
 re-runs them like any other; `volratio.runs.stored.records` leaves them out unless asked, so the
@@ -194,8 +219,8 @@ def point(config: dict) -> dict:
     (EMC2 AUC), `scores` (S per δ), `base_kept`; and `judge`, `anchor` (what the verdicts are
     anchored on: "target", "label" or "own image"). Under an `anchor` other than "image", also
     `anchor_rmse` per member: the RMSE of its unperturbed render to the anchor image. Under the
-    cross-fitted judge ("anchored-xfit"), per member `network`, its name in the anchored verdict set
-    (`volratio.runs.reference.source_networks`; None for a network the set does not hold), and
+    cross-fitted judge ("anchored-xfit"), per member `network`, its name as the anchored verdict set
+    names networks (`volratio.runs.reference.source_networks`; None for one without a name), and
     `fold`, the fold whose rule scored it — fitted without that network's verdict rows — or "all",
     the rule fitted on every row, for a network without verdict rows."""
     cfg = parse_point(config)
