@@ -11,6 +11,7 @@ from typing import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.ticker import NullFormatter
 
 from ..rho.grid import rows_to_grid
 
@@ -318,8 +319,6 @@ def auc_by_size(rows, title: str = "", ax=None):
     from a table with `kind`, `checkpoint`, `nonzero`, `auc` and `base_kept` (`sparse_regime.size_twins`):
     a twin pruned to a checkpoint short of SP's end is drawn pale, and a network whose unperturbed
     image the judge does not keep (it scores 0) hollow."""
-    from matplotlib.ticker import NullFormatter
-
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6, 4.5))
     ckpt = rows.checkpoint.astype(object).where(rows.checkpoint.notna(), "end")
     for (kind, c), g in rows.assign(checkpoint=ckpt).groupby(["kind", "checkpoint"], sort=False):
