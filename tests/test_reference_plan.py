@@ -190,7 +190,8 @@ def test_sparse_regime_chunk_prunes_each_target_to_its_picbreeder_count(picbreed
 
 def test_regime_scores_read_every_source_run_at_every_compared_population():
     """sparse_regime_emc2 scores, for every run of the sparse_regime chunk, SP and each matched
-    baseline at 75 % and at SP's end, every non-zero weight."""
+    baseline at 75 % and at SP's end: every non-zero weight at SP's end (the Picbreeder counts), a
+    seeded subsample of 1,000 at 75 %."""
     scores = [get_run("regime_point").parse(c) for c in REGIME["sparse_regime_emc2"].configs()]
     sources = set(REGIME["sparse_regime"].keys())
     assert {sparse_regime.source_key(p) for p in scores} == sources
@@ -198,7 +199,8 @@ def test_regime_scores_read_every_source_run_at_every_compared_population():
     want = {f"{m}_{c}" for m in methods for c in ("0p75", "end")}
     for key in sources:
         assert {p.population for p in scores if sparse_regime.source_key(p) == key} == want
-    assert {p.emc2.max_params for p in scores} == {None}
+    assert {p.emc2.max_params for p in scores} == {1000}
+    assert all(p.source["target_nonzeros"] <= p.emc2.max_params for p in scores)
 
 
 def test_emc2_dense_chunk_runs_the_emc2_bench_reference_preset():
