@@ -39,7 +39,6 @@ from volratio.util.presets import complete
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAN = R.load_plan(ROOT / "examples" / "sweeps" / "reference.toml")
-REGIME = R.load_plan(ROOT / "examples" / "sweeps" / "sparse_regime.toml")  # joins PLAN once it is stored
 STORE = ROOT / "results" / "reference"
 
 # chunk -> the experiment whose Config.reference() it runs (None: no experiment's Config; see its test)
@@ -62,6 +61,8 @@ OWNER = {
     "interference": "interference",
     "twins16_picbreeder": None,  # twin_point: the sixteen-target comparison, a run function only
     "twins16": None,
+    "sparse_regime": "sparse_regime",
+    "sparse_regime_emc2": None,  # regime_point: EMC2 of the sparse_regime chunk's stored populations
 }
 # chunks that run their experiment's one-seed preset at several seeds (replicates of `seed`)
 REPLICATES = {"emc2_dense": 5, "welch_toy": 5, "interference": 5}
@@ -181,7 +182,7 @@ def test_sparse_regime_chunk_prunes_each_target_to_its_picbreeder_count(picbreed
     from volratio.data.picbreeder import network
 
     ref = sparse_regime.Config.reference()
-    runs = [get_run("sparse_regime").parse(c) for c in REGIME["sparse_regime"].configs()]
+    runs = [get_run("sparse_regime").parse(c) for c in PLAN["sparse_regime"].configs()]
     for p in runs:
         assert dataclasses.replace(p, target=ref.target, target_nonzeros=ref.target_nonzeros) == ref
     goals = {p.target: p.target_nonzeros for p in runs}
@@ -192,8 +193,8 @@ def test_regime_scores_read_every_source_run_at_every_compared_population():
     """sparse_regime_emc2 scores, for every run of the sparse_regime chunk, SP and each matched
     baseline at 75 % and at SP's end: every non-zero weight at SP's end (the Picbreeder counts), a
     seeded subsample of 1,000 at 75 %."""
-    scores = [get_run("regime_point").parse(c) for c in REGIME["sparse_regime_emc2"].configs()]
-    sources = set(REGIME["sparse_regime"].keys())
+    scores = [get_run("regime_point").parse(c) for c in PLAN["sparse_regime_emc2"].configs()]
+    sources = set(PLAN["sparse_regime"].keys())
     assert {sparse_regime.source_key(p) for p in scores} == sources
     methods = ("sp", *sparse_regime.METHODS, "scratch")
     want = {f"{m}_{c}" for m in methods for c in ("0p75", "end")}

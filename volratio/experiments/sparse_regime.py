@@ -99,7 +99,7 @@ class Config(Presets):
     # reference: skull at 64×64 from width 64 at depth 6 (20,928 weights), 2,000 dense steps, SP rounds of
     # 300 steps, three members, on the fused kernel (22 ms a step here, against 48 on the fast path); the
     # baselines at 75 % and at SP's end
-    # (the chunk `sparse_regime` of examples/sweeps/sparse_regime.toml runs it for skull, butterfly and apple, each
+    # (the chunk `sparse_regime` of examples/sweeps/reference.toml runs it for skull, butterfly and apple, each
     # with its Picbreeder network's non-zero count as `target_nonzeros`, all at depth 6)
     REFERENCE = dict(members=3, width=64, res=64, dense_steps=2000, device="cpu", train_path="fused", keep_nets=True,
                      sp=replace(_sp_default(), rounds=40, retrain_steps=300))  # fmt: skip
