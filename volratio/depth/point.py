@@ -143,18 +143,21 @@ class Config(Presets, Settings):
     # planted ones at L* ± 3; 64×64, 5 networks, 2,000 steps, 10 SP rounds of 200 steps (the other SP
     # settings are DEFAULT_SP's), 8 δ on 200 weights
     # fmt: off
-    REFERENCE = staticmethod(
-        lambda: {"targets": PICBREEDER + PLANTED_REFERENCE, "depths": tuple(range(2, 17)), "window": 3, "seeds": 5,
-                 "members": 5, "width": 12, "res": 64, "steps": 2000, "lr": 3e-3,
-                 "sp": replace(DEFAULT_SP, rounds=10, retrain_steps=200), "max_params": 200, "deltas": DEFAULT_DELTAS,
-                 "train_path": "fast"}  # the path the stored chunks were trained on
-    )
+    @staticmethod
+    def REFERENCE() -> dict:
+        """The reference preset's entries (what the stored depth chunks ran)."""
+        return {"targets": PICBREEDER + PLANTED_REFERENCE, "depths": tuple(range(2, 17)), "window": 3, "seeds": 5,
+                "members": 5, "width": 12, "res": 64, "steps": 2000, "lr": 3e-3,
+                "sp": replace(DEFAULT_SP, rounds=10, retrain_steps=200), "max_params": 200, "deltas": DEFAULT_DELTAS,
+                "train_path": "fast"}  # the path the stored chunks were trained on
+
     # closer to the paper: depths 1..12, 10 seeds, long training, every weight scored
-    FULL = staticmethod(
-        lambda: {"depths": tuple(range(1, 13)), "seeds": 10, "width": 16, "res": 64, "steps": 5000, "lr": 3e-3,
-                 "sp": replace(DEFAULT_SP, rounds=10, retrain_steps=500), "deltas": DEFAULT_DELTAS,
-                 "max_params": None, "members": 1}
-    )
+    @staticmethod
+    def FULL() -> dict:
+        """The full preset's entries (closer to the paper)."""
+        return {"depths": tuple(range(1, 13)), "seeds": 10, "width": 16, "res": 64, "steps": 5000, "lr": 3e-3,
+                "sp": replace(DEFAULT_SP, rounds=10, retrain_steps=500), "deltas": DEFAULT_DELTAS,
+                "max_params": None, "members": 1}
     # fmt: on
 
     def __post_init__(self):

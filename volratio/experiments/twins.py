@@ -196,7 +196,8 @@ class Point:
 
     @property
     def spec(self) -> str:
-        """The target spec the judges are asked about (`picbreeder:NAME`)."""
+        """The target spec the judges are asked about, "picbreeder" and the target's name (one of
+        `picbreeder.ALL_NAMES`) joined by a colon."""
         return f"picbreeder:{self.target}"
 
     def verdict_network(self) -> str | None:
