@@ -41,6 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PLAN = R.load_plan(ROOT / "examples" / "sweeps" / "reference.toml")
 STORE = ROOT / "results" / "reference"
 
+XFIT = "anchored-xfit"  # claim 1 is read under the cross-fitted judge too (emc2 and emc2_dense grids)
+
 # chunk -> the experiment whose Config.reference() it runs (None: no experiment's Config; see its test)
 OWNER = {
     "rho": "volume_ratio",
@@ -63,6 +65,7 @@ OWNER = {
     "twins16": None,
     "sparse_regime": "sparse_regime",
     "sparse_regime_emc2": None,  # regime_point: EMC2 of the sparse_regime chunk's stored populations
+    "sparse_regime_emc2_scaled": None,  # regime_point: the same, δ × each weight's layer std
 }
 # chunks that run their experiment's one-seed preset at several seeds (replicates of `seed`)
 REPLICATES = {"emc2_dense": 5, "welch_toy": 5, "interference": 5}
@@ -205,12 +208,14 @@ def test_regime_scores_read_every_source_run_at_every_compared_population():
 
 
 def test_emc2_dense_chunk_runs_the_emc2_bench_reference_preset():
-    """Our dense and SP networks: one run per judge and seed (the preset: `judge` and `judges`)."""
+    """Our dense and SP networks: one run per judge and seed (the preset: `judge` and `judges`, and
+    the cross-fitted judge that claim 1 is also read under)."""
     ref = emc2_bench.Config.reference()
     runs = _replicated("emc2_dense", parsed("emc2_dense"))
     for p in runs:
         assert dataclasses.replace(p, judge=ref.judge) == ref
-    assert Counter(p.judge for p in runs) == Counter([ref.judge, *ref.judges] * REPLICATES["emc2_dense"])
+    want = [ref.judge, *ref.judges, XFIT] * REPLICATES["emc2_dense"]
+    assert Counter(p.judge for p in runs) == Counter(want)
 
 
 def test_emc2_chunk_scores_the_emc2_bench_reference_networks():
@@ -224,7 +229,7 @@ def test_emc2_chunk_scores_the_emc2_bench_reference_networks():
         assert (p.res, p.deltas, p.dtype, p.device, p.seed) == (ref.res, ref.deltas, ref.dtype, ref.device, ref.seed)
         assert p.max_params == (ref.max_params if (p.network, p.target) == ("fer-sgd", "apple") else None)
     networks = [n for n, kind in emc2_bench.NETWORKS.items() if kind in emc2_bench.KINDS]
-    judges = [ref.judge, *ref.judges]
+    judges = [ref.judge, *ref.judges, XFIT]
     assert Counter((p.network, p.target, p.judge) for p in runs) == Counter(product(networks, ref.targets, judges))
     for r in S.records("emc2", STORE):
         m = r["metrics"]

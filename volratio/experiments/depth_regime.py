@@ -185,13 +185,22 @@ def fit_table(curves: dict):
     return pd.DataFrame(rows).set_index(["target", "depth"])
 
 
-def stored_images(names=REFERENCE_CHUNKS, root=None, judge: str | None = None, targets=None, res: int = 64) -> dict:
+def stored_images(
+    names=REFERENCE_CHUNKS,
+    root=None,
+    judge: str | None = None,
+    targets=None,
+    res: int = 64,
+    every_weight: bool = False,
+    engine: str = "torch",
+) -> dict:
     """What was scored: per target, `{"depths", "images", "kept", "score", "loss"}` with one list per
     depth of one entry per stored network — its render at `res` (`(res, res, 3)` numpy), whether the
-    judge said its unperturbed image shows the label, its EMC2 AUC and its MSE. Reads the networks the
-    runs stored (`keep_net`); a run without one is an error."""
+    judge said its unperturbed image shows the label, its EMC2 AUC (on every weight through `engine`
+    with `every_weight`, as `stored_curves` reads it) and its MSE. Reads the networks the runs stored
+    (`keep_net`); a run without one is an error."""
     out: dict = {}
-    for r in stored.judged(names, root, judge, DepthError):
+    for r in stored.judged(names, root, judge, DepthError, every_weight=every_weight, engine=engine):
         t = r["config"]["target"]
         if targets is not None and t not in targets:
             continue

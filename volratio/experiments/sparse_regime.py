@@ -378,6 +378,7 @@ def point(config: dict) -> dict:
 
 
 SCORE_CHUNK = "sparse_regime_emc2"  # results/reference/<chunk>: one regime_point run per target × population
+SCALED_CHUNK = "sparse_regime_emc2_scaled"  # the same populations, δ × the std of each weight's layer
 
 
 def stored_scores(name: str = SCORE_CHUNK, root=None) -> pd.DataFrame:
