@@ -364,3 +364,83 @@ def test_size_twins_reads_claim_one_networks_of_the_regime_targets_on_one_anchor
     labels = set(ax.get_legend_handles_labels()[1])
     assert {"Picbreeder", "dense twin", "SP twin, 25% sparse", "scratch twin, 25% sparse"} <= labels
     assert ax.get_xscale() == "log"
+
+
+def _tiny_regime():
+    from volratio.experiments import sparse_regime as S
+
+    # trained long enough that pruning costs fit (the fit point is denser than the end point on some pairs)
+    return S, S.Config(target="planted:1:depth=2,width=3", members=2, width=8, depth=2, res=8, dense_steps=300,
+                       sp=replace(S.Config().sp, rounds=5), target_nonzeros=30, fit_floor=0.0, device="cpu")  # fmt: skip
+
+
+def test_endpoint_grid_reads_sp_s_end_and_fit_point_per_tau_start_and_budget_as_run_would():
+    """`endpoint_grid`: one row per τ start × retraining steps × member, the τ asked for, the same table
+    twice, the fit point never sparser than the end point, and each pair's end point the one `run`
+    records for that pair's config (the schedule cut below the start)."""
+    import pandas as pd
+
+    S, cfg = _tiny_regime()
+    taus, steps = (0.95, 0.5), (1, 3)
+    grid = S.endpoint_grid(cfg, taus=taus, retrain_steps=steps)
+    assert len(grid) == len(taus) * len(steps) * cfg.members
+    assert sorted(zip(grid.tau, grid.retrain_steps, grid.member)) == sorted(
+        (t, n, k) for t in taus for n in steps for k in range(cfg.members)
+    )
+    assert grid.groupby("tau").size().to_dict() == {t: len(steps) * cfg.members for t in taus}
+    assert (grid.fit_nonzero >= grid.nonzero).all() and (grid.fit_round <= grid.rounds).all()
+    assert (grid.fit_nonzero > grid.nonzero).any()  # precondition: the fit point is not just the end point
+    assert (grid.fit_loss_ratio <= cfg.fit_factor).all()
+    assert ((grid.sparsity > 0) & (grid.sparsity < 1)).all() and (grid.rounds <= cfg.sp.rounds).all()
+    pd.testing.assert_frame_equal(grid, S.endpoint_grid(cfg, taus=taus, retrain_steps=steps), check_exact=True)
+
+    one = replace(cfg, methods=(), scratch=False,
+                  sp=replace(cfg.sp, tau=0.5, tau_schedule=(0.4, 0.3, 0.2, 0.1, 0.0), retrain_steps=3))  # fmt: skip
+    t = S.run(one).table
+    tr = t[t.kind == "trajectory"]
+    last = tr[tr["round"] == tr["round"].max()].set_index("member")
+    fit = S.at_fit(t, cfg.fit_factor, cfg.fit_floor).set_index("member")
+    row = grid[(grid.tau == 0.5) & (grid.retrain_steps == 3)].set_index("member")
+    assert row.nonzero.to_dict() == last.nonzero.to_dict()
+    assert row.loss_ratio.to_dict() == last.loss_ratio.to_dict()
+    assert row.fit_nonzero.to_dict() == fit.nonzero.to_dict() and row.fit_round.to_dict() == fit["round"].to_dict()
+    sp_end = t[(t.kind == "checkpoint") & (t.method == "sp")]
+    final = sp_end[sp_end.checkpoint == row.stage.iloc[0]].set_index("member")
+    assert final.nonzero.to_dict() == row.nonzero.to_dict() and final.collapsed.to_dict() == row.collapsed.to_dict()
+
+
+@pytest.mark.parametrize(
+    "opts,match",
+    [
+        (dict(taus=()), "taus = \\(\\); give one or more τ starts in \\(0, 1\\]"),
+        (dict(taus=(0.9, 0.0)), "τ starts in \\(0, 1\\]"),
+        (dict(taus=(1.5,)), "τ starts in \\(0, 1\\]"),
+        (dict(taus=(float("nan"),)), "τ starts in \\(0, 1\\]"),
+        (dict(retrain_steps=()), "retrain_steps = \\(\\); give one or more whole numbers"),
+        (dict(retrain_steps=(100, 0)), "each at least 1"),
+        (dict(retrain_steps=(2.5,)), "whole numbers"),
+    ],
+)
+def test_endpoint_grid_refuses_bad_input_before_training(opts, match):
+    S, cfg = _tiny_regime()
+    with pytest.raises(S.ExperimentError, match=match):
+        S.endpoint_grid(replace(cfg, dense_steps=10**9), **opts)  # would take hours if it trained
+
+
+def test_the_endpoint_figure_draws_the_end_and_fit_point_per_tau_start():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from volratio.report import plots
+
+    rows = [{"tau": t, "retrain_steps": n, "member": k, "sparsity": 0.6 + 0.01 * k, "loss_ratio": 20.0,
+             "collapsed": k == 1, "fit_sparsity": 0.3, "fit_loss_ratio": 1.5}
+            for t in (0.95, 0.8) for n in (30, 100, 300) for k in range(2)]  # fmt: skip
+    fig = plots.sp_endpoints(pd.DataFrame(rows), fit_factor=2.0, title="quick scale")
+    left, right = fig.axes[:2]
+    labels = right.get_legend_handles_labels()[1]
+    assert {f"τ from {t:g}: {p} point" for t in (0.95, 0.8) for p in ("end", "fit")} <= set(labels)
+    assert left.get_ylim() == (0, 1) and right.get_yscale() == "log" and left.get_xscale() == "log"
+    assert [list(line.get_xdata()) for line in left.lines] == [[30, 100, 300]] * 4

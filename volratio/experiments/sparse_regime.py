@@ -25,6 +25,10 @@ trajectory (`kind` "trajectory", one row per member × round). Columns: `nonzero
 `loss`, `loss_ratio` (÷ the member's dense MSE), `collapsed`, `live_units`. Extras: `nets`
 (`{(method, checkpoint): population}`), `images`, `config`.
 
+`endpoint_grid(base, taus, retrain_steps)`: SP alone from the same dense networks, once per start of
+the τ schedule × retraining steps per round, each read at its end point and at its fit point (`at_fit`):
+how where SP ends moves with those two choices.
+
 Chapter: "Connectivity: which connections remain" (the sparse regime).
 """
 
@@ -123,45 +127,16 @@ def run(config: Config | None = None, *, progress=None) -> Result:
     cfg = config or Config()
     say = progress or (lambda msg: None)
     t0 = time.time()
-    image = get_target(cfg.target).image(cfg.res)
-    images = torch.stack([image] * cfg.members)
-    tc = TrainConfig(lr=cfg.lr, device=cfg.device, path=cfg.train_path)
-    arch = f"{cfg.depth};{cfg.activation}:{cfg.width}"
-    dense = CoordMLP(arch, head="hsv", population=cfg.members, seed=cfg.seed)
-    train(dense, images, replace(tc, steps=cfg.dense_steps))
-    dense_loss = _losses(dense, images)
-    have = min(dense.nonzero())
-    if cfg.target_nonzeros is not None and cfg.target_nonzeros >= have:
-        raise ExperimentError(
-            f"target_nonzeros = {cfg.target_nonzeros} is not below the dense networks' {have} weights: "
-            "give a smaller target or a wider start"
-        )
+    images, tc, dense, dense_loss = _dense(cfg)
     say("dense networks trained")
-    sp_net, rounds_left, budget = _copy(dense), cfg.sp.rounds, 0
     trajectory = [_trajectory_rows(cfg, 0, dense, dense_loss, dense_loss)]
     nets = {("dense", "dense"): dense}
-    stages = [(f"{s:.2f}", max(1, math.floor((1 - s) * have))) for s in sorted(cfg.checkpoints)]
-    stages.append(("end", cfg.target_nonzeros))
-    done, failed = 0, {}  # failed: (method, checkpoint) -> why the baseline could not be matched
-    for name, goal in stages:
-        if rounds_left == 0:
-            break
-        if goal is not None and goal >= min(sp_net.nonzero()):
-            continue  # a member is already below this checkpoint: it was passed in an earlier stage
-        spc = replace(cfg.sp, rounds=rounds_left, target_nonzeros=goal, train=tc)
-        try:
-            r = prune(sp_net, images, "sp", spc)
-        except PruneError as e:
-            raise ExperimentError(f"SP towards checkpoint {name}: {e}") from e
-        for h in r.history[1:]:
-            done += 1
-            trajectory.append(_trajectory_rows(cfg, done, sp_net, np.asarray(h["loss"]), dense_loss, h["nonzero"]))
-        used = len(r.history) - 1
-        rounds_left -= used
-        budget += used * cfg.sp.retrain_steps
-        nets[("sp", name)] = _copy(sp_net)
-        say(f"SP at checkpoint {name}: {sp_net.nonzero()} non-zero")
-        failed.update(_match_baselines(cfg, dense, sp_net, images, name, budget, tc, nets))
+    failed = {}  # (method, checkpoint) -> why the baseline could not be matched
+    for stage in _sp_stages(cfg, dense, images, tc, dense_loss):
+        trajectory += stage.rows
+        nets[("sp", stage.name)] = _copy(stage.net)
+        say(f"SP at checkpoint {stage.name}: {stage.net.nonzero()} non-zero")
+        failed.update(_match_baselines(cfg, dense, stage.net, images, stage.name, stage.budget, tc, nets))
     rows = [row for rows in trajectory for row in rows]
     for (method, ckpt), why in failed.items():  # recorded, not dropped: one row per member, no network
         rows += [{"kind": "checkpoint", "checkpoint": ckpt, "method": method, "member": k, "seed": cfg.seed + k,
@@ -186,6 +161,64 @@ def run(config: Config | None = None, *, progress=None) -> Result:
         judge=None,  # the frontier has no EMC2 score: fit and size only
         extras={"nets": nets, "images": images, "config": cfg},
     )
+
+
+def _dense(cfg: Config) -> tuple:
+    """`(images, tc, dense, dense_loss)`: the target `(members, res, res, 3)`, the training config, the
+    trained dense population and its MSE per member `(members,)`."""
+    image = get_target(cfg.target).image(cfg.res)
+    images = torch.stack([image] * cfg.members)
+    tc = TrainConfig(lr=cfg.lr, device=cfg.device, path=cfg.train_path)
+    arch = f"{cfg.depth};{cfg.activation}:{cfg.width}"
+    dense = CoordMLP(arch, head="hsv", population=cfg.members, seed=cfg.seed)
+    train(dense, images, replace(tc, steps=cfg.dense_steps))
+    have = min(dense.nonzero())
+    if cfg.target_nonzeros is not None and cfg.target_nonzeros >= have:
+        raise ExperimentError(
+            f"target_nonzeros = {cfg.target_nonzeros} is not below the dense networks' {have} weights: "
+            "give a smaller target or a wider start"
+        )
+    return images, tc, dense, _losses(dense, images)
+
+
+@dataclass
+class _Stage:
+    """SP after one stage of `_sp_stages`."""
+
+    name: str  # the checkpoint it pruned towards ("0.75", …, "end")
+    net: CoordMLP  # SP's population (the one object every stage prunes further: copy it to keep it)
+    budget: int  # retraining steps per member so far (rounds so far × sp.retrain_steps)
+    rows: list  # the stage's trajectory rows (`_trajectory_rows`, one list per round)
+    stop: list  # per member, why SP stopped in this stage ("target size", "rounds", "no redundant pair", …)
+    tau: list  # per member, the threshold of the schedule it had reached
+
+
+def _sp_stages(cfg: Config, dense: CoordMLP, images: torch.Tensor, tc: TrainConfig, dense_loss: np.ndarray):
+    """SP from a copy of `dense`, towards each checkpoint of `cfg.checkpoints` in turn and then towards
+    `target_nonzeros`, within `cfg.sp.rounds` rounds in all; yields a `_Stage` after every stage SP
+    ran. Each stage is one call of SP, so it starts again at `sp.tau` and goes down the schedule."""
+    sp_net, rounds_left, budget, done = _copy(dense), cfg.sp.rounds, 0, 0
+    have = min(dense.nonzero())
+    stages = [(f"{s:.2f}", max(1, math.floor((1 - s) * have))) for s in sorted(cfg.checkpoints)]
+    stages.append(("end", cfg.target_nonzeros))
+    for name, goal in stages:
+        if rounds_left == 0:
+            break
+        if goal is not None and goal >= min(sp_net.nonzero()):
+            continue  # a member is already below this checkpoint: it was passed in an earlier stage
+        spc = replace(cfg.sp, rounds=rounds_left, target_nonzeros=goal, train=tc)
+        try:
+            r = prune(sp_net, images, "sp", spc)
+        except PruneError as e:
+            raise ExperimentError(f"SP towards checkpoint {name}: {e}") from e
+        rows = []
+        for h in r.history[1:]:
+            done += 1
+            rows.append(_trajectory_rows(cfg, done, sp_net, np.asarray(h["loss"]), dense_loss, h["nonzero"]))
+        used = len(r.history) - 1
+        rounds_left -= used
+        budget += used * cfg.sp.retrain_steps
+        yield _Stage(name, sp_net, budget, rows, list(r.extras["stop"]), [m["tau"] for m in r.extras["members"]])
 
 
 def _trajectory_rows(cfg: Config, rnd: int, net: CoordMLP, loss, dense_loss, nonzero=None) -> list[dict]:
@@ -247,6 +280,73 @@ def at_fit(table: pd.DataFrame, factor: float = 2.0, floor: float = 0.002) -> pd
         out.append({**dict(zip(by, keys if isinstance(keys, tuple) else (keys,))), "round": int(best["round"]),
                     "nonzero": int(best.nonzero), "sparsity": float(best.sparsity),
                     "loss_ratio": float(best.loss_ratio)})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def endpoint_grid(
+    base: Config | None = None, taus: tuple = (0.95, 0.8), retrain_steps: tuple = (30, 100, 300)
+) -> pd.DataFrame:
+    """Where SP ends, and where it last fits, as the start of its τ schedule and its retraining per
+    round change: one row per τ start × retraining steps × member, every other setting `base`'s
+    (default: `Config()`, the quick scale).
+
+    "τ start" is `sp.tau`; of `base.sp.tau_schedule`, the thresholds below it are kept (the schedule is
+    cut, not shifted: every start ends at the same last threshold, and a lower start skips the
+    thresholds above it). SP runs as `run(cfg)` of each pair's config would run it — the same dense
+    networks (trained once here: they do not depend on SP's settings), the same checkpoint stages,
+    each starting again at τ — with the baselines and the scratch networks off (`methods=()`,
+    `scratch=False`): only SP's trajectory is computed. Seeded like `run`: the same `base` gives the
+    same table.
+
+    Columns: `tau` (the start), `retrain_steps` (per round), `member`, `seed`; SP's end point —
+    `rounds` (the rounds it ran, of `sp.rounds`), `stage` (the stage it was in when it ended: a
+    checkpoint, "0.75", where the rounds ran out before `target_nonzeros`, or "end"), `stop` (why SP
+    stopped the member in that stage: "target size" — that stage's target —, "rounds", "no redundant
+    pair"), `tau_end` (the threshold it had reached), `nonzero`, `sparsity`, `loss_ratio` (MSE ÷ the
+    member's dense MSE) and `collapsed`; and its fit point as `at_fit` reads it with `base.fit_factor`
+    and `base.fit_floor` (the sparsest round within the fit criterion) — `fit_round`, `fit_nonzero`,
+    `fit_sparsity`, `fit_loss_ratio`.
+
+    Chapter: "Connectivity: which connections remain" (the sparse regime: where SP ends)."""
+    base = base or Config()
+    taus, retrain_steps = tuple(taus), tuple(retrain_steps)
+    if not taus or any(isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= 1 for t in taus):
+        raise ExperimentError(
+            f"endpoint_grid: taus = {taus!r}; give one or more τ starts in (0, 1] (cosine similarities, "
+            "e.g. (0.95, 0.8))"
+        )
+    if not retrain_steps or any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1
+                                for n in retrain_steps):  # fmt: skip
+        raise ExperimentError(
+            f"endpoint_grid: retrain_steps = {retrain_steps!r}; give one or more whole numbers of retraining steps "
+            "per round, each at least 1 (e.g. (30, 100, 300))"
+        )
+    if base.sp.rounds < 1:
+        raise ExperimentError(
+            f"endpoint_grid: base.sp.rounds = {base.sp.rounds}; SP needs at least one round to end anywhere"
+        )
+    base = replace(base, methods=(), scratch=False, keep_nets=False)
+    images, tc, dense, dense_loss = _dense(base)
+    out = []
+    for tau in taus:
+        for steps in retrain_steps:
+            schedule = tuple(t for t in base.sp.tau_schedule if t < tau)
+            cfg = replace(base, sp=replace(base.sp, tau=float(tau), tau_schedule=schedule, retrain_steps=int(steps)))
+            trajectory = [_trajectory_rows(cfg, 0, dense, dense_loss, dense_loss)]
+            for stage in _sp_stages(cfg, dense, images, tc, dense_loss):
+                trajectory += stage.rows
+            end_rows = trajectory[-1]  # SP's last round, one row per member (its net is `stage.net`)
+            flags = collapsed(stage.net, cfg.res, dense_loss, np.asarray([r["loss"] for r in end_rows]))
+            table = pd.DataFrame([row for rows in trajectory for row in rows])
+            fit = at_fit(table, cfg.fit_factor, cfg.fit_floor).set_index("member")
+            for k, end in enumerate(end_rows):
+                out.append({"tau": float(tau), "retrain_steps": int(steps), "member": k, "seed": cfg.seed + k,
+                            "rounds": int(end["round"]), "stage": stage.name, "stop": stage.stop[k],
+                            "tau_end": float(stage.tau[k]), "nonzero": end["nonzero"], "sparsity": end["sparsity"],
+                            "loss_ratio": end["loss_ratio"],
+                            "collapsed": bool(flags[k]), "fit_round": int(fit.loc[k, "round"]),
+                            "fit_nonzero": int(fit.loc[k, "nonzero"]), "fit_sparsity": float(fit.loc[k, "sparsity"]),
+                            "fit_loss_ratio": float(fit.loc[k, "loss_ratio"])})  # fmt: skip
     return pd.DataFrame(out)
 
 

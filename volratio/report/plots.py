@@ -339,3 +339,38 @@ def auc_by_size(rows, title: str = "", ax=None):
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     return fig
+
+
+def sp_endpoints(grid, fit_factor: float = 2.0, title: str = ""):
+    """Where SP ends and where it last fits, against the retraining steps per round (log axis), one
+    colour per τ start, from `sparse_regime.endpoint_grid`'s table: weight sparsity (left) and MSE ÷
+    the dense MSE (right, log axis; the dotted line is `fit_factor`). Solid lines: the end point;
+    dashed: the fit point; lines join the medians over the members, whose own values are the small
+    markers (a collapsed end point is drawn as a cross)."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    for i, (tau, g) in enumerate(grid.groupby("tau", sort=False)):
+        colour = f"C{i}"
+        med = g.groupby("retrain_steps").median(numeric_only=True)
+        for ax, (end, fit) in zip(axes, (("sparsity", "fit_sparsity"), ("loss_ratio", "fit_loss_ratio"))):
+            ax.plot(med.index, med[end], "-o", color=colour, label=f"τ from {tau:g}: end point")
+            ax.plot(med.index, med[fit], "--s", color=colour, mfc="none", label=f"τ from {tau:g}: fit point")
+            ok, flat = g[~g.collapsed.astype(bool)], g[g.collapsed.astype(bool)]
+            ax.scatter(ok.retrain_steps, ok[end], color=colour, s=12, alpha=0.5, zorder=3)
+            ax.scatter(flat.retrain_steps, flat[end], color=colour, marker="x", s=24, alpha=0.7, zorder=3)
+            ax.scatter(g.retrain_steps, g[fit], facecolors="none", edgecolors=colour, marker="s", s=12, alpha=0.5)
+    steps = sorted(grid.retrain_steps.unique())
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xticks(steps, [str(s) for s in steps])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("retraining steps per round")
+    axes[0].set_ylim(0, 1)
+    axes[0].set_ylabel("weight sparsity")
+    axes[1].set_yscale("log")
+    axes[1].axhline(fit_factor, ls=":", color="0.3", lw=1, label=f"fit criterion ({fit_factor:g} × dense)")
+    axes[1].set_ylabel("MSE ÷ dense MSE")
+    axes[1].legend(fontsize=8, loc="best")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
