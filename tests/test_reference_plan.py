@@ -313,3 +313,20 @@ def test_a_config_with_cells_runs_each_cell_as_its_own_run():
     ]
     assert untimed[:2] == untimed[2:] and {(r["W"], r["L"]) for r in untimed[:2]} == {(2, 1), (1, 2)}
     assert cells.judge is None  # the Boolean model has no judge
+
+
+@pytest.mark.parametrize("delta_scale", ["absolute", "layer_std"])
+def test_the_depth_optimizer_and_scenes_claims_read_every_weight_of_every_stored_network(delta_scale):
+    """The chapters decide the depth, PNG-predictor, optimizer and scenes claims on every non-zero
+    weight (the every-weight rescores through the fused kernel), with δ read both ways: every stored
+    network of their chunks has those scores under the deciding judge, and they differ from the
+    runs' own seeded sample (the rescore scored more weights than the source did)."""
+    chunks = sorted({*depth_regime.REFERENCE_CHUNKS, *optimizers.REFERENCE_CHUNKS, *unknown_targets.REFERENCE_CHUNKS})
+    assert "anchored" in S.judges_covering(chunks, STORE, delta_scale, every_weight=True, engine="fused")
+    for chunk in chunks:
+        every = S.rescore_table(chunk, "anchored", STORE, delta_scale=delta_scale, every_weight=True)
+        every = every[every.engine == "fused"]
+        sources = {r["key"]: r["config"]["max_params"] for r in S.records(chunk, STORE)}
+        assert set(every.source) == set(sources), chunk
+        assert (every.max_params.isna()).all() and (every.dtype == "float32").all()
+        assert all(m is not None for m in sources.values())  # the runs themselves scored a sample
