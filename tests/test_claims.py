@@ -254,6 +254,13 @@ def test_judge_comparison_names_missing_judges_and_needs_two_label_anchored():
     assert "label-anchored SSIM judge: not scored yet" in line and "not measured" in line
 
 
+def test_judge_comparison_says_what_the_judges_were_compared_on():
+    v = claims.record("welch-r-le-d", "partly", "x")
+    line = claims.judge_comparison({"anchored": v, "anchored-ssim": v}, on="every non-zero weight")
+    assert line.endswith("robust to the judge (on every non-zero weight)")
+    assert "(on" not in claims.judge_comparison({"anchored": v, "anchored-ssim": v})
+
+
 def test_every_verdict_has_a_badge_colour():
     assert set(claims.BADGE_COLOURS) == set(claims.VERDICTS)
     html = claims.record("welch-r-le-d", "not reproduced", "a < b").html()

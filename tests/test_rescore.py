@@ -409,6 +409,10 @@ def test_every_weight_rescore_is_stored_beside_the_sampled_one_and_read_on_reque
     assert curve.score[0].tolist() == every["metrics"]["score"]
     assert S.judges_covering(["tiny"], root, every_weight=True) == ["stability"]
     assert S.judges_covering(["tiny"], root, every_weight=True, engine="fused") == []
+    # a judge comparison reads every weight only where every judge compared has it, else the sample
+    assert S.judges_reading(["tiny"], ["stability"], root, engine="torch") == {"every_weight": True, "engine": "torch"}
+    assert S.judges_reading(["tiny"], ["anchored", "stability"], root, engine="torch") == {}  # anchored: a sample
+    assert S.judges_reading(["tiny"], ["stability"], root) == {}  # no fused every-weight rescore
     table = S.rescore_table("tiny", "stability", root)
     assert sorted(table["weights"]) == ["every", "every", "sample", "sample"]
     cost = S.rescore_cost("tiny", root).set_index("weights")

@@ -171,14 +171,15 @@ def unglued():
         _UNGLUED.reset(token)
 
 
-def by_judge(key: str, decide, judges, scale: str = "reference", missing=()) -> dict:
+def by_judge(key: str, decide, judges, scale: str = "reference", missing=(), on: str = "") -> dict:
     """The verdict on claim `key` under each of `judges`: `decide(judge) -> Verdict` (computed from
     the same stored networks, scored under that judge; not glued), and — in a notebook — the
     comparison glued as `claim-<key>-judges` (`judge_comparison`; `missing`: judges asked for whose
-    scores are not stored yet, named as such). Returns `{judge: Verdict}`."""
+    scores are not stored yet, named as such; `on`: what the judges were compared on, e.g. "every
+    non-zero weight", said after the line). Returns `{judge: Verdict}`."""
     with unglued():
         out = {j: decide(j) for j in judges}
-    glue_judges(key, judge_comparison(out, missing), robustness(out))
+    glue_judges(key, judge_comparison(out, missing, on), robustness(out))
     return out
 
 
@@ -253,9 +254,10 @@ def robustness(verdicts: dict) -> str:
     return "depends on the judge (" + "; ".join(f"{judge_brief(j)}: {v.verdict}" for j, v in asked.items()) + ")"
 
 
-def judge_comparison(verdicts: dict, missing=()) -> str:
+def judge_comparison(verdicts: dict, missing=(), on: str = "") -> str:
     """One line: each judge's verdict, then whether the verdict is robust to the judge (among the
-    label-anchored judges measured; `missing` judges are named as not scored yet)."""
+    label-anchored judges measured; `missing` judges are named as not scored yet); `on`: what every
+    judge scored, e.g. "the runs' seeded sample of weights", said at the end ("(on …)")."""
     parts = [f"{judge_short(j)}: {v.verdict}" for j, v in verdicts.items()]
     parts += [f"{judge_short(j)}: not scored yet" for j in missing]
     asked = [j for j in verdicts if j not in SELF_ANCHORED]
@@ -263,7 +265,7 @@ def judge_comparison(verdicts: dict, missing=()) -> str:
         end = "robustness to the judge not measured (one label-anchored judge)"
     else:
         end = "robust to the judge" if robust_to_judge(verdicts) else "depends on the judge"
-    return f"{'; '.join(parts)} — {end}"
+    return f"{'; '.join(parts)} — {end}" + (f" (on {on})" if on else "")
 
 
 def _in_kernel() -> bool:

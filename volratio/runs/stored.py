@@ -395,6 +395,16 @@ def judges_covering(
     return [j for j in JUDGES if own == {j} or keys <= covered.get(j, set())]
 
 
+def judges_reading(names, judges, root: "str | Path | None" = None, engine: str = "fused") -> dict:
+    """What the judges `judges` are compared on over the chunks `names`: every non-zero weight
+    through `engine` (`{"every_weight": True, "engine": engine}`) where every stored run has
+    every-weight scores under each of them, else the runs' own seeded sample (`{}`: the reading
+    every judge of `judges_covering(names)` has). Pass it on to `judged` and the experiments'
+    readers (`**reading`), so that a judge comparison never mixes weights scored with samples."""
+    every = {"every_weight": True, "engine": engine}
+    return every if set(judges) <= set(judges_covering(names, root, **every)) else {}
+
+
 def rescore_table(
     chunk: str,
     judge: str | None = None,
