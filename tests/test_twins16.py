@@ -144,3 +144,26 @@ def test_the_stored_base_mse_is_to_the_anchor(picbreeder_dir):
         img = picbreeder.network("skull").render(cfg.res)[0]
     assert float(((img - T.training_image(cfg)) ** 2).mean()) == pytest.approx(rec["metrics"]["mse"], rel=1e-6)
     assert rec["metrics"]["mse"] > 1e-4  # the Picbreeder network is not its own anchor
+
+
+def test_rescored_rows_carry_the_standard_error_only_where_every_weight_was_scored():
+    """A rescore under a judge the runs did not score (e.g. the cross-fitted one) stores no per-weight
+    verdicts: its AUC's standard error is 0 where every non-zero weight was scored and unknown (NaN)
+    where a sample was, and the sixteen-target pairing reads it for the Picbreeder network."""
+    table = pd.DataFrame(_rows("a", 0.8, [0.5, 0.6]) + _rows("b", 0.7, [0.4, 0.5]))
+    table["key"] = [f"k{i}" for i in range(len(table))]
+    table["n_nonzero"] = np.where(table.network == "picbreeder", 147, 5000)
+    table["n_params"] = np.where(table.network == "picbreeder", 147, 1000)  # the twins: a sample
+    rescored = pd.DataFrame({"source": table.key, "score": np.linspace(0.1, 0.9, len(table)),
+                             "scores": [[0.5]] * len(table), "base_kept": True, "anchor_rmse": 0.01,
+                             "max_params": 1000})  # fmt: skip
+    out = T.rescored_as(table, rescored, "anchored-xfit")
+    pb = out.network == "picbreeder"
+    assert (out.loc[pb, "auc_se_anchored-xfit"] == 0).all() and out.loc[~pb, "auc_se_anchored-xfit"].isna().all()
+    assert list(out["auc_anchored-xfit"]) == list(rescored.score)
+    p = T.paired(out, "anchored-xfit")
+    assert p.loc["a", "Picbreeder lo"] == p.loc["a", "Picbreeder hi"] == pytest.approx(0.1)
+    every = T.rescored_as(table, rescored.assign(max_params=None), "anchored-xfit")  # an every-weight rescore
+    assert (every["auc_se_anchored-xfit"] == 0).all()
+    with pytest.raises(ExperimentError, match="no rescore run"):
+        T.rescored_as(table, rescored.iloc[1:], "anchored-xfit")

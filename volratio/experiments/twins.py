@@ -314,8 +314,11 @@ def rescored_as(table, rescored, judge: str = "anchored"):
     """`twin_point` rows (`table`, with their store `key`) with their scores under `judge` replaced
     by those of their rescore runs (`rescored`: `volratio.runs.stored.rescore_table` rows of the
     same chunks under one anchor and reading of δ): `auc_<judge>`, `scores_<judge>`,
-    `base_kept_<judge>`, and `anchor_rmse` (each network's base RMSE to the anchor). A row without
-    a rescore run is an `ExperimentError` naming the command that makes it."""
+    `base_kept_<judge>`, `auc_se_<judge>` and `anchor_rmse` (each network's base RMSE to the
+    anchor). The standard error is 0 where every non-zero weight was scored (the rescore scored
+    every weight, or the run's sample held them all) and NaN otherwise: a rescore stores no
+    per-weight verdicts, so the spread its subsample implies under `judge` is not known. A row
+    without a rescore run is an `ExperimentError` naming the command that makes it."""
     by = rescored.set_index("source") if len(rescored) else None
     missing = [k for k in table.key if by is None or k not in by.index]
     if missing:
@@ -328,6 +331,8 @@ def rescored_as(table, rescored, judge: str = "anchored"):
     out[f"auc_{judge}"] = r.score.to_numpy()
     out[f"scores_{judge}"] = list(r.scores)
     out[f"base_kept_{judge}"] = r.base_kept.astype(bool).to_numpy()
+    every = r.max_params.isna().to_numpy() | (table.n_params >= table.n_nonzero).to_numpy()
+    out[f"auc_se_{judge}"] = np.where(every, 0.0, np.nan)
     out["anchor_rmse"] = r.anchor_rmse.to_numpy()
     return out
 
