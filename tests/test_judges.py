@@ -166,7 +166,7 @@ def test_emc2_runs_name_their_judge_and_default_to_the_librarys():
 
     plan = reference.load_plan("examples/sweeps/reference.toml")
     for name in ("emc2", "emc2_dense"):
-        assert {c["judge"] for c in plan[name].configs()} == {"anchored", "anchored-ssim", "stability"}
+        assert {c["judge"] for c in plan[name].configs()} == {"anchored", "anchored-ssim", "stability", "anchored-xfit"}
         if (stored.DEFAULT_ROOT / name / "results.parquet").is_file():
             assert all("judge" in r["config"] for r in stored.records(name))
     assert emc2_bench.parse_point({"target": "apple"}).judge == judges.DEFAULT_JUDGE
