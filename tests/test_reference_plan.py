@@ -66,6 +66,8 @@ OWNER = {
     "sparse_regime": "sparse_regime",
     "sparse_regime_emc2": None,  # regime_point: EMC2 of the sparse_regime chunk's stored populations
     "sparse_regime_emc2_scaled": None,  # regime_point: the same, δ × each weight's layer std
+    "depth_sparse_planted": None,  # sparse_depth_point: the depth sweep in the sparse regime, a run function only
+    "depth_sparse_picbreeder": None,
 }
 # chunks that run their experiment's one-seed preset at several seeds (replicates of `seed`)
 REPLICATES = {"emc2_dense": 5, "welch_toy": 5, "interference": 5}

@@ -175,9 +175,10 @@ def parse_point(config: dict) -> Point:
     return configure(Point(), config, "depth_point")
 
 
-def sp_network(cfg: Point):
+def sp_network(cfg: Point, on_round=None):
     """Train a population of `members` dense networks (independent initialisations drawn from
-    `seed`) and prune each with SP; returns `(net, target, image, dense_loss (K,), sp_result)`."""
+    `seed`) and prune each with SP (`on_round`: SP's per-round callback, `volratio.prune.sp`); returns
+    `(net, target, image, dense_loss (K,), sp_result)`."""
     target = get_target(cfg.target)
     img = target.image(cfg.res)  # (res, res, 3)
     net = CoordMLP(
@@ -196,7 +197,7 @@ def sp_network(cfg: Point):
         path=cfg.train_path,
     )
     dense = train(net, img, tc).final_loss
-    pr = sp(net, img, cfg.sp_config(cfg.seed, tc)) if cfg.sp.rounds > 0 else None
+    pr = sp(net, img, cfg.sp_config(cfg.seed, tc), on_round=on_round) if cfg.sp.rounds > 0 else None
     return net, target, img, np.asarray(dense, dtype=np.float64), pr
 
 

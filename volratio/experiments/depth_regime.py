@@ -50,6 +50,7 @@ __all__ = [
     "PLANTED",
     "PLANTED_REFERENCE",
     "REFERENCE_CHUNKS",
+    "SPARSE_CHUNKS",
     "Config",
     "DepthCurve",
     "Point",
@@ -69,6 +70,7 @@ __all__ = [
     "run",
     "sp_metrics",
     "sp_network",
+    "sparsity_table",
     "spot_table",
     "stored_curves",
     "stored_images",
@@ -132,6 +134,7 @@ def spot_table(curves: dict, true_depths: dict | None = None):
                 "score drop, one layer less": drop(i - 1) if i is not None else np.nan,
                 "score drop, one layer more": drop(i + 1) if i is not None else np.nan,
                 "MSE at spot": finite_mean(c.loss[i]) if i is not None else np.nan,
+                "non-zero at spot (median)": float(np.nanmedian(c.nonzero[i])) if i is not None else np.nan,
                 "drawn at spot": finite_mean(c.kept[i]) if i is not None else np.nan,
                 "MSE elsewhere (median)": (
                     float(np.nanmedian([finite_mean(c.loss[j]) for j in range(len(m)) if j != i]))
@@ -147,6 +150,9 @@ def spot_table(curves: dict, true_depths: dict | None = None):
 # The reference scale (stored results)
 
 REFERENCE_CHUNKS = ("depth_picbreeder", "depth_planted")  # chunks of examples/sweeps/reference.toml
+# the sparse regime's depth sweep (run function sparse_depth_point, volratio.depth.sparse_point): wide
+# networks pruned by unguarded SP, each scored at its fit point; the depth claims are decided on these
+SPARSE_CHUNKS = ("depth_sparse_picbreeder", "depth_sparse_planted")
 
 
 def stored_curves(
@@ -166,6 +172,30 @@ def stored_curves(
     reference rescore CHUNK --judge NAME --every-weight --engine E`; an error naming that command where
     one is missing)."""
     return stored.depth_curves(names, root, tol, judge, delta_scale, every_weight, engine)
+
+
+def sparsity_table(names=SPARSE_CHUNKS, root=None) -> pd.DataFrame:
+    """What the sparse regime's networks are, per target and depth (medians over the networks of the
+    chunks `names`, runs of `sparse_depth_point`): the weights of the dense start, the non-zero weights
+    and weight sparsity of the network scored (its fit point), its MSE ÷ its dense MSE, the round SP
+    was at (0: no pruned round fitted, the dense network is scored), the share of networks scored
+    dense, and where SP itself ended (non-zero weights, MSE ÷ dense) before the fit point was read."""
+    rows = []
+    for r in stored.runs_of(names, root, error=DepthError):
+        m, c = r["metrics"], r["config"]
+        for k, nz in enumerate(m["nonzero"]):
+            rows.append({"target": c["target"], "depth": int(c["depth"]), "dense weights": m["dense_nonzero"][k],
+                         "non-zero": nz, "sparsity": m["sparsity"][k], "MSE ÷ dense": m["loss"][k] / m["dense_loss"][k],
+                         "fit round": m["fit_round"][k], "scored dense": float(m["fit_round"][k] == 0),
+                         "SP end non-zero": m["end_nonzero"][k],
+                         "SP end MSE ÷ dense": m["end_loss"][k] / m["dense_loss"][k]})  # fmt: skip
+    if not rows:
+        raise DepthError(f"no stored runs in {', '.join(names)}: run them (`volratio reference run PLAN --chunk NAME`)")
+    g = pd.DataFrame(rows).groupby(["target", "depth"])
+    out = g.median()
+    out["scored dense"] = g["scored dense"].mean()
+    out.insert(0, "networks", g.size())
+    return out
 
 
 def fit_table(curves: dict):

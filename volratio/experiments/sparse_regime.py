@@ -51,7 +51,7 @@ from ..prune import PruneError, collapsed, prune
 from ..prune.baselines import IMPConfig, imp_levels
 from ..prune.criteria import CalibrationGrid
 from ..prune.masks import weight_sparsity
-from ..prune.similarity_pruning import SPConfig
+from ..prune.similarity_pruning import TAU_SCHEDULE, SPConfig
 from ..runs import stored
 from ..runs.reference import source_root
 from ..runs.registry import artifact_name, get_run
@@ -62,7 +62,7 @@ from ..util.presets import Presets, configure
 from ._base import ExperimentError, Result
 
 METHODS = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units")  # baselines matched per layer to SP
-SCHEDULE = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0)  # τ after the first 0.95, most similar pair first
+SCHEDULE = TAU_SCHEDULE  # τ after the first 0.95, most similar pair first
 
 
 def _sp_default() -> SPConfig:

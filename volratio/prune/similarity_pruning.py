@@ -48,6 +48,10 @@ from .criteria import CalibrationGrid, feature_maps, place
 from .masks import PruneError, masks_with_units, unit_alive, weight_sparsity
 from .result import PruneResult, record
 
+# the sparse regime's τ schedule (after a first τ = 0.95): thresholds tried in turn once a network has no
+# pair above its current one, down to 0 (the most similar pair first at every step)
+TAU_SCHEDULE = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0)
+
 
 @dataclass
 class SPConfig(Presets):
@@ -350,11 +354,15 @@ def _staying_twin(r: Removal, twin_of: dict, stays: list[torch.Tensor]) -> int:
     return u
 
 
-def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None):
+def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None, on_round=None):
     """Run SP on `net` (in place) against `image` `(res, res, 3)` or `(K, res, res, 3)`. The result's
     `extras`: `stop` (why each member stopped), `members` (per member: `dense_loss`, `final_loss`,
     `collapsed`, `stop`), `loss_limit` (the guard's MSE per member; inf: none) and `attempts` (per
-    round, the units each member tried to remove, undone rounds included)."""
+    round, the units each member tried to remove, undone rounds included).
+
+    `on_round(r, net, loss)`, if given, is called before the first round (r = 0, the dense MSE) and
+    after every round once the guard has decided (`loss` `(K,)`: each member's MSE then), e.g. to keep
+    each member's sparsest fitting state (`volratio.prune.fit_point.SparsestFit`)."""
     cfg = cfg or SPConfig()
     cfg.check()
     calib = CalibrationGrid.from_image(image, place(net, cfg.train))
@@ -364,6 +372,8 @@ def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None):
     stop = ["rounds"] * K
     history = [record(net, calib, 0, removed=[0] * K)]
     dense_loss = np.asarray(history[0]["loss"])
+    if on_round is not None:
+        on_round(0, net, dense_loss)
     limit = cfg.loss_limit(dense_loss)  # (K,)
     tcfg = cfg.train.finetune(cfg.retrain_steps, cfg.retrain_lr_factor)
     cap = [cfg.per_round] * K  # per network: units a round may remove (halved by the guard with backoff)
@@ -407,6 +417,8 @@ def sp(net: CoordMLP, image: torch.Tensor, cfg: SPConfig | None = None):
                     active[k], stop[k] = False, f"loss above {why} (round undone)"
                     removed[k] = 0
         history.append(record(net, calib, r, removed=removed, tau=[cfg.taus()[i] for i in level]))
+        if on_round is not None:
+            on_round(r, net, np.asarray(history[-1]["loss"]))
     for k in range(K):
         if active[k] and _at_target(net, k, cfg):
             stop[k] = "target size"

@@ -161,6 +161,32 @@ def plot_curves(curves: dict, ax=None, title: str = "", true_depths: dict | None
     return ax
 
 
+
+def depth_panels(curves: dict, true_depths: dict, title: str = "", networks: str = ""):
+    """The depth chapter's two panels: the Picbreeder (or any unplanted) curves against depth (left,
+    `plot_curves`), and every planted curve of `true_depths` against depth − L* (right), so that a
+    peak at the true depth sits at 0. Returns the figure."""
+    pic = {t: c for t, c in curves.items() if t not in true_depths}
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+    n = next(iter(pic.values())).score.shape[1] if pic else 0
+    plot_curves(pic, ax=axes[0], title=f"Picbreeder targets: {n} networks per depth{networks}")
+    for t, lstar in true_depths.items():
+        c = curves[t]
+        axes[1].plot(np.array(c.depths) - lstar, c.spot.means, "o-", ms=3, lw=0.8, alpha=0.7,
+                     label=f"{t.split(':')[1]}: L*={lstar}")  # fmt: skip
+    axes[1].axvline(0, color="k", ls="--", lw=0.8)
+    axes[1].set_xlabel("depth − L*"), axes[1].set_ylabel("mean EMC2 score (AUC)")
+    axes[1].set_title(f"{len(true_depths)} planted targets, against depth − L*", fontsize=11)
+    axes[1].legend(fontsize=8, ncol=2)
+    if pic:
+        axes[0].legend(fontsize=10)
+    axes[0].title.set_fontsize(11)
+    for ax in axes:
+        ax.tick_params(labelsize=10), ax.xaxis.label.set_fontsize(11), ax.yaxis.label.set_fontsize(11)
+    fig.suptitle(title, fontsize=12)
+    fig.tight_layout()
+    return fig
+
 def plot_predictor(pred, ax=None, title: str = "", xlabel: str = "PNG compression ratio", ylabel: str = "depth"):
     """The points, the fitted line, its confidence band and the prediction interval."""
 

@@ -75,6 +75,7 @@ _BUILTIN_RUNS = {
     "train": ("training", "train", "complete_train"),
     "toy": ("toy", "toy"),
     "depth_point": ("volratio.depth.point", "point", "complete_point"),
+    "sparse_depth_point": ("volratio.depth.sparse_point", "sparse_point", "complete_sparse_point"),  # the sparse regime
     "optimizer_point": ("optimizers", "point", "complete_point"),
     "emc2_point": ("emc2_bench", "point"),
     "emc2_dense": ("emc2_bench", "dense_point"),
