@@ -161,7 +161,6 @@ def plot_curves(curves: dict, ax=None, title: str = "", true_depths: dict | None
     return ax
 
 
-
 def depth_panels(curves: dict, true_depths: dict, title: str = "", networks: str = ""):
     """The depth chapter's two panels: the Picbreeder (or any unplanted) curves against depth (left,
     `plot_curves`), and every planted curve of `true_depths` against depth − L* (right), so that a
@@ -186,6 +185,7 @@ def depth_panels(curves: dict, true_depths: dict, title: str = "", networks: str
     fig.suptitle(title, fontsize=12)
     fig.tight_layout()
     return fig
+
 
 def plot_predictor(pred, ax=None, title: str = "", xlabel: str = "PNG compression ratio", ylabel: str = "depth"):
     """The points, the fitted line, its confidence band and the prediction interval."""
