@@ -64,6 +64,7 @@ __all__ = [
     "fit_table",
     "load_nets",
     "make_sweep",
+    "mosaic",
     "parse_depths",
     "parse_point",
     "point",
@@ -227,8 +228,8 @@ def stored_images(
     """What was scored: per target, `{"depths", "images", "kept", "score", "loss"}` with one list per
     depth of one entry per stored network — its render at `res` (`(res, res, 3)` numpy), whether the
     judge said its unperturbed image shows the label, its EMC2 AUC (on every weight through `engine`
-    with `every_weight`, as `stored_curves` reads it) and its MSE. Reads the networks the runs stored
-    (`keep_net`); a run without one is an error."""
+    with `every_weight`, as `stored_curves` reads it), its MSE and its non-zero weights. Reads the
+    networks the runs stored (`keep_net`); a run without one is an error."""
     out: dict = {}
     for r in stored.judged(names, root, judge, DepthError, every_weight=every_weight, engine=engine):
         t = r["config"]["target"]
@@ -238,17 +239,40 @@ def stored_images(
             raise DepthError(f"run {r['key']} ({t}, depth {r['config']['depth']}) stored no network (keep_net)")
         imgs = CoordMLP.load(r["artifacts"]["net"]).render(res).numpy()
         m = r["metrics"]
-        e = out.setdefault(t, {"depths": [], "images": [], "kept": [], "score": [], "loss": []})
+        e = out.setdefault(t, {"depths": [], "images": [], "kept": [], "score": [], "loss": [], "nonzero": []})
         e["depths"].append(int(r["config"]["depth"]))
         e["images"].append(list(imgs))
         e["kept"].append(list(m.get("base_kept", [None] * len(imgs))))
         e["score"].append(list(m["score"]))
         e["loss"].append(list(m["loss"]))
+        e["nonzero"].append(list(m["nonzero"]))
     for e in out.values():  # by depth
         order = np.argsort(e["depths"], kind="stable")
         for k in e:
             e[k] = [e[k][i] for i in order]
     return out
+
+
+def mosaic(images: dict, targets, depths, nonzero: bool = False) -> dict:
+    """The arguments of `volratio.report.plots.image_grid` for a mosaic of `stored_images` output:
+    one row per depth of `depths`, the networks of each target of `targets` side by side, framed by
+    the judge's verdict on the unperturbed image, captioned with the EMC2 score (and, with `nonzero`,
+    the network's non-zero weights). Returns `{"rows", "row_labels", "col_labels", "frames", "captions"}`."""
+    rows, frames, caps, labels = [], [], [], []
+    for d in depths:
+        row, fr, cp = [], [], []
+        for t in targets:
+            e = images[t]
+            if d not in e["depths"]:
+                raise DepthError(f"{t}: no stored networks at depth {d} (stored: {e['depths']})")
+            i = e["depths"].index(d)
+            row += e["images"][i]
+            fr += e["kept"][i]
+            cp += [f"{s:.2f}" + (f" · {n:,}" if nonzero else "") for s, n in zip(e["score"][i], e["nonzero"][i])]
+        rows.append(row), frames.append(fr), caps.append(cp), labels.append(f"depth {d}")
+    n = len(images[targets[0]]["images"][0])
+    cols = [t.split(":")[-1] if k == n // 2 else "" for t in targets for k in range(n)]
+    return {"rows": rows, "row_labels": labels, "col_labels": cols, "frames": frames, "captions": caps}
 
 
 def stored_network(target: str, depth: int, member: int = 0, names=REFERENCE_CHUNKS, root=None):

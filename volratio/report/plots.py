@@ -210,6 +210,22 @@ def plot_predictor(pred, ax=None, title: str = "", xlabel: str = "PNG compressio
 # EMC2 weight sweeps
 
 
+def predictor_check(check, title: str = "", ax=None):
+    """A predictor fitted on some targets' sweet spots and checked on others
+    (`volratio.experiments.depth_regime.PredictorCheck`): the fit (`plot_predictor`), and each
+    held-out target's measured sweet spot (red star) beside its prediction's 95% interval."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 5))
+    plot_predictor(check.fit, ax=ax, title=title, ylabel="sweet-spot depth")
+    for r in check.held_out:
+        lo, hi = r["prediction interval"]
+        ax.errorbar([r["ratio"]], [r["predicted"]], yerr=[[r["predicted"] - lo], [hi - r["predicted"]]], fmt="none",
+                    ecolor="r", alpha=0.5)  # fmt: skip
+        ax.plot([r["ratio"]], [r["measured sweet spot"]], "r*", ms=10)
+        ax.annotate(r["target"].split(":")[1], (r["ratio"], r["measured sweet spot"]), fontsize=7)
+    return ax
+
+
 def draw_weight_sweep(sweep, title: str | None = None, scale: float = 1.1):
     """A weight sweep (`volratio.emc2.WeightSweep`) as a grid of images (rows: parameters, then
     controls; columns: Δw). Chapters "EMC2-Bench", "Unknown targets", "Your own target"."""
