@@ -16,6 +16,7 @@ from collections import Counter
 from itertools import product
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from volratio.experiments import (
@@ -31,6 +32,7 @@ from volratio.experiments import (
     unknown_targets,
     volume_ratio,
 )
+from volratio.nets import CoordMLP
 from volratio.runs import reference as R
 from volratio.runs import stored as S
 from volratio.runs.registry import get_run
@@ -332,3 +334,28 @@ def test_the_depth_optimizer_and_scenes_claims_read_every_weight_of_every_stored
         assert set(every.source) == set(sources), chunk
         assert (every.max_params.isna()).all() and (every.dtype == "float32").all()
         assert all(m is not None for m in sources.values())  # the runs themselves scored a sample
+
+
+@pytest.mark.parametrize("delta_scale", ["absolute", "layer_std"])
+def test_the_depth_claims_are_decided_on_sparse_networks_each_at_its_fit_point(delta_scale):
+    """The depth chunks of the sparse regime (`sparse_depth_point`): every stored network is the one
+    scored (the stored population's non-zero counts are the metrics'), each fits — MSE within
+    max(fit_factor × its dense MSE, fit_floor) — and none is sparser than where SP itself ended; the
+    planted networks, which decide the depth claim, sit at a median weight sparsity ≥ 0.75, far past
+    the near-dense depth chunks'. Every network has every-weight fused scores under the deciding
+    judge, with δ read both ways."""
+    chunks = depth_regime.SPARSE_CHUNKS
+    assert "anchored" in S.judges_covering(chunks, STORE, delta_scale, every_weight=True, engine="fused")
+    for chunk in chunks:
+        recs = S.records(chunk, STORE)
+        assert len(recs) == len(PLAN[chunk].configs()), chunk
+        for r in recs:
+            cfg, m = get_run("sparse_depth_point").parse(r["config"]), r["metrics"]
+            loss, dense = np.array(m["loss"]), np.array(m["dense_loss"])
+            assert (loss <= np.maximum(cfg.fit_factor * dense, cfg.fit_floor)).all(), r["key"]
+            assert all(e <= n for e, n in zip(m["end_nonzero"], m["nonzero"])), r["key"]
+            assert CoordMLP.load(r["artifacts"]["net"]).nonzero() == m["nonzero"], r["key"]
+    sparse = depth_regime.sparsity_table(chunks, STORE)
+    planted = sparse[[t.startswith("planted:") for t in sparse.index.get_level_values("target")]]
+    assert planted.sparsity.median() >= 0.75
+    assert depth_regime.sparsity_table(depth_regime.REFERENCE_CHUNKS, STORE).sparsity.median() < 0.25

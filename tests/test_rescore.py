@@ -508,3 +508,62 @@ def test_a_network_outside_the_verdict_set_is_rescored_by_the_all_rows_rule_and_
     RS.rescore_chunk("twin", "anchored", twin_root, progress=False)  # skipped if already stored
     (plain,) = S.rescores("twin", "anchored", twin_root)
     assert "fold" not in plain["metrics"]  # only the cross-fitted judge has folds
+
+
+SPARSE_PLAN = """
+[chunks.sparse]
+run = "sparse_depth_point"
+seeds = [0]
+
+[chunks.sparse.config]
+target = "planted:1:depth=2,width=3"
+members = 2
+width = 8
+res = 16
+steps = 150
+"sp.rounds" = 4
+"sp.retrain_steps" = 10
+max_params = 20
+deltas = [-0.25, 0.25]
+judge = "stability"
+train_path = "fast"
+
+[chunks.sparse.grid]
+depth = [1, 2]
+"""
+
+
+def test_the_sparse_regime_s_depth_runs_are_read_rescored_and_drawn_as_depth_runs(tmp_path):
+    """A chunk of `sparse_depth_point` runs: the depth readers see it (curves, the sparsity table, the
+    mosaic), and `volratio reference rescore` scores its stored networks like a depth chunk's."""
+    from volratio.experiments import depth_regime as D
+
+    root = tmp_path / "reference"
+    plan = tmp_path / "plan.toml"
+    plan.write_text(SPARSE_PLAN)
+    report = R.run_chunk(R.load_plan(plan), "sparse", root, progress=False)
+    assert not report.failed and len(report.ran) == 2
+    t = "planted:1:depth=2,width=3"
+    table = D.sparsity_table(["sparse"], root)
+    recs = {int(r["config"]["depth"]): r["metrics"] for r in S.records("sparse", root)}
+    for d, m in recs.items():
+        assert table.loc[(t, d), "sparsity"] == pytest.approx(np.median(m["sparsity"]))
+        assert table.loc[(t, d), "non-zero"] == pytest.approx(np.median(m["nonzero"]))
+        assert table.loc[(t, d), "scored dense"] == pytest.approx(np.mean([r == 0 for r in m["fit_round"]]))
+        assert table.loc[(t, d), "networks"] == 2
+    curve = D.stored_curves(["sparse"], root)[t]
+    assert curve.depths == [1, 2] and curve.nonzero[1].tolist() == recs[2]["nonzero"]
+    imgs = D.stored_images(["sparse"], root, res=8)
+    grid = D.mosaic(imgs, [t], [2, 1], nonzero=True)
+    assert grid["row_labels"] == ["depth 2", "depth 1"] and len(grid["rows"][0]) == 2
+    assert grid["captions"][0][1] == f"{recs[2]['score'][1]:.2f} · {recs[2]['nonzero'][1]:,}"
+    with pytest.raises(D.DepthError, match="no stored networks at depth 3"):
+        D.mosaic(imgs, [t], [3])
+    RS.rescore_chunk("sparse", "anchored", root, progress=False, every_weight=True, engine="torch")
+    every = D.stored_curves(["sparse"], root, judge="anchored", every_weight=True, engine="torch")[t]
+    assert every.loss.tolist() == curve.loss.tolist()  # the same networks, scored on every weight
+    # the near-dense depth runs record no dense size: the table reads it from their stored networks
+    near = D.sparsity_table(["tiny"], _chunk(tmp_path / "near", keep=True))
+    assert near.loc[(t, 2), "dense weights"] == sum(m[0].numel() for m in CoordMLP(
+        "2;gaussian:4", head="grey").masks)  # fmt: skip
+    assert np.isnan(near.loc[(t, 2), "fit round"])

@@ -176,20 +176,26 @@ def stored_curves(
 
 
 def sparsity_table(names=SPARSE_CHUNKS, root=None) -> pd.DataFrame:
-    """What the sparse regime's networks are, per target and depth (medians over the networks of the
-    chunks `names`, runs of `sparse_depth_point`): the weights of the dense start, the non-zero weights
-    and weight sparsity of the network scored (its fit point), its MSE ÷ its dense MSE, the round SP
-    was at (0: no pruned round fitted, the dense network is scored), the share of networks scored
-    dense, and where SP itself ended (non-zero weights, MSE ÷ dense) before the fit point was read."""
+    """What the stored depth networks of the chunks `names` are, per target and depth (medians over
+    the networks): the weights of the dense start, the non-zero weights and weight sparsity of the
+    network scored, its MSE ÷ its dense MSE; for the sparse regime's runs (`sparse_depth_point`) also
+    the round SP was at (0: no pruned round fitted, the dense network is scored), the share of networks
+    scored dense, and where SP itself ended (non-zero weights, MSE ÷ dense) before the fit point was
+    read (NaN for runs that do not record them). The dense start's size is read from the stored network
+    where a run does not record it."""
     rows = []
     for r in stored.runs_of(names, root, error=DepthError):
         m, c = r["metrics"], r["config"]
+        total = m.get("dense_nonzero") or _mask_sizes(r)
+        nan = [np.nan] * len(m["nonzero"])
+        fit_round = m.get("fit_round", nan)
+        end_nz, end_loss = m.get("end_nonzero", nan), m.get("end_loss", nan)
         for k, nz in enumerate(m["nonzero"]):
-            rows.append({"target": c["target"], "depth": int(c["depth"]), "dense weights": m["dense_nonzero"][k],
-                         "non-zero": nz, "sparsity": m["sparsity"][k], "MSE ÷ dense": m["loss"][k] / m["dense_loss"][k],
-                         "fit round": m["fit_round"][k], "scored dense": float(m["fit_round"][k] == 0),
-                         "SP end non-zero": m["end_nonzero"][k],
-                         "SP end MSE ÷ dense": m["end_loss"][k] / m["dense_loss"][k]})  # fmt: skip
+            dense = m["dense_loss"][k]
+            rows.append({"target": c["target"], "depth": int(c["depth"]), "dense weights": total[k], "non-zero": nz,
+                         "sparsity": 1.0 - nz / total[k], "MSE ÷ dense": m["loss"][k] / dense,
+                         "fit round": fit_round[k], "scored dense": float(fit_round[k] == 0) if fit_round[k] == fit_round[k] else np.nan,
+                         "SP end non-zero": end_nz[k], "SP end MSE ÷ dense": end_loss[k] / dense})  # fmt: skip
     if not rows:
         raise DepthError(f"no stored runs in {', '.join(names)}: run them (`volratio reference run PLAN --chunk NAME`)")
     g = pd.DataFrame(rows).groupby(["target", "depth"])
@@ -197,6 +203,14 @@ def sparsity_table(names=SPARSE_CHUNKS, root=None) -> pd.DataFrame:
     out["scored dense"] = g["scored dense"].mean()
     out.insert(0, "networks", g.size())
     return out
+
+
+def _mask_sizes(record: dict) -> list[int]:
+    """Per member of a stored run's population: the weights of its dense network (its masks' sizes)."""
+    if "net" not in record.get("artifacts", {}):
+        raise DepthError(f"run {record['key']} stored no network (keep_net): its dense size is unknown")
+    net = CoordMLP.load(record["artifacts"]["net"])
+    return [int(sum(m[k].numel() for m in net.masks)) for k in range(net.population)]
 
 
 def fit_table(curves: dict):
