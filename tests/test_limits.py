@@ -90,6 +90,7 @@ VALID = {
     "train": {"target": "planted:0", "res": 8},
     "toy": {"n": 4},
     "depth_point": {"target": "planted:0", "depth": 2},
+    "sparse_depth_point": {"target": "planted:0", "depth": 2},
     "optimizer_point": {"target": "planted:0", "depth": 2},
     "emc2_point": {"target": "skull"},
     "emc2_dense": {"scale": "quick"},
@@ -126,7 +127,7 @@ def _config_class(name):
         return module(name).Config
     mod, _fn, *_ = _BUILTIN_RUNS[name]
     m = importlib.import_module(mod if mod.startswith("volratio.") else f"volratio.experiments.{mod}")
-    return getattr(m, "Point", None) or m.Config
+    return getattr(m, "SparsePoint", None) or getattr(m, "Point", None) or m.Config
 
 
 def _bad_values(cls, prefix=""):
