@@ -1,12 +1,12 @@
 """One run of a depth sweep in the sparse regime: wide networks pruned by SP to their fit point.
 
 The depth chunks of the reference scale (`volratio.depth.point`) prune width-12 networks under SP's
-2× guard, which keeps them almost dense (at most about a fifth of the weights go). The paper's claim
+2× guard, which keeps them almost dense (`volratio.experiments.depth_regime.sparsity_table`). The paper's claim
 is about *sparse* networks, so this run starts over-parameterised and prunes as the sparse regime
 does (`volratio.experiments.sparse_regime`): SP unguarded, most similar pair first down a τ schedule,
 at most a fifth of the live units per round, towards `sp.target_nonzeros` (a Picbreeder network's
 non-zero count; None: as far as the rounds go). Pruned that far, most networks no longer fit
-(skull at depth 6 from width 48 ends at 100× its dense MSE), so each member is scored at its **fit
+(SP's end point: its column in `sparsity_table`), so each member is scored at its **fit
 point** (`volratio.prune.fit_point.SparsestFit`): its sparsest round whose MSE ≤ max(`fit_factor` ×
 its dense MSE, `fit_floor`) — the criterion the sparse regime's frontier is read at (`at_fit`). The
 depth claim is then decided on networks each as sparse as SP can make them while they still draw

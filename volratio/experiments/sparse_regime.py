@@ -50,6 +50,7 @@ from ..nets import CoordMLP
 from ..prune import PruneError, collapsed, prune
 from ..prune.baselines import IMPConfig, imp_levels
 from ..prune.criteria import CalibrationGrid
+from ..prune.fit_point import fits
 from ..prune.masks import weight_sparsity
 from ..prune.similarity_pruning import TAU_SCHEDULE, SPConfig
 from ..runs import stored
@@ -275,7 +276,7 @@ def at_fit(table: pd.DataFrame, factor: float = 2.0, floor: float = 0.002) -> pd
     out = []
     for keys, g in t.groupby(by, sort=False):
         dense = float(g[g["round"] == 0].loss.iloc[0])
-        ok = g[g.loss <= max(factor * dense, floor)]
+        ok = g[fits(g.loss.to_numpy(), np.full(len(g), dense), factor, floor)]
         best = ok.loc[ok.nonzero.idxmin()]
         out.append({**dict(zip(by, keys if isinstance(keys, tuple) else (keys,))), "round": int(best["round"]),
                     "nonzero": int(best.nonzero), "sparsity": float(best.sparsity),
