@@ -70,6 +70,7 @@ OWNER = {
     "sparse_regime_emc2_scaled": None,  # regime_point: the same, δ × each weight's layer std
     "depth_sparse_planted": None,  # sparse_depth_point: the depth sweep in the sparse regime, a run function only
     "depth_sparse_picbreeder": None,
+    "optimizers_sparse": None,  # sparse_optimizer_point: the optimizer study in the sparse regime, a run function only
 }
 # chunks that run their experiment's one-seed preset at several seeds (replicates of `seed`)
 REPLICATES = {"emc2_dense": 5, "welch_toy": 5, "interference": 5}

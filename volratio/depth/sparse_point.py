@@ -82,7 +82,15 @@ def complete_sparse_point(cfg: SparsePoint) -> dict:
 
 def sparse_point(config: dict) -> dict:
     """Wide SP networks at one depth, each scored at its fit point (module docstring)."""
-    cfg = parse_sparse_point(config)
+    out, _, _ = fit_point_run(parse_sparse_point(config))
+    return out
+
+
+def fit_point_run(cfg: SparsePoint):
+    """`(metrics, net, image)`: train `cfg`'s population, prune it by SP, restore each member's fit
+    point and score it (the metrics of the module docstring; the network as artifact `net` where
+    `cfg.keep_net`). Shared by `sparse_point` and the optimizer study's sparse run
+    (`volratio.experiments.optimizers.sparse_point`)."""
     keeper = SparsestFit(cfg.fit_factor, cfg.fit_floor)
     net, target, img, dense_loss, pr = sp_network(cfg, on_round=keeper)
     keeper.restore(net)
@@ -110,4 +118,4 @@ def sparse_point(config: dict) -> dict:
     }
     if cfg.keep_net:
         out["net"] = net.to("cpu")
-    return out
+    return out, net, img

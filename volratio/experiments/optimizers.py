@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..data.targets import get_target
 from ..depth import point as depth_point
+from ..depth import sparse_point as sparse_depth
 from ..runs import stored
 from ..runs.depth_sweep import depth_sweep
 from ..runs.registry import stored_config
@@ -87,6 +88,36 @@ def point(config: dict) -> dict:
     out["base_kept"] = bool(res.base_kept)  # the judge: the network draws the label
     if cfg.keep_net:
         out["net"] = net.to("cpu")
+    return out
+
+
+@dataclass(frozen=True)
+class SparsePoint(sparse_depth.SparsePoint):
+    """One run in the sparse regime: one wide network trained with `optimizer`, pruned by unguarded
+    SP (retraining with the same optimizer) and scored at its fit point
+    (`volratio.depth.sparse_point`), plus the sharpness there."""
+
+    members: int = 1  # one network per run (more seeds, not more members)
+    hessian_iters: int = 50  # power-iteration steps for the sharpness
+
+    LIMITS = {**sparse_depth.SparsePoint.LIMITS, "members": one_of(1), "hessian_iters": at_least(1)}
+
+
+def parse_sparse_point(config: dict) -> SparsePoint:
+    return configure(SparsePoint(), config, "sparse_optimizer_point")
+
+
+complete_sparse_point = sparse_depth.complete_sparse_point
+
+
+def sparse_point(config: dict) -> dict:
+    """`sparse_depth_point` (one network) with the config's `optimizer`, and the sharpness of the
+    network at its fit point (`volratio.train.flatness.top_eigenvalue`). Its metrics are per-member
+    lists of one entry, as `sparse_depth_point`'s, so rescoring and the readers treat both alike."""
+    cfg = parse_sparse_point(config)
+    out, net, img = sparse_depth.fit_point_run(cfg)
+    eig = top_eigenvalue(net, img, iters=cfg.hessian_iters, seed=cfg.seed)
+    out.update(sharpness=float(eig.value), sharpness_iters=int(eig.iters))
     return out
 
 

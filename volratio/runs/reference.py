@@ -112,8 +112,8 @@ RUN = "rescore"  # the registry name of the run function that re-scores stored n
 NET = "net"  # the artifact holding a run's final population
 # run functions whose stored networks can be rescored: each parses to a `volratio.depth.point.Point`
 # config (target, res, deltas, max_params, seed, device, judge; `sparse_depth_point`'s is its subclass
-# `volratio.depth.sparse_point.SparsePoint`) scored by `volratio.depth.point.emc2_of`
-SOURCES = ("depth_point", "optimizer_point", "sparse_depth_point")
+# `volratio.depth.sparse_point.SparsePoint`, `sparse_optimizer_point`'s a subclass of that) scored by `volratio.depth.point.emc2_of`
+SOURCES = ("depth_point", "optimizer_point", "sparse_depth_point", "sparse_optimizer_point")
 # run functions whose stored networks `volratio reference rescore` can score: SOURCES, and the
 # sixteen-target comparison's `twin_point` (its own scores are checked by re-running it)
 RESCORABLE = (*SOURCES, "twin_point")

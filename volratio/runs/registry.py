@@ -77,6 +77,7 @@ _BUILTIN_RUNS = {
     "depth_point": ("volratio.depth.point", "point", "complete_point"),
     "sparse_depth_point": ("volratio.depth.sparse_point", "sparse_point", "complete_sparse_point"),  # the sparse regime
     "optimizer_point": ("optimizers", "point", "complete_point"),
+    "sparse_optimizer_point": ("optimizers", "sparse_point", "complete_sparse_point"),  # … in the sparse regime
     "emc2_point": ("emc2_bench", "point"),
     "emc2_dense": ("emc2_bench", "dense_point"),
     "rescore": ("volratio.runs.rescore", "point"),  # stored networks, another judge
