@@ -190,6 +190,31 @@ def test_optimizers_at_best_lr_and_verdict_over_targets():
     assert both.verdict == "reproduced" and both.evidence["statistic"]["mean"] == pytest.approx(0.2)
     assert both.evidence["b"] == {"loss": "not reproduced", "score": "not reproduced"}
     assert "the parts combined: partly" in both.measured
+    assert not a.bracketed.any()  # two rates per optimizer: the best is always at an edge
+
+
+def test_at_best_lr_chooses_on_the_named_loss_reads_each_depth_and_says_whether_the_grid_brackets():
+    """The sparse regime chooses on the dense MSE (`loss="dense_loss"`); a target run at several
+    depths gives one summary per depth ("target @ L"); `bracketed` is true exactly where the chosen
+    rate is interior to the grid."""
+    import pandas as pd
+
+    from volratio.experiments.optimizers import at_best_lr
+
+    rows = []
+    for depth in (6, 8):
+        for lr in (0.001, 0.003, 0.01):
+            for seed in range(3):
+                dense = {0.001: 3e-4, 0.003: 1e-4, 0.01: 5e-4}[lr] + seed * 1e-6  # interior best: 0.003
+                fit = {0.001: 1e-3, 0.003: 2e-3, 0.01: 5e-4}[lr]  # the fit point's MSE would pick 0.01
+                rows.append(dict(target="t", depth=depth, optimizer="adam", lr=lr, setting=f"lr {lr:g}", seed=seed,
+                                 loss=fit, dense_loss=dense, score=0.5, sharpness=1.0))  # fmt: skip
+    best = at_best_lr(pd.DataFrame(rows), loss="dense_loss")
+    assert list(best) == ["t @ 6", "t @ 8"]
+    row = best["t @ 8"].iloc[0]
+    assert row.lr == 0.003 and row.bracketed and row.depth == 8 and row.loss == pytest.approx(1e-4 + 1e-6)
+    by_fit = at_best_lr(pd.DataFrame(rows))["t @ 6"].iloc[0]
+    assert by_fit.lr == 0.01 and not by_fit.bracketed
 
 
 def test_welch_verdict_from_frames_and_the_toy_model():

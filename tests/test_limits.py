@@ -92,6 +92,7 @@ VALID = {
     "depth_point": {"target": "planted:0", "depth": 2},
     "sparse_depth_point": {"target": "planted:0", "depth": 2},
     "optimizer_point": {"target": "planted:0", "depth": 2},
+    "sparse_optimizer_point": {"target": "planted:0", "depth": 2},
     "emc2_point": {"target": "skull"},
     "emc2_dense": {"scale": "quick"},
     "rescore": {"source": _SOURCE, "target": "planted:0", "emc2": {"res": 8}},

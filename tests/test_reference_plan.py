@@ -70,6 +70,7 @@ OWNER = {
     "sparse_regime_emc2_scaled": None,  # regime_point: the same, δ × each weight's layer std
     "depth_sparse_planted": None,  # sparse_depth_point: the depth sweep in the sparse regime, a run function only
     "depth_sparse_picbreeder": None,
+    "depth_sparse_scenes": None,  # sparse_depth_point: the scenes in the sparse regime
     "optimizers_sparse": None,  # sparse_optimizer_point: the optimizer study in the sparse regime, a run function only
 }
 # chunks that run their experiment's one-seed preset at several seeds (replicates of `seed`)
@@ -362,3 +363,28 @@ def test_the_depth_claims_are_decided_on_sparse_networks_each_at_its_fit_point(d
     near = depth_regime.sparsity_table(depth_regime.REFERENCE_CHUNKS, STORE).sparsity.median()
     assert planted.sparsity.median() > 0.5 and sparse.sparsity.median() > 0.5
     assert planted.sparsity.median() > 5 * near
+
+
+def test_the_sparse_optimizer_chunk_runs_at_the_sparse_sweep_s_interval_depths_on_bracketed_grids():
+    """`optimizers_sparse` runs each of its targets at exactly the depths inside that target's
+    bootstrap interval in the sparse depth sweep (a noisy argmax is never carried into the study),
+    one network per run scored at its fit point; every network has every-weight fused scores under
+    the deciding judge; and in every target × depth cell each optimizer's best rate (by dense MSE)
+    is interior to its grid."""
+    grid = depth_regime.interval_depths(
+        depth_regime.stored_curves(
+            ("depth_sparse_picbreeder",), STORE, judge="anchored", every_weight=True, engine="fused"
+        )
+    )
+    (chunk,) = optimizers.SPARSE_CHUNKS
+    cells = {(c["target"], c["depth"]) for c in PLAN[chunk].configs()}
+    for t in {t for t, _ in cells}:
+        assert sorted(d for t2, d in cells if t2 == t) == grid[t], t
+    for r in S.records(chunk, STORE):
+        cfg, m = get_run("sparse_optimizer_point").parse(r["config"]), r["metrics"]
+        assert cfg.members == 1 and len(m["loss"]) == 1
+        assert m["loss"][0] <= max(cfg.fit_factor * m["dense_loss"][0], cfg.fit_floor), r["key"]
+        assert CoordMLP.load(r["artifacts"]["net"]).nonzero() == m["nonzero"], r["key"]
+    assert "anchored" in S.judges_covering([chunk], STORE, every_weight=True, engine="fused")
+    best = optimizers.at_best_lr(optimizers.stored_runs([chunk], STORE), loss="dense_loss")
+    assert all(b.bracketed.all() for b in best.values()), {k: list(b.setting) for k, b in best.items()}

@@ -567,3 +567,60 @@ def test_the_sparse_regime_s_depth_runs_are_read_rescored_and_drawn_as_depth_run
     assert near.loc[(t, 2), "dense weights"] == sum(m[0].numel() for m in CoordMLP(
         "2;gaussian:4", head="grey").masks)  # fmt: skip
     assert np.isnan(near.loc[(t, 2), "fit round"])
+
+
+SPARSE_OPT_PLAN = """
+[chunks.opt]
+run = "sparse_optimizer_point"
+seeds = [0, 1]
+cases = [{ optimizer = "adam", lr = 0.003 }, { optimizer = "adam", lr = 0.01 }, { optimizer = "muon", muon_lr = 0.003, adamw_lr = 0.01 }]
+
+[chunks.opt.config]
+target = "planted:1:depth=2,width=3"
+depth = 2
+width = 8
+res = 16
+steps = 150
+"sp.rounds" = 4
+"sp.retrain_steps" = 10
+max_params = 20
+deltas = [-0.25, 0.25]
+judge = "stability"
+train_path = "fast"
+hessian_iters = 5
+"""
+
+
+def test_the_sparse_regime_s_optimizer_runs_are_read_rescored_and_drawn_as_optimizer_runs(tmp_path):
+    """A chunk of `sparse_optimizer_point` runs: one network per run at its fit point with its
+    sharpness; `optimizers.stored_runs` reads them (with sparsity and dense MSE), `mosaic` draws them,
+    and `volratio reference rescore` scores their stored networks."""
+    from volratio.experiments import optimizers as O
+
+    assert "sparse_optimizer_point" in R.SOURCES
+    root = tmp_path / "reference"
+    plan = tmp_path / "plan.toml"
+    plan.write_text(SPARSE_OPT_PLAN)
+    report = R.run_chunk(R.load_plan(plan), "opt", root, progress=False)
+    assert not report.failed and len(report.ran) == 6
+    runs = O.stored_runs(["opt"], root)
+    recs = {r["key"]: r for r in S.records("opt", root)}
+    assert len(runs) == 6 and set(runs.optimizer) == {"adam", "muon"}
+    for r in recs.values():
+        m = r["metrics"]
+        assert len(m["score"]) == 1 and np.isfinite(m["sharpness"])
+        assert m["loss"][0] <= max(2 * m["dense_loss"][0], 0.002)  # scored at its fit point
+        assert CoordMLP.load(r["artifacts"]["net"]).nonzero() == m["nonzero"]
+    row = runs[(runs.optimizer == "muon") & (runs.seed == 1)].iloc[0]
+    (m,) = [r["metrics"] for r in recs.values() if r["config"]["optimizer"] == "muon" and r["config"]["seed"] == 1]
+    assert (row.nonzero, row.sparsity, row.dense_loss) == (m["nonzero"][0], m["sparsity"][0], m["dense_loss"][0])
+    table = O.by_setting(runs)
+    assert table.loc[("planted:1:depth=2,width=3", 2, "adam", "lr 0.01"), "seeds"] == 2
+    grid = O.mosaic(runs, res=8, nonzero=True)
+    assert grid["row_labels"] == ["adam, lr 0.003", "adam, lr 0.01", "muon, lr 0.003, AdamW 0.01"]
+    assert len(grid["rows"][0]) == 2 and " · " in grid["captions"][0][0]
+    RS.rescore_chunk("opt", "anchored", root, progress=False, every_weight=True, engine="torch")
+    every = O.stored_runs(["opt"], root, judge="anchored", every_weight=True, engine="torch")
+    assert every.loss.tolist() == runs.loss.tolist() and len(every) == 6  # the same networks, scored again
+    with pytest.raises(O.ExperimentError, match="keep_net"):
+        O.mosaic(runs.assign(net=None))

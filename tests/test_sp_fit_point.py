@@ -80,6 +80,12 @@ def test_the_sparse_depth_run_refuses_a_guard_and_bad_fit_criteria():
     with pytest.raises(ConfigError, match="fit_factor"):
         parse_sparse_point({"fit_factor": 0.5})
     assert SparsePoint().sp.loss_factor is None and SparsePoint().width == 48
+    from volratio.experiments.optimizers import parse_sparse_point as parse_opt
+
+    with pytest.raises(ConfigError, match="unguarded"):
+        parse_opt({"sp.loss_factor": 2.0})
+    with pytest.raises(ConfigError, match="members"):
+        parse_opt({"members": 2})  # the optimizer study: one network per run, more seeds
 
 
 def test_the_sparse_depth_run_scores_each_network_at_its_fit_point_and_is_rescorable():

@@ -147,6 +147,17 @@ def spot_table(curves: dict, true_depths: dict | None = None):
     return pd.DataFrame(rows).set_index("target")
 
 
+def interval_depths(curves: dict) -> dict:
+    """`{target: depths}`: the swept depths inside each curve's bootstrap interval of the sweet spot —
+    one depth where the interval picks one, else the small grid a later study runs at instead of
+    the (noisy) argmax; [] where no spot was found."""
+    out = {}
+    for t, c in curves.items():
+        lo, hi = c.spot.interval
+        out[t] = [] if lo is None else [d for d in c.depths if lo <= d <= hi]
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # The reference scale (stored results)
 

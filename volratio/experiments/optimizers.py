@@ -19,6 +19,7 @@ import pandas as pd
 from ..data.targets import get_target
 from ..depth import point as depth_point
 from ..depth import sparse_point as sparse_depth
+from ..nets import CoordMLP
 from ..runs import stored
 from ..runs.depth_sweep import depth_sweep
 from ..runs.registry import stored_config
@@ -229,6 +230,9 @@ def run(cfg: Config | None = None, *, out=None, executor=None, progress: bool | 
 # The reference scale (stored results)
 
 REFERENCE_CHUNKS = ("optimizers",)  # chunks of examples/sweeps/reference.toml
+# the study in the sparse regime (run function sparse_optimizer_point): wide networks pruned by
+# unguarded SP, each scored at its fit point, at the depths of the sparse depth sweep's intervals
+SPARSE_CHUNKS = ("optimizers_sparse",)
 
 
 def stored_runs(
@@ -242,9 +246,12 @@ def stored_runs(
     """The stored `optimizer_point` runs of `names` (under `root`, default `results/reference`): one
     row per run with `target`, `depth`, `optimizer`, `lr` (the learning rate that optimizer tunes:
     Muon's `muon_lr`, else `lr`), `adamw_lr` (Muon's AdamW part; NaN otherwise), `setting` (the
-    learning rates in words), `seed`, `loss`, `score`, `drawn` (the judge said the network draws its
+    learning rates in words), `seed`, `loss` (the scored network's MSE), `dense_loss` (before SP),
+    `nonzero` (the scored network's non-zero weights), `sparsity` (its weight sparsity; NaN where the
+    run did not record it: `optimizer_point`), `score`, `drawn` (the judge said the network draws its
     label; None where the run did not record it), `sharpness`, `cpu_s`, `net` (the stored network's
-    file, `CoordMLP.load`; None where the run kept none). `judge`: scores under this
+    file, `CoordMLP.load`; None where the run kept none). Reads `optimizer_point` runs (`REFERENCE_CHUNKS`)
+    and `sparse_optimizer_point` runs (`SPARSE_CHUNKS`: one-entry lists per metric) alike. `judge`: scores under this
     judge (the chunk's rescore runs where the runs' own judge differs; `volratio.runs.stored.judged`),
     with δ read as `delta_scale` ("layer_std": the rescore runs under that reading).
     `every_weight`: scores on every non-zero weight through `engine` (the every-weight rescore runs)."""
@@ -262,13 +269,51 @@ def stored_runs(
                      "lr": cfg.muon_lr if muon else cfg.lr, "adamw_lr": cfg.adamw_lr if muon else float("nan"),
                      "setting": f"lr {cfg.muon_lr:g}, AdamW {cfg.adamw_lr:g}" if muon else f"lr {cfg.lr:g}",
                      "seed": cfg.seed,
-                     "loss": m["loss"], "score": _first(m["score"]), "drawn": _one(m.get("base_kept")),
+                     "loss": _first(m["loss"]), "dense_loss": _first(m["dense_loss"]),
+                     "nonzero": int(_first(m["nonzero"])), "sparsity": _first(m.get("sparsity", float("nan"))),
+                     "score": _first(m["score"]), "drawn": _one(m.get("base_kept")),
                      "sharpness": m["sharpness"], "cpu_s": r["cpu_s"], "net": r.get("artifacts", {}).get("net")})  # fmt: skip
     return pd.DataFrame(rows)
 
 
+def by_setting(runs) -> pd.DataFrame:
+    """What each learning-rate setting did, per target, depth and optimizer (rows of `stored_runs`):
+    the seeds, the median dense MSE, the median MSE of the scored network, its median non-zero
+    weights and weight sparsity, the mean EMC2 AUC and the share the judge says draw their label."""
+    return runs.groupby(["target", "depth", "optimizer", "setting"], sort=False).agg(
+        seeds=("seed", "nunique"), dense_mse=("dense_loss", "median"), mse=("loss", "median"),
+        nonzero=("nonzero", "median"), sparsity=("sparsity", "median"), score=("score", "mean"),
+        drawn=("drawn", "mean"))  # fmt: skip
+
+
+def mosaic(runs, res: int = 64, nonzero: bool = False) -> dict:
+    """The arguments of `volratio.report.plots.image_grid` for the stored networks of `runs` (rows of
+    `stored_runs`): one row per optimizer and setting, the seeds of each target (and depth, where a
+    target was run at several) side by side, framed by the judge's verdict on the unperturbed image,
+    captioned with the EMC2 score (and, with `nonzero`, the network's non-zero weights). Every run must
+    have kept its network."""
+    if runs.net.isna().any():
+        raise ExperimentError("mosaic: some runs kept no network (keep_net = false); rerun them with keep_net")
+    several = runs.groupby("target").depth.nunique()
+    cells = list(dict.fromkeys(zip(runs.target, runs.depth)))
+    rows, frames, caps, labels = [], [], [], []
+    for (opt, setting), g in runs.groupby(["optimizer", "setting"], sort=False):
+        row, fr, cp = [], [], []
+        for t, d in cells:
+            for r in g[(g.target == t) & (g.depth == d)].sort_values("seed").itertuples():
+                row.append(CoordMLP.load(r.net).render(res)[0].detach().numpy())
+                fr.append(None if r.drawn is None else bool(r.drawn))
+                cp.append(f"{r.score:.2f}" + (f" · {r.nonzero:,}" if nonzero else ""))
+        rows.append(row), frames.append(fr), caps.append(cp), labels.append(f"{opt}, {setting}")
+    n = max(len(r) for r in rows) // len(cells)
+    names = [t.split(":")[-1] + (f" @ {d}" if several[t] > 1 else "") for t, d in cells]
+    cols = [name if k == n // 2 else "" for name in names for k in range(n)]
+    return {"rows": rows, "row_labels": labels, "col_labels": cols, "frames": frames, "captions": caps}
+
+
 def _first(score) -> float:
-    """A run's `score`: a float (an `optimizer_point` run), or a one-entry list (its rescore)."""
+    """A run's metric: a float (an `optimizer_point` run), or a one-entry list (its rescore; a
+    `sparse_optimizer_point` run)."""
     return float(score[0]) if isinstance(score, (list, tuple)) else float(score)
 
 
@@ -279,18 +324,25 @@ def _one(kept):
     return None if kept is None else bool(kept)
 
 
-def at_best_lr(runs, level: float = 0.95) -> dict:
-    """`{target: summary}`: per target, each optimizer at its best learning-rate setting — the one
-    with the lowest mean final loss over seeds — summarised as `summarise` does (plus `setting`,
-    `lr`, `depth` and `settings`, the grid tried). Chosen on the loss only, never on the score."""
+def at_best_lr(runs, level: float = 0.95, loss: str = "loss") -> dict:
+    """`{target: summary}`: per target (and depth, where a target was run at several: keys
+    "target @ L"), each optimizer at its best learning-rate setting — the one with the lowest mean of
+    column `loss` over seeds — summarised as `summarise` does, with `loss` as the loss (plus
+    `setting`, `lr`, `depth`, `settings`, the grid tried, and `bracketed`: the best rate is interior to
+    that grid). Chosen on the loss only, never on the score. `loss="dense_loss"` for the sparse
+    regime, whose scored network's MSE is set by the fit criterion rather than by the optimizer."""
     out = {}
-    for target, g in runs.groupby("target", sort=False):
+    several = runs.groupby("target").depth.nunique()
+    for (target, depth), g in runs.groupby(["target", "depth"], sort=False):
+        g = g.assign(loss=g[loss])
         rows = []
         for _, go in g.groupby("optimizer", sort=False):
+            means = go.groupby("lr")["loss"].mean()
             best = go.groupby("setting", sort=False)["loss"].mean().idxmin()
             chosen = go[go.setting == best]
             s = summarise(chosen.assign(status="done"), level).iloc[0].to_dict()
-            rows.append({**s, "setting": best, "lr": chosen.lr.iloc[0], "depth": int(go.depth.iloc[0]),
-                         "settings": list(dict.fromkeys(go.setting))})  # fmt: skip
-        out[target] = pd.DataFrame(rows)
+            lr = chosen.lr.iloc[0]
+            rows.append({**s, "setting": best, "lr": lr, "depth": int(depth), "settings": list(dict.fromkeys(go.setting)),
+                         "bracketed": bool(means.index.min() < lr < means.index.max())})  # fmt: skip
+        out[f"{target} @ {depth}" if several[target] > 1 else target] = pd.DataFrame(rows)
     return out

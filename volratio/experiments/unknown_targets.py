@@ -169,6 +169,9 @@ def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
 # The reference scale (stored results)
 
 REFERENCE_CHUNKS = ("depth_scenes", "depth_picbreeder")  # scenes (and natural parts); Picbreeder parts
+# the sparse regime (run function sparse_depth_point, `volratio.depth.sparse_point`): the Picbreeder-pair
+# scenes and their parts, wide networks pruned by unguarded SP, each scored at its fit point
+SPARSE_CHUNKS = ("depth_sparse_scenes", "depth_sparse_picbreeder")
 
 
 def scene_parts(scene: str) -> tuple:

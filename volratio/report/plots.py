@@ -416,3 +416,49 @@ def sp_endpoints(grid, fit_factor: float = 2.0, title: str = ""):
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig
+
+
+def optimizers_at_best(best, loss_label: str = "final MSE", title: str = ""):
+    """Adam and Muon, each at its best setting, per target (or target @ depth): the loss the setting
+    was chosen on (left, log axis) and the EMC2 AUC of the same networks (right), means with their
+    95% intervals. `best`: the rows of `volratio.experiments.optimizers.at_best_lr`, concatenated
+    with a `target` column (the dict's keys). Returns the figure."""
+    targets = list(dict.fromkeys(best.target))
+    opts = list(dict.fromkeys(best.optimizer))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
+    for ax, (col, label) in zip(axes, [("loss", loss_label), ("score", "EMC2 AUC (anchored)")]):
+        for i, t in enumerate(targets):
+            for j, opt in enumerate(opts):
+                r = best[(best.target == t) & (best.optimizer == opt)].iloc[0]
+                ax.errorbar([i + (j - 0.5) * 0.25], [r[col]], yerr=[[r[col] - r[f"{col}_lo"]], [r[f"{col}_hi"] - r[col]]],
+                            fmt="o", color=f"C{j}", capsize=3, label=opt if i == 0 else None)  # fmt: skip
+        ax.set_xticks(range(len(targets)), [t.split(":", 1)[-1] for t in targets])
+        ax.set_ylabel(f"{label}\nmean and 95% interval over seeds", fontsize=11)
+        ax.tick_params(labelsize=11)
+    axes[0].set_yscale("log")
+    axes[0].legend(fontsize=11, loc="upper right")
+    axes[0].set_title("the loss at each optimizer's best setting", fontsize=12)
+    axes[1].set_title("the score of the same networks", fontsize=12)
+    if title:
+        fig.suptitle(title, fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+def scene_panels(curves: dict, scenes, parts_of, title: str = ""):
+    """One panel per scene of `scenes`: its depth curve beside its parts' (`parts_of(scene)` → the
+    parts' targets; `plot_curves` of each), two panels a row, sharing the score axis. Returns the
+    figure."""
+    ncols = 2
+    nrows = -(-len(scenes) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(11, 4.2 * nrows), sharey=True, squeeze=False)
+    for ax, spec in zip(axes.flat, scenes):
+        plot_curves({t: curves[t] for t in (spec, *parts_of(spec))}, ax=ax,
+                    title=f"{spec.removeprefix('scene:')} and its parts")  # fmt: skip
+        ax.legend(fontsize=9), ax.title.set_fontsize(11)  # readable at the column's width
+    for ax in axes.flat[len(scenes) :]:
+        ax.set_visible(False)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
