@@ -106,3 +106,19 @@ def test_the_fork_target_verdicts_regenerate_and_cover_the_thirteen_labels(extra
     assert set(rows["group"]) == set(A.FORK_GROUPS) and rows["pass2"].notna().sum() >= 0.2 * len(rows) - 1
     a = fa.fork_target_agreement()  # raises when an image does not regenerate (hash mismatch)
     assert a.loc[("anchored-gated", "all"), "n"] == len(rows)
+
+
+def test_the_sparse_regime_verdicts_regenerate_from_the_stored_networks_and_are_never_fitted_on(picbreeder_dir):
+    """`sparse_regime.csv`: one network per run of `depth_sparse_picbreeder` (every target and depth),
+    each with its unperturbed image, judged twice on a fifth; the images regenerate from the stored
+    networks (the agreement raises on a hash mismatch), and no rule's training table holds them."""
+    from volratio.calibration import anchored_set as A
+    from volratio.runs import stored
+
+    rows = A.load_verdicts(A.SPARSE_CSV)
+    runs = [r for r in stored.records(A.SPARSE_CHUNK)]
+    assert rows[rows.kernel == -1].network.nunique() == len(runs) == rows.network.nunique()
+    assert set(rows["group"]) == set(A.SPARSE_GROUPS) and rows["pass2"].notna().sum() >= 0.2 * len(rows) - 1
+    a = fa.sparse_regime_agreement()
+    assert a.loc[("anchored", "all"), "n"] == len(rows)
+    assert not set(A.load_verdicts().network) & set(rows.network)  # held out: not in the rows the rules fit on

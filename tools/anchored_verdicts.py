@@ -8,6 +8,8 @@
     python tools/anchored_verdicts.py record DIR --new    # their answers → new_targets.csv (never fitted on)
     python tools/anchored_verdicts.py mosaics DIR --fork  # the thirteen fork targets' networks and twins
     python tools/anchored_verdicts.py record DIR --fork   # their answers → fork_targets.csv
+    python tools/anchored_verdicts.py mosaics DIR --sparse  # the sparse regime's networks (depth_sparse_picbreeder)
+    python tools/anchored_verdicts.py record DIR --sparse   # their answers → sparse_regime.csv (never fitted on)
 
 `answers.json` maps each mosaic's file name to the tile numbers judged "shows the label" (every
 other tile: not). The first pass judges every new row; the second pass (`--pass 2`) a seeded 20%
@@ -74,8 +76,19 @@ def fork_rows() -> pd.DataFrame:
     return rows, nets
 
 
+def sparse_rows() -> pd.DataFrame:
+    """The sparse regime's rows (`anchored_set.sample_sparse_rows`) with ids and hashes."""
+    nets = A.sparse_networks()
+    rows = A.sample_sparse_rows(A.AnchoredSetConfig(), nets)
+    rows.insert(0, "id", np.arange(len(rows)))
+    rows["sha256"] = A.image_sha(A.render(rows, nets))
+    return rows, nets
+
+
 def cmd_mosaics(args) -> None:
-    if args.fork:
+    if args.sparse:
+        rows, nets = sparse_rows()
+    elif args.fork:
         rows, nets = fork_rows()
     elif args.new:
         rows, nets = held_out_rows()
@@ -127,6 +140,10 @@ def with_answers(rows: pd.DataFrame, dirs, source: str) -> pd.DataFrame:
 
 
 def cmd_record(args) -> None:
+    if args.sparse:
+        rows = with_answers(sparse_rows()[0], args.dirs, "held out")
+        rows.to_csv(A.SPARSE_CSV, index=False)
+        return print(f"wrote {A.SPARSE_CSV}: {len(rows)} rows")
     if args.fork:
         rows = with_answers(fork_rows()[0], args.dirs, "fork")
         rows.to_csv(A.FORK_CSV, index=False)
@@ -188,11 +205,13 @@ def main() -> None:
     m.add_argument("--pass", dest="pass_", type=int, default=1, choices=[1, 2])
     m.add_argument("--new", action="store_true", help="the held-out rows on new targets")
     m.add_argument("--fork", action="store_true", help="the rows on the thirteen fork targets")
+    m.add_argument("--sparse", action="store_true", help="the rows of the sparse regime's networks")
     m.set_defaults(func=cmd_mosaics)
     r = sub.add_parser("record")
     r.add_argument("dirs", nargs="+")
     r.add_argument("--new", action="store_true", help="the held-out rows on new targets")
     r.add_argument("--fork", action="store_true", help="the rows on the thirteen fork targets")
+    r.add_argument("--sparse", action="store_true", help="the rows of the sparse regime's networks")
     r.set_defaults(func=cmd_record)
     sub.add_parser("fit").set_defaults(func=cmd_fit)
     args = ap.parse_args()

@@ -390,6 +390,46 @@ def sample_fork_rows(cfg: AnchoredSetConfig | None = None, nets: dict | None = N
     return pd.DataFrame(rows)
 
 
+# ---------------------------------------------------------------------------------------------
+# Held-out rows in the sparse regime: the depth chapter's sparse Picbreeder networks at their fit point
+
+SPARSE_CSV = SET_DIR / "sparse_regime.csv"  # their verdicts, judged as the set's; never used to fit a rule
+SPARSE_GROUPS = ("sparse-regime",)
+SPARSE_CHUNK = "depth_sparse_picbreeder"  # the reference chunk that stores them (volratio.depth.sparse_point)
+
+
+def sparse_networks(root=None) -> dict[str, rv.RefNet]:
+    """The first network of each run of the reference chunk `depth_sparse_picbreeder` — one per
+    Picbreeder target and depth, wide networks pruned by unguarded SP and stored at their fit point,
+    the networks the depth claims are decided on — read from its artifacts (each checked against its
+    SHA-256 by the store). Keys `sparse-regime:TARGET/dDEPTH`."""
+    store = Store(Path(root or DEFAULT_ROOT) / SPARSE_CHUNK)
+    out = {}
+    for r in sorted(store.records(), key=lambda r: (r["config"].get("target", ""), r["config"].get("depth", 0))):
+        c = r["config"]
+        if r["status"] == "done" and r["run"] == "sparse_depth_point":
+            t = c["target"].removeprefix("picbreeder:")
+            out[f"sparse-regime:{t}/d{c['depth']}"] = rv.RefNet(store.artifact(r["key"], "net"), 0, c["target"], t,
+                                                                f"{SPARSE_CHUNK} {r['key']} member 0")  # fmt: skip
+    if not out:
+        raise DataNotFoundError(
+            f"no sparse_depth_point runs stored in {store.root}: run the reference chunk {SPARSE_CHUNK}"
+        )
+    return out
+
+
+def sample_sparse_rows(cfg: AnchoredSetConfig | None = None, nets: dict | None = None, n: int = 4):
+    """The sparse regime's rows (`sparse_networks`): per network its unperturbed image and `n`
+    perturbed images at `cfg.res`, seeded by `cfg.seed` + 3000 (apart from the set's other draws)."""
+    cfg = cfg or AnchoredSetConfig()
+    nets = nets or sparse_networks()
+    rng = np.random.default_rng(cfg.seed + 3000)
+    rows = []
+    for i, name in enumerate(sorted(nets)):
+        rows += _draw(name, nets[name], cfg.res, n, cfg, rng, cfg.seed + 3000 + i)
+    return pd.DataFrame(rows)
+
+
 def load_new_verdicts():
     """The held-out verdicts on the new targets (`NEW_CSV`, columns as `load_verdicts`)."""
     return load_verdicts(NEW_CSV)

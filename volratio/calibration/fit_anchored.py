@@ -368,6 +368,22 @@ def fork_target_agreement(rules: dict | None = None):
     return pd.concat({name: per_group(rule, table) for name, rule in rules.items()}, names=["rule", "group"])
 
 
+def sparse_regime_agreement(rules: dict | None = None, root=None):
+    """Agreement with the held-out verdicts on the sparse regime's networks (`anchored_set.SPARSE_CSV`:
+    the first network of each run of the reference chunk `depth_sparse_picbreeder`, at its fit point —
+    the networks the depth claims are decided on; no rule was fitted on them), per group and overall,
+    for each of `rules` (`{name: LogisticRule}`, default the default rule, the second and the gated
+    one). The images are regenerated from the stored networks (under `root`) and checked against the
+    stored hashes first. Returns a DataFrame indexed by (rule, group)."""
+    rules = rules or {"anchored": read_rule(), "anchored-ssim": read_rule(SECOND_RULE_JSON),
+                      "anchored-gated": read_rule(GATED_RULE_JSON)}  # fmt: skip
+    rows, nets = A.load_verdicts(A.SPARSE_CSV), A.sparse_networks(root)
+    if A.image_sha(A.render(rows, nets)) != rows["sha256"].tolist():
+        raise VolratioError(f"{A.SPARSE_CSV}: the images do not regenerate from their networks (hash mismatch)")
+    table = verdict_table(rows, nets=nets, names=tuple(dict.fromkeys(f for r in rules.values() for f in r.needs)))
+    return pd.concat({name: per_group(rule, table) for name, rule in rules.items()}, names=["rule", "group"])
+
+
 # ---------------------------------------------------------------------------------------------
 # The structure gate ("anchored-gated"): the default's rule, and minimums on GATE_FEATURES fitted
 # on the verdicts together with the generated negatives (volratio.calibration.hard_negatives)
