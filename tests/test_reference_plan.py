@@ -388,3 +388,23 @@ def test_the_sparse_optimizer_chunk_runs_at_the_sparse_sweep_s_interval_depths_o
     assert "anchored" in S.judges_covering([chunk], STORE, every_weight=True, engine="fused")
     best = optimizers.at_best_lr(optimizers.stored_runs([chunk], STORE), loss="dense_loss")
     assert all(b.bracketed.all() for b in best.values()), {k: list(b.setting) for k, b in best.items()}
+
+
+def test_the_scenes_claim_is_decided_on_sparse_scenes_and_their_sparse_parts():
+    """`depth_sparse_scenes`: the three Picbreeder-pair scenes at the depths of their parts'
+    sparse sweep (`depth_sparse_picbreeder`), each network scored at its fit point and none sparser
+    than where SP ended; `stored_scenes` compares all three with their parts on every depth, every
+    network scored on every weight under the deciding judge."""
+    (chunk, parts) = unknown_targets.SPARSE_CHUNKS
+    for r in S.records(chunk, STORE):
+        cfg, m = get_run("sparse_depth_point").parse(r["config"]), r["metrics"]
+        loss, dense = np.array(m["loss"]), np.array(m["dense_loss"])
+        assert (loss <= np.maximum(cfg.fit_factor * dense, cfg.fit_floor)).all(), r["key"]
+        assert all(e <= n for e, n in zip(m["end_nonzero"], m["nonzero"])), r["key"]
+    assert "anchored" in S.judges_covering([chunk], STORE, every_weight=True, engine="fused")
+    curves, rows = unknown_targets.stored_scenes(STORE, names=(chunk, parts), judge="anchored", every_weight=True,
+                                                 engine="fused")  # fmt: skip
+    scenes = {r["spec"] for r in rows}
+    assert scenes == {c["target"] for c in PLAN[chunk].configs()} and len(scenes) == 3
+    depths = sorted({c["depth"] for c in PLAN[parts].configs()})
+    assert all(curves[s].depths == depths for s in scenes)
