@@ -400,6 +400,10 @@ def test_stored_depth_curves_and_predictor_check(tmp_path):
     lo, hi = row["prediction interval"]
     assert row["measured sweet spot"] == curves["planted:4:depth=2,width=3"].spot.depth
     assert row["inside"] == (lo <= row["measured sweet spot"] <= hi) and check.inside == int(row["inside"])
+    grid = D.interval_depths(curves)  # the depths a later study runs at instead of the argmax
+    for t, c in curves.items():
+        assert grid[t] == sorted(grid[t]) and set(grid[t]) <= set(c.depths)
+        assert (c.spot.depth in grid[t]) if c.spot.depth is not None else grid[t] == []
     with pytest.raises(D.DepthError, match="none of the chunks"):
         D.stored_curves(("nothing",), root)
     with pytest.raises(D.DepthError, match="appears 2 times"):  # never averaged silently, never one dropped

@@ -624,3 +624,10 @@ def test_the_sparse_regime_s_optimizer_runs_are_read_rescored_and_drawn_as_optim
     assert every.loss.tolist() == runs.loss.tolist() and len(every) == 6  # the same networks, scored again
     with pytest.raises(O.ExperimentError, match="keep_net"):
         O.mosaic(runs.assign(net=None))
+    import pandas as pd
+
+    from volratio.report import plots
+
+    best = O.at_best_lr(runs, loss="dense_loss")
+    fig = plots.optimizers_at_best(pd.concat(best, names=["target"]).droplevel(1).reset_index(), "dense MSE")
+    assert len(fig.axes) == 2 and fig.axes[0].get_yscale() == "log"
