@@ -400,6 +400,8 @@ def test_stored_depth_curves_and_predictor_check(tmp_path):
     lo, hi = row["prediction interval"]
     assert row["measured sweet spot"] == curves["planted:4:depth=2,width=3"].spot.depth
     assert row["inside"] == (lo <= row["measured sweet spot"] <= hi) and check.inside == int(row["inside"])
+    assert D.short_name("scene:picbreeder:skull+image:coffee") == "skull+coffee"
+    assert D.short_name("planted:2:depth=3,width=3") == "depth=3,width=3"
     grid = D.interval_depths(curves)  # the depths a later study runs at instead of the argmax
     for t, c in curves.items():
         assert grid[t] == sorted(grid[t]) and set(grid[t]) <= set(c.depths)

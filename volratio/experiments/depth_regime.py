@@ -278,6 +278,12 @@ def stored_images(
     return out
 
 
+def short_name(target: str) -> str:
+    """A target's name for a figure: the last part of its spec (`picbreeder:skull` → "skull"), a
+    scene's parts joined (`scene:picbreeder:skull+picbreeder:apple` → "skull+apple")."""
+    return "+".join(p.split(":")[-1] for p in target.removeprefix("scene:").split("+"))
+
+
 def mosaic(images: dict, targets, depths, nonzero: bool = False) -> dict:
     """The arguments of `volratio.report.plots.image_grid` for a mosaic of `stored_images` output:
     one row per depth of `depths`, the networks of each target of `targets` side by side, framed by
@@ -296,7 +302,7 @@ def mosaic(images: dict, targets, depths, nonzero: bool = False) -> dict:
             cp += [f"{s:.2f}" + (f" · {n:,}" if nonzero else "") for s, n in zip(e["score"][i], e["nonzero"][i])]
         rows.append(row), frames.append(fr), caps.append(cp), labels.append(f"depth {d}")
     n = len(images[targets[0]]["images"][0])
-    cols = [t.split(":")[-1] if k == n // 2 else "" for t in targets for k in range(n)]
+    cols = [short_name(t) if k == n // 2 else "" for t in targets for k in range(n)]
     return {"rows": rows, "row_labels": labels, "col_labels": cols, "frames": frames, "captions": caps}
 
 
