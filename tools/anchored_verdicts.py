@@ -58,31 +58,29 @@ def unjudged(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[[tuple(r) not in done for r in rows[KEY].astype(str).to_numpy().tolist()]]
 
 
-def held_out_rows() -> pd.DataFrame:
-    """The held-out rows on new targets (`anchored_set.sample_new_rows`) with ids and image hashes."""
-    nets = A.new_target_networks()
-    rows = A.sample_new_rows(A.AnchoredSetConfig(), nets)
+def _numbered(rows: pd.DataFrame, nets: dict):
+    """`(rows, nets)` with each row's id and the SHA-256 of its rendered image."""
     rows.insert(0, "id", np.arange(len(rows)))
     rows["sha256"] = A.image_sha(A.render(rows, nets))
     return rows, nets
+
+
+def held_out_rows() -> pd.DataFrame:
+    """The held-out rows on new targets (`anchored_set.sample_new_rows`) with ids and image hashes."""
+    nets = A.new_target_networks()
+    return _numbered(A.sample_new_rows(A.AnchoredSetConfig(), nets), nets)
 
 
 def fork_rows() -> pd.DataFrame:
     """The rows on the thirteen fork targets (`anchored_set.sample_fork_rows`) with ids and hashes."""
     nets = A.fork_networks()
-    rows = A.sample_fork_rows(A.AnchoredSetConfig(), nets)
-    rows.insert(0, "id", np.arange(len(rows)))
-    rows["sha256"] = A.image_sha(A.render(rows, nets))
-    return rows, nets
+    return _numbered(A.sample_fork_rows(A.AnchoredSetConfig(), nets), nets)
 
 
 def sparse_rows() -> pd.DataFrame:
     """The sparse regime's rows (`anchored_set.sample_sparse_rows`) with ids and hashes."""
     nets = A.sparse_networks()
-    rows = A.sample_sparse_rows(A.AnchoredSetConfig(), nets)
-    rows.insert(0, "id", np.arange(len(rows)))
-    rows["sha256"] = A.image_sha(A.render(rows, nets))
-    return rows, nets
+    return _numbered(A.sample_sparse_rows(A.AnchoredSetConfig(), nets), nets)
 
 
 def cmd_mosaics(args) -> None:
