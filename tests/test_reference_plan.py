@@ -72,6 +72,7 @@ OWNER = {
     "depth_sparse_picbreeder": None,
     "depth_sparse_scenes": None,  # sparse_depth_point: the scenes in the sparse regime
     "optimizers_sparse": None,  # sparse_optimizer_point: the optimizer study in the sparse regime, a run function only
+    "optimizers_sparse_butterfly": None,  # sparse_optimizer_point: its butterfly cell
 }
 # chunks that run their experiment's one-seed preset at several seeds (replicates of `seed`)
 REPLICATES = {"emc2_dense": 5, "welch_toy": 5, "interference": 5}
@@ -375,16 +376,17 @@ def test_the_sparse_optimizer_chunk_runs_at_the_sparse_sweep_s_interval_depths_o
             ("depth_sparse_picbreeder",), STORE, judge="anchored", every_weight=True, engine="fused"
         )
     )
-    (chunk,) = optimizers.SPARSE_CHUNKS
-    cells = {(c["target"], c["depth"]) for c in PLAN[chunk].configs()}
-    for t in {t for t, _ in cells}:
+    chunks = optimizers.SPARSE_CHUNKS
+    cells = {(c["target"], c["depth"]) for chunk in chunks for c in PLAN[chunk].configs()}
+    assert {t for t, _ in cells} == set(grid)
+    for t in grid:
         assert sorted(d for t2, d in cells if t2 == t) == grid[t], t
-    for r in S.records(chunk, STORE):
+    for r in (r for chunk in chunks for r in S.records(chunk, STORE)):
         cfg, m = get_run("sparse_optimizer_point").parse(r["config"]), r["metrics"]
         assert cfg.members == 1 and len(m["loss"]) == 1
         assert m["loss"][0] <= max(cfg.fit_factor * m["dense_loss"][0], cfg.fit_floor), r["key"]
         assert CoordMLP.load(r["artifacts"]["net"]).nonzero() == m["nonzero"], r["key"]
-    best = optimizers.at_best_lr(optimizers.stored_runs([chunk], STORE), loss="dense_loss")
+    best = optimizers.at_best_lr(optimizers.stored_runs(chunks, STORE), loss="dense_loss")
     assert all(b.bracketed.all() for b in best.values()), {k: list(b.setting) for k, b in best.items()}
 
 

@@ -232,7 +232,7 @@ def run(cfg: Config | None = None, *, out=None, executor=None, progress: bool | 
 REFERENCE_CHUNKS = ("optimizers",)  # chunks of examples/sweeps/reference.toml
 # the study in the sparse regime (run function sparse_optimizer_point): wide networks pruned by
 # unguarded SP, each scored at its fit point, at the depths of the sparse depth sweep's intervals
-SPARSE_CHUNKS = ("optimizers_sparse",)
+SPARSE_CHUNKS = ("optimizers_sparse", "optimizers_sparse_butterfly")
 
 
 def stored_runs(
