@@ -191,6 +191,12 @@ def test_optimizers_at_best_lr_and_verdict_over_targets():
     assert both.evidence["b"] == {"loss": "not reproduced", "score": "not reproduced"}
     assert "the parts combined: partly" in both.measured
     assert not a.bracketed.any()  # two rates per optimizer: the best is always at an edge
+    # a partly run chunk: a target only Adam has run yet is left out of the verdict and named as pending
+    partial = claims.muon_above_adam_by_target({**best, "c": best["b"][best["b"].optimizer == "adam"]})
+    assert partial.evidence["statistic"] == both.evidence["statistic"] and "c" not in partial.evidence
+    assert "not yet run by both optimizers: c" in partial.measured
+    none = claims.muon_above_adam_by_target({"c": best["b"][best["b"].optimizer == "adam"]})
+    assert none.verdict == "not measured" and none.evidence["statistic"] is None
 
 
 def test_at_best_lr_chooses_on_the_named_loss_reads_each_depth_and_says_whether_the_grid_brackets():

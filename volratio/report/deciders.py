@@ -300,9 +300,14 @@ def muon_above_adam_by_target(
     """Claim "muon-above-adam" over several targets (`{target: summary}` as for `muon_above_adam`,
     e.g. each optimizer at its best learning rate). Deciding statistic: Muon's score minus Adam's,
     pooled over the targets (`volratio.util.verdicts.pool` of each target's `difference`).
-    Sub-checks: every target's loss and score parts."""
-    parts, texts, evidence, rows, gaps, diffs = [], [], {}, [], [], []
+    Sub-checks: every target's loss and score parts. A target that only one optimizer has run so
+    far (a partly run chunk) is left out of the verdict and named in its text as pending."""
+    parts, texts, evidence, rows, gaps, diffs, pending = [], [], {}, [], [], [], []
     for target, summary in summaries.items():
+        ran = set(summary["optimizer"] if "optimizer" in summary.columns else summary.index)
+        if not {"adam", "muon"} <= ran:
+            pending.append(target)
+            continue
         p, a, m = _muon_parts(summary)
         parts += p.values()
         diffs.append(difference(_est(m, "score"), _est(a, "score")))
@@ -318,7 +323,10 @@ def muon_above_adam_by_target(
     return record(
         "muon-above-adam",
         verdict,
-        "; ".join(texts) + f"; the parts combined: {combine(parts)}" + (f" — {detail}" if detail else ""),
+        "; ".join(texts)
+        + f"; the parts combined: {combine(parts)}"
+        + (f"; not yet run by both optimizers: {', '.join(pending)}" if pending else "")
+        + (f" — {detail}" if detail else ""),
         {**decision, **evidence},
         scale,
         judge,

@@ -422,14 +422,18 @@ def optimizers_at_best(best, loss_label: str = "final MSE", title: str = ""):
     """Adam and Muon, each at its best setting, per target (or target @ depth): the loss the setting
     was chosen on (left, log axis) and the EMC2 AUC of the same networks (right), means with their
     95% intervals. `best`: the rows of `volratio.experiments.optimizers.at_best_lr`, concatenated
-    with a `target` column (the dict's keys). Returns the figure."""
+    with a `target` column (the dict's keys); a target an optimizer has not run yet has no point for it.
+    Returns the figure."""
     targets = list(dict.fromkeys(best.target))
     opts = list(dict.fromkeys(best.optimizer))
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
     for ax, (col, label) in zip(axes, [("loss", loss_label), ("score", "EMC2 AUC (anchored)")]):
         for i, t in enumerate(targets):
             for j, opt in enumerate(opts):
-                r = best[(best.target == t) & (best.optimizer == opt)].iloc[0]
+                rows = best[(best.target == t) & (best.optimizer == opt)]
+                if rows.empty:  # a partly run chunk: this optimizer has no run on `t` yet
+                    continue
+                r = rows.iloc[0]
                 ax.errorbar([i + (j - 0.5) * 0.25], [r[col]], yerr=[[r[col] - r[f"{col}_lo"]], [r[f"{col}_hi"] - r[col]]],
                             fmt="o", color=f"C{j}", capsize=3, label=opt if i == 0 else None)  # fmt: skip
         ax.set_xticks(range(len(targets)), [t.split(":", 1)[-1] for t in targets])
