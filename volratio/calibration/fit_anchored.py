@@ -417,7 +417,10 @@ def _candidates(v: np.ndarray, most: int = 80) -> np.ndarray:
 def fit_gate(feats: dict, truth, pred, names=GATE_FEATURES) -> dict:
     """The gate `{feature: minimum}` on the two features `names` maximising Cohen's κ of
     `pred & gate` against `truth` on the rows given (a training fold: the verdicts' rows and the
-    generated negatives'). Ties: the tied pair nearest, in rank, to the tied pairs' centroid."""
+    generated negatives'). Ties: the tied pair nearest, in rank, to the tied pairs' centroid.
+    A minimum is exact on one CPU kind only: features equal there may differ by 1e-16 on another,
+    which moves `_candidates`' rank-spaced grid and so where, in the gap between two training values,
+    a minimum falls; the gate keeps the same training rows either way (tests/test_crossfit.py)."""
     fa, fb = names
     va, vb = np.asarray(feats[fa], float), np.asarray(feats[fb], float)
     ca, cb = _candidates(va), _candidates(vb)
