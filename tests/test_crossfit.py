@@ -130,3 +130,29 @@ def test_the_sparse_regime_verdicts_regenerate_from_the_stored_networks_and_are_
     a = fa.sparse_regime_agreement()
     assert a.loc[("anchored", "all"), "n"] == len(rows)
     assert not set(A.load_verdicts().network) & set(rows.network)  # held out: not in the rows the rules fit on
+
+
+def test_a_held_out_table_is_one_of_the_three_held_out_sets(tmp_path):
+    with pytest.raises(VolratioError, match="not a held-out verdict set"):
+        fa.held_out_table(tmp_path / "mine.csv")
+
+
+@pytest.mark.slow
+def test_every_verdict_set_together_is_held_out_by_network_and_by_label(extra_data, picbreeder_dir):
+    """`all_verdict_sets`: every judged row of the four sets, each marked with its set; the agreement
+    reports by any column (here the set), every row judged once per scheme, and names a missing one."""
+    from volratio.calibration import anchored_set as A
+
+    table, gen = fa.all_verdict_sets(names=ar.read_rule(ar.GATED_RULE_JSON).needs), H.feature_table()
+    judged = {k: int(A.load_verdicts(p)["pass1"].notna().sum()) for k, p in fa.VERDICT_SETS.items()}
+    assert table.groupby("set").size().to_dict() == judged and table["pass1"].notna().all()
+    assert table.label.nunique() >= 16 + 1  # the sixteen claim-1 labels, and the natural images' and scenes'
+    a = C.agreement(table, gen, n_boot=50, by="set")
+    assert set(a.index.get_level_values("set")) == {*fa.VERDICT_SETS, "all"}
+    for scheme in ("network", "label"):
+        assert a.loc[(scheme, "all"), "n"] == len(table) == sum(a.loc[scheme].drop("all")["n"])
+        assert (
+            a.loc[(scheme, "all"), "kappa_lo"] <= a.loc[(scheme, "all"), "kappa"] <= a.loc[(scheme, "all"), "kappa_hi"]
+        )
+    with pytest.raises(VolratioError, match="no column 'nope'"):
+        C.agreement(table, gen, by="nope")

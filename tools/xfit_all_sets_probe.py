@@ -4,8 +4,8 @@ Not a judge of the library. "anchored-xfit" (`volratio.calibration.crossfit`) is
 rows of `verdicts.csv` (seven labels, three of them carrying nearly all rows), so its "held out by
 label" test trains on two or three labels. Here the same cross-fitting (`crossfit.out_of_fold`,
 `crossfit.leave_label_out`, unchanged) runs on the four verdict sets together — `verdicts.csv`,
-`fork_targets.csv`, `new_targets.csv` and `sparse_regime.csv`, every image regenerated from its
-network and checked by `fit_anchored`'s loaders — with the generated negatives
+`fork_targets.csv`, `new_targets.csv` and `sparse_regime.csv` (`fit_anchored.all_verdict_sets`,
+every image regenerated from its network and hash-checked) — with the generated negatives
 (`hard_negatives.feature_table`), for several feature sets.
 
 Besides the library's features it tries *label-relative* RMSE: −RMSE divided by a reference RMSE
@@ -27,7 +27,6 @@ from __future__ import annotations
 import pandas as pd
 import torch.nn.functional as F
 
-from volratio.calibration import anchored_set as A
 from volratio.calibration import crossfit, hard_negatives
 from volratio.calibration import fit_anchored as fa
 from volratio.judges.anchored import target_anchor
@@ -46,18 +45,6 @@ FEATURE_SETS = [
     ("rel-pix8", "edges"),
     ("rel-pix8", "edges", "-dcolour"),
 ]
-
-
-def all_sets() -> pd.DataFrame:
-    """Every verdict row of the four sets with the library's features, and its set in `part`."""
-    parts = {
-        "set": fa.verdict_table(),
-        "fork": fa.verdict_table(A.load_verdicts(A.FORK_CSV), nets=A.fork_networks()),
-        "new": fa.verdict_table(A.load_new_verdicts(), nets=A.new_target_networks()),
-        "sparse": fa.verdict_table(A.load_verdicts(A.SPARSE_CSV), nets=A.sparse_networks()),
-    }
-    table = pd.concat([t.assign(part=k) for k, t in parts.items()], ignore_index=True)
-    return table[table.pass1.notna()].reset_index(drop=True)
 
 
 def reference_rmse(target: str) -> dict[str, float]:
@@ -89,7 +76,7 @@ def report(table: pd.DataFrame, generated: pd.DataFrame, names) -> dict:
     by_label = crossfit.leave_label_out(table, generated, names=names)
     out = {"by network": cohen_kappa(by_net, y), "by label": cohen_kappa(by_label, y)}
     for p in ("set", "fork", "new", "sparse"):
-        s = (table.part == p).to_numpy()
+        s = (table["set"] == p).to_numpy()
         out[f"{p}: network"], out[f"{p}: label"] = cohen_kappa(by_net[s], y[s]), cohen_kappa(by_label[s], y[s])
     return {k: round(float(v), 3) for k, v in out.items()}
 
@@ -98,13 +85,13 @@ def errors(table: pd.DataFrame, generated: pd.DataFrame, names=("-rmse",)) -> pd
     y = table.pass1.to_numpy().astype(bool)
     pred = crossfit.out_of_fold(table, generated, names=names)
     t = table.assign(false_accept=pred & ~y, false_reject=~pred & y)
-    return t.groupby(["part", "group"]).agg(n=("pass1", "size"), kept=("pass1", "sum"),
+    return t.groupby(["set", "group"]).agg(n=("pass1", "size"), kept=("pass1", "sum"),
                                             false_accept=("false_accept", "sum"),
                                             false_reject=("false_reject", "sum"))  # fmt: skip
 
 
 if __name__ == "__main__":
-    T, GEN = all_sets(), hard_negatives.feature_table()
+    T, GEN = fa.all_verdict_sets(), hard_negatives.feature_table()
     add_relative(T, GEN)
     print(f"{len(T)} verdict rows, {T.label.nunique()} labels, {len(GEN)} generated negatives")
     print(pd.DataFrame({" + ".join(n): report(T, GEN, n) for n in FEATURE_SETS}).T.to_string())

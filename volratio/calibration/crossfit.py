@@ -29,6 +29,7 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
+from ..errors import VolratioError
 from ..judges.anchored_rule import LogisticRule, read_rule
 from ..judges.base import RULES_DIR
 from ..util.fileio import atomic_path
@@ -140,19 +141,26 @@ def leave_label_out(table, generated, names=None) -> np.ndarray:
     return pred
 
 
-def agreement(table, generated, k: int = K, seed: int = SEED, n_boot: int = 1000) -> pd.DataFrame:
-    """Held-out agreement of the gated rule with the verdicts by inspection, by network
-    (`out_of_fold`) and by label (`leave_label_out`), per group and overall: n, accuracy, κ and its
-    95% network-bootstrap interval. Indexed by (held out by, group). Seconds."""
+def agreement(table, generated, k: int = K, seed: int = SEED, n_boot: int = 1000, by: str = "group",
+              names=None) -> pd.DataFrame:  # fmt: skip
+    """Held-out agreement of the gated rule (on the features `names`, default the stored rule's)
+    with the verdicts by inspection, by network (`out_of_fold`) and by label (`leave_label_out`),
+    per value of column `by` (default each group; the folds are dealt by group whatever `by` is) and
+    overall: n, accuracy, κ and its 95% network-bootstrap interval. Indexed by (held out by, `by`).
+    Seconds."""
+    if by not in table.columns:
+        raise VolratioError(
+            f"the verdict table has no column {by!r} to report by; give one of {', '.join(table.columns)}"
+        )
     y = table["pass1"].to_numpy().astype(bool)
-    groups, nets = table["group"].to_numpy(), table["network"].to_numpy()
+    groups, nets = table[by].to_numpy(), table["network"].to_numpy()
     out = []
-    for scheme, pred in (("network", out_of_fold(table, generated, k, seed)),
-                         ("label", leave_label_out(table, generated))):  # fmt: skip
+    for scheme, pred in (("network", out_of_fold(table, generated, k, seed, names)),
+                         ("label", leave_label_out(table, generated, names))):  # fmt: skip
         for g in [*sorted(set(groups)), "all"]:
             sel = np.ones(len(y), bool) if g == "all" else groups == g
             lo, hi = network_interval(pred[sel], y[sel], nets[sel], n_boot)
-            out.append({"held out by": scheme, "group": g, "n": int(sel.sum()),
+            out.append({"held out by": scheme, by: g, "n": int(sel.sum()),
                         "accuracy": float((pred[sel] == y[sel]).mean()), "kappa": _kappa(pred[sel], y[sel]),
                         "kappa_lo": lo, "kappa_hi": hi})  # fmt: skip
-    return pd.DataFrame(out).set_index(["held out by", "group"])
+    return pd.DataFrame(out).set_index(["held out by", by])

@@ -347,10 +347,7 @@ def new_target_agreement(rules: dict | None = None):
     anchored judge's two rules). The images are regenerated from the Picbreeder data and checked
     against the stored hashes first. Returns a DataFrame indexed by (rule, group)."""
     rules = rules or {"anchored": read_rule(), "anchored-ssim": read_rule(SECOND_RULE_JSON)}
-    rows, nets = A.load_new_verdicts(), A.new_target_networks()
-    if A.image_sha(A.render(rows, nets)) != rows["sha256"].tolist():
-        raise VolratioError(f"{A.NEW_CSV}: the images do not regenerate from the Picbreeder data (hash mismatch)")
-    table = verdict_table(rows, nets=nets)
+    table = held_out_table(A.NEW_CSV, _needs(rules))
     return pd.concat({name: per_group(rule, table) for name, rule in rules.items()}, names=["rule", "group"])
 
 
@@ -361,10 +358,7 @@ def fork_target_agreement(rules: dict | None = None):
     gated one). The images are regenerated (the Picbreeder data and the `twins16` chunk's stored
     twins) and checked against the stored hashes first. Returns a DataFrame indexed by (rule, group)."""
     rules = rules or {"anchored": read_rule(), "anchored-gated": read_rule(GATED_RULE_JSON)}
-    rows, nets = A.load_verdicts(A.FORK_CSV), A.fork_networks()
-    if A.image_sha(A.render(rows, nets)) != rows["sha256"].tolist():
-        raise VolratioError(f"{A.FORK_CSV}: the images do not regenerate from their networks (hash mismatch)")
-    table = verdict_table(rows, nets=nets, names=tuple(dict.fromkeys(f for r in rules.values() for f in r.needs)))
+    table = held_out_table(A.FORK_CSV, _needs(rules))
     return pd.concat({name: per_group(rule, table) for name, rule in rules.items()}, names=["rule", "group"])
 
 
@@ -377,11 +371,42 @@ def sparse_regime_agreement(rules: dict | None = None, root=None):
     stored hashes first. Returns a DataFrame indexed by (rule, group)."""
     rules = rules or {"anchored": read_rule(), "anchored-ssim": read_rule(SECOND_RULE_JSON),
                       "anchored-gated": read_rule(GATED_RULE_JSON)}  # fmt: skip
-    rows, nets = A.load_verdicts(A.SPARSE_CSV), A.sparse_networks(root)
-    if A.image_sha(A.render(rows, nets)) != rows["sha256"].tolist():
-        raise VolratioError(f"{A.SPARSE_CSV}: the images do not regenerate from their networks (hash mismatch)")
-    table = verdict_table(rows, nets=nets, names=tuple(dict.fromkeys(f for r in rules.values() for f in r.needs)))
+    table = held_out_table(A.SPARSE_CSV, _needs(rules), root)
     return pd.concat({name: per_group(rule, table) for name, rule in rules.items()}, names=["rule", "group"])
+
+
+# the verdict sets: the one the rules are fitted on (None: `A.load_verdicts()`'s) and the three held out
+VERDICT_SETS = {"set": None, "fork": A.FORK_CSV, "new": A.NEW_CSV, "sparse": A.SPARSE_CSV}
+
+
+def _needs(rules: dict) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(f for r in rules.values() for f in r.needs))
+
+
+def held_out_table(path, names=KNOWN_FEATURES, root=None):
+    """`verdict_table` of a held-out verdict set (`A.NEW_CSV`, `A.FORK_CSV` or `A.SPARSE_CSV`), its
+    images regenerated from their networks (the Picbreeder data, the `twins16` chunk's twins, the
+    `depth_sparse_picbreeder` chunk's networks under `root`) and checked against the stored hashes
+    first: a mismatch is an error, never a silently different table."""
+    networks = {A.NEW_CSV: lambda: A.new_target_networks(), A.FORK_CSV: lambda: A.fork_networks(root),
+                A.SPARSE_CSV: lambda: A.sparse_networks(root)}  # fmt: skip
+    if path not in networks:
+        raise VolratioError(f"{path} is not a held-out verdict set; give one of {', '.join(map(str, networks))}")
+    rows, nets = A.load_verdicts(path), networks[path]()
+    if A.image_sha(A.render(rows, nets)) != rows["sha256"].tolist():
+        raise VolratioError(f"{path}: the images do not regenerate from their networks (hash mismatch)")
+    return verdict_table(rows, nets=nets, names=names)
+
+
+def all_verdict_sets(names=KNOWN_FEATURES, root=None) -> pd.DataFrame:
+    """Every judged row of the four verdict sets (`VERDICT_SETS`: 20 labels), with the features
+    `names` and its set in column `set`: the table on which a rule fitted on every label is
+    held out by network and by label (`crossfit.agreement(all_verdict_sets(), generated, by="set")`).
+    The stored rules are fitted on the first set only."""
+    parts = [(verdict_table(names=names) if path is None else held_out_table(path, names, root)).assign(set=name)
+             for name, path in VERDICT_SETS.items()]  # fmt: skip
+    table = pd.concat(parts, ignore_index=True)
+    return table[table["pass1"].notna()].reset_index(drop=True)
 
 
 # ---------------------------------------------------------------------------------------------
