@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -388,6 +389,7 @@ def held_out_table(path, names=KNOWN_FEATURES, root=None):
     images regenerated from their networks (the Picbreeder data, the `twins16` chunk's twins, the
     `depth_sparse_picbreeder` chunk's networks under `root`) and checked against the stored hashes
     first: a mismatch is an error, never a silently different table."""
+    path = Path(path)
     networks = {A.NEW_CSV: lambda: A.new_target_networks(), A.FORK_CSV: lambda: A.fork_networks(root),
                 A.SPARSE_CSV: lambda: A.sparse_networks(root)}  # fmt: skip
     if path not in networks:
@@ -399,7 +401,7 @@ def held_out_table(path, names=KNOWN_FEATURES, root=None):
 
 
 def all_verdict_sets(names=KNOWN_FEATURES, root=None) -> pd.DataFrame:
-    """Every judged row of the four verdict sets (`VERDICT_SETS`: 20 labels), with the features
+    """Every judged row of the four verdict sets (`VERDICT_SETS`), with the features
     `names` and its set in column `set`: the table on which a rule fitted on every label is
     held out by network and by label (`crossfit.agreement(all_verdict_sets(), generated, by="set")`).
     The stored rules are fitted on the first set only."""
