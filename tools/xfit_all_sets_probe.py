@@ -32,7 +32,6 @@ from volratio.calibration import fit_anchored as fa
 from volratio.judges.anchored import target_anchor
 from volratio.judges.anchored_rule import FIT_RES
 from volratio.judges.base import as_images, resample
-from volratio.util.stats import cohen_kappa
 
 FEATURE_SETS = [
     ("-rmse",),  # the stored rule's
@@ -71,14 +70,9 @@ def add_relative(*tables: pd.DataFrame) -> None:
 
 
 def report(table: pd.DataFrame, generated: pd.DataFrame, names) -> dict:
-    y = table.pass1.to_numpy().astype(bool)
-    by_net = crossfit.out_of_fold(table, generated, names=names)
-    by_label = crossfit.leave_label_out(table, generated, names=names)
-    out = {"by network": cohen_kappa(by_net, y), "by label": cohen_kappa(by_label, y)}
-    for p in ("set", "fork", "new", "sparse"):
-        s = (table["set"] == p).to_numpy()
-        out[f"{p}: network"], out[f"{p}: label"] = cohen_kappa(by_net[s], y[s]), cohen_kappa(by_label[s], y[s])
-    return {k: round(float(v), 3) for k, v in out.items()}
+    """Held-out κ by network and by label, overall and per set (`crossfit.agreement` itself)."""
+    a = crossfit.agreement(table, generated, n_boot=1, by="set", names=names)["kappa"]
+    return {f"{s}: {scheme}" if s != "all" else f"by {scheme}": round(float(v), 3) for (scheme, s), v in a.items()}
 
 
 def errors(table: pd.DataFrame, generated: pd.DataFrame, names=("-rmse",)) -> pd.DataFrame:
