@@ -97,16 +97,32 @@ def small(image: torch.Tensor) -> np.ndarray:
     return resample(image[None], RES)[0].float().numpy()
 
 
-def build_data() -> Data:
-    """The verdict table with the features anchored-xfit reads, the generated negatives, and both
-    sets of images at RES beside their anchors (the verdict images re-rendered and checked against
-    the stored hashes)."""
-    names = tuple(dict.fromkeys((*read_rule().features, *GATE_FEATURES)))
-    nets = A.networks(groups=sorted(set(A.load_verdicts()["group"])))
-    vt = fa.verdict_table(nets=nets, names=names)
+def verdict_set(path, names) -> tuple[pd.DataFrame, list[torch.Tensor]]:
+    """One verdict set's judged rows (`fit_anchored.verdict_table`) and their images, re-rendered
+    from their networks and checked against the stored hashes; `path` None is the first set."""
+    rows = A.load_verdicts(path)
+    if path is None:
+        nets = A.networks(groups=sorted(set(rows["group"])))
+    else:
+        nets = {A.NEW_CSV: A.new_target_networks, A.FORK_CSV: A.fork_networks, A.SPARSE_CSV: A.sparse_networks}[path]()
+    vt = fa.verdict_table(rows if path is not None else None, nets=nets, names=names)
+    keep = vt["pass1"].notna().to_numpy()
     images = A.render(vt, nets)
     if A.image_sha(images) != vt["sha256"].tolist():
-        raise SystemExit("re-rendered verdict images differ from the stored sha256: the networks or the engine changed")
+        raise SystemExit(f"{path or 'verdicts.csv'}: re-rendered images differ from the stored sha256")
+    return vt[keep].reset_index(drop=True), [im for im, k in zip(images, keep) if k]
+
+
+def build_data(all_sets: bool = False) -> Data:
+    """The verdict table with the features anchored-xfit reads, the generated negatives, and both
+    sets of images at RES beside their anchors (the verdict images re-rendered and checked against
+    the stored hashes). `all_sets`: the four verdict sets of `fit_anchored.VERDICT_SETS` (20 labels,
+    column `set`), as `fit_anchored.all_verdict_sets` gives them; else the first set only."""
+    names = tuple(dict.fromkeys((*read_rule().features, *GATE_FEATURES)))
+    sets = fa.VERDICT_SETS if all_sets else {"set": None}
+    parts = [verdict_set(path, names) for path in sets.values()]
+    vt = pd.concat([t.assign(set=name) for name, (t, _) in zip(sets, parts)], ignore_index=True)
+    images = [im for _, ims in parts for im in ims]
     gen = H.feature_table()
     rows, gen_images = H.hard_negatives()
     assert (rows["id"].to_numpy() == gen["id"].to_numpy()).all()  # one generator, one row order
@@ -370,7 +386,7 @@ def xfit(a) -> None:
     out = Path(a.out)
     vt, gen = load_tables(out)
     t0 = time.process_time()
-    agr = C.agreement(vt, gen)
+    agr = C.agreement(vt, gen, by=a.by)
     agr.to_parquet(out / "xfit_agreement.parquet")
     print(agr.round(3).to_string())
     cf = C.crossfit(vt, gen)
@@ -426,7 +442,7 @@ def report(a) -> None:
     for spec in a.model:
         name, p_net, p_lab = read_model(spec, nv)
         with crossfit_scores(p_net[:nv] >= a.threshold, p_lab[:nv] >= a.threshold):
-            agr = C.agreement(vt, gen)
+            agr = C.agreement(vt, gen, by=a.by)
         tables[name] = agr
         agr.to_parquet(out / f"agreement_{name.replace(' ', '_')}.parquet")
         print(f"\n{name}\n{agr.round(3).to_string()}")
@@ -468,6 +484,9 @@ def main(argv=None) -> None:
     ):
         steps[step] = sub.add_parser(step, help=what)
         steps[step].add_argument("--out", default=DEFAULT_OUT, help=f"the probe's folder (default {DEFAULT_OUT})")
+    steps["data"].add_argument(
+        "--all-sets", action="store_true", help="the four verdict sets (20 labels), not the first only"
+    )
     t = steps["train"]
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--epochs", type=int, default=Settings.epochs)
@@ -476,6 +495,10 @@ def main(argv=None) -> None:
     t.add_argument("--labels", nargs="+", help="by label: only these labels (default all)")
     t.add_argument("--tag", help="names the output files preds_TAG.npz, cpu_TAG.json (default cnn_sSEED)")
     t.add_argument("--compare", help="a stored prediction file to compare the trained rows with")
+    for step in ("xfit", "report"):
+        steps[step].add_argument(
+            "--by", default="group", help="the column κ is reported by: group, or set (--all-sets)"
+        )
     rp = steps["report"]
     rp.add_argument("--model", action="append", default=[], help="NAME=PATH[+PATH…]: seeds' predictions, averaged")
     rp.add_argument("--threshold", type=float, default=THRESHOLD)
@@ -483,7 +506,7 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)
     if a.step == "data":
         t0 = time.process_time()
-        d = build_data()
+        d = build_data(all_sets=a.all_sets)
         save_data(d, Path(a.out))
         print(f"{len(d.verdicts)} verdict rows, {len(d.generated)} generated negatives, {len(d.anchors)} anchors")
         print(f"wrote {a.out}; {time.process_time() - t0:.1f} CPU s")
