@@ -38,6 +38,8 @@ several seeds are pooled by averaging their probabilities.
         --model "cnn s0=/tmp/judge_cnn_probe/preds_cnn_s0.npz" --model "cnn s1=/tmp/judge_cnn_probe/preds_cnn_s1.npz" \\
         --model "cnn 2-seed=/tmp/judge_cnn_probe/preds_cnn_s0.npz+/tmp/judge_cnn_probe/preds_cnn_s1.npz"
 
+`data --all-sets` takes the rows from the four verdict sets (`fit_anchored.VERDICT_SETS`, 20 labels,
+their set in column `set`); `xfit --by set` and `report --by set` then give κ per set.
 `train --folds 0 --schemes network --compare FILE` trains one fold only and compares its held-out
 predictions with a stored prediction file. Files in `--out`: `verdicts.parquet`,
 `generated.parquet`, `images.npz` (data); `xfit_agreement.parquet`, `xfit.npz` (xfit);
