@@ -129,6 +129,8 @@ def test_the_sparse_regime_verdicts_regenerate_from_the_stored_networks_and_are_
     assert set(rows["group"]) == set(A.SPARSE_GROUPS) and rows["pass2"].notna().sum() >= 0.2 * len(rows) - 1
     a = fa.sparse_regime_agreement()
     assert a.loc[("anchored", "all"), "n"] == len(rows)
+    # the cross-fitted judge scores these networks (in no fold) with its all-rows rule, reported beside the others
+    assert not set(rows.network) & set(XF.folds) and a.loc[("anchored-xfit", "all"), "n"] == len(rows)
     assert not set(A.load_verdicts().network) & set(rows.network)  # held out: not in the rows the rules fit on
 
 
