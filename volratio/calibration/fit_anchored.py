@@ -30,7 +30,7 @@ import torch
 
 from ..emc2 import perturbed_images
 from ..errors import VolratioError
-from ..judges.anchored import target_anchor
+from ..judges.anchored import ANCHORED, AnchoredJudge, target_anchor
 from ..judges.anchored_rule import (
     FEATURES,
     FIT_RES,
@@ -42,7 +42,6 @@ from ..judges.anchored_rule import (
     SECOND_RULE_JSON,
     LogisticRule,
     features,
-    read_crossfit,
     read_rule,
 )
 from ..judges.registry import make_judge
@@ -368,13 +367,11 @@ def sparse_regime_agreement(rules: dict | None = None, root=None):
     """Agreement with the held-out verdicts on the sparse regime's networks (`anchored_set.SPARSE_CSV`:
     the first network of each run of the reference chunk `depth_sparse_picbreeder`, at its fit point —
     the networks the depth claims are decided on; no rule was fitted on them), per group and overall,
-    for each of `rules` (`{name: LogisticRule}`, default the default rule, the second, the gated one
-    and the cross-fitted judge's all-rows rule, the one "anchored-xfit" scores these networks with: no
-    row of the set it is fitted on is theirs). The images are regenerated from the stored networks
-    (under `root`) and checked against the stored hashes first. Returns a DataFrame indexed by
-    (rule, group)."""
-    rules = rules or {"anchored": read_rule(), "anchored-ssim": read_rule(SECOND_RULE_JSON),
-                      "anchored-gated": read_rule(GATED_RULE_JSON), "anchored-xfit": read_crossfit().all}  # fmt: skip
+    for each of `rules` (`{name: LogisticRule}`, default every label-anchored judge's rule as it scores
+    these networks: none of them is in a fold, so "anchored-xfit" scores them with its all-rows
+    rule). The images are regenerated from the stored networks (under `root`) and checked against
+    the stored hashes first. Returns a DataFrame indexed by (rule, group)."""
+    rules = rules or {n: AnchoredJudge(torch.zeros(1, 1, 3), variant=n).rule for n in ANCHORED}
     table = held_out_table(A.SPARSE_CSV, _needs(rules), root)
     return pd.concat({name: per_group(rule, table) for name, rule in rules.items()}, names=["rule", "group"])
 
