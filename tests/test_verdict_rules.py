@@ -26,46 +26,76 @@ from volratio.util.verdicts import (
 
 E = Estimate
 NAN = float("nan")
-FOUR = ["reproduced", "partly", "not reproduced", "contradicted"]
+FOUR = ["reproduced", "not reproduced", "inconclusive", "contradicted"]
+M = 0.1  # the smallest effect of interest of the table below
 
 
 @pytest.mark.parametrize(
     "e, threshold, claimed, verdict",
     [
         (E(0.5, 0.2, 0.8), 0.0, "above", "reproduced"),
-        (E(0.5, 0.0, 0.8), 0.0, "above", "partly"),  # the interval touches the threshold: it crosses
-        (E(0.1, -0.2, 0.4), 0.0, "above", "partly"),
-        (E(0.0, -0.2, 0.2), 0.0, "above", "not reproduced"),  # the mean at the threshold is not on its side
-        (E(-0.1, -0.4, 0.2), 0.0, "above", "not reproduced"),
-        (E(-0.1, -0.4, 0.0), 0.0, "above", "not reproduced"),  # touching from below still crosses
+        (E(0.5, 0.0, 0.8), 0.0, "above", "inconclusive"),  # touches t and reaches past t + m
+        (E(0.1, -0.2, 0.4), 0.0, "above", "inconclusive"),  # a mean above t is not enough
+        (E(0.0, -0.2, 0.2), 0.0, "above", "inconclusive"),
+        (E(-0.1, -0.4, 0.2), 0.0, "above", "inconclusive"),  # a mean below t is not enough either
+        (E(0.0, -0.05, 0.05), 0.0, "above", "not reproduced"),  # excludes every effect ≥ m
+        (E(0.02, -0.05, 0.0999), 0.0, "above", "not reproduced"),
+        (E(0.05, -0.05, 0.1), 0.0, "above", "inconclusive"),  # reaches t + m exactly
+        (E(-0.1, -0.4, 0.0), 0.0, "above", "not reproduced"),  # touching t from below: not contradicted
         (E(-0.5, -0.8, -0.2), 0.0, "above", "contradicted"),
         (E(1.5, 1.2, 1.8), 1.0, "above", "reproduced"),  # a threshold other than 0
+        (E(1.0, 0.9, 1.05), 1.0, "above", "not reproduced"),
         (E(0.9, 0.8, 0.95), 1.0, "above", "contradicted"),
         (E(-0.5, -0.8, -0.2), 0.0, "below", "reproduced"),
-        (E(-0.1, -0.4, 0.2), 0.0, "below", "partly"),
-        (E(-0.1, -0.4, 0.0), 0.0, "below", "partly"),
-        (E(0.1, -0.2, 0.4), 0.0, "below", "not reproduced"),
-        (E(0.0, -0.2, 0.2), 0.0, "below", "not reproduced"),
+        (E(-0.1, -0.4, 0.2), 0.0, "below", "inconclusive"),
+        (E(-0.1, -0.4, 0.0), 0.0, "below", "inconclusive"),
+        (E(0.1, -0.05, 0.4), 0.0, "below", "not reproduced"),  # below: the far end is lo
+        (E(0.1, -0.2, 0.4), 0.0, "below", "inconclusive"),
         (E(0.5, 0.0, 0.8), 0.0, "below", "not reproduced"),
         (E(0.5, 0.2, 0.8), 0.0, "below", "contradicted"),
         (E(0.5, 0.5, 0.5), 0.0, "above", "reproduced"),  # an exact quantity: a point
+        (E(0.05, 0.0, 0.05), 0.0, "above", "not reproduced"),
         (E(-0.5, -0.5, -0.5), 0.0, "above", "contradicted"),
-        (E(0.5, NAN, NAN), 0.0, "above", "partly"),  # an interval end that is NaN reaches the threshold
-        (E(-0.5, NAN, NAN), 0.0, "above", "not reproduced"),
-        (E(0.5, -math.inf, math.inf), 0.0, "below", "not reproduced"),
+        (E(0.5, NAN, NAN), 0.0, "above", "inconclusive"),  # an interval end that is NaN excludes nothing
+        (E(-0.5, NAN, NAN), 0.0, "above", "inconclusive"),
+        (E(0.5, -math.inf, math.inf), 0.0, "below", "inconclusive"),
         (E(NAN, 0.1, 0.2), 0.0, "above", "not measured"),
         (None, 0.0, "above", "not measured"),
     ],
 )
 def test_verdict_on_every_outcome(e, threshold, claimed, verdict):
-    assert verdict_on(e, threshold, claimed) == verdict
+    assert verdict_on(e, threshold, claimed, M) == verdict
+
+
+@pytest.mark.parametrize("key", list(claims.CLAIMS))
+@pytest.mark.parametrize(
+    "where, verdict",
+    [(lambda t, m: (t + 2 * m, t + m, t + 3 * m), "reproduced"),
+     (lambda t, m: (t - 2 * m, t - 3 * m, t - m), "contradicted"),
+     (lambda t, m: (t, t - m / 2, t + m / 2), "not reproduced"),
+     (lambda t, m: (t, t - 2 * m, t + 2 * m), "inconclusive")],
+)  # fmt: skip
+def test_every_claims_statistic_reaches_every_outcome(key, where, verdict):
+    st = claims.CLAIMS[key].statistic
+    sign = 1 if st.claimed == "above" else -1
+    mean, a, b = where(0.0, st.smallest)
+    lo, hi = sorted((st.threshold + sign * a, st.threshold + sign * b))
+    assert st.decide(E(st.threshold + sign * mean, lo, hi)) == verdict
+    assert st.why and st.smallest > 0
+
+
+def test_verdict_on_refuses_a_missing_smallest_effect():
+    with pytest.raises(VolratioError, match="smallest effect of interest"):
+        verdict_on(E(1, 0, 2), 0.0, "above", 0.0)
+    with pytest.raises(VolratioError, match="smallest effect of interest"):
+        claims.Statistic("x", 0.0, "above", -1.0, "why")
 
 
 def test_verdict_on_refuses_an_unknown_side():
     with pytest.raises(VolratioError, match=r"^a claim's side must be one of \('above', 'below'\), got 'higher'$"):
-        verdict_on(E(1, 0, 2), 0.0, "higher")
+        verdict_on(E(1, 0, 2), 0.0, "higher", M)
     with pytest.raises(VolratioError, match="claimed must be one of"):
-        claims.Statistic("x", 0.0, "up")
+        claims.Statistic("x", 0.0, "up", M, "why")
 
 
 def test_every_verdict_word_is_known_and_coloured():
@@ -77,8 +107,8 @@ def test_difference_and_pool():
     d = difference(E(0.5, 0.4, 0.6), E(0.2, 0.1, 0.35))
     assert (d.mean, d.lo, d.hi) == pytest.approx((0.3, 0.05, 0.5))
     # above 0 exactly when the two intervals are separated
-    assert verdict_on(difference(E(0.5, 0.36, 0.6), E(0.2, 0.1, 0.35)), 0, "above") == "reproduced"
-    assert verdict_on(difference(E(0.5, 0.35, 0.6), E(0.2, 0.1, 0.35)), 0, "above") == "partly"
+    assert verdict_on(difference(E(0.5, 0.36, 0.6), E(0.2, 0.1, 0.35)), 0, "above", M) == "reproduced"
+    assert verdict_on(difference(E(0.5, 0.35, 0.6), E(0.2, 0.1, 0.35)), 0, "above", M) == "inconclusive"
     p = pool([E(1.0, 0.0, 2.0), E(3.0, 2.0, 6.0)])
     assert (p.mean, p.lo, p.hi) == (2.0, 1.0, 4.0)
     assert pool(iter([E(1.0, 0.5, 1.5)])) == E(1.0, 0.5, 1.5)
@@ -152,7 +182,7 @@ def test_each_claim_names_one_deciding_statistic():
     assert st.decide(E(-0.2, -0.3, -0.1)) == "reproduced" and st.decide(None) == "not measured"
     assert st.sentence(E(-0.2, -0.3, -0.1)).endswith("= -0.200 [-0.300, -0.100] (the claim: below 0)")
     assert st.sentence(None).endswith(": not measured")
-    assert list(claims.table().columns[-2:]) == ["deciding statistic", "claimed"]
+    assert list(claims.table().columns[-3:]) == ["deciding statistic", "claimed", "smallest effect of interest"]
 
 
 # ---------------------------------------------------------------------------------------------
