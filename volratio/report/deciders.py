@@ -20,6 +20,7 @@ import scipy.stats
 from ..errors import VolratioError
 from ..util.verdicts import Estimate, combine, compare_estimates, difference, lower_is_better, pool
 from .catalogue import CLAIMS
+from .evidence import decide_pooled, drawn, pooled_rows, score_or_zero
 from .forest import Forest
 from .render import Verdict, forest_of, interval, judge_short, record
 
@@ -46,18 +47,30 @@ def judge_of(table, judge: str | None = None) -> str | None:
 def sp_vs_pruners(
     table, zero: float = 0.05, scale: str = "quick", judge: str | None = None, stored: bool = False, at: str = ""
 ) -> tuple[Verdict, "object"]:
-    """Claim "sp-vs-pruners" from the connectivity experiment's table (`emc2_auc` per network and
-    method, over targets and seeds). Deciding statistic: SP's AUC minus that of the strongest of
-    Lottery Ticket, Wanda and LLM-Pruner (the highest mean), with the interval from the two
-    t-intervals (`volratio.util.verdicts.difference`: above 0 exactly when they are separated).
-    Sub-checks: SP's interval above each baseline's, each baseline's upper end below `zero`.
-    `judge`: default the table's `judge` column. `at`: where the networks were compared (e.g. their
-    weight sparsity), said in what was measured and in the headline. Returns the recorded `Verdict`
-    and a per-method table."""
+    """Claim "sp-vs-pruners" from one row per network (`method`, `emc2_auc`; where the table has
+    them `target`, `checkpoint`, `member` or `seed`, and the drawing flags `base_kept` and
+    `collapsed`). Every network that does not draw its label scores 0 (`evidence.score_or_zero`).
+    Deciding statistic: SP's AUC minus that of the strongest of Lottery Ticket, Wanda and LLM-Pruner
+    (the highest pooled mean), pooled over the settings (target × checkpoint) by
+    `volratio.util.pooling.contrast`; a network's methods and checkpoints share its dense start
+    (`member`, else `seed`) and are resampled together within its target. Sub-checks: SP's interval
+    above each baseline's, each baseline's upper end below `zero`; and the verdict with the networks
+    that do not draw left out. `judge`: default the table's `judge` column. `at`: where the networks
+    were compared, said in what was measured and in the headline. Returns the recorded `Verdict` and
+    a per-method table."""
     judge = judge_of(table, judge)
-
-    est = {m: Estimate.from_samples(table[table.method == m]["emc2_auc"]) for m in dict.fromkeys(table.method)}
     named = {"imp": "Lottery Ticket (IMP)", "wanda": "Wanda", "llm-pruner": "LLM-Pruner"}
+    scores, zeroed = score_or_zero(table, "emc2_auc")
+    unit = ("member",) if "member" in table else ("seed",)
+
+    def pooled_on(t, v):
+        return decide_pooled("sp-vs-pruners", pooled_rows(t, "method", v, ("target", "checkpoint"), ("target",), unit),
+                             "sp", list(named))  # fmt: skip
+
+    verdict, stated, decision, pooled = pooled_on(table, scores)
+    kept = drawn(table)
+    left_out = pooled_on(table[kept], scores[kept]) if zeroed else None
+    est = {m: Estimate.from_samples(scores[table.method == m]) for m in dict.fromkeys(table.method)}
     rows = [
         {
             "method": "sp",
@@ -86,15 +99,21 @@ def sp_vs_pruners(
             }
         )
     strongest = max(named, key=lambda m: est[m].mean)
-    verdict, stated, decision = decided("sp-vs-pruners", difference(est["sp"], est[strongest]))
+    drawing = (
+        f"; {zeroed} networks that do not draw their label scored 0 (left out instead: {left_out[0]})" if zeroed else ""
+    )
     measured = (
         f"EMC2 AUC ({judge_short(judge)}) SP {est['sp'].mean:.2f}; "
         + ", ".join(f"{named[m]} {est[m].mean:.2f}" for m in named)
         + f"; baselines at 0: {at_zero} of 3; SP's interval above theirs: {separated} of 3"
+        + drawing
+        + (f"; {decision['power']['text']}" if pooled else "")
         + (f"; {at}" if at else "")
     )
     forest = forest_of(
-        [("SP", est["sp"], 0)] + [(named[m], est[m], 1) for m in named],
+        [("SP", est["sp"], 0)]
+        + [(named[m], est[m], 1) for m in named]
+        + ([("SP − strongest, pooled (deciding)", pooled.estimate, 2)] if pooled else []),
         f"EMC2 AUC, mean and 95% interval ({judge_short(judge)})",
         zero,
         f"baselines at 0 end below {zero}",
@@ -102,9 +121,13 @@ def sp_vs_pruners(
     headline = (
         f"{stated}. SP's EMC2 AUC is {interval(est['sp'])} against {interval(est[strongest])} for "
         f"{named[strongest]}, the strongest baseline; {at_zero} of 3 baselines end below {zero}"
+        + (f"; {decision['power']['text']}" if pooled else "")
         + (f" ({at})." if at else ".")
     )
     evidence = {**decision, "strongest baseline": strongest, **{m: vars(e) for m, e in est.items()}}
+    if zeroed:
+        evidence["not drawing, scored 0"] = zeroed
+        evidence["left out instead"] = {"verdict": left_out[0], **(left_out[2]["statistic"] or {})}
     v = record("sp-vs-pruners", verdict, measured, evidence, scale, judge, stored, forest, headline)
     return v, pd.DataFrame(rows).set_index("method")
 
