@@ -28,7 +28,7 @@ from ..util.verdicts import (
 )
 from .catalogue import CLAIMS, NO_JUDGE, Claim, Statistic, table
 from .deciders import (
-    at_true_depth,
+    depth_rows,
     decided,
     depth_optimum,
     judge_of,
@@ -82,7 +82,7 @@ __all__ = [
     # deciders
     "decided",
     "judge_of",
-    "at_true_depth",
+    "depth_rows",
     "slope",
     "sp_vs_pruners",
     "depth_optimum",

@@ -121,16 +121,25 @@ def contrast(
     means = means.reshape(n_boot + 1, len(settings), len(arms))
     stat = _statistic(means, strongest)
     point, boot = float(stat[0]), stat[1:][np.isfinite(stat[1:])]
-    counts = np.array([len(m) for m in strata.values()])
+    return from_draws(point, boot, [len(m) for m in strata.values()], len(settings), level)
+
+
+def from_draws(point: float, draws, counts, settings: int, level: float = 0.95) -> Pooled:
+    """A `Pooled` from a statistic's `point` value and its bootstrap `draws` (non-finite ones left
+    out), `counts` the units in each stratum: the interval of the module's docstring (bootstrap
+    standard error × √(n/(n − 1)) × Student's t on Σ(n_s − 1) degrees of freedom)."""
+    draws = np.asarray(draws, dtype=np.float64)
+    draws = draws[np.isfinite(draws)]
+    counts = np.asarray(counts)
     dof = int((counts - 1).sum())
     n = float(counts.mean())
-    if dof < 1 or boot.size < 2:
+    if dof < 1 or draws.size < 2 or n <= 1:
         e = Estimate(point, float("nan"), float("nan"))
     else:
-        se = float(boot.std(ddof=1)) * math.sqrt(n / (n - 1))
+        se = float(draws.std(ddof=1)) * math.sqrt(n / (n - 1))
         half = float(scipy.stats.t.ppf(0.5 + level / 2, dof)) * se
         e = Estimate(point, point - half, point + half)
-    return Pooled(e, len(settings), len(strata), n, dof)
+    return Pooled(e, settings, len(counts), n, dof)
 
 
 def _statistic(means: np.ndarray, strongest: str) -> np.ndarray:
