@@ -198,8 +198,8 @@ def _sp_table(sp, wanda):
     "sp, wanda, verdict",
     [
         ([0.5, 0.5, 0.5], [0.05, 0.05, 0.05], "reproduced"),
-        ([0.3, 0.5, 0.7], [0.45, 0.45, 0.45], "partly"),  # SP 0.5 [0.003, 0.997]
-        ([0.3, 0.5, 0.7], [0.55, 0.55, 0.55], "not reproduced"),
+        ([0.3, 0.5, 0.7], [0.45, 0.45, 0.45], "inconclusive"),  # SP 0.5 [0.003, 0.997]
+        ([0.44, 0.45, 0.46], [0.45, 0.45, 0.45], "not reproduced"),  # within m of 0
         ([0.0, 0.0, 0.0], [0.5, 0.5, 0.5], "contradicted"),
     ],
 )
@@ -221,8 +221,9 @@ def _curve(target, contrasts, true_at=3, depths=(2, 3, 4, 5)):
     "contrasts, verdict",
     [
         ([0.3, 0.35, 0.4, 0.3], "reproduced"),
-        ([0.3, -0.2, 0.25, -0.15], "partly"),
-        ([-0.3, 0.2, -0.25, 0.15], "not reproduced"),
+        ([0.3, -0.2, 0.25, -0.15], "inconclusive"),
+        ([-0.3, 0.2, -0.25, 0.15], "inconclusive"),
+        ([0.02, -0.01, 0.01, -0.02], "not reproduced"),
         ([-0.3, -0.35, -0.4, -0.3], "contradicted"),
     ],
 )
@@ -238,13 +239,18 @@ def test_depth_statistic_beats_both_sides_and_skips_what_it_cannot_compare():
     score = np.array([[0.1, 0.1], [0.5, 0.5], [0.7, 0.7], [0.7, 0.7]])  # depths 2, 3, 4, 5
     loss = np.full_like(score, 0.01)
     c = DepthCurve("planted:a", [2, 3, 4, 5], score, loss, loss, loss, sweet_spot([2, 3, 4, 5], score))
-    assert claims.at_true_depth({"planted:a": c}, {"planted:a": 3}) == pytest.approx([-0.2, -0.2])
-    # L* at the grid's edge: only the deeper side; a NaN depth is left out of its side's mean
+    v, n = claims.depth_optimum({"planted:a": c}, {"planted:a": 3})
+    assert n["statistic"]["mean"] == pytest.approx(-0.2)  # 0.5 − the deeper side's 0.7
+    assert n["against every other depth"]["mean"] == pytest.approx(0.5 - 0.5)  # the weaker reading: (0.1+0.7+0.7)/3
+    # L* at the grid's edge: only the deeper side; a NaN score is left out and counted
     edge = _curve("planted:e", [0.2, 0.2], true_at=2)
     edge.score[2, 0] = np.nan
-    assert claims.at_true_depth({"planted:e": edge}, {"planted:e": 2}) == pytest.approx([0.2, 0.2])
+    rows, unscored = claims.depth_rows({"planted:e": edge}, {"planted:e": 2})
+    assert unscored == 1 and set(rows.arm) == {"L*", "deeper"}
+    _, n = claims.depth_optimum({"planted:e": edge}, {"planted:e": 2})
+    assert n["statistic"]["mean"] == pytest.approx(0.2) and n["networks not scored"] == 1
     # L* missing from the grid: left out, and with no planted target left the claim is not measured
-    assert claims.at_true_depth({"planted:a": c}, {"planted:a": 7}) == []
+    assert len(claims.depth_rows({"planted:a": c}, {"planted:a": 7})[0]) == 0
     v, _ = claims.depth_optimum({"planted:a": c}, {"planted:a": 7})
     assert v.verdict == "not measured"
 
@@ -260,8 +266,8 @@ def _summary(muon, adam, loss=(0.01, 0.02)):
 ADAM = (0.5, 0.45, 0.55)
 MUON = {
     "reproduced": (0.75, 0.7, 0.8),
-    "partly": (0.6, 0.4, 0.8),
-    "not reproduced": (0.45, 0.3, 0.6),
+    "inconclusive": (0.6, 0.4, 0.8),
+    "not reproduced": (0.5, 0.46, 0.54),  # −0.09..+0.09: every effect ≥ 0.1 excluded
     "contradicted": (0.2, 0.1, 0.3),
 }
 
@@ -278,9 +284,42 @@ def test_muon_above_adam_every_outcome(verdict):
 def test_muon_pooled_over_targets():
     two = {"t:a": _summary(MUON["reproduced"], ADAM), "t:b": _summary(MUON["contradicted"], ADAM)}
     v = claims.muon_above_adam_by_target(two)
-    # (+0.25 − 0.30) / 2 = −0.025, from (0.15 − 0.45) / 2 to (0.35 − 0.15) / 2: not reproduced
-    assert v.verdict == "not reproduced"
+    # without the networks: the average of the two differences' intervals, which never narrows
+    assert v.verdict == "inconclusive"
     assert v.evidence["statistic"] == pytest.approx({"mean": -0.025, "lo": -0.15, "hi": 0.1})
+
+
+def _opt_runs(muon, adam, targets=("t:a", "t:b")):
+    """One row per network: per target, three seeds of each optimizer at one setting."""
+    return pd.DataFrame([{"target": t, "depth": 4, "optimizer": o, "setting": "lr 1", "seed": k, "score": x,
+                          "loss": 0.01, "drawn": True}
+                         for t in targets for o, xs in (("muon", muon), ("adam", adam)) for k, x in enumerate(xs)])  # fmt: skip
+
+
+def _opt_summaries(runs):
+    out = {}
+    for t, g in runs.groupby("target"):
+        rows = []
+        for o, h in g.groupby("optimizer"):
+            e = Estimate.from_samples(h.score)
+            rows.append({"optimizer": o, "score": e.mean, "score_lo": e.lo, "score_hi": e.hi, "loss": 0.01,
+                         "loss_lo": 0.009, "loss_hi": 0.011, "depth": 4, "setting": "lr 1"})  # fmt: skip
+        out[t] = pd.DataFrame(rows)
+    return out
+
+
+def test_muon_from_networks_pools_over_targets_and_scores_what_does_not_draw_zero():
+    runs = _opt_runs([0.5, 0.55, 0.6], [0.5, 0.52, 0.54])
+    v = claims.muon_above_adam_by_target(_opt_summaries(runs), runs=runs)
+    assert v.evidence["statistic"]["mean"] == pytest.approx(0.03)
+    assert v.evidence["power"]["networks_per_cell"] == 3 and v.evidence["power"]["settings"] == 2
+    one = _opt_runs([0.5, 0.55, 0.6], [0.5, 0.52, 0.54], targets=("t:a",))
+    w = claims.muon_above_adam_by_target(_opt_summaries(one), runs=one)
+    assert v.evidence["power"]["half_width"] < w.evidence["power"]["half_width"]  # two targets: narrower
+    runs.loc[(runs.optimizer == "muon") & (runs.seed == 0), "drawn"] = False  # never draws: scored 0
+    z = claims.muon_above_adam_by_target(_opt_summaries(runs), runs=runs)
+    assert z.evidence["statistic"]["mean"] == pytest.approx(0.03 - 0.5 / 3)
+    assert "2 networks that do not draw their label scored 0" in z.measured
 
 
 def _scene_rows(*estimates):
@@ -292,8 +331,8 @@ def _scene_rows(*estimates):
     "rows, verdict",
     [
         ([(-0.2, -0.3, -0.1)], "reproduced"),
-        ([(-0.05, -0.2, 0.1)], "partly"),
-        ([(0.05, -0.1, 0.2)], "not reproduced"),
+        ([(-0.05, -0.2, 0.1)], "inconclusive"),
+        ([(0.05, -0.05, 0.2)], "not reproduced"),  # below: the far end is lo, −0.05 > −0.1
         ([(0.2, 0.1, 0.3)], "contradicted"),
         # above its parts in 6 of 8 settings, below in one: pooled +0.15 [+0.04, +0.26], contradicted
         ([(0.2, 0.1, 0.3)] * 6 + [(-0.05, -0.2, 0.1), (0.05, -0.1, 0.2)], "contradicted"),
@@ -331,8 +370,9 @@ def test_welch_r_le_d_every_outcome(ratios, verdict):
     "depths, verdict",
     [
         (10.0 - np.arange(2, 8) + np.array([0.1, -0.1, 0.05, -0.05, 0.1, -0.1]), "reproduced"),
-        ([5, 3, 6, 2, 5, 4], "partly"),  # slope −0.09 [−1.17, +1.00]
-        ([4, 5, 2, 6, 3, 5], "not reproduced"),  # slope +0.09 [−1.00, +1.17]
+        ([5, 3, 6, 2, 5, 4], "inconclusive"),  # slope −0.09 [−1.17, +1.00]
+        ([4, 5, 2, 6, 3, 5], "inconclusive"),  # slope +0.09 [−1.00, +1.17]
+        ([4.0, 4.05, 3.95, 4.0, 4.02, 3.98], "not reproduced"),  # flat: every slope ≤ −m excluded
         (1.0 + np.arange(2, 8) + np.array([0.1, -0.1, 0.05, -0.05, 0.1, -0.1]), "contradicted"),
     ],
 )
@@ -348,8 +388,9 @@ def test_png_ratio_linear_every_outcome(depths, verdict):
     "w, verdict",
     [
         ((0.5, 0.2, 0.8), "reproduced"),
-        ((0.1, -0.2, 0.4), "partly"),
-        ((-0.1, -0.4, 0.2), "not reproduced"),
+        ((0.1, -0.2, 0.4), "inconclusive"),
+        ((-0.1, -0.4, 0.2), "inconclusive"),
+        ((0.0, -0.05, 0.05), "not reproduced"),
         ((-0.5, -0.8, -0.2), "contradicted"),
     ],
 )
@@ -372,8 +413,8 @@ def _sixteen(diffs, used=None):
     "diffs, verdict",
     [
         ([0.2, 0.25, 0.3], "reproduced"),
-        ([0.3, -0.1, 0.1], "partly"),
-        ([-0.3, 0.1, -0.1], "not reproduced"),
+        ([0.3, -0.1, 0.1], "inconclusive"),
+        ([-0.01, 0.0, 0.01], "not reproduced"),
         ([-0.2, -0.25, -0.3], "contradicted"),
     ],
 )
@@ -383,6 +424,7 @@ def test_picbreeder_vs_sgd_sixteen_every_outcome(diffs, verdict):
     table = pd.DataFrame([{"network": n, "target": "skull", "auc": a, "auc_se": 0.0, "n_params": 9, "n_nonzero": 9}
                           for n, a in (("Picbreeder", 0.9), ("FER SGD", 0.1))])  # fmt: skip
     v, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=_sixteen(diffs + [9.0], used=[True] * len(diffs) + [False]))
+    assert v.verdict == verdict
     assert v.verdict == verdict and v.evidence["statistic"]["mean"] == pytest.approx(np.mean(diffs))
     assert v.evidence["sixteen"]["left_out"] == ["t3 (never draws)"]
 
@@ -405,27 +447,28 @@ def test_rho_concentrated_decides_on_the_rate_whose_interval_reaches_lowest():
     fits = {"a:2": {"W": {"lambda_W": {"rate": 0.9, "lo": 0.5, "hi": 1.3}}},
             "z:2": {"L": {"lambda_L": {"rate": 0.2, "lo": -0.1, "hi": 0.5}}}}  # fmt: skip
     v = claims.rho_concentrated([], fits)
-    assert v.verdict == "partly" and v.evidence["statistic"] == {"mean": 0.2, "lo": -0.1, "hi": 0.5}
+    assert v.verdict == "inconclusive" and v.evidence["statistic"] == {"mean": 0.2, "lo": -0.1, "hi": 0.5}
     assert "(the claim: above 0), z:2 along L." in v.line()
 
 
-def test_picbreeder_vs_sgd_states_the_reading_with_failed_networks_scored_zero():
+def test_picbreeder_vs_sgd_scores_networks_that_do_not_draw_zero_and_states_the_excluded_reading():
     table = pd.DataFrame([{"network": n, "target": "skull", "auc": a, "auc_se": 0.0, "n_params": 9, "n_nonzero": 9}
                           for n, a in (("Picbreeder", 0.9), ("FER SGD", 0.1))])  # fmt: skip
     excluded = _sixteen([-0.2, -0.25, -0.3])  # contradicted
     zero = _sixteen([-0.2, 0.25, -0.3]).assign(twins=3, **{"twins drawn": [3, 1, 3], "Picbreeder drawn": True})
     v, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=excluded, sixteen_zero=zero)
-    assert v.verdict == "contradicted"  # the excluded reading decides
-    z = v.evidence["sixteen_zero"]
-    assert z["verdict"] == "not reproduced" and z["failed"] == 2 and z["mean"] == pytest.approx(-0.25 / 3)
-    assert "the verdicts differ (contradicted excluded, not reproduced scored 0)" in v.line()
-    assert "With the 2 networks that never draw their label scored 0" in v.line()
+    assert v.verdict == "inconclusive"  # the rule: scored 0 decides
+    assert v.evidence["statistic"]["mean"] == pytest.approx(-0.25 / 3)
+    x = v.evidence["sixteen_excluded"]
+    assert x["verdict"] == "contradicted" and x["failed"] == 2 and x["mean"] == pytest.approx(-0.25)
+    assert "the verdicts differ (inconclusive scored 0, contradicted left out)" in v.line()
+    assert "The 2 networks that never draw their label score 0" in v.line()
     same, _ = claims.picbreeder_vs_sgd_stored(
         table, sixteen=excluded, sixteen_zero=excluded.assign(twins=3, **{"twins drawn": 3})
     )
     assert same.verdict == "contradicted" and "the same verdict" in same.line()
     plain, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=excluded)
-    assert "sixteen_zero" not in plain.evidence and "scored 0" not in plain.line()
+    assert "sixteen_excluded" not in plain.evidence and "score 0" not in plain.line()
 
 
 def test_the_delta_reading_row_says_the_same_differs_or_not_scored():
@@ -439,11 +482,11 @@ def test_the_delta_reading_row_says_the_same_differs_or_not_scored():
     assert claims.delta_reading("picbreeder-vs-sgd", v("contradicted"), scaled) == (
         "δ × its layer's std: contradicted, -0.300 [-0.400, -0.200] — the same verdict as the paper's δ"
     )
-    assert claims.delta_reading("picbreeder-vs-sgd", v("contradicted"), v("partly")).endswith(
+    assert claims.delta_reading("picbreeder-vs-sgd", v("contradicted"), v("inconclusive")).endswith(
         "differs from the paper's δ"
     )
     line = claims.delta_reading(
-        "depth-optimum", v("partly"), None, "volratio reference rescore X --delta-scale layer_std"
+        "depth-optimum", v("inconclusive"), None, "volratio reference rescore X --delta-scale layer_std"
     )
     assert line == "δ on each weight's scale: not scored yet (`volratio reference rescore X --delta-scale layer_std`)"
     with pytest.raises(VolratioError, match="unknown claim"):

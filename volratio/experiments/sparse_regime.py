@@ -510,7 +510,9 @@ def stored_scores(name: str = SCORE_CHUNK, root=None) -> pd.DataFrame:
         fits = stored_table(root=root)
     except ExperimentError:
         return table
-    fits = fits[fits.kind == "checkpoint"][["target", "method", "checkpoint", "member", "loss", "loss_ratio", "collapsed"]]
+    fits = fits[fits.kind == "checkpoint"][
+        ["target", "method", "checkpoint", "member", "loss", "loss_ratio", "collapsed"]
+    ]
     return table.merge(fits, on=["target", "method", "checkpoint", "member"], how="left")
 
 

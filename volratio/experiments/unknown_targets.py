@@ -145,7 +145,9 @@ def scene_contrast(curves: dict, n_boot: int = 4000, level: float = 0.95, seed: 
 
     draws = []
     for _ in range(n_boot):
-        picked = {t: curves[t].score[:, rng.integers(0, curves[t].score.shape[1], curves[t].score.shape[1])] for t in used}
+        picked = {
+            t: curves[t].score[:, rng.integers(0, curves[t].score.shape[1], curves[t].score.shape[1])] for t in used
+        }
         draws.append(stat(picked.__getitem__))
     point = stat(lambda t: curves[t].score)
     return pooling.from_draws(point, draws, [curves[t].score.shape[1] for t in used], len(scenes) * len(EFFECTS), level)

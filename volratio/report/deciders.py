@@ -166,11 +166,15 @@ def depth_optimum(
         "planted sweet spot = L* for every planted target": hits == len(true_depths),
     }
     rows, unscored = depth_rows(curves, true_depths)
-    verdict, stated, decision, pooled = decide_pooled("depth-optimum", rows, "L*", ["shallower", "deeper"], "per setting")
+    verdict, stated, decision, pooled = decide_pooled(
+        "depth-optimum", rows, "L*", ["shallower", "deeper"], "per setting"
+    )
     others = rows.assign(arm=rows.arm.where(rows.arm == "L*", "other"))
     weaker = decide_pooled("depth-optimum", others, "L*", "other")[3]
     power = f"; {decision['power']['text']}" if pooled else ""
-    against_rest = f"; against the mean of every other depth instead: {interval(weaker.estimate, '+.3f')}" if weaker else ""
+    against_rest = (
+        f"; against the mean of every other depth instead: {interval(weaker.estimate, '+.3f')}" if weaker else ""
+    )
     decision["against every other depth"] = vars(weaker.estimate) if weaker else None
     decision["networks not scored"] = unscored
     v = record(

@@ -52,8 +52,8 @@ def pooled_rows(table: pd.DataFrame, arm: str, value, setting=(), stratum=(), un
     """The rows of `volratio.util.pooling.contrast` from `table`: `arm` names the column of the arm,
     `value` the score (a column name or a Series); `setting`, `stratum` and `unit` are column names
     (those the table lacks are skipped; none: one setting or stratum, each row its own unit).
-    `paired=False`: each arm's networks are its own (the stratum gains the arm), so nothing is
-    resampled together across arms."""
+    `paired=False`, or no `unit` column in the table: each arm's networks are its own (the stratum
+    gains the arm), so nothing is resampled together across arms."""
 
     def key(cols):
         cols = [c for c in cols if c in table]
@@ -61,12 +61,19 @@ def pooled_rows(table: pd.DataFrame, arm: str, value, setting=(), stratum=(), un
             return pd.Series("all", index=table.index)
         return table[cols].astype(str).agg(" | ".join, axis=1)
 
-    units = key(unit) if any(c in table for c in unit) else pd.Series(np.arange(len(table)).astype(str), table.index)
+    has_units = any(c in table for c in unit)
+    units = key(unit) if has_units else pd.Series(np.arange(len(table)).astype(str), table.index)
+    paired = paired and has_units  # with no unit named, nothing ties one arm's rows to another's
     strata = key(stratum) if paired else key(stratum) + " | " + table[arm].astype(str)
     values = table[value] if isinstance(value, str) else value
     return pd.DataFrame(
-        {"setting": key(setting), "arm": table[arm].astype(str), "stratum": strata, "unit": units,
-         "value": values.astype(float)}  # fmt: skip
+        {
+            "setting": key(setting),
+            "arm": table[arm].astype(str),
+            "stratum": strata,
+            "unit": units,
+            "value": values.astype(float),
+        }  # fmt: skip
     ).reset_index(drop=True)
 
 
