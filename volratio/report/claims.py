@@ -28,9 +28,9 @@ from ..util.verdicts import (
 )
 from .catalogue import CLAIMS, NO_JUDGE, Claim, Statistic, table
 from .deciders import (
-    depth_rows,
     decided,
     depth_optimum,
+    depth_rows,
     judge_of,
     muon_above_adam,
     muon_above_adam_by_target,
