@@ -235,6 +235,11 @@ def single_judge(key: str, judge: str) -> str:
     )
 
 
+# the label-anchored judges a claim's verdict must not depend on (`volratio.judges`): RMSE, SSIM, the
+# gated rule and its cross-fitted fit
+LABEL_ANCHORED = ("anchored", "anchored-ssim", "anchored-gated", "anchored-xfit")
+
+
 def robust_to_judge(verdicts: dict) -> bool:
     """True when every label-anchored judge among `verdicts` (`{judge: Verdict}`) gives the same
     verdict. The self-anchored stability measures (`volratio.judges.SELF_ANCHORED`) answer another
@@ -243,23 +248,32 @@ def robust_to_judge(verdicts: dict) -> bool:
     return len(asked) <= 1
 
 
+def _not_stored(verdicts: dict) -> str:
+    """ "; not stored for this claim: …" naming the label-anchored judges without a verdict, or ""."""
+    gone = [judge_brief(j) for j in LABEL_ANCHORED if j not in verdicts]
+    return f"; not stored for this claim: {', '.join(gone)}" if gone else ""
+
+
 def robustness(verdicts: dict) -> str:
     """A few words for the claims page: is the verdict the same under every label-anchored judge
-    among `verdicts` (`{judge: Verdict}`)? Names the judges' verdicts when they differ."""
+    stored for the claim among `verdicts` (`{judge: Verdict}`)? Names the judges' verdicts when they
+    differ, and the label-anchored judges (`LABEL_ANCHORED`) not stored for the claim."""
     asked = {j: v for j, v in verdicts.items() if j not in SELF_ANCHORED}
     if len(asked) < 2:
-        return "robustness to the judge not measured (one judge)"
+        return "robustness to the judge not measured (one judge" + _not_stored(verdicts) + ")"
     if robust_to_judge(verdicts):
-        return f"robust to the judge ({len(asked)} judges agree)"
+        return f"robust to the judge ({len(asked)} judges agree{_not_stored(verdicts)})"
     return "depends on the judge (" + "; ".join(f"{judge_brief(j)}: {v.verdict}" for j, v in asked.items()) + ")"
 
 
 def judge_comparison(verdicts: dict, missing=(), on: str = "") -> str:
     """One line: each judge's verdict, then whether the verdict is robust to the judge (among the
-    label-anchored judges measured; `missing` judges are named as not scored yet); `on`: what every
-    judge scored, e.g. "the runs' seeded sample of weights", said at the end ("(on …)")."""
+    label-anchored judges measured; `missing` judges are named as not scored yet, and so are the
+    label-anchored judges of `LABEL_ANCHORED` not stored for the claim); `on`: what every judge
+    scored, e.g. "the runs' seeded sample of weights", said at the end ("(on …)")."""
     parts = [f"{judge_short(j)}: {v.verdict}" for j, v in verdicts.items()]
     parts += [f"{judge_short(j)}: not scored yet" for j in missing]
+    parts += [f"{judge_short(j)}: not stored" for j in LABEL_ANCHORED if j not in verdicts and j not in missing]
     asked = [j for j in verdicts if j not in SELF_ANCHORED]
     if len(asked) < 2:
         end = "robustness to the judge not measured (one label-anchored judge)"
