@@ -314,7 +314,9 @@ def test_robustness_says_in_a_few_words_whether_label_anchored_judges_agree():
     )
     differ = {**same, "anchored-ssim": V("depth-optimum", "not reproduced", "", {}, "reference", "anchored-ssim")}
     assert claims.robustness(differ) == "depends on the judge (RMSE judge: inconclusive; SSIM judge: not reproduced)"
-    assert claims.robustness({"anchored": same["anchored"]}).startswith("robustness to the judge not measured (one judge")
+    assert claims.robustness({"anchored": same["anchored"]}).startswith(
+        "robustness to the judge not measured (one judge"
+    )
 
 
 def test_claims_page_pieces_badge_line_and_forest():

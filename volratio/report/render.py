@@ -15,6 +15,8 @@ What one verdict glues (`<name>` is `claim-<key>` for the live quick-scale run, 
     <name>-badge    the coloured badge alone (reproduced / not reproduced / inconclusive / contradicted / not measured)
     <name>-line     one sentence: the deciding number and its interval
     <name>-forest   the forest plot of the deciding effect and the claim's threshold (SVG)
+    <name>-power    the interval's half-width beside the smallest effect of interest m, and the
+                    networks per cell that would bring it under m (`power_line`)
 
 and `by_judge` / `single_judge` glue `claim-<key>-judges` (each judge's verdict, one line) and
 `claim-<key>-robust` (robust to the judge or not, a few words); `delta_reading` glues
@@ -154,7 +156,25 @@ def record(
         glue(f"{name}-badge", HTML(v.badge()), display=False)
         glue(f"{name}-line", HTML(html.escape(v.line())), display=False)
         glue(f"{name}-forest", HTML(v.forest_html()), display=False)
+        glue(f"{name}-power", HTML(html.escape(power_line(v))), display=False)
     return v
+
+
+def power_line(v: Verdict) -> str:
+    """How far the verdict's interval is from deciding: the pooled statistic's half-width beside the
+    claim's smallest effect of interest m and the networks per cell that would bring it under m
+    (`evidence["power"]`, from `volratio.report.evidence`), else the half-width alone."""
+    power = v.evidence.get("power") or {}
+    if power.get("text"):
+        return power["text"]
+    st = v.evidence.get("statistic") or {}
+    m = CLAIMS[v.key].statistic.smallest
+    if st.get("mean") is None:
+        return f"not measured; m = {m:g}"
+    hw = (st["hi"] - st["lo"]) / 2
+    if not math.isfinite(hw):
+        return f"no interval; m = {m:g}"
+    return f"half-width {hw:.3g} against m = {m:g}" + (" (an exact quantity)" if hw == 0 else "")
 
 
 _UNGLUED: contextvars.ContextVar = contextvars.ContextVar("volratio_claims_unglued", default=False)
