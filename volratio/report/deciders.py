@@ -53,7 +53,7 @@ def sp_vs_pruners(
     Deciding statistic: SP's AUC minus that of the strongest of Lottery Ticket, Wanda and LLM-Pruner
     (the highest pooled mean), pooled over the settings (target × checkpoint) by
     `volratio.util.pooling.contrast`; a network's methods and checkpoints share its dense start
-    (`member`, else `seed`) and are resampled together within its target. Sub-checks: SP's interval
+    (its `seed`, else its `member`) and are resampled together within its target. Sub-checks: SP's interval
     above each baseline's, each baseline's upper end below `zero`; and the verdict with the networks
     that do not draw left out. `judge`: default the table's `judge` column. `at`: where the networks
     were compared, said in what was measured and in the headline. Returns the recorded `Verdict` and
@@ -61,7 +61,7 @@ def sp_vs_pruners(
     judge = judge_of(table, judge)
     named = {"imp": "Lottery Ticket (IMP)", "wanda": "Wanda", "llm-pruner": "LLM-Pruner"}
     scores, zeroed = score_or_zero(table, "emc2_auc")
-    unit = ("member",) if "member" in table else ("seed",)
+    unit = ("seed",) if "seed" in table else ("member",)  # a network's own seed names its dense start
 
     def pooled_on(t, v):
         return decide_pooled("sp-vs-pruners", pooled_rows(t, "method", v, ("target", "checkpoint"), ("target",), unit),
