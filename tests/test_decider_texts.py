@@ -6,7 +6,7 @@ fails here."""
 import numpy as np
 import pandas as pd
 import pytest
-from test_verdict_rules import ADAM, MUON, _curve, _frames, _scene_rows, _sixteen, _sp_table, _summary
+from verdict_data import ADAM, MUON, depth_curve, frames, optimizer_summary, scene_rows, sixteen, sp_table
 
 from volratio.depth import fit_predictor
 from volratio.errors import VolratioError
@@ -48,9 +48,9 @@ def _png(check=True):
 
 def _depth(**kw):
     curves = {
-        "planted:a": _curve("planted:a", [0.3, -0.2, 0.25, -0.15]),
-        "planted:c": _curve("planted:c", [0.1, 0.2, 0.1, 0.2], true_at=4),
-        "picbreeder:b": _curve("picbreeder:b", [0.1] * 4),
+        "planted:a": depth_curve("planted:a", [0.3, -0.2, 0.25, -0.15]),
+        "planted:c": depth_curve("planted:c", [0.1, 0.2, 0.1, 0.2], true_at=4),
+        "picbreeder:b": depth_curve("picbreeder:b", [0.1] * 4),
     }
     return claims.depth_optimum(curves, {"planted:a": 3, "planted:c": 4}, **kw)
 
@@ -92,7 +92,7 @@ def glued(monkeypatch):
 CASES = {
     "sp": (
         lambda: claims.sp_vs_pruners(
-            _sp_table([0.3, 0.5, 0.7], [0.45, 0.45, 0.45]), scale="reference", judge="anchored", stored=True
+            sp_table([0.3, 0.5, 0.7], [0.45, 0.45, 0.45]), scale="reference", judge="anchored", stored=True
         )[0],
         {
             "verdict": "partly",
@@ -131,7 +131,7 @@ CASES = {
         },
     ),
     "sp-default": (
-        lambda: claims.sp_vs_pruners(_sp_table([0.5] * 3, [0.05] * 3).assign(judge="anchored-ssim"))[0],
+        lambda: claims.sp_vs_pruners(sp_table([0.5] * 3, [0.05] * 3).assign(judge="anchored-ssim"))[0],
         {
             "verdict": "reproduced",
             "measured": "EMC2 AUC (label-anchored SSIM judge) SP 0.50; Lottery Ticket (IMP) 0.00, Wanda 0.05, "
@@ -293,7 +293,7 @@ CASES = {
         },
     ),
     "muon": (
-        lambda: claims.muon_above_adam(_summary(MUON["partly"], ADAM), "d", "reference", "anchored"),
+        lambda: claims.muon_above_adam(optimizer_summary(MUON["partly"], ADAM), "d", "reference", "anchored"),
         {
             "verdict": "partly",
             "measured": "final MSE Muon 0.01 vs Adam 0.02; EMC2 AUC Muon 0.600 vs Adam 0.500 (d); per part: "
@@ -337,7 +337,7 @@ CASES = {
         },
     ),
     "muon-indexed": (
-        lambda: claims.muon_above_adam(_summary(MUON["contradicted"], ADAM).set_index("optimizer")),
+        lambda: claims.muon_above_adam(optimizer_summary(MUON["contradicted"], ADAM).set_index("optimizer")),
         {
             "verdict": "contradicted",
             "measured": "final MSE Muon 0.01 vs Adam 0.02; EMC2 AUC Muon 0.200 vs Adam 0.500 (); per part: "
@@ -382,7 +382,10 @@ CASES = {
     ),
     "muonby": (
         lambda: claims.muon_above_adam_by_target(
-            {"t:a": _summary(MUON["partly"], ADAM), "t:b": _summary(MUON["reproduced"], ADAM, loss=(0.03, 0.01))},
+            {
+                "t:a": optimizer_summary(MUON["partly"], ADAM),
+                "t:b": optimizer_summary(MUON["reproduced"], ADAM, loss=(0.03, 0.01)),
+            },
             "d",
             "reference",
             "anchored",
@@ -424,7 +427,7 @@ CASES = {
         },
     ),
     "muonby-default": (
-        lambda: claims.muon_above_adam_by_target({"t:a": _summary(MUON["partly"], ADAM)}),
+        lambda: claims.muon_above_adam_by_target({"t:a": optimizer_summary(MUON["partly"], ADAM)}),
         {
             "verdict": "partly",
             "measured": "t:a: MSE Muon 0.01 vs Adam 0.02 (reproduced), AUC Muon 0.600 vs Adam 0.500 (partly); "
@@ -473,7 +476,7 @@ CASES = {
     ),
     "scenes": (
         lambda: claims.scenes_weaker(
-            _scene_rows((-0.05, -0.2, 0.1), (0.2, 0.1, 0.3), (-0.2, -0.3, -0.01)), "d", "reference", "anchored", True
+            scene_rows((-0.05, -0.2, 0.1), (0.2, 0.1, 0.3), (-0.2, -0.3, -0.01)), "d", "reference", "anchored", True
         ),
         {
             "verdict": "partly",
@@ -511,7 +514,7 @@ CASES = {
         },
     ),
     "scenes-default": (
-        lambda: claims.scenes_weaker(_scene_rows((0.0, -0.2, 0.0))),
+        lambda: claims.scenes_weaker(scene_rows((0.0, -0.2, 0.0))),
         {
             "verdict": "not reproduced",
             "measured": "e0: scene − parts +0.000 (-0.200..+0.000)",
@@ -537,7 +540,7 @@ CASES = {
         },
     ),
     "welch": (
-        lambda: claims.welch_r_le_d(_frames([1.0, 1.2, 1.1]), TOY, "d", "reference", True),
+        lambda: claims.welch_r_le_d(frames([1.0, 1.2, 1.1]), TOY, "d", "reference", True),
         {
             "verdict": "reproduced",
             "measured": "3 constructed frames: smallest ratio to the Welch bound 1.000000 (never below 1: "
@@ -570,7 +573,7 @@ CASES = {
         },
     ),
     "welch-default": (
-        lambda: claims.welch_r_le_d(_frames([1.0, 1.2, 1.1]).assign(max_sq_inner=[0.0, 0.4, 0.2]), TOY.iloc[1:]),
+        lambda: claims.welch_r_le_d(frames([1.0, 1.2, 1.1]).assign(max_sq_inner=[0.0, 0.4, 0.2]), TOY.iloc[1:]),
         {
             "verdict": "reproduced",
             "measured": "3 constructed frames: smallest ratio to the Welch bound 1.000000 (never below 1: "
@@ -760,7 +763,7 @@ CASES = {
             "d",
             dense=PB_DENSE,
             judge="anchored",
-            sixteen=_sixteen([0.3, -0.1, 0.1, 9.0], used=[True, True, True, False]),
+            sixteen=sixteen([0.3, -0.1, 0.1, 9.0], used=[True, True, True, False]),
         )[0],
         {
             "verdict": "partly",
@@ -814,7 +817,7 @@ CASES = {
         },
     ),
     "pb16-none": (
-        lambda: claims.picbreeder_vs_sgd_stored(PB_TABLE, sixteen=_sixteen([]))[0],
+        lambda: claims.picbreeder_vs_sgd_stored(PB_TABLE, sixteen=sixteen([]))[0],
         {
             "verdict": "not measured",
             "measured": "EMC2 AUC (judge not recorded), every non-zero weight except FER SGD picbreeder:skull "
@@ -881,7 +884,7 @@ def test_what_each_decider_shows(name, glued):
 
 
 def test_sp_vs_pruners_table_says_each_baselines_sub_checks():
-    _, t = claims.sp_vs_pruners(_sp_table([0.3, 0.5, 0.7], [0.45, 0.45, 0.45]))
+    _, t = claims.sp_vs_pruners(sp_table([0.3, 0.5, 0.7], [0.45, 0.45, 0.45]))
     assert list(t.index) == ["sp", "imp", "wanda", "llm-pruner"]
     assert _plain(t.to_dict("records")) == [
         {
@@ -909,7 +912,7 @@ def test_sp_vs_pruners_table_says_each_baselines_sub_checks():
             "measured AUC": "0.003 [-0.011, 0.018]",
         },
     ]
-    _, t = claims.sp_vs_pruners(_sp_table([0.0, 0.0, 0.0], [0.5, 0.5, 0.5]))
+    _, t = claims.sp_vs_pruners(sp_table([0.0, 0.0, 0.0], [0.5, 0.5, 0.5]))
     assert t.loc["wanda", "SP above it (intervals separated)"] == "no"
 
 

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from verdict_data import ADAM, MUON, depth_curve, frames, optimizer_summary, scene_rows, sixteen, sp_table
 
 from volratio.depth import fit_predictor, sweet_spot
 from volratio.errors import VolratioError
@@ -159,11 +160,6 @@ def test_each_claim_names_one_deciding_statistic():
 # each claim's decider, driven to every outcome
 
 
-def _sp_table(sp, wanda):
-    base = {"sp": sp, "imp": [0.0, 0.0, 0.0], "wanda": wanda, "llm-pruner": [0.01, 0.0, 0.0]}
-    return pd.DataFrame([{"method": m, "emc2_auc": x} for m, xs in base.items() for x in xs])
-
-
 @pytest.mark.parametrize(
     "sp, wanda, verdict",
     [
@@ -174,17 +170,9 @@ def _sp_table(sp, wanda):
     ],
 )
 def test_sp_vs_pruners_every_outcome(sp, wanda, verdict):
-    v, _ = claims.sp_vs_pruners(_sp_table(sp, wanda))
+    v, _ = claims.sp_vs_pruners(sp_table(sp, wanda))
     assert v.verdict == verdict and v.evidence["strongest baseline"] == "wanda"
     assert v.evidence["statistic"]["mean"] == pytest.approx(np.mean(sp) - np.mean(wanda))
-
-
-def _curve(target, contrasts, true_at=3, depths=(2, 3, 4, 5)):
-    """A depth curve whose score at `true_at` exceeds every other depth's (0.5) by `contrasts` (per seed)."""
-    score = np.full((len(depths), len(contrasts)), 0.5)
-    score[list(depths).index(true_at)] += np.asarray(contrasts)
-    loss = np.full_like(score, 0.01)
-    return DepthCurve(target, list(depths), score, loss, loss, np.full_like(score, 30.0), sweet_spot(depths, score))
 
 
 @pytest.mark.parametrize(
@@ -197,7 +185,7 @@ def _curve(target, contrasts, true_at=3, depths=(2, 3, 4, 5)):
     ],
 )
 def test_depth_optimum_every_outcome(contrasts, verdict):
-    curves = {"planted:a": _curve("planted:a", contrasts), "picbreeder:b": _curve("picbreeder:b", [0.1] * 4)}
+    curves = {"planted:a": depth_curve("planted:a", contrasts), "picbreeder:b": depth_curve("picbreeder:b", [0.1] * 4)}
     v, n = claims.depth_optimum(curves, {"planted:a": 3})
     assert v.verdict == verdict and n["statistic"]["mean"] == pytest.approx(np.mean(contrasts))
     assert v.line().startswith("EMC2 AUC at the true depth L*")
@@ -210,7 +198,7 @@ def test_depth_statistic_beats_both_sides_and_skips_what_it_cannot_compare():
     c = DepthCurve("planted:a", [2, 3, 4, 5], score, loss, loss, loss, sweet_spot([2, 3, 4, 5], score))
     assert claims.at_true_depth({"planted:a": c}, {"planted:a": 3}) == pytest.approx([-0.2, -0.2])
     # L* at the grid's edge: only the deeper side; a NaN depth is left out of its side's mean
-    edge = _curve("planted:e", [0.2, 0.2], true_at=2)
+    edge = depth_curve("planted:e", [0.2, 0.2], true_at=2)
     edge.score[2, 0] = np.nan
     assert claims.at_true_depth({"planted:e": edge}, {"planted:e": 2}) == pytest.approx([0.2, 0.2])
     # L* missing from the grid: left out, and with no planted target left the claim is not measured
@@ -219,43 +207,21 @@ def test_depth_statistic_beats_both_sides_and_skips_what_it_cannot_compare():
     assert v.verdict == "not measured"
 
 
-def _summary(muon, adam, loss=(0.01, 0.02)):
-    rows = []
-    for opt, (s, lo, hi), l in (("muon", muon, loss[0]), ("adam", adam, loss[1])):
-        rows.append({"optimizer": opt, "score": s, "score_lo": lo, "score_hi": hi,
-                     "loss": l, "loss_lo": l * 0.9, "loss_hi": l * 1.1})  # fmt: skip
-    return pd.DataFrame(rows)
-
-
-ADAM = (0.5, 0.45, 0.55)
-MUON = {
-    "reproduced": (0.75, 0.7, 0.8),
-    "partly": (0.6, 0.4, 0.8),
-    "not reproduced": (0.45, 0.3, 0.6),
-    "contradicted": (0.2, 0.1, 0.3),
-}
-
-
 @pytest.mark.parametrize("verdict", FOUR)
 def test_muon_above_adam_every_outcome(verdict):
-    v = claims.muon_above_adam(_summary(MUON[verdict], ADAM), "quick test")
+    v = claims.muon_above_adam(optimizer_summary(MUON[verdict], ADAM), "quick test")
     assert v.verdict == verdict and v.evidence["statistic"]["mean"] == pytest.approx(MUON[verdict][0] - 0.5)
     # over targets: the pooled statistic, whatever the loss sub-check says
-    by = claims.muon_above_adam_by_target({"t:a": _summary(MUON[verdict], ADAM, loss=(0.05, 0.01))})
+    by = claims.muon_above_adam_by_target({"t:a": optimizer_summary(MUON[verdict], ADAM, loss=(0.05, 0.01))})
     assert by.verdict == verdict and by.evidence["t:a"]["loss"] == "not reproduced"
 
 
 def test_muon_pooled_over_targets():
-    two = {"t:a": _summary(MUON["reproduced"], ADAM), "t:b": _summary(MUON["contradicted"], ADAM)}
+    two = {"t:a": optimizer_summary(MUON["reproduced"], ADAM), "t:b": optimizer_summary(MUON["contradicted"], ADAM)}
     v = claims.muon_above_adam_by_target(two)
     # (+0.25 − 0.30) / 2 = −0.025, from (0.15 − 0.45) / 2 to (0.35 − 0.15) / 2: not reproduced
     assert v.verdict == "not reproduced"
     assert v.evidence["statistic"] == pytest.approx({"mean": -0.025, "lo": -0.15, "hi": 0.1})
-
-
-def _scene_rows(*estimates):
-    return [{"effect": f"e{i}", "scene": 0.5 + d, "parts": 0.5, "difference": d, "lo": lo, "hi": hi,
-             "verdict": "whatever"} for i, (d, lo, hi) in enumerate(estimates)]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -271,17 +237,12 @@ def _scene_rows(*estimates):
     ],
 )
 def test_scenes_weaker_every_outcome(rows, verdict):
-    v = claims.scenes_weaker(_scene_rows(*rows))
+    v = claims.scenes_weaker(scene_rows(*rows))
     assert v.verdict == verdict
     if rows:  # the forest ends with the deciding statistic
         last = v.forest.rows[-1]
         assert last.label == f"pooled over {len(rows)} settings (deciding)" and last.group == 2
         assert last.mean == pytest.approx(v.evidence["statistic"]["mean"])
-
-
-def _frames(ratios):
-    return pd.DataFrame({"m": [3, 4, 5], "n": [2, 2, 3], "ratio": ratios, "max_sq_inner": [0.3, 0.4, 0.2],
-                         "bound": [0.25, 0.3, 0.1]})  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -294,7 +255,7 @@ def _frames(ratios):
 )
 def test_welch_r_le_d_every_outcome(ratios, verdict):
     toy = pd.DataFrame({"r": [4], "d": [2], "mean_sq_inner": [0.1]})
-    assert claims.welch_r_le_d(_frames(ratios), toy).verdict == verdict
+    assert claims.welch_r_le_d(frames(ratios), toy).verdict == verdict
 
 
 @pytest.mark.parametrize(
@@ -332,12 +293,6 @@ def test_rho_concentrated_every_outcome(w, verdict):
     assert claims.rho_concentrated(checks, {"chain:2": {}}).verdict == "not measured"
 
 
-def _sixteen(diffs, used=None):
-    used = [True] * len(diffs) if used is None else used
-    return pd.DataFrame({"diff": diffs, "used": used, "why": ["" if u else "never draws" for u in used]},
-                        index=[f"t{i}" for i in range(len(diffs))])  # fmt: skip
-
-
 @pytest.mark.parametrize(
     "diffs, verdict",
     [
@@ -348,18 +303,18 @@ def _sixteen(diffs, used=None):
     ],
 )
 def test_picbreeder_vs_sgd_sixteen_every_outcome(diffs, verdict):
-    v16, d, rows = claims.sixteen_verdict(_sixteen(diffs))
+    v16, d, rows = claims.sixteen_verdict(sixteen(diffs))
     assert v16 == verdict and d.mean == pytest.approx(np.mean(diffs)) and rows[-1][0] == "mean over 3 targets"
     table = pd.DataFrame([{"network": n, "target": "skull", "auc": a, "auc_se": 0.0, "n_params": 9, "n_nonzero": 9}
                           for n, a in (("Picbreeder", 0.9), ("FER SGD", 0.1))])  # fmt: skip
-    v, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=_sixteen(diffs + [9.0], used=[True] * len(diffs) + [False]))
+    v, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=sixteen(diffs + [9.0], used=[True] * len(diffs) + [False]))
     assert v.verdict == verdict and v.evidence["statistic"]["mean"] == pytest.approx(np.mean(diffs))
     assert v.evidence["sixteen"]["left_out"] == ["t3 (never draws)"]
 
 
 def test_picbreeder_vs_sgd_without_a_used_target_is_not_measured():
-    assert claims.sixteen_verdict(_sixteen([0.5], used=[False]))[:2] == ("not measured", None)
-    assert claims.sixteen_verdict(_sixteen([]))[0] == "not measured"
+    assert claims.sixteen_verdict(sixteen([0.5], used=[False]))[:2] == ("not measured", None)
+    assert claims.sixteen_verdict(sixteen([]))[0] == "not measured"
 
 
 def test_sp_vs_pruners_measures_against_the_baseline_with_the_highest_mean():
@@ -382,8 +337,8 @@ def test_rho_concentrated_decides_on_the_rate_whose_interval_reaches_lowest():
 def test_picbreeder_vs_sgd_states_the_reading_with_failed_networks_scored_zero():
     table = pd.DataFrame([{"network": n, "target": "skull", "auc": a, "auc_se": 0.0, "n_params": 9, "n_nonzero": 9}
                           for n, a in (("Picbreeder", 0.9), ("FER SGD", 0.1))])  # fmt: skip
-    excluded = _sixteen([-0.2, -0.25, -0.3])  # contradicted
-    zero = _sixteen([-0.2, 0.25, -0.3]).assign(twins=3, **{"twins drawn": [3, 1, 3], "Picbreeder drawn": True})
+    excluded = sixteen([-0.2, -0.25, -0.3])  # contradicted
+    zero = sixteen([-0.2, 0.25, -0.3]).assign(twins=3, **{"twins drawn": [3, 1, 3], "Picbreeder drawn": True})
     v, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=excluded, sixteen_zero=zero)
     assert v.verdict == "contradicted"  # the excluded reading decides
     z = v.evidence["sixteen_zero"]
