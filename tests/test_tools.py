@@ -50,3 +50,11 @@ def test_judge_cnn_probe_network_is_the_one_its_note_describes():
     assert torch.equal(xo, ao) and not torch.equal(xo, x)
     assert xo.min() >= 0 and xo.max() <= 1
     assert probe.same("picbreeder:skull", "picbreeder:skull") and not probe.same("picbreeder:skull", "picbreeder:apple")
+
+
+def test_xfit_probe_reference_rmse_falls_with_a_finer_mosaic(picbreeder_dir):
+    """The probe's label-relative references: the target's mean colour, then its 4×4 and 8×8 area
+    mosaics, each the least-squares fit on a finer nested partition, so their RMSEs fall in turn."""
+    probe = load("xfit_all_sets_probe")
+    ref = probe.reference_rmse("picbreeder:skull")
+    assert ref["rel-flat"] > ref["rel-pix4"] > ref["rel-pix8"] > 0
