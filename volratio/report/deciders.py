@@ -576,6 +576,7 @@ def picbreeder_vs_sgd_stored(
     sixteen=None,
     sixteen_zero=None,
     anchor: str = "",
+    stored: bool = True,
 ) -> tuple[Verdict, "object"]:
     """Claim "picbreeder-vs-sgd" from the stored EMC2 runs (`emc2_point` rows: `network`, `target`,
     `auc`, `auc_se`): per target, the Picbreeder network's AUC against FER's SGD network's, each with
@@ -584,8 +585,9 @@ def picbreeder_vs_sgd_stored(
     also against our dense networks' mean AUC over seeds (t-interval); the parts combined. Returns
     the recorded verdict (glued as `claim-picbreeder-vs-sgd-<scale>`) and the per-target table.
     `judge`: default the one the runs recorded (the tables' `judge` column). Without `sixteen` the
-    deciding statistic is the Picbreeder AUC minus the other network's, pooled over these comparisons
-    (`volratio.util.verdicts.pool` of each `difference`); the per-comparison verdicts are sub-checks.
+    deciding statistic is the Picbreeder AUC minus the other networks', averaged per target over its
+    comparisons, with the t-interval over the targets (the independent units; one target: its
+    comparisons' intervals averaged); the per-comparison verdicts are sub-checks.
 
     `sixteen` (`volratio.experiments.twins.paired` under the same judge): the comparison on all
     sixteen Picbreeder targets, each Picbreeder network against dense twins of its own architecture
@@ -598,7 +600,7 @@ def picbreeder_vs_sgd_stored(
     (`volratio.report.evidence`) — and the excluded reading is stated beside it (evidence
     `sixteen_excluded`), with a sentence that says whether the two verdicts differ. `anchor` names the
     image every network of a target was judged against (e.g. "target.png at 64×64"); the sentence
-    names it when given."""
+    names it when given. `stored=False`: a live run's verdict (glued as `claim-picbreeder-vs-sgd`)."""
     judge = judge_of(table, judge)
     if dense is not None and judge_of(dense) not in (None, judge):
         raise VolratioError(f"the EMC2 runs were scored under {judge!r} but the dense runs under {judge_of(dense)!r}")
@@ -606,7 +608,7 @@ def picbreeder_vs_sgd_stored(
     def est(row):
         return Estimate(row.auc, row.auc - z * row.auc_se, row.auc + z * row.auc_se)
 
-    rows, parts, drawn, diffs = [], [], [], []
+    rows, parts, drawn, diffs, by_target = [], [], [], [], {}
     for target in dict.fromkeys(table.target):
         sel = table[table.target == target].set_index("network")
         if not {"Picbreeder", "FER SGD"} <= set(sel.index):
@@ -617,6 +619,7 @@ def picbreeder_vs_sgd_stored(
         v = compare_estimates(pb, sgd)
         parts.append(v)
         diffs.append(difference(pb, sgd))
+        by_target[target] = [diffs[-1]]
         row = {
             "target": target,
             "Picbreeder AUC": f"{pb.mean:.3f} [{pb.lo:.3f}, {pb.hi:.3f}]",
@@ -630,6 +633,7 @@ def picbreeder_vs_sgd_stored(
                 drawn.append((f"{name}: dense (ours)", d, 2))
                 parts.append(compare_estimates(pb, d))
                 diffs.append(difference(pb, d))
+                by_target[target].append(diffs[-1])
                 row.update(
                     {
                         f"dense (ours) AUC, {len(ours)} seeds": f"{d.mean:.3f} [{d.lo:.3f}, {d.hi:.3f}]",
@@ -653,7 +657,11 @@ def picbreeder_vs_sgd_stored(
         )
         + (f" — {detail}" if detail else "")
     )
-    three = Estimate.from_samples([d.mean for d in diffs]) if len(diffs) > 1 else (diffs[0] if diffs else None)
+    per_target = [np.mean([d.mean for d in ds]) for ds in by_target.values() if ds]  # the targets are the units
+    if len(per_target) > 1:
+        three = Estimate.from_samples(per_target)
+    else:  # one target: its comparisons' intervals averaged (they share the Picbreeder network: no narrowing)
+        three = pool(diffs) if diffs else None
     verdict, stated, decision = decided("picbreeder-vs-sgd", three)
     evidence = {**decision, **{r["target"]: r for r in rows}}
     above = sum(p == "reproduced" for p in parts)
@@ -702,7 +710,7 @@ def picbreeder_vs_sgd_stored(
         evidence,
         scale,
         judge,
-        stored=True,
+        stored=stored,
         forest=forest_of(
             drawn,
             "EMC2 AUC difference, Picbreeder − twins" if sixteen is not None else "EMC2 AUC, mean and 95% interval",
