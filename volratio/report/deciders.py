@@ -121,7 +121,6 @@ def sp_vs_pruners(
     headline = (
         f"{stated}. SP's EMC2 AUC is {interval(est['sp'])} against {interval(est[strongest])} for "
         f"{named[strongest]}, the strongest baseline; {at_zero} of 3 baselines end below {zero}"
-        + (f"; {decision['power']['text']}" if pooled else "")
         + (f" ({at})." if at else ".")
     )
     evidence = {**decision, "strongest baseline": strongest, **{m: vars(e) for m, e in est.items()}}
@@ -200,7 +199,7 @@ def depth_optimum(
         ),
         f"{stated}. The tallest peak rises {contrast:.3f} above the rest of its curve, against a mean 95% "
         f"interval width of {width:.3f}; the sweet spot is the true depth L* for {hits} of {len(true_depths)} "
-        f"planted targets{against_rest}{power}.",
+        f"planted targets{against_rest}.",
     )
     numbers = {"width": width, "contrast": contrast, "hits": hits, "inside": inside, "agree": agree}
     return v, {**numbers, **decision}
@@ -410,7 +409,7 @@ def muon_above_adam_by_target(
         judge,
         stored,
         forest_of(rows, "EMC2 AUC at each optimizer's best setting (mean, 95% interval)"),
-        (f"{stated}{power}. " + _muon_headline(evidence, max(gaps))) if gaps else f"{stated}.",
+        (f"{stated}. " + _muon_headline(evidence, max(gaps))) if gaps else f"{stated}.",
     )
 
 
@@ -470,7 +469,7 @@ def scenes_weaker(
             0.0,
             "no difference (the claim: below it)",
         ),
-        (f"{stated}{how}. " + _scenes_headline(rows)) if rows else f"{stated}.",
+        (f"{stated}. " + _scenes_headline(rows)) if rows else f"{stated}.",
     )
 
 
