@@ -394,6 +394,11 @@ def muon_above_adam_by_target(
         )  # fmt: skip
         power = f"; {zeroed} networks that do not draw their label scored 0" if zeroed else ""
         power += f"; {decision['power']['text']}" if pooled else ""
+        adjusted = size_adjusted(nets, scores)
+        if adjusted is not None:
+            decision["size-adjusted"] = vars(adjusted)
+            power += (f"; adjusted for size (log non-zero weights, within each cell; a regression, not matched "
+                      f"networks): Muon − Adam {interval(adjusted, '+.3f')}")  # fmt: skip
         if pooled:
             rows.append((f"Muon − Adam, pooled over {pooled.settings} cells (deciding)", pooled.estimate, 2))
     return record(
@@ -411,6 +416,28 @@ def muon_above_adam_by_target(
         forest_of(rows, "EMC2 AUC at each optimizer's best setting (mean, 95% interval)"),
         (f"{stated}. " + _muon_headline(evidence, max(gaps))) if gaps else f"{stated}.",
     )
+
+
+def size_adjusted(nets, scores) -> Estimate | None:
+    """Muon's score minus Adam's adjusted for network size: the optimizer's coefficient in the
+    least-squares fit of `scores` on the cell (fixed effects), the log of the non-zero weights and
+    the optimizer, over the networks `nets` (`cell`, `optimizer`, `nonzero`), with its 95% t-interval.
+    A sub-check of the Muon claim, whose networks differ in sparsity (each optimizer at its own fit
+    point); None without a `nonzero` column or with too few networks."""
+    if "nonzero" not in nets or len(nets) < 4:
+        return None
+    cells = pd.get_dummies(nets["cell"].astype(str), dtype=float).to_numpy()
+    x = np.column_stack([cells, np.log(nets["nonzero"].astype(float)), (nets["optimizer"] == "muon").astype(float)])
+    y = np.asarray(scores, dtype=float)
+    dof = len(y) - np.linalg.matrix_rank(x)
+    if dof < 1:
+        return None
+    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+    resid = y - x @ beta
+    cov = float(resid @ resid) / dof * np.linalg.pinv(x.T @ x)
+    se = float(np.sqrt(cov[-1, -1]))
+    half = float(scipy.stats.t.ppf(0.975, dof)) * se
+    return Estimate(float(beta[-1]), float(beta[-1] - half), float(beta[-1] + half))
 
 
 def _best_networks(runs, cell: str, best) -> pd.DataFrame:
