@@ -459,7 +459,7 @@ def test_size_adjusted_muon_difference_recovers_the_effect_behind_a_size_confoun
     rows = []
     for cell in ("a", "b", "c"):
         for opt, effect, nz in (("muon", 0.05, 4000), ("adam", 0.0, 8000)):
-            for k in range(6):
+            for _k in range(6):
                 n = nz * np.exp(rng.normal(0, 0.2))
                 rows.append({"cell": cell, "optimizer": opt, "nonzero": n,
                              "score": 0.5 + effect + 0.2 * np.log(n / 8000) + rng.normal(0, 0.005)})  # fmt: skip
