@@ -33,9 +33,9 @@ def kernels(tmp_path_factory):
 
 @pytest.fixture
 def fresh(monkeypatch, tmp_path):
-    """The calibration measuring (not the suite's rule), with an empty user cache and no memo."""
+    """The calibration measuring (not the suite's rule), with an empty cache file of its own and no memo."""
     monkeypatch.setenv(autopick.ENV, "measure")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(autopick, "cache_path", lambda: tmp_path / "volratio" / autopick.CACHE_NAME)
     monkeypatch.setattr(autopick, "_memo", {})
     monkeypatch.setattr(autopick, "_latest", {})
     return tmp_path
@@ -118,9 +118,14 @@ def test_the_calibration_is_timed_once_cached_as_json_and_read_back(fresh):
     assert again.how == "cached" and again.rates == c.rates and len(calls) == 1
     assert "cached in" in again.note() and "test CPU, kernel avx2" in again.note()
     doc = json.loads(autopick.cache_path().read_text())  # plain JSON
-    assert autopick.cache_path().parent == fresh / "volratio" and len(doc["entries"]) == 1
+    assert len(doc["entries"]) == 1
     other = autopick.choose("train", {**key, "variant": "avx512"}, make_steps)  # another variant: timed anew
     assert other.how == "measured" and len(calls) == 2
+
+
+def test_the_cache_is_in_the_user_cache_folder(monkeypatch, tmp_path):
+    monkeypatch.setattr(autopick.platformdirs, "user_cache_dir", lambda app: str(tmp_path / app))
+    assert autopick.cache_path() == tmp_path / "volratio" / "autopick.json"
 
 
 def test_a_damaged_cache_is_a_clear_error(fresh):

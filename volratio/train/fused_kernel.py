@@ -13,10 +13,11 @@ compiled on first use with the C++ compiler `$CXX` (default `g++`) and these fix
   by its source, so results are bit-identical across runs, processes and thread counts, and
   across instruction sets too;
 - `-march=x86-64-v4` (AVX-512, variant `avx512`) or `-march=x86-64-v3` (AVX2, variant `avx2`)
-  is added on x86-64 CPUs that have it (`torch.backends.cpu.get_cpu_capability()`): it only
-  changes how the source's 64-byte vectors are lowered (one AVX-512 register, two AVX2 or four
-  SSE2 ones), not the results — `tests/test_fused_train.py` checks that the builds give the same
-  bits. No `-march=native`. The baseline build (no AVX2: its fused multiply-adds are C library
+  is added on x86-64 CPUs that have it (`torch.backends.cpu.get_cpu_capability()`): the
+  kernels' vectors are the machine's (16 floats with AVX-512, 8 with AVX2, 4 otherwise), each
+  with register blocking that fits its register file, while every partial sum keeps one order
+  (16 lanes, whatever the width), so the builds differ in speed, not in results —
+  `tests/test_fused_train.py` checks that the builds give the same bits. No `-march=native`. The baseline build (no AVX2: its fused multiply-adds are C library
   calls) is correct and slow, a fallback; -O2 halves its compile time (16 s at -O3).
 - `$VOLRATIO_KERNEL_VARIANT` (`avx512`, `avx2` or `baseline`) forces a variant at or below the best
   this CPU runs (`default_variant`): how the AVX2 build is measured on an AVX-512 machine
