@@ -2,7 +2,6 @@
 rule mode that stored runs and the suite use, and that an explicit path is never overridden."""
 
 import json
-import time
 
 import pytest
 import torch
@@ -104,9 +103,12 @@ def test_a_bad_mode_is_a_clear_error(monkeypatch):
 def test_the_calibration_is_timed_once_cached_as_json_and_read_back(fresh):
     calls = []
 
+    def busy(n):  # CPU work (the calibration's clock is CPU time when single-threaded)
+        return lambda: sum(i * i for i in range(n))
+
     def make_steps():
         calls.append(1)
-        return {"fused": lambda: time.sleep(0.004), "fast": lambda: None, "eager": lambda: time.sleep(0.008)}
+        return {"fused": busy(20_000), "fast": busy(2_000), "eager": busy(80_000)}
 
     key = {"cpu_model": "test CPU", "variant": "avx2"}
     c = autopick.choose("train", key, make_steps)

@@ -169,15 +169,20 @@ def decide(rule_path: str, rates: dict[str, float]) -> str:
 
 def time_paths(steps: dict[str, Callable[[], object]], budget_s: float = BUDGET_S) -> tuple[dict[str, float], float]:
     """(path -> calls per second, seconds spent): each step is called once to warm up, then in
-    `ROUNDS` interleaved rounds of about an equal share of the budget; the best round counts."""
-    clock = time.perf_counter
-    t_start = clock()
+    `ROUNDS` interleaved rounds of about an equal share of the budget; the best round counts.
+    Single-threaded (torch's thread count 1), the clock is this process's CPU time, which other
+    load on a shared machine moves less than wall time; else wall time."""
+    import torch
+
+    clock = time.process_time if torch.get_num_threads() == 1 else time.perf_counter
+    wall = time.perf_counter  # the budget is wall time: repetitions are counted by it
+    t_start = wall()
     first = {}
     for p, step in steps.items():
-        t0 = clock()
+        t0 = wall()
         step()
-        first[p] = max(clock() - t0, 1e-6)
-    share = max(0.0, budget_s - (clock() - t_start)) / (ROUNDS * len(steps))
+        first[p] = max(wall() - t0, 1e-6)
+    share = max(0.0, budget_s - (wall() - t_start)) / (ROUNDS * len(steps))
     reps = {p: max(1, int(share / first[p])) for p in steps}
     best = dict.fromkeys(steps, float("inf"))
     for _ in range(ROUNDS):
@@ -185,8 +190,8 @@ def time_paths(steps: dict[str, Callable[[], object]], budget_s: float = BUDGET_
             t0 = clock()
             for _ in range(reps[p]):
                 step()
-            best[p] = min(best[p], (clock() - t0) / reps[p])
-    return {p: 1.0 / t for p, t in best.items()}, clock() - t_start
+            best[p] = min(best[p], max(clock() - t0, 1e-9) / reps[p])
+    return {p: 1.0 / t for p, t in best.items()}, wall() - t_start
 
 
 def choose(task: str, key: dict, make_steps: Callable[[], dict[str, Callable[[], object]]]) -> Choice:
