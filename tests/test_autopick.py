@@ -191,3 +191,19 @@ def test_the_command_line_says_which_path_auto_chose_and_why(fresh, tmp_path, ca
         explicit = capsys.readouterr().out
     assert "fast path; auto chose fast for training: 7.5x eager, 3.0x fused" in out
     assert "fused path" in explicit and "auto chose" not in explicit
+
+
+@needs_kernels
+def test_the_emc2_command_says_which_engine_auto_chose_and_why(fresh, tmp_path, capsys):
+    from volratio.cli import main
+
+    f = tmp_path / "net.safetensors"
+    CoordMLP("3;gaussian:4", seed=3).save(f)
+    args = ["emc2", str(f), "--target", "image:camera", "--deltas", "-1,1", "--res", "16", "--dtype", "float32"]
+    with autopick.injected("emc2-dense", {"fused": 10.0, "torch": 40.0}):
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        assert main([*args, "--engine", "fused"]) == 0
+        explicit = capsys.readouterr().out
+    assert "(engine torch)" in out and "auto chose torch for EMC2 (dense networks): 4.0x fused" in out
+    assert "(engine fused)" in explicit and "auto chose" not in explicit

@@ -62,8 +62,9 @@ def register(sub) -> None:
         "--engine",
         default="auto",
         choices=["auto", "torch", "fused"],
-        help="perturbation engine: fused (the C++ kernel; float32 on the CPU), torch, or auto (fused for "
-        "--dtype float32 on the CPU where a C++ compiler builds it, else torch; the output says which)",
+        help="perturbation engine: fused (the C++ kernel; float32 on the CPU), torch, or auto (for --dtype "
+        "float32 on the CPU where a C++ compiler builds the kernel, the faster engine here for the network's "
+        "density, timed once and cached — VOLRATIO_AUTO=rule: fused; else torch; the output says which and why)",
     )
     p.add_argument(
         "--delta-scale",
