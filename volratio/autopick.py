@@ -4,7 +4,8 @@
 (`volratio.emc2.fused.resolve_engine`) choose among paths that compute the same quantities to within
 the tolerances their tests state — training: the fused C++ kernel, the fast step, eager autograd;
 EMC2: the fused kernel, the torch engine. Which is fastest depends on the CPU: on AVX-512 machines
-the fused kernels win several-fold, on some AVX2 machines the fast step or the torch engine won. So
+the fused kernels win several-fold; elsewhere (the baseline build on ARM, a slow AVX2 part) the
+fast step or the torch engine can be faster. So
 `auto` on a float32 CPU network where the kernel builds is decided by measurement:
 
 - **the calibration**: on first use per key (below), each candidate path runs a representative
@@ -35,9 +36,9 @@ overridden. Which path `auto` takes is the only thing the calibration decides, a
 compute different roundings, so a run whose config says `auto` must not depend on a timing where
 it is to be repeated bit for bit: `$VOLRATIO_AUTO=rule` (or `with autopick.rule():`) turns the
 calibration off, and `auto` is then the fixed rule — the fused kernel where it builds, else the
-fast step (training) or the torch engine (EMC2) — what `auto` meant before it measured. The test
-suite pins that (tests/conftest.py), so no test depends on what a calibration picks; stored runs
-pin it too (`volratio.runs.sweep.execute`), so a stored config with `auto` reruns the path it ran.
+fast step (training) or the torch engine (EMC2). The test suite pins it (tests/conftest.py), so
+no test depends on what a calibration picks; a stored run runs under it (`volratio.runs.sweep.execute`
+enters `rule()`), so a stored config with `auto` reruns the path it ran.
 `injected(task, rates)` replaces the measurement by given rates (tests of the choice itself).
 """
 
