@@ -112,7 +112,7 @@ def test_the_calibration_is_timed_once_cached_as_json_and_read_back(fresh):
 
     key = {"cpu_model": "test CPU", "variant": "avx2"}
     c = autopick.choose("train", key, make_steps)
-    assert c.how == "measured" and c.path == "fast" and c.seconds <= autopick.BUDGET_S + 0.5
+    assert c.how == "measured" and c.path == "fast" and c.seconds > 0
     assert c.rates["fast"] > c.rates["fused"] > c.rates["eager"]
     assert autopick.choose("train", key, make_steps).path == "fast" and len(calls) == 1  # memo
     autopick._memo.clear()  # as a new process
@@ -128,6 +128,20 @@ def test_the_calibration_is_timed_once_cached_as_json_and_read_back(fresh):
 def test_the_cache_is_in_the_user_cache_folder(monkeypatch, tmp_path):
     monkeypatch.setattr(autopick.platformdirs, "user_cache_dir", lambda app: str(tmp_path / app))
     assert autopick.cache_path() == tmp_path / "volratio" / "autopick.json"
+
+
+def test_the_timing_stops_at_its_budget_after_one_round():
+    calls = {"a": 0, "b": 0}
+
+    def step(p):
+        def run():
+            calls[p] += 1
+            sum(range(20_000))
+
+        return run
+
+    rates, _ = autopick.time_paths({"a": step("a"), "b": step("b")}, budget_s=0.0)
+    assert calls == {"a": 2, "b": 2} and set(rates) == {"a", "b"}  # a warm-up call and one round
 
 
 def test_a_damaged_cache_is_a_clear_error(fresh):

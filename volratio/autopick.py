@@ -10,9 +10,9 @@ fast step or the torch engine can be faster. So
 
 - **the calibration**: on first use per key (below), each candidate path runs a representative
   workload, in interleaved rounds (every round times every path once, so all see the same load),
-  and the best rate of each is kept; about a second in all, never more than `BUDGET_S` of timing
-  (the kernels' one-off compilation, cached on disk by `volratio.train.fused_kernel`, is not
-  counted). Workloads: training, one loss-and-gradient step of a population of 5 Gaussian networks
+  and the best rate of each is kept; about a second in all: the rounds stop once `BUDGET_S` of
+  wall time is spent, after at least one (the kernels' one-off compilation, cached on disk by
+  `volratio.train.fused_kernel`, is not counted). Workloads: training, one loss-and-gradient step of a population of 5 Gaussian networks
   of depth 10 and width 12 on 64×64 pixels (between the two depths of `benchmarks/training.py`);
   EMC2, perturbing the incoming weights of one middle unit by two δ at 64×64, on a dense network of
   the FER SGD networks' shape (depth 12, width 22) and on a sparse one of that shape (5 % of the
@@ -170,7 +170,8 @@ def decide(rule_path: str, rates: dict[str, float]) -> str:
 
 def time_paths(steps: dict[str, Callable[[], object]], budget_s: float = BUDGET_S) -> tuple[dict[str, float], float]:
     """(path -> calls per second, seconds spent): each step is called once to warm up, then in
-    `ROUNDS` interleaved rounds of about an equal share of the budget; the best round counts.
+    `ROUNDS` interleaved rounds of about an equal share of the budget (fewer once the budget is
+    spent: at least one); the best round counts.
     Single-threaded (torch's thread count 1), the clock is this process's CPU time, which other
     load on a shared machine moves less than wall time; else wall time."""
     import torch
@@ -192,6 +193,8 @@ def time_paths(steps: dict[str, Callable[[], object]], budget_s: float = BUDGET_
             for _ in range(reps[p]):
                 step()
             best[p] = min(best[p], max(clock() - t0, 1e-9) / reps[p])
+        if wall() - t_start > budget_s:  # a loaded machine: the rounds so far must do
+            break
     return {p: 1.0 / t for p, t in best.items()}, wall() - t_start
 
 
