@@ -17,7 +17,7 @@ Every rate is the best of `--repeats` rounds, each round timing every method and
 in CPU seconds of this single-threaded process on the CPU (wall time on CUDA): the machines are
 shared and noisy, and the ratios of one run are the result. The last line is
 
-    emc2: … images/s  …x naive (dense)  …x naive (picbreeder)  roofline …% (sgemm)
+    emc2: … images/s  …x naive (dense)  …x naive (picbreeder)  roofline …% (sgemm)  [CPU model, kernel variant]
 
     python benchmarks/emc2_engine.py --quick     # under two minutes on 2 cores
     python benchmarks/emc2_engine.py             # every parameter, 8 δ (a few minutes)
@@ -37,7 +37,9 @@ from roofline import sgemm_gflops
 
 from volratio import emc2
 from volratio.data.specs import load_network
+from volratio.train.fused_kernel import default_variant
 from volratio.util.device import resolve_device
+from volratio.util.machine import identity
 
 # CPU: CPU seconds of this single-threaded process (other load on a shared machine moves them less
 # than wall time; as benchmarks/training.py); CUDA: wall time
@@ -179,7 +181,8 @@ def main(argv=None):
     )
     print(
         f"emc2: {dense['engine_per_s']:.0f} images/s  {dense['speedup']:.1f}x naive (dense)  "
-        f"{rows[1]['speedup']:.1f}x naive (picbreeder)  roofline {roof:.0f}% (sgemm)"
+        f"{rows[1]['speedup']:.1f}x naive (picbreeder)  roofline {roof:.0f}% (sgemm)  "
+        f"[{identity()['cpu_model']}, kernel {default_variant()}]"
     )
 
 

@@ -25,7 +25,11 @@ training is the dynamics, not an error of the path; the per-step tolerances are 
 step (compile seconds and step time; not in `--quick`, it costs about a minute per shape). Each
 depth ends with
 
-    depth 8: fused 1234 net-steps/s  3.4x eager  2.7x population  roofline 55% (bmm)  60% (sgemm)
+    depth 8: fused 1234 net-steps/s  3.4x eager  2.7x population  3.1x fast  roofline 55% (bmm)  60% (sgemm)  [CPU, kernel avx512]
+
+naming the CPU model and the kernel variant (`$VOLRATIO_KERNEL_VARIANT=avx2` measures the AVX2 build on an
+AVX-512 machine). It also prints the path `TrainConfig(path="auto")` takes here (`volratio.autopick`:
+its calibration, timed once and cached) beside the fastest path of this run.
 
     python benchmarks/training.py --quick          # depths 8 and 14, under two minutes
 """
@@ -39,9 +43,11 @@ import numpy as np
 import torch
 from roofline import sgemm_gflops
 
+from volratio import autopick
 from volratio.data.targets import get_target
 from volratio.nets import CoordMLP, coords, head_to_rgb
-from volratio.train import TrainConfig, fused_kernel, train
+from volratio.train import TrainConfig, fused_kernel, resolve_path, train
+from volratio.util.machine import identity
 
 
 def _net_steps_per_s(nets: list[CoordMLP], img, cfg: TrainConfig) -> tuple[float, np.ndarray]:
@@ -127,6 +133,9 @@ def main(argv=None) -> list[str]:
         f"fused kernel ({variant}): {t_build:.1f} s to compile; this run "
         f"{'compiled' if info['compiled'] else 'loaded the cached'} {info['path']} in {info['seconds']:.2f} s"
     )
+    where = f"{identity()['cpu_model']}, kernel {variant}"
+    auto = resolve_path("auto", CoordMLP("2;gaussian:4"))  # what `auto` picks here (timed once, cached)
+    print(f"path='auto' here: {autopick.latest('train').note() if autopick.latest('train') else auto}")
     lines = []
     for depth in args.depths:
         arch = f"{depth};gaussian:{args.width}"
@@ -180,10 +189,16 @@ def main(argv=None) -> list[str]:
                 f"  torch.compile of the eager step: {t_c:.0f} s to compile, "
                 f"{args.K * 1e3 / ms:.0f} net-steps/s (loss and gradients only, no optimizer)"
             )
+        fastest = max(("fused", r_fused), ("fast", r_fast), ("eager", r_pop), key=lambda x: x[1])[0]
+        print(
+            f"  fused {r_fused / r_fast:.1f}x the fast path; fastest here: {fastest}; auto takes {auto}"
+            + ("" if auto == fastest else " (its calibration's shape and load differ from this run's)")
+        )
         line = (
             f"depth {depth}: fused {r_fused:.0f} net-steps/s  {r_fused / r_eager:.1f}x eager  "
-            f"{r_fused / r_pop:.1f}x population  roofline {100 * gflops_fused / gflops_bmm:.0f}% (bmm)  "
-            f"{100 * gflops_fused / gflops_sgemm:.0f}% (sgemm)"
+            f"{r_fused / r_pop:.1f}x population  {r_fused / r_fast:.1f}x fast  "
+            f"roofline {100 * gflops_fused / gflops_bmm:.0f}% (bmm)  "
+            f"{100 * gflops_fused / gflops_sgemm:.0f}% (sgemm)  [{where}]"
         )
         print(line, flush=True)
         lines.append(line)

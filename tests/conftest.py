@@ -18,6 +18,10 @@ import torch
 # is absent), and the download path is tested against a mirror on 127.0.0.1 (test_fer_data.py).
 os.environ.setdefault("VOLRATIO_OFFLINE", "1")
 
+# `auto` is the fixed rule in tests (fused where it builds): no test depends on what a timing picks
+# on the machine it runs on (volratio.autopick; its own tests inject rates or set the mode)
+os.environ.setdefault("VOLRATIO_AUTO", "rule")
+
 torch.set_num_threads(1)  # the suite's numbers must not depend on the thread count
 os.environ["VOLRATIO_THREADS"] = "1"  # … also inside the CLI, which sets its threads (volratio.util.threads)
 

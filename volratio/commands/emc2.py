@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from .. import emc2, judges
+from .. import autopick, emc2, judges
 from ..data.picbreeder import layerize
 from ..data.specs import load_network
 from ..data.targets import get_target
@@ -62,8 +62,9 @@ def register(sub) -> None:
         "--engine",
         default="auto",
         choices=["auto", "torch", "fused"],
-        help="perturbation engine: fused (the C++ kernel; float32 on the CPU), torch, or auto (fused for "
-        "--dtype float32 on the CPU where a C++ compiler builds it, else torch; the output says which)",
+        help="perturbation engine: fused (the C++ kernel; float32 on the CPU), torch, or auto (for --dtype "
+        "float32 on the CPU where a C++ compiler builds the kernel, the faster engine here for the network's "
+        "density, timed once and cached — VOLRATIO_AUTO=rule: fused; else torch; the output says which and why)",
     )
     p.add_argument(
         "--delta-scale",
@@ -131,7 +132,8 @@ def cmd_emc2(args) -> int:
         delta_scale=args.delta_scale,
     )
     device, dtype = resolve_device(args.device), emc2.torch_dtype(args.dtype)
-    used = emc2.fused.resolve_engine(args.engine, device, dtype)
+    share = autopick.density(net, cfg.member) if args.engine == "auto" else 1.0  # as the engine chooses
+    used, choice = emc2.fused.choose_engine(args.engine, device, dtype, share)
     js = emc2.judges_for(net, [args.judge], args.target, cfg, model=args.judge_model)
     label = args.label or emc2.target_label(args.target)
     res = emc2.score(net, js, label, cfg, layered=layered, progress=not args.json)[0]
@@ -145,7 +147,7 @@ def cmd_emc2(args) -> int:
     ]
     lines += [f"  δ = {d:+.3g}: S = {s:.3f}" for d, s in zip(res.deltas, res.scores)]
     lines.append(f"  AUC (normalised) = {res.auc:.3f}  (engine {used})")
-    note = emc2.fused.engine_note(args.engine, used, device, dtype)
+    note = emc2.fused.engine_note(args.engine, used, device, dtype, choice)
     if note:
         lines.append(f"  {note}")
     emit(args, payload, "\n".join(lines))

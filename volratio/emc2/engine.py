@@ -20,7 +20,8 @@ default; float32 is faster and differs by up to ~1e-5 on long cache chains):
 - everything runs on CPU or CUDA (`device="auto"`);
 - `engine="fused"` hands each batch to the C++ kernel of `volratio.emc2.fused` instead (float32 on
   the CPU: one call renders a batch tile by tile, head included, over the cone's non-zero weights
-  only); `engine="auto"` uses it where it builds, else the torch path, and says so (`engine_note`).
+  only); `engine="auto"` uses the faster of the two for the network's density on this machine where
+  the kernel builds (`volratio.autopick`), else the torch path, and says which and why (`engine_note`).
 
 `naive_render` is the reference it is tested and benchmarked against (copy, perturb, render).
 
@@ -42,6 +43,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
+from .. import autopick
 from ..errors import VolratioError
 from ..nets import ACTIVATIONS, CoordMLP, coords, head_to_rgb
 from ..util import budget
@@ -195,8 +197,9 @@ class PerturbationEngine:
         self.res, self.head = int(res), net.head
         self.merge_below = int(merge_below)  # targets with fewer perturbations share a batch
         self.device, self.dtype = resolve_device(device), dtype
-        self.engine_used = fused.resolve_engine(engine, self.device, dtype)
-        self.engine_note = fused.engine_note(engine, self.engine_used, self.device, dtype)
+        share = autopick.density(net, member) if engine == "auto" else 1.0  # auto: the pick for this density
+        self.engine_used, choice = fused.choose_engine(engine, self.device, dtype, share)
+        self.engine_note = fused.engine_note(engine, self.engine_used, self.device, dtype, choice)
         if memory_bytes is None:  # CPU: cache-sized batches are fastest; CUDA: large batches
             memory_bytes = 2**30 if self.device.type == "cuda" else 16 * 2**20
         self.memory_bytes = int(memory_bytes)

@@ -17,7 +17,9 @@ cosine (Cephes) and sum in another order, so images agree to float32 rounding pr
 the layers (`tests/test_emc2_fused.py` states the tolerance). Results are bit-identical across
 runs, processes, thread counts and instruction sets. float32 on the CPU only; elsewhere
 `FusedEngineError` names `engine="torch"`. No compiler raises `FusedKernelError` with the fix;
-`engine="auto"` uses the kernel only where it builds, and `engine_note` says when it did not.
+`engine="auto"` uses the kernel where it builds and is the faster engine on this machine for the
+network's density (`volratio.autopick`: timed once per machine and cached; the fused kernel under
+`$VOLRATIO_AUTO=rule`), and `engine_note` says which it chose and why.
 
 Chapter: "EMC2-Bench" (book/emc2.md); benchmark: benchmarks/emc2_engine.py.
 """
@@ -32,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .. import autopick
 from ..errors import VolratioError
 from ..train import fused as train_fused
 from ..train import fused_kernel as fk
@@ -100,16 +103,26 @@ def unavailable(variant: str | None = None) -> str | None:
     return _refusals.get(key)
 
 
-def resolve_engine(engine: str, device: torch.device, dtype: torch.dtype) -> str:
-    """What `engine` means here: "auto" is "fused" for float32 on the CPU where the kernel builds
-    (`unavailable()` is None), else "torch"; "torch" and "fused" are themselves ("fused" where it
-    cannot run raises, naming the fix) — as `volratio.train.resolve_path` chooses training's path."""
+def resolve_engine(engine: str, device: torch.device, dtype: torch.dtype, share: float = 1.0) -> str:
+    """What `engine` means here: "torch" and "fused" are themselves ("fused" where it cannot run
+    raises, naming the fix); "auto" is "torch" off the CPU, for float64, or where the kernel does
+    not build (`unavailable()` is not None), else the faster engine on this machine for a network
+    whose masks keep `share` of its weights (`volratio.autopick.for_emc2`: timed once, cached;
+    under `$VOLRATIO_AUTO=rule`, "fused") — as `volratio.train.resolve_path` chooses training's path."""
+    return choose_engine(engine, device, dtype, share)[0]
+
+
+def choose_engine(
+    engine: str, device: torch.device, dtype: torch.dtype, share: float = 1.0
+) -> "tuple[str, autopick.Choice | None]":
+    """`(resolve_engine(...), the calibration's choice behind it, or None)`."""
     if engine not in ENGINES:
         raise VolratioError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if engine == "auto":
-        if device.type != "cpu" or dtype != torch.float32:
-            return "torch"
-        return "fused" if unavailable() is None else "torch"
+        if device.type != "cpu" or dtype != torch.float32 or unavailable() is not None:
+            return "torch", None
+        choice = autopick.for_emc2(share)
+        return choice.path, choice
     if engine == "fused":
         if device.type != "cpu":
             raise FusedEngineError(
@@ -120,23 +133,31 @@ def resolve_engine(engine: str, device: torch.device, dtype: torch.dtype) -> str
                 f"the fused perturbation kernel computes in float32, and the engine is {dtype}; "
                 "use dtype='float32' or engine='torch'"
             )
-    return engine
+    return engine, None
 
 
-def engine_note(engine: str, used: str, device: torch.device | None = None, dtype: torch.dtype | None = None) -> str:
-    """The empty string unless `engine` is "auto" and it chose the torch path on the CPU: then why,
-    in one sentence for the command line's output (a float64 engine, or no kernel build here)."""
-    if engine != "auto" or used != "torch" or (device is not None and device.type != "cpu"):
+def engine_note(
+    engine: str,
+    used: str,
+    device: torch.device | None = None,
+    dtype: torch.dtype | None = None,
+    choice: "autopick.Choice | None" = None,
+) -> str:
+    """The empty string unless `engine` is "auto" on the CPU: then which engine it chose and why, in
+    one sentence for the command line's output (a float64 engine, no kernel build here, or the
+    calibration's `choice`: its rates, or the fixed rule)."""
+    if engine != "auto" or (device is not None and device.type != "cpu"):
         return ""
-    if dtype is not None and dtype != torch.float32:
+    if used == "torch" and dtype is not None and dtype != torch.float32:
         return f"engine 'auto' chose the torch path: the fused kernel computes in float32 and this engine in {dtype}"
     why = _refusals.get((fk.default_variant(), os.environ.get("CXX", "g++")))
-    if why is None:
-        return ""
-    why = why.splitlines()[0].split("; " + FIX)[0]
-    return (
-        f"engine 'auto' chose the torch path: {why}; with a C++ compiler the fused kernel renders several times faster"
-    )
+    if used == "torch" and why is not None:
+        why = why.splitlines()[0].split("; " + FIX)[0]
+        return (
+            f"engine 'auto' chose the torch path: {why}; with a C++ compiler the fused kernel renders several "
+            "times faster"
+        )
+    return choice.note() if choice is not None and choice.path == used else ""
 
 
 def _pointers(arrays) -> ctypes.Array:

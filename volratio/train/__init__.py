@@ -19,10 +19,12 @@ network). Same seed, same device (CPU) → bit-identical results.
 the default and the path of every stored reference run), `"fast"` (`volratio.train.fast`, a
 hand-written forward/backward with buffers allocated once) or `"fused"` (`volratio.train.fused`, a
 C++ kernel that runs tiles of pixels through all layers in cache; float32 on the CPU, compiled on
-first use); `"auto"` is "fused" for a float32 network on the CPU where the kernel builds (a C++
-compiler is present), and "fast" otherwise (CUDA, float64, no compiler), the rule `resolve_path`
-states, as `device="auto"` is CUDA when present. The path a run used is `TrainResult.path` and the
-`path` of the network's `provenance["trained"]`. All paths share the optimizer step, masks,
+first use); `"auto"` is the fastest of the three for a float32 network on the CPU where the kernel
+builds (a C++ compiler is present; timed once per machine and cached, `volratio.autopick`; under
+`$VOLRATIO_AUTO=rule`, as in stored runs and tests, the fused kernel), and "fast" otherwise (CUDA,
+float64, no compiler): the rule `resolve_path` states, as `device="auto"` is CUDA when present. The
+path a run used is `TrainResult.path` and the `path` of the network's `provenance["trained"]`
+(with `path_choice`, why, when "auto" chose it). All paths share the optimizer step, masks,
 gradient normalisation and divergence handling; `benchmarks/training.py` measures them.
 
 Chapters: all of Part I; `benchmarks/population.py` measures the population speed-up.
@@ -39,6 +41,7 @@ import torch
 from torch import nn
 from tqdm import tqdm  # plain text bar: tqdm.auto warns in kernels without ipywidgets
 
+from .. import autopick
 from ..data.targets import check_image
 from ..errors import TrainingDiverged, VolratioError
 from ..nets import CoordMLP, coords
@@ -210,28 +213,35 @@ def _check_config(cfg: TrainConfig) -> None:
 
 
 def resolve_path(path: str, net: CoordMLP) -> str:
-    """The training path `path` means for `net` where it is: "auto" is "fused" for a float32
-    network on the CPU where the fused kernel builds and loads (`fused_kernel.unavailable`: a C++
-    compiler is present), and "fast" otherwise; any other path is itself (so `path="fused"` without
-    a compiler raises the kernel's `FusedKernelError`, naming the fix)."""
+    """The training path `path` means for `net` where it is; any path but "auto" is itself (so
+    `path="fused"` without a compiler raises the kernel's `FusedKernelError`, naming the fix).
+    "auto" is "fast" for a network that is not float32 on the CPU, or where the fused kernel does
+    not build (`fused_kernel.unavailable`: no C++ compiler); else the fastest path on this machine
+    (`volratio.autopick.for_training`: timed once, cached; under `$VOLRATIO_AUTO=rule`, "fused")."""
+    return choose_path(path, net)[0]
+
+
+def choose_path(path: str, net: CoordMLP) -> "tuple[str, autopick.Choice | None]":
+    """`(resolve_path(path, net), the calibration's choice behind it, or None)`."""
     if path != "auto":
-        return path
+        return path, None
     w = net.weights[0]
-    if w.device.type != "cpu" or w.dtype != torch.float32:
-        return "fast"
-    return "fused" if fused_kernel.unavailable() is None else "fast"
+    if w.device.type != "cpu" or w.dtype != torch.float32 or fused_kernel.unavailable() is not None:
+        return "fast", None
+    choice = autopick.for_training()
+    return choice.path, choice
 
 
 def auto_note(path: str, used: str) -> str:
-    """The empty string unless `path` is "auto" and it chose the fast path on the CPU because the fused kernel does
-    not build here: then why, in a sentence for the command line's output."""
-    if path != "auto" or used != "fast":
+    """The empty string unless `path` is "auto": then which path it chose and why, in a sentence for
+    the command line's output (the calibration's rates, or that the fused kernel does not build)."""
+    if path != "auto":
         return ""
-    why = fused_kernel.unavailable()
-    if why is None:
-        return ""
-    why = why.splitlines()[0].split("; " + fused_kernel.FIX)[0]
-    return f"auto chose it: {why}; with a C++ compiler the fused kernel trains several times faster"
+    if used == "fast" and (why := fused_kernel.unavailable()) is not None:
+        why = why.splitlines()[0].split("; " + fused_kernel.FIX)[0]
+        return f"auto chose it: {why}; with a C++ compiler the fused kernel trains several times faster"
+    choice = autopick.latest("train")
+    return choice.note() if choice is not None and choice.path == used else ""
 
 
 def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResult:
@@ -252,7 +262,7 @@ def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResu
     grid = coords(res, device=dev, dtype=net.weights[0].dtype)
     flat = t.to(device=dev, dtype=grid.dtype).reshape(*t.shape[:-3], res * res, 3)
     opt = _Optimizer(net, cfg)
-    used = resolve_path(cfg.path, net)
+    used, choice = choose_path(cfg.path, net)
     step_class = {"fast": FastStep, "fused": FusedStep}.get(used)
     fast = step_class(net, grid, flat) if step_class is not None else None  # None: autograd
     log_steps, log_losses = [], []
@@ -293,7 +303,12 @@ def train(net: CoordMLP, target, config: TrainConfig | None = None) -> TrainResu
                 bar.set_postfix(loss=float(losses.mean()))
     if bar is not None:
         bar.close()
-    net.provenance = dict(net.provenance, trained=dict(asdict(cfg), path=used), res=int(res))
+    trained = dict(asdict(cfg), path=used)
+    if choice is not None and choice.how != "rule":
+        # why "auto" took this path: the measured rates (nothing under the rule, which `path` says:
+        # a stored run's network keeps the bytes it had before `auto` measured)
+        trained["path_choice"] = choice.record()
+    net.provenance = dict(net.provenance, trained=trained, res=int(res))
     return TrainResult(net, np.stack(log_losses), np.asarray(log_steps), asdict(cfg), used)
 
 

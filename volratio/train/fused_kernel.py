@@ -13,11 +13,16 @@ compiled on first use with the C++ compiler `$CXX` (default `g++`) and these fix
   by its source, so results are bit-identical across runs, processes and thread counts, and
   across instruction sets too;
 - `-march=x86-64-v4` (AVX-512, variant `avx512`) or `-march=x86-64-v3` (AVX2, variant `avx2`)
-  is added on x86-64 CPUs that have it (`torch.backends.cpu.get_cpu_capability()`): it only
-  changes how the source's 64-byte vectors are lowered (one AVX-512 register, two AVX2 or four
-  SSE2 ones), not the results — `tests/test_fused_train.py` checks that the builds give the same
-  bits. No `-march=native`. The baseline build (no AVX2: its fused multiply-adds are C library
+  is added on x86-64 CPUs that have it (`torch.backends.cpu.get_cpu_capability()`): the
+  kernels' vectors are the machine's (16 floats with AVX-512, 8 with AVX2, 4 otherwise), each
+  with register blocking that fits its register file, while every partial sum keeps one order
+  (16 lanes, whatever the width), so the builds differ in speed, not in results —
+  `tests/test_fused_train.py` checks that the builds give the same bits. No `-march=native`. The baseline build (no AVX2: its fused multiply-adds are C library
   calls) is correct and slow, a fallback; -O2 halves its compile time (16 s at -O3).
+- `$VOLRATIO_KERNEL_VARIANT` (`avx512`, `avx2` or `baseline`) forces a variant at or below the best
+  this CPU runs (`default_variant`): how the AVX2 build is measured on an AVX-512 machine
+  (`benchmarks/training.py`, `benchmarks/emc2_engine.py`); a variant above it, or an unknown name,
+  raises `VolratioError`.
 
 The library is cached in `$VOLRATIO_KERNEL_CACHE`, else `<user cache>/volratio/kernels`
 (`platformdirs.user_cache_dir("volratio")`, e.g. `~/.cache/volratio/kernels` on Linux), under a
@@ -49,6 +54,7 @@ from ..errors import VolratioError
 
 SOURCE = Path(__file__).with_name("csrc") / "fused_mlp.cpp"
 ENV_CACHE = "VOLRATIO_KERNEL_CACHE"
+ENV_VARIANT = "VOLRATIO_KERNEL_VARIANT"  # force a variant at or below the CPU's best (module docstring)
 BASE_FLAGS = ("-std=c++17", "-shared", "-fPIC", "-pthread", "-ffp-contract=off", "-Wno-psabi")
 VARIANT_FLAGS = {"avx512": ("-O3", "-march=x86-64-v4"), "avx2": ("-O3", "-march=x86-64-v3"), "baseline": ("-O2",)}
 ABI_VERSION = 2
@@ -73,8 +79,9 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("volratio")) / "kernels"
 
 
-def default_variant() -> str:
-    """`"avx512"` or `"avx2"` on an x86-64 CPU that has it, else `"baseline"` (the compiler's default)."""
+def cpu_variant() -> str:
+    """The best variant this CPU runs: `"avx512"` or `"avx2"` on an x86-64 CPU that has it (as torch
+    reports it: `torch.backends.cpu.get_cpu_capability()`), else `"baseline"` (the compiler's default)."""
     if platform.machine().lower() in ("x86_64", "amd64"):
         cap = torch.backends.cpu.get_cpu_capability()
         if cap.startswith("AVX512"):
@@ -82,6 +89,24 @@ def default_variant() -> str:
         if cap.startswith("AVX2"):
             return "avx2"
     return "baseline"
+
+
+def default_variant() -> str:
+    """The variant used unless one is named: `$VOLRATIO_KERNEL_VARIANT` when set (checked: a known
+    variant this CPU runs), else `cpu_variant()`."""
+    best = cpu_variant()
+    forced = os.environ.get(ENV_VARIANT, "").strip().lower()
+    if not forced:
+        return best
+    order = list(VARIANT_FLAGS)  # best first: avx512, avx2, baseline
+    if forced not in VARIANT_FLAGS:
+        raise VolratioError(f"{ENV_VARIANT}={forced!r} is not a kernel variant; use one of {', '.join(order)}")
+    if order.index(forced) < order.index(best):
+        raise VolratioError(
+            f"{ENV_VARIANT}={forced!r}, but this CPU runs at most the {best!r} variant; "
+            f"use one of {', '.join(order[order.index(best) :])} or unset {ENV_VARIANT}"
+        )
+    return forced
 
 
 def flags(variant: str) -> tuple[str, ...]:

@@ -22,7 +22,9 @@
 // whole layer it carries the activations, z' = W·h (a plain forward pass). Masked weights, dead
 // units and units outside the cone cost nothing.
 //
-// The pixels are processed in tiles of 64 (4 vectors of 16 floats per unit). One thread runs one
+// The pixels are processed in tiles of 64 (NU vectors of NL floats per unit, the machine's vectors:
+// NL = 16 with AVX-512, 8 with AVX2, 4 otherwise; every operation is per pixel, so the width
+// changes no result). One thread runs one
 // perturbation through all tiles (its program, ≤ 22×22 weights per layer, stays in L1); the tile's
 // activations of one layer are ≤ 22 × 256 bytes. Threads split the perturbations, so results do
 // not depend on the thread count. Determinism: compiled with -ffp-contract=off and no -ffast-math;
@@ -41,33 +43,33 @@
 
 namespace {
 
-constexpr int VL = 16;      // floats per vector
-constexpr int NV = 4;       // vectors per tile row
-constexpr int T = VL * NV;  // pixels per tile
+constexpr int T = 64;  // pixels per tile
+#if defined(__AVX512F__)
+constexpr int NL = 16;  // floats per machine vector
+#elif defined(__AVX2__) && defined(__FMA__)
+constexpr int NL = 8;
+#else
+constexpr int NL = 4;
+#endif
+constexpr int NU = T / NL;  // machine vectors per tile row
 
-typedef float vf __attribute__((vector_size(64)));
-typedef float vfu __attribute__((vector_size(64), aligned(4)));  // an unaligned load / store
-typedef int32_t vi __attribute__((vector_size(64)));
+typedef float vf __attribute__((vector_size(4 * NL)));
+typedef float vfu __attribute__((vector_size(4 * NL), aligned(4)));  // an unaligned load / store
+typedef int32_t vi __attribute__((vector_size(4 * NL)));
 
 enum Act { ACT_IDENTITY = 0, ACT_GAUSSIAN = 1, ACT_SIGMOID = 2, ACT_TANH = 3, ACT_SIN = 4, ACT_COS = 5, ACT_RELU = 6 };
 
-#if !defined(__AVX512F__) && !defined(__FMA__)
+#if NL == 4
 __attribute__((noinline))
 #endif
 inline vf fmadd(vf a, vf b, vf c) {
 #if defined(__AVX512F__)
     return (vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-#elif defined(__FMA__)
-    union U {
-        vf v;
-        __m256 h[2];
-    } ua{a}, ub{b}, uc{c}, r;
-    r.h[0] = _mm256_fmadd_ps(ua.h[0], ub.h[0], uc.h[0]);
-    r.h[1] = _mm256_fmadd_ps(ua.h[1], ub.h[1], uc.h[1]);
-    return r.v;
+#elif NL == 8
+    return (vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
 #else
     vf r;
-    for (int l = 0; l < VL; ++l) r[l] = std::fma(a[l], b[l], c[l]);
+    for (int l = 0; l < NL; ++l) r[l] = std::fma(a[l], b[l], c[l]);
     return r;
 #endif
 }
@@ -138,13 +140,13 @@ inline vf vsincos(vf x, bool cosine) {
         v = neg ? -v : v;
     }
     vi big = !(ax <= 8192.0f);  // beyond the reduction's range, inf or NaN
-    for (int l = 0; l < VL; ++l)
+    for (int l = 0; l < NL; ++l)
         if (big[l]) v[l] = cosine ? std::cos(x[l]) : std::sin(x[l]);
     return v;
 }
 
-inline void activate_row(int kind, vf* z) {  // in place, one tile row (NV vectors)
-    for (int v = 0; v < NV; ++v) {
+inline void activate_row(int kind, vf* z) {  // in place, one tile row (NU vectors)
+    for (int v = 0; v < NU; ++v) {
         vf x = z[v];
         switch (kind) {
             case ACT_GAUSSIAN: z[v] = vexp(-(x * x)) * 2.0f - 1.0f; break;             // 2·exp(−z²) − 1
@@ -158,44 +160,54 @@ inline void activate_row(int kind, vf* z) {  // in place, one tile row (NV vecto
     }
 }
 
-// out[j] = init[j] + Σ_s in[s] · w[s·ld + j0 + j] for JB rows from j0 (s ascending); init may be null.
+// Register blocking: JB rows × VB vectors of a row at a time. AVX-512: 24 accumulators, 4 inputs
+// and a broadcast within its 32 registers; AVX2 and SSE: 12, 2 and 1 within 16.
+constexpr int JB = 6;
+constexpr int VB = NL == 16 ? 4 : 2;
+static_assert(NU % VB == 0, "a tile row is a whole number of register blocks");
+
+// out[j] = init[j] + Σ_s in[s] · w[s·ld + j0 + j] for JB rows from j0 (s ascending), vectors
+// u0 … u0+VB−1 of the rows; init may be null.
 template <int JB>
-inline void dense_rows(const vf* in, int n_src, const float* w, int ld, int j0, const vf* const* init, vf* out) {
-    vf acc[JB][NV];
+inline void dense_rows(const vf* in, int n_src, const float* w, int ld, int j0, int u0, const vf* const* init,
+                       vf* out) {
+    vf acc[JB][VB];
 #pragma GCC unroll 8
     for (int b = 0; b < JB; ++b)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[b][v] = init ? init[j0 + b][v] : splat(0.0f);
+        for (int v = 0; v < VB; ++v) acc[b][v] = init ? init[j0 + b][u0 + v] : splat(0.0f);
     for (int s = 0; s < n_src; ++s) {
-        const vf* x = in + s * NV;
-        vf xv[NV];
+        const vf* x = in + s * NU + u0;
+        vf xv[VB];
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) xv[v] = x[v];
+        for (int v = 0; v < VB; ++v) xv[v] = x[v];
         const float* wr = w + s * ld + j0;
 #pragma GCC unroll 8
         for (int b = 0; b < JB; ++b) {
             vf c = splat(wr[b]);
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) acc[b][v] = fmadd(xv[v], c, acc[b][v]);
+            for (int v = 0; v < VB; ++v) acc[b][v] = fmadd(xv[v], c, acc[b][v]);
         }
     }
 #pragma GCC unroll 8
     for (int b = 0; b < JB; ++b)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) out[(j0 + b) * NV + v] = acc[b][v];
+        for (int v = 0; v < VB; ++v) out[(j0 + b) * NU + u0 + v] = acc[b][v];
 }
 
+// (an element of init is read before the same element of out is written: init may point into out)
 inline void dense_block(const vf* in, int n_src, const float* w, int n_dst, const vf* const* init, vf* out) {
-    constexpr int JB = 6;  // 24 accumulators, 4 inputs and a broadcast: within AVX-512's 32 registers
-    int j = 0;
-    for (; j + JB <= n_dst; j += JB) dense_rows<JB>(in, n_src, w, n_dst, j, init, out);
-    switch (n_dst - j) {
-        case 5: dense_rows<5>(in, n_src, w, n_dst, j, init, out); break;
-        case 4: dense_rows<4>(in, n_src, w, n_dst, j, init, out); break;
-        case 3: dense_rows<3>(in, n_src, w, n_dst, j, init, out); break;
-        case 2: dense_rows<2>(in, n_src, w, n_dst, j, init, out); break;
-        case 1: dense_rows<1>(in, n_src, w, n_dst, j, init, out); break;
-        default: break;
+    for (int u0 = 0; u0 < NU; u0 += VB) {
+        int j = 0;
+        for (; j + JB <= n_dst; j += JB) dense_rows<JB>(in, n_src, w, n_dst, j, u0, init, out);
+        switch (n_dst - j) {
+            case 5: dense_rows<5>(in, n_src, w, n_dst, j, u0, init, out); break;
+            case 4: dense_rows<4>(in, n_src, w, n_dst, j, u0, init, out); break;
+            case 3: dense_rows<3>(in, n_src, w, n_dst, j, u0, init, out); break;
+            case 2: dense_rows<2>(in, n_src, w, n_dst, j, u0, init, out); break;
+            case 1: dense_rows<1>(in, n_src, w, n_dst, j, u0, init, out); break;
+            default: break;
+        }
     }
 }
 
@@ -203,14 +215,14 @@ inline void dense_block(const vf* in, int n_src, const float* w, int n_dst, cons
 inline void sparse_rows(const vf* in, const int* off, const int* idx, const float* val, int n_dst,
                         const vf* const* init, vf* out) {
     for (int j = 0; j < n_dst; ++j) {
-        vf acc[NV];
-        for (int v = 0; v < NV; ++v) acc[v] = init ? init[j][v] : splat(0.0f);
+        vf acc[NU];
+        for (int v = 0; v < NU; ++v) acc[v] = init ? init[j][v] : splat(0.0f);
         for (int k = off[j]; k < off[j + 1]; ++k) {
-            const vf* x = in + idx[k] * NV;
+            const vf* x = in + idx[k] * NU;
             const vf c = splat(val[k]);
-            for (int v = 0; v < NV; ++v) acc[v] = fmadd(x[v], c, acc[v]);
+            for (int v = 0; v < NU; ++v) acc[v] = fmadd(x[v], c, acc[v]);
         }
-        for (int v = 0; v < NV; ++v) out[j * NV + v] = acc[v];
+        for (int v = 0; v < NU; ++v) out[j * NU + v] = acc[v];
     }
 }
 
@@ -309,14 +321,14 @@ inline vf remainder1(vf a) {
 }
 
 inline void head_tile(int head, const vf* o, int n_valid, float* img) {
-    for (int v = 0; v < NV && v * VL < n_valid; ++v) {
+    for (int v = 0; v < NU && v * NL < n_valid; ++v) {
         vf c[3];
         if (head == HEAD_RGB) {
-            for (int n = 0; n < 3; ++n) c[n] = 1.0f / (vexp(-o[n * NV + v]) + 1.0f);
+            for (int n = 0; n < 3; ++n) c[n] = 1.0f / (vexp(-o[n * NU + v]) + 1.0f);
         } else if (head == HEAD_GREY) {
             c[0] = c[1] = c[2] = clamp01(vabs(o[v]));
         } else {
-            vf h = remainder1(o[v] + 1.0f), s = clamp01(o[NV + v]), val = clamp01(vabs(o[2 * NV + v]));
+            vf h = remainder1(o[v] + 1.0f), s = clamp01(o[NU + v]), val = clamp01(vabs(o[2 * NU + v]));
             const float ns[3] = {5.0f, 3.0f, 1.0f};  // r, g, b
             for (int n = 0; n < 3; ++n) {
                 vf x = h * 6.0f + ns[n];  // in [1, 12): fmod(x, 6) is x or x − 6, exactly
@@ -326,8 +338,8 @@ inline void head_tile(int head, const vf* o, int n_valid, float* img) {
                 c[n] = val - val * s * clamp01(u);
             }
         }
-        const int m = n_valid - v * VL < VL ? n_valid - v * VL : VL;
-        float* px = img + (size_t)v * VL * 3;
+        const int m = n_valid - v * NL < NL ? n_valid - v * NL : NL;
+        float* px = img + (size_t)v * NL * 3;
         for (int l = 0; l < m; ++l) {
             px[3 * l] = c[0][l];
             px[3 * l + 1] = c[1][l];
@@ -343,13 +355,13 @@ void run_one(const Net& net, const Program& p, int i, int r, int c, float delta,
     for (int t = 0; t < Pp / T; ++t) {
         const size_t px = (size_t)t * T;
         for (int j = 0; j < n_out; ++j)
-            for (int v = 0; v < NV; ++v) O[j * NV + v] = load(net.Z[L] + (size_t)j * Pp + px + v * VL);
+            for (int v = 0; v < NU; ++v) O[j * NU + v] = load(net.Z[L] + (size_t)j * Pp + px + v * NL);
         // unit c of layer i+1: z + δ·h_i[r]
         const float* z = net.Z[i] + (size_t)c * Pp + px;
         const float* h = net.H[i] + (size_t)r * Pp + px;
-        for (int v = 0; v < NV; ++v) A[v] = fmadd(splat(delta), load(h + v * VL), load(z + v * VL));
+        for (int v = 0; v < NU; ++v) A[v] = fmadd(splat(delta), load(h + v * NL), load(z + v * NL));
         if (i == L) {
-            for (int v = 0; v < NV; ++v) O[c * NV + v] = A[v];
+            for (int v = 0; v < NU; ++v) O[c * NU + v] = A[v];
         } else if (p.reaches_out) {
             activate_row(net.acts[i + 1][c], A);
             vf* cur = A;
@@ -364,12 +376,12 @@ void run_one(const Net& net, const Program& p, int i, int r, int c, float delta,
                 if (!st.full) {  // cur holds h' of src: make it Δh, and start from the base pre-activations
                     for (size_t a = 0; a < st.src.size(); ++a) {
                         const float* hb = net.H[l] + (size_t)st.src[a] * Pp + px;
-                        for (int v = 0; v < NV; ++v) cur[a * NV + v] -= load(hb + v * VL);
+                        for (int v = 0; v < NU; ++v) cur[a * NU + v] -= load(hb + v * NL);
                     }
                     for (int b = 0; b < nd; ++b) {
                         const float* zr = net.Z[l] + (size_t)st.dst[b] * Pp + px;
-                        for (int v = 0; v < NV; ++v) dst[b * NV + v] = load(zr + v * VL);
-                        init[b] = dst + b * NV;
+                        for (int v = 0; v < NU; ++v) dst[b * NU + v] = load(zr + v * NL);
+                        init[b] = dst + b * NU;
                     }
                     ini = init.data();
                 }
@@ -380,10 +392,10 @@ void run_one(const Net& net, const Program& p, int i, int r, int c, float delta,
                 if (top) {
                     if (!direct)
                         for (int b = 0; b < nd; ++b)
-                            for (int v = 0; v < NV; ++v) O[st.dst[b] * NV + v] = nxt[b * NV + v];
+                            for (int v = 0; v < NU; ++v) O[st.dst[b] * NU + v] = nxt[b * NU + v];
                     break;
                 }
-                for (int b = 0; b < nd; ++b) activate_row(net.acts[l + 1][st.dst[b]], nxt + b * NV);
+                for (int b = 0; b < nd; ++b) activate_row(net.acts[l + 1][st.dst[b]], nxt + b * NU);
                 vf* tmp = cur;
                 cur = nxt;
                 nxt = tmp;
@@ -421,7 +433,7 @@ int vr_perturb(int P, int Pp, int L, const int32_t* widths, const float* const* 
     for (int n = 0; n < N; ++n) *madds += progs[slot[cols[n]]].madds * Pp;
     const int nt = n_threads < 1 ? 1 : (n_threads < N ? n_threads : (N > 0 ? N : 1));
     auto work = [&](int t0) {
-        std::vector<vf> A((size_t)wmax * NV), B((size_t)wmax * NV), O((size_t)widths[L + 1] * NV);
+        std::vector<vf> A((size_t)wmax * NU), B((size_t)wmax * NU), O((size_t)widths[L + 1] * NU);
         std::vector<const vf*> init(wmax);
         for (int n = t0; n < N; n += nt)
             run_one(net, progs[slot[cols[n]]], i, rows[n], cols[n], deltas[n], P, head, img + (size_t)n * P * 3,

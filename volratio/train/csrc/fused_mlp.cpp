@@ -12,7 +12,8 @@
 //   g[l]   (K, fan_in_l, fan_out_l)   dLoss/dw[l], output of vr_fused_step (overwritten)
 //
 // The pixels are processed in tiles of T = 64. A tile's activations are stored unit-major,
-// `[unit][pixel]`, as NV = 4 vectors of VL = 16 floats per unit; every layer of one tile (values and
+// `[unit][pixel]`, as NU vectors of NL floats per unit (the machine's vectors: NL = 16 with AVX-512,
+// 8 with AVX2, 4 otherwise; NU = 64 / NL); every layer of one tile (values and
 // activation derivatives) stays in L1/L2, so there is one pass over the pixels per call instead of
 // a few passes over (K, P, W) buffers per layer. vr_fused_step does a whole training step's work
 // in that one pass: per tile the forward pass (storing each unit's activation derivative), the
@@ -20,16 +21,17 @@
 // adding the tile's share of every kernel's gradient.
 //
 // Determinism: every sum has an order fixed by this source — matmuls sum over the input units in
-// ascending order; kernel gradients sum, per vector lane, over the tiles in ascending order, and
-// the 16 lanes in a fixed tree at the end; a loss sums its tiles (each in a fixed tree) in
+// ascending order; kernel gradients sum, per lane of VL = 16 lanes (pixel q of a tile in lane q mod
+// 16, NA = 16 / NL machine vectors), over the pixels q, q + 16, q + 32, q + 48 of every tile in
+// ascending order, and the 16 lanes in a fixed tree at the end; a loss sums its tiles (each in a fixed tree) in
 // ascending order, in double. Threads split the population (each network's outputs and
 // gradients are computed by one thread), so results do not depend on the thread count. It is
 // compiled with -ffp-contract=off and without -ffast-math: no reassociation, and a fused
 // multiply-add only where the source writes one (`fmadd`: the matmuls, kernel gradients and the
 // exp polynomial), which is exactly defined — the AVX-512/AVX2 instruction and the C library's
 // fmaf give the same bits. So the same bits come out whatever instruction set the compiler
-// targets (the vector type is 64 bytes in the source: AVX-512 holds it in one register, AVX2 in
-// two, SSE2 in four; the baseline build is correct but slow, its fmaf being a library call).
+// targets: the vector width only changes which pixels share an instruction, never an operation's
+// operands or order (the baseline build is correct but slow, its fmaf being a library call).
 
 #include <cmath>
 #include <cstdint>
@@ -42,36 +44,38 @@
 
 namespace {
 
-constexpr int VL = 16;      // floats per vector
-constexpr int NV = 4;       // vectors per tile row
-constexpr int T = VL * NV;  // pixels per tile
-static_assert(NV == 4 && VL == 16, "the summation trees below are written for 4 vectors of 16 lanes");
+constexpr int T = 64;   // pixels per tile
+constexpr int VL = 16;  // lanes of the partial sums of kernel gradients and losses (fixed: the bits)
+#if defined(__AVX512F__)
+constexpr int NL = 16;  // floats per machine vector
+#elif defined(__AVX2__) && defined(__FMA__)
+constexpr int NL = 8;
+#else
+constexpr int NL = 4;
+#endif
+constexpr int NU = T / NL;   // machine vectors per tile row
+constexpr int NA = VL / NL;  // machine vectors per 16-lane partial sum
+static_assert(T == 4 * VL, "the summation trees below are written for 4 groups of 16 pixels per tile");
 
-typedef float vf __attribute__((vector_size(64)));
-typedef int32_t vi __attribute__((vector_size(64)));
+typedef float vf __attribute__((vector_size(4 * NL)));
+typedef int32_t vi __attribute__((vector_size(4 * NL)));
 
 enum Act { ACT_IDENTITY = 0, ACT_GAUSSIAN = 1, ACT_SIGMOID = 2, ACT_TANH = 3, ACT_SIN = 4, ACT_COS = 5, ACT_RELU = 6 };
 
 // a · b + c rounded once (a fused multiply-add, exactly defined: the same bits with the AVX-512 or
 // AVX2 instruction as with the C library's fmaf, which the baseline build uses — not inlined
 // there, which would make the compiler spend half a minute on the unrolled lane loops)
-#if !defined(__AVX512F__) && !defined(__FMA__)
+#if NL == 4
 __attribute__((noinline))
 #endif
 inline vf fmadd(vf a, vf b, vf c) {
 #if defined(__AVX512F__)
     return (vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-#elif defined(__FMA__)
-    union U {
-        vf v;
-        __m256 h[2];
-    } ua{a}, ub{b}, uc{c}, r;
-    r.h[0] = _mm256_fmadd_ps(ua.h[0], ub.h[0], uc.h[0]);
-    r.h[1] = _mm256_fmadd_ps(ua.h[1], ub.h[1], uc.h[1]);
-    return r.v;
+#elif NL == 8
+    return (vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
 #else
     vf r;
-    for (int l = 0; l < VL; ++l) r[l] = std::fma(a[l], b[l], c[l]);
+    for (int l = 0; l < NL; ++l) r[l] = std::fma(a[l], b[l], c[l]);
     return r;
 #endif
 }
@@ -115,9 +119,9 @@ inline vf vtanh(vf x) {
     return ax < 0.625f ? small : big;
 }
 
-// h = act(z) for one tile row (NV vectors), and with d != nullptr also d = dh/dz.
+// h = act(z) for one tile row (NU vectors), and with d != nullptr also d = dh/dz.
 inline void activate_row(int kind, const vf* z, vf* h, vf* d) {
-    for (int v = 0; v < NV; ++v) {
+    for (int v = 0; v < NU; ++v) {
         vf x = z[v], y = x, g = x;
         switch (kind) {
             case ACT_GAUSSIAN: {  // 2·exp(−z²) − 1, dh/dz = −4·z·exp(−z²)
@@ -142,7 +146,7 @@ inline void activate_row(int kind, const vf* z, vf* h, vf* d) {
                 break;
             case ACT_SIN:
             case ACT_COS:  // scalar libm: these units are rare (Picbreeder mixes)
-                for (int l = 0; l < VL; ++l) {
+                for (int l = 0; l < NL; ++l) {
                     float s = std::sin(x[l]), c = std::cos(x[l]);
                     y[l] = kind == ACT_SIN ? s : c;
                     g[l] = kind == ACT_SIN ? c : -s;
@@ -157,63 +161,80 @@ inline void activate_row(int kind, const vf* z, vf* h, vf* d) {
     }
 }
 
-// out[j] = Σ_i in[i] · w[i·ldw + j] for the JB output rows j0 … j0+JB−1 (i ascending).
+// Register blocking of the matmuls: JB output rows × VB vectors of a row at a time. AVX-512: 24
+// accumulators, 4 inputs and a broadcast within its 32 registers; AVX2 and SSE: 12, 2 and 1 within 16.
+constexpr int JB = 6;
+constexpr int VB = NL == 16 ? 4 : 2;
+static_assert(NU % VB == 0, "a tile row is a whole number of register blocks");
+
+// out[j] = Σ_i in[i] · w[i·ldw + j] for the JB output rows j0 … j0+JB−1 (i ascending) and the
+// vectors u0 … u0+VB−1 of the rows.
 template <int JB>
-inline void matmul_block(const vf* in, int fan_in, const float* w, int ldw, int j0, vf* out) {
-    vf acc[JB][NV];
+inline void matmul_block(const vf* in, int fan_in, const float* w, int ldw, int j0, int u0, vf* out) {
+    vf acc[JB][VB];
 #pragma GCC unroll 8
     for (int b = 0; b < JB; ++b)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[b][v] = splat(0.0f);
+        for (int v = 0; v < VB; ++v) acc[b][v] = splat(0.0f);
     for (int i = 0; i < fan_in; ++i) {
-        const vf* x = in + i * NV;
-        vf xv[NV];
+        const vf* x = in + i * NU + u0;
+        vf xv[VB];
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) xv[v] = x[v];
+        for (int v = 0; v < VB; ++v) xv[v] = x[v];
         const float* wr = w + i * ldw + j0;
 #pragma GCC unroll 8
         for (int b = 0; b < JB; ++b) {
             vf s = splat(wr[b]);
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) acc[b][v] = fmadd(xv[v], s, acc[b][v]);
+            for (int v = 0; v < VB; ++v) acc[b][v] = fmadd(xv[v], s, acc[b][v]);
         }
     }
 #pragma GCC unroll 8
     for (int b = 0; b < JB; ++b)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) out[(j0 + b) * NV + v] = acc[b][v];
+        for (int v = 0; v < VB; ++v) out[(j0 + b) * NU + u0 + v] = acc[b][v];
 }
 
 // out rows (fan_out of them) = in rows (fan_in) · w, w row-major with leading dimension ldw.
 inline void matmul_tile(const vf* in, int fan_in, const float* w, int ldw, int fan_out, vf* out) {
-    constexpr int JB = 6;  // 24 accumulators, 4 inputs and a broadcast: within AVX-512's 32 registers
-    int j = 0;
-    for (; j + JB <= fan_out; j += JB) matmul_block<JB>(in, fan_in, w, ldw, j, out);
-    switch (fan_out - j) {
-        case 5: matmul_block<5>(in, fan_in, w, ldw, j, out); break;
-        case 4: matmul_block<4>(in, fan_in, w, ldw, j, out); break;
-        case 3: matmul_block<3>(in, fan_in, w, ldw, j, out); break;
-        case 2: matmul_block<2>(in, fan_in, w, ldw, j, out); break;
-        case 1: matmul_block<1>(in, fan_in, w, ldw, j, out); break;
-        default: break;
-    }
-}
-
-// G[i·fan_out + j] += Σ_v in[i][v] · dz[j][v]: per-lane partial sums of a kernel gradient.
-inline void grad_tile(const vf* in, int fan_in, const vf* dz, int fan_out, vf* G) {
-    for (int i = 0; i < fan_in; ++i) {
-        const vf a0 = in[i * NV], a1 = in[i * NV + 1], a2 = in[i * NV + 2], a3 = in[i * NV + 3];
-        vf* g = G + i * fan_out;
-        for (int j = 0; j < fan_out; ++j) {
-            const vf* d = dz + j * NV;
-            g[j] = fmadd(a3, d[3], fmadd(a2, d[2], fmadd(a1, d[1], fmadd(a0, d[0], g[j]))));
+    for (int u0 = 0; u0 < NU; u0 += VB) {
+        int j = 0;
+        for (; j + JB <= fan_out; j += JB) matmul_block<JB>(in, fan_in, w, ldw, j, u0, out);
+        switch (fan_out - j) {
+            case 5: matmul_block<5>(in, fan_in, w, ldw, j, u0, out); break;
+            case 4: matmul_block<4>(in, fan_in, w, ldw, j, u0, out); break;
+            case 3: matmul_block<3>(in, fan_in, w, ldw, j, u0, out); break;
+            case 2: matmul_block<2>(in, fan_in, w, ldw, j, u0, out); break;
+            case 1: matmul_block<1>(in, fan_in, w, ldw, j, u0, out); break;
+            default: break;
         }
     }
 }
 
-inline float lane_sum(vf x) {  // a fixed tree over the 16 lanes
+// G[i·fan_out + j] += Σ_v in[i][v] · dz[j][v]: per-lane partial sums of a kernel gradient, 16
+// lanes (NA vectors) per entry; lane l adds the pixels l, l + 16, l + 32, l + 48, in this order.
+inline void grad_tile(const vf* in, int fan_in, const vf* dz, int fan_out, vf* G) {
+    for (int i = 0; i < fan_in; ++i) {
+        vf a[NU];  // in registers (through a pointer they would be reloaded after every store to G)
+#pragma GCC unroll 16
+        for (int u = 0; u < NU; ++u) a[u] = in[i * NU + u];
+        vf* g = G + (size_t)i * fan_out * NA;
+        for (int j = 0; j < fan_out; ++j) {
+            const vf* d = dz + j * NU;
+#pragma GCC unroll 4
+            for (int c = 0; c < NA; ++c) {
+                vf* gc = g + j * NA + c;
+                *gc = fmadd(a[3 * NA + c], d[3 * NA + c],
+                            fmadd(a[2 * NA + c], d[2 * NA + c], fmadd(a[NA + c], d[NA + c], fmadd(a[c], d[c], *gc))));
+            }
+        }
+    }
+}
+
+inline float lane_sum(const vf* x) {  // a fixed tree over the 16 lanes of NA vectors
+    const float* f = (const float*)x;
     float s[8];
-    for (int l = 0; l < 8; ++l) s[l] = x[2 * l] + x[2 * l + 1];
+    for (int l = 0; l < 8; ++l) s[l] = f[2 * l] + f[2 * l + 1];
     return (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])));
 }
 
@@ -245,12 +266,13 @@ inline vf remainder1(vf a) {
 // tile's sum of squared errors. t: (3 rows) target; valid: 1 for pixels < P, 0 for padding;
 // scale = 2 / (3 P), the derivative of the mean's square.
 inline float head_tile(int head, const vf* o, const vf* t, const vf* valid, float scale, vf* dz) {
-    vf err_sum = splat(0.0f);
-    for (int v = 0; v < NV; ++v) {
+    vf err_sum[NA];  // 16 lanes: lane l sums the pixels l, l + 16, l + 32, l + 48 in this order
+    for (int c = 0; c < NA; ++c) err_sum[c] = splat(0.0f);
+    for (int v = 0; v < NU; ++v) {
         const vf ok = valid[v];
         vf c[3] = {}, g[3] = {};
         if (head == HEAD_RGB) {
-            for (int n = 0; n < 3; ++n) c[n] = 1.0f / (vexp(-o[n * NV + v]) + 1.0f);
+            for (int n = 0; n < 3; ++n) c[n] = 1.0f / (vexp(-o[n * NU + v]) + 1.0f);
         } else if (head == HEAD_GREY) {
             vf x = o[v];
             vf val = clamp01(vabs(x));
@@ -259,8 +281,8 @@ inline float head_tile(int head, const vf* o, const vf* t, const vf* valid, floa
         vf h = splat(0.0f), s = h, val = h, m[3] = {h, h, h}, dm[3] = {h, h, h};
         if (head == HEAD_HSV) {
             h = remainder1(o[v] + 1.0f);
-            s = clamp01(o[NV + v]);
-            val = clamp01(vabs(o[2 * NV + v]));
+            s = clamp01(o[NU + v]);
+            val = clamp01(vabs(o[2 * NU + v]));
             const float ns[3] = {5.0f, 3.0f, 1.0f};  // r, g, b
             for (int n = 0; n < 3; ++n) {
                 vf x = h * 6.0f + ns[n];  // in [1, 12): fmod(x, 6) is x or x − 6, exactly
@@ -275,13 +297,13 @@ inline float head_tile(int head, const vf* o, const vf* t, const vf* valid, floa
         }
         vf e2 = splat(0.0f);
         for (int n = 0; n < 3; ++n) {
-            vf e = select(ok > 0.0f, c[n] - t[n * NV + v], splat(0.0f));
+            vf e = select(ok > 0.0f, c[n] - t[n * NU + v], splat(0.0f));
             e2 += e * e;
             g[n] = e * scale;  // dLoss/dc
         }
-        err_sum += e2;
+        err_sum[v % NA] += e2;
         if (head == HEAD_RGB) {
-            for (int n = 0; n < 3; ++n) dz[n * NV + v] = g[n] * (c[n] * (1.0f - c[n]));
+            for (int n = 0; n < 3; ++n) dz[n * NU + v] = g[n] * (c[n] * (1.0f - c[n]));
         } else if (head == HEAD_GREY) {
             vf x = o[v];
             dz[v] = ((g[0] + g[1]) + g[2]) * (vsign(x) * inside01(vabs(x)));
@@ -293,9 +315,9 @@ inline float head_tile(int head, const vf* o, const vf* t, const vf* valid, floa
                 dh += g[n] * (val * s * dm[n]);
             }
             dz[v] = dh * -6.0f;
-            dz[NV + v] = -ds * inside01(o[NV + v]);
-            vf x = o[2 * NV + v];
-            dz[2 * NV + v] = dv * (vsign(x) * inside01(vabs(x)));
+            dz[NU + v] = -ds * inside01(o[NU + v]);
+            vf x = o[2 * NU + v];
+            dz[2 * NU + v] = dv * (vsign(x) * inside01(vabs(x)));
         }
     }
     return lane_sum(err_sum);
@@ -310,12 +332,12 @@ struct Net {
     int tiles() const { return (P + T - 1) / T; }
 };
 
-// The grid as tiles: (tiles, n_in, NV) vectors, zero-padded past P.
+// The grid as tiles: (tiles, n_in, NU) vectors, zero-padded past P.
 std::vector<vf> grid_tiles(const Net& net, const float* grid) {
-    std::vector<vf> x((size_t)net.tiles() * net.n_in * NV, splat(0.0f));
+    std::vector<vf> x((size_t)net.tiles() * net.n_in * NU, splat(0.0f));
     for (int p = 0; p < net.P; ++p) {
         int t = p / T, q = p % T;
-        for (int i = 0; i < net.n_in; ++i) x[((size_t)t * net.n_in + i) * NV + q / VL][q % VL] = grid[p * net.n_in + i];
+        for (int i = 0; i < net.n_in; ++i) x[((size_t)t * net.n_in + i) * NU + q / NL][q % NL] = grid[p * net.n_in + i];
     }
     return x;
 }
@@ -323,14 +345,14 @@ std::vector<vf> grid_tiles(const Net& net, const float* grid) {
 // One tile's forward pass through the hidden layers of network k: H[l] (and with D, the
 // derivatives D[l]) for l = 0 … L−1, each W rows; returns the last hidden layer's rows.
 const vf* forward_tile(const Net& net, int k, const vf* x0, vf* H, vf* D) {
-    const int W = net.W, stride = W * NV;
+    const int W = net.W, stride = W * NU;
     const vf* in = x0;
     for (int l = 0; l < net.L; ++l) {
         const int fi = net.fan_in(l);
         const float* w = net.w[l] + (size_t)k * fi * W;
         vf* h = H + (size_t)l * stride;
         matmul_tile(in, fi, w, W, W, h);  // z, activated in place
-        for (int j = 0; j < W; ++j) activate_row(net.acts[j], h + j * NV, h + j * NV, D ? D + (size_t)l * stride + j * NV : nullptr);
+        for (int j = 0; j < W; ++j) activate_row(net.acts[j], h + j * NU, h + j * NU, D ? D + (size_t)l * stride + j * NU : nullptr);
         in = h;
     }
     return in;
@@ -363,13 +385,13 @@ int vr_fused_forward(const float* grid, int P, int n_in, int K, int L, int W, in
     const Net net{P, n_in, K, L, W, n_out, w, acts};
     const std::vector<vf> x = grid_tiles(net, grid);
     for_each_network(K, n_threads, [&](int k) {
-        std::vector<vf> H((size_t)L * W * NV), out((size_t)n_out * NV);
+        std::vector<vf> H((size_t)L * W * NU), out((size_t)n_out * NU);
         const float* wl = w[L] + (size_t)k * W * n_out;
         for (int t = 0; t < net.tiles(); ++t) {
-            const vf* h = forward_tile(net, k, x.data() + (size_t)t * n_in * NV, H.data(), nullptr);
+            const vf* h = forward_tile(net, k, x.data() + (size_t)t * n_in * NU, H.data(), nullptr);
             matmul_tile(h, W, wl, n_out, n_out, out.data());
             for (int q = 0; q < T && t * T + q < P; ++q)
-                for (int j = 0; j < n_out; ++j) raw[((size_t)k * P + t * T + q) * n_out + j] = out[j * NV + q / VL][q % VL];
+                for (int j = 0; j < n_out; ++j) raw[((size_t)k * P + t * T + q) * n_out + j] = out[j * NU + q / NL][q % NL];
         }
     });
     return 0;
@@ -384,13 +406,13 @@ int vr_fused_step(const float* grid, int P, int n_in, int K, int L, int W, int n
     const std::vector<vf> x = grid_tiles(net, grid);
     const float scale = 2.0f / (3.0f * (float)P);
     for_each_network(K, n_threads, [&](int k) {
-        const int stride = W * NV;
+        const int stride = W * NU;
         const int rows = W > n_out ? W : n_out;  // dz holds a hidden layer's or the output's rows
-        std::vector<vf> H((size_t)L * stride), D((size_t)L * stride), dz((size_t)rows * NV), dh((size_t)stride);
-        std::vector<vf> o((size_t)n_out * NV), tt(3 * NV), valid(NV);
+        std::vector<vf> H((size_t)L * stride), D((size_t)L * stride), dz((size_t)rows * NU), dh((size_t)stride);
+        std::vector<vf> o((size_t)n_out * NU), tt(3 * NU), valid(NU);
         std::vector<size_t> off(L + 2, 0);  // offsets of each kernel's lane sums in G
         for (int l = 0; l <= L; ++l) off[l + 1] = off[l] + (size_t)net.fan_in(l) * net.fan_out(l);
-        std::vector<vf> G(off[L + 1], splat(0.0f));
+        std::vector<vf> G(off[L + 1] * NA, splat(0.0f));  // per entry 16 lanes of partial sums
         std::vector<std::vector<float>> wt(L + 1);  // wᵀ (fan_out, fan_in) of each kernel but the first
         for (int l = 1; l <= L; ++l) {
             const int fi = net.fan_in(l), fo = net.fan_out(l);
@@ -402,19 +424,19 @@ int vr_fused_step(const float* grid, int P, int n_in, int K, int L, int W, int n
         const float* tk = target + (target_per_network ? (size_t)k * P * 3 : 0);
         double sq = 0.0;
         for (int t = 0; t < net.tiles(); ++t) {
-            const vf* x0 = x.data() + (size_t)t * n_in * NV;
+            const vf* x0 = x.data() + (size_t)t * n_in * NU;
             const vf* hL = forward_tile(net, k, x0, H.data(), D.data());
             matmul_tile(hL, W, w[L] + (size_t)k * W * n_out, n_out, n_out, o.data());
             for (int q = 0; q < T; ++q) {  // this tile's target and valid pixels
                 const bool in = t * T + q < P;
-                valid[q / VL][q % VL] = in ? 1.0f : 0.0f;
-                for (int n = 0; n < 3; ++n) tt[n * NV + q / VL][q % VL] = in ? tk[(size_t)(t * T + q) * 3 + n] : 0.0f;
+                valid[q / NL][q % NL] = in ? 1.0f : 0.0f;
+                for (int n = 0; n < 3; ++n) tt[n * NU + q / NL][q % NL] = in ? tk[(size_t)(t * T + q) * 3 + n] : 0.0f;
             }
             sq += head_tile(head, o.data(), tt.data(), valid.data(), scale, dz.data());
             for (int l = L; l >= 0; --l) {
                 const int fi = net.fan_in(l), fo = net.fan_out(l);
                 const vf* in = l > 0 ? H.data() + (size_t)(l - 1) * stride : x0;
-                grad_tile(in, fi, dz.data(), fo, G.data() + off[l]);  // dLoss/dw[l] += inᵀ · dz
+                grad_tile(in, fi, dz.data(), fo, G.data() + off[l] * NA);  // dLoss/dw[l] += inᵀ · dz
                 if (l == 0) break;
                 matmul_tile(dz.data(), fo, wt[l].data(), fi, fi, dh.data());  // dLoss/dh = dz · wᵀ
                 const vf* d = D.data() + (size_t)(l - 1) * stride;
@@ -425,7 +447,7 @@ int vr_fused_step(const float* grid, int P, int n_in, int K, int L, int W, int n
         for (int l = 0; l <= L; ++l) {
             const size_t n = off[l + 1] - off[l];
             float* gl = g[l] + (size_t)k * n;
-            for (size_t e = 0; e < n; ++e) gl[e] = lane_sum(G[off[l] + e]);
+            for (size_t e = 0; e < n; ++e) gl[e] = lane_sum(G.data() + (off[l] + e) * NA);
         }
     });
     return 0;
