@@ -28,7 +28,7 @@ depth ends with
     depth 8: fused 1234 net-steps/s  3.4x eager  2.7x population  3.1x fast  roofline 55% (bmm)  60% (sgemm)  [CPU, kernel avx512]
 
 naming the CPU model and the kernel variant (`$VOLRATIO_KERNEL_VARIANT=avx2` measures the AVX2 build on an
-AVX-512 machine). It also prints the path `TrainConfig(path="auto")` takes here (`volratio.autopick`:
+AVX-512 machine). It also prints the path `TrainConfig(path="auto")` takes here (`volratio.util.autopick`:
 its calibration, timed once and cached) beside the fastest path of this run.
 
     python benchmarks/training.py --quick          # depths 8 and 14, under two minutes
@@ -43,10 +43,10 @@ import numpy as np
 import torch
 from roofline import sgemm_gflops
 
-from volratio import autopick
 from volratio.data.targets import get_target
 from volratio.nets import CoordMLP, coords, head_to_rgb
 from volratio.train import TrainConfig, fused_kernel, resolve_path, train
+from volratio.util import autopick
 from volratio.util.machine import identity
 
 

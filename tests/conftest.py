@@ -19,7 +19,7 @@ import torch
 os.environ.setdefault("VOLRATIO_OFFLINE", "1")
 
 # `auto` is the fixed rule in tests (fused where it builds): no test depends on what a timing picks
-# on the machine it runs on (volratio.autopick; its own tests inject rates or set the mode)
+# on the machine it runs on (volratio.util.autopick; its own tests inject rates or set the mode)
 os.environ.setdefault("VOLRATIO_AUTO", "rule")
 
 torch.set_num_threads(1)  # the suite's numbers must not depend on the thread count

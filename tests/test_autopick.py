@@ -1,4 +1,4 @@
-"""`auto` picks the fastest path (volratio.autopick): the choice from given rates, the cache, the
+"""`auto` picks the fastest path (volratio.util.autopick): the choice from given rates, the cache, the
 rule mode that stored runs and the suite use, and that an explicit path is never overridden."""
 
 import json
@@ -8,11 +8,13 @@ import torch
 from training_helpers import compiler_missing
 from training_helpers import random_target as _target
 
-from volratio import autopick, emc2
+from volratio import emc2
+from volratio import train as train_module
 from volratio.emc2 import fused as emc2_fused
 from volratio.errors import VolratioError
 from volratio.nets import CoordMLP
 from volratio.train import TrainConfig, auto_note, fused_kernel, resolve_path, train
+from volratio.util import autopick
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +79,7 @@ def test_the_rule_mode_is_the_fused_kernel_without_timing(monkeypatch, fresh):
     assert c.how == "rule" and c.rates == {} and "fixed rule" in c.note()
     monkeypatch.setenv(autopick.ENV, "measure")
     with autopick.rule():  # the context manager pins it too (stored runs)
-        assert autopick.for_training().how == "rule"
+        assert train_module.choose_path("auto", CoordMLP("3;gaussian:4", seed=0))[1].how == "rule"
         b = train(CoordMLP("3;gaussian:4", seed=0), _target(8), TrainConfig(steps=1, device="cpu", path="auto"))
     assert b.path == "fused" and "path_choice" not in b.net.provenance["trained"]  # the bytes of before
     assert not autopick.cache_path().exists()  # nothing was timed
@@ -85,8 +87,8 @@ def test_the_rule_mode_is_the_fused_kernel_without_timing(monkeypatch, fresh):
 
 @needs_kernels
 def test_a_real_calibration_times_every_path_of_both_tasks(fresh):
-    t = autopick.for_training()
-    e = autopick.for_emc2(0.05)
+    t = train_module.choose_path("auto", CoordMLP("3;gaussian:4", seed=0))[1]
+    e = emc2.fused.choose_engine("auto", torch.device("cpu"), torch.float32, 0.05, emc2.engine.timing_steps)[1]
     assert t.how == e.how == "measured"
     assert set(t.rates) == {"fused", "fast", "eager"} and set(e.rates) == {"fused", "torch"}
     assert all(r > 0 for r in [*t.rates.values(), *e.rates.values()])

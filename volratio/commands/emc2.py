@@ -6,13 +6,14 @@ import re
 
 import numpy as np
 
-from .. import autopick, emc2, judges
+from .. import emc2, judges
 from ..data.picbreeder import layerize
 from ..data.specs import load_network
 from ..data.targets import get_target
 from ..errors import VolratioError
 from ..judges import JUDGES
 from ..report import plots
+from ..util import autopick
 from ..util.device import resolve_device
 from ..util.fileio import atomic_path, check_out
 from . import _args as A
@@ -133,7 +134,7 @@ def cmd_emc2(args) -> int:
     )
     device, dtype = resolve_device(args.device), emc2.torch_dtype(args.dtype)
     share = autopick.density(net, cfg.member) if args.engine == "auto" else 1.0  # as the engine chooses
-    used, choice = emc2.fused.choose_engine(args.engine, device, dtype, share)
+    used, choice = emc2.fused.choose_engine(args.engine, device, dtype, share, emc2.engine.timing_steps)
     js = emc2.judges_for(net, [args.judge], args.target, cfg, model=args.judge_model)
     label = args.label or emc2.target_label(args.target)
     res = emc2.score(net, js, label, cfg, layered=layered, progress=not args.json)[0]

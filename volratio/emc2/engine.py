@@ -21,7 +21,7 @@ default; float32 is faster and differs by up to ~1e-5 on long cache chains):
 - `engine="fused"` hands each batch to the C++ kernel of `volratio.emc2.fused` instead (float32 on
   the CPU: one call renders a batch tile by tile, head included, over the cone's non-zero weights
   only); `engine="auto"` uses the faster of the two for the network's density on this machine where
-  the kernel builds (`volratio.autopick`), else the torch path, and says which and why (`engine_note`).
+  the kernel builds (`volratio.util.autopick`), else the torch path, and says which and why (`engine_note`).
 
 `naive_render` is the reference it is tested and benchmarked against (copy, perturb, render).
 
@@ -43,10 +43,9 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from .. import autopick
 from ..errors import VolratioError
 from ..nets import ACTIVATIONS, CoordMLP, coords, head_to_rgb
-from ..util import budget
+from ..util import autopick, budget
 from ..util.device import generator, resolve_device
 from . import fused
 
@@ -198,7 +197,7 @@ class PerturbationEngine:
         self.merge_below = int(merge_below)  # targets with fewer perturbations share a batch
         self.device, self.dtype = resolve_device(device), dtype
         share = autopick.density(net, member) if engine == "auto" else 1.0  # auto: the pick for this density
-        self.engine_used, choice = fused.choose_engine(engine, self.device, dtype, share)
+        self.engine_used, choice = fused.choose_engine(engine, self.device, dtype, share, timing_steps)
         self.engine_note = fused.engine_note(engine, self.engine_used, self.device, dtype, choice)
         if memory_bytes is None:  # CPU: cache-sized batches are fastest; CUDA: large batches
             memory_bytes = 2**30 if self.device.type == "cuda" else 16 * 2**20
@@ -462,6 +461,30 @@ class PerturbationEngine:
         for idx, img in self.iter_images(params, deltas):
             out[torch.as_tensor(idx, device=self.device)] = img
         return out
+
+
+def timing_steps(sparse: bool) -> dict:
+    """EMC2's workload per engine: the images of the incoming weights of one unit of hidden layer 6,
+    each moved by ±0.5, at 64×64, of a network of the FER SGD networks' shape (12 hidden layers of
+    22 Gaussian units), dense or with 5 % of its weights kept (seeded; plus unit i → unit i in every
+    layer, so that every unit lies on a path to the output)."""
+    masks = None
+    if sparse:
+        g = torch.Generator().manual_seed(0)
+        shapes = [(4, 22)] + [(22, 22)] * 11 + [(22, 3)]
+        masks = [(torch.rand(s, generator=g) < 0.05).float() for s in shapes]
+        for m in masks:
+            n = min(m.shape)
+            m[torch.arange(n), torch.arange(n)] = 1.0
+    net = CoordMLP("12;gaussian:22", seed=0, masks=masks)
+    params = nonzero_params(net)
+    params = params[(params[:, 0] == 6) & (params[:, 2] == params[params[:, 0] == 6][0, 2])]
+    P, D = np.repeat(params, 2, axis=0), np.tile([-0.5, 0.5], len(params))
+    engines = {
+        e: PerturbationEngine(net, 64, device="cpu", dtype=torch.float32, engine=e)
+        for e in autopick.TASKS["emc2-dense"]
+    }
+    return {e: (lambda eng=eng: eng.render(P, D)) for e, eng in engines.items()}
 
 
 def perturbed_images(net: CoordMLP, res: int, params, deltas, member: int = 0, device="auto",

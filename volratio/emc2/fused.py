@@ -18,7 +18,7 @@ the layers (`tests/test_emc2_fused.py` states the tolerance). Results are bit-id
 runs, processes, thread counts and instruction sets. float32 on the CPU only; elsewhere
 `FusedEngineError` names `engine="torch"`. No compiler raises `FusedKernelError` with the fix;
 `engine="auto"` uses the kernel where it builds and is the faster engine on this machine for the
-network's density (`volratio.autopick`: timed once per machine and cached; the fused kernel under
+network's density (`volratio.util.autopick`: timed once per machine and cached; the fused kernel under
 `$VOLRATIO_AUTO=rule`), and `engine_note` says which it chose and why.
 
 Chapter: "EMC2-Bench" (book/emc2.md); benchmark: benchmarks/emc2_engine.py.
@@ -34,10 +34,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import autopick
 from ..errors import VolratioError
 from ..train import fused as train_fused
 from ..train import fused_kernel as fk
+from ..util import autopick
 
 SOURCE = Path(__file__).with_name("csrc") / "perturb.cpp"
 ABI_VERSION = 1
@@ -103,17 +103,18 @@ def unavailable(variant: str | None = None) -> str | None:
     return _refusals.get(key)
 
 
-def resolve_engine(engine: str, device: torch.device, dtype: torch.dtype, share: float = 1.0) -> str:
+def resolve_engine(engine: str, device: torch.device, dtype: torch.dtype, share: float = 1.0, workload=None) -> str:
     """What `engine` means here: "torch" and "fused" are themselves ("fused" where it cannot run
     raises, naming the fix); "auto" is "torch" off the CPU, for float64, or where the kernel does
     not build (`unavailable()` is not None), else the faster engine on this machine for a network
-    whose masks keep `share` of its weights (`volratio.autopick.for_emc2`: timed once, cached;
-    under `$VOLRATIO_AUTO=rule`, "fused") — as `volratio.train.resolve_path` chooses training's path."""
-    return choose_engine(engine, device, dtype, share)[0]
+    whose masks keep `share` of its weights (timed once on `workload(sparse)`, the engines' steps —
+    `volratio.emc2.engine.timing_steps` — and cached; under `$VOLRATIO_AUTO=rule`, "fused") — as
+    `volratio.train.resolve_path` chooses training's path."""
+    return choose_engine(engine, device, dtype, share, workload)[0]
 
 
 def choose_engine(
-    engine: str, device: torch.device, dtype: torch.dtype, share: float = 1.0
+    engine: str, device: torch.device, dtype: torch.dtype, share: float = 1.0, workload=None
 ) -> "tuple[str, autopick.Choice | None]":
     """`(resolve_engine(...), the calibration's choice behind it, or None)`."""
     if engine not in ENGINES:
@@ -121,7 +122,9 @@ def choose_engine(
     if engine == "auto":
         if device.type != "cpu" or dtype != torch.float32 or unavailable() is not None:
             return "torch", None
-        choice = autopick.for_emc2(share)
+        if workload is None:
+            raise VolratioError("engine='auto' on the CPU needs the engines' timing steps (emc2.engine.timing_steps)")
+        choice = _timed_engine(share, workload)
         return choice.path, choice
     if engine == "fused":
         if device.type != "cpu":
@@ -134,6 +137,16 @@ def choose_engine(
                 "use dtype='float32' or engine='torch'"
             )
     return engine, None
+
+
+def _timed_engine(share: float, workload) -> autopick.Choice:
+    """`auto`'s EMC2 engine for a float32 CPU network whose masks keep `share` of its weights,
+    where the perturbation kernel builds (`choose_engine` checks that), timed on `workload`."""
+    variant = fk.default_variant()
+    load(variant)
+    library = Path(build_info[variant]["path"]).name
+    task = "emc2-dense" if share >= autopick.DENSE_FROM else "emc2-sparse"
+    return autopick.choose(task, autopick.key(variant, library), lambda: workload(task == "emc2-sparse"))
 
 
 def engine_note(

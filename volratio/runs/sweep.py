@@ -59,6 +59,7 @@ from tqdm import tqdm  # plain text bar: works in terminals and notebooks withou
 
 from .. import __version__
 from ..errors import VolratioError
+from ..util import autopick
 from ..util.presets import ConfigError
 from ..util.provenance import git_commit
 from .registry import get_run, known_run, run_names
@@ -224,7 +225,7 @@ def execute(
         "host": socket.gethostname(),
     }
     try:
-        with _torch_threads(threads):
+        with _torch_threads(threads), autopick.rule():  # a stored run repeats bit for bit: no timed choice
             result = fn(copy.deepcopy(config))
         out["metrics"], out["artifacts"] = _split_result(result, run)
         out["status"] = "done"

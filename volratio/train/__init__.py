@@ -20,7 +20,7 @@ the default and the path of every stored reference run), `"fast"` (`volratio.tra
 hand-written forward/backward with buffers allocated once) or `"fused"` (`volratio.train.fused`, a
 C++ kernel that runs tiles of pixels through all layers in cache; float32 on the CPU, compiled on
 first use); `"auto"` is the fastest of the three for a float32 network on the CPU where the kernel
-builds (a C++ compiler is present; timed once per machine and cached, `volratio.autopick`; under
+builds (a C++ compiler is present; timed once per machine and cached, `volratio.util.autopick`; under
 `$VOLRATIO_AUTO=rule`, as in stored runs and tests, the fused kernel), and "fast" otherwise (CUDA,
 float64, no compiler): the rule `resolve_path` states, as `device="auto"` is CUDA when present. The
 path a run used is `TrainResult.path` and the `path` of the network's `provenance["trained"]`
@@ -35,17 +35,17 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, replace
 from numbers import Integral, Real
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 from tqdm import tqdm  # plain text bar: tqdm.auto warns in kernels without ipywidgets
 
-from .. import autopick
 from ..data.targets import check_image
 from ..errors import TrainingDiverged, VolratioError
 from ..nets import CoordMLP, coords
-from ..util import budget
+from ..util import autopick, budget
 from ..util.device import device_name, resolve_device
 from ..util.limits import above, at_least, between, one_of, parsed_by
 from ..util.presets import Presets
@@ -217,7 +217,7 @@ def resolve_path(path: str, net: CoordMLP) -> str:
     `path="fused"` without a compiler raises the kernel's `FusedKernelError`, naming the fix).
     "auto" is "fast" for a network that is not float32 on the CPU, or where the fused kernel does
     not build (`fused_kernel.unavailable`: no C++ compiler); else the fastest path on this machine
-    (`volratio.autopick.for_training`: timed once, cached; under `$VOLRATIO_AUTO=rule`, "fused")."""
+    (`_timed_path`: timed once, cached; under `$VOLRATIO_AUTO=rule`, "fused")."""
     return choose_path(path, net)[0]
 
 
@@ -228,8 +228,39 @@ def choose_path(path: str, net: CoordMLP) -> "tuple[str, autopick.Choice | None]
     w = net.weights[0]
     if w.device.type != "cpu" or w.dtype != torch.float32 or fused_kernel.unavailable() is not None:
         return "fast", None
-    choice = autopick.for_training()
+    choice = _timed_path()
     return choice.path, choice
+
+
+def timing_steps() -> dict:
+    """Training's workload per path: one loss-and-gradient step of a population of 5 Gaussian
+    networks, depth 10, width 12, on a random 64×64 target (the optimizer step is the same on every
+    path and is not timed)."""
+    grid = coords(64)
+    target = torch.rand(grid.shape[0], 3, generator=torch.Generator().manual_seed(0))
+    nets = {p: CoordMLP("10;gaussian:12", population=5, seed=0) for p in autopick.TASKS["train"]}
+    fused, fast = FusedStep(nets["fused"], grid, target), FastStep(nets["fast"], grid, target)
+
+    def eager():
+        net = nets["eager"]
+        for w in net.weights:
+            w.grad = None
+        mse_per_network(net, grid, target).sum().backward()
+
+    return {"fused": lambda: (fused.losses(), fused.backward()), "fast": lambda: (fast.losses(), fast.backward()),
+            "eager": eager}  # fmt: skip
+
+
+def _timed_path() -> autopick.Choice:
+    (
+        """`auto`'s training path for a float32 CPU network where the fused kernel builds (`choose_path`
+    checks that: elsewhere the rule decides without a timing): timed once on `timing_steps`, cached."""
+        ""
+    )
+    variant = fused_kernel.default_variant()
+    fused_kernel.load(variant)
+    library = Path(fused_kernel.build_info[variant]["path"]).name
+    return autopick.choose("train", autopick.key(variant, library), timing_steps)
 
 
 def auto_note(path: str, used: str) -> str:

@@ -54,8 +54,11 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import platformdirs
+import torch
 
-from .errors import VolratioError
+from .. import __version__
+from ..errors import VolratioError
+from . import machine
 
 ENV = "VOLRATIO_AUTO"  # "measure" (default): time the paths once per key; "rule": the fixed rule, no timing
 MODES = ("measure", "rule")
@@ -174,8 +177,6 @@ def time_paths(steps: dict[str, Callable[[], object]], budget_s: float = BUDGET_
     spent: at least one); the best round counts.
     Single-threaded (torch's thread count 1), the clock is this process's CPU time, which other
     load on a shared machine moves less than wall time; else wall time."""
-    import torch
-
     clock = time.process_time if torch.get_num_threads() == 1 else time.perf_counter
     wall = time.perf_counter  # the budget is wall time: repetitions are counted by it
     t_start = wall()
@@ -269,11 +270,6 @@ def _save(k: str, c: Choice) -> None:
 def key(variant: str, library: str) -> dict:
     """What a calibration's rates depend on (see the module docstring); `library`: the kernel's
     cached file name (it holds a hash of the source, the flags and the compiler)."""
-    import torch
-
-    from . import __version__
-    from .util import machine
-
     ident = machine.identity()
     return {
         "cpu_model": ident["cpu_model"],
@@ -285,82 +281,7 @@ def key(variant: str, library: str) -> dict:
     }
 
 
-def training_steps() -> dict[str, Callable[[], object]]:
-    """Training's workload per path: one loss-and-gradient step of a population of 5 Gaussian
-    networks, depth 10, width 12, on a random 64×64 target (the optimizer step is the same on every
-    path and is not timed)."""
-    import torch
-
-    from .nets import CoordMLP, coords
-    from .train import FastStep, FusedStep, mse_per_network
-
-    grid = coords(64)
-    target = torch.rand(grid.shape[0], 3, generator=torch.Generator().manual_seed(0))
-    nets = {p: CoordMLP("10;gaussian:12", population=5, seed=0) for p in TASKS["train"]}
-    fused, fast = FusedStep(nets["fused"], grid, target), FastStep(nets["fast"], grid, target)
-
-    def eager():
-        net = nets["eager"]
-        for w in net.weights:
-            w.grad = None
-        mse_per_network(net, grid, target).sum().backward()
-
-    return {"fused": lambda: (fused.losses(), fused.backward()), "fast": lambda: (fast.losses(), fast.backward()),
-            "eager": eager}  # fmt: skip
-
-
-def emc2_steps(sparse: bool) -> dict[str, Callable[[], object]]:
-    """EMC2's workload per engine: the images of the incoming weights of one unit of hidden layer 6,
-    each moved by ±0.5, at 64×64, of a network of the FER SGD networks' shape (12 hidden layers of
-    22 Gaussian units), dense or with 5 % of its weights kept (seeded; plus unit i → unit i in every
-    layer, so that every unit lies on a path to the output)."""
-    import numpy as np
-    import torch
-
-    from .emc2.engine import PerturbationEngine, nonzero_params
-    from .nets import CoordMLP
-
-    masks = None
-    if sparse:
-        g = torch.Generator().manual_seed(0)
-        shapes = [(4, 22)] + [(22, 22)] * 11 + [(22, 3)]
-        masks = [(torch.rand(s, generator=g) < 0.05).float() for s in shapes]
-        for m in masks:
-            n = min(m.shape)
-            m[torch.arange(n), torch.arange(n)] = 1.0
-    net = CoordMLP("12;gaussian:22", seed=0, masks=masks)
-    params = nonzero_params(net)
-    params = params[(params[:, 0] == 6) & (params[:, 2] == params[params[:, 0] == 6][0, 2])]
-    P, D = np.repeat(params, 2, axis=0), np.tile([-0.5, 0.5], len(params))
-    engines = {e: PerturbationEngine(net, 64, device="cpu", dtype=torch.float32, engine=e) for e in TASKS["emc2-dense"]}
-    return {e: (lambda eng=eng: eng.render(P, D)) for e, eng in engines.items()}
-
-
 def density(net, member: int = 0) -> float:
     """The share of a network's weights that its masks keep (member `member`)."""
     kept = sum(float((m[member] != 0).sum()) for m in net.masks)
     return kept / sum(m[member].numel() for m in net.masks)
-
-
-def for_training() -> Choice:
-    """`auto`'s training path for a float32 CPU network where the fused kernel builds (the caller
-    checks that: elsewhere the rule decides without a timing)."""
-    from .train import fused_kernel
-
-    variant = fused_kernel.default_variant()
-    fused_kernel.load(variant)
-    library = Path(fused_kernel.build_info[variant]["path"]).name
-    return choose("train", key(variant, library), training_steps)
-
-
-def for_emc2(share: float) -> Choice:
-    """`auto`'s EMC2 engine for a float32 CPU network whose masks keep `share` of its weights,
-    where the perturbation kernel builds (the caller checks that)."""
-    from .emc2 import fused
-    from .train import fused_kernel
-
-    variant = fused_kernel.default_variant()
-    fused.load(variant)
-    library = Path(fused.build_info[variant]["path"]).name
-    task = "emc2-dense" if share >= DENSE_FROM else "emc2-sparse"
-    return choose(task, key(variant, library), lambda: emc2_steps(sparse=task == "emc2-sparse"))
