@@ -10,13 +10,17 @@ of the assignment of its own (`test_basin_calls_the_shared_assignment`).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
 
 import volratio.rho
 from volratio.data.targets import get_target
+from volratio.depth import DepthError
 from volratio.errors import VolratioError
+from volratio.experiments import depth_regime
 from volratio.nets import CoordMLP, coords, live_unit_mask
 from volratio.rho import basin, recovery
 from volratio.rho.sampler import RhoError
@@ -165,3 +169,34 @@ def test_dead_units_carry_nothing():
     s = recovery.score_maps(feats, cut, prims, CFG.margin)
     assert s.recovery[0] < 1.0 - 1e-3 and s.live.tolist() == [int(alive.sum()) - 1]
     assert s.monosemanticity.tolist() == [1.0]
+
+
+# ---------------------------------------------------------------------------------------------
+# The stored depth networks under the score (volratio.experiments.depth_regime)
+
+STORED = "planted:11:depth=2,width=3"  # a planted target of the stored chunk depth_sparse_planted
+
+
+def test_recovery_curves_score_the_stored_networks_in_the_emc2_curves_order():
+    rec = depth_regime.recovery_curves(targets=[STORED], cfg=CFG)
+    emc2 = depth_regime.stored_curves(("depth_sparse_planted",))[STORED]
+    c = rec[STORED]
+    assert list(rec) == [STORED] and c.depths == emc2.depths and c.score.shape == emc2.score.shape
+    d, k = c.depths[1], 2  # one stored network, scored alone
+    net = depth_regime.stored_network(STORED, d, k, names=("depth_sparse_planted",))
+    one = recovery.structure(net, STORED, CFG)
+    assert c.score[1, k] == pytest.approx(one.recovery[0]) and c.monosemanticity[1, k] == one.monosemanticity[0]
+    assert np.isfinite(c.chance_other).all() and np.isfinite(c.chance_init).all() and c.collapsed == 0
+
+
+def test_rank_agreement_and_offset_means():
+    x = np.arange(12.0).reshape(3, 4)
+    a = {"t": SimpleNamespace(depths=[2, 3, 4], score=x)}
+    same = depth_regime.rank_agreement(a, {"t": SimpleNamespace(depths=[2, 3, 4], score=x**2)}, n_boot=200)
+    assert same["rho"] == pytest.approx(1.0) and same["n"] == 12 and same["lo"] <= 1.0
+    flip = depth_regime.rank_agreement(a, {"t": SimpleNamespace(depths=[2, 3, 4], score=-x)}, n_boot=200)
+    assert flip["rho"] == pytest.approx(-1.0)
+    with pytest.raises(DepthError, match="networks in one curve"):
+        depth_regime.rank_agreement(a, {"t": SimpleNamespace(depths=[2, 3, 4], score=x[:, :2])})
+    by = depth_regime.offset_means(a, {"t": 3})
+    assert by.index.tolist() == [-1, 0, 1] and by["t"].tolist() == pytest.approx(x.mean(axis=1).tolist())

@@ -397,8 +397,11 @@ class RecoveryCurve:
     collapsed: int  # networks scored 0 because they collapsed (`volratio.prune.collapsed`, stored flag)
 
 
-def recovery_curves(names=("depth_sparse_planted",), root=None, cfg: recovery.RecoveryConfig | None = None) -> dict:
-    """`{target: RecoveryCurve}` for the planted targets of the stored depth chunks `names`, each
+def recovery_curves(
+    names=("depth_sparse_planted",), root=None, cfg: recovery.RecoveryConfig | None = None, targets=None
+) -> dict:
+    """`{target: RecoveryCurve}` for the planted targets of the stored depth chunks `names` (those of
+    `targets` only, when given), each
     stored network (`keep_net`) scored without retraining by `volratio.rho.recovery.structure` and its
     chance levels `volratio.rho.recovery.chance` under `cfg` (default `RecoveryConfig()`). A network
     the run flagged collapsed (its image flat, or its MSE far above its dense start's) scores 0, as it
@@ -407,7 +410,7 @@ def recovery_curves(names=("depth_sparse_planted",), root=None, cfg: recovery.Re
     cells: dict = {}
     for r in stored.runs_of(names, root, error=DepthError):
         t, d = r["config"]["target"], int(r["config"]["depth"])
-        if not t.startswith("planted:"):
+        if not t.startswith("planted:") or (targets is not None and t not in targets):
             continue
         if "net" not in r.get("artifacts", {}):
             raise DepthError(f"run {r['key']} ({t}, depth {d}) stored no network (keep_net): nothing to score")
