@@ -7,6 +7,11 @@ per depth the mean score and loss with t-intervals over the seeds, and the sweet
 and the predictor fitted on sweet spots (`volratio.depth.fit_predictor`) complete the chapter's test
 of the depth claims. The stored reference chunks are read with `volratio.runs.stored`.
 
+`recovery_curves` reads the stored planted networks with the judge-free structural score
+(`volratio.rho.recovery`): recovery of the planted primitives and monosemanticity against depth,
+beside their chance levels; `rank_agreement` compares it with EMC2 network by network;
+`offset_means` averages any curve over targets by depth − L*.
+
 The names the chapters use from the layers below (the settings, one run, the sweep, the curves) are
 importable from here (`__all__`).
 
@@ -20,6 +25,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 
 from ..data.targets import get_target
 from ..depth import DepthError, fit_predictor
@@ -41,6 +47,7 @@ from ..depth.point import (
     sp_network,
 )
 from ..nets import CoordMLP
+from ..rho import recovery
 from ..runs import stored
 from ..runs.depth_sweep import depth_sweep, load_nets, make_sweep
 from ._base import Result, Timer
@@ -55,6 +62,7 @@ __all__ = [
     "DepthCurve",
     "Point",
     "PredictorCheck",
+    "RecoveryCurve",
     "Settings",
     "among_fitting",
     "check_predictor",
@@ -65,9 +73,12 @@ __all__ = [
     "load_nets",
     "make_sweep",
     "mosaic",
+    "offset_means",
     "parse_depths",
     "parse_point",
     "point",
+    "rank_agreement",
+    "recovery_curves",
     "run",
     "sp_metrics",
     "sp_network",
@@ -364,3 +375,109 @@ def check_predictor(curves: dict, fit_on, held_out, res: int = 64) -> PredictorC
             }
         )
     return PredictorCheck(pred, rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# The judge-free instrument: recovery of the planted primitives by the stored networks
+
+
+@dataclass
+class RecoveryCurve:
+    """One planted target's structural score against depth over the stored networks; every array is
+    (n_depths, n_networks), the networks in the columns order of `stored_curves` (seed.member)."""
+
+    target: str
+    depths: list
+    score: np.ndarray  # recovery (`volratio.rho.recovery.structure`); 0 for a collapsed network
+    monosemanticity: np.ndarray
+    chance_other: np.ndarray  # recovery of the same network against control targets (mean over them)
+    chance_init: np.ndarray  # recovery of the network's masks at initialisation
+    mono_other: np.ndarray  # monosemanticity against control targets
+    mono_init: np.ndarray  # monosemanticity at initialisation
+    collapsed: int  # networks scored 0 because they collapsed (`volratio.prune.collapsed`, stored flag)
+
+
+def recovery_curves(
+    names=("depth_sparse_planted",), root=None, cfg: recovery.RecoveryConfig | None = None, targets=None
+) -> dict:
+    """`{target: RecoveryCurve}` for the planted targets of the stored depth chunks `names` (those of
+    `targets` only, when given), each
+    stored network (`keep_net`) scored without retraining by `volratio.rho.recovery.structure` and its
+    chance levels `volratio.rho.recovery.chance` under `cfg` (default `RecoveryConfig()`). A network
+    the run flagged collapsed (its image flat, or its MSE far above its dense start's) scores 0, as it
+    does under every claim's rule; the judge's own verdict on the image plays no part."""
+    cfg = cfg or recovery.RecoveryConfig()
+    cells: dict = {}
+    for r in stored.runs_of(names, root, error=DepthError):
+        t, d = r["config"]["target"], int(r["config"]["depth"])
+        if not t.startswith("planted:") or (targets is not None and t not in targets):
+            continue
+        if "net" not in r.get("artifacts", {}):
+            raise DepthError(f"run {r['key']} ({t}, depth {d}) stored no network (keep_net): nothing to score")
+        net = CoordMLP.load(r["artifacts"]["net"])
+        s, c = recovery.structure(net, t, cfg), recovery.chance(net, t, cfg)
+        flat = np.asarray(r["metrics"].get("collapsed", [False] * net.population), dtype=bool)
+        for k in range(net.population):
+            cells.setdefault(t, {})[(d, f"{r['config']['seed']}.{k}")] = (
+                0.0 if flat[k] else s.recovery[k], s.monosemanticity[k], c.recovery_other[k], c.recovery_init[k],
+                c.monosemanticity_other[k], c.monosemanticity_init[k], bool(flat[k]),
+            )  # fmt: skip
+    if not cells:
+        raise DepthError(f"no planted target in the stored chunks {', '.join(np.atleast_1d(names))}")
+    out = {}
+    for t, cell in cells.items():
+        depths = sorted({d for d, _ in cell})
+        nets = sorted({n for _, n in cell})  # the column order of `volratio.depth.curves.curves_from_table`
+        grid = np.full((7, len(depths), len(nets)), np.nan)
+        for (d, n), v in cell.items():
+            grid[:, depths.index(d), nets.index(n)] = v
+        out[t] = RecoveryCurve(t, depths, *grid[:6], collapsed=int(np.nansum(grid[6])))
+    return out
+
+
+def rank_agreement(a: dict, b: dict, level: float = 0.95, n_boot: int = 4000, seed: int = 0) -> dict:
+    """Spearman's rank correlation between two scores of the same networks, network by network:
+    `a` and `b` map target → a curve (`.depths`, `.score` (n_depths, n_networks), columns the same
+    networks; e.g. `stored_curves` and `recovery_curves`), over the targets and depths both hold
+    and the networks both scored. The interval is the percentile interval of a bootstrap that
+    resamples networks within each target (seeded). Returns `{"rho", "lo", "hi", "n"}`."""
+    xs, ys, strata = [], [], []
+    for t in a:
+        if t not in b:
+            continue
+        for i, d in enumerate(a[t].depths):
+            if d not in b[t].depths:
+                continue
+            x, y = np.asarray(a[t].score[i], float), np.asarray(b[t].score[b[t].depths.index(d)], float)
+            if x.shape != y.shape:
+                raise DepthError(f"{t} at depth {d}: {x.size} networks in one curve, {y.size} in the other")
+            ok = np.isfinite(x) & np.isfinite(y)
+            xs += x[ok].tolist()
+            ys += y[ok].tolist()
+            strata += [t] * int(ok.sum())
+    x, y, strata = np.asarray(xs), np.asarray(ys), np.asarray(strata)
+    if len(x) < 3:
+        raise DepthError(f"rank agreement: {len(x)} networks scored by both instruments; need at least 3")
+    rho = float(scipy.stats.spearmanr(x, y).statistic)
+    rng = np.random.default_rng(seed)
+    groups = [np.flatnonzero(strata == s) for s in np.unique(strata)]
+    boot = []
+    for _ in range(n_boot):
+        idx = np.concatenate([g[rng.integers(0, len(g), len(g))] for g in groups])
+        boot.append(scipy.stats.spearmanr(x[idx], y[idx]).statistic)
+    boot = np.asarray(boot)[np.isfinite(boot)]
+    lo, hi = np.percentile(boot, [50 * (1 - level), 50 * (1 + level)])
+    return {"rho": rho, "lo": float(lo), "hi": float(hi), "n": int(len(x))}
+
+
+def offset_means(curves: dict, true_depths: dict, field: str = "score") -> pd.DataFrame:
+    """Per target of `true_depths` and depth − L*: the mean over the target's networks of the curve's
+    `field` (`score`, or any (n_depths, n_networks) array a curve holds, e.g. `chance_other` of a
+    `RecoveryCurve`), one column per target, one row per offset (NaN where a target's grid lacks it).
+    Its row mean is the curve averaged over targets by depth − L*."""
+    cols = {}
+    for t, lstar in true_depths.items():
+        c = curves[t]
+        values = np.asarray(getattr(c, field), dtype=float)
+        cols[t] = pd.Series([finite_mean(v) for v in values], index=[int(d) - int(lstar) for d in c.depths])
+    return pd.DataFrame(cols).sort_index().rename_axis("depth − L*")

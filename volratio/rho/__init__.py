@@ -34,7 +34,11 @@ modules is importable from `volratio.rho`):
   `BooleanRhoConfig`, `run_boolean`, `rows_to_grid`;
 - `decay` — the decay rate of ρ away from (W_min, L*): `decay_fit`, `decay_verdict`;
 - `basin` — the basin model: `BasinConfig`, `basin_cell`, `basin_grid`, `basin_table`,
-  `basin_checks`, `primitive_correlations`, `assigned_correlations`, `BASIN_JUDGE`;
+  `basin_checks`, `BASIN_JUDGE`;
+- `recovery` — the judge-free structural score on planted targets (recovery of the planted
+  primitives, monosemanticity, their chance levels); its `primitive_correlations` and
+  `assigned_correlations`, which the basin model calls, are re-exported here (the rest: import it
+  as a module);
 - `theory` — the volume-ratio theorem in closed form (sympy): `clean_volume`,
   `clean_volume_value`, `theory_grid`, `support_zero`, `copy_factor` (a module; not re-exported).
 
@@ -48,18 +52,17 @@ from __future__ import annotations
 from .basin import (
     BASIN_JUDGE,
     BasinConfig,
-    assigned_correlations,
     basin_cell,
     basin_checks,
     basin_grid,
     basin_table,
-    primitive_correlations,
 )
 from .decay import decay_fit, decay_verdict
 from .enumeration import Exact, exact
 from .grid import BooleanRhoConfig, boolean_grid, rows_to_grid, run_boolean
 from .intervals import Counts, networks_for_width, row
 from .montecarlo import MAX_INPUTS, count, estimate
+from .recovery import assigned_correlations, primitive_correlations
 from .sampler import (
     Nets,
     RhoError,
@@ -110,7 +113,8 @@ __all__ = [
     "basin_grid",
     "basin_table",
     "basin_checks",
+    "BASIN_JUDGE",
+    # recovery (the shared assignment)
     "primitive_correlations",
     "assigned_correlations",
-    "BASIN_JUDGE",
 ]

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import scipy
 import torch
 
 from .. import emc2
@@ -24,6 +23,7 @@ from ..train import PATHS, TrainConfig, train
 from ..util.device import generator
 from ..util.limits import above, at_least, between, one_of
 from ..util.presets import Presets
+from . import recovery
 from .intervals import Counts, row
 from .sampler import RhoError, SamplerConfig, cell_seed
 
@@ -36,8 +36,8 @@ class BasinConfig(Presets):
     *compositional* when all planted primitives (the output node included: in a network of depth
     L* a hidden unit of the last layer computes it and the linear head rescales it) can be
     assigned to distinct hidden units (any layer; optimal assignment by
-    `scipy.optimize.linear_sum_assignment`) each with |Pearson correlation| ≥ `threshold` between
-    the unit's feature map and the primitive's ground-truth map — and, with `use_emc2`, when its
+    `volratio.rho.recovery.assigned_correlations`) each with |Pearson correlation| ≥ `threshold`
+    between the unit's feature map and the primitive's ground-truth map — and, with `use_emc2`, when its
     EMC2 area under the δ-curve (`volratio.emc2.score`) is ≥ `emc2_threshold`.
     """
 
@@ -77,30 +77,6 @@ def _arch(W: int, L: int, activations) -> str:
     return f"{L};" + ",".join(f"{a}:{c}" for a, c in zip(activations, counts) if c)
 
 
-def primitive_correlations(feats: list[torch.Tensor], prims: dict[str, torch.Tensor]) -> np.ndarray:
-    """|Pearson correlation| between every primitive map and every hidden unit: (K, n_prim, n_units).
-    `feats`: per layer (K, res, res, W); `prims`: name → (res, res). Constant maps correlate 0."""
-    F = torch.cat([f.flatten(1, 2) for f in feats], dim=-1).double()  # (K, P, U)
-    Pm = torch.stack([p.flatten() for p in prims.values()], dim=-1).double()  # (P, n_prim)
-    F = F - F.mean(1, keepdim=True)
-    Pm = Pm - Pm.mean(0, keepdim=True)
-    fn, pn = F.norm(dim=1), Pm.norm(dim=0)  # (K, U), (n_prim,)
-    C = torch.einsum("kpu,pq->kqu", F, Pm) / (pn[None, :, None] * fn[:, None, :]).clamp_min(1e-12)
-    C = torch.where((fn[:, None, :] > 1e-9) & (pn[None, :, None] > 1e-9), C, torch.zeros_like(C))
-    return C.abs().cpu().numpy()
-
-
-def assigned_correlations(C: np.ndarray) -> np.ndarray:
-    """Per network, the |correlation| of each primitive with the unit an optimal one-to-one
-    assignment gives it, (K, n_prim); 0 where there are fewer units than primitives."""
-    K, n_prim, U = C.shape
-    out = np.zeros((K, n_prim))
-    for k in range(K):
-        r, c = scipy.optimize.linear_sum_assignment(-C[k])
-        out[k, r] = C[k, r, c]
-    return out
-
-
 def basin_cell(target, W: int, L: int, cfg: BasinConfig, judge: str | None = None) -> dict:
     """Train K masked networks of width W, depth L on a planted target; one result row. `judge`:
     the EMC2 judge's name when `cfg.use_emc2` (None: `BASIN_JUDGE`)."""
@@ -129,7 +105,9 @@ def basin_cell(target, W: int, L: int, cfg: BasinConfig, judge: str | None = Non
     prims = target.primitive_maps(cfg.res)  # name → (res, res), the output node included
     with torch.no_grad():
         feats = [f.cpu() for f in net.features(cfg.res)]
-    A = assigned_correlations(primitive_correlations(feats, prims))  # (K, n_prim)
+    # the structural score's correlations and one-to-one assignment (`volratio.rho.recovery`), here
+    # over every planted node (the output included) and every unit
+    A = recovery.assigned_correlations(recovery.primitive_correlations(feats, prims))  # (K, n_prim)
     comp = sol & (A.min(axis=1) >= cfg.threshold)
     emc2_auc = None
     if cfg.use_emc2:
