@@ -111,9 +111,11 @@ class Config(Presets):
             "judges": ("stability", "anchored-ssim"),
         }
     )
-    # every non-zero weight at 256×256, in float64 (a GPU)
+    # every non-zero weight at 256×256, in float64, on a GPU (`--device cpu` of `volratio reference run`
+    # runs it on the CPU)
     FULL = staticmethod(
         lambda: {
+            "device": "cuda",
             "res": 256,
             "max_params": None,
             "dtype": "float64",

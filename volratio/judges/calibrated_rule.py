@@ -49,13 +49,13 @@ def _pool(x: torch.Tensor, k: int) -> torch.Tensor:
 
 
 def _grey(x: torch.Tensor) -> torch.Tensor:
-    return x @ torch.tensor([0.299, 0.587, 0.114], dtype=x.dtype)  # (B, H, W)
+    return x @ torch.tensor([0.299, 0.587, 0.114], dtype=x.dtype, device=x.device)  # (B, H, W)
 
 
 def edge_map(x: torch.Tensor) -> torch.Tensor:
     """`(B, H-2, W-2)` Sobel gradient magnitude of the greyscale images `(B, H, W, 3)`."""
     g = _grey(x)[:, None]  # (B, 1, H, W)
-    kx = torch.tensor([[-1.0, 0, 1], [-2, 0, 2], [-1, 0, 1]], dtype=x.dtype)
+    kx = torch.tensor([[-1.0, 0, 1], [-2, 0, 2], [-1, 0, 1]], dtype=x.dtype, device=x.device)
     k = torch.stack([kx, kx.T])[:, None]  # (2, 1, 3, 3)
     d = torch.nn.functional.conv2d(g, k)  # (B, 2, H-2, W-2)
     return d.pow(2).sum(1).sqrt()

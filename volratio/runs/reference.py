@@ -37,13 +37,16 @@ import platform
 import random
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+
+import torch
 
 from ..depth.point import CALIBRATION_SEED
 from ..depth.point import emc2_config as point_emc2_config
 from ..errors import VolratioError
 from ..util import machine as M
+from ..util.device import resolve_device
 from ..util.fileio import atomic_path
 from ..util.provenance import git_commit, versions
 from .registry import get_run, stored_config
@@ -250,6 +253,49 @@ def machine() -> dict:
     }
 
 
+def device_name_here(device: str) -> str:
+    """The device `device` ("auto", "cpu", "cuda", "cuda:N") names on this machine, as a run's config
+    records it: "auto" resolved ("cuda" when CUDA is available, else "cpu"); `VolratioError` when
+    this machine has no such device."""
+    dev = resolve_device(device)
+    return dev.type if dev.index is None else str(dev)
+
+
+def on_device(sweep: Sweep, device: str | None) -> Sweep:
+    """`sweep` with every run's `device` set to `device` as this machine resolves it
+    (`device_name_here`), so that each stored config says where the run computed and runs on a GPU
+    never share a key with runs on the CPU; `sweep` unchanged for None. `ReferenceError` when the
+    chunk's run function has no `device` setting."""
+    if device is None:
+        return sweep
+    name = device_name_here(device)
+    probe = get_run(sweep.run).keyed(sweep.configs()[0])
+    if "device" not in probe:
+        raise ReferenceError(
+            f"chunk {sweep.name!r}: its run function {sweep.run!r} has no device setting; run it without --device"
+        )
+    return replace(sweep, config={**sweep.config, "device": name})
+
+
+def _on_cuda(config: dict) -> bool:
+    return str(config.get("device", "")).startswith("cuda")
+
+
+def runnable_here(config: dict) -> dict:
+    """`config` with every `device` entry (nested ones too) that names CUDA replaced by "cpu" when this
+    machine has no CUDA device: how a run stored on a GPU is re-scored on a CPU (its scores compared
+    within SCORE_TOLERANCE, as across CPU kinds); unchanged where CUDA is available."""
+    if torch.cuda.is_available():
+        return config
+
+    def cpu(x):
+        if isinstance(x, dict):
+            return {k: "cpu" if k == "device" and str(v).startswith("cuda") else cpu(v) for k, v in x.items()}
+        return x
+
+    return cpu(config)
+
+
 def run_chunk(
     plan: dict,
     name: str,
@@ -257,15 +303,17 @@ def run_chunk(
     executor=None,
     progress: bool | None = None,
     retry_failed: bool = False,
+    device: str | None = None,
 ):
     """Run chunk `name` of `plan` into `root/name/` (resuming: finished runs are skipped; runs whose
     last attempt failed are rerun only with `retry_failed`) and write its manifest after every run.
-    Runs that read stored networks read them from the chunks under `root` when they run in this
-    process (`reading_from`); worker processes of `executor` read them under `DEFAULT_ROOT`.
-    Returns the sweep report."""
+    `device` (None: as the plan says) sets every run's device (`on_device`); a run on CUDA records its
+    wall seconds as `gpu_s` too (the GPU held for the run). Runs that read stored networks read them
+    from the chunks under `root` when they run in this process (`reading_from`); worker processes of
+    `executor` read them under `DEFAULT_ROOT`. Returns the sweep report."""
     if name not in plan:
         raise ReferenceError(f"no chunk {name!r} in the plan; it has {', '.join(plan)}")
-    sweep = plan[name]
+    sweep = on_device(plan[name], device)
     out = Path(root) / name
     man_path = out / MANIFEST
     manifest = json.loads(man_path.read_text()) if man_path.is_file() else {}
@@ -284,6 +332,8 @@ def run_chunk(
             "session": len(sessions),
             "kind": session["kind"],  # reference runs execute locally: on the session's machine
         }
+        if _on_cuda(outcome["config"]):
+            runs[outcome["key"]]["gpu_s"] = runs[outcome["key"]]["wall_s"]
         _write_manifest(man_path, sweep, sessions, runs)
 
     sessions = manifest.get("sessions", []) + [session]
@@ -297,7 +347,8 @@ def run_chunk(
 def manifest_totals(runs: dict) -> dict:
     """`runs_done`, `cpu_s_total`, `wall_s_total` of a manifest's runs: the chunk's own runs; the
     rescore runs stored beside them (`volratio.runs.rescore`, marked `"run": "rescore"`) are counted
-    apart (`rescores_done`, `rescore_cpu_s_total`) when there are any."""
+    apart (`rescores_done`, `rescore_cpu_s_total`) when there are any; `gpu_s_total` sums the runs'
+    GPU seconds when any run computed on CUDA."""
 
     def totals(rs):
         cpu = sum(r["cpu_s"] for r in rs if r["cpu_s"] == r["cpu_s"])
@@ -307,6 +358,8 @@ def manifest_totals(runs: dict) -> dict:
     rescored = [r for r in runs.values() if r.get("run") == "rescore"]
     n, cpu, wall = totals(own)
     out = {"runs_done": n, "cpu_s_total": cpu, "wall_s_total": wall}
+    if any("gpu_s" in r for r in own):
+        out["gpu_s_total"] = round(sum(r.get("gpu_s", 0.0) for r in own), 1)
     if rescored:
         n, cpu, _ = totals(rescored)
         out.update(rescores_done=n, rescore_cpu_s_total=cpu)
@@ -493,6 +546,8 @@ def verify(
                 entry = get_run(RUN)
                 config = entry.keyed(rescore_config(name, r, r["metrics"]["judge"]))
                 key = config_key(entry.name, config)
+            if check == "scores":  # stored on a GPU, re-scored on this machine's CPU when it has none
+                config = runnable_here(config)
             with reading_from(root):  # a rescore run reads its source network from the chunks under root
                 new = execute(entry.fn, entry.name, config, key, threads=1)
         res = {
