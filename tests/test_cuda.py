@@ -226,24 +226,29 @@ def test_anchored_features_and_verdicts_on_cuda_equal_the_cpus():
     gpu = features(x.cuda(), t.cuda()[None].expand(len(x), -1, -1, -1), KNOWN_FEATURES)
     for k in KNOWN_FEATURES:
         assert np.abs(cpu[k] - gpu[k]).max() <= 1e-9, k
-    for name in ("anchored", "anchored-ssim", "anchored-gated", "anchored-xfit", "ssim"):
+    for name in ("anchored", "anchored-ssim", "anchored-gated", "anchored-xfit", "ssim", "calibrated", "stability"):
         judge = make_judge(name, x[0], "image:camera")
         a, b = judge(x, "camera"), judge(x.cuda(), "camera")
         assert np.array_equal(a.verdicts, b.verdicts) and np.abs(a.scores - b.scores).max() <= 1e-9, name
 
 
 @cuda
-def test_emc2_scores_on_cuda_equal_the_cpus_and_joining_batches_changes_nothing(monkeypatch):
-    net = _sparse_net()
+def test_emc2_scores_on_cuda_equal_the_cpus_and_joining_batches_changes_nothing(monkeypatch, picbreeder_dir):
+    """The Picbreeder skull (its base image shows the label, so verdicts vary): the same verdicts on
+    the GPU as on the CPU, float64, under a label-anchored judge and the stability judge."""
+    from volratio.data.specs import load_network
+
+    net = load_network("picbreeder:skull")
+    names, label = ["anchored", "stability"], "picbreeder:skull"
     cfg = emc2.EMC2Config(deltas=(-1.0, -0.5, 0.5, 1.0), res=32, dtype="float64", device="cpu")
-    judges = emc2.judges_for(net, ["anchored", "stability"], "image:camera", cfg)
-    cpu = emc2.score(net, judges, "image:camera", cfg)
+    cpu = emc2.score(net, emc2.judges_for(net, names, label, cfg), "skull", cfg)
     gcfg = dataclasses.replace(cfg, device="cuda")
-    gpu = emc2.score(net, emc2.judges_for(net, ["anchored", "stability"], "image:camera", gcfg), "image:camera", gcfg)
+    gpu = emc2.score(net, emc2.judges_for(net, names, label, gcfg), "skull", gcfg)
+    assert cpu[0].base_kept and 0 < cpu[0].auc < 1  # verdicts of both kinds
     for a, b in zip(cpu, gpu):
         assert np.array_equal(a.verdict_matrix(), b.verdict_matrix()) and abs(a.auc - b.auc) <= 1e-12
     monkeypatch.setattr(emc2.scoring, "JUDGE_BATCH_BYTES", 1)  # every rendered batch judged on its own
-    alone = emc2.score(net, emc2.judges_for(net, ["anchored"], "image:camera", gcfg), "image:camera", gcfg)
+    alone = emc2.score(net, emc2.judges_for(net, names[:1], label, gcfg), "skull", gcfg)
     assert np.array_equal(alone[0].verdict_matrix(), gpu[0].verdict_matrix())
 
 

@@ -228,9 +228,9 @@ def auc_table(result: Result):
 
 
 def mse(net, images):
-    """`(K,)` MSE of each member of `net` against `images` `(K, res, res, 3)` (numpy)."""
-    K, res = images.shape[0], images.shape[1]
-    return mse_per_network(net, coords(res), images.reshape(K, -1, 3)).detach().cpu().numpy()
+    """`(K,)` MSE of each member of `net` against `images` `(K, res, res, 3)` (numpy), on the network's device."""
+    K, res, dev = images.shape[0], images.shape[1], net.weights[0].device
+    return mse_per_network(net, coords(res, device=dev), images.reshape(K, -1, 3).to(dev)).detach().cpu().numpy()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -98,19 +98,20 @@ def score_of(name: str, images, reference) -> np.ndarray:
 
 def single_score(name: str, images, reference) -> np.ndarray:
     """`score_of(name, images, reference)` computing only that score (the same operations on the
-    same tensors, so the same numbers bit for bit; tested): what the calibrated judge runs."""
+    same tensors, so the same numbers bit for bit; tested): what the calibrated judge runs, on the
+    images' device."""
     if name not in SCORES:
         raise VolratioError(f"unknown score {name!r}; one of {', '.join(SCORES)}")
-    x = as_images(images)
-    r = as_images(reference)[0].expand_as(x)
+    x = as_images(images, None)  # on the images' device
+    r = as_images(reference, x.device)[0].expand_as(x)
     if x.shape != r.shape:
         raise VolratioError(f"images {tuple(x.shape)} and reference {tuple(r.shape[1:])} must have the same size")
     if name.startswith("ssim@"):
         k = int(name[5:])
         return ssim(_pool(x, k), _pool(r[:1], k)[0])
     if name == "edges":
-        return row_correlation(edge_map(x).flatten(1), edge_map(r).flatten(1)).numpy()
-    return -((x - r) ** 2).mean(dim=(1, 2, 3)).sqrt().numpy()
+        return row_correlation(edge_map(x).flatten(1), edge_map(r).flatten(1)).cpu().numpy()
+    return -((x - r) ** 2).mean(dim=(1, 2, 3)).sqrt().cpu().numpy()
 
 
 # ---------------------------------------------------------------------------------------------
