@@ -26,46 +26,76 @@ from volratio.util.verdicts import (
 
 E = Estimate
 NAN = float("nan")
-FOUR = ["reproduced", "partly", "not reproduced", "contradicted"]
+FOUR = ["reproduced", "not reproduced", "inconclusive", "contradicted"]
+M = 0.1  # the smallest effect of interest of the table below
 
 
 @pytest.mark.parametrize(
     "e, threshold, claimed, verdict",
     [
         (E(0.5, 0.2, 0.8), 0.0, "above", "reproduced"),
-        (E(0.5, 0.0, 0.8), 0.0, "above", "partly"),  # the interval touches the threshold: it crosses
-        (E(0.1, -0.2, 0.4), 0.0, "above", "partly"),
-        (E(0.0, -0.2, 0.2), 0.0, "above", "not reproduced"),  # the mean at the threshold is not on its side
-        (E(-0.1, -0.4, 0.2), 0.0, "above", "not reproduced"),
-        (E(-0.1, -0.4, 0.0), 0.0, "above", "not reproduced"),  # touching from below still crosses
+        (E(0.5, 0.0, 0.8), 0.0, "above", "inconclusive"),  # touches t and reaches past t + m
+        (E(0.1, -0.2, 0.4), 0.0, "above", "inconclusive"),  # a mean above t is not enough
+        (E(0.0, -0.2, 0.2), 0.0, "above", "inconclusive"),
+        (E(-0.1, -0.4, 0.2), 0.0, "above", "inconclusive"),  # a mean below t is not enough either
+        (E(0.0, -0.05, 0.05), 0.0, "above", "not reproduced"),  # excludes every effect ≥ m
+        (E(0.02, -0.05, 0.0999), 0.0, "above", "not reproduced"),
+        (E(0.05, -0.05, 0.1), 0.0, "above", "inconclusive"),  # reaches t + m exactly
+        (E(-0.1, -0.4, 0.0), 0.0, "above", "not reproduced"),  # touching t from below: not contradicted
         (E(-0.5, -0.8, -0.2), 0.0, "above", "contradicted"),
         (E(1.5, 1.2, 1.8), 1.0, "above", "reproduced"),  # a threshold other than 0
+        (E(1.0, 0.9, 1.05), 1.0, "above", "not reproduced"),
         (E(0.9, 0.8, 0.95), 1.0, "above", "contradicted"),
         (E(-0.5, -0.8, -0.2), 0.0, "below", "reproduced"),
-        (E(-0.1, -0.4, 0.2), 0.0, "below", "partly"),
-        (E(-0.1, -0.4, 0.0), 0.0, "below", "partly"),
-        (E(0.1, -0.2, 0.4), 0.0, "below", "not reproduced"),
-        (E(0.0, -0.2, 0.2), 0.0, "below", "not reproduced"),
+        (E(-0.1, -0.4, 0.2), 0.0, "below", "inconclusive"),
+        (E(-0.1, -0.4, 0.0), 0.0, "below", "inconclusive"),
+        (E(0.1, -0.05, 0.4), 0.0, "below", "not reproduced"),  # below: the far end is lo
+        (E(0.1, -0.2, 0.4), 0.0, "below", "inconclusive"),
         (E(0.5, 0.0, 0.8), 0.0, "below", "not reproduced"),
         (E(0.5, 0.2, 0.8), 0.0, "below", "contradicted"),
         (E(0.5, 0.5, 0.5), 0.0, "above", "reproduced"),  # an exact quantity: a point
+        (E(0.05, 0.0, 0.05), 0.0, "above", "not reproduced"),
         (E(-0.5, -0.5, -0.5), 0.0, "above", "contradicted"),
-        (E(0.5, NAN, NAN), 0.0, "above", "partly"),  # an interval end that is NaN reaches the threshold
-        (E(-0.5, NAN, NAN), 0.0, "above", "not reproduced"),
-        (E(0.5, -math.inf, math.inf), 0.0, "below", "not reproduced"),
+        (E(0.5, NAN, NAN), 0.0, "above", "inconclusive"),  # an interval end that is NaN excludes nothing
+        (E(-0.5, NAN, NAN), 0.0, "above", "inconclusive"),
+        (E(0.5, -math.inf, math.inf), 0.0, "below", "inconclusive"),
         (E(NAN, 0.1, 0.2), 0.0, "above", "not measured"),
         (None, 0.0, "above", "not measured"),
     ],
 )
 def test_verdict_on_every_outcome(e, threshold, claimed, verdict):
-    assert verdict_on(e, threshold, claimed) == verdict
+    assert verdict_on(e, threshold, claimed, M) == verdict
+
+
+@pytest.mark.parametrize("key", list(claims.CLAIMS))
+@pytest.mark.parametrize(
+    "where, verdict",
+    [(lambda t, m: (t + 2 * m, t + m, t + 3 * m), "reproduced"),
+     (lambda t, m: (t - 2 * m, t - 3 * m, t - m), "contradicted"),
+     (lambda t, m: (t, t - m / 2, t + m / 2), "not reproduced"),
+     (lambda t, m: (t, t - 2 * m, t + 2 * m), "inconclusive")],
+)  # fmt: skip
+def test_every_claims_statistic_reaches_every_outcome(key, where, verdict):
+    st = claims.CLAIMS[key].statistic
+    sign = 1 if st.claimed == "above" else -1
+    mean, a, b = where(0.0, st.smallest)
+    lo, hi = sorted((st.threshold + sign * a, st.threshold + sign * b))
+    assert st.decide(E(st.threshold + sign * mean, lo, hi)) == verdict
+    assert st.why and st.smallest > 0
+
+
+def test_verdict_on_refuses_a_missing_smallest_effect():
+    with pytest.raises(VolratioError, match="smallest effect of interest"):
+        verdict_on(E(1, 0, 2), 0.0, "above", 0.0)
+    with pytest.raises(VolratioError, match="smallest effect of interest"):
+        claims.Statistic("x", 0.0, "above", -1.0, "why")
 
 
 def test_verdict_on_refuses_an_unknown_side():
     with pytest.raises(VolratioError, match=r"^a claim's side must be one of \('above', 'below'\), got 'higher'$"):
-        verdict_on(E(1, 0, 2), 0.0, "higher")
+        verdict_on(E(1, 0, 2), 0.0, "higher", M)
     with pytest.raises(VolratioError, match="claimed must be one of"):
-        claims.Statistic("x", 0.0, "up")
+        claims.Statistic("x", 0.0, "up", M, "why")
 
 
 def test_every_verdict_word_is_known_and_coloured():
@@ -77,8 +107,8 @@ def test_difference_and_pool():
     d = difference(E(0.5, 0.4, 0.6), E(0.2, 0.1, 0.35))
     assert (d.mean, d.lo, d.hi) == pytest.approx((0.3, 0.05, 0.5))
     # above 0 exactly when the two intervals are separated
-    assert verdict_on(difference(E(0.5, 0.36, 0.6), E(0.2, 0.1, 0.35)), 0, "above") == "reproduced"
-    assert verdict_on(difference(E(0.5, 0.35, 0.6), E(0.2, 0.1, 0.35)), 0, "above") == "partly"
+    assert verdict_on(difference(E(0.5, 0.36, 0.6), E(0.2, 0.1, 0.35)), 0, "above", M) == "reproduced"
+    assert verdict_on(difference(E(0.5, 0.35, 0.6), E(0.2, 0.1, 0.35)), 0, "above", M) == "inconclusive"
     p = pool([E(1.0, 0.0, 2.0), E(3.0, 2.0, 6.0)])
     assert (p.mean, p.lo, p.hi) == (2.0, 1.0, 4.0)
     assert pool(iter([E(1.0, 0.5, 1.5)])) == E(1.0, 0.5, 1.5)
@@ -152,7 +182,7 @@ def test_each_claim_names_one_deciding_statistic():
     assert st.decide(E(-0.2, -0.3, -0.1)) == "reproduced" and st.decide(None) == "not measured"
     assert st.sentence(E(-0.2, -0.3, -0.1)).endswith("= -0.200 [-0.300, -0.100] (the claim: below 0)")
     assert st.sentence(None).endswith(": not measured")
-    assert list(claims.table().columns[-2:]) == ["deciding statistic", "claimed"]
+    assert list(claims.table().columns[-3:]) == ["deciding statistic", "claimed", "smallest effect of interest"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,8 +198,8 @@ def _sp_table(sp, wanda):
     "sp, wanda, verdict",
     [
         ([0.5, 0.5, 0.5], [0.05, 0.05, 0.05], "reproduced"),
-        ([0.3, 0.5, 0.7], [0.45, 0.45, 0.45], "partly"),  # SP 0.5 [0.003, 0.997]
-        ([0.3, 0.5, 0.7], [0.55, 0.55, 0.55], "not reproduced"),
+        ([0.3, 0.5, 0.7], [0.45, 0.45, 0.45], "inconclusive"),  # SP 0.5 [0.003, 0.997]
+        ([0.44, 0.45, 0.46], [0.45, 0.45, 0.45], "not reproduced"),  # within m of 0
         ([0.0, 0.0, 0.0], [0.5, 0.5, 0.5], "contradicted"),
     ],
 )
@@ -191,8 +221,9 @@ def _curve(target, contrasts, true_at=3, depths=(2, 3, 4, 5)):
     "contrasts, verdict",
     [
         ([0.3, 0.35, 0.4, 0.3], "reproduced"),
-        ([0.3, -0.2, 0.25, -0.15], "partly"),
-        ([-0.3, 0.2, -0.25, 0.15], "not reproduced"),
+        ([0.3, -0.2, 0.25, -0.15], "inconclusive"),
+        ([-0.3, 0.2, -0.25, 0.15], "inconclusive"),
+        ([0.02, -0.01, 0.01, -0.02], "not reproduced"),
         ([-0.3, -0.35, -0.4, -0.3], "contradicted"),
     ],
 )
@@ -208,13 +239,18 @@ def test_depth_statistic_beats_both_sides_and_skips_what_it_cannot_compare():
     score = np.array([[0.1, 0.1], [0.5, 0.5], [0.7, 0.7], [0.7, 0.7]])  # depths 2, 3, 4, 5
     loss = np.full_like(score, 0.01)
     c = DepthCurve("planted:a", [2, 3, 4, 5], score, loss, loss, loss, sweet_spot([2, 3, 4, 5], score))
-    assert claims.at_true_depth({"planted:a": c}, {"planted:a": 3}) == pytest.approx([-0.2, -0.2])
-    # L* at the grid's edge: only the deeper side; a NaN depth is left out of its side's mean
+    v, n = claims.depth_optimum({"planted:a": c}, {"planted:a": 3})
+    assert n["statistic"]["mean"] == pytest.approx(-0.2)  # 0.5 − the deeper side's 0.7
+    assert n["against every other depth"]["mean"] == pytest.approx(0.5 - 0.5)  # the weaker reading: (0.1+0.7+0.7)/3
+    # L* at the grid's edge: only the deeper side; a NaN score is left out and counted
     edge = _curve("planted:e", [0.2, 0.2], true_at=2)
     edge.score[2, 0] = np.nan
-    assert claims.at_true_depth({"planted:e": edge}, {"planted:e": 2}) == pytest.approx([0.2, 0.2])
+    rows, unscored = claims.depth_rows({"planted:e": edge}, {"planted:e": 2})
+    assert unscored == 1 and set(rows.arm) == {"L*", "deeper"}
+    _, n = claims.depth_optimum({"planted:e": edge}, {"planted:e": 2})
+    assert n["statistic"]["mean"] == pytest.approx(0.2) and n["networks not scored"] == 1
     # L* missing from the grid: left out, and with no planted target left the claim is not measured
-    assert claims.at_true_depth({"planted:a": c}, {"planted:a": 7}) == []
+    assert len(claims.depth_rows({"planted:a": c}, {"planted:a": 7})[0]) == 0
     v, _ = claims.depth_optimum({"planted:a": c}, {"planted:a": 7})
     assert v.verdict == "not measured"
 
@@ -230,8 +266,8 @@ def _summary(muon, adam, loss=(0.01, 0.02)):
 ADAM = (0.5, 0.45, 0.55)
 MUON = {
     "reproduced": (0.75, 0.7, 0.8),
-    "partly": (0.6, 0.4, 0.8),
-    "not reproduced": (0.45, 0.3, 0.6),
+    "inconclusive": (0.6, 0.4, 0.8),
+    "not reproduced": (0.5, 0.46, 0.54),  # −0.09..+0.09: every effect ≥ 0.1 excluded
     "contradicted": (0.2, 0.1, 0.3),
 }
 
@@ -248,9 +284,42 @@ def test_muon_above_adam_every_outcome(verdict):
 def test_muon_pooled_over_targets():
     two = {"t:a": _summary(MUON["reproduced"], ADAM), "t:b": _summary(MUON["contradicted"], ADAM)}
     v = claims.muon_above_adam_by_target(two)
-    # (+0.25 − 0.30) / 2 = −0.025, from (0.15 − 0.45) / 2 to (0.35 − 0.15) / 2: not reproduced
-    assert v.verdict == "not reproduced"
+    # without the networks: the average of the two differences' intervals, which never narrows
+    assert v.verdict == "inconclusive"
     assert v.evidence["statistic"] == pytest.approx({"mean": -0.025, "lo": -0.15, "hi": 0.1})
+
+
+def _opt_runs(muon, adam, targets=("t:a", "t:b")):
+    """One row per network: per target, three seeds of each optimizer at one setting."""
+    return pd.DataFrame([{"target": t, "depth": 4, "optimizer": o, "setting": "lr 1", "seed": k, "score": x,
+                          "loss": 0.01, "drawn": True}
+                         for t in targets for o, xs in (("muon", muon), ("adam", adam)) for k, x in enumerate(xs)])  # fmt: skip
+
+
+def _opt_summaries(runs):
+    out = {}
+    for t, g in runs.groupby("target"):
+        rows = []
+        for o, h in g.groupby("optimizer"):
+            e = Estimate.from_samples(h.score)
+            rows.append({"optimizer": o, "score": e.mean, "score_lo": e.lo, "score_hi": e.hi, "loss": 0.01,
+                         "loss_lo": 0.009, "loss_hi": 0.011, "depth": 4, "setting": "lr 1"})  # fmt: skip
+        out[t] = pd.DataFrame(rows)
+    return out
+
+
+def test_muon_from_networks_pools_over_targets_and_scores_what_does_not_draw_zero():
+    runs = _opt_runs([0.5, 0.55, 0.6], [0.5, 0.52, 0.54])
+    v = claims.muon_above_adam_by_target(_opt_summaries(runs), runs=runs)
+    assert v.evidence["statistic"]["mean"] == pytest.approx(0.03)
+    assert v.evidence["power"]["networks_per_cell"] == 3 and v.evidence["power"]["settings"] == 2
+    one = _opt_runs([0.5, 0.55, 0.6], [0.5, 0.52, 0.54], targets=("t:a",))
+    w = claims.muon_above_adam_by_target(_opt_summaries(one), runs=one)
+    assert v.evidence["power"]["half_width"] < w.evidence["power"]["half_width"]  # two targets: narrower
+    runs.loc[(runs.optimizer == "muon") & (runs.seed == 0), "drawn"] = False  # never draws: scored 0
+    z = claims.muon_above_adam_by_target(_opt_summaries(runs), runs=runs)
+    assert z.evidence["statistic"]["mean"] == pytest.approx(0.03 - 0.5 / 3)
+    assert "2 networks that do not draw their label scored 0" in z.measured
 
 
 def _scene_rows(*estimates):
@@ -262,8 +331,8 @@ def _scene_rows(*estimates):
     "rows, verdict",
     [
         ([(-0.2, -0.3, -0.1)], "reproduced"),
-        ([(-0.05, -0.2, 0.1)], "partly"),
-        ([(0.05, -0.1, 0.2)], "not reproduced"),
+        ([(-0.05, -0.2, 0.1)], "inconclusive"),
+        ([(0.05, -0.05, 0.2)], "not reproduced"),  # below: the far end is lo, −0.05 > −0.1
         ([(0.2, 0.1, 0.3)], "contradicted"),
         # above its parts in 6 of 8 settings, below in one: pooled +0.15 [+0.04, +0.26], contradicted
         ([(0.2, 0.1, 0.3)] * 6 + [(-0.05, -0.2, 0.1), (0.05, -0.1, 0.2)], "contradicted"),
@@ -301,8 +370,9 @@ def test_welch_r_le_d_every_outcome(ratios, verdict):
     "depths, verdict",
     [
         (10.0 - np.arange(2, 8) + np.array([0.1, -0.1, 0.05, -0.05, 0.1, -0.1]), "reproduced"),
-        ([5, 3, 6, 2, 5, 4], "partly"),  # slope −0.09 [−1.17, +1.00]
-        ([4, 5, 2, 6, 3, 5], "not reproduced"),  # slope +0.09 [−1.00, +1.17]
+        ([5, 3, 6, 2, 5, 4], "inconclusive"),  # slope −0.09 [−1.17, +1.00]
+        ([4, 5, 2, 6, 3, 5], "inconclusive"),  # slope +0.09 [−1.00, +1.17]
+        ([4.0, 4.05, 3.95, 4.0, 4.02, 3.98], "not reproduced"),  # flat: every slope ≤ −m excluded
         (1.0 + np.arange(2, 8) + np.array([0.1, -0.1, 0.05, -0.05, 0.1, -0.1]), "contradicted"),
     ],
 )
@@ -318,8 +388,9 @@ def test_png_ratio_linear_every_outcome(depths, verdict):
     "w, verdict",
     [
         ((0.5, 0.2, 0.8), "reproduced"),
-        ((0.1, -0.2, 0.4), "partly"),
-        ((-0.1, -0.4, 0.2), "not reproduced"),
+        ((0.1, -0.2, 0.4), "inconclusive"),
+        ((-0.1, -0.4, 0.2), "inconclusive"),
+        ((0.0, -0.05, 0.05), "not reproduced"),
         ((-0.5, -0.8, -0.2), "contradicted"),
     ],
 )
@@ -342,8 +413,8 @@ def _sixteen(diffs, used=None):
     "diffs, verdict",
     [
         ([0.2, 0.25, 0.3], "reproduced"),
-        ([0.3, -0.1, 0.1], "partly"),
-        ([-0.3, 0.1, -0.1], "not reproduced"),
+        ([0.3, -0.1, 0.1], "inconclusive"),
+        ([-0.01, 0.0, 0.01], "not reproduced"),
         ([-0.2, -0.25, -0.3], "contradicted"),
     ],
 )
@@ -353,6 +424,7 @@ def test_picbreeder_vs_sgd_sixteen_every_outcome(diffs, verdict):
     table = pd.DataFrame([{"network": n, "target": "skull", "auc": a, "auc_se": 0.0, "n_params": 9, "n_nonzero": 9}
                           for n, a in (("Picbreeder", 0.9), ("FER SGD", 0.1))])  # fmt: skip
     v, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=_sixteen(diffs + [9.0], used=[True] * len(diffs) + [False]))
+    assert v.verdict == verdict
     assert v.verdict == verdict and v.evidence["statistic"]["mean"] == pytest.approx(np.mean(diffs))
     assert v.evidence["sixteen"]["left_out"] == ["t3 (never draws)"]
 
@@ -375,27 +447,28 @@ def test_rho_concentrated_decides_on_the_rate_whose_interval_reaches_lowest():
     fits = {"a:2": {"W": {"lambda_W": {"rate": 0.9, "lo": 0.5, "hi": 1.3}}},
             "z:2": {"L": {"lambda_L": {"rate": 0.2, "lo": -0.1, "hi": 0.5}}}}  # fmt: skip
     v = claims.rho_concentrated([], fits)
-    assert v.verdict == "partly" and v.evidence["statistic"] == {"mean": 0.2, "lo": -0.1, "hi": 0.5}
+    assert v.verdict == "inconclusive" and v.evidence["statistic"] == {"mean": 0.2, "lo": -0.1, "hi": 0.5}
     assert "(the claim: above 0), z:2 along L." in v.line()
 
 
-def test_picbreeder_vs_sgd_states_the_reading_with_failed_networks_scored_zero():
+def test_picbreeder_vs_sgd_scores_networks_that_do_not_draw_zero_and_states_the_excluded_reading():
     table = pd.DataFrame([{"network": n, "target": "skull", "auc": a, "auc_se": 0.0, "n_params": 9, "n_nonzero": 9}
                           for n, a in (("Picbreeder", 0.9), ("FER SGD", 0.1))])  # fmt: skip
     excluded = _sixteen([-0.2, -0.25, -0.3])  # contradicted
     zero = _sixteen([-0.2, 0.25, -0.3]).assign(twins=3, **{"twins drawn": [3, 1, 3], "Picbreeder drawn": True})
     v, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=excluded, sixteen_zero=zero)
-    assert v.verdict == "contradicted"  # the excluded reading decides
-    z = v.evidence["sixteen_zero"]
-    assert z["verdict"] == "not reproduced" and z["failed"] == 2 and z["mean"] == pytest.approx(-0.25 / 3)
-    assert "the verdicts differ (contradicted excluded, not reproduced scored 0)" in v.line()
-    assert "With the 2 networks that never draw their label scored 0" in v.line()
+    assert v.verdict == "inconclusive"  # the rule: scored 0 decides
+    assert v.evidence["statistic"]["mean"] == pytest.approx(-0.25 / 3)
+    x = v.evidence["sixteen_excluded"]
+    assert x["verdict"] == "contradicted" and x["failed"] == 2 and x["mean"] == pytest.approx(-0.25)
+    assert "the verdicts differ (inconclusive scored 0, contradicted left out)" in v.line()
+    assert "The 2 networks that never draw their label score 0" in v.line()
     same, _ = claims.picbreeder_vs_sgd_stored(
         table, sixteen=excluded, sixteen_zero=excluded.assign(twins=3, **{"twins drawn": 3})
     )
     assert same.verdict == "contradicted" and "the same verdict" in same.line()
     plain, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=excluded)
-    assert "sixteen_zero" not in plain.evidence and "scored 0" not in plain.line()
+    assert "sixteen_excluded" not in plain.evidence and "score 0" not in plain.line()
 
 
 def test_the_delta_reading_row_says_the_same_differs_or_not_scored():
@@ -409,11 +482,11 @@ def test_the_delta_reading_row_says_the_same_differs_or_not_scored():
     assert claims.delta_reading("picbreeder-vs-sgd", v("contradicted"), scaled) == (
         "δ × its layer's std: contradicted, -0.300 [-0.400, -0.200] — the same verdict as the paper's δ"
     )
-    assert claims.delta_reading("picbreeder-vs-sgd", v("contradicted"), v("partly")).endswith(
+    assert claims.delta_reading("picbreeder-vs-sgd", v("contradicted"), v("inconclusive")).endswith(
         "differs from the paper's δ"
     )
     line = claims.delta_reading(
-        "depth-optimum", v("partly"), None, "volratio reference rescore X --delta-scale layer_std"
+        "depth-optimum", v("inconclusive"), None, "volratio reference rescore X --delta-scale layer_std"
     )
     assert line == "δ on each weight's scale: not scored yet (`volratio reference rescore X --delta-scale layer_std`)"
     with pytest.raises(VolratioError, match="unknown claim"):

@@ -487,7 +487,7 @@ def stored_scores(name: str = SCORE_CHUNK, root=None) -> pd.DataFrame:
     """The stored `regime_point` runs of chunk `name` as one table, one row per target × population ×
     member: `target`, `method`, `checkpoint` ("0.75", "end"), `member`, `nonzero`, `sparsity`,
     `n_params`, and per judge `emc2_auc:<judge>` and `base_kept:<judge>`; with the source run's `loss`
-    and `loss_ratio` (÷ the member's dense MSE) where the frontier chunk is stored too."""
+    and `loss_ratio` (÷ the member's dense MSE) and `collapsed` where the frontier chunk is stored too."""
     rows = []
     for r in stored.runs_of(name, root, error=ExperimentError):
         cfg, m = r["config"], r["metrics"]
@@ -511,7 +511,9 @@ def stored_scores(name: str = SCORE_CHUNK, root=None) -> pd.DataFrame:
         fits = stored_table(root=root)
     except ExperimentError:
         return table
-    fits = fits[fits.kind == "checkpoint"][["target", "method", "checkpoint", "member", "loss", "loss_ratio"]]
+    fits = fits[fits.kind == "checkpoint"][
+        ["target", "method", "checkpoint", "member", "loss", "loss_ratio", "collapsed"]
+    ]
     return table.merge(fits, on=["target", "method", "checkpoint", "member"], how="left")
 
 

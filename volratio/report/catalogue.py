@@ -2,10 +2,12 @@
 
 Each claim of Do, Shah, Le, Liu (2026) has a key, the paper's statement, the chapter (`doc`, a file
 under book/) whose experiment tests it, what that experiment measures, and its one deciding
-`Statistic`: a quantity pooled over the claim's settings, a threshold, and the side of it the paper
-claims. `Statistic.decide` gives the verdict by the rule `volratio.util.verdicts.verdict_on`
-(reproduced / partly / not reproduced / contradicted); everything else a decider measures is a
-sub-check, shown and never counted. `table` lists the claims; `NO_JUDGE` are the claims measured
+`Statistic`: a quantity pooled over the claim's settings (`volratio.util.pooling.contrast`), a
+threshold t, the side of it the paper claims, and the smallest effect of interest m with the reason
+for it. `Statistic.decide` gives the verdict by the rule `volratio.util.verdicts.verdict_on`
+(reproduced / not reproduced / inconclusive / contradicted); everything else a decider measures is
+a sub-check, shown and never counted. `Statistic.power` says how far the interval is from deciding:
+its half-width beside m, and the networks per cell that would bring it under m. `table` lists the claims; `NO_JUDGE` are the claims measured
 without an EMC2 judge. The deciders (`volratio.report.deciders`) compute each statistic, and
 `volratio.report.render` shows the verdicts.
 
@@ -21,23 +23,46 @@ import pandas as pd
 from ..errors import VolratioError
 from ..util.verdicts import SIDES, Estimate, verdict_on
 
+# the EMC2 AUC differences' smallest effect of interest, and why
+AUC_M = 0.1
+AUC_WHY = (
+    "a tenth of the AUC scale; the paper's own contrasts (a score near 0 against one well above it) are several "
+    "times larger"
+)
+
 
 @dataclass(frozen=True)
 class Statistic:
     """A claim's deciding statistic: what is measured (`name`, pooled over the claim's settings),
-    the `threshold`, and the side of it (`claimed`: "above" or "below") the paper claims."""
+    the `threshold`, the side of it (`claimed`: "above" or "below") the paper claims, and the
+    `smallest` effect of interest m (in the statistic's units) with `why` it is that size."""
 
     name: str
     threshold: float
     claimed: str
+    smallest: float
+    why: str
 
     def __post_init__(self):
         if self.claimed not in SIDES:
             raise VolratioError(f"statistic {self.name!r}: claimed must be one of {SIDES}, got {self.claimed!r}")
+        if not self.smallest > 0 or not self.why:
+            raise VolratioError(f"statistic {self.name!r}: a smallest effect of interest > 0 with its reason")
 
     def decide(self, e: Estimate | None) -> str:
         """The verdict on the claim from the measured statistic `e` (None: not measured)."""
-        return verdict_on(e, self.threshold, self.claimed)
+        return verdict_on(e, self.threshold, self.claimed, self.smallest)
+
+    def power(self, pooled) -> str:
+        """How far a pooled statistic (`volratio.util.pooling.Pooled`) is from deciding: its
+        half-width beside m and, when wider, the networks per cell that would bring it under m."""
+        hw = pooled.half_width
+        if not hw == hw:  # NaN: too few networks for an interval
+            return f"no interval (one network per cell); m = {self.smallest:g}"
+        text = f"half-width {hw:.3f} against m = {self.smallest:g}, with {pooled.units:.0f} networks per cell"
+        if hw <= self.smallest:
+            return text + " (narrow enough to decide)"
+        return text + f"; about {pooled.needed(self.smallest)} per cell would bring it under m"
 
     def sentence(self, e: Estimate | None, fmt: str = "+.3f") -> str:
         """ "<name> = mean [lo, hi] (the claim: above <threshold>)", or "<name>: not measured"."""
@@ -71,6 +96,8 @@ CLAIMS: dict[str, Claim] = {
                 "EMC2 AUC of the Picbreeder network minus the SGD-trained networks', mean over the targets",
                 0.0,
                 "above",
+                AUC_M,
+                AUC_WHY,
             ),
         ),
         Claim(
@@ -80,9 +107,11 @@ CLAIMS: dict[str, Claim] = {
             "EMC2 score of SP and each baseline at matched sparsity, over seeds",
             "connectivity",
             Statistic(
-                "EMC2 AUC of SP minus the strongest baseline's, over targets and seeds",
+                "EMC2 AUC of SP minus the strongest baseline's, over targets, checkpoints and networks",
                 0.0,
                 "above",
+                AUC_M,
+                AUC_WHY,
             ),
         ),
         Claim(
@@ -93,9 +122,11 @@ CLAIMS: dict[str, Claim] = {
             "depth",
             Statistic(
                 "EMC2 AUC at the true depth L* minus the higher of the shallower and the deeper depths' mean, over planted "
-                "targets and seeds",
+                "targets and seeds (the peak must lie above both its sides)",
                 0.0,
                 "above",
+                AUC_M,
+                AUC_WHY,
             ),
         ),
         Claim(
@@ -108,6 +139,8 @@ CLAIMS: dict[str, Claim] = {
                 "EMC2 AUC of Muon minus Adam's, each at its best setting, mean over the targets",
                 0.0,
                 "above",
+                AUC_M,
+                AUC_WHY,
             ),
         ),
         Claim(
@@ -120,6 +153,8 @@ CLAIMS: dict[str, Claim] = {
                 "slope of the sweet-spot depth on the PNG ratio, in layers per unit of ratio (a less compressible, more complex target deeper)",
                 0.0,
                 "below",
+                0.25,
+                "one layer of depth over the planted targets' span of about four units of PNG ratio",
             ),
         ),
         Claim(
@@ -132,6 +167,8 @@ CLAIMS: dict[str, Claim] = {
                 "the slowest decay rate λ of ρ away from (W_min, L*), over the Boolean targets and both axes",
                 0.0,
                 "above",
+                0.1,
+                "ρ falling by a tenth per unit of width or depth; slower than that is no concentration",
             ),
         ),
         Claim(
@@ -144,6 +181,8 @@ CLAIMS: dict[str, Claim] = {
                 "the smallest ratio of a constructed frame's coherence to the Welch bound",
                 1 - 1e-9,
                 "above",
+                1e-6,
+                "an exact bound: only rounding separates a frame at the bound from one below it",
             ),
         ),
         Claim(
@@ -156,6 +195,8 @@ CLAIMS: dict[str, Claim] = {
                 "EMC2 score of the scene minus the mean of its parts', mean over the scenes and effect sizes",
                 0.0,
                 "below",
+                AUC_M,
+                AUC_WHY,
             ),
         ),
     ]
@@ -169,7 +210,8 @@ NO_JUDGE = ("rho-concentrated", "welch-r-le-d", "png-ratio-linear")
 
 def table():
     """One row per claim: statement, the chapter (and its file) whose experiment tests it, what it
-    measures, and its deciding statistic with the side of the threshold the paper claims."""
+    measures, and its deciding statistic with the side of the threshold the paper claims and its
+    smallest effect of interest."""
     rows = [
         {
             "claim": c.statement,
@@ -178,6 +220,7 @@ def table():
             "experiment": c.experiment,
             "deciding statistic": c.statistic.name,
             "claimed": f"{c.statistic.claimed} {c.statistic.threshold:g}",
+            "smallest effect of interest": f"{c.statistic.smallest:g}: {c.statistic.why}",
         }
         for c in CLAIMS.values()
     ]

@@ -28,9 +28,9 @@ from ..util.verdicts import (
 )
 from .catalogue import CLAIMS, NO_JUDGE, Claim, Statistic, table
 from .deciders import (
-    at_true_depth,
     decided,
     depth_optimum,
+    depth_rows,
     judge_of,
     muon_above_adam,
     muon_above_adam_by_target,
@@ -82,7 +82,7 @@ __all__ = [
     # deciders
     "decided",
     "judge_of",
-    "at_true_depth",
+    "depth_rows",
     "slope",
     "sp_vs_pruners",
     "depth_optimum",

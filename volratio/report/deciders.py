@@ -20,6 +20,7 @@ import scipy.stats
 from ..errors import VolratioError
 from ..util.verdicts import Estimate, combine, compare_estimates, difference, lower_is_better, pool
 from .catalogue import CLAIMS
+from .evidence import decide_pooled, drawn, pooled_rows, power_numbers, score_or_zero
 from .forest import Forest
 from .render import Verdict, forest_of, interval, judge_short, record
 
@@ -46,18 +47,30 @@ def judge_of(table, judge: str | None = None) -> str | None:
 def sp_vs_pruners(
     table, zero: float = 0.05, scale: str = "quick", judge: str | None = None, stored: bool = False, at: str = ""
 ) -> tuple[Verdict, "object"]:
-    """Claim "sp-vs-pruners" from the connectivity experiment's table (`emc2_auc` per network and
-    method, over targets and seeds). Deciding statistic: SP's AUC minus that of the strongest of
-    Lottery Ticket, Wanda and LLM-Pruner (the highest mean), with the interval from the two
-    t-intervals (`volratio.util.verdicts.difference`: above 0 exactly when they are separated).
-    Sub-checks: SP's interval above each baseline's, each baseline's upper end below `zero`.
-    `judge`: default the table's `judge` column. `at`: where the networks were compared (e.g. their
-    weight sparsity), said in what was measured and in the headline. Returns the recorded `Verdict`
-    and a per-method table."""
+    """Claim "sp-vs-pruners" from one row per network (`method`, `emc2_auc`; where the table has
+    them `target`, `checkpoint`, `member` or `seed`, and the drawing flags `base_kept` and
+    `collapsed`). Every network that does not draw its label scores 0 (`evidence.score_or_zero`).
+    Deciding statistic: SP's AUC minus that of the strongest of Lottery Ticket, Wanda and LLM-Pruner
+    (the highest pooled mean), pooled over the settings (target × checkpoint) by
+    `volratio.util.pooling.contrast`; a network's methods and checkpoints share its dense start
+    (`member`, else `seed`) and are resampled together within its target. Sub-checks: SP's interval
+    above each baseline's, each baseline's upper end below `zero`; and the verdict with the networks
+    that do not draw left out. `judge`: default the table's `judge` column. `at`: where the networks
+    were compared, said in what was measured and in the headline. Returns the recorded `Verdict` and
+    a per-method table."""
     judge = judge_of(table, judge)
-
-    est = {m: Estimate.from_samples(table[table.method == m]["emc2_auc"]) for m in dict.fromkeys(table.method)}
     named = {"imp": "Lottery Ticket (IMP)", "wanda": "Wanda", "llm-pruner": "LLM-Pruner"}
+    scores, zeroed = score_or_zero(table, "emc2_auc")
+    unit = ("member",) if "member" in table else ("seed",)
+
+    def pooled_on(t, v):
+        return decide_pooled("sp-vs-pruners", pooled_rows(t, "method", v, ("target", "checkpoint"), ("target",), unit),
+                             "sp", list(named))  # fmt: skip
+
+    verdict, stated, decision, pooled = pooled_on(table, scores)
+    kept = drawn(table)
+    left_out = pooled_on(table[kept], scores[kept]) if zeroed else None
+    est = {m: Estimate.from_samples(scores[table.method == m]) for m in dict.fromkeys(table.method)}
     rows = [
         {
             "method": "sp",
@@ -86,15 +99,21 @@ def sp_vs_pruners(
             }
         )
     strongest = max(named, key=lambda m: est[m].mean)
-    verdict, stated, decision = decided("sp-vs-pruners", difference(est["sp"], est[strongest]))
+    drawing = (
+        f"; {zeroed} networks that do not draw their label scored 0 (left out instead: {left_out[0]})" if zeroed else ""
+    )
     measured = (
         f"EMC2 AUC ({judge_short(judge)}) SP {est['sp'].mean:.2f}; "
         + ", ".join(f"{named[m]} {est[m].mean:.2f}" for m in named)
         + f"; baselines at 0: {at_zero} of 3; SP's interval above theirs: {separated} of 3"
+        + drawing
+        + (f"; {decision['power']['text']}" if pooled else "")
         + (f"; {at}" if at else "")
     )
     forest = forest_of(
-        [("SP", est["sp"], 0)] + [(named[m], est[m], 1) for m in named],
+        [("SP", est["sp"], 0)]
+        + [(named[m], est[m], 1) for m in named]
+        + ([("SP − strongest, pooled (deciding)", pooled.estimate, 2)] if pooled else []),
         f"EMC2 AUC, mean and 95% interval ({judge_short(judge)})",
         zero,
         f"baselines at 0 end below {zero}",
@@ -102,9 +121,13 @@ def sp_vs_pruners(
     headline = (
         f"{stated}. SP's EMC2 AUC is {interval(est['sp'])} against {interval(est[strongest])} for "
         f"{named[strongest]}, the strongest baseline; {at_zero} of 3 baselines end below {zero}"
+        + (f"; {decision['power']['text']}" if pooled else "")
         + (f" ({at})." if at else ".")
     )
     evidence = {**decision, "strongest baseline": strongest, **{m: vars(e) for m, e in est.items()}}
+    if zeroed:
+        evidence["not drawing, scored 0"] = zeroed
+        evidence["left out instead"] = {"verdict": left_out[0], **(left_out[2]["statistic"] or {})}
     v = record("sp-vs-pruners", verdict, measured, evidence, scale, judge, stored, forest, headline)
     return v, pd.DataFrame(rows).set_index("method")
 
@@ -118,12 +141,17 @@ def depth_optimum(
     detail: str = "",
 ) -> tuple[Verdict, dict]:
     """Claim "depth-optimum" from depth curves (`volratio.experiments.depth_regime.DepthCurve`).
-    Deciding statistic: over the planted targets of `true_depths` and their seeds, the score at the
-    true depth L* minus the higher of the mean scores of the shallower and of the deeper depths
-    (`at_true_depth`; t-interval; a target whose curve lacks L* is left out). Sub-checks: a peak (largest best-minus-rest) taller than the mean width of
-    a depth's 95% interval, and the sweet spot at L* of every planted target. Returns the verdict
-    and the numbers (width, contrast, hits, inside, agree, the statistic). `stored`: see `record`;
-    `detail` is appended to what was measured."""
+    Deciding statistic, as the paper's words require ("peaks at a target-specific depth; shallower
+    and deeper networks fail"): over the planted targets of `true_depths`, the mean score at the true
+    depth L* minus the higher of the mean scores of its shallower and of its deeper depths (the peak
+    must lie above both sides; a side the grid lacks is not compared), averaged over the targets and
+    pooled by `volratio.util.pooling.contrast` (each depth's networks resampled within it; a target
+    whose curve lacks L* is left out; scores that are not finite — a network that was not scored —
+    are left out and counted). Sub-checks: the same contrast against the mean of every other depth
+    (a weaker reading, shown, never counted), a peak (largest best-minus-rest) taller than the mean
+    width of a depth's 95% interval, and the sweet spot at L* of every planted target. Returns the
+    verdict and the numbers (width, contrast, hits, inside, agree, the statistic). `stored`: see
+    `record`; `detail` is appended to what was measured."""
     width = float(np.mean([np.mean([r["score_hi"] - r["score_lo"] for r in c.summary()]) for c in curves.values()]))
     contrast = float(max(c.spot.peak_contrast for c in curves.values()))
     hits = sum(curves[t].spot.depth == d for t, d in true_depths.items())
@@ -137,13 +165,25 @@ def depth_optimum(
         "a peak stands above the interval width": contrast > width,
         "planted sweet spot = L* for every planted target": hits == len(true_depths),
     }
-    at_true = at_true_depth(curves, true_depths)
-    verdict, stated, decision = decided("depth-optimum", Estimate.from_samples(at_true) if at_true else None)
+    rows, unscored = depth_rows(curves, true_depths)
+    verdict, stated, decision, pooled = decide_pooled(
+        "depth-optimum", rows, "L*", ["shallower", "deeper"], "per setting"
+    )
+    others = rows.assign(arm=rows.arm.where(rows.arm == "L*", "other"))
+    weaker = decide_pooled("depth-optimum", others, "L*", "other")[3]
+    power = f"; {decision['power']['text']}" if pooled else ""
+    against_rest = (
+        f"; against the mean of every other depth instead: {interval(weaker.estimate, '+.3f')}" if weaker else ""
+    )
+    decision["against every other depth"] = vars(weaker.estimate) if weaker else None
+    decision["networks not scored"] = unscored
     v = record(
         "depth-optimum",
         verdict,
         f"largest peak − rest {contrast:.3f} vs mean 95% interval width {width:.3f}; sweet spot = L* for "
         f"{hits} of {len(true_depths)} planted targets; seeds agree on the argmax for {agree} of {len(curves)} targets"
+        + against_rest
+        + power
         + (f" — {detail}" if detail else ""),
         {**decision, **{k: bool(x) for k, x in checks.items()}},
         scale,
@@ -160,34 +200,32 @@ def depth_optimum(
         ),
         f"{stated}. The tallest peak rises {contrast:.3f} above the rest of its curve, against a mean 95% "
         f"interval width of {width:.3f}; the sweet spot is the true depth L* for {hits} of {len(true_depths)} "
-        "planted targets.",
+        f"planted targets{against_rest}{power}.",
     )
     numbers = {"width": width, "contrast": contrast, "hits": hits, "inside": inside, "agree": agree}
     return v, {**numbers, **decision}
 
 
-def at_true_depth(curves: dict, true_depths: dict) -> list[float]:
-    """Per planted target of `true_depths` whose curve has its true depth L* and another depth, and
-    per seed: the score at L* minus the higher of the mean scores of the shallower and of the deeper
-    depths (a side the grid lacks is not compared): above 0 when L* beats both sides. Values that
-    are not finite are left out."""
-    out = []
+def depth_rows(curves: dict, true_depths: dict) -> tuple[pd.DataFrame, int]:
+    """The rows of the depth claim's pooled contrast (`volratio.util.pooling.contrast`): per planted
+    target of `true_depths` whose curve has L* and another depth, one row per depth and seed, its
+    arm "L*", "shallower" or "deeper", its stratum the target's depth (networks at different depths
+    are different networks); and how many scores were not finite and left out."""
+    rows, unscored = [], 0
     for t, d in true_depths.items():
         c = curves[t]
-        depths = np.array([int(x) for x in c.depths])
+        depths = [int(x) for x in c.depths]
         if d not in depths or len(depths) < 2:
             continue
         score = np.asarray(c.score, dtype=float)  # (n_depths, n_seeds)
-        sides = [_finite_mean(score[side]) for side in (depths < d, depths > d) if side.any()]  # (n_seeds,) each
-        best = np.fmax.reduce(sides) if len(sides) > 1 else sides[0]  # NaN on one side: the other
-        out += [float(x) for x in score[depths == d][0] - best if np.isfinite(x)]
-    return out
-
-
-def _finite_mean(rows: np.ndarray) -> np.ndarray:
-    """Per column of `rows` (depths × seeds), the mean of its finite values (NaN where none is)."""
-    counted = np.isfinite(rows).sum(axis=0)
-    return np.where(counted > 0, np.nansum(rows, axis=0) / np.maximum(counted, 1), np.nan)
+        for i, depth in enumerate(depths):
+            arm = "L*" if depth == d else ("shallower" if depth < d else "deeper")
+            for k, x in enumerate(score[i]):
+                if not np.isfinite(x):
+                    unscored += 1
+                    continue
+                rows.append({"setting": t, "arm": arm, "stratum": f"{t} | {depth}", "unit": k, "value": float(x)})
+    return pd.DataFrame(rows, columns=["setting", "arm", "stratum", "unit", "value"]), unscored
 
 
 def png_ratio_linear(
@@ -295,14 +333,24 @@ def muon_above_adam(summary, detail: str = "", scale: str = "quick", judge: str 
 
 
 def muon_above_adam_by_target(
-    summaries: dict, detail: str = "", scale: str = "reference", judge: str | None = None, stored: bool = True
+    summaries: dict,
+    detail: str = "",
+    scale: str = "reference",
+    judge: str | None = None,
+    stored: bool = True,
+    runs=None,
 ) -> Verdict:
     """Claim "muon-above-adam" over several targets (`{target: summary}` as for `muon_above_adam`,
-    e.g. each optimizer at its best learning rate). Deciding statistic: Muon's score minus Adam's,
-    pooled over the targets (`volratio.util.verdicts.pool` of each target's `difference`).
-    Sub-checks: every target's loss and score parts. A target that only one optimizer has run so
-    far (a partly run chunk) is left out of the verdict and named in its text as pending."""
-    parts, texts, evidence, rows, gaps, diffs, pending = [], [], {}, [], [], [], []
+    each optimizer at its best learning rate, e.g. `optimizers.at_best_lr`). Deciding statistic:
+    Muon's score minus Adam's, pooled over the targets by `volratio.util.pooling.contrast` from the
+    networks of each optimizer's best setting in `runs` (one row per network: `target`, `depth`,
+    `optimizer`, `setting`, `seed`, `score`, and `drawn` where stored: a network that does not draw
+    its label scores 0); each optimizer's networks are its own (resampled apart). Without `runs`
+    the statistic is the average of the targets' `difference`s, an interval that never narrows
+    (`volratio.util.verdicts.pool`): kept for summaries alone. Sub-checks: every target's loss and
+    score parts. A target that only one optimizer has run so far (a partly run chunk) is left out
+    of the verdict and named in its text as pending."""
+    parts, texts, evidence, rows, gaps, diffs, pending, picked = [], [], {}, [], [], [], [], []
     for target, summary in summaries.items():
         ran = set(summary["optimizer"] if "optimizer" in summary.columns else summary.index)
         if not {"adam", "muon"} <= ran:
@@ -319,12 +367,28 @@ def muon_above_adam_by_target(
         evidence[target] = p
         name = target.split(":", 1)[-1]
         rows += [(f"{name}: Adam", _est(a, "score"), 0), (f"{name}: Muon", _est(m, "score"), 1)]
-    verdict, stated, decision = decided("muon-above-adam", pool(diffs) if diffs else None)
+        if runs is not None:
+            picked += [_best_networks(runs, target, r) for r in (a, m)]
+    if runs is None:
+        verdict, stated, decision = decided("muon-above-adam", pool(diffs) if diffs else None)
+        power = ""
+    else:
+        nets = pd.concat(picked) if picked else pd.DataFrame(columns=["cell", "optimizer", "seed", "score"])
+        scores, zeroed = score_or_zero(nets, "score", kept="drawn")
+        verdict, stated, decision, pooled = decide_pooled(
+            "muon-above-adam", pooled_rows(nets, "optimizer", scores, ("cell",), ("cell",), ("seed",), paired=False),
+            "muon", "adam",
+        )  # fmt: skip
+        power = f"; {zeroed} networks that do not draw their label scored 0" if zeroed else ""
+        power += f"; {decision['power']['text']}" if pooled else ""
+        if pooled:
+            rows.append((f"Muon − Adam, pooled over {pooled.settings} cells (deciding)", pooled.estimate, 2))
     return record(
         "muon-above-adam",
         verdict,
         "; ".join(texts)
         + f"; the parts combined: {combine(parts)}"
+        + power
         + (f"; not yet run by both optimizers: {', '.join(pending)}" if pending else "")
         + (f" — {detail}" if detail else ""),
         {**decision, **evidence},
@@ -332,8 +396,16 @@ def muon_above_adam_by_target(
         judge,
         stored,
         forest_of(rows, "EMC2 AUC at each optimizer's best setting (mean, 95% interval)"),
-        (f"{stated}. " + _muon_headline(evidence, max(gaps))) if gaps else f"{stated}.",
+        (f"{stated}{power}. " + _muon_headline(evidence, max(gaps))) if gaps else f"{stated}.",
     )
+
+
+def _best_networks(runs, cell: str, best) -> pd.DataFrame:
+    """The networks of `runs` behind one optimizer's row of an `at_best_lr` summary (`best`, indexed
+    by optimizer; `cell`: the summary's key, "target" or "target @ depth"), with their `cell`."""
+    target = cell.split(" @ ")[0]
+    sel = (runs.target == target) & (runs.depth == best["depth"]) & (runs.optimizer == best.name)
+    return runs[sel & (runs.setting == best["setting"])].assign(cell=cell)
 
 
 def _muon_headline(parts: dict, gap) -> str:
@@ -349,32 +421,42 @@ def _muon_headline(parts: dict, gap) -> str:
 
 
 def scenes_weaker(
-    rows, detail: str = "", scale: str = "quick", judge: str | None = None, stored: bool = False
+    rows, detail: str = "", scale: str = "quick", judge: str | None = None, stored: bool = False, pooled=None
 ) -> Verdict:
     """Claim "scenes-weaker" from `volratio.experiments.unknown_targets.scene_vs_parts` rows (one per
-    scene and effect size, each with the bootstrap interval of scene − parts). Deciding statistic:
-    scene − parts pooled over the rows (`volratio.util.verdicts.pool`), claimed below 0. Sub-checks:
-    each row's own verdict."""
+    scene and effect size, each with the bootstrap interval of scene − parts) and `pooled`, the
+    pooled statistic of `unknown_targets.scene_contrast` over the same curves (one bootstrap for
+    every row at once: the rows share their networks). Deciding statistic: `pooled`, scene − parts
+    averaged over the rows, claimed below 0. Without `pooled`, the average of the rows' intervals
+    (`volratio.util.verdicts.pool`: conservative, it never narrows), said in what was measured.
+    Sub-checks: each row's own interval."""
     rows = list(rows)
     texts = [f"{r['effect']}: scene − parts {r['difference']:+.3f} ({r['lo']:+.3f}..{r['hi']:+.3f})" for r in rows]
-    pooled = pool(Estimate(r["difference"], r["lo"], r["hi"]) for r in rows) if rows else None
-    verdict, stated, decision = decided("scenes-weaker", pooled)
+    if pooled is not None and rows:
+        verdict, stated, decision = decided("scenes-weaker", pooled.estimate)
+        decision["power"] = power_numbers("scenes-weaker", pooled)
+        how = f"; {decision['power']['text']}"
+        deciding = pooled.estimate
+    else:
+        deciding = pool(Estimate(r["difference"], r["lo"], r["hi"]) for r in rows) if rows else None
+        verdict, stated, decision = decided("scenes-weaker", deciding)
+        how = "; the rows' intervals averaged (conservative: no pooled bootstrap given)" if rows else ""
     return record(
         "scenes-weaker",
         verdict,
-        "; ".join(texts) + (f" — {detail}" if detail else ""),
+        "; ".join(texts) + how + (f" — {detail}" if detail else ""),
         {**decision, **{r["effect"]: {"scene": r["scene"], "parts": r["parts"]} for r in rows}},
         scale,
         judge,
         stored,
         forest_of(
             [(str(r["effect"]), Estimate(r["difference"], r["lo"], r["hi"]), 0) for r in rows]
-            + ([(f"pooled over {len(rows)} settings (deciding)", pooled, 2)] if rows else []),
-            "scene − parts, mean score difference (bootstrap 95% interval)",
+            + ([(f"pooled over {len(rows)} settings (deciding)", deciding, 2)] if rows else []),
+            "scene − parts, mean score difference (bootstrap interval)",
             0.0,
             "no difference (the claim: below it)",
         ),
-        (f"{stated}. " + _scenes_headline(rows)) if rows else f"{stated}.",
+        (f"{stated}{how}. " + _scenes_headline(rows)) if rows else f"{stated}.",
     )
 
 
@@ -494,12 +576,13 @@ def picbreeder_vs_sgd_stored(
     `sixteen` (`volratio.experiments.twins.paired` under the same judge): the comparison on all
     sixteen Picbreeder targets, each Picbreeder network against dense twins of its own architecture
     trained with FER's recipe. When given, it decides the verdict (`sixteen_verdict`: the paired
-    difference across the targets and its interval), and the three-target comparisons above are
-    reported beside it: sixteen paired targets test the claim, three do not. `sixteen` counts the
-    networks that never draw their label as excluded (`twins.paired(…, failed="excluded")`);
-    `sixteen_zero`, the same comparison with them scored 0 (`failed="zero"`), is the second
-    reading: its statistic and verdict are stated beside the deciding one (evidence
-    `sixteen_zero`), with a sentence that says whether the two verdicts differ. `anchor` names the
+    difference across the targets and its interval; the targets are the independent units), and the
+    three-target comparisons above are reported beside it: sixteen paired targets test the claim,
+    three do not. `sixteen` counts the networks that never draw their label as excluded
+    (`twins.paired(…, failed="excluded")`); `sixteen_zero`, the same comparison with them scored 0
+    (`failed="zero"`), decides when given — a network that does not draw its label scores 0
+    (`volratio.report.evidence`) — and the excluded reading is stated beside it (evidence
+    `sixteen_excluded`), with a sentence that says whether the two verdicts differ. `anchor` names the
     image every network of a target was judged against (e.g. "target.png at 64×64"); the sentence
     names it when given."""
     judge = judge_of(table, judge)
@@ -556,13 +639,17 @@ def picbreeder_vs_sgd_stored(
         )
         + (f" — {detail}" if detail else "")
     )
-    verdict, stated, decision = decided("picbreeder-vs-sgd", pool(diffs) if diffs else None)
+    three = Estimate.from_samples([d.mean for d in diffs]) if len(diffs) > 1 else (diffs[0] if diffs else None)
+    verdict, stated, decision = decided("picbreeder-vs-sgd", three)
     evidence = {**decision, **{r["target"]: r for r in rows}}
     above = sum(p == "reproduced" for p in parts)
     headline = (
         f"{stated}. The Picbreeder network's EMC2 AUC lies above the SGD-trained networks' in {above} of "
         f"{len(parts)} comparisons."
     )
+    excluded = None
+    if sixteen is not None and sixteen_zero is not None:  # the rule: networks that do not draw score 0
+        sixteen, excluded = sixteen_zero, sixteen
     if sixteen is not None:
         verdict, d, drawn16 = sixteen_verdict(sixteen)
         out = [f"{t} ({w})" for t, w in sixteen["why"].items() if w] if len(sixteen) else []
@@ -583,14 +670,14 @@ def picbreeder_vs_sgd_stored(
                                 "hi": getattr(d, "hi", None), "left_out": out},
                     **{k: x for k, x in evidence.items() if k != "statistic"}}  # fmt: skip
         drawn = drawn16
-        if sixteen_zero is not None:
-            v0, d0, _ = sixteen_verdict(sixteen_zero)
-            n_failed = _failed_networks(sixteen_zero)
-            evidence["sixteen_zero"] = {"mean": getattr(d0, "mean", None), "lo": getattr(d0, "lo", None),
-                                        "hi": getattr(d0, "hi", None), "verdict": v0, "failed": n_failed}  # fmt: skip
-            same = "the same verdict" if v0 == verdict else f"the verdicts differ ({verdict} excluded, {v0} scored 0)"
+        if excluded is not None:
+            v0, d0, _ = sixteen_verdict(excluded)
+            n_failed = _failed_networks(sixteen)
+            evidence["sixteen_excluded"] = {"mean": getattr(d0, "mean", None), "lo": getattr(d0, "lo", None),
+                                            "hi": getattr(d0, "hi", None), "verdict": v0, "failed": n_failed}  # fmt: skip
+            same = "the same verdict" if v0 == verdict else f"the verdicts differ ({verdict} scored 0, {v0} left out)"
             headline += (
-                f" With the {n_failed} networks that never draw their label scored 0 instead of left out: "
+                f" The {n_failed} networks that never draw their label score 0; left out instead: "
                 + (interval(d0, "+.3f") if d0 is not None else "not measured")
                 + f" ({v0}): {same}."
             )

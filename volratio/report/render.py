@@ -12,7 +12,7 @@ What one verdict glues (`<name>` is `claim-<key>` for the live quick-scale run, 
 `claim-<key>-<scale>` for a verdict read from stored results, e.g. `claim-depth-optimum-reference`):
 
     <name>          the whole verdict: badge, scale and judge, forest plot, what was measured (folded)
-    <name>-badge    the coloured badge alone (reproduced / partly / not reproduced / contradicted / not measured)
+    <name>-badge    the coloured badge alone (reproduced / not reproduced / inconclusive / contradicted / not measured)
     <name>-line     one sentence: the deciding number and its interval
     <name>-forest   the forest plot of the deciding effect and the claim's threshold (SVG)
 
@@ -80,7 +80,7 @@ class Verdict:
 
 BADGE_COLOURS = {  # verdict -> badge colour (colour-blind-safe: blue, orange, red-purple, black, grey)
     "reproduced": "#0072b2",
-    "partly": "#d55e00",
+    "inconclusive": "#d55e00",
     "not reproduced": "#cc79a7",
     "contradicted": "#000000",
     "not measured": "#777777",

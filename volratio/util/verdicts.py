@@ -1,13 +1,22 @@
 """Verdict algebra: measured quantities with intervals, and the words a claim's verdict is given in.
 
 `verdict_on` is the rule that decides a claim from its one deciding statistic (an `Estimate`, pooled
-over the claim's settings), the threshold and the side the paper claims: *reproduced* (the interval
-lies on the claimed side), *partly* (the mean does, the interval crosses the threshold), *not
-reproduced* (the mean lies on the other side, the interval crosses), *contradicted* (the interval
-lies entirely on the other side). `difference` and `pool` build such a statistic from the
-estimates of a claim's settings. The sub-checks shown beside a verdict use `compare_estimates`
-("does one exceed the other?"), `verdict_from_fraction` (sub-claims that held), `combine` (a
-claim's parts) and `lower_is_better`.
+over the claim's settings by `volratio.util.pooling.contrast`), the threshold t, the side the paper
+claims and the claim's smallest effect of interest m (how far past t an effect must lie to matter):
+
+- *reproduced*: the interval lies on the claimed side of t;
+- *contradicted*: the interval lies on the other side;
+- *not reproduced*: not contradicted, and the interval excludes every effect of size m or more in
+  the claimed direction (its far end stops short of t + m);
+- *inconclusive*: anything else — the interval reaches both t and t + m, so the data cannot tell an
+  absent effect from one that matters.
+
+There is no "partly": a mean on the claimed side with an interval that crosses t is inconclusive.
+`difference` (two independent intervals) and `pool` (an average of settings' intervals that never
+narrows) are kept for sub-checks only; a claim's statistic is pooled by `pooling.contrast`. The
+sub-checks shown beside a verdict use `compare_estimates` ("does one exceed the other?"),
+`verdict_from_fraction` (sub-claims that held), `combine` (a claim's parts) and `lower_is_better`;
+their words ("partly" among them) describe a sub-check, never a claim.
 The claims' deciders (`volratio.report.deciders`) and the judge's calibration checks (`volratio.calibration.fit_calibrated`)
 both decide with these.
 """
@@ -22,7 +31,7 @@ import numpy as np
 from ..errors import VolratioError
 from .stats import mean_ci
 
-VERDICTS = ("reproduced", "partly", "not reproduced", "contradicted", "not measured")
+VERDICTS = ("reproduced", "not reproduced", "inconclusive", "contradicted", "not measured")  # a claim's words
 SIDES = ("above", "below")  # the side of its threshold a claim says its statistic lies on
 
 
@@ -43,37 +52,42 @@ class Estimate:
         return cls(*mean_ci(a, level))
 
 
-def verdict_on(e: Estimate | None, threshold: float, claimed: str) -> str:
-    """The verdict on "the statistic `e` lies `claimed` ("above" or "below") `threshold`": reproduced
-    when its whole interval does, partly when its mean does and the interval reaches the threshold,
-    not reproduced when the mean does not and the interval reaches the threshold, contradicted when
-    the whole interval lies on the other side; not measured without a finite mean. An interval
-    end that is NaN counts as reaching the threshold."""
+def verdict_on(e: Estimate | None, threshold: float, claimed: str, smallest: float) -> str:
+    """The verdict on "the statistic `e` lies `claimed` ("above" or "below") `threshold`" with the
+    smallest effect of interest `smallest` (m > 0, in the statistic's units): reproduced,
+    contradicted, not reproduced or inconclusive as the module's docstring defines them; not
+    measured without a finite mean. An interval end that is NaN counts as reaching everything."""
     if claimed not in SIDES:
         raise VolratioError(f"a claim's side must be one of {SIDES}, got {claimed!r}")
+    if not (isinstance(smallest, (int, float)) and smallest > 0):
+        raise VolratioError(f"a smallest effect of interest must be a number > 0, got {smallest!r}")
     if e is None or not math.isfinite(e.mean):
         return "not measured"
     # distances into the claimed side; `worst` is the interval's end least favourable to the claim
     if claimed == "above":
-        mean, worst, best = e.mean - threshold, e.lo - threshold, e.hi - threshold
+        worst, best = e.lo - threshold, e.hi - threshold
     else:
-        mean, worst, best = threshold - e.mean, threshold - e.hi, threshold - e.lo
+        worst, best = threshold - e.hi, threshold - e.lo
     if worst > 0:
         return "reproduced"
     if best < 0:
         return "contradicted"
-    return "partly" if mean > 0 else "not reproduced"
+    if best < smallest:
+        return "not reproduced"
+    return "inconclusive"  # also when an end is NaN: nothing is excluded
 
 
 def difference(a: Estimate, b: Estimate) -> Estimate:
     """`a − b` with the interval from `a`'s lower end minus `b`'s upper end to `a`'s upper end minus
-    `b`'s lower end: it lies above 0 exactly when the two intervals are separated with `a` above."""
+    `b`'s lower end: it lies above 0 exactly when the two intervals are separated with `a` above (a
+    sub-check; a claim's contrast is `volratio.util.pooling.contrast`)."""
     return Estimate(a.mean - b.mean, a.lo - b.hi, a.hi - b.lo)
 
 
 def pool(estimates) -> Estimate:
     """One estimate from several settings' estimates of the same quantity: the mean of their means,
-    of their lower ends and of their upper ends (no independence between settings assumed)."""
+    of their lower ends and of their upper ends (no independence between settings assumed, so it never
+    narrows as settings are added: a sub-check's summary, never a claim's statistic)."""
     es = list(estimates)
     if not es:
         raise VolratioError("pooling needs at least one estimate")
