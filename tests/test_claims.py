@@ -309,10 +309,14 @@ def test_robustness_says_in_a_few_words_whether_label_anchored_judges_agree():
         "anchored-ssim": V("depth-optimum", "inconclusive", "", {}, "reference", "anchored-ssim"),
         "stability": V("depth-optimum", "reproduced", "", {}, "reference", "stability"),  # not counted
     }
-    assert claims.robustness(same) == "robust to the judge (2 judges agree)"
+    assert claims.robustness(same) == (
+        "robust to the judge (2 judges agree; not stored for this claim: gated judge, cross-fitted judge)"
+    )
     differ = {**same, "anchored-ssim": V("depth-optimum", "not reproduced", "", {}, "reference", "anchored-ssim")}
     assert claims.robustness(differ) == "depends on the judge (RMSE judge: inconclusive; SSIM judge: not reproduced)"
-    assert claims.robustness({"anchored": same["anchored"]}).endswith("not measured (one judge)")
+    assert claims.robustness({"anchored": same["anchored"]}).startswith(
+        "robustness to the judge not measured (one judge"
+    )
 
 
 def test_claims_page_pieces_badge_line_and_forest():

@@ -81,6 +81,7 @@ class Claim:
     experiment: str  # what we measure
     doc: str  # the chapter's file under book/ (the claims page pastes the verdict glued there)
     statistic: Statistic  # the one quantity that decides the verdict
+    chunks: tuple = ()  # the stored chunks (results/reference/<chunk>) whose networks decide it
 
 
 CLAIMS: dict[str, Claim] = {
@@ -99,6 +100,7 @@ CLAIMS: dict[str, Claim] = {
                 AUC_M,
                 AUC_WHY,
             ),
+            ("twins16", "twins16_picbreeder", "emc2", "emc2_dense"),
         ),
         Claim(
             "sp-vs-pruners",
@@ -113,6 +115,7 @@ CLAIMS: dict[str, Claim] = {
                 AUC_M,
                 AUC_WHY,
             ),
+            ("sparse_regime", "sparse_regime_emc2"),
         ),
         Claim(
             "depth-optimum",
@@ -128,6 +131,7 @@ CLAIMS: dict[str, Claim] = {
                 AUC_M,
                 AUC_WHY,
             ),
+            ("depth_sparse_planted", "depth_sparse_picbreeder"),
         ),
         Claim(
             "muon-above-adam",
@@ -142,6 +146,7 @@ CLAIMS: dict[str, Claim] = {
                 AUC_M,
                 AUC_WHY,
             ),
+            ("optimizers_sparse", "optimizers_sparse_butterfly"),
         ),
         Claim(
             "png-ratio-linear",
@@ -156,6 +161,7 @@ CLAIMS: dict[str, Claim] = {
                 0.25,
                 "one layer of depth over the planted targets' span of about four units of PNG ratio",
             ),
+            ("depth_sparse_planted", "depth_sparse_picbreeder"),
         ),
         Claim(
             "rho-concentrated",
@@ -170,6 +176,7 @@ CLAIMS: dict[str, Claim] = {
                 0.1,
                 "ρ falling by a tenth per unit of width or depth; slower than that is no concentration",
             ),
+            ("rho", "rho_basin", "rho_deep", "rho_deep_wmin", "rho_wmin"),
         ),
         Claim(
             "welch-r-le-d",
@@ -184,6 +191,7 @@ CLAIMS: dict[str, Claim] = {
                 1e-6,
                 "an exact bound: only rounding separates a frame at the bound from one below it",
             ),
+            ("welch_frames", "welch_toy"),
         ),
         Claim(
             "scenes-weaker",
@@ -198,6 +206,7 @@ CLAIMS: dict[str, Claim] = {
                 AUC_M,
                 AUC_WHY,
             ),
+            ("depth_sparse_scenes", "depth_sparse_picbreeder"),
         ),
     ]
 }

@@ -15,6 +15,8 @@ What one verdict glues (`<name>` is `claim-<key>` for the live quick-scale run, 
     <name>-badge    the coloured badge alone (reproduced / not reproduced / inconclusive / contradicted / not measured)
     <name>-line     one sentence: the deciding number and its interval
     <name>-forest   the forest plot of the deciding effect and the claim's threshold (SVG)
+    <name>-power    the interval's half-width beside the smallest effect of interest m, and the
+                    networks per cell that would bring it under m (`power_line`)
 
 and `by_judge` / `single_judge` glue `claim-<key>-judges` (each judge's verdict, one line) and
 `claim-<key>-robust` (robust to the judge or not, a few words); `delta_reading` glues
@@ -154,7 +156,25 @@ def record(
         glue(f"{name}-badge", HTML(v.badge()), display=False)
         glue(f"{name}-line", HTML(html.escape(v.line())), display=False)
         glue(f"{name}-forest", HTML(v.forest_html()), display=False)
+        glue(f"{name}-power", HTML(html.escape(power_line(v))), display=False)
     return v
+
+
+def power_line(v: Verdict) -> str:
+    """How far the verdict's interval is from deciding: the pooled statistic's half-width beside the
+    claim's smallest effect of interest m and the networks per cell that would bring it under m
+    (`evidence["power"]`, from `volratio.report.evidence`), else the half-width alone."""
+    power = v.evidence.get("power") or {}
+    if power.get("text"):
+        return power["text"]
+    st = v.evidence.get("statistic") or {}
+    m = CLAIMS[v.key].statistic.smallest
+    if st.get("mean") is None:
+        return f"not measured; m = {m:g}"
+    hw = (st["hi"] - st["lo"]) / 2
+    if not math.isfinite(hw):
+        return f"no interval; m = {m:g}"
+    return f"half-width {hw:.3g} against m = {m:g}" + (" (an exact quantity)" if hw == 0 else "")
 
 
 _UNGLUED: contextvars.ContextVar = contextvars.ContextVar("volratio_claims_unglued", default=False)
@@ -235,6 +255,11 @@ def single_judge(key: str, judge: str) -> str:
     )
 
 
+# the label-anchored judges a claim's verdict must not depend on (`volratio.judges`): RMSE, SSIM, the
+# gated rule and its cross-fitted fit
+LABEL_ANCHORED = ("anchored", "anchored-ssim", "anchored-gated", "anchored-xfit")
+
+
 def robust_to_judge(verdicts: dict) -> bool:
     """True when every label-anchored judge among `verdicts` (`{judge: Verdict}`) gives the same
     verdict. The self-anchored stability measures (`volratio.judges.SELF_ANCHORED`) answer another
@@ -243,23 +268,32 @@ def robust_to_judge(verdicts: dict) -> bool:
     return len(asked) <= 1
 
 
+def _not_stored(verdicts: dict) -> str:
+    """ "; not stored for this claim: …" naming the label-anchored judges without a verdict, or ""."""
+    gone = [judge_brief(j) for j in LABEL_ANCHORED if j not in verdicts]
+    return f"; not stored for this claim: {', '.join(gone)}" if gone else ""
+
+
 def robustness(verdicts: dict) -> str:
     """A few words for the claims page: is the verdict the same under every label-anchored judge
-    among `verdicts` (`{judge: Verdict}`)? Names the judges' verdicts when they differ."""
+    stored for the claim among `verdicts` (`{judge: Verdict}`)? Names the judges' verdicts when they
+    differ, and the label-anchored judges (`LABEL_ANCHORED`) not stored for the claim."""
     asked = {j: v for j, v in verdicts.items() if j not in SELF_ANCHORED}
     if len(asked) < 2:
-        return "robustness to the judge not measured (one judge)"
+        return "robustness to the judge not measured (one judge" + _not_stored(verdicts) + ")"
     if robust_to_judge(verdicts):
-        return f"robust to the judge ({len(asked)} judges agree)"
+        return f"robust to the judge ({len(asked)} judges agree{_not_stored(verdicts)})"
     return "depends on the judge (" + "; ".join(f"{judge_brief(j)}: {v.verdict}" for j, v in asked.items()) + ")"
 
 
 def judge_comparison(verdicts: dict, missing=(), on: str = "") -> str:
     """One line: each judge's verdict, then whether the verdict is robust to the judge (among the
-    label-anchored judges measured; `missing` judges are named as not scored yet); `on`: what every
-    judge scored, e.g. "the runs' seeded sample of weights", said at the end ("(on …)")."""
+    label-anchored judges measured; `missing` judges are named as not scored yet, and so are the
+    label-anchored judges of `LABEL_ANCHORED` not stored for the claim); `on`: what every judge
+    scored, e.g. "the runs' seeded sample of weights", said at the end ("(on …)")."""
     parts = [f"{judge_short(j)}: {v.verdict}" for j, v in verdicts.items()]
     parts += [f"{judge_short(j)}: not scored yet" for j in missing]
+    parts += [f"{judge_short(j)}: not stored" for j in LABEL_ANCHORED if j not in verdicts and j not in missing]
     asked = [j for j in verdicts if j not in SELF_ANCHORED]
     if len(asked) < 2:
         end = "robustness to the judge not measured (one label-anchored judge)"

@@ -1,0 +1,66 @@
+"""When each claim's rule was fixed, against when its data were stored — and the choices made after
+the data had been read.
+
+The verdict rule (`volratio.util.verdicts.verdict_on`), each claim's deciding statistic, its
+smallest effect of interest (`volratio.report.catalogue`) and the pooled estimator
+(`volratio.util.pooling`) were committed together, in `RULE_COMMIT`. `rule_table` sets that commit
+beside the sessions that stored each claim's chunks (their manifests, `results/reference/<chunk>/
+manifest.json`), so a reader can check with `git log` whether the rule came before or after the
+data it decides. `CHOICES_AFTER_DATA` lists what was chosen with the data already read.
+
+Chapter: "The paper's claims, tested" (book/claims.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import VolratioError
+from ..runs import stored
+from .catalogue import CLAIMS
+
+# the commit that fixed the verdict words, every claim's statistic and m, and the pooled estimator
+RULE_COMMIT = "49ba7d0c"
+RULE_COMMITTED_AT = "2026-12-04T17:44:58+00:00"
+
+CHOICES_AFTER_DATA = (
+    "Every claim's rule, statistic and smallest effect of interest were fixed after its networks had been stored "
+    "and their earlier verdicts read: no claim here was pre-registered.",
+    "The smallest effects of interest (0.1 of EMC2 AUC, 0.25 layers per unit of PNG ratio, 0.1 of decay rate) were "
+    "chosen after an audit had quoted the earlier intervals of claims 2 and 5 (about ±0.3).",
+    "The depth claim's statistic (the true depth above both its sides) was kept over the mean of the other depths "
+    "after both had been computed; the second is shown as a sub-check.",
+    "The rule that a network which does not draw its label scores 0 was adopted after the collapsed networks of the "
+    "sparse regime had been counted.",
+    "Muon and Adam are compared at their own fit points, not at matched non-zero counts: the matched comparison "
+    "needs new runs that have not been made.",
+)
+
+
+def stored_between(chunk: str, root=None) -> tuple[str, str]:
+    """`(first, last)`: when the sessions that stored `chunk` began (its manifest's `sessions`)."""
+    path = Path(root or stored.DEFAULT_ROOT) / chunk / "manifest.json"
+    if not path.is_file():
+        raise VolratioError(f"no manifest for chunk {chunk!r} at {path}; run or fetch the reference results first")
+    sessions = json.loads(path.read_text(encoding="utf-8")).get("sessions") or []
+    if not sessions:
+        raise VolratioError(f"the manifest of chunk {chunk!r} records no session")
+    starts = sorted(s["started_at"] for s in sessions)
+    return starts[0], starts[-1]
+
+
+def rule_table(root=None) -> pd.DataFrame:
+    """One row per claim: the commit that fixed its rule and statistic, when, when its chunks were
+    stored (first and last session), and whether the rule came before or after its data."""
+    fixed = pd.Timestamp(RULE_COMMITTED_AT)
+    rows = []
+    for key, c in CLAIMS.items():
+        spans = [stored_between(ch, root) for ch in c.chunks]
+        first, last = min(a for a, _ in spans), max(b for _, b in spans)
+        when = "before its data were stored" if fixed < pd.Timestamp(first) else "after its data were stored"
+        rows.append({"claim": key, "rule commit": RULE_COMMIT, "rule fixed": RULE_COMMITTED_AT[:16].replace("T", " "),
+                     "chunks": ", ".join(c.chunks), "data stored": f"{first[:10]} … {last[:10]}", "the rule came": when})  # fmt: skip
+    return pd.DataFrame(rows).set_index("claim")
