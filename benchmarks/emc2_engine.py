@@ -178,8 +178,11 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3, help="best of this many rounds of every method")
     ap.add_argument("--no-whole", action="store_true", help="leave out the whole scoring (engine + judge)")
     ap.add_argument(
-        "--scoring-units", type=int, default=None, help="whole scoring: the incoming weights of this many random "
-        "units of the dense network (default: as the engine's measurement)"
+        "--scoring-units",
+        type=int,
+        default=None,
+        help="whole scoring: the incoming weights of this many random "
+        "units of the dense network (default: as the engine's measurement)",
     )
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)

@@ -34,6 +34,11 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from ..data.specs import load_network
+from ..data.targets import get_target
+from ..emc2 import nonzero_params
+from ..nets import CoordMLP
+from ..train import TrainConfig, train
 from .reference import load_plan
 from .registry import get_run, make_config
 from .stored import chunks, manifest, records
@@ -46,10 +51,6 @@ def time_training_steps(device: str = "cuda", steps: int = 300, **over) -> dict:
     """Seconds per Adam step of the `sparse_regime` full preset's population (its members, width,
     depth and resolution; `over` changes any of them, for a small check), on `device` with the
     preset's training path: the mean over `steps` steps after 20 untimed ones."""
-    from ..data.targets import get_target
-    from ..nets import CoordMLP
-    from ..train import TrainConfig, train
-
     cfg = make_config("sparse_regime", "full", over)
     image = get_target(cfg.target).image(cfg.res)
     images = torch.stack([image] * cfg.members)
@@ -81,9 +82,6 @@ def _gpu_seconds(name: str, root: Path) -> dict:
 
 
 def _nonzero(network: str, target: str) -> int:
-    from ..data.specs import load_network
-    from ..emc2 import nonzero_params
-
     return len(nonzero_params(load_network(f"{network}:{target}")))
 
 
