@@ -95,3 +95,104 @@ def extra_data(extra_installed, monkeypatch):
     found in ../shared/data/picbreeder: each dataset takes the first complete copy)."""
     monkeypatch.setenv("VOLRATIO_DATA", str(extra_installed))
     return extra_installed
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared scaffolding of the test modules (no test module imports another): the loopback mirror
+# server and a machine with no data for the download tests, and plans run into a store.
+
+
+@pytest.fixture(scope="session")
+def serve():
+    """`with serve(folder) as url`: `folder` served on 127.0.0.1 (`serve_folder`)."""
+    return serve_folder
+
+
+@pytest.fixture
+def fresh_machine(tmp_path, monkeypatch):
+    """No data anywhere: an empty user cache, no $VOLRATIO_DATA, no mirror named, not offline, no
+    ../shared beside the code or the working directory (a temporary one)."""
+    from volratio.data import picbreeder
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for var in ("VOLRATIO_DATA", "VOLRATIO_FER_URL", "VOLRATIO_FER_FORK_URL", "VOLRATIO_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(picbreeder, "_repo_root", lambda: tmp_path / "repo")
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    picbreeder.genome.cache_clear()
+    yield tmp_path
+    picbreeder.genome.cache_clear()
+
+
+@pytest.fixture
+def mirror_copy(fresh_machine):
+    """`mirror_copy(mirror)`: a writable copy of a mirror folder in `fresh_machine`, to damage."""
+    import shutil
+
+    def copy(mirror: Path) -> Path:
+        out = fresh_machine / "mirror"
+        shutil.copytree(mirror, out)
+        for p in out.rglob("*"):
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        return out
+
+    return copy
+
+
+@pytest.fixture(
+    params=[
+        (lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]), "does not match its pinned SHA-256"),
+        (lambda p: p.write_bytes(b"\x00" + p.read_bytes()[1:]), "does not match its pinned SHA-256"),
+        (lambda p: p.unlink(), "could not download"),
+    ],
+    ids=["truncated", "corrupt", "missing"],
+)
+def damage(request):
+    """`(damage(path), the error's words)`: a downloaded file truncated, corrupted or missing."""
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def run_plan():
+    """`run_plan(toml, chunk, folder)`: the plan text written to folder/plan.toml and its chunk run into
+    folder/reference (progress off); a failed run fails the test. Returns (plan file, root, report)."""
+    from volratio.runs import reference as R
+
+    def run(toml: str, chunk: str, folder: Path):
+        plan_file, root = folder / "plan.toml", folder / "reference"
+        folder.mkdir(parents=True, exist_ok=True)
+        plan_file.write_text(toml)
+        report = R.run_chunk(R.load_plan(plan_file), chunk, root, progress=False)
+        assert not report.failed, report.failed
+        return plan_file, root, report
+
+    return run
+
+
+TOY_PLAN = """
+scale = "reference"
+
+[chunks.tiny]
+run = "toy"
+seeds = [0, 1, 2]
+
+[chunks.tiny.config]
+steps = 30
+
+[chunks.tiny.grid]
+n = [4, 8]
+"""
+
+
+@pytest.fixture
+def toy_store(run_plan, tmp_path):
+    """A store of one chunk, `tiny`: 6 runs of the `toy` run function (n ∈ {4, 8} × 3 seeds, seconds).
+    Returns (plan file, root)."""
+    plan_file, root, report = run_plan(TOY_PLAN, "tiny", tmp_path)
+    assert report.total == 6 and len(report.ran) == 6
+    return plan_file, root
+
+
+# end of the shared scaffolding
+# ---------------------------------------------------------------------------------------------

@@ -5,7 +5,13 @@ from those numbers by one renderer, and are not pinned here word for word."""
 import numpy as np
 import pandas as pd
 import pytest
-from test_verdict_rules import ADAM, MUON, _curve, _frames, _scene_rows, _sixteen, _sp_table, _summary
+from verdict_data import ADAM, MUON
+from verdict_data import depth_curve as _curve
+from verdict_data import frames as _frames
+from verdict_data import optimizer_summary as _summary
+from verdict_data import scene_rows as _scene_rows
+from verdict_data import sixteen as _sixteen
+from verdict_data import sp_table as _sp_table
 
 from volratio.depth import fit_predictor
 from volratio.errors import VolratioError

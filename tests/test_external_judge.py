@@ -4,6 +4,7 @@ refused with the store unchanged."""
 
 import csv
 import json
+import re
 
 import numpy as np
 import pytest
@@ -132,3 +133,118 @@ def test_the_two_word_commands_parse_after_global_options(chunk, tmp_path, capsy
         ["--memory-budget", "8G", "emc2", "export", "nope", "--out", str(tmp_path / "o"), "--root", str(chunk)]
     )
     assert rc == 2 and "volratio emc2 export: error:" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# A sample a VLM can afford (--per-network), its estimate and progress, and bad input
+
+
+def snapshot(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_sample_per_network_is_seeded_stratified_by_layer_and_keeps_the_base_image(chunk, tmp_path, capsys):
+    (full,) = X.plan("tiny", chunk)
+    (s,) = X.plan("tiny", chunk, per_network=13)  # 1 + 3 weights × 4 δ
+    assert s.n_images() == 13 and s.ids()[0] == full.ids()[0] and set(s.ids()) < set(full.ids())
+    layers, counts = np.unique(full.params[:, 0], return_counts=True)
+    quota = dict(zip(layers.tolist(), (counts * 3 / len(full.params)).tolist()))
+    got = dict(zip(*np.unique(s.params[:, 0], return_counts=True)))
+    assert all(abs(got.get(k, 0) - q) < 1 for k, q in quota.items())  # each layer within 1 of its share
+    assert np.array_equal(X.plan("tiny", chunk, per_network=13)[0].params, s.params)  # seeded
+    assert len({X.sample(full, 13, seed).params.tobytes() for seed in range(5)}) > 1  # the seed draws
+    assert X.sample(full, 12, 0).n_images() == 9 and X.sample(full, 10_000).n_images() == full.n_images()
+    with pytest.raises(X.ExternalJudgeError, match="at least 5 images"):
+        X.sample(full, 4)
+    # exported through the command: the estimate comes before anything is written, then a bar
+    out = tmp_path / "x"
+    seen = []
+    m = X.export("tiny", out, chunk, per_network=13, announce=lambda e: seen.append((e, out.exists())))
+    ((e, existed),) = seen
+    assert not existed and e["networks"] == 1 and e["images"] == e["per_network"] == len(m) == 13
+    assert e["bytes"] > 0 and e["seconds"] > 0 and e["pilot"] == 1 + min(X.PILOT, 12)  # base + perturbed
+    assert cli.main(["emc2", "export", "tiny", "--out", str(tmp_path / "y"), "--root", str(chunk),
+                     "--per-network", "13"]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert "export of chunk tiny: 13 images of 1 networks (at most 13 per network), about" in err
+    assert snapshot(tmp_path / "y") == snapshot(out)
+    # the sampled images are the full export's images of the same ids, byte for byte
+    X.export("tiny", tmp_path / "all", chunk)
+    for f in m["file"]:
+        assert (tmp_path / "all" / f).read_bytes() == (out / f).read_bytes(), f
+
+
+def test_import_of_a_sample_scores_the_same_networks_on_the_sampled_weights(chunk, tmp_path):
+    m = X.export("tiny", tmp_path / "x", chunk, per_network=13, seed=3)
+    kept = copy_default_judge(m)
+    v = write(tmp_path / "v.csv", kept.items())
+    before = snapshot(chunk)
+    with pytest.raises(X.ExternalJudgeError, match="same --per-network and --seed"):
+        X.import_verdicts(v, "tiny", "sample", chunk)  # not told it is a sample
+    with pytest.raises(X.ExternalJudgeError, match="not images of this chunk"):
+        X.import_verdicts(v, "tiny", "sample", chunk, per_network=13, seed=4)  # another sample
+    assert snapshot(chunk) == before
+    argv = ["judge", "import", str(v), "--chunk", "tiny", "--name", "sample", "--root", str(chunk)]
+    assert cli.main(argv + ["--per-network", "13", "--seed", "3"]) == 0
+    got = X.table("tiny", "sample", chunk).iloc[0]
+    assert got["n_images"] == 13 and got["n_params"] == 3
+    stored = next(r for r in X.R.records("tiny", chunk) if r["config"]["judge"] == "anchored")
+    (full,), (s,) = X.plan("tiny", chunk), X.plan("tiny", chunk, per_network=13, seed=3)
+    rows = [full.params.tolist().index(p) for p in s.params.tolist()]
+    verdicts = Store(chunk / "tiny").artifact(stored["key"], "verdicts")
+    assert np.array_equal(np.asarray(got["verdicts"], np.uint8), verdicts[rows])  # the same networks' verdicts
+    assert got["scores"] == pytest.approx(verdicts[rows].mean(axis=0).tolist())
+    meta = json.loads((chunk / "tiny" / X.EXTERNAL / "sample" / "scores.json").read_text())
+    assert meta["per_network"] == 13 and meta["seed"] == 3 and meta["n_images"] == 13
+    assert [r["n_images"] for r in meta["sources"]] == [13]
+
+
+def test_a_csv_with_a_byte_order_mark_is_read(chunk, tmp_path):
+    ids = X.plan("tiny", chunk)[0].ids()
+    plain = write(tmp_path / "plain.csv", [(i, "1") for i in ids])
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())  # what spreadsheets save as "CSV UTF-8"
+    assert X.import_verdicts(bom, "tiny", "bom", chunk) == X.import_verdicts(plain, "tiny", "plain", chunk)
+
+
+def _png_bytes() -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(buf, format="png")
+    return buf.getvalue()
+
+
+NOT_UTF8_CSV = {  # what a new user might pass as verdicts, and the words of the error
+    "png": (_png_bytes(), "not UTF-8 text (byte 0 is 0x89)"),
+    "random-bytes": (bytes(np.random.default_rng(0).integers(0, 256, 300, np.uint8)), "not UTF-8 text"),
+    "latin-1": ("id,kept\nü,1\n".encode("latin-1"), "not UTF-8 text"),
+    "one-long-line": (b"id,kept\n" + b"x" * 200_000 + b",1\n", "not a CSV file (field larger than field limit"),
+}
+
+
+@pytest.mark.parametrize("kind", NOT_UTF8_CSV)
+def test_judge_import_of_a_file_that_is_not_utf8_csv_is_one_line(chunk, tmp_path, capsys, kind):
+    data, message = NOT_UTF8_CSV[kind]
+    path = tmp_path / f"{kind}.csv"
+    path.write_bytes(data)
+    before = snapshot(chunk)
+    with pytest.raises(X.ExternalJudgeError, match=re.escape(message)):
+        X.import_verdicts(path, "tiny", "bad", chunk)
+    assert cli.main(["judge", "import", str(path), "--chunk", "tiny", "--name", "bad", "--root", str(chunk)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and message in err
+    assert snapshot(chunk) == before
+
+
+@pytest.mark.parametrize("where", ["file", "below-a-file"])
+def test_export_into_a_file_is_one_line_and_writes_nothing(chunk, tmp_path, capsys, where):
+    f = tmp_path / "taken"
+    f.write_text("keep me")
+    out = f if where == "file" else f / "sub"
+    rc = cli.main(["emc2", "export", "tiny", "--out", str(out), "--root", str(chunk), "--per-network", "9"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and f"{f} is a file; --out names a folder" in err, err
+    assert f.read_text() == "keep me" and sorted(p.name for p in tmp_path.iterdir()) == ["taken"]

@@ -4,12 +4,8 @@ and compared with the reference conversion in ../shared/data/picbreeder."""
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import http.server
 import pickle
 import shutil
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -24,26 +20,6 @@ MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "fer-m
 needs_mirror = pytest.mark.skipif(not (MIRROR / "SHA256SUMS").is_file(), reason=f"no FER mirror at {MIRROR}")
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # keep the test output clean
-        pass
-
-
-@contextlib.contextmanager
-def serve(folder: Path):
-    """A throwaway HTTP server for `folder` on 127.0.0.1 and a free port; stopped on exit."""
-    handler = functools.partial(_Quiet, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
-
-
 @pytest.fixture(scope="session")
 def picbreeder_ref():
     """The reference conversion of the FER files (../shared/data/picbreeder)."""
@@ -53,23 +29,8 @@ def picbreeder_ref():
     return ref
 
 
-@pytest.fixture
-def fresh_machine(tmp_path, monkeypatch):
-    """No data anywhere: an empty user cache, no $VOLRATIO_DATA, no ../shared beside the code or cwd."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("VOLRATIO_DATA", raising=False)
-    monkeypatch.delenv("VOLRATIO_FER_URL", raising=False)
-    monkeypatch.delenv("VOLRATIO_OFFLINE", raising=False)
-    monkeypatch.setattr(picbreeder, "_repo_root", lambda: tmp_path / "repo")
-    (tmp_path / "work").mkdir()
-    monkeypatch.chdir(tmp_path / "work")
-    picbreeder.genome.cache_clear()
-    yield tmp_path
-    picbreeder.genome.cache_clear()
-
-
 @needs_mirror
-def test_fetch_from_loopback_mirror_equals_reference_conversion(fresh_machine, picbreeder_ref):
+def test_fetch_from_loopback_mirror_equals_reference_conversion(fresh_machine, picbreeder_ref, serve):
     with serve(MIRROR) as url:
         dest = fer_data.fetch(url=url)
     assert dest == fer_data.cache_dir() and str(dest).startswith(str(fresh_machine / "cache"))
@@ -93,7 +54,7 @@ def test_fetch_from_loopback_mirror_equals_reference_conversion(fresh_machine, p
 
 @needs_mirror
 @pytest.mark.parametrize("name", ["skull", "butterfly"])
-def test_fetched_networks_render_the_target(fresh_machine, name):
+def test_fetched_networks_render_the_target(fresh_machine, name, serve):
     with serve(MIRROR) as url:
         fer_data.fetch(url=url)
     assert picbreeder.data_dir() == fer_data.cache_dir()
@@ -105,7 +66,7 @@ def test_fetched_networks_render_the_target(fresh_machine, name):
 
 
 @needs_mirror
-def test_first_use_downloads_with_one_line_notice(fresh_machine, monkeypatch, capsys):
+def test_first_use_downloads_with_one_line_notice(fresh_machine, monkeypatch, capsys, serve):
     with serve(MIRROR) as url:
         monkeypatch.setenv("VOLRATIO_FER_URL", url)
         d = picbreeder.data_dir()
@@ -132,31 +93,15 @@ def test_incomplete_folder_is_passed_over(fresh_machine, monkeypatch, picbreeder
     assert "incomplete (lacks skull/target.png" in picbreeder.where()
 
 
-def _mirror_copy(tmp_path: Path) -> Path:
-    copy = tmp_path / "mirror"
-    shutil.copytree(MIRROR, copy)
-    for p in copy.rglob("*"):
-        p.chmod(0o755 if p.is_dir() else 0o644)
-    return copy
-
-
 @needs_mirror
-@pytest.mark.parametrize(
-    "damage, message",
-    [
-        (lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]), "does not match its pinned SHA-256"),
-        (lambda p: p.write_bytes(b"\x00" + p.read_bytes()[1:]), "does not match its pinned SHA-256"),
-        (lambda p: p.unlink(), "could not download"),
-    ],
-    ids=["truncated", "corrupt", "missing"],
-)
-def test_bad_download_installs_nothing_and_keeps_the_cache(fresh_machine, damage, message):
+def test_bad_download_installs_nothing_and_keeps_the_cache(fresh_machine, damage, serve, mirror_copy):
+    spoil, message = damage
     good = fresh_machine / "installed"
     with serve(MIRROR) as url:
         fer_data.fetch(good, url=url)
     before = {p: p.read_bytes() for p in good.rglob("*") if p.is_file()}
-    copy = _mirror_copy(fresh_machine)
-    damage(copy / "data" / "sgd_apple" / "params.pkl")  # the last network fetched
+    copy = mirror_copy(MIRROR)
+    spoil(copy / "data" / "sgd_apple" / "params.pkl")  # the last network fetched
     shutil.rmtree(fer_data.raw_cache_dir())  # download afresh: nothing verified is cached
     with serve(copy) as url:
         with pytest.raises(DataNotFoundError, match=message) as e:
@@ -176,7 +121,7 @@ def test_bad_base_url_is_refused(url):
 
 
 @needs_mirror
-def test_cli_data_fetch_with_url(fresh_machine, capsys):
+def test_cli_data_fetch_with_url(fresh_machine, capsys, serve):
     from volratio.cli import main
 
     with serve(MIRROR) as url:

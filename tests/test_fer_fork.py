@@ -13,25 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import FORK_MIRROR, serve_folder
 
 from volratio.data import fer_data, fer_fork, jaxpickle, picbreeder
 from volratio.data.targets import get_target
 from volratio.errors import DataNotFoundError
 
+FORK_MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "fer-fork-mirror"
 needs_mirror = pytest.mark.skipif(not (FORK_MIRROR / "SHA256SUMS").is_file(), reason=f"no fork mirror at {FORK_MIRROR}")
-
-
-@pytest.fixture
-def fresh_machine(tmp_path, monkeypatch):
-    """No data anywhere: an empty user cache, no $VOLRATIO_DATA, no ../shared beside the code or cwd."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    for var in ("VOLRATIO_DATA", "VOLRATIO_FER_URL", "VOLRATIO_FER_FORK_URL", "VOLRATIO_OFFLINE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(picbreeder, "_repo_root", lambda: tmp_path / "repo")
-    (tmp_path / "work").mkdir()
-    monkeypatch.chdir(tmp_path / "work")
-    return tmp_path
 
 
 def _installed(folder: Path) -> dict[Path, bytes]:
@@ -55,8 +43,8 @@ def test_names_are_new_and_short():
 
 
 @needs_mirror
-def test_fetch_converts_like_the_original_data(fresh_machine):
-    with serve_folder(FORK_MIRROR) as url:
+def test_fetch_converts_like_the_original_data(fresh_machine, serve):
+    with serve(FORK_MIRROR) as url:
         dest = fer_fork.fetch(url=url)
     assert dest == fer_data.cache_dir() and fer_fork.complete(dest) and not fer_data.complete(dest)
     assert fer_fork.raw_cache_dir().name == "fer-fork-0f2b0a2b4ecd"
@@ -73,14 +61,14 @@ def test_fetch_converts_like_the_original_data(fresh_machine):
 
 
 @needs_mirror
-def test_both_datasets_share_one_folder_without_touching_each_other(fresh_machine):
+def test_both_datasets_share_one_folder_without_touching_each_other(fresh_machine, serve):
     original = FORK_MIRROR.parent / "fer-mirror"
     if not (original / "SHA256SUMS").is_file():
         pytest.skip(f"no FER mirror at {original}")
-    with serve_folder(original) as url:
+    with serve(original) as url:
         fer_data.fetch(url=url)
     before = _installed(fer_data.cache_dir())
-    with serve_folder(FORK_MIRROR) as url:
+    with serve(FORK_MIRROR) as url:
         fer_fork.fetch(url=url)
     after = _installed(fer_data.cache_dir())
     assert {p: b for p, b in after.items() if p in before} == before and len(after) == len(before) + 26
@@ -88,8 +76,8 @@ def test_both_datasets_share_one_folder_without_touching_each_other(fresh_machin
 
 
 @needs_mirror
-def test_first_use_by_a_target_downloads_with_one_line_notice(fresh_machine, monkeypatch, capsys):
-    with serve_folder(FORK_MIRROR) as url:
+def test_first_use_by_a_target_downloads_with_one_line_notice(fresh_machine, monkeypatch, capsys, serve):
+    with serve(FORK_MIRROR) as url:
         monkeypatch.setenv("VOLRATIO_FER_FORK_URL", url)
         img = get_target("picbreeder:ghost").image(32)
     err = capsys.readouterr().err.strip().splitlines()
@@ -108,36 +96,20 @@ def test_offline_first_use_gives_the_fix(fresh_machine, monkeypatch):
         picbreeder.network("moon")
 
 
-def _mirror_copy(tmp_path: Path) -> Path:
-    copy = tmp_path / "mirror"
-    shutil.copytree(FORK_MIRROR, copy)
-    for p in copy.rglob("*"):
-        p.chmod(0o755 if p.is_dir() else 0o644)
-    return copy
-
-
 LAST = f"data/{fer_fork.FOLDERS['plane']}/params.pkl"  # the last file fetched
 
 
 @needs_mirror
-@pytest.mark.parametrize(
-    "damage, message",
-    [
-        (lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]), "does not match its pinned SHA-256"),
-        (lambda p: p.write_bytes(b"\x00" + p.read_bytes()[1:]), "does not match its pinned SHA-256"),
-        (lambda p: p.unlink(), "could not download"),
-    ],
-    ids=["truncated", "corrupt", "missing"],
-)
-def test_bad_download_installs_nothing_and_keeps_the_installation(fresh_machine, damage, message):
+def test_bad_download_installs_nothing_and_keeps_the_installation(fresh_machine, damage, serve, mirror_copy):
+    spoil, message = damage
     good = fresh_machine / "installed"
-    with serve_folder(FORK_MIRROR) as url:
+    with serve(FORK_MIRROR) as url:
         fer_fork.fetch(good, url=url)
     before = _installed(good)
-    copy = _mirror_copy(fresh_machine)
-    damage(copy / LAST)
+    copy = mirror_copy(FORK_MIRROR)
+    spoil(copy / LAST)
     shutil.rmtree(fer_fork.raw_cache_dir())  # download afresh: nothing verified is cached
-    with serve_folder(copy) as url:
+    with serve(copy) as url:
         with pytest.raises(DataNotFoundError, match=message) as e:
             fer_fork.fetch(good, url=url)
         with pytest.raises(DataNotFoundError, match=message):
@@ -158,17 +130,19 @@ class _System:
 
 
 @needs_mirror
-def test_a_pickle_naming_another_callable_is_refused_even_with_a_matching_pin(fresh_machine, monkeypatch):
+def test_a_pickle_naming_another_callable_is_refused_even_with_a_matching_pin(
+    fresh_machine, monkeypatch, serve, mirror_copy
+):
     """The checksum is the first wall; the allow-list unpickler is the second: a file whose pin was
     (hypothetically) changed to match a malicious pickle still runs nothing and installs nothing."""
     marker = fresh_machine / "ran"
-    copy = _mirror_copy(fresh_machine)
+    copy = mirror_copy(FORK_MIRROR)
     rel = f"data/{fer_fork.FOLDERS['ghost']}/params.pkl"
     evil = pickle.dumps(_System(f"touch {marker}"))
     (copy / rel).write_bytes(evil)
     pins = dict(fer_fork.SOURCES, **{rel: (hashlib.sha256(evil).hexdigest(), len(evil))})
     monkeypatch.setattr(fer_fork, "SOURCES", pins)
-    with serve_folder(copy) as url:
+    with serve(copy) as url:
         with pytest.raises(jaxpickle.UnsafePickleError, match="refused to unpickle: it names .*system"):
             fer_fork.fetch(fresh_machine / "dest", url=url)
     assert not marker.exists() and not (fresh_machine / "dest").exists()
@@ -184,10 +158,10 @@ def test_bad_base_url_is_refused(url, monkeypatch):
 
 
 @needs_mirror
-def test_cli_data_fetch_extra_and_where(fresh_machine, monkeypatch, capsys):
+def test_cli_data_fetch_extra_and_where(fresh_machine, monkeypatch, capsys, serve):
     from volratio.cli import main
 
-    with serve_folder(FORK_MIRROR) as url:
+    with serve(FORK_MIRROR) as url:
         rc = main(["data", "fetch", "--extra", "--url", url, "--dest", str(fresh_machine / "d")])
     out = capsys.readouterr()
     assert rc == 0 and "13 extra Picbreeder targets" in out.out and "downloading 1.0 MB" in out.err

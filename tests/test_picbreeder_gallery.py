@@ -10,8 +10,8 @@ import json
 import numpy as np
 import pytest
 import torch
+from explorer_js import check_js_matches, reference, run_js
 from scipy import stats
-from test_explorer import check_js_matches, reference, run_js
 
 from volratio.cli import main
 from volratio.data import fer_fork, picbreeder, specs

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 import torch
+from training_helpers import smooth_image
 
 from volratio import prune as P
 from volratio.nets import CoordMLP, coords
@@ -16,18 +17,10 @@ RES = 8
 ARCH = "3;gaussian:4,sin:2"  # 3 hidden layers of 6 units: 4·6 + 6·6 + 6·6 + 6·3 = 114 weights
 
 
-def image(res=RES):
-    """A smooth colour image that every test fits (no data needed)."""
-    g = coords(res)
-    y, x = g[:, 0], g[:, 1]
-    rgb = torch.stack([0.5 + 0.4 * torch.sin(2 * x), 0.5 + 0.4 * y * x, 0.5 + 0.3 * torch.cos(3 * y)], -1)
-    return rgb.reshape(res, res, 3)
-
-
 @pytest.fixture(scope="module")
 def dense():
     net = CoordMLP(ARCH, population=2, seed=1)
-    train(net, image(), TrainConfig(steps=30))
+    train(net, smooth_image(RES), TrainConfig(steps=30))
     return net
 
 
@@ -53,7 +46,7 @@ WEIGHT_METHODS = [
 @pytest.mark.parametrize("s", [0.3, 0.55])
 def test_weight_methods_reach_sparsity_exactly(dense, method, opts, s):
     net = fresh(dense)
-    res = P.prune(net, image(), method, sparsity=s, **opts)
+    res = P.prune(net, smooth_image(RES), method, sparsity=s, **opts)
     want = n_weights(net) - round(s * n_weights(net))
     masked = [int(sum(m[k].sum() for m in net.masks)) for k in range(2)]
     assert all(abs(m - want) <= 1 for m in masked), (masked, want)
@@ -66,20 +59,20 @@ def test_weight_methods_reach_sparsity_exactly(dense, method, opts, s):
 def test_one_sparsity_per_member(dense, method):
     net = fresh(dense)
     opts = {"imp": dict(train_steps=3)}.get(method, dict(retrain_steps=0) if method != "wanda" else {})
-    P.prune(net, image(), method, sparsity=[0.25, 0.5], **opts)
+    P.prune(net, smooth_image(RES), method, sparsity=[0.25, 0.5], **opts)
     if method == "llm-pruner":
         assert [net.depth * net.width - sum(r) for r in net.live_units()] == [round(0.25 * 18), round(0.5 * 18)]
     else:
         assert [int(sum(m[k].sum() for m in net.masks)) for k in range(2)] == [114 - round(0.25 * 114), 114 - 57]
     with pytest.raises(P.PruneError, match="population of 2"):
-        P.prune(fresh(dense), image(), method, sparsity=[0.1, 0.2, 0.3], **opts)
+        P.prune(fresh(dense), smooth_image(RES), method, sparsity=[0.1, 0.2, 0.3], **opts)
 
 
 def test_sparsity_respects_a_previous_mask(dense):
     net = fresh(dense)
-    P.prune(net, image(), "random", sparsity=0.2, retrain_steps=0, seed=1)
+    P.prune(net, smooth_image(RES), "random", sparsity=0.2, retrain_steps=0, seed=1)
     before = [m.clone() for m in net.masks]
-    P.prune(net, image(), "magnitude", sparsity=0.5, retrain_steps=0)
+    P.prune(net, smooth_image(RES), "magnitude", sparsity=0.5, retrain_steps=0)
     for b, m in zip(before, net.masks):
         assert torch.all(m <= b)  # nothing re-admitted
     assert sum(int(m[0].sum()) for m in net.masks) == n_weights(net) - round(0.5 * n_weights(net))
@@ -96,7 +89,7 @@ def test_sparsity_respects_a_previous_mask(dense):
 )
 def test_unit_methods_reach_unit_sparsity_exactly(dense, method, opts):
     net = fresh(dense)
-    P.prune(net, image(), method, sparsity=0.5, retrain_steps=2, **opts)
+    P.prune(net, smooth_image(RES), method, sparsity=0.5, retrain_steps=2, **opts)
     L, W = net.depth, net.width
     for row in net.live_units():
         assert L * W - sum(row) == round(0.5 * L * W)
@@ -115,7 +108,7 @@ def test_unit_methods_reach_unit_sparsity_exactly(dense, method, opts):
 @pytest.mark.parametrize("optimizer", ["adam", "muon"])
 def test_retraining_never_resurrects_a_pruned_weight(dense, method, opts, optimizer):
     net = fresh(dense)
-    res = P.prune(net, image(), method, train=TrainConfig(optimizer=optimizer, lr=3e-2), **opts)
+    res = P.prune(net, smooth_image(RES), method, train=TrainConfig(optimizer=optimizer, lr=3e-2), **opts)
     assert any(int((m == 0).sum()) > 0 for m in net.masks)
     for w, m in zip(net.weights, net.masks):
         assert torch.all(w[m == 0] == 0)
@@ -152,7 +145,7 @@ def test_sp_removes_exactly_one_of_each_duplicate_pair(seed):
     feats = P.feature_maps(net, coords(16))
     pairs = [{(i, j) for i, j, _ in P.redundant_pairs(P.similarity(f[0], True), cfg.tau)} for f in feats]
     assert pairs == [{(1, 6), (3, 7)}, {(2, 5)}]
-    P.sp(net, image(16), cfg)
+    P.sp(net, smooth_image(16), cfg)
     gone = removed_units(net)
     assert len(gone[0]) == 2 and len(gone[0] & {1, 6}) == 1 and len(gone[0] & {3, 7}) == 1
     assert len(gone[1]) == 1 and gone[1] <= {2, 5}
@@ -162,31 +155,31 @@ def test_sp_choice_within_a_pair_is_random_and_seeded():
     choices = set()
     for seed in range(8):
         net = planted(seed=100)
-        P.sp(net, image(16), P.SPConfig(tau=0.999, centred=True, rounds=1, retrain_steps=0, seed=seed))
+        P.sp(net, smooth_image(16), P.SPConfig(tau=0.999, centred=True, rounds=1, retrain_steps=0, seed=seed))
         choices.add(tuple(sorted(removed_units(net)[0])))
     assert len(choices) > 1  # both members of a pair get picked for some seed
     a, b = planted(100), planted(100)
     for n in (a, b):
-        P.sp(n, image(16), P.SPConfig(tau=0.999, centred=True, rounds=1, retrain_steps=0, seed=3))
+        P.sp(n, smooth_image(16), P.SPConfig(tau=0.999, centred=True, rounds=1, retrain_steps=0, seed=3))
     assert all(torch.equal(x, y) for x, y in zip(a.masks, b.masks))
 
 
 def test_sp_sign_handling():
     net = planted(seed=101, negate=True)
-    P.sp(net, image(16), P.SPConfig(tau=0.999, centred=True, rounds=1, retrain_steps=0))
+    P.sp(net, smooth_image(16), P.SPConfig(tau=0.999, centred=True, rounds=1, retrain_steps=0))
     assert not removed_units(net)[0] & {3, 7}  # a negated copy is not similar ...
     net = planted(seed=101, negate=True)
-    P.sp(net, image(16), P.SPConfig(tau=0.999, centred=True, opposite_sign=True, rounds=1, retrain_steps=0))
+    P.sp(net, smooth_image(16), P.SPConfig(tau=0.999, centred=True, opposite_sign=True, rounds=1, retrain_steps=0))
     assert len(removed_units(net)[0] & {3, 7}) == 1  # ... unless opposite signs count
 
 
 def test_sp_stops_when_nothing_is_redundant_and_at_target_size(dense):
     net = fresh(dense)
-    res = P.sp(net, image(), P.SPConfig(tau=1.0, rounds=5, retrain_steps=0))
+    res = P.sp(net, smooth_image(RES), P.SPConfig(tau=1.0, rounds=5, retrain_steps=0))
     assert res.extras["stop"] == ["no redundant pair"] * 2 and len(res.history) == 1
     net = fresh(dense)
     cfg = P.SPConfig(tau=0.0, opposite_sign=True, rounds=10, retrain_steps=2, target_units=9, loss_factor=None)
-    res = P.sp(net, image(), cfg)  # no guard: this test is about the size target
+    res = P.sp(net, smooth_image(RES), cfg)  # no guard: this test is about the size target
     assert [sum(r) for r in net.live_units()] == [9, 9]
     assert res.extras["stop"] == ["target size"] * 2
 
@@ -194,7 +187,7 @@ def test_sp_stops_when_nothing_is_redundant_and_at_target_size(dense):
 def test_sp_max_loss_undoes_the_round(dense):
     net = fresh(dense)
     before = [m.clone() for m in net.masks]
-    res = P.sp(net, image(), P.SPConfig(tau=0.0, opposite_sign=True, rounds=3, retrain_steps=0, max_loss=0.0))
+    res = P.sp(net, smooth_image(RES), P.SPConfig(tau=0.0, opposite_sign=True, rounds=3, retrain_steps=0, max_loss=0.0))
     assert all(torch.equal(a, b) for a, b in zip(before, net.masks))
     assert res.extras["stop"] == ["loss above max_loss (round undone)"] * 2
 
@@ -207,7 +200,7 @@ def test_wanda_matches_brute_force(dense):
     net = fresh(dense)
     ref = fresh(dense).to("cpu")  # the reference runs on CPU whatever device training used
     s = 0.5  # every fan-in (4 or 6) × 0.5 is an integer: every output unit loses exactly half
-    P.prune(net, image(), "wanda", sparsity=s)
+    P.prune(net, smooth_image(RES), "wanda", sparsity=s)
     grid = coords(RES).double()
     masks = [m.clone().double() for m in ref.masks]
     W = [w.detach().double() for w in ref.weights]
@@ -232,7 +225,7 @@ def test_wanda_matches_brute_force(dense):
 
 def test_wanda_scores_are_weight_times_input_norm(dense):
     net = fresh(dense)
-    calib = P.CalibrationGrid.from_image(image(), net)
+    calib = P.CalibrationGrid.from_image(smooth_image(RES), net)
     sc = P.Wanda().scores(net, calib)
     _, feats = net(calib.grid, return_features=True)
     expect = net.weights[2].detach().abs() * feats[1].norm(dim=1)[:, :, None]
@@ -263,7 +256,7 @@ def _hand_grads(ks, X, T):
 
 def test_llm_pruner_group_importance_by_hand():
     net = _tiny_linear()
-    img = image(6).double()
+    img = smooth_image(6).double()
     X, T = coords(6, dtype=torch.float64).numpy(), img.reshape(-1, 3).numpy()
     ks = [w[0].detach().numpy() for w in net.weights]
     out = net(torch.as_tensor(X))[0, :, 0].detach()
@@ -297,8 +290,8 @@ def test_imp_rewinds_survivors_to_step_k(k):
     net = CoordMLP(ARCH, population=2, seed=5)
     ref = net.select([0, 1])
     tc = TrainConfig(steps=0, lr=1e-2)
-    res = P.imp(net, image(), P.IMPConfig(sparsity=0.5, rate=0.2, rewind_step=k, train_steps=6, train=tc))
-    train(ref, image(), TrainConfig(**{**tc.__dict__, "steps": k}))  # θ_k on its own
+    res = P.imp(net, smooth_image(RES), P.IMPConfig(sparsity=0.5, rate=0.2, rewind_step=k, train_steps=6, train=tc))
+    train(ref, smooth_image(RES), TrainConfig(**{**tc.__dict__, "steps": k}))  # θ_k on its own
     assert len(res.extras["levels"]) == 4  # 0.8^3 > 0.5 ≥ 0.8^4
     for w_rewound, w_k, m in zip(res.extras["rewound"], ref.weights, net.masks):
         assert torch.equal(w_rewound, w_k.detach() * m)
@@ -308,16 +301,16 @@ def test_imp_rewinds_survivors_to_step_k(k):
 
 def test_random_units_match_reproduces_live_units(dense):
     a = fresh(dense)
-    P.prune(a, image(), "llm-pruner", sparsity=0.4, scope="global", retrain_steps=0)
+    P.prune(a, smooth_image(RES), "llm-pruner", sparsity=0.4, scope="global", retrain_steps=0)
     b = CoordMLP(ARCH, population=2, seed=9)
-    P.prune(b, image(), "random-units", match=a, retrain_steps=2, seed=1)
+    P.prune(b, smooth_image(RES), "random-units", match=a, retrain_steps=2, seed=1)
     assert b.live_units() == a.live_units()
     assert not all(torch.equal(x, y) for x, y in zip(a.masks, b.masks))  # which units: random
     c = CoordMLP(ARCH, population=2, seed=9)
-    P.prune(c, image(), "random-units", match=a.select(1), retrain_steps=0)  # one member broadcast
+    P.prune(c, smooth_image(RES), "random-units", match=a.select(1), retrain_steps=0)  # one member broadcast
     assert c.live_units() == [a.live_units()[1]] * 2
     with pytest.raises(P.PruneError, match="members"):
-        P.prune(CoordMLP(ARCH, population=3), image(), "random-units", match=a)
+        P.prune(CoordMLP(ARCH, population=3), smooth_image(RES), "random-units", match=a)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -327,7 +320,7 @@ def test_random_units_match_reproduces_live_units(dense):
 @pytest.mark.parametrize("s", [-0.1, 1.0, 1.5, float("nan")])
 def test_bad_sparsity(dense, s):
     with pytest.raises(P.PruneError, match=r"\[0, 1\)"):
-        P.prune(fresh(dense), image(), "magnitude", sparsity=s)
+        P.prune(fresh(dense), smooth_image(RES), "magnitude", sparsity=s)
 
 
 def test_layer_pruned_empty(dense):
@@ -335,9 +328,9 @@ def test_layer_pruned_empty(dense):
     with torch.no_grad():
         net.weights[0].mul_(1e-6)  # global magnitude would take the whole first kernel first
     with pytest.raises(P.PruneError, match="kernel 0"):
-        P.prune(net, image(), "magnitude", sparsity=0.3, retrain_steps=0)
+        P.prune(net, smooth_image(RES), "magnitude", sparsity=0.3, retrain_steps=0)
     with pytest.raises(P.PruneError, match="hidden layer"):
-        P.prune(fresh(dense), image(), "llm-pruner", sparsity=0.9, scope="global", retrain_steps=0)
+        P.prune(fresh(dense), smooth_image(RES), "llm-pruner", sparsity=0.9, scope="global", retrain_steps=0)
 
 
 def test_masks_without_a_path_from_input_to_output():
@@ -371,19 +364,19 @@ def test_nan_activations(dense):
         net.weights[1][0, 0, 0] = float("nan")
     for method, opts in [("sp", {}), ("wanda", {"sparsity": 0.5})]:
         with pytest.raises(P.PruneError, match="NaN"):
-            P.prune(net.select([0, 1]), image(), method, **opts)
+            P.prune(net.select([0, 1]), smooth_image(RES), method, **opts)
 
 
 def test_unknown_method_and_option(dense):
     with pytest.raises(P.PruneError, match="unknown pruning method"):
-        P.prune(fresh(dense), image(), "obd")
+        P.prune(fresh(dense), smooth_image(RES), "obd")
     with pytest.raises(P.PruneError, match="no option"):
-        P.prune(fresh(dense), image(), "sp", sparsity=0.5)
+        P.prune(fresh(dense), smooth_image(RES), "sp", sparsity=0.5)
 
 
 def test_sparsity_report_and_apportion(dense):
     net = fresh(dense)
-    P.prune(net, image(), "llm-pruner", sparsity=0.5, retrain_steps=0)
+    P.prune(net, smooth_image(RES), "llm-pruner", sparsity=0.5, retrain_steps=0)
     rep = P.sparsity_report(net)
     m = rep["members"][0]
     assert m["nonzero"] == net.nonzero()[0] == sum(m["nonzero_per_kernel"])

@@ -13,33 +13,9 @@ from volratio.runs import stored as S
 from volratio.runs.store import Store
 from volratio.util import machine as M
 
-PLAN = """
-scale = "reference"
 
-[chunks.tiny]
-run = "toy"
-seeds = [0, 1, 2]
-
-[chunks.tiny.config]
-steps = 30
-
-[chunks.tiny.grid]
-n = [4, 8]
-"""
-
-
-@pytest.fixture()
-def store(tmp_path):
-    plan_file = tmp_path / "plan.toml"
-    plan_file.write_text(PLAN)
-    root = tmp_path / "reference"
-    report = R.run_chunk(R.load_plan(plan_file), "tiny", root, progress=False)
-    assert report.total == 6 and len(report.ran) == 6 and not report.failed
-    return plan_file, root
-
-
-def test_chunk_has_manifest_with_times_and_configs(store):
-    plan_file, root = store
+def test_chunk_has_manifest_with_times_and_configs(toy_store):
+    plan_file, root = toy_store
     man = S.manifest("tiny", root)
     assert man["runs_total"] == man["runs_done"] == 6
     assert man["spec"]["run"] == "toy" and man["spec"]["grid"] == {"n": [4, 8]}
@@ -57,8 +33,8 @@ def test_chunk_has_manifest_with_times_and_configs(store):
     assert S.manifest("tiny", root)["runs_done"] == 6 and len(S.manifest("tiny", root)["sessions"]) == 2
 
 
-def test_stored_records_reads_the_chunks_present_and_names_the_missing(store):
-    _, root = store
+def test_stored_records_reads_the_chunks_present_and_names_the_missing(toy_store):
+    _, root = toy_store
     assert len(S.runs_of("tiny", root)) == 6
     # chunks that are not stored are skipped; a run's record carries its times from the manifest
     recs = S.runs_of(["not_there", "tiny"], root)
@@ -75,8 +51,8 @@ def test_stored_records_reads_the_chunks_present_and_names_the_missing(store):
         S.runs_of("a", root, error=Mine)
 
 
-def test_verify_reproduces_and_detects_a_changed_metric(store, capsys):
-    _, root = store
+def test_verify_reproduces_and_detects_a_changed_metric(toy_store, capsys):
+    _, root = toy_store
     out = R.verify(root, sample=6, seed=3).runs
     assert len(out) == 6 and all(r["ok"] and r["why"] == "same CPU kind" for r in out)
     # the sample is seeded: the same seed, the same runs
@@ -111,8 +87,8 @@ def test_verify_reproduces_and_detects_a_changed_metric(store, capsys):
     assert rc == 1 and len(err) == 1 and err[0].startswith("volratio results verify: error: tiny/") and key in err[0]
 
 
-def test_verify_cli_and_cheap_sample(store, capsys):
-    _, root = store
+def test_verify_cli_and_cheap_sample(toy_store, capsys):
+    _, root = toy_store
     assert main(["results", "verify", str(root), "--sample", "2", "--max-cpu-seconds", "1000", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert len(out["runs"]) == 2 and all(r["ok"] for r in out["runs"])
@@ -206,8 +182,8 @@ def _change_metric(root, key):
         st.record({**row, "config": json.loads(row["config"]), "metrics": metrics, "artifacts": arts})
 
 
-def test_runs_and_sessions_record_the_machine_kind(store):
-    _, root = store
+def test_runs_and_sessions_record_the_machine_kind(toy_store):
+    _, root = toy_store
     man = S.manifest("tiny", root)
     here = M.identity()
     assert {k: man["sessions"][0][k] for k in (*M.PARTS, "kind")} == here
@@ -215,8 +191,8 @@ def test_runs_and_sessions_record_the_machine_kind(store):
     assert all(r["machine"]["kind"] == here["kind"] for r in S.records("tiny", root))
 
 
-def test_verify_draws_only_runs_comparable_here(store, capsys):
-    _, root = store
+def test_verify_draws_only_runs_comparable_here(toy_store, capsys):
+    _, root = toy_store
     amd = M.of_session(OTHER_SESSION)
     other = set(_move_runs_to(root, OTHER_SESSION, 4))
     report = R.verify(root, sample=6)
@@ -247,8 +223,8 @@ def test_verify_draws_only_runs_comparable_here(store, capsys):
     assert mine in capsys.readouterr().err
 
 
-def test_verify_with_nothing_comparable_is_an_error(store, capsys, monkeypatch):
-    _, root = store
+def test_verify_with_nothing_comparable_is_an_error(toy_store, capsys, monkeypatch):
+    _, root = toy_store
     _move_runs_to(root, OTHER_SESSION, 6)
     kind = M.of_session(OTHER_SESSION)["kind"]
     with pytest.raises(R.ReferenceError, match=f"none of the 6 stored run.*stored on {kind}.*--any-machine"):
@@ -317,9 +293,8 @@ def test_repository_plan_names_registered_runs():
     assert chunks["full.toml"] == chunks["reference.toml"]  # the full plan is the reference plan, larger
 
 
-def test_reference_commands(tmp_path, capsys):
-    plan_file = tmp_path / "plan.toml"
-    plan_file.write_text(PLAN)
+def test_reference_commands(toy_store, tmp_path, capsys):
+    plan_file, _ = toy_store
     root = tmp_path / "ref"
     root.mkdir()
     assert main(["reference", "run", str(plan_file), "--chunk", "tiny", "--out", str(root), "--json"]) == 0
@@ -380,15 +355,12 @@ keep_net = false
 """
 
 
-def test_stored_depth_curves_and_predictor_check(tmp_path):
+def test_stored_depth_curves_and_predictor_check(run_plan, tmp_path):
     """A depth chunk stored by the reference machinery reads back as one curve per target (one column
     per network); the predictor is fitted on some targets' measured sweet spots and checked on another."""
     from volratio.experiments import depth_regime as D
 
-    plan_file = tmp_path / "plan.toml"
-    plan_file.write_text(DEPTH_PLAN)
-    root = tmp_path / "reference"
-    assert not R.run_chunk(R.load_plan(plan_file), "depth_tiny", root, progress=False).failed
+    _, root, _ = run_plan(DEPTH_PLAN, "depth_tiny", tmp_path)
     curves = D.stored_curves(("depth_tiny", "not_there"), root)
     assert len(curves) == 4
     c = curves["planted:2:depth=3,width=3"]
@@ -437,16 +409,13 @@ device = "cpu"
 """
 
 
-def test_stored_connectivity_table(tmp_path, picbreeder_dir):
+def test_stored_connectivity_table(run_plan, tmp_path, picbreeder_dir):
     """Connectivity runs stored by the reference machinery read back as one table with the run's τ,
     architecture and seed on every row."""
     from volratio.experiments import connectivity as C
     from volratio.experiments._base import ExperimentError
 
-    plan_file = tmp_path / "plan.toml"
-    plan_file.write_text(CONNECTIVITY_PLAN)
-    root = tmp_path / "reference"
-    assert not R.run_chunk(R.load_plan(plan_file), "conn_tiny", root, progress=False).failed
+    _, root, _ = run_plan(CONNECTIVITY_PLAN, "conn_tiny", tmp_path)
     t = C.stored_table(("conn_tiny",), root)
     assert len(t) == 2 * 2 * 2 * 4  # targets × seeds × τ × (dense, sp, magnitude, random)
     assert set(t.tau) == {0.9, 0.95} and set(t.seed) == {0, 1} and t.emc2_auc.between(0, 1).all()
@@ -480,15 +449,12 @@ depth = [1, 2]
 """
 
 
-def test_stored_scenes_compare_each_scene_with_its_parts(tmp_path):
+def test_stored_scenes_compare_each_scene_with_its_parts(run_plan, tmp_path):
     """Scenes read back from a stored chunk are compared with their parts on the scene's depths; a
     scene whose parts are not all stored is left out."""
     from volratio.experiments import unknown_targets as U
 
-    plan_file = tmp_path / "plan.toml"
-    plan_file.write_text(SCENES_PLAN.replace('"planted:1", ', '"planted:1", "planted:2", '))
-    root = tmp_path / "reference"
-    assert not R.run_chunk(R.load_plan(plan_file), "depth_scenes", root, progress=False).failed
+    _, root, _ = run_plan(SCENES_PLAN.replace('"planted:1", ', '"planted:1", "planted:2", '), "depth_scenes", tmp_path)
     curves, rows = U.stored_scenes(root, n_boot=50)
     assert U.scene_parts("scene:planted:1+planted:2") == ("planted:1", "planted:2")
     assert set(curves) == {"scene:planted:1+planted:2", "planted:1", "planted:2"}  # planted:3 was not stored
@@ -518,18 +484,17 @@ def test_stored_tables_read_non_finite_metrics_back_as_floats():
     assert list(df["msg"][:3]) == ["ok", "nan", "x"] and list(df["n"]) == [1, 2, 3, 4]
 
 
-def test_fit_budget_chunk_stores_what_the_experiment_measures(tmp_path):
+def test_fit_budget_chunk_stores_what_the_experiment_measures(run_plan, tmp_path):
     from volratio.experiments import fit_budget as FB
 
-    plan = tmp_path / "plan.toml"
-    plan.write_text(
+    _, root, report = run_plan(
         '[chunks.budget]\nrun = "fit_budget"\nseeds = [0]\n\n[chunks.budget.config]\nwidth = 4\nres = 8\n'
         'members = 2\ncheckpoints = [4, 8]\ndevice = "cpu"\n\n[chunks.budget.grid]\n'
-        'target = ["planted:1:depth=2,width=3"]\ndepth = [1, 2]\n'
+        'target = ["planted:1:depth=2,width=3"]\ndepth = [1, 2]\n',
+        "budget",
+        tmp_path,
     )
-    root = tmp_path / "reference"
-    report = R.run_chunk(R.load_plan(plan), "budget", root, progress=False)
-    assert not report.failed and len(report.ran) == 2
+    assert len(report.ran) == 2
     stored = FB.stored_table("budget", root).sort_values(["depth", "steps", "member"]).reset_index(drop=True)
     live = FB.run(FB.Config(targets=("planted:1:depth=2,width=3",), depths=(1, 2), width=4, res=8, members=2,
                             checkpoints=(4, 8)))  # fmt: skip
@@ -542,19 +507,18 @@ def test_fit_budget_chunk_stores_what_the_experiment_measures(tmp_path):
         FB.parse_point({"target": "planted:1"})
 
 
-def test_connectivity_as_a_sweep_run_stores_its_networks(tmp_path, picbreeder_dir):
+def test_connectivity_as_a_sweep_run_stores_its_networks(run_plan, tmp_path, picbreeder_dir):
     from volratio.experiments import connectivity as C
     from volratio.nets import CoordMLP
 
-    plan = tmp_path / "plan.toml"
-    plan.write_text(
+    _, root, _ = run_plan(
         '[chunks.conn]\nrun = "connectivity"\nseeds = [0]\n\n[chunks.conn.config]\nscale = "quick"\n'
         'targets = ["apple"]\nseeds = 1\narch = "2;gaussian:4"\nres = 8\ndense_steps = 3\nretrain_steps = 1\n'
         'imp_steps = 1\nimp_rewind = 0\nmethods = ["magnitude"]\nemc2_res = 8\nemc2_params = 2\n'
-        'deltas = [-1.0, 1.0]\ndevice = "cpu"\nkeep_nets = true\n"sp.rounds" = 1\n"sp.retrain_steps" = 1\n'
+        'deltas = [-1.0, 1.0]\ndevice = "cpu"\nkeep_nets = true\n"sp.rounds" = 1\n"sp.retrain_steps" = 1\n',
+        "conn",
+        tmp_path,
     )
-    root = tmp_path / "reference"
-    assert not R.run_chunk(R.load_plan(plan), "conn", root, progress=False).failed
     table = C.stored_table(["conn"], root)
     assert set(table.method) == {"dense", "sp", "magnitude"} and table.net.notna().all()
     (rec,) = S.records("conn", root)

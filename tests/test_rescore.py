@@ -39,18 +39,17 @@ keep_net = {keep}
 """
 
 
-def _chunk(root, keep: bool, steps: int = 20):
-    plan = root.parent / f"plan-{keep}.toml"
-    plan.write_text(PLAN.format(keep=str(keep).lower()).replace("steps = 20", f"steps = {steps}"))
-    report = R.run_chunk(R.load_plan(plan), "tiny", root, progress=False)
-    assert not report.failed and len(report.ran) == 1
+def _chunk(run_plan, folder, keep: bool, steps: int = 20):
+    toml = PLAN.format(keep=str(keep).lower()).replace("steps = 20", f"steps = {steps}")
+    _, root, report = run_plan(toml, "tiny", folder)
+    assert len(report.ran) == 1
     return root
 
 
 @pytest.fixture(scope="module")
-def source(tmp_path_factory):
+def source(run_plan, tmp_path_factory):
     """A chunk of one depth_point run (2 networks) that stored its networks; copied per test."""
-    return _chunk(tmp_path_factory.mktemp("src") / "reference", keep=True)
+    return _chunk(run_plan, tmp_path_factory.mktemp("src"), keep=True)
 
 
 @pytest.fixture()
@@ -134,8 +133,8 @@ def test_verify_reruns_rescore_runs_bit_for_bit(root, capsys):
             RS.point((next(iter(S.rescores("tiny", root=root))))["config"])
 
 
-def test_chunks_without_networks_are_one_line_errors(tmp_path, capsys):
-    root = _chunk(tmp_path / "reference", keep=False, steps=2)
+def test_chunks_without_networks_are_one_line_errors(run_plan, tmp_path, capsys):
+    root = _chunk(run_plan, tmp_path, keep=False, steps=2)
     rc = main(["reference", "rescore", "tiny", "--judge", "anchored", "--root", str(root)])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "stored no networks" in err[0] and "keep_net = true" in err[0]
@@ -533,16 +532,13 @@ depth = [1, 2]
 """
 
 
-def test_the_sparse_regime_s_depth_runs_are_read_rescored_and_drawn_as_depth_runs(tmp_path):
+def test_the_sparse_regime_s_depth_runs_are_read_rescored_and_drawn_as_depth_runs(run_plan, tmp_path):
     """A chunk of `sparse_depth_point` runs: the depth readers see it (curves, the sparsity table, the
     mosaic), and `volratio reference rescore` scores its stored networks like a depth chunk's."""
     from volratio.experiments import depth_regime as D
 
-    root = tmp_path / "reference"
-    plan = tmp_path / "plan.toml"
-    plan.write_text(SPARSE_PLAN)
-    report = R.run_chunk(R.load_plan(plan), "sparse", root, progress=False)
-    assert not report.failed and len(report.ran) == 2
+    _, root, report = run_plan(SPARSE_PLAN, "sparse", tmp_path)
+    assert len(report.ran) == 2
     t = "planted:1:depth=2,width=3"
     table = D.sparsity_table(["sparse"], root)
     recs = {int(r["config"]["depth"]): r["metrics"] for r in S.records("sparse", root)}
@@ -563,7 +559,7 @@ def test_the_sparse_regime_s_depth_runs_are_read_rescored_and_drawn_as_depth_run
     every = D.stored_curves(["sparse"], root, judge="anchored", every_weight=True, engine="torch")[t]
     assert every.loss.tolist() == curve.loss.tolist()  # the same networks, scored on every weight
     # the near-dense depth runs record no dense size: the table reads it from their stored networks
-    near = D.sparsity_table(["tiny"], _chunk(tmp_path / "near", keep=True))
+    near = D.sparsity_table(["tiny"], _chunk(run_plan, tmp_path / "near", keep=True))
     assert near.loc[(t, 2), "dense weights"] == sum(m[0].numel() for m in CoordMLP(
         "2;gaussian:4", head="grey").masks)  # fmt: skip
     assert np.isnan(near.loc[(t, 2), "fit round"])

@@ -5,10 +5,11 @@ every one of these knobs."""
 import numpy as np
 import pytest
 import torch
+from training_helpers import smooth_image
 
 from volratio import prune as P
 from volratio.experiments import depth_regime
-from volratio.nets import CoordMLP, coords
+from volratio.nets import CoordMLP
 from volratio.prune.criteria import CalibrationGrid
 from volratio.prune.similarity_pruning import Removal, compensate
 from volratio.runs.registry import get_run
@@ -18,18 +19,11 @@ from volratio.util.presets import ConfigError
 RES = 8
 
 
-def image(res=RES):
-    g = coords(res)
-    y, x = g[:, 0], g[:, 1]
-    rgb = torch.stack([0.5 + 0.4 * torch.sin(2 * x), 0.5 + 0.4 * y * x, 0.5 + 0.3 * torch.cos(3 * y)], -1)
-    return rgb.reshape(res, res, 3)
-
-
 def with_twin(seed=0):
     """A trained 2-layer network whose hidden unit 3 of layer 0 is an exact copy of unit 1 (same
     incoming weights), so its map is in the span of the others."""
     net = CoordMLP("2;gaussian:5", population=1, seed=seed)
-    train(net, image(), TrainConfig(steps=150, lr=0.02))
+    train(net, smooth_image(RES), TrainConfig(steps=150, lr=0.02))
     with torch.no_grad():
         net.weights[0][0, :, 3] = net.weights[0][0, :, 1]
     return net
@@ -50,7 +44,7 @@ def remove(net, layer, unit):
 
 @pytest.mark.parametrize("how", ["span", "twin"])
 def test_compensation_removes_a_duplicate_unit_without_changing_the_image(how):
-    img = image()
+    img = smooth_image(RES)
     net = with_twin()
     before = loss(net, img)
     plain = net.select([0])
@@ -63,7 +57,7 @@ def test_compensation_removes_a_duplicate_unit_without_changing_the_image(how):
 
 
 def test_compensation_never_revives_a_pruned_connection():
-    img = image()
+    img = smooth_image(RES)
     net = with_twin()
     with torch.no_grad():
         m = net.masks[1].clone()
@@ -76,14 +70,14 @@ def test_compensation_never_revives_a_pruned_connection():
 def test_compensate_none_changes_no_weight():
     net = with_twin()
     before = [w.detach().clone() for w in net.weights]
-    compensate(net, CalibrationGrid.from_image(image(), net), [Removal(0, 0, 3, 1, 1.0)], "none")
+    compensate(net, CalibrationGrid.from_image(smooth_image(RES), net), [Removal(0, 0, 3, 1, 1.0)], "none")
     assert all(torch.equal(a, b.detach()) for a, b in zip(before, net.weights))
 
 
 def test_per_round_caps_the_units_removed_per_network_and_round():
     net = CoordMLP("3;gaussian:6", population=2, seed=3)
-    train(net, image(), TrainConfig(steps=30, lr=0.02))
-    res = P.sp(net, image(), P.SPConfig(tau=0.0, opposite_sign=True, rounds=2, retrain_steps=0, per_round=2,
+    train(net, smooth_image(RES), TrainConfig(steps=30, lr=0.02))
+    res = P.sp(net, smooth_image(RES), P.SPConfig(tau=0.0, opposite_sign=True, rounds=2, retrain_steps=0, per_round=2,
                                         loss_factor=None))  # fmt: skip
     assert all(r <= 2 for h in res.history[1:] for r in h["removed"])
     assert any(r == 2 for r in res.history[1]["removed"])
@@ -103,7 +97,7 @@ def test_per_round_caps_the_units_removed_per_network_and_round():
 def test_bad_sp_knobs_are_named(kw, words):
     net = CoordMLP("2;gaussian:3", population=1, seed=0)
     with pytest.raises(P.PruneError, match=words):
-        P.sp(net, image(), P.SPConfig(rounds=1, retrain_steps=0, **kw))
+        P.sp(net, smooth_image(RES), P.SPConfig(rounds=1, retrain_steps=0, **kw))
 
 
 def test_finetune_scales_every_learning_rate():
@@ -122,7 +116,7 @@ def test_finetune_scales_every_learning_rate():
 
 def test_retraining_at_a_lower_rate_keeps_a_converged_fit():
     """The reason for `retrain_lr_factor`: a fresh Adam at the training rate first undoes part of a fit."""
-    img = image()
+    img = smooth_image(RES)
     net = CoordMLP("3;gaussian:6", population=2, seed=0)
     tc = TrainConfig(steps=400, lr=0.02)
     dense = train(net, img, tc).final_loss

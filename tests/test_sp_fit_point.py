@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 import torch
-from test_sp_regime import image
+from training_helpers import smooth_image
 
 from volratio import prune as P
 from volratio.depth.sparse_point import SparsePoint, parse_sparse_point
@@ -31,7 +31,7 @@ def trajectory(seed=0):
     from volratio.train import TrainConfig, train
 
     net = wide_net(seed)
-    img = image(16)
+    img = smooth_image(16)
     train(net, img, TrainConfig(steps=300, lr=1e-2))
     seen = []
 

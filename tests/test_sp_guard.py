@@ -8,10 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from training_helpers import smooth_image
 
 from volratio import prune as P
 from volratio.experiments import connectivity, depth_regime, emc2_bench, interference
-from volratio.nets import CoordMLP, coords
+from volratio.nets import CoordMLP
 from volratio.runs.registry import get_run
 from volratio.runs.store import config_key
 from volratio.train import TrainConfig, train
@@ -19,18 +20,10 @@ from volratio.train import TrainConfig, train
 RES = 8
 
 
-def image(res=RES):
-    """A smooth colour image (no data needed)."""
-    g = coords(res)
-    y, x = g[:, 0], g[:, 1]
-    rgb = torch.stack([0.5 + 0.4 * torch.sin(2 * x), 0.5 + 0.4 * y * x, 0.5 + 0.3 * torch.cos(3 * y)], -1)
-    return rgb.reshape(res, res, 3)
-
-
 @pytest.fixture(scope="module")
 def fitted():
     net = CoordMLP("3;gaussian:4,sin:2", population=2, seed=1)
-    train(net, image(), TrainConfig(steps=200, lr=0.02))
+    train(net, smooth_image(RES), TrainConfig(steps=200, lr=0.02))
     return net
 
 
@@ -45,11 +38,11 @@ HARSH = dict(tau=0.0, opposite_sign=True, rounds=3, retrain_steps=0)
 
 def test_default_guard_undoes_a_collapsing_round_and_stops(fitted):
     unguarded = fresh(fitted)
-    off = P.sp(unguarded, image(), P.SPConfig(**HARSH, loss_factor=None))
+    off = P.sp(unguarded, smooth_image(RES), P.SPConfig(**HARSH, loss_factor=None))
     assert (off.final_loss > 2.0 * off.dense_loss).all()  # the round does wreck the fit without the guard
     net = fresh(fitted)
     weights, masks = [w.detach().clone() for w in net.weights], [m.clone() for m in net.masks]
-    res = P.sp(net, image(), P.SPConfig(**HARSH))  # default guard
+    res = P.sp(net, smooth_image(RES), P.SPConfig(**HARSH))  # default guard
     assert P.SPConfig().loss_factor == 2.0
     assert all(torch.equal(a, b) for a, b in zip(masks, net.masks))
     assert all(torch.equal(a, b.detach()) for a, b in zip(weights, net.weights))
@@ -65,14 +58,14 @@ def test_default_guard_undoes_a_collapsing_round_and_stops(fitted):
 
 def test_guard_lets_a_round_within_the_factor_through(fitted):
     net = fresh(fitted)
-    res = P.sp(net, image(), P.SPConfig(**HARSH, loss_factor=1e6))  # a limit no round reaches
+    res = P.sp(net, smooth_image(RES), P.SPConfig(**HARSH, loss_factor=1e6))  # a limit no round reaches
     assert all(s != "loss above loss_factor × dense loss (round undone)" for s in res.extras["stop"])
     assert all(s > 0 for s in res.history[-1]["sparsity"])
 
 
 def test_absolute_max_loss_still_works(fitted):
     net = fresh(fitted)
-    res = P.sp(net, image(), P.SPConfig(**HARSH, loss_factor=None, max_loss=0.0))
+    res = P.sp(net, smooth_image(RES), P.SPConfig(**HARSH, loss_factor=None, max_loss=0.0))
     assert res.extras["stop"] == ["loss above max_loss (round undone)"] * 2
     assert all(s == 0 for s in res.history[-1]["sparsity"])
 
@@ -101,11 +94,11 @@ def test_collapsed_flag(fitted):
     assert P.collapsed(ok, RES, dense_loss, dense_loss).tolist() == [False, False]
     assert P.collapsed(ok, RES, dense_loss, 50 * dense_loss).tolist() == [True, True]  # far above the dense loss
     # SP's result flags a flat member even when nothing was pruned
-    res = P.sp(flat, image(), P.SPConfig(tau=1.0, rounds=2, retrain_steps=0))
+    res = P.sp(flat, smooth_image(RES), P.SPConfig(tau=1.0, rounds=2, retrain_steps=0))
     assert res.collapsed.tolist() == [True, True]
-    assert P.sp(fresh(fitted), image(), P.SPConfig(tau=1.0, rounds=2)).collapsed.tolist() == [False, False]
+    assert P.sp(fresh(fitted), smooth_image(RES), P.SPConfig(tau=1.0, rounds=2)).collapsed.tolist() == [False, False]
     assert res.summary()["collapsed"] == [True, True]
-    other = P.prune(fresh(fitted), image(), "random", sparsity=0.1, retrain_steps=0)
+    other = P.prune(fresh(fitted), smooth_image(RES), "random", sparsity=0.1, retrain_steps=0)
     with pytest.raises(P.PruneError, match="collapsed"):
         _ = other.collapsed
 
@@ -150,10 +143,10 @@ def test_backoff_retries_an_undone_round_with_half_as_many_units(fitted):
     """With `backoff`, a round the guard undoes is tried again with half as many units (down to one)
     before the network stops; without it the network stops at once. Undone rounds change nothing."""
     harsh = dict(HARSH, rounds=6, per_round=4, loss_floor=0.0, compensate="none")
-    plain = P.sp(fresh(fitted), image(), P.SPConfig(**harsh))
+    plain = P.sp(fresh(fitted), smooth_image(RES), P.SPConfig(**harsh))
     assert plain.extras["attempts"][0] == [4, 4] and not any(map(any, plain.extras["attempts"][1:]))
     net = fresh(fitted)
-    res = P.sp(net, image(), P.SPConfig(**harsh, backoff=True))
+    res = P.sp(net, smooth_image(RES), P.SPConfig(**harsh, backoff=True))
     tried = [a[0] for a in res.extras["attempts"]]
     assert tried[:3] == [4, 2, 1]  # no retraining: every removal breaks the fit, so each round is undone
     undone = [r["removed"][0] == 0 for r in res.history[1:]]
@@ -199,7 +192,7 @@ def test_a_nan_round_is_undone_and_a_stopped_member_is_left_as_it_was(fitted, mo
     cfg = P.SPConfig(
         tau=0.0, opposite_sign=True, rounds=2, retrain_steps=1, per_round=1, loss_factor=None, max_loss=1e9
     )
-    res = P.sp(net, image(), cfg)
+    res = P.sp(net, smooth_image(RES), cfg)
     assert len(calls) == 2
     assert res.extras["stop"][0] == "loss above max_loss (round undone)"
     assert [r["removed"] for r in res.history[1:]] == [[0, 1], [0, 1]]
@@ -212,11 +205,11 @@ def test_a_nan_round_is_undone_and_a_stopped_member_is_left_as_it_was(fitted, mo
 def test_sp_says_why_each_member_stopped_and_records_each_member(fitted):
     """Three ways to stop — no pair similar enough, the round budget, and the guard (above) — and the
     record of each member."""
-    none_similar = P.sp(fresh(fitted), image(), P.SPConfig(tau=1.0, rounds=3, retrain_steps=0))
+    none_similar = P.sp(fresh(fitted), smooth_image(RES), P.SPConfig(tau=1.0, rounds=3, retrain_steps=0))
     assert none_similar.extras["stop"] == ["no redundant pair"] * 2 and len(none_similar.history) == 1
     assert none_similar.history[0]["round"] == 0 and none_similar.history[0]["removed"] == [0, 0]
     cfg = P.SPConfig(tau=0.0, opposite_sign=True, rounds=1, retrain_steps=0, per_round=1, loss_factor=None)
-    res = P.sp(fresh(fitted), image(), cfg)
+    res = P.sp(fresh(fitted), smooth_image(RES), cfg)
     assert res.extras["stop"] == ["rounds"] * 2 and [h["round"] for h in res.history] == [0, 1]
     assert res.history[1]["removed"] == [1, 1] and res.history[1]["tau"] == [0.0, 0.0]
     assert res.method == "sp" and res.config == dataclasses.asdict(cfg)

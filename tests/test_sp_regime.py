@@ -6,18 +6,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from training_helpers import smooth_image
 
 from volratio import prune as P
 from volratio.nets import CoordMLP, coords
 from volratio.prune.similarity_pruning import mask_nonzeros, sp_round
-
-
-def image(res=16):
-    """A smooth colour image (no data needed)."""
-    g = coords(res)
-    y, x = g[:, 0], g[:, 1]
-    rgb = torch.stack([0.5 + 0.4 * torch.sin(2 * x), 0.5 + 0.4 * y * x, 0.5 + 0.3 * torch.cos(3 * y)], -1)
-    return rgb.reshape(res, res, 3)
 
 
 def removed_units(net):
@@ -57,7 +50,7 @@ def test_sp_from_a_wide_start_ends_at_the_true_width(seed):
         assert not P.redundant_pairs(P.similarity(f[0]), 0.999)
     before = truth(grid)
     cfg = P.SPConfig(tau=0.9999, tau_schedule=(0.9995,), rounds=6, retrain_steps=0, compensate="twin", seed=seed)
-    res = P.sp(wide, image(16), cfg)
+    res = P.sp(wide, smooth_image(16), cfg)
     assert wide.live_units() == [[5, 5]]  # every copy but one removed, no distinct unit touched
     assert res.extras["stop"] == ["no redundant pair"]
     assert res.extras["members"][0]["tau"] == 0.9995  # it went through the whole schedule
@@ -71,7 +64,7 @@ def test_sp_from_a_wide_start_ends_at_the_true_width(seed):
 @pytest.mark.parametrize("cap", [None, 3])
 def test_tau_schedule_never_removes_a_less_similar_pair_than_one_it_keeps(seed, cap):
     net = CoordMLP("3;gaussian:6,sin:4", population=2, seed=seed)
-    calib = P.CalibrationGrid.from_image(image(16), net)
+    calib = P.CalibrationGrid.from_image(smooth_image(16), net)
     cfg = P.SPConfig(tau=0.999, tau_schedule=(0.9, 0.6, 0.3), per_round=cap, opposite_sign=False, seed=seed)
     feats = P.feature_maps(net, calib.grid)
     alive = P.unit_alive(net.masks)
@@ -95,7 +88,7 @@ def test_target_nonzeros_stops_at_the_first_count_at_or_below_it():
     wide = widened(true_net(1), 4)
     n0 = mask_nonzeros(wide.masks)[0]
     cfg = P.SPConfig(tau=0.9999, rounds=6, retrain_steps=0, compensate="twin", target_nonzeros=n0 - 100)
-    res = P.sp(wide, image(16), cfg)
+    res = P.sp(wide, smooth_image(16), cfg)
     m = res.extras["members"][0]
     assert m["stop"] == "target size" and m["nonzeros"] <= n0 - 100
     # one removal fewer would not have reached it: the count is the first at or below the target
@@ -108,7 +101,7 @@ def test_target_nonzeros_stops_at_the_first_count_at_or_below_it():
 def test_impossible_targets_are_refused(bad):
     wide = widened(true_net(0), 2)
     with pytest.raises(P.PruneError, match="target_nonzeros"):
-        P.sp(wide, image(16), P.SPConfig(target_nonzeros=bad, retrain_steps=0))
+        P.sp(wide, smooth_image(16), P.SPConfig(target_nonzeros=bad, retrain_steps=0))
 
 
 @pytest.mark.parametrize(
@@ -128,7 +121,7 @@ def test_bad_schedules_are_refused(opts, match):
 def test_per_round_fraction_caps_each_round():
     net = CoordMLP("2;gaussian:10", population=1, seed=3)
     cfg = P.SPConfig(tau=0.0, opposite_sign=True, per_round_fraction=0.25, rounds=1, retrain_steps=0, loss_factor=None)
-    P.sp(net, image(16), cfg)
+    P.sp(net, smooth_image(16), cfg)
     assert sum(len(g) for g in removed_units(net)) == 5  # a quarter of 20 live units
 
 
@@ -166,7 +159,7 @@ def test_the_prune_command_reaches_a_nonzero_target_and_records_each_member(tmp_
 def test_matched_baselines_have_sp_s_non_zero_count_in_every_kernel(method):
     """A weight baseline given `match=` SP's network keeps exactly SP's non-zero count per kernel
     (not only in total), and records the counts it matched, not a copy of the network."""
-    img = image()
+    img = smooth_image(16)
     wide = CoordMLP("2;sin:6,gaussian:6", head="hsv", population=2, seed=3)
     sp_net = wide.select([0, 1])
     P.prune(sp_net, torch.stack([img, img]), "sp", P.SPConfig(tau=0.0, rounds=2, retrain_steps=0, per_round=3))
@@ -184,7 +177,7 @@ def test_matched_baselines_have_sp_s_non_zero_count_in_every_kernel(method):
 def test_imp_matched_reaches_sp_s_count_in_every_kernel_level_by_level():
     """IMP given `match=` reaches SP's non-zero count in every kernel at its last level, each level
     pruning more in every kernel than the level before (never reviving a weight)."""
-    img = image()
+    img = smooth_image(16)
     wide = CoordMLP("2;sin:6,gaussian:6", head="hsv", population=2, seed=3)
     sp_net = wide.select([0, 1])
     P.prune(sp_net, torch.stack([img, img]), "sp", P.SPConfig(tau=0.0, rounds=3, retrain_steps=0, per_round=3))
@@ -198,7 +191,7 @@ def test_imp_matched_reaches_sp_s_count_in_every_kernel_level_by_level():
 
 
 def test_llm_pruner_matched_keeps_sp_s_live_units_per_layer():
-    img = image()
+    img = smooth_image(16)
     wide = CoordMLP("2;sin:6,gaussian:6", head="hsv", population=2, seed=3)
     sp_net = wide.select([0, 1])
     P.prune(sp_net, torch.stack([img, img]), "sp", P.SPConfig(tau=0.0, rounds=2, retrain_steps=0, per_round=3))
@@ -209,7 +202,7 @@ def test_llm_pruner_matched_keeps_sp_s_live_units_per_layer():
 
 
 def test_a_match_with_more_weights_than_the_network_is_refused():
-    img = image()
+    img = smooth_image(16)
     small = CoordMLP("2;sin:6,gaussian:6", head="hsv", seed=3)
     P.prune(small, img, "magnitude", sparsity=0.5, retrain_steps=0)
     dense = CoordMLP("2;sin:6,gaussian:6", head="hsv", seed=4)

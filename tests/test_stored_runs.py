@@ -95,34 +95,20 @@ def test_rows_record_version_and_commit_which_are_not_in_the_key(tmp_path):
     assert run_sweep(Sweep(**spec), tmp_path / "s").ran == []  # resumes: the same keys
 
 
-PLAN = """
-scale = "reference"
-
-[chunks.one]
-run = "toy"
-seeds = [0, 1]
-
-[chunks.one.config]
-steps = 20
-"""
-
-
-def test_verify_reruns_each_stored_run_under_its_stored_config(tmp_path):
-    (tmp_path / "plan.toml").write_text(PLAN)
-    plan, root = R.load_plan(tmp_path / "plan.toml"), tmp_path / "reference"
-    assert not R.run_chunk(plan, "one", root, progress=False).failed
+def test_verify_reruns_each_stored_run_under_its_stored_config(toy_store):
+    _, root = toy_store
     out = R.verify(root, sample=2).runs
     assert len(out) == 2 and all(r["ok"] and r["result"] == "reproduced" for r in out)
     # a row whose config is not complete cannot be re-run as stored: reported, never re-run as another
-    st = Store(root / "one")
+    st = Store(root / "tiny")
     row = dict(next(iter(st.rows.values())))
     config = {k: v for k, v in json.loads(row["config"]).items() if k != "lr"}
     with st.writing():
         st.record({"key": config_key(row["run"], config), "run": row["run"], "version": __version__,
                    "status": "done", "config": config, "metrics": json.loads(row["metrics"]), "seconds": 0.0,
                    "artifacts": {}})  # fmt: skip
-    man = json.loads((root / "one" / "manifest.json").read_text())
+    man = json.loads((root / "tiny" / "manifest.json").read_text())
     man["runs"][config_key(row["run"], config)] = {**man["runs"][row["key"]], "config": config}
-    (root / "one" / "manifest.json").write_text(json.dumps(man))
-    cannot = [r for r in R.verify(root, sample=3).runs if r["result"] == "cannot rerun"]
+    (root / "tiny" / "manifest.json").write_text(json.dumps(man))
+    cannot = [r for r in R.verify(root, sample=7).runs if r["result"] == "cannot rerun"]
     assert len(cannot) == 1 and "not complete" in cannot[0]["problem"]

@@ -7,6 +7,13 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from verdict_data import ADAM, MUON
+from verdict_data import depth_curve as _curve
+from verdict_data import frames as _frames
+from verdict_data import optimizer_summary as _summary
+from verdict_data import scene_rows as _scene_rows
+from verdict_data import sixteen as _sixteen
+from verdict_data import sp_table as _sp_table
 
 from volratio.depth import fit_predictor, sweet_spot
 from volratio.errors import VolratioError
@@ -189,11 +196,6 @@ def test_each_claim_names_one_deciding_statistic():
 # each claim's decider, driven to every outcome
 
 
-def _sp_table(sp, wanda):
-    base = {"sp": sp, "imp": [0.0, 0.0, 0.0], "wanda": wanda, "llm-pruner": [0.01, 0.0, 0.0]}
-    return pd.DataFrame([{"method": m, "emc2_auc": x} for m, xs in base.items() for x in xs])
-
-
 @pytest.mark.parametrize(
     "sp, wanda, verdict",
     [
@@ -207,14 +209,6 @@ def test_sp_vs_pruners_every_outcome(sp, wanda, verdict):
     v, _ = claims.sp_vs_pruners(_sp_table(sp, wanda))
     assert v.verdict == verdict and v.evidence["strongest baseline"] == "wanda"
     assert v.evidence["statistic"]["mean"] == pytest.approx(np.mean(sp) - np.mean(wanda))
-
-
-def _curve(target, contrasts, true_at=3, depths=(2, 3, 4, 5)):
-    """A depth curve whose score at `true_at` exceeds every other depth's (0.5) by `contrasts` (per seed)."""
-    score = np.full((len(depths), len(contrasts)), 0.5)
-    score[list(depths).index(true_at)] += np.asarray(contrasts)
-    loss = np.full_like(score, 0.01)
-    return DepthCurve(target, list(depths), score, loss, loss, np.full_like(score, 30.0), sweet_spot(depths, score))
 
 
 @pytest.mark.parametrize(
@@ -253,23 +247,6 @@ def test_depth_statistic_beats_both_sides_and_skips_what_it_cannot_compare():
     assert len(claims.depth_rows({"planted:a": c}, {"planted:a": 7})[0]) == 0
     v, _ = claims.depth_optimum({"planted:a": c}, {"planted:a": 7})
     assert v.verdict == "not measured"
-
-
-def _summary(muon, adam, loss=(0.01, 0.02)):
-    rows = []
-    for opt, (s, lo, hi), l in (("muon", muon, loss[0]), ("adam", adam, loss[1])):
-        rows.append({"optimizer": opt, "score": s, "score_lo": lo, "score_hi": hi,
-                     "loss": l, "loss_lo": l * 0.9, "loss_hi": l * 1.1})  # fmt: skip
-    return pd.DataFrame(rows)
-
-
-ADAM = (0.5, 0.45, 0.55)
-MUON = {
-    "reproduced": (0.75, 0.7, 0.8),
-    "inconclusive": (0.6, 0.4, 0.8),
-    "not reproduced": (0.5, 0.46, 0.54),  # −0.09..+0.09: every effect ≥ 0.1 excluded
-    "contradicted": (0.2, 0.1, 0.3),
-}
 
 
 @pytest.mark.parametrize("verdict", FOUR)
@@ -322,11 +299,6 @@ def test_muon_from_networks_pools_over_targets_and_scores_what_does_not_draw_zer
     assert "2 networks that do not draw their label scored 0" in z.measured
 
 
-def _scene_rows(*estimates):
-    return [{"effect": f"e{i}", "scene": 0.5 + d, "parts": 0.5, "difference": d, "lo": lo, "hi": hi,
-             "verdict": "whatever"} for i, (d, lo, hi) in enumerate(estimates)]  # fmt: skip
-
-
 @pytest.mark.parametrize(
     "rows, verdict",
     [
@@ -346,11 +318,6 @@ def test_scenes_weaker_every_outcome(rows, verdict):
         last = v.forest.rows[-1]
         assert last.label == f"pooled over {len(rows)} settings (deciding)" and last.group == 2
         assert last.mean == pytest.approx(v.evidence["statistic"]["mean"])
-
-
-def _frames(ratios):
-    return pd.DataFrame({"m": [3, 4, 5], "n": [2, 2, 3], "ratio": ratios, "max_sq_inner": [0.3, 0.4, 0.2],
-                         "bound": [0.25, 0.3, 0.1]})  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -401,12 +368,6 @@ def test_rho_concentrated_every_outcome(w, verdict):
     v = claims.rho_concentrated(checks, fits)
     assert v.verdict == verdict and v.evidence["statistic"]["mean"] == w[0] and "chain:2 along W" in v.line()
     assert claims.rho_concentrated(checks, {"chain:2": {}}).verdict == "not measured"
-
-
-def _sixteen(diffs, used=None):
-    used = [True] * len(diffs) if used is None else used
-    return pd.DataFrame({"diff": diffs, "used": used, "why": ["" if u else "never draws" for u in used]},
-                        index=[f"t{i}" for i in range(len(diffs))])  # fmt: skip
 
 
 @pytest.mark.parametrize(

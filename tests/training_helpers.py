@@ -1,5 +1,5 @@
 """Helpers shared by the tests of the hand-written training paths (tests/test_fast_train.py and
-tests/test_fused_train.py): a seeded random target, a population with random masks, and the
+tests/test_fused_train.py): a seeded random target, a smooth one (the pruning and SP tests), a population with random masks, and the
 eager (autograd) losses and gradients they are compared with, and the mark that skips a test of
 the fused kernel where no C++ compiler can build it."""
 
@@ -9,7 +9,7 @@ import shutil
 import pytest
 import torch
 
-from volratio.nets import CoordMLP
+from volratio.nets import CoordMLP, coords
 from volratio.train import TrainConfig, mse_per_network, train
 
 
@@ -30,6 +30,14 @@ def random_target(res: int = 12, seed: int = 0) -> torch.Tensor:
     """A seeded `(res, res, 3)` image in [0, 1)."""
     g = torch.Generator().manual_seed(seed)
     return torch.rand(res, res, 3, generator=g)
+
+
+def smooth_image(res: int) -> torch.Tensor:
+    """A smooth `(res, res, 3)` colour image that every pruning and SP test fits (no data needed)."""
+    g = coords(res)
+    y, x = g[:, 0], g[:, 1]
+    rgb = torch.stack([0.5 + 0.4 * torch.sin(2 * x), 0.5 + 0.4 * y * x, 0.5 + 0.3 * torch.cos(3 * y)], -1)
+    return rgb.reshape(res, res, 3)
 
 
 def sparse_net(arch: str, head: str = "hsv", population: int = 2, seed: int = 1) -> CoordMLP:

@@ -24,6 +24,8 @@ data, the fork targets and the reference store (`results/reference`). About 5 CP
 
 from __future__ import annotations
 
+import argparse
+
 import pandas as pd
 import torch.nn.functional as F
 
@@ -84,10 +86,15 @@ def errors(table: pd.DataFrame, generated: pd.DataFrame, names=("-rmse",)) -> pd
                                             false_reject=("false_reject", "sum"))  # fmt: skip
 
 
-if __name__ == "__main__":
+def main(argv=None) -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     T, GEN = fa.all_verdict_sets(), hard_negatives.feature_table()
     add_relative(T, GEN)
     print(f"{len(T)} verdict rows, {T.label.nunique()} labels, {len(GEN)} generated negatives")
     print(pd.DataFrame({" + ".join(n): report(T, GEN, n) for n in FEATURE_SETS}).T.to_string())
     print("\nwhere the by-network errors fall (the stored rule's feature):")
     print(errors(T, GEN).to_string())
+
+
+if __name__ == "__main__":
+    main()

@@ -94,7 +94,7 @@ class Config(Presets):
         return replace(self.sp, seed=self.seed, train=self.train_config())
 
     # quick (the book's live scale): a seeded sample of 150 weights per network. Every weight of FER's
-    # apple (46,474) alone costs ~10 CPU-minutes per pass at 32×32 (`tools/rescore_every_weight_projection.py`
+    # apple (46,474) alone costs ~10 CPU-minutes per pass at 32×32 (`benchmarks/emc2_engine.py`
     # measures the engine's rate), against seconds for the sample; `max_params=None` scores them all
     QUICK = {"max_params": 150}
     # reference: what chunks emc2 and emc2_dense of examples/sweeps/reference.toml run

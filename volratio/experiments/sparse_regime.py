@@ -353,10 +353,12 @@ def endpoint_grid(
 
 
 REFERENCE_CHUNK = "sparse_regime"  # results/reference/<chunk>: one run per target
+MORE_CHUNK = "sparse_regime_more"  # more members (seeds 3–6), SP and the claim's three pruners only
 
 
-def stored_table(name: str = REFERENCE_CHUNK, root=None) -> pd.DataFrame:
-    """The stored reference runs of chunk `name` (under `root`, default `results/reference`) as one
+def stored_table(name=REFERENCE_CHUNK, root=None) -> pd.DataFrame:
+    """The stored reference runs of chunk `name` (or of those of several names that are stored, e.g.
+    `CLAIM_SOURCES`; under `root`, default `results/reference`) as one
     table like `run`'s, plus `target`, `target_nonzeros`, the run's `key` and `cpu_s`, and `net`:
     the file of the population a checkpoint row's network belongs to (member `member`)."""
     rows = []
@@ -481,26 +483,31 @@ def point(config: dict) -> dict:
 
 SCORE_CHUNK = "sparse_regime_emc2"  # results/reference/<chunk>: one regime_point run per target × population
 SCALED_CHUNK = "sparse_regime_emc2_scaled"  # the same populations, δ × the std of each weight's layer
+MORE_SCORE_CHUNK = "sparse_regime_more_emc2"  # the populations of MORE_CHUNK, scored as SCORE_CHUNK
+CLAIM_SOURCES = (REFERENCE_CHUNK, MORE_CHUNK)  # every chunk whose networks the connectivity claim compares
+CLAIM_SCORES = (SCORE_CHUNK, MORE_SCORE_CHUNK)  # … and their scores
 
 
-def stored_scores(name: str = SCORE_CHUNK, root=None) -> pd.DataFrame:
-    """The stored `regime_point` runs of chunk `name` as one table, one row per target × population ×
-    member: `target`, `method`, `checkpoint` ("0.75", "end"), `member`, `nonzero`, `sparsity`,
-    `n_params`, and per judge `emc2_auc:<judge>` and `base_kept:<judge>`; with the source run's `loss`
-    and `loss_ratio` (÷ the member's dense MSE) and `collapsed` where the frontier chunk is stored too."""
+def stored_scores(name=SCORE_CHUNK, root=None, sources=REFERENCE_CHUNK) -> pd.DataFrame:
+    """The stored `regime_point` runs of chunk `name` (or of those of several names that are stored,
+    e.g. `CLAIM_SCORES`) as one table, one row per network: `target`, `method`, `checkpoint` ("0.75",
+    "end"), `member`, `seed` (the network's own: the run's seed + member, as `run` records it),
+    `nonzero`, `sparsity`, `n_params`, and per judge `emc2_auc:<judge>` and `base_kept:<judge>`; with the source run's `loss`
+    and `loss_ratio` (÷ the member's dense MSE) and `collapsed` where the source chunks `sources`
+    (`CLAIM_SOURCES` for `CLAIM_SCORES`) are stored too."""
     rows = []
     for r in stored.runs_of(name, root, error=ExperimentError):
         cfg, m = r["config"], r["metrics"]
         method, _, ckpt = cfg["population"].rpartition("_")
         if m.get("failed"):  # one row per member the source could not prune, with why
             rows += [{"target": cfg["source"]["target"], "method": method, "checkpoint": ckpt.replace("p", "."),
-                      "member": k, "seed": cfg["seed"], "failed": m["failed"], "cpu_s": r["cpu_s"]}
+                      "member": k, "seed": cfg["seed"] + k, "failed": m["failed"], "cpu_s": r["cpu_s"]}
                      for k in range(m["members"])]  # fmt: skip
             continue
         judges = [k.removeprefix("auc_") for k in m if k.startswith("auc_")]
         for k in range(len(m["nonzero"])):
             row = {"target": cfg["source"]["target"], "method": method, "checkpoint": ckpt.replace("p", "."),
-                   "member": k, "seed": cfg["seed"], "nonzero": m["nonzero"][k], "sparsity": m["sparsity"][k],
+                   "member": k, "seed": cfg["seed"] + k, "nonzero": m["nonzero"][k], "sparsity": m["sparsity"][k],
                    "n_params": m["n_params"][k], "cpu_s": r["cpu_s"]}  # fmt: skip
             for j in judges:
                 row[f"emc2_auc:{j}"] = m[f"auc_{j}"][k]
@@ -508,13 +515,12 @@ def stored_scores(name: str = SCORE_CHUNK, root=None) -> pd.DataFrame:
             rows.append(row)
     table = _failed_reasons(pd.DataFrame(rows))
     try:
-        fits = stored_table(root=root)
+        fits = stored_table(sources, root=root)
     except ExperimentError:
         return table
-    fits = fits[fits.kind == "checkpoint"][
-        ["target", "method", "checkpoint", "member", "loss", "loss_ratio", "collapsed"]
-    ]
-    return table.merge(fits, on=["target", "method", "checkpoint", "member"], how="left")
+    on = ["target", "seed", "method", "checkpoint", "member"]
+    fits = fits[fits.kind == "checkpoint"][[*on, "loss", "loss_ratio", "collapsed"]]
+    return table.merge(fits, on=on, how="left")
 
 
 def stored_config(name: str = REFERENCE_CHUNK, root=None) -> Config:

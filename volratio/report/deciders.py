@@ -53,7 +53,7 @@ def sp_vs_pruners(
     Deciding statistic: SP's AUC minus that of the strongest of Lottery Ticket, Wanda and LLM-Pruner
     (the highest pooled mean), pooled over the settings (target × checkpoint) by
     `volratio.util.pooling.contrast`; a network's methods and checkpoints share its dense start
-    (`member`, else `seed`) and are resampled together within its target. Sub-checks: SP's interval
+    (its `seed`, else its `member`) and are resampled together within its target. Sub-checks: SP's interval
     above each baseline's, each baseline's upper end below `zero`; and the verdict with the networks
     that do not draw left out. `judge`: default the table's `judge` column. `at`: where the networks
     were compared, said in what was measured and in the headline. Returns the recorded `Verdict` and
@@ -61,7 +61,7 @@ def sp_vs_pruners(
     judge = judge_of(table, judge)
     named = {"imp": "Lottery Ticket (IMP)", "wanda": "Wanda", "llm-pruner": "LLM-Pruner"}
     scores, zeroed = score_or_zero(table, "emc2_auc")
-    unit = ("member",) if "member" in table else ("seed",)
+    unit = ("seed",) if "seed" in table else ("member",)  # a network's own seed names its dense start
 
     def pooled_on(t, v):
         return decide_pooled("sp-vs-pruners", pooled_rows(t, "method", v, ("target", "checkpoint"), ("target",), unit),
@@ -245,7 +245,7 @@ def png_ratio_linear(
         f"(guessing the mean: {guess:.2f})"
     )
     verdict, stated, decision = decided("png-ratio-linear", slope(pred))
-    evidence = {**decision, "r2": pred.r2, "loo_rmse": pred.loo_rmse}
+    evidence = {**decision, "r2": pred.r2, "loo_rmse": pred.loo_rmse, "power": _slope_power(pred)}
     if check is not None and check.held_out:
         linear.append(check.inside == len(check.held_out))
         measured += "; held out: " + ", ".join(
@@ -283,6 +283,20 @@ def png_ratio_linear(
         forest,
         headline,
     )
+
+
+def _slope_power(pred) -> dict:
+    """The slope's half-width beside m, and the planted targets that would bring it under m (the
+    slope's standard error falls as 1/√n at the same spread of ratios and residuals)."""
+    m = CLAIMS["png-ratio-linear"].statistic.smallest
+    e = slope(pred)
+    hw = float((e.hi - e.lo) / 2)
+    text = f"half-width {hw:.3f} against m = {m:g}, with {pred.n} planted targets"
+    needed = None
+    if np.isfinite(hw) and hw > m:
+        needed = int(np.ceil(pred.n * (hw / m) ** 2))
+        text += f"; about {needed} targets would bring it under m"
+    return {"half_width": hw, "smallest_effect": m, "targets": int(pred.n), "needed_targets": needed, "text": text}
 
 
 def slope(pred) -> Estimate:
