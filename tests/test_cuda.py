@@ -270,3 +270,57 @@ def test_every_experiment_runs_on_cuda(name, tmp_path, request):
     kw = {"out": tmp_path / "store"} if "out" in inspect.signature(run).parameters else {}
     res = run(cfg, **kw)
     assert res.experiment == name and len(res.table) > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The pilot's GPU seconds and the plan's projection (volratio.runs.gpu_plan), from stored files
+
+PILOT_PLAN = """
+[chunks.emc2]
+run = "emc2_point"
+seeds = [0]
+
+[chunks.emc2.config]
+res = 16
+max_params = 6
+deltas = [-1.0, 1.0]
+
+[chunks.emc2.grid]
+network = ["picbreeder"]
+target = ["skull", "butterfly"]
+
+[chunks.toy]
+run = "toy"
+seeds = [0, 1]
+
+[chunks.toy.config]
+steps = 5
+"""
+
+
+def test_projection_reads_the_gpu_seconds_of_the_stored_runs(tmp_path, picbreeder_dir):
+    """A run's GPU seconds are what its manifest records (`gpu_s`, written by a run on CUDA; set here
+    on a CPU run to check the arithmetic); runs without them are projected by the rule of their chunk."""
+    import json
+
+    from volratio.runs import gpu_plan
+
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(PILOT_PLAN)
+    root = tmp_path / "full"
+    assert not R.run_chunk(R.load_plan(plan_file), "emc2", root, progress=False).failed
+    man_path = root / "emc2" / "manifest.json"
+    man = json.loads(man_path.read_text())
+    (k1, r1), (k2, _) = man["runs"].items()
+    if torch.cuda.is_available():
+        man["runs"][k2].pop("gpu_s", None)
+    r1["gpu_s"] = 2.0  # the first run "on a GPU"; the second not piloted
+    man_path.write_text(json.dumps(man))
+    pilot = gpu_plan.pilot_runs(root)
+    assert len(pilot) == 1 and pilot["gpu_s"][0] == 2.0 and pilot["images"][0] == 6 * 2
+    proj = gpu_plan.projection(plan_file, root).set_index("chunk")
+    row = proj.loc["emc2"]
+    assert row["runs"] == 2 and row["piloted"] == 1 and row["piloted_gpu_s"] == 2.0
+    # the other run scores 6 weights × 2 δ too: the same GPU seconds per image
+    assert row["projected_gpu_h"] == pytest.approx(4.0 / 3600)
+    assert np.isnan(proj.loc["toy", "projected_gpu_h"]) and proj.loc["toy", "piloted"] == 0

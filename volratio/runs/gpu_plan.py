@@ -81,8 +81,13 @@ def _gpu_seconds(name: str, root: Path) -> dict:
     return {k: r["gpu_s"] for k, r in manifest(name, root)["runs"].items() if "gpu_s" in r}
 
 
-def _nonzero(network: str, target: str) -> int:
-    return len(nonzero_params(load_network(f"{network}:{target}")))
+def _images(config: dict) -> int:
+    """The perturbed images an `emc2_point` run of this complete config scores: its network's non-zero
+    weights (at most `max_params`) × its δ."""
+    n = len(nonzero_params(load_network(f"{config['network']}:{config['target']}")))
+    if config.get("max_params") is not None:
+        n = min(n, int(config["max_params"]))
+    return n * len(config["deltas"])
 
 
 def pilot_runs(root: "str | Path") -> pd.DataFrame:
@@ -138,9 +143,9 @@ def projection(plan_path: "str | Path", root: "str | Path") -> pd.DataFrame:
         if name == "emc2" and len(mine):
             per_image = mine["gpu_s"].sum() / mine["images"].sum()
             done = {(w.split(":")[0], w.split(":")[1], j) for w, j in zip(mine["what"], mine["judge"])}
-            rest = [c for c in configs if (c["network"], c["target"], c["judge"]) not in done]
-            n_deltas = len(get_run(sweep.run).keyed(configs[0])["deltas"])
-            rest_s = sum(_nonzero(c["network"], c["target"]) * n_deltas * per_image for c in rest)
+            keyed = [get_run(sweep.run).keyed(c) for c in configs]
+            rest = [c for c in keyed if (c["network"], c["target"], c["judge"]) not in done]
+            rest_s = sum(_images(c) * per_image for c in rest)
             hours = (mine["gpu_s"].sum() + rest_s) / 3600
             rule = f"piloted runs as measured, the other {len(rest)} at {per_image * 1e3:.3g} GPU-ms per image"
         elif name == "emc2_dense" and len(mine):
