@@ -43,6 +43,9 @@ from .reference import load_plan
 from .registry import get_run, make_config
 from .stored import chunks, manifest, records
 
+REPO = Path(__file__).resolve().parents[2]
+FULL_ROOT = REPO / "results" / "full"  # where the pilot's runs are stored
+FULL_PLAN = REPO / "examples" / "sweeps" / "full.toml"
 STEPS_JSON = "sparse_regime_steps.json"  # under the results root: the measured training step of the full preset
 PROJECTED = ("emc2", "emc2_dense", "sparse_regime")  # the chunks a pilot measures
 
@@ -75,6 +78,14 @@ def time_training_steps(device: str = "cuda", steps: int = 300, **over) -> dict:
         "seconds": round(seconds, 3),
         "seconds_per_step": seconds / steps,
     }
+
+
+def gpu_step(root: Path) -> dict | None:
+    """The training step of the sparse_regime full preset measured on a GPU and stored under `root`
+    (`STEPS_JSON`), or None (none stored, or measured on another device: a check of the command)."""
+    path = Path(root) / STEPS_JSON
+    step = json.loads(path.read_text()) if path.is_file() else None
+    return step if step is not None and step.get("device") == "cuda" else None
 
 
 def _gpu_seconds(name: str, root: Path) -> dict:
@@ -132,8 +143,7 @@ def projection(plan_path: "str | Path", root: "str | Path") -> pd.DataFrame:
     `projected_gpu_h` (NaN: not projected) and `rule` (how; see the module)."""
     plan, root = load_plan(plan_path), Path(root)
     pilot = pilot_runs(root) if root.is_dir() else pd.DataFrame(columns=["chunk", "what", "judge", "images", "gpu_s"])
-    steps_file = root / STEPS_JSON
-    step = json.loads(steps_file.read_text()) if steps_file.is_file() else None
+    step = gpu_step(root)
     rows = []
     for name, sweep in plan.items():
         configs = sweep.configs()
@@ -158,6 +168,45 @@ def projection(plan_path: "str | Path", root: "str | Path") -> pd.DataFrame:
                     f"(measured, {step['members']} networks of width {step['width']} at {step['res']}²)")  # fmt: skip
         rows.append({**row, "projected_gpu_h": hours, "rule": rule})
     return pd.DataFrame(rows)
+
+
+def report(root: "str | Path" = FULL_ROOT, plan: "str | Path" = FULL_PLAN) -> str:
+    """What the chapter prints: the GPU each piloted run ran on, its GPU seconds, and the projection
+    of every chunk (`projection`), with the projected chunks' total; or, when no run under `root` ran
+    on a GPU, one line saying so and how to run the pilot."""
+    root = Path(root)
+    pilot = pilot_runs(root) if root.is_dir() else None
+    step = gpu_step(root)
+    if (pilot is None or pilot.empty) and step is None:
+        return (
+            f"no GPU pilot is stored under {root}: on a CUDA machine, "
+            "`PYTHONPATH=. python benchmarks/gpu_pilot.py --log-dir LOGS` runs and stores it"
+        )
+    gpus = {s.get("gpu") for s in manifest_sessions(root)} | ({step.get("gpu")} if step else set())
+    lines = [f"GPU: {', '.join(sorted(g for g in gpus if g))}", "", "piloted runs (GPU seconds each):"]
+    lines.append(pilot.to_string(index=False) if pilot is not None and len(pilot) else "(none)")
+    if step is not None:
+        lines += ["", f"sparse_regime full preset: {step['seconds_per_step'] * 1e3:.2f} ms a training step "
+                  f"({step['members']} networks, width {step['width']}, depth {step['depth']}, {step['res']}², "
+                  f"{step['path']} path, mean of {step['steps']} steps)"]  # fmt: skip
+    proj = projection(plan, root)
+    done = proj[proj["projected_gpu_h"].notna()]
+    lines += ["", "projection of the full plan (GPU hours):",
+              done[["chunk", "runs", "piloted", "projected_gpu_h", "rule"]].to_string(index=False),
+              f"projected chunks together: {done['projected_gpu_h'].sum():.1f} GPU hours",
+              f"not projected (no run piloted): {', '.join(proj.loc[proj['projected_gpu_h'].isna(), 'chunk'])}"]  # fmt: skip
+    return "\n".join(lines)
+
+
+def manifest_sessions(root: Path) -> list[dict]:
+    """Every session of every chunk under `root`, with `gpu`: the CUDA device of the session's machine
+    (from its recorded `device`, "cuda (NAME)"), or None."""
+    out = []
+    for name in chunks(root):
+        for s in manifest(name, root).get("sessions", []):
+            dev = str(s.get("device", ""))
+            out.append({**s, "gpu": dev[6:-1] if dev.startswith("cuda (") else None})
+    return out
 
 
 def main(argv=None) -> int:
