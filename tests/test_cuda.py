@@ -164,7 +164,7 @@ def test_a_gpu_run_is_rescored_on_the_cpu_where_there_is_no_gpu():
     assert R.runnable_here({"device": "cpu"}) == {"device": "cpu"}
 
 
-def test_reference_run_cli_refuses_a_device_this_machine_lacks(capsys):
+def test_reference_run_cli_refuses_a_device_this_machine_lacks(capsys, tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     from volratio.cli import main
@@ -172,6 +172,12 @@ def test_reference_run_cli_refuses_a_device_this_machine_lacks(capsys):
     assert main(["reference", "run", "examples/sweeps/full.toml", "--chunk", "emc2", "--device", "cuda"]) != 0
     err = capsys.readouterr().err
     assert "CUDA is not available" in err and "Traceback" not in err
+    # the full plan's chunk names cuda itself: refused before any run, with the fix
+    out = tmp_path / "full"
+    assert main(["reference", "run", "examples/sweeps/full.toml", "--chunk", "emc2", "--out", str(out)]) != 0
+    err = capsys.readouterr().err
+    assert "CUDA is not available" in err and "--device cpu" in err and "Traceback" not in err
+    assert not (out / "emc2").exists()
 
 
 # ---------------------------------------------------------------------------------------------

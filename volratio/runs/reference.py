@@ -264,9 +264,13 @@ def device_name_here(device: str) -> str:
 def on_device(sweep: Sweep, device: str | None) -> Sweep:
     """`sweep` with every run's `device` set to `device` as this machine resolves it
     (`device_name_here`), so that each stored config says where the run computed and runs on a GPU
-    never share a key with runs on the CPU; `sweep` unchanged for None. `ReferenceError` when the
-    chunk's run function has no `device` setting."""
-    if device is None:
+    never share a key with runs on the CPU; `sweep` unchanged for None (`VolratioError` before any run
+    when this machine lacks the device the plan names). `ReferenceError` when the chunk's run function
+    has no `device` setting."""
+    if device is None:  # as the plan says: refused up front when this machine lacks the plan's device
+        dev = get_run(sweep.run).keyed(sweep.configs()[0]).get("device")
+        if isinstance(dev, str) and dev != "auto":
+            device_name_here(dev)
         return sweep
     name = device_name_here(device)
     probe = get_run(sweep.run).keyed(sweep.configs()[0])
