@@ -7,7 +7,7 @@ within a hard time cap.
 Steps, in order, each a subprocess given what is left of the budget (at most its own cap), killed at its
 deadline — what it stored until then stays stored (a reference chunk is resumable):
 
-1. `pytest -m cuda` (`tests_cuda.log`), then the whole suite but those, on pytest-xdist workers, each
+1. `pytest -m "cuda and not slow"` (`tests_cuda.log`: the quick scales on CUDA are left to `pytest -m cuda`), then the whole suite but those, on pytest-xdist workers, each
    test's outcome on its own line (`tests_suite.log`: a device mismatch anywhere shows there);
 2. `benchmarks/emc2_engine.py --res 256` on the device (engine, naive, matmul rate) and the whole
    scoring (engine + judge) against the host CPU: `bench.log`;
@@ -86,7 +86,7 @@ def main(argv=None) -> int:
     t_end = time.monotonic() + a.budget_s
     xdist = ["-n", str(a.workers)] if a.workers and not a.tiny else []
     pytest = [py, "-m", "pytest", "-p", "no:cacheprovider", "--tb=short", "-rfE"]
-    tests = [*pytest, "-v", "-m", "cuda", *xdist, *TESTS]
+    tests = [*pytest, "-v", "-m", "cuda and not slow", *xdist, *TESTS]
     suite = [*pytest, "-v", "-m", "not cuda", *xdist, "tests/"]
     if a.tiny:
         suite = [*pytest, "-q", "tests/test_emc2_fused.py::test_cli_scores_every_weight_and_says_which_engine"]

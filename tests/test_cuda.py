@@ -258,10 +258,7 @@ def test_emc2_scores_on_cuda_equal_the_cpus_and_joining_batches_changes_nothing(
     assert np.array_equal(alone[0].verdict_matrix(), gpu[0].verdict_matrix())
 
 
-@cuda
-@pytest.mark.parametrize("name", list(registry.EXPERIMENTS))
-def test_every_experiment_runs_on_cuda(name, tmp_path, request):
-    """Each experiment at its contract size (test_experiments.TINY), its device set to CUDA."""
+def _run_on_cuda(name, tmp_path, request, tiny: bool):
     import inspect
 
     from test_experiments import NEEDS_PICBREEDER, TINY
@@ -270,12 +267,27 @@ def test_every_experiment_runs_on_cuda(name, tmp_path, request):
         pytest.skip(f"{name} has no device setting: it computes on the CPU")
     if name in NEEDS_PICBREEDER:
         request.getfixturevalue("picbreeder_dir")
-    overrides = {**TINY[name][0], **ON_CUDA[name]}
+    overrides = {**(TINY[name][0] if tiny else {}), **ON_CUDA[name]}
     cfg = registry.make_config(name, "quick", overrides)
     run = registry.module(name).run
     kw = {"out": tmp_path / "store"} if "out" in inspect.signature(run).parameters else {}
     res = run(cfg, **kw)
     assert res.experiment == name and len(res.table) > 0
+
+
+@cuda
+@pytest.mark.parametrize("name", list(registry.EXPERIMENTS))
+def test_every_experiment_runs_on_cuda_at_its_contract_size(name, tmp_path, request):
+    """Each experiment at its contract size (test_experiments.TINY), its device set to CUDA: seconds."""
+    _run_on_cuda(name, tmp_path, request, tiny=True)
+
+
+@cuda
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(registry.EXPERIMENTS))
+def test_every_experiment_runs_its_quick_scale_on_cuda(name, tmp_path, request):
+    """Each experiment at its quick scale (what the book executes), its device set to CUDA."""
+    _run_on_cuda(name, tmp_path, request, tiny=False)
 
 
 # ---------------------------------------------------------------------------------------------
