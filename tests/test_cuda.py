@@ -164,6 +164,16 @@ def test_a_gpu_run_is_rescored_on_the_cpu_where_there_is_no_gpu():
     assert R.runnable_here({"device": "cpu"}) == {"device": "cpu"}
 
 
+def test_a_gpu_run_is_checked_by_its_scores_never_bit_for_bit():
+    from volratio.util import machine as M
+
+    here = M.identity()
+    record = {"run": "emc2_point", "config": {"device": "cpu"}, "machine": here}
+    assert R.comparable(record, here) == "same CPU kind"
+    assert R.comparable({**record, "config": {"device": "cuda"}}, here) is None  # even on its own machine
+    assert R.score_checkable({**record, "config": {"device": "cuda"}})
+
+
 def test_reference_run_cli_refuses_a_device_this_machine_lacks(capsys, tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")

@@ -20,7 +20,8 @@ stored on this machine's kind, and those of the run functions in `MACHINE_INDEPE
 reproduce across kinds). A run of another kind that scored networks (`score_checkable`: SCORE_ONLY
 runs, and SOURCES runs with their stored networks) is checked by its scores instead: the networks
 are re-scored under the same judge and engine, without training, and the scores compared within
-SCORE_TOLERANCE. `any_machine=True` draws among all runs and reports a difference on another
+SCORE_TOLERANCE; so is a run computed on a GPU (its config's `device` names CUDA), on any machine,
+re-scored on the CPU where there is no GPU (`runnable_here`). `any_machine=True` draws among all runs and reports a difference on another
 kind as such, not as a failure. A chunk's runs are read back with `volratio.runs.stored`. Used by `volratio reference run`,
 `volratio results verify` and the chapters that show reference-scale results (book/volume_ratio.md,
 book/emc2.md, book/claims.md).
@@ -470,8 +471,11 @@ class Verification:
 
 def comparable(record: dict, here: dict | None = None) -> str | None:
     """Why a stored run (a `records` entry) can be compared bit for bit on this machine
-    ("same CPU kind" or "machine-independent"), or None when it was stored on another kind."""
+    ("same CPU kind" or "machine-independent"), or None when it was stored on another kind or computed
+    on a GPU (its config's `device` names CUDA: checked by its scores, within SCORE_TOLERANCE)."""
     here = M.identity() if here is None else here
+    if _on_cuda(record.get("config") or {}):  # a GPU's float results repeat to tolerance only, even there
+        return None
     independent = MACHINE_INDEPENDENT.get(record["run"])
     if independent and independent[1](record):
         return "machine-independent"
@@ -519,7 +523,8 @@ def verify(
                     summary["independent"] += why == "machine-independent"
                 elif score_checkable(r):
                     summary["scores"] += 1
-                    why, check = "scores re-computed on another CPU kind", "scores"
+                    where = "on a GPU" if _on_cuda(r.get("config") or {}) else "on another CPU kind"
+                    why, check = f"scores re-computed (stored {where})", "scores"
                     report.kinds.setdefault((r["machine"] or {}).get("kind", "unknown"), M.describe(r["machine"] or {}))
                 else:
                     kind = (r["machine"] or {}).get("kind", "unknown")
