@@ -178,8 +178,9 @@ def report(root: "str | Path" = FULL_ROOT, plan: "str | Path" = FULL_PLAN) -> st
     pilot = pilot_runs(root) if root.is_dir() else None
     step = gpu_step(root)
     if (pilot is None or pilot.empty) and step is None:
+        shown = root.relative_to(REPO) if root.is_relative_to(REPO) else root
         return (
-            f"no GPU pilot is stored under {root}: on a CUDA machine, "
+            f"no GPU pilot is stored under {shown}: on a CUDA machine, "
             "`PYTHONPATH=. python benchmarks/gpu_pilot.py --log-dir LOGS` runs and stores it"
         )
     gpus = {s.get("gpu") for s in manifest_sessions(root)} | ({step.get("gpu")} if step else set())
