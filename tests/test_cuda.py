@@ -138,6 +138,9 @@ def test_reference_run_records_the_device_it_resolved(tmp_path, picbreeder_dir):
     assert rec["config"]["device"] == here  # "auto" is stored as what it resolved to
     manifest = (tmp_path / "full" / "score" / "manifest.json").read_text()
     assert ('"gpu_s"' in manifest) == (here == "cuda")
+    # without --device, a plan's "auto" is stored as what it resolved to as well
+    auto = R.on_device(dataclasses.replace(plan["score"], config={**plan["score"].config, "device": "auto"}), None)
+    assert auto.configs()[0]["device"] == here
     # the other device's run of the same config is another key
     other = R.on_device(plan["score"], "cpu" if here == "cuda" else "auto")
     if here == "cuda":

@@ -265,17 +265,20 @@ def device_name_here(device: str) -> str:
 def on_device(sweep: Sweep, device: str | None) -> Sweep:
     """`sweep` with every run's `device` set to `device` as this machine resolves it
     (`device_name_here`), so that each stored config says where the run computed and runs on a GPU
-    never share a key with runs on the CPU; `sweep` unchanged for None (`VolratioError` before any run
-    when this machine lacks the device the plan names). `ReferenceError` when the chunk's run function
-    has no `device` setting."""
+    never share a key with runs on the CPU. With `device` None the plan's own device stays, but a plan's
+    "auto" is resolved the same way (a stored config never says "auto"), and a device this machine
+    lacks is refused before any run (`VolratioError`). `ReferenceError` when `device` is given and the
+    chunk's run function has no `device` setting."""
+    planned = get_run(sweep.run).keyed(sweep.configs()[0]).get("device")
     if device is None:  # as the plan says: refused up front when this machine lacks the plan's device
-        dev = get_run(sweep.run).keyed(sweep.configs()[0]).get("device")
-        if isinstance(dev, str) and dev != "auto":
-            device_name_here(dev)
-        return sweep
-    name = device_name_here(device)
-    probe = get_run(sweep.run).keyed(sweep.configs()[0])
-    if "device" not in probe:
+        if not isinstance(planned, str):
+            return sweep
+        name = device_name_here(planned)
+        if planned != "auto":
+            return sweep
+    else:
+        name = device_name_here(device)
+    if planned is None:
         raise ReferenceError(
             f"chunk {sweep.name!r}: its run function {sweep.run!r} has no device setting; run it without --device"
         )
