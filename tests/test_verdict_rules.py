@@ -452,3 +452,19 @@ def test_the_delta_reading_row_says_the_same_differs_or_not_scored():
     assert line == "δ on each weight's scale: not scored yet (`volratio reference rescore X --delta-scale layer_std`)"
     with pytest.raises(VolratioError, match="unknown claim"):
         claims.delta_reading("nope", None)
+
+
+def test_size_adjusted_muon_difference_recovers_the_effect_behind_a_size_confound():
+    rng = np.random.default_rng(0)
+    rows = []
+    for cell in ("a", "b", "c"):
+        for opt, effect, nz in (("muon", 0.05, 4000), ("adam", 0.0, 8000)):
+            for _k in range(6):
+                n = nz * np.exp(rng.normal(0, 0.2))
+                rows.append({"cell": cell, "optimizer": opt, "nonzero": n,
+                             "score": 0.5 + effect + 0.2 * np.log(n / 8000) + rng.normal(0, 0.005)})  # fmt: skip
+    nets = pd.DataFrame(rows)
+    raw = nets[nets.optimizer == "muon"].score.mean() - nets[nets.optimizer == "adam"].score.mean()
+    adj = claims.size_adjusted(nets, nets.score)
+    assert raw < 0 < adj.lo and adj.mean == pytest.approx(0.05, abs=0.01)  # sparser Muon looks worse unadjusted
+    assert claims.size_adjusted(nets.drop(columns="nonzero"), nets.score) is None

@@ -121,7 +121,6 @@ def sp_vs_pruners(
     headline = (
         f"{stated}. SP's EMC2 AUC is {interval(est['sp'])} against {interval(est[strongest])} for "
         f"{named[strongest]}, the strongest baseline; {at_zero} of 3 baselines end below {zero}"
-        + (f"; {decision['power']['text']}" if pooled else "")
         + (f" ({at})." if at else ".")
     )
     evidence = {**decision, "strongest baseline": strongest, **{m: vars(e) for m, e in est.items()}}
@@ -200,7 +199,7 @@ def depth_optimum(
         ),
         f"{stated}. The tallest peak rises {contrast:.3f} above the rest of its curve, against a mean 95% "
         f"interval width of {width:.3f}; the sweet spot is the true depth L* for {hits} of {len(true_depths)} "
-        f"planted targets{against_rest}{power}.",
+        f"planted targets{against_rest}.",
     )
     numbers = {"width": width, "contrast": contrast, "hits": hits, "inside": inside, "agree": agree}
     return v, {**numbers, **decision}
@@ -395,6 +394,11 @@ def muon_above_adam_by_target(
         )  # fmt: skip
         power = f"; {zeroed} networks that do not draw their label scored 0" if zeroed else ""
         power += f"; {decision['power']['text']}" if pooled else ""
+        adjusted = size_adjusted(nets, scores)
+        if adjusted is not None:
+            decision["size-adjusted"] = vars(adjusted)
+            power += (f"; adjusted for size (log non-zero weights, within each cell; a regression, not matched "
+                      f"networks): Muon − Adam {interval(adjusted, '+.3f')}")  # fmt: skip
         if pooled:
             rows.append((f"Muon − Adam, pooled over {pooled.settings} cells (deciding)", pooled.estimate, 2))
     return record(
@@ -410,8 +414,30 @@ def muon_above_adam_by_target(
         judge,
         stored,
         forest_of(rows, "EMC2 AUC at each optimizer's best setting (mean, 95% interval)"),
-        (f"{stated}{power}. " + _muon_headline(evidence, max(gaps))) if gaps else f"{stated}.",
+        (f"{stated}. " + _muon_headline(evidence, max(gaps))) if gaps else f"{stated}.",
     )
+
+
+def size_adjusted(nets, scores) -> Estimate | None:
+    """Muon's score minus Adam's adjusted for network size: the optimizer's coefficient in the
+    least-squares fit of `scores` on the cell (fixed effects), the log of the non-zero weights and
+    the optimizer, over the networks `nets` (`cell`, `optimizer`, `nonzero`), with its 95% t-interval.
+    A sub-check of the Muon claim, whose networks differ in sparsity (each optimizer at its own fit
+    point); None without a `nonzero` column or with too few networks."""
+    if "nonzero" not in nets or len(nets) < 4:
+        return None
+    cells = pd.get_dummies(nets["cell"].astype(str), dtype=float).to_numpy()
+    x = np.column_stack([cells, np.log(nets["nonzero"].astype(float)), (nets["optimizer"] == "muon").astype(float)])
+    y = np.asarray(scores, dtype=float)
+    dof = len(y) - np.linalg.matrix_rank(x)
+    if dof < 1:
+        return None
+    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+    resid = y - x @ beta
+    cov = float(resid @ resid) / dof * np.linalg.pinv(x.T @ x)
+    se = float(np.sqrt(cov[-1, -1]))
+    half = float(scipy.stats.t.ppf(0.975, dof)) * se
+    return Estimate(float(beta[-1]), float(beta[-1] - half), float(beta[-1] + half))
 
 
 def _best_networks(runs, cell: str, best) -> pd.DataFrame:
@@ -470,7 +496,7 @@ def scenes_weaker(
             0.0,
             "no difference (the claim: below it)",
         ),
-        (f"{stated}{how}. " + _scenes_headline(rows)) if rows else f"{stated}.",
+        (f"{stated}. " + _scenes_headline(rows)) if rows else f"{stated}.",
     )
 
 
@@ -576,6 +602,7 @@ def picbreeder_vs_sgd_stored(
     sixteen=None,
     sixteen_zero=None,
     anchor: str = "",
+    stored: bool = True,
 ) -> tuple[Verdict, "object"]:
     """Claim "picbreeder-vs-sgd" from the stored EMC2 runs (`emc2_point` rows: `network`, `target`,
     `auc`, `auc_se`): per target, the Picbreeder network's AUC against FER's SGD network's, each with
@@ -584,8 +611,9 @@ def picbreeder_vs_sgd_stored(
     also against our dense networks' mean AUC over seeds (t-interval); the parts combined. Returns
     the recorded verdict (glued as `claim-picbreeder-vs-sgd-<scale>`) and the per-target table.
     `judge`: default the one the runs recorded (the tables' `judge` column). Without `sixteen` the
-    deciding statistic is the Picbreeder AUC minus the other network's, pooled over these comparisons
-    (`volratio.util.verdicts.pool` of each `difference`); the per-comparison verdicts are sub-checks.
+    deciding statistic is the Picbreeder AUC minus the other networks', averaged per target over its
+    comparisons, with the t-interval over the targets (the independent units; one target: its
+    comparisons' intervals averaged); the per-comparison verdicts are sub-checks.
 
     `sixteen` (`volratio.experiments.twins.paired` under the same judge): the comparison on all
     sixteen Picbreeder targets, each Picbreeder network against dense twins of its own architecture
@@ -598,7 +626,7 @@ def picbreeder_vs_sgd_stored(
     (`volratio.report.evidence`) — and the excluded reading is stated beside it (evidence
     `sixteen_excluded`), with a sentence that says whether the two verdicts differ. `anchor` names the
     image every network of a target was judged against (e.g. "target.png at 64×64"); the sentence
-    names it when given."""
+    names it when given. `stored=False`: a live run's verdict (glued as `claim-picbreeder-vs-sgd`)."""
     judge = judge_of(table, judge)
     if dense is not None and judge_of(dense) not in (None, judge):
         raise VolratioError(f"the EMC2 runs were scored under {judge!r} but the dense runs under {judge_of(dense)!r}")
@@ -606,7 +634,7 @@ def picbreeder_vs_sgd_stored(
     def est(row):
         return Estimate(row.auc, row.auc - z * row.auc_se, row.auc + z * row.auc_se)
 
-    rows, parts, drawn, diffs = [], [], [], []
+    rows, parts, drawn, diffs, by_target = [], [], [], [], {}
     for target in dict.fromkeys(table.target):
         sel = table[table.target == target].set_index("network")
         if not {"Picbreeder", "FER SGD"} <= set(sel.index):
@@ -617,6 +645,7 @@ def picbreeder_vs_sgd_stored(
         v = compare_estimates(pb, sgd)
         parts.append(v)
         diffs.append(difference(pb, sgd))
+        by_target[target] = [diffs[-1]]
         row = {
             "target": target,
             "Picbreeder AUC": f"{pb.mean:.3f} [{pb.lo:.3f}, {pb.hi:.3f}]",
@@ -630,6 +659,7 @@ def picbreeder_vs_sgd_stored(
                 drawn.append((f"{name}: dense (ours)", d, 2))
                 parts.append(compare_estimates(pb, d))
                 diffs.append(difference(pb, d))
+                by_target[target].append(diffs[-1])
                 row.update(
                     {
                         f"dense (ours) AUC, {len(ours)} seeds": f"{d.mean:.3f} [{d.lo:.3f}, {d.hi:.3f}]",
@@ -653,7 +683,11 @@ def picbreeder_vs_sgd_stored(
         )
         + (f" — {detail}" if detail else "")
     )
-    three = Estimate.from_samples([d.mean for d in diffs]) if len(diffs) > 1 else (diffs[0] if diffs else None)
+    per_target = [np.mean([d.mean for d in ds]) for ds in by_target.values() if ds]  # the targets are the units
+    if len(per_target) > 1:
+        three = Estimate.from_samples(per_target)
+    else:  # one target: its comparisons' intervals averaged (they share the Picbreeder network: no narrowing)
+        three = pool(diffs) if diffs else None
     verdict, stated, decision = decided("picbreeder-vs-sgd", three)
     evidence = {**decision, **{r["target"]: r for r in rows}}
     above = sum(p == "reproduced" for p in parts)
@@ -702,7 +736,7 @@ def picbreeder_vs_sgd_stored(
         evidence,
         scale,
         judge,
-        stored=True,
+        stored=stored,
         forest=forest_of(
             drawn,
             "EMC2 AUC difference, Picbreeder − twins" if sixteen is not None else "EMC2 AUC, mean and 95% interval",

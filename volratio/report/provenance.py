@@ -35,8 +35,11 @@ CHOICES_AFTER_DATA = (
     "after both had been computed; the second is shown as a sub-check.",
     "The rule that a network which does not draw its label scores 0 was adopted after the collapsed networks of the "
     "sparse regime had been counted.",
-    "Muon and Adam are compared at their own fit points, not at matched non-zero counts: the matched comparison "
-    "needs new runs that have not been made.",
+    "Muon and Adam are compared at their own fit points, not at matched non-zero counts (Muon's networks are "
+    "sparser): the matched comparison needs new runs that have not been made; the size-adjusted regression beside "
+    "the verdict was added after the unmatched difference had been read.",
+    "The depth sweep reads each depth at its own fit point, so sparsity drifts with depth; no depth is read at one "
+    "common sparsity.",
 )
 
 
