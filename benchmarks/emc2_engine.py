@@ -13,11 +13,20 @@ On the FER paper's dense SGD skull (`fer-sgd:skull`) and on the layerized Picbre
   same run: `torch.matmul` on the torch engine's own shapes (`(W, W) @ (B, W, P)`, one dense layer
   in its units-major layout) and a single-thread 2048² sgemm (`roofline.py`), the honest roofline.
 
+- the *whole scoring* (`volratio.emc2.score`: the engine's renders and the label-anchored judge on
+  every image, what `volratio emc2` runs) on the dense network's perturbations, on `--device` and,
+  when that is a GPU, on the host CPU with all its cores (the engine `auto` picks there), the same
+  perturbations: images per second of each and their ratio (`--no-whole` leaves it out).
+
 Every rate is the best of `--repeats` rounds, each round timing every method and the sgemm once,
 in CPU seconds of this single-threaded process on the CPU (wall time on CUDA): the machines are
 shared and noisy, and the ratios of one run are the result. The last line is
 
     emc2: … images/s  …x naive (dense)  …x naive (picbreeder)  roofline …% (sgemm)  [CPU model, kernel variant]
+
+and, with the whole scoring on a GPU, one more:
+
+    scoring: … images/s on cuda (engine + judge)  … images/s on the host CPU (N threads)  …x  engine at …% of the matmul rate
 
     python benchmarks/emc2_engine.py --quick     # under two minutes on 2 cores
     python benchmarks/emc2_engine.py             # every parameter, 8 δ (a few minutes)
@@ -29,6 +38,7 @@ same per-unit batches as the full run, fewer of them) and all 147 weights of the
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -111,6 +121,27 @@ def bench(spec: str, res: int, n_units: int | None, deltas, n_naive: int, device
     }
 
 
+def scoring_rate(spec: str, res: int, n_units: int | None, deltas, device, dtype, engine: str, repeats: int) -> dict:
+    """Images per second of the whole scoring (`emc2.score`: renders and the label-anchored judge) of
+    `spec`'s perturbations (`unit_sample` of `n_units` units), best of `repeats` (wall time: on the
+    CPU this runs on every thread, as `volratio emc2` does). The judge is built outside the timing."""
+    net = load_network(spec)
+    params = unit_sample(emc2.nonzero_params(net), n_units, seed=0)
+    target = spec.split(":", 1)[1]
+    cfg = emc2.EMC2Config(deltas=tuple(deltas), res=res, device=str(device), dtype=str(dtype).split(".")[-1],
+                          engine=engine, max_params=None)  # fmt: skip
+    judges = emc2.judges_for(net, ["anchored"], f"picbreeder:{target}", cfg)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    best, auc = float("inf"), None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        (r,) = emc2.score(net, judges, target, cfg, params=params)
+        sync()
+        best = min(best, time.perf_counter() - t0)
+        auc = r.auc
+    return {"n": len(params) * len(deltas), "per_s": len(params) * len(deltas) / best, "seconds": best, "auc": auc}
+
+
 def matmul_rate(batch: int, pixels: int, width: int, device, dtype, seconds: float = 1.0, repeats: int = 3) -> float:
     """Measured FLOP/s of `(W, W) @ (B, W, P)`: the engine's product on a dense layer (units-major)."""
     clock = CLOCK[device.type == "cuda"]
@@ -147,6 +178,14 @@ def main(argv=None):
         "--memory-mib", type=int, default=None, help="engine working-memory cap per batch (default: the engine's)"
     )
     ap.add_argument("--repeats", type=int, default=3, help="best of this many rounds of every method")
+    ap.add_argument("--no-whole", action="store_true", help="leave out the whole scoring (engine + judge)")
+    ap.add_argument(
+        "--scoring-units",
+        type=int,
+        default=None,
+        help="whole scoring: the incoming weights of this many random "
+        "units of the dense network (default: as the engine's measurement)",
+    )
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
     device, dtype = resolve_device(a.device), getattr(torch, a.dtype)
@@ -184,6 +223,22 @@ def main(argv=None):
         f"{rows[1]['speedup']:.1f}x naive (picbreeder)  roofline {roof:.0f}% (sgemm)  "
         f"[{identity()['cpu_model']}, kernel {default_variant()}]"
     )
+    if a.no_whole:
+        return
+    n_score = n_dense if a.scoring_units is None else a.scoring_units
+    whole = scoring_rate("fer-sgd:skull", a.res, n_score, deltas, device, dtype, a.engine, a.repeats)
+    line = f"scoring: {whole['per_s']:.0f} images/s on {device.type} (engine + judge, {whole['n']} images)"
+    if device.type == "cuda":  # the same command on the host CPU, every core
+        threads = torch.get_num_threads()
+        torch.set_num_threads(os.cpu_count() or 1)
+        host = scoring_rate("fer-sgd:skull", a.res, n_score, deltas, torch.device("cpu"), dtype, "auto", 1)
+        torch.set_num_threads(threads)
+        line += (
+            f"  {host['per_s']:.0f} images/s on the host CPU ({os.cpu_count()} threads)  "
+            f"{whole['per_s'] / host['per_s']:.1f}x  |ΔAUC| {abs(whole['auc'] - host['auc']):.1e}  "
+            f"engine at {roof_mm:.0f}% of the matmul rate"
+        )
+    print(line)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,16 @@ torch.set_num_threads(1)  # the suite's numbers must not depend on the thread co
 os.environ["VOLRATIO_THREADS"] = "1"  # … also inside the CLI, which sets its threads (volratio.util.threads)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `cuda` run where torch sees a CUDA device and skip, saying so, elsewhere."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU: torch.cuda.is_available() is False on this machine")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def picbreeder_dir():
     from volratio.data import fer_data, picbreeder

@@ -49,6 +49,13 @@ def register(sub) -> None:
         "--processes", type=A.positive_int, metavar="N", help="run on N local processes (default: in-process)"
     )
     r.add_argument("--retry-failed", action="store_true", help="rerun the runs whose last attempt failed")
+    r.add_argument(
+        "--device",
+        type=A.device,
+        metavar="DEV",
+        help="every run's device: cpu, cuda, cuda:N or auto (CUDA when present), recorded as resolved in each "
+        "stored config (default: as the plan says)",
+    )
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_json_flag(r)
     r.set_defaults(func=_run)
@@ -125,6 +132,7 @@ def _run(args) -> int:
         make_executor(processes=args.processes),
         progress=False if (args.no_progress or args.json) else None,
         retry_failed=args.retry_failed,
+        device=args.device,
     )
     return _emit_report(args, report, chunk=args.chunk)
 

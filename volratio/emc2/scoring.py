@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
+import torch
 from tqdm import tqdm  # plain text bar: tqdm.auto warns in kernels without ipywidgets
 
 from ..errors import VolratioError
@@ -212,17 +213,41 @@ def render(net: CoordMLP, cfg: EMC2Config, params=None, layered=None) -> Perturb
     return Perturbations(deltas, params, n_nonzero, P, D, steps, base, images)
 
 
+JUDGE_BATCH_BYTES = 1 << 30  # on a GPU, rendered batches are joined up to this many bytes of images per judge call
+
+
+def judge_batches(images, limit_bytes: int = JUDGE_BATCH_BYTES):
+    """The render step's batches `(indices, images)`, joined on a GPU into batches of at most
+    `limit_bytes` of images (a judge on the device runs a few large calls rather than many small
+    ones; every judge feature is computed image by image, so the joining changes no number); on the
+    CPU passed through as rendered."""
+    held, size = [], 0
+    for idx, imgs in images:
+        if not imgs.is_cuda:
+            yield idx, imgs
+            continue
+        nbytes = imgs.numel() * imgs.element_size()
+        if held and size + nbytes > limit_bytes:
+            yield np.concatenate([i for i, _ in held]), torch.cat([x for _, x in held])
+            held, size = [], 0
+        held.append((idx, imgs))
+        size += nbytes
+    if held:
+        yield np.concatenate([i for i, _ in held]), torch.cat([x for _, x in held])
+
+
 def judge_images(pert: Perturbations, judges: list, label: str, progress: bool = False) -> Judged:
     """Every judge on every perturbed image, batch by batch (each batch rendered once for all
-    judges), and on the unperturbed image: a weight keeps the identity only when the network draws
-    the label in the first place (a self-anchored judge always accepts its own render)."""
+    judges; on a GPU, rendered batches joined by `judge_batches`), and on the unperturbed image: a
+    weight keeps the identity only when the network draws the label in the first place (a
+    self-anchored judge always accepts its own render)."""
     M = len(pert.P)
     shown = np.zeros((len(judges), M), bool)
     scores = np.zeros((len(judges), M))
     dist = np.zeros(M)
     base = [judge(pert.base[None], label) for judge in judges]
     bar = tqdm(total=M, desc="EMC2", unit="img", leave=False, disable=None) if progress else None  # None: a terminal
-    for idx, imgs in pert.images:
+    for idx, imgs in judge_batches(pert.images):
         if bar is not None:
             bar.update(len(idx))
         for j, judge in enumerate(judges):

@@ -111,9 +111,11 @@ class Config(Presets):
             "judges": ("stability", "anchored-ssim"),
         }
     )
-    # every non-zero weight at 256×256, in float64 (a GPU)
+    # every non-zero weight at 256×256, in float64, on a GPU (`--device cpu` of `volratio reference run`
+    # runs it on the CPU)
     FULL = staticmethod(
         lambda: {
+            "device": "cuda",
             "res": 256,
             "max_params": None,
             "dtype": "float64",
@@ -226,9 +228,9 @@ def auc_table(result: Result):
 
 
 def mse(net, images):
-    """`(K,)` MSE of each member of `net` against `images` `(K, res, res, 3)` (numpy)."""
-    K, res = images.shape[0], images.shape[1]
-    return mse_per_network(net, coords(res), images.reshape(K, -1, 3)).detach().cpu().numpy()
+    """`(K,)` MSE of each member of `net` against `images` `(K, res, res, 3)` (numpy), on the network's device."""
+    K, res, dev = images.shape[0], images.shape[1], net.weights[0].device
+    return mse_per_network(net, coords(res, device=dev), images.reshape(K, -1, 3).to(dev)).detach().cpu().numpy()
 
 
 # ---------------------------------------------------------------------------------------------

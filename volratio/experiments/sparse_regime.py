@@ -108,7 +108,8 @@ class Config(Presets):
     # with its Picbreeder network's non-zero count as `target_nonzeros`, all at depth 6)
     REFERENCE = dict(members=3, width=64, res=64, dense_steps=2000, device="cpu", train_path="fused", keep_nets=True,
                      sp=replace(_sp_default(), rounds=40, retrain_steps=300))  # fmt: skip
-    FULL = dict(members=5, width=128, res=128, dense_steps=10_000,
+    # full: on a GPU (`--device cpu` of `volratio reference run` runs it on the CPU)
+    FULL = dict(members=5, width=128, res=128, dense_steps=10_000, device="cuda",
                 sp=replace(_sp_default(), rounds=60, retrain_steps=2000))  # fmt: skip
 
 

@@ -45,11 +45,12 @@ class Config(Presets):
     lr_apple: float = 3e-4  # FER used a lower rate for apple
     grad_norm: bool = True  # FER: gradient divided by its global L2 norm before each step
     seed: int = 0  # LeCun-normal init seed
+    device: str = "auto"  # where ours trains: CUDA when available (the MSEs are taken on the CPU)
     scale: str = "quick"  # the preset this config came from
 
     # allowed values, checked when a config is parsed (`volratio.util.limits`)
     LIMITS = {"res": at_least(2), "steps": at_least(1), "lr": above(0), "lr_apple": above(0), "seed": at_least(0),
-              "targets": one_of("skull", "butterfly", "apple")}  # fmt: skip
+              "targets": one_of("skull", "butterfly", "apple"), "device": parsed_by(device_name)}  # fmt: skip
 
     # reference: 64×64, 5,000 steps — budget ~0.3 CPU-hours (an estimate: not run here)
     REFERENCE = {"res": 64, "steps": 5000}
@@ -80,12 +81,14 @@ def run(config: Config | None = None) -> Result:
         ours = CoordMLP(pb.arch, head="hsv", seed=cfg.seed)
         ours.provenance = {"made_by": "volratio.experiments.twins.run", "target": name, "config": asdict(cfg)}
         lr = cfg.lr_apple if name == "apple" else cfg.lr
-        tc = TrainConfig(steps=cfg.steps, lr=lr, grad_norm=cfg.grad_norm, log_every=max(1, cfg.steps // 200))
+        tc = TrainConfig(
+            steps=cfg.steps, lr=lr, grad_norm=cfg.grad_norm, log_every=max(1, cfg.steps // 200), device=cfg.device
+        )
         r = train(ours, target, tc)
         mse = {}
         with torch.no_grad():
             for label, net in (("picbreeder", pb), ("fer_sgd", sgd), ("ours", ours)):
-                mse[label] = float(((net.render(cfg.res)[0] - target) ** 2).mean())
+                mse[label] = float(((net.render(cfg.res)[0].cpu() - target) ** 2).mean())
         out[name] = Twins(name, pb, sgd, ours, r.steps, r.losses[:, 0], picbreeder.fer_losses(name), mse)
     table = pd.DataFrame(
         [
@@ -249,7 +252,8 @@ def train_twin(cfg: Point) -> tuple[CoordMLP, np.ndarray, np.ndarray]:
     arch = picbreeder.network(cfg.target).arch
     net = CoordMLP(arch, head="hsv", seed=cfg.seed)
     lr = cfg.lr_apple if cfg.target == "apple" else cfg.lr
-    tc = TrainConfig(steps=cfg.steps, lr=lr, grad_norm=True, log_every=max(1, cfg.steps // 50), path=cfg.train_path)
+    tc = TrainConfig(steps=cfg.steps, lr=lr, grad_norm=True, log_every=max(1, cfg.steps // 50), path=cfg.train_path,
+                     device=cfg.device)  # fmt: skip
     r = train(net, training_image(cfg), tc)
     net.provenance = {"made_by": "volratio.experiments.twins.train_twin", "target": cfg.target, "config": asdict(cfg)}
     return net, r.steps, r.losses[:, 0]
@@ -271,7 +275,7 @@ def point(config: dict) -> dict:
         net, steps, losses = train_twin(cfg)
         curve = {"loss_steps": [int(s) for s in steps], "losses": [float(x) for x in losses]}
     with torch.no_grad():
-        mse = float(((net.render(cfg.res)[0] - training_image(cfg)) ** 2).mean())
+        mse = float(((net.render(cfg.res)[0].cpu() - training_image(cfg)) ** 2).mean())
     ec = cfg.emc2_config()
     names = list(dict.fromkeys(cfg.judges))
     by = dict(zip(names, emc2.score(net, judges_of(net, cfg), cfg.target, ec)))

@@ -53,6 +53,7 @@ class AnchoredJudge(Judge):
 
     name = "anchored"
     anchor_kind = "target"  # compared with the target image, not with the network's own render
+    on_device = True  # features on the images' device: a GPU batch is judged on the GPU
     texts = {  # one per variant of `ANCHORED`
         "anchored": JudgeText(
             "label-anchored judge: each image against the target image", "label-anchored judge", "RMSE judge"
@@ -111,8 +112,8 @@ class AnchoredJudge(Judge):
         return out
 
     def _judge(self, images, label):
-        x = as_images(images)
-        f = features(x, self.anchor[None].expand(len(x), -1, -1, -1), self.rule.needs)
+        x = as_images(images, None)  # on the images' device (on_device)
+        f = features(x, self.anchor.to(x.device)[None].expand(len(x), -1, -1, -1), self.rule.needs)
         return self.rule.predict(f, [label] * len(x)), self.rule.score(f)
 
 

@@ -73,6 +73,15 @@ def _pool(x: torch.Tensor, k: int) -> torch.Tensor:
     return x if k == 1 else torch.nn.functional.avg_pool2d(x.permute(0, 3, 1, 2), k).permute(0, 2, 3, 1)
 
 
+def _same_rows(r: torch.Tensor) -> list:
+    """The row indices of `r` grouped by identical rows (in order of first appearance): one group
+    without leaving the device when every row is the first (one target for the whole batch)."""
+    if torch.equal(r, r[:1].expand_as(r)):
+        return [list(range(len(r)))]
+    keys = [hash(ri.cpu().numpy().tobytes()) for ri in r]
+    return [[i for i, kk in enumerate(keys) if kk == key] for key in dict.fromkeys(keys)]
+
+
 def _ms_ssim(x: torch.Tensor, r: torch.Tensor) -> np.ndarray:
     """Multi-scale SSIM over three scales (7×7 Gaussian window, σ 1.5; the standard weights of the
     first three scales, renormalised) of each image against its reference, per image."""
@@ -84,7 +93,7 @@ def _ms_ssim(x: torch.Tensor, r: torch.Tensor) -> np.ndarray:
     betas = tuple(b / sum(betas) for b in betas)
     a, b = x.permute(0, 3, 1, 2), r.permute(0, 3, 1, 2)
     v = ms(a, b, kernel_size=7, betas=betas, data_range=1.0, reduction="none", normalize="relu")
-    return v.reshape(-1).numpy()
+    return v.reshape(-1).cpu().numpy()
 
 
 def features(images, targets, names=FEATURES) -> dict[str, np.ndarray]:
@@ -92,10 +101,13 @@ def features(images, targets, names=FEATURES) -> dict[str, np.ndarray]:
     `(B, H, W, 3)` in [0, 1] (row i of `targets` is image i's target; both of any size, brought to
     `FIT_RES`). Each feature is computed the same way whichever others are asked for. Besides
     `FEATURES`, "detail": the log-ratio of the images' mean Sobel gradient magnitudes (a flat,
-    blurred or coarsely pixelated image has less detail than its target; part of the gate)."""
+    blurred or coarsely pixelated image has less detail than its target; part of the gate).
+    Computed on the device `images` are on (the targets are brought there); the same operations on
+    the CPU or a GPU, so a GPU's features equal the CPU's to rounding (float64; tested)."""
     if unknown := set(names) - set(KNOWN_FEATURES):
         raise VolratioError(f"unknown features {sorted(unknown)}; known: {', '.join(KNOWN_FEATURES)}")
-    x, r = resample(as_images(images), FIT_RES), resample(as_images(targets), FIT_RES)
+    x = resample(as_images(images, None), FIT_RES)
+    r = resample(as_images(targets, x.device), FIT_RES)
     if len(x) != len(r):
         raise VolratioError(f"{len(x)} images but {len(r)} targets; give one target per image")
     out = {}
@@ -103,25 +115,23 @@ def features(images, targets, names=FEATURES) -> dict[str, np.ndarray]:
     if pooled:
         for k in pooled:
             out[f"ssim@{k}"] = np.zeros(len(x))
-        keys = [hash(ri.numpy().tobytes()) for ri in r]
-        for key in dict.fromkeys(keys):  # SSIM takes one reference per call: group rows by target
-            idx = [i for i, kk in enumerate(keys) if kk == key]
+        for idx in _same_rows(r):  # SSIM takes one reference per call: group rows by target
             for k in pooled:
                 out[f"ssim@{k}"][idx] = ssim(_pool(x[idx], k), _pool(r[idx[:1]], k)[0])
     if "ms-ssim" in names:
         out["ms-ssim"] = _ms_ssim(x, r)
     if "edges" in names:
-        out["edges"] = row_correlation(edge_map(x).flatten(1), edge_map(r).flatten(1)).numpy()
+        out["edges"] = row_correlation(edge_map(x).flatten(1), edge_map(r).flatten(1)).cpu().numpy()
     if "-rmse" in names:
-        out["-rmse"] = -((x - r) ** 2).mean(dim=(1, 2, 3)).sqrt().numpy()
+        out["-rmse"] = -((x - r) ** 2).mean(dim=(1, 2, 3)).sqrt().cpu().numpy()
     if "-dcolour" in names:
-        out["-dcolour"] = -(x.mean(dim=(1, 2)) - r.mean(dim=(1, 2))).norm(dim=1).numpy()
+        out["-dcolour"] = -(x.mean(dim=(1, 2)) - r.mean(dim=(1, 2))).norm(dim=1).cpu().numpy()
     if "detail" in names:
         ex, er = edge_map(x).mean(dim=(1, 2)), edge_map(r).mean(dim=(1, 2))
-        out["detail"] = torch.log((ex + 1e-3) / (er + 1e-3)).numpy()
+        out["detail"] = torch.log((ex + 1e-3) / (er + 1e-3)).cpu().numpy()
     if "contrast" in names:
         sx, sr = x.std(dim=(1, 2)).mean(1), r.std(dim=(1, 2)).mean(1)
-        out["contrast"] = torch.log((sx + 1e-3) / (sr + 1e-3)).numpy()
+        out["contrast"] = torch.log((sx + 1e-3) / (sr + 1e-3)).cpu().numpy()
     return {n: out[n] for n in names}
 
 

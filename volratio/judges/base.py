@@ -5,7 +5,8 @@ returns `Verdicts`: a boolean per image (identity kept), a score per image, the 
 its settings — every score records which judge produced it and how it was set up. Subclasses of
 `Judge` set `name` and implement `_judge(images, label) -> (verdicts, scores)`.
 
-- `as_images` brings any batch to `(B, H, W, 3)` float64 on the CPU; `to_uint8` quantises it as
+- `as_images` brings any batch to `(B, H, W, 3)` float64 on the CPU (or on the device it is on);
+  `to_uint8` quantises it as
   PNG export does (`volratio.util.images.to_uint8`); `image_hash` is the model judges' cache key;
   `resample` brings images to one size (area averaging when shrinking, bilinear when enlarging),
   as the fitted judges do before scoring.
@@ -62,14 +63,15 @@ class Verdicts:
     settings: dict = field(default_factory=dict)  # everything that determines the verdicts
 
 
-def as_images(images) -> torch.Tensor:
-    """`(B, H, W, 3)` float64 CPU tensor in [0, 1] from a torch/numpy batch (or one `(H, W, 3)` image)."""
+def as_images(images, device="cpu") -> torch.Tensor:
+    """`(B, H, W, 3)` float64 tensor in [0, 1] from a torch/numpy batch (or one `(H, W, 3)` image), on
+    `device` ("cpu" by default; None: the device the batch is on, the CPU for a numpy batch)."""
     t = torch.as_tensor(np.asarray(images) if not torch.is_tensor(images) else images)
     if t.dim() == 3:
         t = t[None]
     if t.dim() != 4 or t.shape[-1] != 3:
         raise JudgeError(f"judges take images of shape (B, H, W, 3) in [0, 1]; got {tuple(t.shape)}")
-    return t.detach().to("cpu", torch.float64)
+    return t.detach().to(t.device if device is None else device, torch.float64)
 
 
 def to_uint8(images) -> np.ndarray:
@@ -105,12 +107,15 @@ class Judge:
     refused (`check_res`) — by the judge itself, and by every entry point before work starts
     (`volratio.judges.registry.check_res`). `anchor_kind` says what the verdicts are anchored on:
     "target" (an image of the label), "label" (a model asked about the label's name) or "own image"
-    (the network's own render: stability). `texts` holds, for each name `make_judge` builds this
+    (the network's own render: stability). `on_device`: the judge computes on the device the
+    images are on (a GPU batch is judged on the GPU, not copied to the CPU first); otherwise every
+    batch is brought to the CPU. `texts` holds, for each name `make_judge` builds this
     class under, how the book names it (`JudgeText`); the registry's names are read from it."""
 
     name = "judge"
     min_res = MIN_RES  # pixels per side; a subclass raises it when its features need more
     anchor_kind = "label"
+    on_device = False  # True: judged on the images' device (see the class docstring)
     texts: dict[str, JudgeText] = {}
 
     def settings(self) -> dict:
@@ -126,7 +131,7 @@ class Judge:
             )
 
     def __call__(self, images, label: str) -> Verdicts:
-        x = as_images(images)
+        x = as_images(images, None if self.on_device else "cpu")
         self.check_res(min(x.shape[1:3]))
         v, s = self._judge(x, label)
         return Verdicts(np.asarray(v, bool), np.asarray(s, float), self.name, {**self.settings(), "label": label})

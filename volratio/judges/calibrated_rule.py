@@ -49,13 +49,13 @@ def _pool(x: torch.Tensor, k: int) -> torch.Tensor:
 
 
 def _grey(x: torch.Tensor) -> torch.Tensor:
-    return x @ torch.tensor([0.299, 0.587, 0.114], dtype=x.dtype)  # (B, H, W)
+    return x @ torch.tensor([0.299, 0.587, 0.114], dtype=x.dtype, device=x.device)  # (B, H, W)
 
 
 def edge_map(x: torch.Tensor) -> torch.Tensor:
     """`(B, H-2, W-2)` Sobel gradient magnitude of the greyscale images `(B, H, W, 3)`."""
     g = _grey(x)[:, None]  # (B, 1, H, W)
-    kx = torch.tensor([[-1.0, 0, 1], [-2, 0, 2], [-1, 0, 1]], dtype=x.dtype)
+    kx = torch.tensor([[-1.0, 0, 1], [-2, 0, 2], [-1, 0, 1]], dtype=x.dtype, device=x.device)
     k = torch.stack([kx, kx.T])[:, None]  # (2, 1, 3, 3)
     d = torch.nn.functional.conv2d(g, k)  # (B, 2, H-2, W-2)
     return d.pow(2).sum(1).sqrt()
@@ -98,19 +98,20 @@ def score_of(name: str, images, reference) -> np.ndarray:
 
 def single_score(name: str, images, reference) -> np.ndarray:
     """`score_of(name, images, reference)` computing only that score (the same operations on the
-    same tensors, so the same numbers bit for bit; tested): what the calibrated judge runs."""
+    same tensors, so the same numbers bit for bit; tested): what the calibrated judge runs, on the
+    images' device."""
     if name not in SCORES:
         raise VolratioError(f"unknown score {name!r}; one of {', '.join(SCORES)}")
-    x = as_images(images)
-    r = as_images(reference)[0].expand_as(x)
+    x = as_images(images, None)  # on the images' device
+    r = as_images(reference, x.device)[0].expand_as(x)
     if x.shape != r.shape:
         raise VolratioError(f"images {tuple(x.shape)} and reference {tuple(r.shape[1:])} must have the same size")
     if name.startswith("ssim@"):
         k = int(name[5:])
         return ssim(_pool(x, k), _pool(r[:1], k)[0])
     if name == "edges":
-        return row_correlation(edge_map(x).flatten(1), edge_map(r).flatten(1)).numpy()
-    return -((x - r) ** 2).mean(dim=(1, 2, 3)).sqrt().numpy()
+        return row_correlation(edge_map(x).flatten(1), edge_map(r).flatten(1)).cpu().numpy()
+    return -((x - r) ** 2).mean(dim=(1, 2, 3)).sqrt().cpu().numpy()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -35,9 +35,9 @@ SSIM_WIN, SSIM_K1, SSIM_K2 = 7, 0.01, 0.03
 def ssim(images, reference) -> np.ndarray:
     """`(B,)` mean SSIM of each image against `reference` `(H, W, 3)`, data range 1, per-channel
     then averaged — the numbers of `skimage.metrics.structural_similarity(img, ref, data_range=1,
-    channel_axis=-1)`, computed for the whole batch at once."""
-    x = as_images(images).permute(0, 3, 1, 2)  # (B, 3, H, W)
-    y = as_images(reference).permute(0, 3, 1, 2).expand_as(x)
+    channel_axis=-1)`, computed for the whole batch at once, on the images' device."""
+    x = as_images(images, None).permute(0, 3, 1, 2)  # (B, 3, H, W)
+    y = as_images(reference, x.device).permute(0, 3, 1, 2).expand_as(x)
     if x.shape[-1] < SSIM_WIN or x.shape[-2] < SSIM_WIN:
         raise JudgeError(f"SSIM needs images of at least {SSIM_WIN}×{SSIM_WIN}; got {tuple(x.shape[-2:])}")
     n = SSIM_WIN * SSIM_WIN
@@ -53,7 +53,7 @@ def ssim(images, reference) -> np.ndarray:
     vxy = cov * (uxy - ux * uy)
     c1, c2 = (SSIM_K1 * 1.0) ** 2, (SSIM_K2 * 1.0) ** 2
     s = ((2 * ux * uy + c1) * (2 * vxy + c2)) / ((ux * ux + uy * uy + c1) * (vx + vy + c2))
-    return s.mean(dim=(1, 2, 3)).numpy()
+    return s.mean(dim=(1, 2, 3)).cpu().numpy()
 
 
 class SSIMJudge(Judge):
@@ -61,6 +61,7 @@ class SSIMJudge(Judge):
 
     name = "ssim"
     anchor_kind = "own image"
+    on_device = True  # SSIM on the images' device
     texts = {
         "ssim": JudgeText("stability: SSIM to the own render, threshold from other targets", "other-targets SSIM judge")
     }

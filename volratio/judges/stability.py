@@ -34,6 +34,7 @@ class ReferenceCalibratedJudge(Judge):
 
     name = "calibrated"
     anchor_kind = "own image"
+    on_device = True  # SSIM@4 on the images' device
     texts = {
         "calibrated": JudgeText(
             "stability: SSIM@4 to the own render, thresholds fitted on the first verdicts", "calibrated SSIM@4 judge"

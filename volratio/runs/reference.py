@@ -20,7 +20,8 @@ stored on this machine's kind, and those of the run functions in `MACHINE_INDEPE
 reproduce across kinds). A run of another kind that scored networks (`score_checkable`: SCORE_ONLY
 runs, and SOURCES runs with their stored networks) is checked by its scores instead: the networks
 are re-scored under the same judge and engine, without training, and the scores compared within
-SCORE_TOLERANCE. `any_machine=True` draws among all runs and reports a difference on another
+SCORE_TOLERANCE; so is a run computed on a GPU (its config's `device` names CUDA), on any machine,
+re-scored on the CPU where there is no GPU (`runnable_here`). `any_machine=True` draws among all runs and reports a difference on another
 kind as such, not as a failure. A chunk's runs are read back with `volratio.runs.stored`. Used by `volratio reference run`,
 `volratio results verify` and the chapters that show reference-scale results (book/volume_ratio.md,
 book/emc2.md, book/claims.md).
@@ -37,13 +38,16 @@ import platform
 import random
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+
+import torch
 
 from ..depth.point import CALIBRATION_SEED
 from ..depth.point import emc2_config as point_emc2_config
 from ..errors import VolratioError
 from ..util import machine as M
+from ..util.device import resolve_device
 from ..util.fileio import atomic_path
 from ..util.provenance import git_commit, versions
 from .registry import get_run, stored_config
@@ -250,6 +254,56 @@ def machine() -> dict:
     }
 
 
+def device_name_here(device: str) -> str:
+    """The device `device` ("auto", "cpu", "cuda", "cuda:N") names on this machine, as a run's config
+    records it: "auto" resolved ("cuda" when CUDA is available, else "cpu"); `VolratioError` when
+    this machine has no such device."""
+    dev = resolve_device(device)
+    return dev.type if dev.index is None else str(dev)
+
+
+def on_device(sweep: Sweep, device: str | None) -> Sweep:
+    """`sweep` with every run's `device` set to `device` as this machine resolves it
+    (`device_name_here`), so that each stored config says where the run computed and runs on a GPU
+    never share a key with runs on the CPU. With `device` None the plan's own device stays, but a plan's
+    "auto" is resolved the same way (a stored config never says "auto"), and a device this machine
+    lacks is refused before any run (`VolratioError`). `ReferenceError` when `device` is given and the
+    chunk's run function has no `device` setting."""
+    planned = get_run(sweep.run).keyed(sweep.configs()[0]).get("device")
+    if device is None:  # as the plan says: refused up front when this machine lacks the plan's device
+        if not isinstance(planned, str):
+            return sweep
+        name = device_name_here(planned)
+        if planned != "auto":
+            return sweep
+    else:
+        name = device_name_here(device)
+    if planned is None:
+        raise ReferenceError(
+            f"chunk {sweep.name!r}: its run function {sweep.run!r} has no device setting; run it without --device"
+        )
+    return replace(sweep, config={**sweep.config, "device": name})
+
+
+def _on_cuda(config: dict) -> bool:
+    return str(config.get("device", "")).startswith("cuda")
+
+
+def runnable_here(config: dict) -> dict:
+    """`config` with every `device` entry (nested ones too) that names CUDA replaced by "cpu" when this
+    machine has no CUDA device: how a run stored on a GPU is re-scored on a CPU (its scores compared
+    within SCORE_TOLERANCE, as across CPU kinds); unchanged where CUDA is available."""
+    if torch.cuda.is_available():
+        return config
+
+    def cpu(x):
+        if isinstance(x, dict):
+            return {k: "cpu" if k == "device" and str(v).startswith("cuda") else cpu(v) for k, v in x.items()}
+        return x
+
+    return cpu(config)
+
+
 def run_chunk(
     plan: dict,
     name: str,
@@ -257,15 +311,17 @@ def run_chunk(
     executor=None,
     progress: bool | None = None,
     retry_failed: bool = False,
+    device: str | None = None,
 ):
     """Run chunk `name` of `plan` into `root/name/` (resuming: finished runs are skipped; runs whose
     last attempt failed are rerun only with `retry_failed`) and write its manifest after every run.
-    Runs that read stored networks read them from the chunks under `root` when they run in this
-    process (`reading_from`); worker processes of `executor` read them under `DEFAULT_ROOT`.
-    Returns the sweep report."""
+    `device` (None: as the plan says) sets every run's device (`on_device`); a run on CUDA records its
+    wall seconds as `gpu_s` too (the GPU held for the run). Runs that read stored networks read them
+    from the chunks under `root` when they run in this process (`reading_from`); worker processes of
+    `executor` read them under `DEFAULT_ROOT`. Returns the sweep report."""
     if name not in plan:
         raise ReferenceError(f"no chunk {name!r} in the plan; it has {', '.join(plan)}")
-    sweep = plan[name]
+    sweep = on_device(plan[name], device)
     out = Path(root) / name
     man_path = out / MANIFEST
     manifest = json.loads(man_path.read_text()) if man_path.is_file() else {}
@@ -284,6 +340,8 @@ def run_chunk(
             "session": len(sessions),
             "kind": session["kind"],  # reference runs execute locally: on the session's machine
         }
+        if _on_cuda(outcome["config"]):
+            runs[outcome["key"]]["gpu_s"] = runs[outcome["key"]]["wall_s"]
         _write_manifest(man_path, sweep, sessions, runs)
 
     sessions = manifest.get("sessions", []) + [session]
@@ -297,7 +355,8 @@ def run_chunk(
 def manifest_totals(runs: dict) -> dict:
     """`runs_done`, `cpu_s_total`, `wall_s_total` of a manifest's runs: the chunk's own runs; the
     rescore runs stored beside them (`volratio.runs.rescore`, marked `"run": "rescore"`) are counted
-    apart (`rescores_done`, `rescore_cpu_s_total`) when there are any."""
+    apart (`rescores_done`, `rescore_cpu_s_total`) when there are any; `gpu_s_total` sums the runs'
+    GPU seconds when any run computed on CUDA."""
 
     def totals(rs):
         cpu = sum(r["cpu_s"] for r in rs if r["cpu_s"] == r["cpu_s"])
@@ -307,6 +366,8 @@ def manifest_totals(runs: dict) -> dict:
     rescored = [r for r in runs.values() if r.get("run") == "rescore"]
     n, cpu, wall = totals(own)
     out = {"runs_done": n, "cpu_s_total": cpu, "wall_s_total": wall}
+    if any("gpu_s" in r for r in own):
+        out["gpu_s_total"] = round(sum(r.get("gpu_s", 0.0) for r in own), 1)
     if rescored:
         n, cpu, _ = totals(rescored)
         out.update(rescores_done=n, rescore_cpu_s_total=cpu)
@@ -413,8 +474,11 @@ class Verification:
 
 def comparable(record: dict, here: dict | None = None) -> str | None:
     """Why a stored run (a `records` entry) can be compared bit for bit on this machine
-    ("same CPU kind" or "machine-independent"), or None when it was stored on another kind."""
+    ("same CPU kind" or "machine-independent"), or None when it was stored on another kind or computed
+    on a GPU (its config's `device` names CUDA: checked by its scores, within SCORE_TOLERANCE)."""
     here = M.identity() if here is None else here
+    if _on_cuda(record.get("config") or {}):  # a GPU's float results repeat to tolerance only, even there
+        return None
     independent = MACHINE_INDEPENDENT.get(record["run"])
     if independent and independent[1](record):
         return "machine-independent"
@@ -462,7 +526,8 @@ def verify(
                     summary["independent"] += why == "machine-independent"
                 elif score_checkable(r):
                     summary["scores"] += 1
-                    why, check = "scores re-computed on another CPU kind", "scores"
+                    where = "on a GPU" if _on_cuda(r.get("config") or {}) else "on another CPU kind"
+                    why, check = f"scores re-computed (stored {where})", "scores"
                     report.kinds.setdefault((r["machine"] or {}).get("kind", "unknown"), M.describe(r["machine"] or {}))
                 else:
                     kind = (r["machine"] or {}).get("kind", "unknown")
@@ -493,6 +558,8 @@ def verify(
                 entry = get_run(RUN)
                 config = entry.keyed(rescore_config(name, r, r["metrics"]["judge"]))
                 key = config_key(entry.name, config)
+            if check == "scores":  # stored on a GPU, re-scored on this machine's CPU when it has none
+                config = runnable_here(config)
             with reading_from(root):  # a rescore run reads its source network from the chunks under root
                 new = execute(entry.fn, entry.name, config, key, threads=1)
         res = {

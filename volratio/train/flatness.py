@@ -92,8 +92,8 @@ def explicit_hessian(net: CoordMLP, image, member: int = 0) -> np.ndarray:
     sizes = [int(np.prod(s)) for s in shapes]
     img = torch.as_tensor(image)
     res = img.shape[-2]
-    grid = coords(res, dtype=net.weights[0].dtype)
-    flat = img.to(grid.dtype).reshape(res * res, 3)
+    grid = coords(res, device=net.weights[0].device, dtype=net.weights[0].dtype)
+    flat = img.to(device=grid.device, dtype=grid.dtype).reshape(res * res, 3)
 
     def f(theta):
         params = dict(base)
