@@ -51,7 +51,8 @@ def test_claim_verdicts_carry_their_forest_into_the_claims_page_html():
     rows = [{"method": m, "emc2_auc": v} for m, vals in {"sp": [0.5, 0.6], "imp": [0.0, 0.01], "wanda": [0.0, 0.02],
                                                           "llm-pruner": [0.01, 0.0]}.items() for v in vals]  # fmt: skip
     v, _ = claims.sp_vs_pruners(pd.DataFrame(rows))
-    assert [r.label for r in v.forest.rows] == ["SP", "Lottery Ticket (IMP)", "Wanda", "LLM-Pruner"]
+    assert [r.label for r in v.forest.rows] == [
+        "SP", "Lottery Ticket (IMP)", "Wanda", "LLM-Pruner", "SP − strongest, pooled (deciding)"]  # fmt: skip
     assert v.forest.threshold == 0.05 and "<svg" in v.html()
     scenes = claims.scenes_weaker([{"effect": "one weight", "difference": -0.2, "lo": -0.3, "hi": -0.1,
                                     "verdict": "reproduced", "scene": 0.3, "parts": 0.5}])  # fmt: skip

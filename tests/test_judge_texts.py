@@ -86,7 +86,7 @@ def test_claims_page_names_judges_from_their_classes():
     )
     assert claims.judge_short("mine") == claims.judge_long("mine") == "mine"
     assert claims.judge_short(None) == claims.judge_long(None) == "judge not recorded"
-    v = claims.record("sp-vs-pruners", "partly", "m", judge="calibrated")
+    v = claims.record("sp-vs-pruners", "inconclusive", "m", judge="calibrated")
     assert judges.judge_text("calibrated").long in v.html()
     line = claims.judge_comparison({"anchored": v, "ssim": v})
-    assert line.startswith("label-anchored judge: partly; other-targets SSIM judge: partly")
+    assert line.startswith("label-anchored judge: inconclusive; other-targets SSIM judge: inconclusive")

@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import VolratioError
-from ..judges import SELF_ANCHORED, judge_text
+from ..judges import JUDGES, SELF_ANCHORED, judge_text
 from ..util.verdicts import VERDICTS, Estimate
 from .catalogue import CLAIMS, NO_JUDGE
 from .forest import Forest, Row
@@ -257,7 +257,7 @@ def single_judge(key: str, judge: str) -> str:
 
 # the label-anchored judges a claim's verdict must not depend on (`volratio.judges`): RMSE, SSIM, the
 # gated rule and its cross-fitted fit
-LABEL_ANCHORED = ("anchored", "anchored-ssim", "anchored-gated", "anchored-xfit")
+LABEL_ANCHORED = tuple(j for j in JUDGES if j.startswith("anchored") and j != "anchored-pooled")
 
 
 def robust_to_judge(verdicts: dict) -> bool:
