@@ -89,3 +89,15 @@ def test_same_rows_same_interval_and_power_reading():
 def test_bad_rows_are_refused(bad, match):
     with pytest.raises(VolratioError, match=match):
         contrast(bad(_rows(1)), "a", "b")
+
+
+def test_a_matched_comparison_refuses_counts_more_than_five_percent_apart():
+    import pandas as pd
+
+    from volratio.errors import VolratioError
+    from volratio.report.deciders import MATCHED_WITHIN, count_spread
+
+    ok = pd.DataFrame({"cell": ["a", "a", "b", "b"], "nonzero": [1000, 1040, 500, 500]})
+    assert count_spread(ok).to_dict() == {"a": pytest.approx(0.04), "b": 0.0} and MATCHED_WITHIN == 0.05
+    with pytest.raises(VolratioError, match=r"b \(6\.0%\)"):
+        count_spread(ok.assign(nonzero=[1000, 1040, 500, 530]))

@@ -75,6 +75,7 @@ OWNER = {
     "depth_sparse_scenes": None,  # sparse_depth_point: the scenes in the sparse regime
     "optimizers_sparse": None,  # sparse_optimizer_point: the optimizer study in the sparse regime, a run function only
     "optimizers_sparse_butterfly": None,  # sparse_optimizer_point: its butterfly cell
+    "optimizers_matched": None,  # sparse_optimizer_point read at SP's end: Muon and Adam at one count per cell
 }
 # chunks that run their experiment's one-seed preset at several seeds (replicates of `seed`)
 REPLICATES = {"emc2_dense": 5, "welch_toy": 5, "interference": 5}
@@ -99,7 +100,7 @@ def test_every_chunk_has_an_owner_or_says_it_has_none():
 
 
 # chunks being run (resumable): the store holds some of their runs, never a run the plan does not name
-IN_PROGRESS = ("sparse_regime_more", "sparse_regime_more_emc2")
+IN_PROGRESS = ("optimizers_matched",)
 
 
 def test_the_store_holds_exactly_the_runs_of_the_plan():
@@ -421,3 +422,23 @@ def test_the_scenes_claim_is_decided_on_sparse_scenes_and_their_sparse_parts():
     assert scenes == {c["target"] for c in PLAN[chunk].configs()} and len(scenes) == 3
     depths = sorted({c["depth"] for c in PLAN[parts].configs()})
     assert all(curves[s].depths == depths for s in scenes)
+
+
+def test_the_matched_optimizer_chunk_runs_each_cells_best_settings_at_the_sparser_ones_count():
+    """optimizers_matched reruns, per target × depth cell, each optimizer's best setting of the fit-point
+    chunks (by dense MSE) at one non-zero count — the one `matched_counts` derives from their sizes —
+    on the same seeds, and reads every network at SP's end."""
+    from volratio.experiments import optimizers
+
+    counts = optimizers.matched_counts(optimizers.stored_runs(optimizers.SPARSE_CHUNKS, STORE))
+    runs = parsed("optimizers_matched")
+    assert {r.read_at for r in runs} == {"end"}
+    assert {r.seed for r in runs} == {r.seed for r in parsed(*optimizers.SPARSE_CHUNKS)}
+    want = set()
+    for c in counts.itertuples():
+        want.add((c.target, c.depth, "adam", f"lr {float(c.adam.split()[1]):g}", c.count))
+        want.add((c.target, c.depth, "muon", c.muon, c.count))
+    got = {(r.target, r.depth, r.optimizer,
+            f"lr {r.muon_lr:g}, AdamW {r.adamw_lr:g}" if r.optimizer == "muon" else f"lr {r.lr:g}",
+            r.sp.target_nonzeros) for r in runs}  # fmt: skip
+    assert got == want

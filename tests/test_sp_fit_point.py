@@ -104,3 +104,27 @@ def test_the_sparse_depth_run_scores_each_network_at_its_fit_point_and_is_rescor
     assert len(out["score"]) == 2 and all(0.0 <= s <= 1.0 for s in out["score"])
     again = entry.fn(cfg)
     assert again["score"] == out["score"] and again["loss"] == out["loss"]  # seeded: the same numbers
+
+
+def test_read_at_end_scores_sp_where_it_stopped_at_one_count():
+    """`read_at = "end"` keeps SP's end state: each member at (or just under, by whole units) the
+    target count, with the end state's loss; the fit point is still reported."""
+    entry = get_run("sparse_depth_point")
+    base = {"target": "planted:15:depth=4,width=3", "depth": 2, "width": 12, "res": 16, "steps": 200, "members": 2,
+            "sp.rounds": 12, "sp.retrain_steps": 20, "sp.target_nonzeros": 120, "deltas": [-1.0, 1.0],
+            "max_params": 20, "judge": "stability", "train_path": "fast"}  # fmt: skip
+    out = entry.fn(entry.keyed({**base, "read_at": "end"}))
+    assert out["nonzero"] == out["end_nonzero"] and out["loss"] == out["end_loss"]
+    assert all(0.9 * 120 <= n <= 120 for n in out["nonzero"]), out["nonzero"]
+    fit = entry.fn(entry.keyed(base))
+    assert fit["fit_round"] == out["fit_round"] and all(f >= e for f, e in zip(fit["nonzero"], out["nonzero"]))
+    with pytest.raises(ConfigError, match="read_at"):
+        parse_sparse_point({"read_at": "middle"})
+
+
+def test_an_option_keyed_when_set_enters_the_key_only_when_set():
+    """`read_at` is keyed only when set: at its default it is left out of the complete config (the runs
+    that leave it alone keep their keys); set, it enters the key."""
+    entry = get_run("sparse_depth_point")
+    assert "read_at" not in entry.keyed({}) and entry.keyed({"read_at": "end"})["read_at"] == "end"
+    assert parse_sparse_point(entry.keyed({})).read_at == "fit"

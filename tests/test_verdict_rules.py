@@ -468,3 +468,17 @@ def test_size_adjusted_muon_difference_recovers_the_effect_behind_a_size_confoun
     adj = claims.size_adjusted(nets, nets.score)
     assert raw < 0 < adj.lo and adj.mean == pytest.approx(0.05, abs=0.01)  # sparser Muon looks worse unadjusted
     assert claims.size_adjusted(nets.drop(columns="nonzero"), nets.score) is None
+
+
+def test_muon_matched_reads_the_count_spread_and_refuses_unmatched_networks():
+    """`matched=True`: the networks of a cell were pruned to one count; the verdict says how close the
+    counts are and drops the size-adjusted regression; counts more than 5 % apart are refused."""
+    runs = _opt_runs([0.5, 0.55, 0.6], [0.5, 0.52, 0.54]).assign(nonzero=[1000, 1010, 1020, 990, 1000, 1000] * 2)
+    v = claims.muon_above_adam_by_target(_opt_summaries(runs), runs=runs, matched=True)
+    assert v.evidence["count-spread"] == {"t:a": pytest.approx(30 / 990), "t:b": pytest.approx(30 / 990)}
+    assert "within 3.0% of each other" in v.measured and "size-adjusted" not in v.evidence
+    unmatched = claims.muon_above_adam_by_target(_opt_summaries(runs), runs=runs)
+    assert "size-adjusted" in unmatched.evidence and "count-spread" not in unmatched.evidence
+    with pytest.raises(VolratioError, match="differ by more than 5%"):
+        wide = runs.assign(nonzero=[1000, 1010, 1020, 900, 1000, 1000] * 2)
+        claims.muon_above_adam_by_target(_opt_summaries(wide), runs=wide, matched=True)

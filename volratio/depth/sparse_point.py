@@ -16,7 +16,12 @@ their target.
 everything that reads depth runs (the curves, `volratio reference rescore`, the deciders) reads
 these. Metrics: those of `depth_point` (`score`, `scores`, `loss`, `dense_loss`, `nonzero`, …), and
 per member `sparsity` (weight sparsity of the scored network), `dense_nonzero`, `fit_round` (the
-round kept; 0 = the dense network), `end_nonzero` and `end_loss` (where SP itself ended).
+round of the fit point; 0 = the dense network), `end_nonzero` and `end_loss` (where SP itself ended).
+
+`read_at = "end"` scores SP's end state instead of the fit point: SP stops each member at
+`sp.target_nonzeros` (or just under it: it removes whole units), so networks of two settings are
+compared at one non-zero count, whether or not they still fit there (`loss` is then the end state's).
+The optimizer study's matched comparison reads its networks so (`volratio.experiments.optimizers`).
 
 Run function `sparse_depth_point`; chunk `depth_sparse` of examples/sweeps/reference.toml; chapter
 "Depth: a narrow, target-dependent regime" (book/depth.md).
@@ -31,8 +36,8 @@ import numpy as np
 from ..prune import collapsed
 from ..prune.fit_point import SparsestFit
 from ..prune.similarity_pruning import TAU_SCHEDULE, SPConfig
-from ..util.limits import at_least
-from ..util.presets import ConfigError, configure
+from ..util.limits import at_least, one_of
+from ..util.presets import ConfigError, configure, keyed_when_set
 from .point import Point, complete_point, emc2_of, png_ratio_at, sp_network
 
 # SP of the sparse regime (volratio.experiments.sparse_regime): τ = 0.95 first, then down the τ
@@ -58,8 +63,10 @@ class SparsePoint(Point):
     max_params: int | None = 1000  # EMC2 on every non-zero weight up to 1,000 per network, else a seeded sample
     # of 1,000 (`volratio reference rescore … --every-weight --engine fused` scores every weight)
     train_path: str = "fused"  # the fused C++ training kernel (CPU)
+    read_at: str = keyed_when_set("fit")  # the state scored: "fit", each member's fit point;
+    # "end", where SP stopped (at `sp.target_nonzeros`: networks compared at one non-zero count)
 
-    LIMITS = {**Point.LIMITS, "fit_factor": at_least(1), "fit_floor": at_least(0)}
+    LIMITS = {**Point.LIMITS, "fit_factor": at_least(1), "fit_floor": at_least(0), "read_at": one_of("fit", "end")}
 
     def __post_init__(self):
         super().__post_init__()
@@ -88,13 +95,14 @@ def sparse_point(config: dict) -> dict:
 
 def fit_point_run(cfg: SparsePoint):
     """`(metrics, net, image)`: train `cfg`'s population, prune it by SP, restore each member's fit
-    point and score it (the metrics of the module docstring; the network as artifact `net` where
-    `cfg.keep_net`). Shared by `sparse_point` and the optimizer study's sparse run
-    (`volratio.experiments.optimizers.sparse_point`)."""
+    point (or, with `cfg.read_at = "end"`, keep SP's end state) and score it (the metrics of the module
+    docstring; the network as artifact `net` where `cfg.keep_net`). Shared by `sparse_point` and the
+    optimizer study's sparse run (`volratio.experiments.optimizers.sparse_point`)."""
     keeper = SparsestFit(cfg.fit_factor, cfg.fit_floor)
     net, target, img, dense_loss, pr = sp_network(cfg, on_round=keeper)
-    keeper.restore(net)
-    loss = np.asarray(keeper.loss, dtype=np.float64)
+    if cfg.read_at == "fit":
+        keeper.restore(net)
+    loss = np.asarray(keeper.loss if cfg.read_at == "fit" else keeper.end_loss, dtype=np.float64)
     results = [emc2_of(net, cfg, k) for k in range(net.population)]
     total = [int(sum(m[k].numel() for m in net.masks)) for k in range(net.population)]
     nonzero = [int(n) for n in net.nonzero()]

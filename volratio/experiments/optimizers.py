@@ -233,6 +233,9 @@ REFERENCE_CHUNKS = ("optimizers",)  # chunks of examples/sweeps/reference.toml
 # the study in the sparse regime (run function sparse_optimizer_point): wide networks pruned by
 # unguarded SP, each scored at its fit point, at the depths of the sparse depth sweep's intervals
 SPARSE_CHUNKS = ("optimizers_sparse", "optimizers_sparse_butterfly")
+# the matched comparison that decides the claim: each cell's best settings (by dense MSE) rerun on the
+# same seeds, SP stopped at one non-zero count per cell (`matched_counts`) and read there (`read_at = "end"`)
+MATCHED_CHUNKS = ("optimizers_matched",)
 
 
 def stored_runs(
@@ -322,6 +325,28 @@ def _one(kept):
     if isinstance(kept, (list, tuple)):
         return bool(kept[0]) if len(kept) == 1 else None
     return None if kept is None else bool(kept)
+
+
+def matched_counts(runs) -> pd.DataFrame:
+    """The non-zero count each cell's optimizers are compared at, from the fit-point runs `runs` (rows
+    of `stored_runs` over `SPARSE_CHUNKS`): per target and depth, each optimizer's best setting by
+    dense MSE (`at_best_lr`), the median non-zero count of its networks at their fit points, and the
+    smaller of the two — the sparser optimizer's count, at which SP then stops both (chunk
+    optimizers_matched). Reads the networks' sizes only, never their scores. Columns `target`,
+    `depth`, `adam`, `muon` (the settings), `adam_nonzero`, `muon_nonzero`, `count`."""
+    rows = []
+    for key, summary in at_best_lr(runs, loss="dense_loss").items():
+        target = key.split(" @ ")[0]
+        row = {"target": target}
+        for r in summary.itertuples():
+            g = runs[(runs.target == target) & (runs.depth == r.depth) & (runs.optimizer == r.optimizer)
+                     & (runs.setting == r.setting)]  # fmt: skip
+            row.update(
+                {"depth": int(r.depth), r.optimizer: r.setting, f"{r.optimizer}_nonzero": int(g.nonzero.median())}
+            )
+        row["count"] = min(row["adam_nonzero"], row["muon_nonzero"])
+        rows.append(row)
+    return pd.DataFrame(rows)[["target", "depth", "adam", "muon", "adam_nonzero", "muon_nonzero", "count"]]
 
 
 def at_best_lr(runs, level: float = 0.95, loss: str = "loss") -> dict:

@@ -28,6 +28,7 @@ from ..util.verdicts import (
 )
 from .catalogue import CLAIMS, NO_JUDGE, Claim, Statistic, table
 from .deciders import (
+    count_spread,
     decided,
     depth_optimum,
     depth_rows,
@@ -51,6 +52,7 @@ from .render import (
     delta_reading,
     forest_of,
     glue_judges,
+    glue_line,
     interval,
     judge_brief,
     judge_comparison,
@@ -93,6 +95,7 @@ __all__ = [
     "muon_above_adam_by_target",
     "scenes_weaker",
     "size_adjusted",
+    "count_spread",
     "welch_r_le_d",
     "sixteen_verdict",
     "picbreeder_vs_sgd_stored",
@@ -104,6 +107,7 @@ __all__ = [
     "unglued",
     "by_judge",
     "glue_judges",
+    "glue_line",
     "delta_reading",
     "single_judge",
     "robust_to_judge",

@@ -352,6 +352,7 @@ def muon_above_adam_by_target(
     judge: str | None = None,
     stored: bool = True,
     runs=None,
+    matched: bool = False,
 ) -> Verdict:
     """Claim "muon-above-adam" over several targets (`{target: summary}` as for `muon_above_adam`,
     each optimizer at its best learning rate, e.g. `optimizers.at_best_lr`). Deciding statistic:
@@ -362,7 +363,10 @@ def muon_above_adam_by_target(
     the statistic is the average of the targets' `difference`s, an interval that never narrows
     (`volratio.util.verdicts.pool`): kept for summaries alone. Sub-checks: every target's loss and
     score parts. A target that only one optimizer has run so far (a partly run chunk) is left out
-    of the verdict and named in its text as pending."""
+    of the verdict and named in its text as pending. `matched`: the networks of a cell were pruned to
+    one non-zero count (chunk optimizers_matched); the text and evidence then give how far apart the
+    counts compared in each cell are (`MATCHED_WITHIN`, a share of the smaller), and the size-adjusted
+    regression, a stand-in for matching, is left out."""
     parts, texts, evidence, rows, gaps, diffs, pending, picked = [], [], {}, [], [], [], [], []
     for target, summary in summaries.items():
         ran = set(summary["optimizer"] if "optimizer" in summary.columns else summary.index)
@@ -394,7 +398,12 @@ def muon_above_adam_by_target(
         )  # fmt: skip
         power = f"; {zeroed} networks that do not draw their label scored 0" if zeroed else ""
         power += f"; {decision['power']['text']}" if pooled else ""
-        adjusted = size_adjusted(nets, scores)
+        adjusted = None if matched else size_adjusted(nets, scores)
+        if matched and len(nets):
+            spread = count_spread(nets)
+            decision["count-spread"] = {cell: float(v) for cell, v in spread.items()}
+            power += (f"; at one non-zero count per cell: the counts compared lie within {spread.max():.1%} of each "
+                      f"other (at most {MATCHED_WITHIN:.0%} allowed)")  # fmt: skip
         if adjusted is not None:
             decision["size-adjusted"] = vars(adjusted)
             power += (f"; adjusted for size (log non-zero weights, within each cell; a regression, not matched "
@@ -416,6 +425,25 @@ def muon_above_adam_by_target(
         forest_of(rows, "EMC2 AUC at each optimizer's best setting (mean, 95% interval)"),
         (f"{stated}. " + _muon_headline(evidence, max(gaps))) if gaps else f"{stated}.",
     )
+
+
+MATCHED_WITHIN = 0.05  # networks compared "at one count" differ by at most this share of the smaller count
+
+
+def count_spread(nets) -> pd.Series:
+    """Per cell of `nets` (`cell`, `nonzero`), how far apart the non-zero counts compared are:
+    (largest − smallest) / smallest. Refuses a cell beyond `MATCHED_WITHIN`: its networks were not
+    pruned to one count, and a matched comparison cannot be read off them."""
+    g = nets.groupby("cell").nonzero
+    spread = (g.max() - g.min()) / g.min()
+    wide = spread[spread > MATCHED_WITHIN]
+    if len(wide):
+        raise VolratioError(
+            f"muon-above-adam, matched: non-zero counts differ by more than {MATCHED_WITHIN:.0%} in "
+            + ", ".join(f"{c} ({v:.1%})" for c, v in wide.items())
+            + '; prune both optimizers\' networks to one count (read_at = "end" with sp.target_nonzeros)'
+        )
+    return spread
 
 
 def size_adjusted(nets, scores) -> Estimate | None:

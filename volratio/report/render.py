@@ -9,7 +9,7 @@ references after every page has been executed, so no page depends on the order i
 built, and no file outside the build carries the verdicts.
 
 What one verdict glues (`<name>` is `claim-<key>` for the live quick-scale run, and
-`claim-<key>-<scale>` for a verdict read from stored results, e.g. `claim-depth-optimum-reference`):
+`claim-<key>-<scale>` for a verdict read from stored results, e.g. `claim-depth-optimum-reference`)::
 
     <name>          the whole verdict: badge, scale and judge, forest plot, what was measured (folded)
     <name>-badge    the coloured badge alone (reproduced / not reproduced / inconclusive / contradicted / not measured)
@@ -215,6 +215,18 @@ def glue_judges(key: str, line: str, short: str) -> str:
 
         glue(f"claim-{key}-judges", HTML(html.escape(line)), display=False)
         glue(f"claim-{key}-robust", HTML(html.escape(short)), display=False)
+    return line
+
+
+def glue_line(name: str, line: str) -> str:
+    """Glue one sentence as `name` (escaped HTML, so other pages can paste it with
+    ``{glue}`page.md::name` ``) in a notebook. Returns `line`."""
+    if _in_kernel():
+        # book-only: IPython and myst-nb come with the [book] extra, and only a notebook kernel gets here
+        from IPython.display import HTML
+        from myst_nb import glue
+
+        glue(name, HTML(html.escape(line)), display=False)
     return line
 
 

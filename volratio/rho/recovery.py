@@ -3,17 +3,17 @@ planted primitives, and how many of its units carry one primitive each.
 
 A planted target (`volratio.data.targets.PlantedTarget`) is a known DAG of primitives, each with its
 ground-truth map (`primitive_maps`). For a network (a `CoordMLP` population of K) the score reads the
-|Pearson correlation| between every hidden unit's feature map and every planted map
+absolute Pearson correlation between every hidden unit's feature map and every planted map
 (`primitive_correlations`) and reports two numbers per network:
 
-- **recovery**: the mean |r| over the target's hidden primitives under the optimal one-to-one
+- **recovery**: the mean ``|r|`` over the target's hidden primitives under the optimal one-to-one
   assignment of primitives to *live* hidden units (`assigned_correlations`, scipy's
   `linear_sum_assignment`); a primitive left without a live unit counts 0. The output node is
   excluded: any network that fits its target draws it.
 - **monosemanticity**: the share of live units (`volratio.nets.live_unit_mask`) whose best planted
-  node's |r| exceeds by at least `margin` their best |r| with a node distinguishable from it. Here
+  node's ``|r|`` exceeds by at least `margin` their best ``|r|`` with a node distinguishable from it. Here
   the output node counts like the others (a unit that computes the output is dedicated to one
-  planted node). Two planted maps that correlate at |r| ≥ 1 − `margin` are indistinguishable
+  planted node). Two planted maps that correlate at ``|r|`` ≥ 1 − `margin` are indistinguishable
   (`indistinguishable`): deep planted DAGs hold chains of nearly identical maps (a sigmoid of a
   sigmoid), and no unit can carry one of them without the other. So the planted DAG built into a
   masked network scores recovery 1 and monosemanticity 1 (`tests/test_recovery.py`).
@@ -71,7 +71,7 @@ class RecoveryConfig(Presets):
 
 
 def primitive_correlations(feats: list[torch.Tensor], prims: dict[str, torch.Tensor]) -> np.ndarray:
-    """|Pearson correlation| between every primitive map and every hidden unit: (K, n_prim, n_units).
+    """The absolute Pearson correlation between every primitive map and every hidden unit: (K, n_prim, n_units).
     `feats`: per layer (K, res, res, W), units numbered layer by layer; `prims`: name → (res, res).
     Constant maps correlate 0."""
     F = torch.cat([f.flatten(1, 2) for f in feats], dim=-1).double()  # (K, P, U)
@@ -85,7 +85,7 @@ def primitive_correlations(feats: list[torch.Tensor], prims: dict[str, torch.Ten
 
 
 def assigned_correlations(C: np.ndarray) -> np.ndarray:
-    """Per network, the |correlation| of each primitive with the unit an optimal one-to-one
+    """Per network, the absolute correlation of each primitive with the unit an optimal one-to-one
     assignment gives it (the largest total), (K, n_prim); 0 where there are fewer units than
     primitives. `C`: (K, n_prim, n_units) from `primitive_correlations`."""
     K, n_prim, U = C.shape
@@ -101,7 +101,7 @@ def assigned_correlations(C: np.ndarray) -> np.ndarray:
 
 
 def indistinguishable(prims: dict[str, torch.Tensor], margin: float) -> np.ndarray:
-    """(n, n) bool over the planted maps `prims`: |r| ≥ 1 − `margin` between two maps (the diagonal
+    """(n, n) bool over the planted maps `prims`: ``|r|`` ≥ 1 − `margin` between two maps (the diagonal
     True). A unit cannot carry one of such a pair without carrying the other."""
     M = torch.stack([p.flatten() for p in prims.values()]).double().numpy()  # (n, P)
     with np.errstate(invalid="ignore", divide="ignore"):

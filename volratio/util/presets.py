@@ -175,12 +175,23 @@ def parse_sets(items) -> dict:
 # Complete configs (what a stored run is keyed by: `volratio.runs.registry`)
 
 
+KEYED_WHEN_SET = "volratio.keyed_when_set"  # field metadata: see `keyed_when_set`
+
+
+def keyed_when_set(default: Any) -> Any:
+    """A config field that enters a run's complete config, and so its key, only when it is set away
+    from `default` (`complete`): an option that most runs leave alone, which a config gains without
+    renaming the runs that leave it at its default."""
+    return dataclasses.field(default=default, metadata={KEYED_WHEN_SET: True})
+
+
 def complete(parsed: Any) -> dict:
     """A parsed config as the complete config a run is keyed and stored with: every field of a config
     dataclass, nested configs as dotted entries (`sp.tau`), tuples as lists, but for the dotted entries
     the config's `RUN_SET` names (a nested config's entries the run sets from its own, e.g. SP's seed
-    from the run's `seed`: the config's `__post_init__` refuses them); a parse that returns a dict (a
-    user's run function) gives that dict."""
+    from the run's `seed`: the config's `__post_init__` refuses them), and but for the fields keyed only
+    when set (`keyed_when_set`) while they keep their default; a parse that returns a dict (a user's run function) gives
+    that dict."""
     if isinstance(parsed, dict):
         return plain(parsed)
     if not dataclasses.is_dataclass(parsed):
@@ -190,6 +201,8 @@ def complete(parsed: Any) -> dict:
     out = {}
     for f in dataclasses.fields(parsed):
         value = getattr(parsed, f.name)
+        if f.metadata.get(KEYED_WHEN_SET) and value == f.default:
+            continue  # an option keyed only when set, left at its default
         if dataclasses.is_dataclass(value):
             out.update({f"{f.name}.{k}": v for k, v in complete(value).items()})
         else:
