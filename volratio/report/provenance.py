@@ -3,7 +3,9 @@ the data had been read.
 
 The verdict rule (`volratio.util.verdicts.verdict_on`), each claim's deciding statistic, its
 smallest effect of interest (`volratio.report.catalogue`) and the pooled estimator
-(`volratio.util.pooling`) were committed together, in `RULE_COMMIT`. `rule_table` sets that commit
+(`volratio.util.pooling`) were committed together, in `RULE_COMMIT`; a claim whose deciding
+comparison was fixed later, before the runs that decide it, names its own commit in
+`CLAIM_RULE_COMMITS`. `rule_table` sets that commit
 beside the sessions that stored each claim's chunks (their manifests, `results/reference/<chunk>/
 manifest.json`), so a reader can check with `git log` whether the rule came before or after the
 data it decides. `CHOICES_AFTER_DATA` lists what was chosen with the data already read.
@@ -26,18 +28,28 @@ from .catalogue import CLAIMS
 RULE_COMMIT = "49ba7d0c"
 RULE_COMMITTED_AT = "2026-12-04T17:44:58+00:00"
 
+# claims whose deciding comparison was fixed in a later commit: (commit, committed at, what it fixed)
+CLAIM_RULE_COMMITS = {
+    "muon-above-adam": (
+        "dc16df0a",
+        "2026-12-05T07:23:48+00:00",
+        "the comparison at one non-zero count per cell (chunk optimizers_matched), committed before its runs",
+    ),
+}
+
 CHOICES_AFTER_DATA = (
     "Every claim's rule, statistic and smallest effect of interest were fixed after its networks had been stored "
-    "and their earlier verdicts read: no claim here was pre-registered.",
+    "and their earlier verdicts read: no claim here was pre-registered (the Muon comparison's deciding runs alone were "
+    "made after their rule).",
     "The smallest effects of interest (0.1 of EMC2 AUC, 0.25 layers per unit of PNG ratio, 0.1 of decay rate) were "
     "chosen after an audit had quoted the earlier intervals of claims 2 and 5 (about ±0.3).",
     "The depth claim's statistic (the true depth above both its sides) was kept over the mean of the other depths "
     "after both had been computed; the second is shown as a sub-check.",
     "The rule that a network which does not draw its label scores 0 was adopted after the collapsed networks of the "
     "sparse regime had been counted.",
-    "Muon and Adam are compared at their own fit points, not at matched non-zero counts (Muon's networks are "
-    "sparser): the matched comparison needs new runs that have not been made; the size-adjusted regression beside "
-    "the verdict was added after the unmatched difference had been read.",
+    "Muon and Adam are compared at one non-zero count per cell, fixed before the matched runs were made; but the "
+    "counts (the sparser optimizer's median fit-point count) were chosen from the fit-point networks' sizes, after "
+    "their scores at the fit points had been read.",
     "The depth sweep reads each depth at its own fit point, so sparsity drifts with depth; no depth is read at one "
     "common sparsity.",
 )
@@ -58,12 +70,21 @@ def stored_between(chunk: str, root=None) -> tuple[str, str]:
 def rule_table(root=None) -> pd.DataFrame:
     """One row per claim: the commit that fixed its rule and statistic, when, when its chunks were
     stored (first and last session), and whether the rule came before or after its data."""
-    fixed = pd.Timestamp(RULE_COMMITTED_AT)
     rows = []
     for key, c in CLAIMS.items():
+        commit, at, what = CLAIM_RULE_COMMITS.get(
+            key, (RULE_COMMIT, RULE_COMMITTED_AT, "the verdict rule, statistic and m")
+        )
+        fixed = pd.Timestamp(at)
         spans = [stored_between(ch, root) for ch in c.chunks]
         first, last = min(a for a, _ in spans), max(b for _, b in spans)
-        when = "before its data were stored" if fixed < pd.Timestamp(first) else "after its data were stored"
-        rows.append({"claim": key, "rule commit": RULE_COMMIT, "rule fixed": RULE_COMMITTED_AT[:16].replace("T", " "),
+        when = (
+            "before its data were stored"
+            if fixed < pd.Timestamp(first)
+            else "after its data were stored"
+            if fixed > pd.Timestamp(last)
+            else "after some of its data were stored (more were added after it)"
+        )
+        rows.append({"claim": key, "rule commit": commit, "it fixed": what, "rule fixed": at[:16].replace("T", " "),
                      "chunks": ", ".join(c.chunks), "data stored": f"{first[:10]} … {last[:10]}", "the rule came": when})  # fmt: skip
     return pd.DataFrame(rows).set_index("claim")
