@@ -100,7 +100,7 @@ def test_every_chunk_has_an_owner_or_says_it_has_none():
 
 
 # chunks being run (resumable): the store holds some of their runs, never a run the plan does not name
-IN_PROGRESS = ("optimizers_matched",)
+IN_PROGRESS: tuple = ()
 
 
 def test_the_store_holds_exactly_the_runs_of_the_plan():
@@ -442,3 +442,15 @@ def test_the_matched_optimizer_chunk_runs_each_cells_best_settings_at_the_sparse
             f"lr {r.muon_lr:g}, AdamW {r.adamw_lr:g}" if r.optimizer == "muon" else f"lr {r.lr:g}",
             r.sp.target_nonzeros) for r in runs}  # fmt: skip
     assert got == want
+
+
+def test_the_stored_matched_networks_of_a_cell_lie_within_five_percent_of_one_count():
+    """What the matched comparison speaks of: in every target × depth cell of optimizers_matched, the
+    Muon and Adam networks scored hold non-zero counts within `MATCHED_WITHIN` of each other."""
+    from volratio.experiments import optimizers
+    from volratio.report.deciders import MATCHED_WITHIN
+
+    runs = optimizers.stored_runs(optimizers.MATCHED_CHUNKS, STORE)
+    assert set(runs.optimizer) == {"adam", "muon"} and len(runs) == 36
+    g = runs.groupby(["target", "depth"]).nonzero
+    assert ((g.max() - g.min()) / g.min() <= MATCHED_WITHIN).all()
