@@ -76,6 +76,7 @@ OWNER = {
     "optimizers_sparse": None,  # sparse_optimizer_point: the optimizer study in the sparse regime, a run function only
     "optimizers_sparse_butterfly": None,  # sparse_optimizer_point: its butterfly cell
     "optimizers_matched": None,  # sparse_optimizer_point read at SP's end: Muon and Adam at one count per cell
+    "depth_matched_planted": None,  # sparse_depth_point read at SP's end: the planted depths at one sparsity
 }
 # chunks that run their experiment's one-seed preset at several seeds (replicates of `seed`)
 REPLICATES = {"emc2_dense": 5, "welch_toy": 5, "interference": 5}
@@ -100,7 +101,7 @@ def test_every_chunk_has_an_owner_or_says_it_has_none():
 
 
 # chunks being run (resumable): the store holds some of their runs, never a run the plan does not name
-IN_PROGRESS: tuple = ()
+IN_PROGRESS: tuple = ("depth_matched_planted",)
 
 
 def test_the_store_holds_exactly_the_runs_of_the_plan():
@@ -454,3 +455,20 @@ def test_the_stored_matched_networks_of_a_cell_lie_within_five_percent_of_one_co
     assert set(runs.optimizer) == {"adam", "muon"} and len(runs) == 36
     g = runs.groupby(["target", "depth"]).nonzero
     assert ((g.max() - g.min()) / g.min() <= MATCHED_WITHIN).all()
+
+
+def test_the_matched_depth_chunk_prunes_every_depth_of_a_target_to_one_sparsity():
+    """depth_matched_planted reruns depth_sparse_planted's runs (same targets, depths, seeds and dense
+    training) with SP stopped at the non-zero count `matched_sparsity` derives from their sizes — one
+    weight sparsity per target — and reads every network at SP's end."""
+    from volratio.experiments import depth_regime
+
+    counts = depth_regime.matched_sparsity(depth_regime.sparsity_table(("depth_sparse_planted",), STORE))
+    runs, fit = parsed("depth_matched_planted"), parsed("depth_sparse_planted")
+    assert {r.read_at for r in runs} == {"end"} and {r.read_at for r in fit} == {"fit"}
+    assert {(r.target, r.depth, r.sp.target_nonzeros) for r in runs} == {
+        (t, d, int(c)) for (t, d), c in counts["count"].items()
+    }
+    strip = lambda r: dataclasses.replace(r, read_at="fit", sp=dataclasses.replace(r.sp, target_nonzeros=None))  # noqa: E731
+    assert counted(strip(r) for r in runs) == counted(fit)
+    assert (counts.groupby("target").sparsity.nunique() == 1).all()

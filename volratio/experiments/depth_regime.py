@@ -61,6 +61,7 @@ __all__ = [
     "Config",
     "DepthCurve",
     "Point",
+    "MATCHED_CHUNKS",
     "PredictorCheck",
     "RecoveryCurve",
     "Settings",
@@ -72,6 +73,7 @@ __all__ = [
     "fit_table",
     "load_nets",
     "make_sweep",
+    "matched_sparsity",
     "mosaic",
     "offset_means",
     "parse_depths",
@@ -176,6 +178,10 @@ REFERENCE_CHUNKS = ("depth_picbreeder", "depth_planted")  # chunks of examples/s
 # the sparse regime's depth sweep (run function sparse_depth_point, volratio.depth.sparse_point): wide
 # networks pruned by unguarded SP, each scored at its fit point; the depth claims are decided on these
 SPARSE_CHUNKS = ("depth_sparse_picbreeder", "depth_sparse_planted")
+# the planted sweep at one weight sparsity per target (`matched_sparsity`; read_at = "end"): every depth
+# of a target compared at one sparsity, where each depth's median network still fits; it decides the
+# depth-optimum claim
+MATCHED_CHUNKS = ("depth_matched_planted",)
 
 
 def stored_curves(
@@ -225,6 +231,27 @@ def sparsity_table(names=SPARSE_CHUNKS, root=None) -> pd.DataFrame:
     out["scored dense"] = g["scored dense"].mean()
     out.insert(0, "networks", g.size())
     return out
+
+
+def matched_sparsity(table: pd.DataFrame) -> pd.DataFrame:
+    """The one weight sparsity each target's depths are compared at, from `sparsity_table` of the
+    fit-point chunks (it reads the networks' sizes, never their scores): per target, the least sparse
+    of its depths' median fit-point sparsities — the sparsest level at which the median network of
+    every depth still fitted — and, per depth, the non-zero count SP then stops at, that sparsity of
+    the depth's dense weights (rounded). Rows per target and depth: `sparsity` (the target's),
+    `dense weights`, `count`, `fit sparsity` (the depth's own median at its fit point).
+
+    The choice (one sparsity, not one non-zero count): the planted targets' depths differ up to 40×
+    in dense weights (120 at depth 1, 5,304 at depth 10), so no one count is both reachable by the
+    shallowest and sparse for the deepest; one fraction removed is what the within-target sparsity
+    confound (score against sparsity) asks to hold fixed."""
+    t = table.reset_index()
+    per_target = t.groupby("target")["sparsity"].transform("min")
+    out = pd.DataFrame({"target": t["target"], "depth": t["depth"], "sparsity": per_target,
+                        "dense weights": t["dense weights"].astype(int),
+                        "count": np.rint((1.0 - per_target) * t["dense weights"]).astype(int),
+                        "fit sparsity": t["sparsity"]})  # fmt: skip
+    return out.set_index(["target", "depth"])
 
 
 def _mask_sizes(record: dict) -> list[int]:

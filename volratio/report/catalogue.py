@@ -125,13 +125,14 @@ CLAIMS: dict[str, Claim] = {
             "depth",
             Statistic(
                 "EMC2 AUC at the true depth L* minus the higher of the shallower and the deeper depths' mean, over planted "
-                "targets and seeds (the peak must lie above both its sides)",
+                "targets and seeds (the peak must lie above both its sides), every depth of a target pruned by SP to one "
+                "weight sparsity (the least sparse of its depths' median fit-point sparsities)",
                 0.0,
                 "above",
                 AUC_M,
                 AUC_WHY,
             ),
-            ("depth_sparse_planted", "depth_sparse_picbreeder"),
+            ("depth_matched_planted", "depth_sparse_planted", "depth_sparse_picbreeder"),
         ),
         Claim(
             "muon-above-adam",

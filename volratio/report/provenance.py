@@ -50,8 +50,11 @@ CHOICES_AFTER_DATA = (
     "Muon and Adam are compared at one non-zero count per cell, fixed before the matched runs were made; but the "
     "counts (the sparser optimizer's median fit-point count) were chosen from the fit-point networks' sizes, after "
     "their scores at the fit points had been read.",
-    "The depth sweep reads each depth at its own fit point, so sparsity drifts with depth; no depth is read at one "
-    "common sparsity.",
+    "The planted depth sweep is compared at one weight sparsity per target, fixed before the matched runs "
+    "(depth_matched_planted) were made; but the sparsity (the least sparse of the depths' median fit-point "
+    "sparsities) was chosen from the fit-point networks' sizes, after their scores at the fit points had been read.",
+    "The Picbreeder depth sweep (the PNG predictor's sweet spots) still reads each depth at its own fit point, so "
+    "sparsity drifts with depth there.",
 )
 
 
