@@ -257,3 +257,19 @@ def test_judge_of():
         VolratioError, match=r"^the EMC2 runs were scored under 'anchored' but the dense runs under 'stability'$"
     ):
         claims.picbreeder_vs_sgd_stored(PB_TABLE.assign(judge="anchored"), dense=dense)
+
+
+def test_nothing_is_glued_inside_unglued(glued):
+    """A verdict, its judge comparison and its δ row computed inside `unglued()` glue nothing (a
+    reading that does not decide the claim must not replace the claims page's), and the same calls
+    outside it glue each."""
+    with render.unglued():
+        v = CASES["depth"]()
+        render.by_judge("depth-optimum", lambda j: v, ["anchored", "anchored-ssim"])
+        render.delta_reading("depth-optimum", v, v)
+    assert glued == []
+    CASES["depth"]()
+    render.by_judge("depth-optimum", lambda j: v, ["anchored", "anchored-ssim"])
+    render.delta_reading("depth-optimum", v, v)
+    assert {"claim-depth-optimum-judges", "claim-depth-optimum-robust", "claim-depth-optimum-delta"} <= set(glued)
+    assert any(n.startswith("claim-depth-optimum-reference") for n in glued)

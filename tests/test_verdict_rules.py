@@ -19,6 +19,7 @@ from volratio.depth import fit_predictor, sweet_spot
 from volratio.errors import VolratioError
 from volratio.experiments.depth_regime import DepthCurve
 from volratio.report import claims
+from volratio.runs import stored
 from volratio.util.verdicts import (
     VERDICTS,
     Estimate,
@@ -247,6 +248,27 @@ def test_depth_statistic_beats_both_sides_and_skips_what_it_cannot_compare():
     assert len(claims.depth_rows({"planted:a": c}, {"planted:a": 7})[0]) == 0
     v, _ = claims.depth_optimum({"planted:a": c}, {"planted:a": 7})
     assert v.verdict == "not measured"
+
+
+def test_depth_statistic_scores_networks_that_do_not_draw_their_label_0_and_says_so():
+    """Rule 4 on the depth claim: a network whose base image the judge does not keep (or that is
+    collapsed: `stored.draws`) scores 0 on its side; the verdict with those networks left out is
+    stated beside; a judge-free score (`zero_undrawn=False`) keeps its values."""
+    score = np.array([[0.1, 0.1], [0.5, 0.5], [0.2, 0.2]])  # depths 2, 3, 4; L* = 3
+    loss = np.full_like(score, 0.01)
+    kept = np.array([[1.0, 1.0], [0.0, 1.0], [1.0, np.nan]])  # one L* network not drawn; one without a verdict
+    c = DepthCurve("planted:a", [2, 3, 4], score, loss, loss, loss, sweet_spot([2, 3, 4], score), kept)
+    rows, _ = claims.depth_rows({"planted:a": c}, {"planted:a": 3})
+    assert rows.value.tolist() == [0.1, 0.1, 0.0, 0.5, 0.2, 0.2] and (~rows.drawn).sum() == 1
+    assert claims.depth_rows({"planted:a": c}, {"planted:a": 3}, zero_undrawn=False)[0].value.tolist() == [
+        0.1, 0.1, 0.5, 0.5, 0.2, 0.2
+    ]
+    v, n = claims.depth_optimum({"planted:a": c}, {"planted:a": 3})
+    assert n["statistic"]["mean"] == pytest.approx(0.25 - 0.2)  # L*'s (0 + 0.5) / 2 over the deeper side
+    assert n["not drawing, scored 0"] == 1 and n["left out instead"]["mean"] == pytest.approx(0.5 - 0.2)
+    assert "1 networks that do not draw their label scored 0" in v.measured
+    assert stored.draws({"base_kept": [True, True, False], "collapsed": [False, True, False]}) == [True, False, False]
+    assert stored.draws({"base_kept": [True]}) == [True]
 
 
 @pytest.mark.parametrize("verdict", FOUR)

@@ -168,6 +168,12 @@ def depth_optimum(
     verdict, stated, decision, pooled = decide_pooled(
         "depth-optimum", rows, "L*", ["shallower", "deeper"], "per setting"
     )
+    zeroed = int((~rows.drawn).sum())
+    left_out = (
+        decide_pooled("depth-optimum", rows[rows.drawn], "L*", ["shallower", "deeper"], "per setting")
+        if zeroed
+        else None
+    )
     others = rows.assign(arm=rows.arm.where(rows.arm == "L*", "other"))
     weaker = decide_pooled("depth-optimum", others, "L*", "other")[3]
     power = f"; {decision['power']['text']}" if pooled else ""
@@ -176,6 +182,11 @@ def depth_optimum(
     )
     decision["against every other depth"] = vars(weaker.estimate) if weaker else None
     decision["networks not scored"] = unscored
+    undrawn = ""
+    if zeroed:
+        decision["not drawing, scored 0"] = zeroed
+        decision["left out instead"] = {"verdict": left_out[0], **(left_out[2]["statistic"] or {})}
+        undrawn = f"; {zeroed} networks that do not draw their label scored 0 (left out instead: {left_out[0]})"
     v = record(
         "depth-optimum",
         verdict,
@@ -183,6 +194,7 @@ def depth_optimum(
         f"{hits} of {len(true_depths)} planted targets; seeds agree on the argmax for {agree} of {len(curves)} targets"
         + against_rest
         + power
+        + undrawn
         + (f" — {detail}" if detail else ""),
         {**decision, **{k: bool(x) for k, x in checks.items()}},
         scale,
@@ -205,11 +217,14 @@ def depth_optimum(
     return v, {**numbers, **decision}
 
 
-def depth_rows(curves: dict, true_depths: dict) -> tuple[pd.DataFrame, int]:
+def depth_rows(curves: dict, true_depths: dict, zero_undrawn: bool = True) -> tuple[pd.DataFrame, int]:
     """The rows of the depth claim's pooled contrast (`volratio.util.pooling.contrast`): per planted
     target of `true_depths` whose curve has L* and another depth, one row per depth and seed, its
     arm "L*", "shallower" or "deeper", its stratum the target's depth (networks at different depths
-    are different networks); and how many scores were not finite and left out."""
+    are different networks), `drawn` (the curve's `kept`: False where the network does not draw its
+    label, else True — a network without a verdict is no evidence against it); and how many scores
+    were not finite and left out. `zero_undrawn`: a network that does not draw its label scores 0
+    (`volratio.report.evidence`); False for a judge-free score, which no judge's verdict may change."""
     rows, unscored = [], 0
     for t, d in true_depths.items():
         c = curves[t]
@@ -217,14 +232,18 @@ def depth_rows(curves: dict, true_depths: dict) -> tuple[pd.DataFrame, int]:
         if d not in depths or len(depths) < 2:
             continue
         score = np.asarray(c.score, dtype=float)  # (n_depths, n_seeds)
+        kept = np.asarray(c.kept, dtype=float)
         for i, depth in enumerate(depths):
             arm = "L*" if depth == d else ("shallower" if depth < d else "deeper")
             for k, x in enumerate(score[i]):
                 if not np.isfinite(x):
                     unscored += 1
                     continue
-                rows.append({"setting": t, "arm": arm, "stratum": f"{t} | {depth}", "unit": k, "value": float(x)})
-    return pd.DataFrame(rows, columns=["setting", "arm", "stratum", "unit", "value"]), unscored
+                draws = bool(kept[i, k] != 0)  # NaN: no verdict recorded
+                value = float(x) if draws or not zero_undrawn else 0.0
+                rows.append({"setting": t, "arm": arm, "stratum": f"{t} | {depth}", "unit": k, "value": value,
+                             "drawn": draws})  # fmt: skip
+    return pd.DataFrame(rows, columns=["setting", "arm", "stratum", "unit", "value", "drawn"]), unscored
 
 
 def png_ratio_linear(

@@ -35,6 +35,11 @@ CLAIM_RULE_COMMITS = {
         "2026-12-05T07:23:48+00:00",
         "the comparison at one non-zero count per cell (chunk optimizers_matched), committed before its runs",
     ),
+    "depth-optimum": (
+        "c07dfdd1",
+        "2026-12-05T11:32:20+00:00",
+        "the comparison at one weight sparsity per target (chunk depth_matched_planted), committed before its runs",
+    ),
 }
 
 CHOICES_AFTER_DATA = (
@@ -53,6 +58,9 @@ CHOICES_AFTER_DATA = (
     "The planted depth sweep is compared at one weight sparsity per target, fixed before the matched runs "
     "(depth_matched_planted) were made; but the sparsity (the least sparse of the depths' median fit-point "
     "sparsities) was chosen from the fit-point networks' sizes, after their scores at the fit points had been read.",
+    "The depth claim's decider did not apply the rule for networks that do not draw their label until it was "
+    "fixed while depth_matched_planted was being stored, before any of its scores had been read; the fit-point and "
+    "near-dense depth verdicts had been read without it.",
     "The Picbreeder depth sweep (the PNG predictor's sweet spots) still reads each depth at its own fit point, so "
     "sparsity drifts with depth there.",
 )

@@ -182,8 +182,10 @@ _UNGLUED: contextvars.ContextVar = contextvars.ContextVar("volratio_claims_unglu
 
 @contextlib.contextmanager
 def unglued():
-    """Within this block verdicts are computed but not glued (the same claim under another judge
-    must not replace the claims page's verdict); `by_judge` uses it."""
+    """Within this block verdicts are computed but nothing is glued — neither verdicts nor the judge
+    and δ rows (`by_judge`, `glue_judges`, `delta_reading`): the same claim under another judge, or
+    read on networks that do not decide it, must not replace the claims page's verdict. `by_judge`
+    uses it for the verdicts it compares."""
     token = _UNGLUED.set(True)
     try:
         yield
@@ -208,7 +210,7 @@ def glue_judges(key: str, line: str, short: str) -> str:
     (the claims page's few words on the judge) in a notebook. Returns `line`."""
     if key not in CLAIMS:
         raise VolratioError(f"unknown claim {key!r}; known: {', '.join(CLAIMS)}")
-    if _in_kernel():
+    if _in_kernel() and not _UNGLUED.get():
         # book-only: IPython and myst-nb come with the [book] extra, and only a notebook kernel gets here
         from IPython.display import HTML
         from myst_nb import glue
@@ -248,7 +250,7 @@ def delta_reading(key: str, deciding: "Verdict | None", scaled: "Verdict | None"
         line = f"δ × its layer's std: {scaled.verdict}{number} — " + (
             "the same verdict as the paper's δ" if same else "differs from the paper's δ"
         )
-    if _in_kernel():
+    if _in_kernel() and not _UNGLUED.get():
         # book-only: IPython and myst-nb come with the [book] extra, and only a notebook kernel gets here
         from IPython.display import HTML
         from myst_nb import glue

@@ -217,7 +217,7 @@ def depth_curves(
     """Depth curves (`volratio.depth.curves.DepthCurve`) from the stored depth-sweep chunks `names`
     (those present under `root`, default `results/reference`): one per target, one column per network
     (seed.member), every network scored under `judge` with δ read as `delta_scale` (`judged`; on
-    every weight with `every_weight`)."""
+    every weight with `every_weight`); a curve's `kept` is `draws`: kept by the judge and not collapsed."""
     rows = [
         {
             "status": "done",
@@ -226,11 +226,21 @@ def depth_curves(
             "target": r["config"]["target"],
             "depth": r["config"]["depth"],
             **{c: r["metrics"][c] for c in ("score", "loss", "dense_loss", "nonzero")},
-            "base_kept": r["metrics"].get("base_kept"),
+            "base_kept": draws(r["metrics"]),
         }
         for r in judged(names, root, judge, DepthError, delta_scale, every_weight, engine)
     ]
     return curves_from_table(pd.DataFrame(rows), tol)
+
+
+def draws(metrics: dict):
+    """Per network of a run's `metrics`: does it draw its label — the judge kept its base image
+    (`base_kept`) and the network is not collapsed (`collapsed`, where the run recorded it; the rule
+    of `volratio.report.evidence`). `base_kept` as stored where the run recorded no collapse flags."""
+    kept, gone = metrics.get("base_kept"), metrics.get("collapsed")
+    if not isinstance(kept, (list, tuple)) or not isinstance(gone, (list, tuple)) or len(kept) != len(gone):
+        return kept
+    return [bool(k) and not bool(c) for k, c in zip(kept, gone)]
 
 
 def table(name: str, root: "str | Path" = DEFAULT_ROOT):
