@@ -101,7 +101,7 @@ def test_every_chunk_has_an_owner_or_says_it_has_none():
 
 
 # chunks being run (resumable): the store holds some of their runs, never a run the plan does not name
-IN_PROGRESS: tuple = ("depth_matched_planted",)
+IN_PROGRESS: tuple = ()
 
 
 def test_the_store_holds_exactly_the_runs_of_the_plan():
@@ -472,3 +472,19 @@ def test_the_matched_depth_chunk_prunes_every_depth_of_a_target_to_one_sparsity(
     strip = lambda r: dataclasses.replace(r, read_at="fit", sp=dataclasses.replace(r.sp, target_nonzeros=None))  # noqa: E731
     assert counted(strip(r) for r in runs) == counted(fit)
     assert (counts.groupby("target").sparsity.nunique() == 1).all()
+
+
+def test_the_stored_matched_depth_networks_lie_within_one_unit_of_their_count():
+    """What the depth claim speaks of: every network of depth_matched_planted holds at most the count
+    SP was asked for (one sparsity per target), and less by no more than `MATCHED_WITHIN` of it or
+    one hidden unit's weights (SP removes whole units: fan-in + fan-out of the widest)."""
+    from volratio.report.deciders import MATCHED_WITHIN
+
+    records = S.records("depth_matched_planted", STORE)
+    assert len(records) == len(PLAN["depth_matched_planted"].configs())
+    for r in records:
+        count = r["config"]["sp.target_nonzeros"]
+        masks = CoordMLP.load(r["artifacts"]["net"]).masks  # (population, fan-in, fan-out) per layer
+        unit = max(a.shape[1] + b.shape[2] for a, b in zip(masks, masks[1:]))
+        slack = max(MATCHED_WITHIN * count, unit)
+        assert all(count - slack <= n <= count for n in r["metrics"]["nonzero"]), r["key"]

@@ -260,9 +260,8 @@ def test_depth_statistic_scores_networks_that_do_not_draw_their_label_0_and_says
     c = DepthCurve("planted:a", [2, 3, 4], score, loss, loss, loss, sweet_spot([2, 3, 4], score), kept)
     rows, _ = claims.depth_rows({"planted:a": c}, {"planted:a": 3})
     assert rows.value.tolist() == [0.1, 0.1, 0.0, 0.5, 0.2, 0.2] and (~rows.drawn).sum() == 1
-    assert claims.depth_rows({"planted:a": c}, {"planted:a": 3}, zero_undrawn=False)[0].value.tolist() == [
-        0.1, 0.1, 0.5, 0.5, 0.2, 0.2
-    ]
+    raw = claims.depth_rows({"planted:a": c}, {"planted:a": 3}, zero_undrawn=False)[0]
+    assert raw.value.tolist() == [0.1, 0.1, 0.5, 0.5, 0.2, 0.2]
     v, n = claims.depth_optimum({"planted:a": c}, {"planted:a": 3})
     assert n["statistic"]["mean"] == pytest.approx(0.25 - 0.2)  # L*'s (0 + 0.5) / 2 over the deeper side
     assert n["not drawing, scored 0"] == 1 and n["left out instead"]["mean"] == pytest.approx(0.5 - 0.2)

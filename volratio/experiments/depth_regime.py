@@ -289,10 +289,11 @@ def stored_images(
     engine: str = "torch",
 ) -> dict:
     """What was scored: per target, `{"depths", "images", "kept", "score", "loss"}` with one list per
-    depth of one entry per stored network — its render at `res` (`(res, res, 3)` numpy), whether the
-    judge said its unperturbed image shows the label, its EMC2 AUC (on every weight through `engine`
-    with `every_weight`, as `stored_curves` reads it), its MSE and its non-zero weights. Reads the
-    networks the runs stored (`keep_net`); a run without one is an error."""
+    depth of one entry per stored network — its render at `res` (`(res, res, 3)` numpy), whether it
+    draws its label (the judge kept its unperturbed image and it is not collapsed: `stored.draws`),
+    its EMC2 AUC (on every weight through `engine` with `every_weight`, as `stored_curves` reads it),
+    its MSE and its non-zero weights. Reads the networks the runs stored (`keep_net`); a run without
+    one is an error."""
     out: dict = {}
     for r in stored.judged(names, root, judge, DepthError, every_weight=every_weight, engine=engine):
         t = r["config"]["target"]
@@ -305,7 +306,7 @@ def stored_images(
         e = out.setdefault(t, {"depths": [], "images": [], "kept": [], "score": [], "loss": [], "nonzero": []})
         e["depths"].append(int(r["config"]["depth"]))
         e["images"].append(list(imgs))
-        e["kept"].append(list(m.get("base_kept", [None] * len(imgs))))
+        e["kept"].append(list(stored.draws(m) or [None] * len(imgs)))
         e["score"].append(list(m["score"]))
         e["loss"].append(list(m["loss"]))
         e["nonzero"].append(list(m["nonzero"]))

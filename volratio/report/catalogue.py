@@ -132,7 +132,7 @@ CLAIMS: dict[str, Claim] = {
                 AUC_M,
                 AUC_WHY,
             ),
-            ("depth_matched_planted", "depth_sparse_planted", "depth_sparse_picbreeder"),
+            ("depth_matched_planted",),
         ),
         Claim(
             "muon-above-adam",

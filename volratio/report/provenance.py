@@ -44,8 +44,8 @@ CLAIM_RULE_COMMITS = {
 
 CHOICES_AFTER_DATA = (
     "Every claim's rule, statistic and smallest effect of interest were fixed after its networks had been stored "
-    "and their earlier verdicts read: no claim here was pre-registered (the Muon comparison's deciding runs alone were "
-    "made after their rule).",
+    "and their earlier verdicts read: no claim here was pre-registered (the deciding runs of the Muon comparison and "
+    "of the depth peak alone were made after their rules).",
     "The smallest effects of interest (0.1 of EMC2 AUC, 0.25 layers per unit of PNG ratio, 0.1 of decay rate) were "
     "chosen after an audit had quoted the earlier intervals of claims 2 and 5 (about ±0.3).",
     "The depth claim's statistic (the true depth above both its sides) was kept over the mean of the other depths "
