@@ -503,3 +503,16 @@ def test_muon_matched_reads_the_count_spread_and_refuses_unmatched_networks():
     with pytest.raises(VolratioError, match="differ by more than 5%"):
         wide = runs.assign(nonzero=[1000, 1010, 1020, 900, 1000, 1000] * 2)
         claims.muon_above_adam_by_target(_opt_summaries(wide), runs=wide, matched=True)
+
+
+def test_depth_panels_draw_the_planted_panel_alone_when_every_curve_is_planted():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from volratio.report import plots
+
+    planted = {"planted:a": _curve("planted:a", [0.2, 0.2], true_at=3)}
+    fig = plots.depth_panels(planted, {"planted:a": 3}, "t")
+    assert len(fig.axes) == 1 and fig.axes[0].get_xlabel() == "depth − L*"
+    both = {**planted, "picbreeder:x": _curve("picbreeder:x", [0.2, 0.2], true_at=3)}
+    assert len(plots.depth_panels(both, {"planted:a": 3}).axes) == 2

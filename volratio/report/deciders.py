@@ -222,7 +222,8 @@ def depth_rows(curves: dict, true_depths: dict, zero_undrawn: bool = True) -> tu
     target of `true_depths` whose curve has L* and another depth, one row per depth and seed, its
     arm "L*", "shallower" or "deeper", its stratum the target's depth (networks at different depths
     are different networks), `drawn` (the curve's `kept`: False where the network does not draw its
-    label, else True — a network without a verdict is no evidence against it); and how many scores
+    label, else True — a network without a verdict, or a curve without `kept`, is no evidence
+    against it); and how many scores
     were not finite and left out. `zero_undrawn`: a network that does not draw its label scores 0
     (`volratio.report.evidence`); False for a judge-free score, which no judge's verdict may change."""
     rows, unscored = [], 0
@@ -232,7 +233,8 @@ def depth_rows(curves: dict, true_depths: dict, zero_undrawn: bool = True) -> tu
         if d not in depths or len(depths) < 2:
             continue
         score = np.asarray(c.score, dtype=float)  # (n_depths, n_seeds)
-        kept = np.asarray(c.kept, dtype=float)
+        verdicts = getattr(c, "kept", None)  # None on a curve without verdicts (a judge-free one)
+        kept = np.full_like(score, np.nan) if verdicts is None else np.asarray(verdicts, dtype=float)
         for i, depth in enumerate(depths):
             arm = "L*" if depth == d else ("shallower" if depth < d else "deeper")
             for k, x in enumerate(score[i]):

@@ -164,11 +164,14 @@ def plot_curves(curves: dict, ax=None, title: str = "", true_depths: dict | None
 def depth_panels(curves: dict, true_depths: dict, title: str = "", networks: str = ""):
     """The depth chapter's two panels: the Picbreeder (or any unplanted) curves against depth (left,
     `plot_curves`), and every planted curve of `true_depths` against depth − L* (right), so that a
-    peak at the true depth sits at 0. Returns the figure."""
+    peak at the true depth sits at 0; the planted panel alone where every curve is planted. Returns
+    the figure."""
     pic = {t: c for t, c in curves.items() if t not in true_depths}
-    fig, axes = plt.subplots(1, 2, figsize=(12, 5))
-    n = next(iter(pic.values())).score.shape[1] if pic else 0
-    plot_curves(pic, ax=axes[0], title=f"Picbreeder targets: {n} networks per depth{networks}")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5)) if pic else plt.subplots(1, 1, figsize=(7, 5))
+    axes = axes if pic else [None, axes]
+    if pic:
+        n = next(iter(pic.values())).score.shape[1]
+        plot_curves(pic, ax=axes[0], title=f"Picbreeder targets: {n} networks per depth{networks}")
     for t, lstar in true_depths.items():
         c = curves[t]
         axes[1].plot(np.array(c.depths) - lstar, c.spot.means, "o-", ms=3, lw=0.8, alpha=0.7,
@@ -179,8 +182,8 @@ def depth_panels(curves: dict, true_depths: dict, title: str = "", networks: str
     axes[1].legend(fontsize=8, ncol=2)
     if pic:
         axes[0].legend(fontsize=10)
-    axes[0].title.set_fontsize(11)
-    for ax in axes:
+        axes[0].title.set_fontsize(11)
+    for ax in [a for a in axes if a is not None]:
         ax.tick_params(labelsize=10), ax.xaxis.label.set_fontsize(11), ax.yaxis.label.set_fontsize(11)
     fig.suptitle(title, fontsize=12)
     fig.tight_layout()
