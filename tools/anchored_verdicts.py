@@ -4,12 +4,15 @@
     python tools/anchored_verdicts.py mosaics DIR [--pass 2]   # mosaics of the rows not yet judged, + DIR/index1.json
     python tools/anchored_verdicts.py record DIR...       # each DIR/answers.json (+ answers2.json) → verdicts.csv
     python tools/anchored_verdicts.py fit                 # fit the anchored judges' rules → volratio/judges/rules/
+                                                          # (the default, anchored-v2, on degraded.csv too)
     python tools/anchored_verdicts.py mosaics DIR --new   # the held-out rows on five new targets
     python tools/anchored_verdicts.py record DIR --new    # their answers → new_targets.csv (never fitted on)
     python tools/anchored_verdicts.py mosaics DIR --fork  # the thirteen fork targets' networks and twins
     python tools/anchored_verdicts.py record DIR --fork   # their answers → fork_targets.csv
     python tools/anchored_verdicts.py mosaics DIR --sparse  # the sparse regime's networks (depth_sparse_picbreeder)
     python tools/anchored_verdicts.py record DIR --sparse   # their answers → sparse_regime.csv (never fitted on)
+    python tools/anchored_verdicts.py mosaics DIR --degraded  # recognisable but degraded drawings (calibration.degraded)
+    python tools/anchored_verdicts.py record DIR --degraded   # their answers → degraded.csv (the gate is fitted on them)
 
 `answers.json` maps each mosaic's file name to the tile numbers judged "shows the label" (every
 other tile: not). The first pass judges every new row; the second pass (`--pass 2`) a seeded 20%
@@ -83,8 +86,18 @@ def sparse_rows() -> pd.DataFrame:
     return _numbered(A.sample_sparse_rows(A.AnchoredSetConfig(), nets), nets)
 
 
+def degraded_rows() -> pd.DataFrame:
+    """`(rows, images)`: the degraded drawings (`volratio.calibration.degraded.rows`), with ids and
+    hashes; their images are edits and stored renders, not rows of a network to render."""
+    from volratio.calibration import degraded
+
+    return degraded.rows()
+
+
 def cmd_mosaics(args) -> None:
-    if args.sparse:
+    if args.degraded:
+        rows, images = degraded_rows()
+    elif args.sparse:
         rows, nets = sparse_rows()
     elif args.fork:
         rows, nets = fork_rows()
@@ -94,10 +107,12 @@ def cmd_mosaics(args) -> None:
         rows, nets = new_rows()
         rows.insert(0, "id", np.arange(len(rows)))
         rows = unjudged(rows)
+    if not args.degraded:
+        images = A.render(rows, nets)
     if args.pass_ == 2:
         rng = np.random.default_rng(2)
-        rows = rows.iloc[np.sort(rng.permutation(len(rows))[: round(SECOND_PASS * len(rows))])]
-    images = A.render(rows, nets)
+        pick = np.sort(rng.permutation(len(rows))[: round(SECOND_PASS * len(rows))])
+        rows, images = rows.iloc[pick], [images[i] for i in pick]
     out = Path(args.dir)
     out.mkdir(parents=True, exist_ok=True)
     index = {}
@@ -138,6 +153,12 @@ def with_answers(rows: pd.DataFrame, dirs, source: str) -> pd.DataFrame:
 
 
 def cmd_record(args) -> None:
+    if args.degraded:
+        from volratio.calibration import degraded
+
+        rows = with_answers(degraded_rows()[0], args.dirs, "degraded")
+        rows.to_csv(degraded.DEGRADED_CSV, index=False)
+        return print(f"wrote {degraded.DEGRADED_CSV}: {len(rows)} rows")
     if args.sparse:
         rows = with_answers(sparse_rows()[0], args.dirs, "held out")
         rows.to_csv(A.SPARSE_CSV, index=False)
@@ -192,6 +213,14 @@ def cmd_fit(args) -> None:
         f"wrote {ar.GATED_RULE_JSON}: {gated.name}, held-out κ {res['kappa_gated'].mean():.3f} "
         f"(ungated {res['kappa_plain'].mean():.3f}), generated negatives rejected {res['rejected_gated'].mean():.1%}"
     )
+    from volratio.calibration import crossfit, fit_v2
+
+    fitted, generated, _ = fit_v2.tables()
+    v2 = fit_v2.fit_stored(fitted, generated)
+    crossfit.write(v2, ar.V2_RULE_JSON)
+    print(
+        f"wrote {ar.V2_RULE_JSON}: {v2['all'].name} (the default judge, {fit_v2.NAME}; cross-fitted, {v2['k']} folds)"
+    )
 
 
 def main() -> None:
@@ -204,12 +233,14 @@ def main() -> None:
     m.add_argument("--new", action="store_true", help="the held-out rows on new targets")
     m.add_argument("--fork", action="store_true", help="the rows on the thirteen fork targets")
     m.add_argument("--sparse", action="store_true", help="the rows of the sparse regime's networks")
+    m.add_argument("--degraded", action="store_true", help="recognisable but degraded drawings")
     m.set_defaults(func=cmd_mosaics)
     r = sub.add_parser("record")
     r.add_argument("dirs", nargs="+")
     r.add_argument("--new", action="store_true", help="the held-out rows on new targets")
     r.add_argument("--fork", action="store_true", help="the rows on the thirteen fork targets")
     r.add_argument("--sparse", action="store_true", help="the rows of the sparse regime's networks")
+    r.add_argument("--degraded", action="store_true", help="recognisable but degraded drawings")
     r.set_defaults(func=cmd_record)
     sub.add_parser("fit").set_defaults(func=cmd_fit)
     args = ap.parse_args()

@@ -59,20 +59,28 @@ def _fold_rows(table, generated, fold_of: dict) -> tuple[np.ndarray, np.ndarray]
     return (table["network"].map(fold_of).to_numpy(int), generated["network"].map(fold_of).to_numpy(int))
 
 
-def crossfit(table, generated, k: int = K, seed: int = SEED, names=None) -> dict:
+def _gated(names):
+    """The gated rule's fit (`fit_anchored.fit_gated`) on the model features `names` (default the
+    ungated rule's) as a `fit(table, generated, train_mask, gen_mask)`."""
+    names = tuple(names or read_rule().features)
+    return lambda t, g, tm, gm: fa.fit_gated(t, g, tm, gm, names)
+
+
+def crossfit(table, generated, k: int = K, seed: int = SEED, names=None, fit=None) -> dict:
     """The cross-fitted rules: `{"k", "seed", "folds": {network: fold}, "rules": [one per fold],
     "all": the rule fitted on every row}` (rules as `LogisticRule`; `names`: the model's features,
-    default the default judge's)."""
-    names = tuple(names or read_rule().features)
+    default the default judge's; `fit(table, generated, train_mask, gen_mask)`: how a rule is fitted,
+    default the gated rule's, `fit_anchored.fit_gated`)."""
+    fit = fit or _gated(names)
     both = pd.concat([table[["network", "group"]], generated[["network", "group"]]])
     fold_of = folds(both["network"], both["group"], k, seed)
     fv, fg = _fold_rows(table, generated, fold_of)
     rules = []
     for f in range(k):
-        r = fa.fit_gated(table, generated, fv != f, fg != f, names)
+        r = fit(table, generated, fv != f, fg != f)
         r.fitted_on.update({"fold": f, "k": k, "fold_seed": seed})
         rules.append(r)
-    all_rows = fa.fit_gated(table, generated, None, None, names)
+    all_rows = fit(table, generated, None, None)
     all_rows.fitted_on.update({"fold": "all", "k": k, "fold_seed": seed})
     return {"k": k, "seed": seed, "folds": fold_of, "rules": rules, "all": all_rows}
 
@@ -115,9 +123,10 @@ def network_interval(pred, truth, networks, n_boot: int = 1000, seed: int = 0) -
     return (float(np.percentile(ks, 2.5)), float(np.percentile(ks, 97.5))) if ks else (float("nan"),) * 2
 
 
-def out_of_fold(table, generated, k: int = K, seed: int = SEED, names=None) -> np.ndarray:
-    """`(n,)` bool: each verdict row judged by the gated rule fitted without its network's fold."""
-    cf = crossfit(table, generated, k, seed, names)
+def out_of_fold(table, generated, k: int = K, seed: int = SEED, names=None, fit=None) -> np.ndarray:
+    """`(n,)` bool: each verdict row judged by the rule (`fit`, default the gated rule's) fitted
+    without its network's fold."""
+    cf = crossfit(table, generated, k, seed, names, fit)
     fv, _ = _fold_rows(table, generated, cf["folds"])
     pred = np.zeros(len(table), bool)
     for f, rule in enumerate(cf["rules"]):
@@ -127,14 +136,14 @@ def out_of_fold(table, generated, k: int = K, seed: int = SEED, names=None) -> n
     return pred
 
 
-def leave_label_out(table, generated, names=None) -> np.ndarray:
-    """`(n,)` bool: each verdict row judged by the gated rule fitted on every other label's rows
-    (verdicts and generated negatives), so with the pooled threshold."""
-    names = tuple(names or read_rule().features)
+def leave_label_out(table, generated, names=None, fit=None) -> np.ndarray:
+    """`(n,)` bool: each verdict row judged by the rule (`fit`, default the gated rule's) fitted on
+    every other label's rows (verdicts and generated negatives), so with the pooled threshold."""
+    fit = fit or _gated(names)
     pred = np.zeros(len(table), bool)
     lv, lg = table["label"].to_numpy(), generated["label"].to_numpy()
     for lab in np.unique(lv):
-        rule = fa.fit_gated(table, generated, lv != lab, lg != lab, names)
+        rule = fit(table, generated, lv != lab, lg != lab)
         sel = lv == lab
         t = table[sel]
         pred[sel] = rule.predict({c: t[c].to_numpy() for c in rule.needs}, t["label"].to_numpy())
@@ -142,12 +151,12 @@ def leave_label_out(table, generated, names=None) -> np.ndarray:
 
 
 def agreement(table, generated, k: int = K, seed: int = SEED, n_boot: int = 1000, by: str = "group",
-              names=None) -> pd.DataFrame:  # fmt: skip
+              names=None, fit=None) -> pd.DataFrame:  # fmt: skip
     """Held-out agreement of the gated rule (on the features `names`, default the stored rule's)
     with the verdicts by inspection, by network (`out_of_fold`) and by label (`leave_label_out`),
     per value of column `by` (default each group; the folds are dealt by group whatever `by` is) and
     overall: n, accuracy, κ and its 95% network-bootstrap interval. Indexed by (held out by, `by`).
-    Seconds."""
+    `fit`: how a rule is fitted (default the gated rule's). Seconds."""
     if by not in table.columns:
         raise VolratioError(
             f"the verdict table has no column {by!r} to report by; give one of {', '.join(table.columns)}"
@@ -155,8 +164,8 @@ def agreement(table, generated, k: int = K, seed: int = SEED, n_boot: int = 1000
     y = table["pass1"].to_numpy().astype(bool)
     groups, nets = table[by].to_numpy(), table["network"].to_numpy()
     out = []
-    for scheme, pred in (("network", out_of_fold(table, generated, k, seed, names)),
-                         ("label", leave_label_out(table, generated, names))):  # fmt: skip
+    for scheme, pred in (("network", out_of_fold(table, generated, k, seed, names, fit)),
+                         ("label", leave_label_out(table, generated, names, fit))):  # fmt: skip
         for g in [*sorted(set(groups)), "all"]:
             sel = np.ones(len(y), bool) if g == "all" else groups == g
             lo, hi = network_interval(pred[sel], y[sel], nets[sel], n_boot)

@@ -211,11 +211,12 @@ def best_rule(results, rules) -> LogisticRule:
     return rules[names[0]]
 
 
-def verdict_table(verdicts=None, nets=None, names=KNOWN_FEATURES):
+def verdict_table(verdicts=None, nets=None, names=KNOWN_FEATURES, shift: int = 0):
     """The anchored verdicts (`volratio.calibration.anchored_set.load_verdicts`) with every feature of each
     image against its target (`names`, default every feature `features` computes), the images
     regenerated from the stored networks (seconds); `nets`: the networks the rows name, when they
-    are not the set's (the held-out new-target and fork-target rows)."""
+    are not the set's (the held-out new-target and fork-target rows); `shift`: each image aligned to its
+    target within that many pixels first (`anchored_rule.align`, as a rule with that `shift` reads it)."""
     df = (A.load_verdicts() if verdicts is None else verdicts).reset_index(drop=True).copy()
     nets = nets if nets is not None else A.networks(groups=sorted(set(df["group"])))
     images = A.render(df, nets)
@@ -226,7 +227,7 @@ def verdict_table(verdicts=None, nets=None, names=KNOWN_FEATURES):
     for (t, r), part in df.groupby(["target", "res"], sort=False):
         idx = part.index.to_numpy()
         x = torch.stack([images[i] for i in idx])
-        f = features(x, anchors[(t, r)][None].expand(len(idx), -1, -1, -1), names)
+        f = features(x, anchors[(t, r)][None].expand(len(idx), -1, -1, -1), names, shift)
         for k, v in f.items():
             feats[k][idx] = v
     for k, v in feats.items():
@@ -384,7 +385,7 @@ def _needs(rules: dict) -> tuple[str, ...]:
     return tuple(dict.fromkeys(f for r in rules.values() for f in r.needs))
 
 
-def held_out_table(path, names=KNOWN_FEATURES, root=None):
+def held_out_table(path, names=KNOWN_FEATURES, root=None, shift: int = 0):
     """`verdict_table` of a held-out verdict set (`A.NEW_CSV`, `A.FORK_CSV` or `A.SPARSE_CSV`), its
     images regenerated from their networks (the Picbreeder data, the `twins16` chunk's twins, the
     `depth_sparse_picbreeder` chunk's networks under `root`) and checked against the stored hashes
@@ -397,15 +398,16 @@ def held_out_table(path, names=KNOWN_FEATURES, root=None):
     rows, nets = A.load_verdicts(path), networks[path]()
     if A.image_sha(A.render(rows, nets)) != rows["sha256"].tolist():
         raise VolratioError(f"{path}: the images do not regenerate from their networks (hash mismatch)")
-    return verdict_table(rows, nets=nets, names=names)
+    return verdict_table(rows, nets=nets, names=names, shift=shift)
 
 
-def all_verdict_sets(names=KNOWN_FEATURES, root=None) -> pd.DataFrame:
+def all_verdict_sets(names=KNOWN_FEATURES, root=None, shift: int = 0) -> pd.DataFrame:
     """Every judged row of the four verdict sets (`VERDICT_SETS`), with the features
     `names` and its set in column `set`: the table on which a rule fitted on every label is
     held out by network and by label (`crossfit.agreement(all_verdict_sets(), generated, by="set")`).
     The stored rules are fitted on the first set only."""
-    parts = [(verdict_table(names=names) if path is None else held_out_table(path, names, root)).assign(set=name)
+    parts = [(verdict_table(names=names, shift=shift) if path is None else held_out_table(path, names, root, shift))
+             .assign(set=name)
              for name, path in VERDICT_SETS.items()]  # fmt: skip
     table = pd.concat(parts, ignore_index=True)
     return table[table["pass1"].notna()].reset_index(drop=True)
@@ -441,17 +443,25 @@ def _candidates(v: np.ndarray, most: int = 80) -> np.ndarray:
     return np.r_[-np.inf, mids]
 
 
-def fit_gate(feats: dict, truth, pred, names=GATE_FEATURES) -> dict:
+def fit_gate(feats: dict, truth, pred, names=GATE_FEATURES, reject=None) -> dict:
     """The gate `{feature: minimum}` on the two features `names` maximising Cohen's κ of
     `pred & gate` against `truth` on the rows given (a training fold: the verdicts' rows and the
     generated negatives'). Ties: the tied pair nearest, in rank, to the tied pairs' centroid.
     A minimum is exact on one CPU kind only: features equal there may differ by 1e-16 on another,
     which moves `_candidates`' rank-spaced grid and so where, in the gap between two training values,
-    a minimum falls; the gate keeps the same training rows either way (tests/test_crossfit.py)."""
+    a minimum falls; the gate keeps the same training rows either way (tests/test_crossfit.py).
+    `reject` (bool per row): rows the gate must reject wherever `pred` keeps them (generated
+    negatives); gates that keep any are not considered (an error when every gate keeps one)."""
     fa, fb = names
     va, vb = np.asarray(feats[fa], float), np.asarray(feats[fb], float)
     ca, cb = _candidates(va), _candidates(vb)
-    k = _kappa_grid(va[None] >= ca[:, None], vb[None] >= cb[:, None], np.asarray(pred, bool), np.asarray(truth, bool))
+    pa, pb, pred = va[None] >= ca[:, None], vb[None] >= cb[:, None], np.asarray(pred, bool)
+    k = _kappa_grid(pa, pb, pred, np.asarray(truth, bool))
+    if reject is not None:
+        kept = (pa * (pred & np.asarray(reject, bool))).astype(float) @ pb.T.astype(float)
+        if (kept > 0).all():
+            raise VolratioError("no gate on these features rejects every row it must reject")
+        k = np.where(kept > 0, -np.inf, k)
     ties = np.argwhere(k >= np.nanmax(k) - 1e-12)
     i, j = ties[np.argmin(((ties - ties.mean(0)) ** 2).sum(1))]
     return {fa: float(ca[i]), fb: float(cb[j])}

@@ -9,7 +9,8 @@ sixteen Picbreeder labels (`volratio.data.picbreeder.ALL_NAMES`), each labelled 
 - `flat` — one colour over the whole image: the target's mean colour, its most frequent colour
   (quantised to 8 levels per channel), its top-left corner colour, white, black, mid grey and
   `n_random` seeded random colours;
-- `pixelated` — the target averaged over 4×4 blocks of the whole image (a 4×4 mosaic);
+- `pixelated` — the target averaged over 4×4 blocks of the whole image (a 4×4 mosaic; the default
+  judge's gate also an 8×8 one, `MOSAICS_V2`);
 - `blurred` — the target under a Gaussian blur of σ = `BLUR_SIGMA` × the image's side;
 - `other-target` — every other label's target image (butterfly and butterfly-grey are one label's
   two drawings, so neither is the other's negative: `SAME_LABEL`);
@@ -38,6 +39,8 @@ from ..util.device import generator
 GROUP = "generated"
 KINDS = ("flat", "pixelated", "blurred", "other-target", "noise")
 PIXEL_BLOCKS = 4  # the pixelated copy has PIXEL_BLOCKS × PIXEL_BLOCKS cells
+MOSAICS = (PIXEL_BLOCKS,)  # the pixelated copies the gated judges were fitted on
+MOSAICS_V2 = (4, 8)  # those the default judge's gate is fitted on (`volratio.calibration.fit_v2`)
 BLUR_SIGMA = 1 / 8  # the blur's σ as a fraction of the image's side
 SAME_LABEL = ({"butterfly", "butterfly-grey"},)  # labels whose targets draw the same thing
 
@@ -74,11 +77,14 @@ def blurred(image: torch.Tensor, sigma: float) -> torch.Tensor:
     return torch.from_numpy(scipy.ndimage.gaussian_filter(image.numpy(), sigma=(sigma, sigma, 0), mode="reflect"))
 
 
-def negatives_for(label: str, res: int, targets: dict, n_random: int = 4, seed: int = 0) -> dict[str, torch.Tensor]:
-    """`{KIND-NAME: (res, res, 3)}` the generated negatives of one label (`targets`: label → image)."""
+def negatives_for(label: str, res: int, targets: dict, n_random: int = 4, seed: int = 0,
+                  mosaics=MOSAICS) -> dict[str, torch.Tensor]:  # fmt: skip
+    """`{KIND-NAME: (res, res, 3)}` the generated negatives of one label (`targets`: label → image;
+    `mosaics`: the pixelated copies, cells per side)."""
     t = targets[label]
     out = {f"flat-{k}": c.expand(res, res, 3).clone() for k, c in flat_colours(t, n_random, seed).items()}
-    out["pixelated-4x4"] = pixelated(t)
+    for b in mosaics:
+        out[f"pixelated-{b}x{b}"] = pixelated(t, b)
     out["blurred"] = blurred(t, BLUR_SIGMA * res)
     same = set().union(*(s for s in SAME_LABEL if label in s))
     for other, img in targets.items():
@@ -89,14 +95,16 @@ def negatives_for(label: str, res: int, targets: dict, n_random: int = 4, seed: 
     return out
 
 
-def hard_negatives(labels=ALL_NAMES, res: int = 64, n_random: int = 4, seed: int = 0):
+def hard_negatives(labels=ALL_NAMES, res: int = 64, n_random: int = 4, seed: int = 0, mosaics=MOSAICS):
     """`(rows, images)`: the generated negatives of every label of `labels` (default the sixteen
     Picbreeder labels; their targets need the Picbreeder data), one row per image with `pass1 = 0`,
-    and the images `(res, res, 3)` float64 in row order. Deterministic (seeded by `seed`)."""
+    and the images `(res, res, 3)` float64 in row order. Deterministic (seeded by `seed`). `mosaics`:
+    the pixelated copies (cells per side; the gated judges' `MOSAICS`, the default judge's
+    `MOSAICS_V2`)."""
     targets = {lab: get_target(f"picbreeder:{lab}").image(res).double() for lab in labels}
     rows, images = [], []
     for lab in labels:
-        for name, img in negatives_for(lab, res, targets, n_random, seed).items():
+        for name, img in negatives_for(lab, res, targets, n_random, seed, mosaics).items():
             rows.append({"id": f"gen:{lab}:{name}", "network": f"{GROUP}:{lab}/{name}", "group": GROUP, "member": 0,
                          "target": f"picbreeder:{lab}", "label": lab, "kernel": -1, "row": -1, "col": -1,
                          "delta": 0.0, "res": res, "pass1": 0, "source": "generated"})  # fmt: skip
@@ -108,14 +116,16 @@ def hard_negatives(labels=ALL_NAMES, res: int = 64, n_random: int = 4, seed: int
 TABLE_FEATURES = tuple(f for f in KNOWN_FEATURES if f != "ms-ssim")
 
 
-def feature_table(labels=ALL_NAMES, res: int = 64, seed: int = 0, names=TABLE_FEATURES):
+def feature_table(labels=ALL_NAMES, res: int = 64, seed: int = 0, names=TABLE_FEATURES, shift: int = 0,
+                  mosaics=MOSAICS):  # fmt: skip
     """`hard_negatives(labels, res)` rows with the features `names` of each image against its
-    label's target, and a `kind` column (`KINDS`). Seconds."""
-    rows, images = hard_negatives(labels, res, seed=seed)
+    label's target (each image aligned to it within `shift` pixels first, `anchored_rule.align`), and
+    a `kind` column (`KINDS`). Seconds."""
+    rows, images = hard_negatives(labels, res, seed=seed, mosaics=mosaics)
     anchors = {lab: get_target(f"picbreeder:{lab}").image(res).double() for lab in labels}
     x = torch.stack(images)
     r = torch.stack([anchors[lab] for lab in rows["label"]])
-    for k, v in features(x, r, names).items():
+    for k, v in features(x, r, names, shift).items():
         rows[k] = v
     rows["kind"] = [next(k for k in KINDS if n.split("/", 1)[1].startswith(k)) for n in rows["network"]]
     return rows

@@ -11,7 +11,7 @@ from ..data.picbreeder import layerize
 from ..data.specs import load_network
 from ..data.targets import get_target
 from ..errors import VolratioError
-from ..judges import JUDGES
+from ..judges import DEFAULT_JUDGE, JUDGES
 from ..report import plots
 from ..util import autopick
 from ..util.device import resolve_device
@@ -28,9 +28,10 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--judge",
-        default="anchored",
+        default=DEFAULT_JUDGE,
         choices=list(JUDGES),
-        help="anchored: is each image a <label>? judged against the target image (default); clip / vlm: a local "
+        help=f"{DEFAULT_JUDGE} (default): is each image a <label>? judged against the target image, with the "
+        "structure gate; anchored, anchored-*: the same question under other rules; clip / vlm: a local "
         "model asked about the label; stability, calibrated, calibrated-pooled, ssim: similarity to the "
         "network's own render (how stable its picture is, not the compositional score)",
     )

@@ -13,7 +13,7 @@ from ..calibration import fit_anchored, fit_calibrated
 from ..data.targets import FileTarget, get_target
 from ..emc2 import target_label
 from ..errors import ImageError, VolratioError
-from ..judges import JUDGES, SELF_ANCHORED
+from ..judges import DEFAULT_JUDGE, JUDGES, SELF_ANCHORED
 from . import _args as A
 from ._common import add_json_flag, emit
 
@@ -31,9 +31,10 @@ def register(sub) -> None:
     p.add_argument("--label", default=None, help="what the image should show (default: the target's name)")
     p.add_argument(
         "--judge",
-        default="anchored",
+        default=DEFAULT_JUDGE,
         choices=list(JUDGES),
-        help="anchored: against the target image (default); clip, vlm: local model weights; stability, "
+        help=f"{DEFAULT_JUDGE} (default): against the target image, with the structure gate; anchored, anchored-*: "
+        "the same question under other rules; clip, vlm: local model weights; stability, "
         "calibrated, calibrated-pooled, ssim: similarity to the --reference image (stability)",
     )
     p.add_argument("--model", default=None, help="local folder or cached model id for --judge clip/vlm")

@@ -27,7 +27,7 @@ import numpy as np
 from .. import emc2
 from ..data.targets import get_target
 from ..emc2 import DEFAULT_DELTAS, UNIT_DELTAS, EMC2Config
-from ..judges.registry import JUDGES, check_res
+from ..judges.registry import DEFAULT_JUDGE, JUDGES, check_res
 from ..nets import ACTIVATIONS, Arch, CoordMLP
 from ..prune import SPConfig, collapsed, sp
 from ..train import OPTIMIZERS, PATHS, TrainConfig, train
@@ -71,7 +71,7 @@ class Settings:
     # the run's (`seed`; the training settings above, at sp.retrain_lr_factor × the rates), never given
     deltas: tuple = UNIT_DELTAS  # EMC2 perturbation sizes (both signs, FER's |Δw| ≤ 1)
     max_params: int | None = None  # EMC2 on every non-zero weight; a number: a seeded subsample of that many
-    judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
+    judge: str = DEFAULT_JUDGE  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image, gated
     device: str = "cpu"  # sweeps run single-threaded on CPU for bit-for-bit repeatability
     train_path: str = "auto"  # TrainConfig.path of training and SP retraining: "auto" = the fused C++ kernel
     # (volratio.train.fused) on the CPU, the fast path on CUDA. The stored reference chunks ran "fast"

@@ -37,7 +37,7 @@ from .. import emc2
 from ..data.picbreeder import ALL_NAMES, fer_arch
 from ..data.targets import get_target
 from ..emc2 import DEFAULT_DELTAS
-from ..judges.registry import JUDGES, check_res
+from ..judges.registry import DEFAULT_JUDGE, JUDGES, check_res
 from ..nets import Arch, CoordMLP
 from ..prune import PruneError, collapsed, prune
 from ..prune.criteria import CalibrationGrid
@@ -81,7 +81,7 @@ class Config(Presets):
     imp_rate: float = 0.2  # IMP: at most this fraction of the remaining weights per level
     methods: tuple = BASELINES  # baselines to run (SP always runs: it sets the sparsity)
     emc2: bool = True  # score every network with EMC2
-    judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): "anchored" (label-anchored, the default) or a stability judge
+    judge: str = DEFAULT_JUDGE  # EMC2 judge (volratio.judges.make_judge): label-anchored and gated, or another
     judges: tuple = ()  # more judges to score the same perturbed images under (columns emc2_auc:<judge>, base_kept:<judge>)
     emc2_res: int = 24  # EMC2 image size
     emc2_params: int | None = None  # EMC2 on every non-zero weight; a number: a seeded subsample of that many

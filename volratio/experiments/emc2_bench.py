@@ -26,7 +26,7 @@ from ..data import picbreeder
 from ..data.specs import load_network
 from ..data.targets import get_target
 from ..emc2 import DEFAULT_DELTAS, EMC2Config
-from ..judges import JUDGES, check_res
+from ..judges import DEFAULT_JUDGE, JUDGES, check_res
 from ..nets import coords
 from ..prune import collapsed, prune
 from ..prune.similarity_pruning import SPConfig
@@ -63,7 +63,7 @@ class Config(Presets):
     )
     sp: SPConfig = field(default_factory=SPConfig.quick)  # SP applied to our dense networks; its `seed` and
     # `train` are the run's (`seed`, `train`), never given
-    judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
+    judge: str = DEFAULT_JUDGE  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image, gated
     judges: tuple = ()  # more judges to score the same perturbed images under (rows of their own; `judge` decides)
     seed: int = 0  # initialisation, SP's choices, the EMC2 subsample and the "ssim" judge's calibration
     device: str = "cpu"  # training and scoring (CPU: bit-for-bit repeatable)
@@ -251,7 +251,7 @@ class Point:
     dtype: str = "float32"  # engine arithmetic
     seed: int = 0  # the subsample and the "ssim" judge's calibration
     device: str = "cpu"  # CPU: bit-for-bit repeatable
-    judge: str = "anchored"  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image
+    judge: str = DEFAULT_JUDGE  # EMC2 judge (volratio.judges.make_judge): label-anchored on the target image, gated
 
     LIMITS = LIMITS
 

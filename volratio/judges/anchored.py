@@ -1,29 +1,31 @@
 """The label-anchored judges: "is this a <label>?" answered against the label's target image.
 
-`AnchoredJudge` ("anchored", the library's default judge; "anchored-ssim", "anchored-pooled" and
-"anchored-gated", `ANCHORED`) compares every image — the unperturbed one included — with the *target
-image* of its label (`target_anchor`, or a user's own image), never with the network's own render,
-so a network that never draws the label scores 0 whatever it draws. Its features, logistic model and
-thresholds are the rule of `volratio.judges.anchored_rule`, fitted on the anchored verdicts
-(`volratio.calibration.anchored_set`, `data/judge_reference/anchored/`), read from the package's
-rule files (`volratio.judges.base.rule_path`).
+`AnchoredJudge` (`ANCHORED`: "anchored-v2", **the library's default judge**; "anchored", the default
+before it; "anchored-ssim", "anchored-pooled", "anchored-gated" and "anchored-xfit") compares every
+image — the unperturbed one included — with the *target image* of its label (`target_anchor`, or a
+user's own image), never with the network's own render, so a network that never draws the label
+scores 0 whatever it draws. Its features, logistic model and thresholds are the rule of
+`volratio.judges.anchored_rule`, fitted on the anchored verdicts (`volratio.calibration.anchored_set`,
+`data/judge_reference/anchored/`), read from the package's rule files (`volratio.judges.base.rule_path`).
 
-"anchored-xfit" is the gated rule cross-fitted (`volratio.calibration.crossfit`): built for a
-`network` of the verdict set, it reads the rule fitted without that network's fold, for any other
-network the rule fitted on all rows, and its settings record the fold.
+- "anchored" has no gate: it can keep a flat page in the target's own colour, a 4×4 mosaic or a
+  heavy blur of it. "anchored-ssim" and "anchored-pooled" neither.
+- "anchored-gated" adds a structure gate (`LogisticRule.gate`): an image whose edges do not line up
+  with the target's, or with much less detail than the target (a flat page, a mosaic, a heavy blur,
+  noise, another label's target), is not the label however close its colours are. Its gate, fitted
+  on the first verdict set and the generated negatives (`volratio.calibration.hard_negatives`), also
+  rejects drawings that plainly show the label but are blurrier, fainter or a few pixels off.
+- "anchored-xfit" is that gated rule cross-fitted by network (`volratio.calibration.crossfit`):
+  built for a `network` of the verdict set, it reads the rule fitted without that network's fold, for
+  any other network the rule fitted on all rows; its settings record the fold.
+- "anchored-v2", the default, aligns each image to the target within 4 pixels first
+  (`anchored_rule.align`) and fits its gate on the recognisable degraded drawings too
+  (`volratio.calibration.degraded`, `volratio.calibration.fit_v2`), among the gates that reject every
+  generated negative; it is cross-fitted as "anchored-xfit" is.
 
-"anchored-gated" is the default's rule with a structure gate (`LogisticRule.gate`): an image whose
-edges do not line up with the target's, or with much less detail than the target (a flat page in
-the target's own colour, a 4×4 mosaic or a heavy blur of it, noise, another label's target), is not
-the label however close its colours are; its gate is fitted on the verdicts and on generated
-negatives (`volratio.calibration.hard_negatives`). "anchored", "anchored-ssim" and "anchored-pooled"
-have no gate and can keep such images. The gate's detail minimum also rejects drawings that show the
-label but are much blurrier than the target (the depth chapter's shallowest SP networks of the skull
-and the butterfly): the verdict set holds few such drawings to fit it on. Each name keeps one meaning: the stored results under
-`results/reference/` that name "anchored" were scored with its ungated rule, so the gated rule is a
-judge of its own name rather than a new reading of "anchored"; deciding the claims under it means
-scoring the stored networks under "anchored-gated" (`volratio reference rescore CHUNK --judge
-anchored-gated` for the chunks that store their networks, a rerun of the chunks that do not).
+Each name keeps one meaning: stored results that name "anchored" were scored with its ungated rule
+and still re-judge under it; deciding a claim under the default means scoring its stored networks
+under "anchored-v2" (`volratio reference rescore CHUNK --judge anchored-v2`).
 
 Chapter: "EMC2-Bench" (book/emc2.md), section "The judge, validated".
 """
@@ -40,6 +42,8 @@ from .anchored_rule import features, read_crossfit, read_rule
 from .base import Judge, JudgeError, JudgeText, Verdicts, as_images, rule_path
 
 XFIT = "anchored-xfit"  # the cross-fitted judge: its rule depends on the network scored
+V2 = "anchored-v2"  # the default judge: aligned, gated, refit on degraded drawings, cross-fitted likewise
+CROSSFITTED = (XFIT, V2)  # judges whose rule depends on the network scored (`CrossFit.rule_for`)
 
 
 class AnchoredJudge(Judge):
@@ -76,6 +80,12 @@ class AnchoredJudge(Judge):
             "label-anchored cross-fitted judge",
             "cross-fitted judge",
         ),
+        "anchored-v2": JudgeText(
+            "label-anchored judge v2 (the default): aligned within 4 pixels, its structure gate refit on "
+            "recognisable degraded drawings, cross-fitted by network",
+            "label-anchored judge v2 (gated default)",
+            "gated default judge",
+        ),
     }
 
     def __init__(self, anchor, rule=None, anchor_name: str = "", variant: str = "anchored", network: str | None = None):
@@ -88,7 +98,7 @@ class AnchoredJudge(Judge):
         stored, pooled = ANCHORED[variant]
         if rule is not None:
             self.rule = rule
-        elif variant == XFIT:  # the rule fitted without this network's verdict rows (or on all rows)
+        elif variant in CROSSFITTED:  # the rule fitted without this network's verdict rows (or on all rows)
             self.rule, self.fold = read_crossfit(rule_path(stored)).rule_for(network)
         else:
             self.rule = read_rule(rule_path(stored))
@@ -103,7 +113,8 @@ class AnchoredJudge(Judge):
             "thresholds": dict(self.rule.thresholds),
             "fitted_on": dict(self.rule.fitted_on),
             **({"gate": dict(self.rule.gate)} if self.rule.gate else {}),
-            **({"network": self.network, "fold": self.fold} if self.name == XFIT else {}),
+            **({"shift": int(self.rule.shift)} if self.rule.shift else {}),
+            **({"network": self.network, "fold": self.fold} if self.name in CROSSFITTED else {}),
         }
 
     def __call__(self, images, label: str) -> Verdicts:
@@ -113,7 +124,7 @@ class AnchoredJudge(Judge):
 
     def _judge(self, images, label):
         x = as_images(images, None)  # on the images' device (on_device)
-        f = features(x, self.anchor.to(x.device)[None].expand(len(x), -1, -1, -1), self.rule.needs)
+        f = features(x, self.anchor.to(x.device)[None].expand(len(x), -1, -1, -1), self.rule.needs, self.rule.shift)
         return self.rule.predict(f, [label] * len(x)), self.rule.score(f)
 
 
@@ -133,6 +144,7 @@ ANCHORED = dict(
             ("anchored", True),
             ("anchored-gated", False),
             ("anchored-xfit", False),
+            ("anchored-v2", False),
         ),
         strict=True,
     )

@@ -65,6 +65,12 @@ GATE_FEATURES = ("edges", "detail")
 KNOWN_FEATURES = FEATURES + ("detail",)  # what `features` computes
 
 
+# the default judge ("anchored-v2"): images aligned to the target within ALIGN pixels, the gate refit on
+# recognisable degraded drawings too (volratio.calibration.degraded), cross-fitted by network (CrossFit)
+V2_RULE_JSON = RULES_DIR / "anchored-v2.json"
+ALIGN = 4  # its largest shift, in pixels at FIT_RES, along each axis
+
+
 # ---------------------------------------------------------------------------------------------
 # Features
 
@@ -96,20 +102,48 @@ def _ms_ssim(x: torch.Tensor, r: torch.Tensor) -> np.ndarray:
     return v.reshape(-1).cpu().numpy()
 
 
-def features(images, targets, names=FEATURES) -> dict[str, np.ndarray]:
+def align(x: torch.Tensor, r: torch.Tensor, shift: int) -> torch.Tensor:
+    """`x` `(B, H, W, 3)` with each image moved by the whole-pixel offset `(dy, dx)`, |dy|, |dx| ≤
+    `shift`, that brings it closest (least squared difference) to its target `r` (row i of `r` is
+    image i's), the border repeated: a drawing that lies a few pixels off its target is compared with
+    it where it lies. `shift = 0`: `x` unchanged. The search computes every offset's error at once,
+    as a cross-correlation by FFT and a summed-area table of the squares, in float32 (an image's
+    offset is exact up to ties within float32 rounding, which may break differently on another
+    device); the aligned image is `x`'s own values."""
+    if shift <= 0:
+        return x
+    b, h, w = x.shape[:3]
+    pad = torch.nn.functional.pad(x.permute(0, 3, 1, 2), (shift,) * 4, mode="replicate")  # (B, 3, H+2s, W+2s)
+    p32, size = pad.float(), pad.shape[-2:]
+    cross = torch.fft.irfft2(
+        torch.fft.rfft2(p32) * torch.fft.rfft2(r.permute(0, 3, 1, 2).float(), s=size).conj(), s=size
+    )
+    cross = cross.sum(1)[:, : 2 * shift + 1, : 2 * shift + 1]  # Σ window·target at each offset
+    sq = torch.nn.functional.pad((p32**2).sum(1).cumsum(1).cumsum(2), (1, 0, 1, 0))  # summed-area table
+    window = sq[:, h:, w:] - sq[:, :-h, w:] - sq[:, h:, :-w] + sq[:, :-h, :-w]  # Σ window² at each offset
+    corner = (window - 2 * cross).flatten(1).argmin(1)  # the target's Σ² is the same at every offset
+    dy, dx = corner // (2 * shift + 1), corner % (2 * shift + 1)
+    rows = dy[:, None] + torch.arange(h, device=x.device)
+    cols = dx[:, None] + torch.arange(w, device=x.device)
+    return pad.permute(0, 2, 3, 1)[torch.arange(b, device=x.device)[:, None, None], rows[:, :, None], cols[:, None, :]]
+
+
+def features(images, targets, names=FEATURES, shift: int = 0) -> dict[str, np.ndarray]:
     """The features `names` (default all) of each image against its target: `images`, `targets`
     `(B, H, W, 3)` in [0, 1] (row i of `targets` is image i's target; both of any size, brought to
     `FIT_RES`). Each feature is computed the same way whichever others are asked for. Besides
     `FEATURES`, "detail": the log-ratio of the images' mean Sobel gradient magnitudes (a flat,
     blurred or coarsely pixelated image has less detail than its target; part of the gate).
     Computed on the device `images` are on (the targets are brought there); the same operations on
-    the CPU or a GPU, so a GPU's features equal the CPU's to rounding (float64; tested)."""
+    the CPU or a GPU, so a GPU's features equal the CPU's to rounding (float64; tested). `shift` > 0:
+    each image is first aligned to its target within `shift` pixels (`align`)."""
     if unknown := set(names) - set(KNOWN_FEATURES):
         raise VolratioError(f"unknown features {sorted(unknown)}; known: {', '.join(KNOWN_FEATURES)}")
     x = resample(as_images(images, None), FIT_RES)
     r = resample(as_images(targets, x.device), FIT_RES)
     if len(x) != len(r):
         raise VolratioError(f"{len(x)} images but {len(r)} targets; give one target per image")
+    x = align(x, r, int(shift))
     out = {}
     pooled = [k for k in (1, 2, 4) if f"ssim@{k}" in names]
     if pooled:
@@ -154,12 +188,14 @@ class LogisticRule:
     thresholds: dict  # label -> threshold on p; "*" for every other label
     fitted_on: dict = field(default_factory=dict)
     gate: dict = field(default_factory=dict)  # feature -> minimum (empty: no gate)
+    shift: int = 0  # images aligned to the target within this many pixels before any feature (`align`)
 
     @property
     def name(self) -> str:
         f = "+".join(self.features)
         g = "".join(f", {k} ≥ {v:.3g}" for k, v in self.gate.items())
-        return f"{f} ({'per label' if len(self.thresholds) > 1 else 'one threshold'}{g})"
+        a = f", aligned within {self.shift} px" if self.shift else ""
+        return f"{f} ({'per label' if len(self.thresholds) > 1 else 'one threshold'}{g}{a})"
 
     @property
     def needs(self) -> tuple:
@@ -213,7 +249,7 @@ def _rule_of(d: dict, where) -> LogisticRule:
         raise VolratioError(f"{where}: gate must map features of {GATE_FEATURES} to minimums; got {gate!r}")
     return LogisticRule(feats, list(d["weights"]), float(d["bias"]), list(d["mean"]), list(d["scale"]),
                 {k: float(v) for k, v in d["thresholds"].items()}, d.get("fitted_on", {}),
-                {k: float(v) for k, v in gate.items()})  # fmt: skip
+                {k: float(v) for k, v in gate.items()}, int(d.get("shift", 0)))  # fmt: skip
 
 
 @dataclass
@@ -236,7 +272,8 @@ class CrossFit:
 
 
 def read_crossfit(path=None) -> CrossFit:
-    """The stored cross-fitted rules (`XFIT_RULE_JSON`, `volratio/judges/rules/anchored-xfit.json`)."""
+    """Stored cross-fitted rules (default `XFIT_RULE_JSON`, `volratio/judges/rules/anchored-xfit.json`;
+    the default judge's are `V2_RULE_JSON`)."""
     p = path or XFIT_RULE_JSON
     if not p.exists():
         raise DataNotFoundError(f"cross-fitted rules not found at {p}; the rules ship in volratio/judges/rules/")

@@ -1,7 +1,8 @@
 """The judges by name: `make_judge`, the one judge factory, and what each name measures.
 
 `JUDGES` are the names `make_judge` knows (the command line's `--judge` choices); `DEFAULT_JUDGE`
-("anchored", label-anchored on the target image) is the library's default everywhere;
+("anchored-v2", label-anchored on the target image, with the structure gate) is the library's
+default everywhere;
 `judge_class`, `min_res` and `check_res` say which class a name builds and the smallest image it
 answers for, so that entry points refuse a smaller one before work starts; `SELF_ANCHORED` are the
 judges that compare each image with the network's own render (stability, kept so that stored
@@ -34,7 +35,7 @@ CLASSES = (
 )
 _BY_NAME = {name: cls for cls in CLASSES for name in cls.texts}
 JUDGES = tuple(_BY_NAME)  # make_judge names
-DEFAULT_JUDGE = "anchored"  # the library's default everywhere: label-anchored on the target image
+DEFAULT_JUDGE = "anchored-v2"  # the library's default everywhere: label-anchored on the target image, gated
 # Judges that compare each image with the network's own unperturbed render: they measure how stable
 # the picture is, not whether it shows the label (kept so that stored results naming them re-judge).
 SELF_ANCHORED = tuple(name for name, cls in _BY_NAME.items() if cls.anchor_kind == "own image")
@@ -84,7 +85,8 @@ def make_judge(
     """The one judge factory (command line, experiments, chapters), for a network whose
     unperturbed image is `reference` `(H, W, 3)`:
 
-    - "anchored" (the default, `DEFAULT_JUDGE`): label-anchored on the target image — `anchor`
+    - "anchored-v2" (the default, `DEFAULT_JUDGE`) and "anchored" (the default before it, no gate):
+      label-anchored on the target image — `anchor`
       when given (a user's own image of what the label looks like), else the image of
       `target_spec` at the reference's size (`AnchoredJudge`); "anchored-ssim", the same question
       answered with another similarity (SSIM instead of RMSE, its own fitted thresholds), and
@@ -131,5 +133,6 @@ def anchor_of(judge: Judge) -> str:
 
 
 def default_judge(anchor, anchor_name: str = "") -> AnchoredJudge:
-    """The library's default judge: label-anchored (`AnchoredJudge`) on the target image `anchor`."""
-    return AnchoredJudge(anchor, anchor_name=anchor_name)
+    """The library's default judge (`DEFAULT_JUDGE`): label-anchored (`AnchoredJudge`) on the target
+    image `anchor`."""
+    return AnchoredJudge(anchor, anchor_name=anchor_name, variant=DEFAULT_JUDGE)

@@ -81,7 +81,7 @@ from ..data.anchors import ANCHORS, anchor_image
 from ..depth.point import CALIBRATION_SEED
 from ..emc2 import DELTA_SCALES, EMC2Config
 from ..errors import VolratioError
-from ..judges import JUDGES, check_res
+from ..judges import DEFAULT_JUDGE, JUDGES, check_res
 from ..nets import CoordMLP
 from ..util.fileio import atomic_path
 from ..util.limits import LimitError, check_limits
@@ -118,7 +118,7 @@ class Config:
     """One rescore run: the stored population of one source run, scored under `judge`."""
 
     source: dict = field(default_factory=dict)  # chunk, key, run (function name), net_sha256 of the stored network
-    judge: str = "anchored"  # the judge to score under (volratio.judges.make_judge)
+    judge: str = DEFAULT_JUDGE  # the judge to score under (volratio.judges.make_judge)
     target: str = "planted:0"  # the source run's target spec (what the judge is anchored on)
     members: int = 1  # networks in the stored population
     emc2: dict = field(default_factory=dict)  # volratio.emc2.EMC2Config entries but `member` (the source's)
