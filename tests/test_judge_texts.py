@@ -40,7 +40,7 @@ def test_no_second_table_of_judge_names():
     assert hits == []
     names = [n for c in registry.CLASSES for n in c.texts]
     assert tuple(names) == judges.JUDGES and len(set(names)) == len(names)
-    key = re.compile(r'"([a-z-]+)": JudgeText\(')
+    key = re.compile(r'"([a-z0-9-]+)": JudgeText\(')
     defined = [m for p in LIBRARY for m in key.findall(p.read_text())]
     assert sorted(defined) == sorted(judges.JUDGES)
     tables = []
@@ -58,7 +58,7 @@ def test_no_second_table_of_judge_names():
 
 
 def test_registry_reads_names_and_anchors_from_the_classes():
-    assert judges.JUDGES[0] == judges.DEFAULT_JUDGE == "anchored"
+    assert judges.JUDGES[0] == judges.DEFAULT_JUDGE == "anchored-v2"
     assert set(judges.SELF_ANCHORED) == {"calibrated", "calibrated-pooled", "ssim", "stability"}
     for name in judges.JUDGES:
         cls = judges.judge_class(name)

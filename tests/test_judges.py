@@ -109,19 +109,21 @@ def test_pooled_judge_scores_alike_and_uses_one_threshold_for_every_label():
         cr.ThresholdRule("ssim@4", {"skull": 0.5}).pooled()
 
 
-def test_anchored_is_the_default_everywhere():
+def test_the_gated_v2_judge_is_the_default_everywhere():
     from volratio import emc2, rho
     from volratio.cli import build_parser
     from volratio.experiments import connectivity, depth_regime, emc2_bench, optimizers, unknown_targets
 
-    assert judges.DEFAULT_JUDGE == "anchored" and judges.JUDGES[0] == "anchored" and "ssim" in judges.JUDGES
+    d = judges.DEFAULT_JUDGE
+    assert d == "anchored-v2" and judges.JUDGES[0] == d and "anchored" in judges.JUDGES and "ssim" in judges.JUDGES
     assert set(judges.SELF_ANCHORED) == {"calibrated", "calibrated-pooled", "ssim", "stability"}
-    assert inspect.signature(emc2.judged_examples).parameters["judge"].default == "anchored"
-    assert depth_regime.Settings().judge == depth_regime.Config.quick().judge == "anchored"
-    assert connectivity.Config.quick().judge == "anchored" and emc2_bench.Config.quick().judge == "anchored"
-    assert unknown_targets.Config.quick().judge == "anchored"
-    assert optimizers.Config.quick().base.judge == "anchored"
-    assert depth_regime.Config.reference().judge == "anchored"
+    assert inspect.signature(emc2.judged_examples).parameters["judge"].default == d
+    assert depth_regime.Settings().judge == depth_regime.Config.quick().judge == d
+    assert connectivity.Config.quick().judge == d and emc2_bench.Config.quick().judge == d
+    assert unknown_targets.Config.quick().judge == d
+    assert optimizers.Config.quick().base.judge == d
+    assert depth_regime.Config.reference().judge == d
+    assert judges.default_judge(np.zeros((8, 8, 3))).name == d
     # the basin criterion keeps its own (stored rho_basin runs name no judge and mean this one)
     assert inspect.signature(rho.basin_grid).parameters["judge"].default is None and rho.BASIN_JUDGE == "calibrated"
     p = build_parser()
@@ -129,7 +131,7 @@ def test_anchored_is_the_default_everywhere():
         ["emc2", "picbreeder:skull", "--target", "picbreeder:skull"],
         ["judge", "a.png", "--target", "picbreeder:skull"],
     ):
-        assert p.parse_args(argv).judge == "anchored"
+        assert p.parse_args(argv).judge == d
     assert p.parse_args(["emc2", "x", "--target", "y", "--judge", "ssim"]).judge == "ssim"
 
 
@@ -140,8 +142,8 @@ def test_ssim_is_still_selectable_and_a_bad_name_is_a_clear_error():
     assert isinstance(judges.make_judge("calibrated", ref), judges.ReferenceCalibratedJudge)
     with pytest.raises(
         judges.JudgeError,
-        match="judge 'nope': choose one of anchored, anchored-ssim, anchored-pooled, anchored-gated, anchored-xfit, "
-        "calibrated, calibrated-pooled, ssim, stability, clip, vlm",
+        match="judge 'nope': choose one of anchored-v2, anchored, anchored-ssim, anchored-pooled, anchored-gated, "
+        "anchored-xfit, calibrated, calibrated-pooled, ssim, stability, clip, vlm",
     ):
         judges.make_judge("nope", ref)
 

@@ -59,6 +59,11 @@ class AnchoredJudge(Judge):
     anchor_kind = "target"  # compared with the target image, not with the network's own render
     on_device = True  # features on the images' device: a GPU batch is judged on the GPU
     texts = {  # one per variant of `ANCHORED`
+        "anchored-v2": JudgeText(
+            "label-anchored judge v2 (the default): aligned, gate refit on degraded drawings, cross-fitted",
+            "label-anchored judge v2 (gated default)",
+            "gated default judge",
+        ),
         "anchored": JudgeText(
             "label-anchored judge: each image against the target image", "label-anchored judge", "RMSE judge"
         ),
@@ -79,12 +84,6 @@ class AnchoredJudge(Judge):
             "label-anchored gated judge, cross-fitted by network",
             "label-anchored cross-fitted judge",
             "cross-fitted judge",
-        ),
-        "anchored-v2": JudgeText(
-            "label-anchored judge v2 (the default): aligned within 4 pixels, its structure gate refit on "
-            "recognisable degraded drawings, cross-fitted by network",
-            "label-anchored judge v2 (gated default)",
-            "gated default judge",
         ),
     }
 
@@ -139,12 +138,12 @@ ANCHORED = dict(
     zip(
         AnchoredJudge.texts,
         (
+            ("anchored-v2", False),
             ("anchored", False),
             ("anchored-ssim", False),
             ("anchored", True),
             ("anchored-gated", False),
             ("anchored-xfit", False),
-            ("anchored-v2", False),
         ),
         strict=True,
     )

@@ -115,10 +115,11 @@ def align(x: torch.Tensor, r: torch.Tensor, shift: int) -> torch.Tensor:
     b, h, w = x.shape[:3]
     pad = torch.nn.functional.pad(x.permute(0, 3, 1, 2), (shift,) * 4, mode="replicate")  # (B, 3, H+2s, W+2s)
     p32, size = pad.float(), pad.shape[-2:]
-    cross = torch.fft.irfft2(
-        torch.fft.rfft2(p32) * torch.fft.rfft2(r.permute(0, 3, 1, 2).float(), s=size).conj(), s=size
-    )
-    cross = cross.sum(1)[:, : 2 * shift + 1, : 2 * shift + 1]  # Σ window·target at each offset
+    spec = torch.empty(b, 3, size[0], size[1] // 2 + 1, dtype=torch.complex64, device=x.device)
+    for idx in _same_rows(r):  # one transform per distinct target
+        spec[idx] = torch.fft.rfft2(r[idx[:1]].permute(0, 3, 1, 2).float(), s=size).conj()
+    # Σ window·target at each offset: the channels summed before the one inverse transform per image
+    cross = torch.fft.irfft2((torch.fft.rfft2(p32) * spec).sum(1), s=size)[:, : 2 * shift + 1, : 2 * shift + 1]
     sq = torch.nn.functional.pad((p32**2).sum(1).cumsum(1).cumsum(2), (1, 0, 1, 0))  # summed-area table
     window = sq[:, h:, w:] - sq[:, :-h, w:] - sq[:, h:, :-w] + sq[:, :-h, :-w]  # Σ window² at each offset
     corner = (window - 2 * cross).flatten(1).argmin(1)  # the target's Σ² is the same at every offset
@@ -154,15 +155,19 @@ def features(images, targets, names=FEATURES, shift: int = 0) -> dict[str, np.nd
                 out[f"ssim@{k}"][idx] = ssim(_pool(x[idx], k), _pool(r[idx[:1]], k)[0])
     if "ms-ssim" in names:
         out["ms-ssim"] = _ms_ssim(x, r)
+    if "edges" in names or "detail" in names:  # one Sobel map per image, one per distinct target
+        ex = edge_map(x)
+        er = torch.empty_like(ex)
+        for idx in _same_rows(r):
+            er[idx] = edge_map(r[idx[:1]])
     if "edges" in names:
-        out["edges"] = row_correlation(edge_map(x).flatten(1), edge_map(r).flatten(1)).cpu().numpy()
+        out["edges"] = row_correlation(ex.flatten(1), er.flatten(1)).cpu().numpy()
     if "-rmse" in names:
         out["-rmse"] = -((x - r) ** 2).mean(dim=(1, 2, 3)).sqrt().cpu().numpy()
     if "-dcolour" in names:
         out["-dcolour"] = -(x.mean(dim=(1, 2)) - r.mean(dim=(1, 2))).norm(dim=1).cpu().numpy()
     if "detail" in names:
-        ex, er = edge_map(x).mean(dim=(1, 2)), edge_map(r).mean(dim=(1, 2))
-        out["detail"] = torch.log((ex + 1e-3) / (er + 1e-3)).cpu().numpy()
+        out["detail"] = torch.log((ex.mean(dim=(1, 2)) + 1e-3) / (er.mean(dim=(1, 2)) + 1e-3)).cpu().numpy()
     if "contrast" in names:
         sx, sr = x.std(dim=(1, 2)).mean(1), r.std(dim=(1, 2)).mean(1)
         out["contrast"] = torch.log((sx + 1e-3) / (sr + 1e-3)).cpu().numpy()
