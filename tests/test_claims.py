@@ -310,7 +310,8 @@ def test_robustness_says_in_a_few_words_whether_label_anchored_judges_agree():
         "stability": V("depth-optimum", "reproduced", "", {}, "reference", "stability"),  # not counted
     }
     assert claims.robustness(same) == (
-        "robust to the judge (2 judges agree; not stored for this claim: gated judge, cross-fitted judge)"
+        "robust to the judge (2 judges agree; not stored for this claim: gated default judge, gated judge, "
+        "cross-fitted judge)"
     )
     differ = {**same, "anchored-ssim": V("depth-optimum", "not reproduced", "", {}, "reference", "anchored-ssim")}
     assert claims.robustness(differ) == "depends on the judge (RMSE judge: inconclusive; SSIM judge: not reproduced)"

@@ -71,6 +71,8 @@ OWNER = {
     "sparse_regime_emc2_scaled": None,  # regime_point: the same, δ × each weight's layer std
     "sparse_regime_more": "sparse_regime",  # more members for the connectivity claim (seeds 3–6)
     "sparse_regime_more_emc2": None,  # regime_point: their EMC2
+    "sparse_regime_emc2_v2": None,  # regime_point: the claim's populations under the default judge
+    "sparse_regime_more_emc2_v2": None,
     "depth_sparse_planted": None,  # sparse_depth_point: the depth sweep in the sparse regime, a run function only
     "depth_sparse_picbreeder": None,
     "depth_sparse_scenes": None,  # sparse_depth_point: the scenes in the sparse regime
@@ -113,7 +115,7 @@ def test_every_chunk_has_an_owner_or_says_it_has_none():
 
 
 # chunks being run (resumable): the store holds some of their runs, never a run the plan does not name
-IN_PROGRESS: tuple = ()
+IN_PROGRESS: tuple = ("sparse_regime_emc2_v2", "sparse_regime_more_emc2_v2")
 
 
 def test_the_store_holds_exactly_the_runs_of_the_plan():
