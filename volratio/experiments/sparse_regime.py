@@ -485,12 +485,14 @@ SCORE_CHUNK = "sparse_regime_emc2"  # results/reference/<chunk>: one regime_poin
 SCALED_CHUNK = "sparse_regime_emc2_scaled"  # the same populations, δ × the std of each weight's layer
 MORE_SCORE_CHUNK = "sparse_regime_more_emc2"  # the populations of MORE_CHUNK, scored as SCORE_CHUNK
 CLAIM_SOURCES = (REFERENCE_CHUNK, MORE_CHUNK)  # every chunk whose networks the connectivity claim compares
-CLAIM_SCORES = (SCORE_CHUNK, MORE_SCORE_CHUNK)  # … and their scores
+V2_SCORE_CHUNKS = ("sparse_regime_emc2_v2", "sparse_regime_more_emc2_v2")  # the claim's populations, default judge
+CLAIM_SCORES = (SCORE_CHUNK, MORE_SCORE_CHUNK, *V2_SCORE_CHUNKS)  # … and their scores
 
 
 def stored_scores(name=SCORE_CHUNK, root=None, sources=REFERENCE_CHUNK) -> pd.DataFrame:
     """The stored `regime_point` runs of chunk `name` (or of those of several names that are stored,
-    e.g. `CLAIM_SCORES`) as one table, one row per network: `target`, `method`, `checkpoint` ("0.75",
+    e.g. `CLAIM_SCORES`, whose chunks score one network under different judges) as one table, one row
+    per network: `target`, `method`, `checkpoint` ("0.75",
     "end"), `member`, `seed` (the network's own: the run's seed + member, as `run` records it),
     `nonzero`, `sparsity`, `n_params`, and per judge `emc2_auc:<judge>` and `base_kept:<judge>`; with the source run's `loss`
     and `loss_ratio` (÷ the member's dense MSE) and `collapsed` where the source chunks `sources`
@@ -513,7 +515,11 @@ def stored_scores(name=SCORE_CHUNK, root=None, sources=REFERENCE_CHUNK) -> pd.Da
                 row[f"emc2_auc:{j}"] = m[f"auc_{j}"][k]
                 row[f"base_kept:{j}"] = m[f"base_kept_{j}"][k]
             rows.append(row)
-    table = _failed_reasons(pd.DataFrame(rows))
+    table = pd.DataFrame(rows)
+    if len(table) and not isinstance(name, str):  # one network scored in several chunks: one row, every judge's columns
+        keys = ["target", "method", "checkpoint", "member", "seed"]
+        table = table.groupby(keys, sort=False, as_index=False, dropna=False).first()
+    table = _failed_reasons(table)
     try:
         fits = stored_table(sources, root=root)
     except ExperimentError:

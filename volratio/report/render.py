@@ -237,7 +237,8 @@ def delta_reading(key: str, deciding: "Verdict | None", scaled: "Verdict | None"
     weight moved by δ × the std of its layer (`scaled`, decided by the same rule from the same
     networks rescored under `volratio.emc2.EMC2Config(delta_scale="layer_std")`; not glued) beside
     the deciding verdict under the paper's w ← w + δ (`deciding`). Without `scaled` the line says
-    that the networks are not rescored yet and names `command`, the rescore that scores them.
+    that the networks are not rescored yet and names `command`, the rescore that scores them; when
+    `scaled` was judged by another judge than `deciding`, the line names it.
     Glued as `claim-<key>-delta` in a notebook; returns the line."""
     if key not in CLAIMS:
         raise VolratioError(f"unknown claim {key!r}; known: {', '.join(CLAIMS)}")
@@ -247,7 +248,9 @@ def delta_reading(key: str, deciding: "Verdict | None", scaled: "Verdict | None"
         same = deciding is not None and scaled.verdict == deciding.verdict
         st = scaled.evidence.get("statistic") or {}
         number = f", {interval(Estimate(st['mean'], st['lo'], st['hi']), '+.3f')}" if st.get("mean") is not None else ""
-        line = f"δ × its layer's std: {scaled.verdict}{number} — " + (
+        other = deciding is not None and scaled.judge != deciding.judge  # rescored under another judge only
+        under = f" (under the {judge_short(scaled.judge)}, not the deciding judge)" if other else ""
+        line = f"δ × its layer's std{under}: {scaled.verdict}{number} — " + (
             "the same verdict as the paper's δ" if same else "differs from the paper's δ"
         )
     if _in_kernel() and not _UNGLUED.get():
