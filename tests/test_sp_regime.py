@@ -354,6 +354,16 @@ def test_size_twins_reads_claim_one_networks_of_the_regime_targets_on_one_anchor
     sp = scores[scores.method == "sp"].iloc[0]
     got = rows[rows.kind == "SP twin"].iloc[0]
     assert (got.nonzero, got.auc, got.checkpoint) == (sp.nonzero, sp["emc2_auc:anchored"], "0.25")
+    # the same populations scored under another judge in a chunk of their own: one row per network, both judges
+    more = S.V2_SCORE_CHUNKS[0]
+    plan[more] = R.Sweep.from_dict({"name": more, "run": "regime_point", "seeds": [0],
+                                    "config": {"source": source, **emc2, "judges": ["anchored-v2"]},
+                                    "grid": {"population": ["sp_0p25"]}})  # fmt: skip
+    R.run_chunk(plan, more, tmp_path, progress=False)
+    both = S.stored_scores((S.SCORE_CHUNK, more), root=tmp_path)
+    assert len(both) == len(scores) and both["emc2_auc:anchored"].tolist() == scores["emc2_auc:anchored"].tolist()
+    assert both.loc[both.method == "sp", "emc2_auc:anchored-v2"].notna().all()
+    assert both.loc[both.method != "sp", "emc2_auc:anchored-v2"].isna().all()
     ax = plots.auc_by_size(rows, "skull").axes[0]
     labels = set(ax.get_legend_handles_labels()[1])
     assert {"Picbreeder", "dense twin", "SP twin, 25% sparse", "scratch twin, 25% sparse"} <= labels
