@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from volratio import judges
 from volratio.data.targets import get_target
 from volratio.depth import DepthError, fit_predictor, sweet_spot
 from volratio.depth.complexity import png_bytes, png_ratio
@@ -196,7 +197,7 @@ def test_depth_point_is_repeatable_and_scored():
     a, b = depth_point(dict(cfg)), depth_point({**cfg, "members": 2})
     assert a == depth_point(dict(cfg))
     # 8 px: the anchored judge is defined at every size (it brings images to the 64 px it was fitted at)
-    assert 0.0 <= a["score"][0] <= 1.0 and len(a["scores"][0]) == 4 and a["judge"] == "anchored"
+    assert 0.0 <= a["score"][0] <= 1.0 and len(a["scores"][0]) == 4 and a["judge"] == judges.DEFAULT_JUDGE
     # a run records per member whether its image shows the label; one that does not scores 0
     assert depth_point({**cfg, "sp.loss_factor": 2.0}) == a  # an absent entry: today's default (the 2× guard)
     assert len(a["base_kept"]) == len(a["score"]) and all(s == 0 for s, k in zip(a["score"], a["base_kept"]) if not k)

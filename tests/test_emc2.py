@@ -365,7 +365,7 @@ def test_cli_emc2_json_and_sweep(tmp_path, capsys):
     )
     out = json.loads(capsys.readouterr().out)
     assert {"judge", "deltas", "scores", "auc", "n_params"} <= set(out)
-    assert out["judge"] == "anchored" and out["deltas"] == [-1.0, 0.5, 1.0] and out["n_params"] == 12
+    assert out["judge"] == judges.DEFAULT_JUDGE and out["deltas"] == [-1.0, 0.5, 1.0] and out["n_params"] == 12
     assert out["anchor"] == "target" and isinstance(out["base_kept"], bool) and out["measure"] == "compositional"
     assert len(out["scores"]) == 3 and all(0 <= s <= 1 for s in out["scores"])
     assert "*" in out["judge_settings"]["thresholds"] and out["judge_settings"]["anchor_res"] == 16
@@ -396,7 +396,7 @@ def test_judged_examples_are_the_scored_perturbations(picbreeder_dir):
 
     net = picbreeder.layerized("skull")
     ex = emc2.judged_examples(net, "picbreeder:skull", n=3, deltas=(1.0, -1.0), res=24, seed=2)
-    assert ex.images.shape == (2, 3, 24, 24, 3) and ex.kept.shape == (2, 3) and ex.judge == "anchored"
+    assert ex.images.shape == (2, 3, 24, 24, 3) and ex.kept.shape == (2, 3) and ex.judge == judges.DEFAULT_JUDGE
     assert list(ex.deltas) == [-1.0, 1.0] and ex.base_kept  # sorted δ; the layerized skull draws a skull
     cfg = emc2.EMC2Config(deltas=(-1.0, 1.0), res=24, device="cpu")
     t = by_name(net, "picbreeder:skull", cfg, params=ex.params).table

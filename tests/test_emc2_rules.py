@@ -129,7 +129,7 @@ def test_the_default_judge_accepts_the_target_itself_and_refuses_a_flat_and_a_na
     target passes, a flat grey square and an all-NaN image do not."""
     anchor = target_anchor("image:camera", 32)
     judge = judges.make_judge(judges.DEFAULT_JUDGE, anchor, "image:camera")
-    assert judge.name == "anchored"
+    assert judge.name == judges.DEFAULT_JUDGE == "anchored-v2"
     v = judge(torch.stack([anchor, torch.full_like(anchor, 0.5), torch.full_like(anchor, float("nan"))]), "camera")
     assert v.verdicts.tolist() == [True, False, False]
     assert v.settings["label_fitted"] is True and v.scores[0] >= v.settings["thresholds"]["camera"]
@@ -142,8 +142,9 @@ def test_the_default_judge_scores_a_flat_or_nan_network_zero_on_a_built_in_targe
         with torch.no_grad():
             net = CoordMLP("3;gaussian:4", seed=0)
             net.weights[-1][0, 0, 0] = float("nan")
-    r = emc2.score(net, emc2.judges_for(net, ["anchored"], "image:camera", ANCHORED_CFG), "camera", ANCHORED_CFG)[0]
-    assert r.judge == judges.DEFAULT_JUDGE == "anchored"
+    default = judges.DEFAULT_JUDGE
+    r = emc2.score(net, emc2.judges_for(net, [default], "image:camera", ANCHORED_CFG), "camera", ANCHORED_CFG)[0]
+    assert r.judge == default == "anchored-v2"
     assert r.anchor == "target" and r.measure == "compositional"
     assert r.base_kept is False and not r.table.verdict.any()
     assert np.array_equal(r.scores, np.zeros(len(ANCHORED_CFG.deltas))) and r.auc == 0

@@ -10,6 +10,7 @@ import torch
 from training_helpers import smooth_image
 
 from volratio import prune as P
+from volratio.judges import DEFAULT_JUDGE
 from volratio.nets import CoordMLP, coords
 from volratio.train import TrainConfig, train
 
@@ -509,7 +510,9 @@ def test_connectivity_records_a_baseline_that_cannot_reach_the_sparsity(picbreed
     assert np.isnan(t.loc["magnitude", "emc2_auc"]) and 0 <= t.loc["sp", "emc2_auc"] <= 1
     s = study.summary(r.table).set_index("method")
     assert s.loc["magnitude", "n"] == 0 and s.loc["magnitude", "failed"] == 1 and s.loc["sp", "failed"] == 0
-    assert t.loc["magnitude", "base_kept:anchored"] is None and isinstance(t.loc["sp", "base_kept:anchored"], bool)
+    assert t.loc["magnitude", f"base_kept:{DEFAULT_JUDGE}"] is None and isinstance(
+        t.loc["sp", f"base_kept:{DEFAULT_JUDGE}"], bool
+    )
 
 
 def test_connectivity_scores_every_network_under_more_judges_too(picbreeder_dir):
@@ -529,8 +532,8 @@ def test_connectivity_scores_every_network_under_more_judges_too(picbreeder_dir)
     net = study.run(cfg)["nets"]["sp"]
     alone = study.score_member(net, 1, "apple", dataclasses.replace(cfg, judge="stability"))
     assert more.set_index(["method", "member"]).loc[("sp", 1), "emc2_auc:stability"] == alone.auc
-    assert study.judges_of(more) == ["anchored", "stability", "anchored-ssim"]
+    assert study.judges_of(more) == [DEFAULT_JUDGE, "stability", "anchored-ssim"]
     assert study.judged(more, "stability").emc2_auc.tolist() == more["emc2_auc:stability"].tolist()
-    assert study.judged(more, "anchored") is more
+    assert study.judged(more, DEFAULT_JUDGE) is more
     with pytest.raises(study.ExperimentError, match="no EMC2 scores under judge 'clip'"):
         study.judged(more, "clip")

@@ -228,8 +228,10 @@ class LogisticRule:
         return 1.0 / (1.0 + np.exp(-z))
 
     def score(self, feats: dict) -> np.ndarray:
-        """The judge's score: p, or 0 for an image the gate rejects."""
-        return np.where(self.passes_gate(feats), self.prob(feats), 0.0)
+        """The judge's score: p, or 0 for an image the gate rejects (NaN for an image whose features
+        are NaN, as without a gate: a broken image is not a score of 0)."""
+        p = self.prob(feats)
+        return np.where(self.passes_gate(feats) | np.isnan(p), p, 0.0)
 
     def predict(self, feats: dict, labels) -> np.ndarray:
         p = self.prob(feats)
