@@ -63,26 +63,28 @@ def fit_rule(table, generated, train_mask=None, gen_mask=None, names=None, shift
     names = tuple(names or read_rule().features)
     t = table if train_mask is None else table[np.asarray(train_mask, bool)]
     g = generated if gen_mask is None else generated[np.asarray(gen_mask, bool)]
-    m = t[~t["group"].isin(degraded.GROUPS)]
-    rule = fa.fit({f: m[f].to_numpy() for f in names}, m["pass1"].to_numpy(), m["label"].to_numpy(), names)
+    rule = _model(t, names)
     both = pd.concat([t, g], ignore_index=True)
     fb = {f: both[f].to_numpy() for f in both.columns if f in (*names, *fa.GATE_FEATURES)}
     pred = rule.predict(fb, both["label"].to_numpy())
     rule.gate = fa.fit_gate(fb, both["pass1"].to_numpy().astype(bool), pred,
                             reject=(both["group"] == H.GROUP).to_numpy())  # fmt: skip
     rule.shift = int(shift)
-    rule.fitted_on = {"n": int(len(m)), "n_gate": int(len(t)), "n_generated": int(len(g)), "res": FIT_RES,
+    rule.fitted_on = {"n": int((~t["group"].isin(degraded.GROUPS)).sum()), "n_gate": int(len(t)), "n_generated": int(len(g)), "res": FIT_RES,
                       "selected_by": "model on the first set; gate by kappa on the first and degraded sets, "
                                      "rejecting every generated negative"}  # fmt: skip
     return rule
 
 
+def _model(t: pd.DataFrame, names) -> LogisticRule:
+    """The logistic model and per-label thresholds (`fit_anchored.fit`) on the first set's rows of `t`."""
+    m = t[~t["group"].isin(degraded.GROUPS)]
+    return fa.fit({f: m[f].to_numpy() for f in names}, m["pass1"].to_numpy(), m["label"].to_numpy(), names)
+
+
 def _old(table, generated, train_mask=None, gen_mask=None) -> LogisticRule:
     """The old default's rule ("anchored": no gate, no alignment) fitted on the first set's training rows."""
-    t = table if train_mask is None else table[np.asarray(train_mask, bool)]
-    m = t[~t["group"].isin(degraded.GROUPS)]
-    names = read_rule().features
-    return fa.fit({f: m[f].to_numpy() for f in names}, m["pass1"].to_numpy(), m["label"].to_numpy(), names)
+    return _model(table if train_mask is None else table[np.asarray(train_mask, bool)], read_rule().features)
 
 
 def fit_stored(fitted, generated) -> dict:
