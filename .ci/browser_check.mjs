@@ -55,11 +55,15 @@ const pages = [...fs.readdirSync(path.join(htmlRoot, "book"))
   .filter((f) => f.endsWith(".html")).sort().map((f) => `book/${f}`)];
 fs.mkdirSync("_build/screenshots", { recursive: true });
 
-const browser = await chromium.launch({
+const launch = () => chromium.launch({
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
   args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"],
 });
+let browser = await launch();
+// a browser that dies under a page (not the page failing a check): Playwright's "Target page,
+// context or browser has been closed", "Browser closed", a crashed target
+const CRASHED = /has been closed|browser closed|target closed|crash/i;
 const MAE_LIMIT = 0.01;
 
 function floats32(b64) {
@@ -234,8 +238,9 @@ async function checkReading(page, page_) {
   return problems;
 }
 
-const failures = [];
-for (const page_ of pages) {
+// One page's checks: the problems found (empty: it passed), printed as one line. Throws when the
+// browser dies under it.
+async function checkPage(page_) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
   const errors = [];
   page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
@@ -294,8 +299,30 @@ for (const page_ of pages) {
   if (realErrors.length) problems.push(`console errors: ${realErrors.join(" | ")}`);
   console.log(`${problems.length ? "FAIL" : "ok  "} ${page_}: ${info.images} figures, ${info.typeset} formulas` +
               (problems.length ? ` — ${problems.join("; ")}` : ""));
-  if (problems.length) failures.push(page_);
   await page.close();
+  return problems;
+}
+
+// A page that fails a check fails. A browser crash is retried once, in a fresh browser; a page the
+// browser crashes on twice fails, and so does a check that throws for any other reason.
+const failures = [];
+for (const page_ of pages) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      if ((await checkPage(page_)).length) failures.push(page_);
+      break;
+    } catch (e) {
+      const why = String(e).split("\n")[0];
+      if (!CRASHED.test(why) || attempt === 2) {
+        console.log(`FAIL ${page_}: ${CRASHED.test(why) ? "the browser crashed on it twice" : "the check threw"} — ${why}`);
+        failures.push(page_);
+        break;
+      }
+      console.log(`     ${page_}: the browser crashed (${why}); retrying once in a fresh browser`);
+      await browser.close().catch(() => {});
+      browser = await launch();
+    }
+  }
 }
 await browser.close();
 console.log(`MathJax files requested: ${[...mathjaxFiles].sort().join(", ") || "none"}`);

@@ -134,6 +134,34 @@ def test_the_sparse_regime_verdicts_regenerate_from_the_stored_networks_and_are_
     assert not set(A.load_verdicts().network) & set(rows.network)  # held out: not in the rows the rules fit on
 
 
+def test_the_sparse_agreement_reads_each_judge_as_it_judges(monkeypatch):
+    """The default aligns each image to its target before its features: its row of
+    `sparse_regime_agreement` is read from aligned features (the table once fed it unaligned ones:
+    12 of the 90 rows' features differ, though on this set no verdict changes) and equals the
+    judge's own verdicts on the regenerated images."""
+    from volratio.calibration import anchored_set as A
+
+    asked, table = [], fa.held_out_table
+    monkeypatch.setattr(fa, "held_out_table", lambda *a, shift=0, **k: asked.append(shift) or table(*a, shift=shift, **k))
+    fa.sparse_regime_agreement({"v2": judges.AnchoredJudge(torch.zeros(1, 1, 3), variant=judges.DEFAULT_JUDGE).rule})
+    assert asked == [ar.ALIGN]
+    monkeypatch.setattr(fa, "held_out_table", table)
+
+    rows = A.load_verdicts(A.SPARSE_CSV).reset_index(drop=True)
+    nets = A.sparse_networks()
+    images = A.render(rows, nets)
+    kept = np.zeros(len(rows), bool)
+    for (nw, r), part in rows.groupby(["network", "res"], sort=False):
+        rn = nets[nw]
+        base = emc2.perturbed_images(rn.net, int(r), [], [], rn.member, "cpu")[0].cpu()
+        j = judges.make_judge(judges.DEFAULT_JUDGE, base, rn.target, device="cpu")
+        kept[part.index] = j(torch.stack([images[i] for i in part.index]), rn.label).verdicts
+    a = fa.sparse_regime_agreement().loc[(judges.DEFAULT_JUDGE, "all")]
+    y = rows["pass1"].to_numpy().astype(bool)
+    assert a["kept_kept"] == int((kept & y).sum()) and a["kept_notkept"] == int((kept & ~y).sum())
+    assert a["notkept_kept"] == int((~kept & y).sum())
+
+
 def test_a_held_out_table_is_one_of_the_three_held_out_sets(tmp_path):
     with pytest.raises(VolratioError, match="not a held-out verdict set"):
         fa.held_out_table(tmp_path / "mine.csv")

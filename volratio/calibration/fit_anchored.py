@@ -371,10 +371,13 @@ def sparse_regime_agreement(rules: dict | None = None, root=None):
     for each of `rules` (`{name: LogisticRule}`, default every label-anchored judge's rule as it scores
     these networks: none of them is in a fold, so "anchored-xfit" scores them with its all-rows
     rule). The images are regenerated from the stored networks (under `root`) and checked against
-    the stored hashes first. Returns a DataFrame indexed by (rule, group)."""
+    the stored hashes first, and each rule reads them aligned as it aligns (`LogisticRule.shift`).
+    Returns a DataFrame indexed by (rule, group)."""
     rules = rules or {n: AnchoredJudge(torch.zeros(1, 1, 3), variant=n).rule for n in ANCHORED}
-    table = held_out_table(A.SPARSE_CSV, _needs(rules), root)
-    return pd.concat({name: per_group(rule, table) for name, rule in rules.items()}, names=["rule", "group"])
+    # each rule sees the images as it scores them: aligned within its `shift` (the default's 4 px)
+    tables = {k: held_out_table(A.SPARSE_CSV, _needs(rules), root, shift=k) for k in {r.shift for r in rules.values()}}
+    return pd.concat({name: per_group(rule, tables[rule.shift]) for name, rule in rules.items()},
+                     names=["rule", "group"])
 
 
 # the verdict sets: the one the rules are fitted on (None: `A.load_verdicts()`'s) and the three held out

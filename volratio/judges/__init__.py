@@ -11,9 +11,10 @@ Layout (every public name of the judge modules is importable from `volratio.judg
   conversions every judge uses (`as_images`, `to_uint8`, `image_hash`, `resample`), `base.rule_path`
   (the fitted rules, shipped in the package: `volratio/judges/rules/`) and `base.DATA_DIR` (the
   verdicts they were fitted on);
-- `anchored` — `AnchoredJudge` ("anchored", **the default**; "anchored-ssim", "anchored-pooled",
-  "anchored-gated", the default's rule with a structure gate; "anchored-xfit", the gated rule
-  cross-fitted by network): label-anchored, each image compared with the label's *target image*
+- `anchored` — `AnchoredJudge` ("anchored-v2", **the default**: aligned within 4 px, the structure
+  gate refit on degraded drawings, cross-fitted by network; "anchored", the rule it replaced;
+  "anchored-ssim", "anchored-pooled", "anchored-gated", the old rule with a structure gate;
+  "anchored-xfit", the gated rule cross-fitted by network): label-anchored, each image compared with the label's *target image*
   (`target_anchor`);
 - `stability` — the self-anchored judges fitted on the reference verdicts, SSIM@4 against the
   network's own render: `ReferenceCalibratedJudge` ("calibrated"), `PooledCalibratedJudge`
