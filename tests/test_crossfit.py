@@ -142,7 +142,9 @@ def test_the_sparse_agreement_reads_each_judge_as_it_judges(monkeypatch):
     from volratio.calibration import anchored_set as A
 
     asked, table = [], fa.held_out_table
-    monkeypatch.setattr(fa, "held_out_table", lambda *a, shift=0, **k: asked.append(shift) or table(*a, shift=shift, **k))
+    monkeypatch.setattr(
+        fa, "held_out_table", lambda *a, shift=0, **k: asked.append(shift) or table(*a, shift=shift, **k)
+    )
     fa.sparse_regime_agreement({"v2": judges.AnchoredJudge(torch.zeros(1, 1, 3), variant=judges.DEFAULT_JUDGE).rule})
     assert asked == [ar.ALIGN]
     monkeypatch.setattr(fa, "held_out_table", table)

@@ -376,8 +376,9 @@ def sparse_regime_agreement(rules: dict | None = None, root=None):
     rules = rules or {n: AnchoredJudge(torch.zeros(1, 1, 3), variant=n).rule for n in ANCHORED}
     # each rule sees the images as it scores them: aligned within its `shift` (the default's 4 px)
     tables = {k: held_out_table(A.SPARSE_CSV, _needs(rules), root, shift=k) for k in {r.shift for r in rules.values()}}
-    return pd.concat({name: per_group(rule, tables[rule.shift]) for name, rule in rules.items()},
-                     names=["rule", "group"])
+    return pd.concat(
+        {name: per_group(rule, tables[rule.shift]) for name, rule in rules.items()}, names=["rule", "group"]
+    )
 
 
 # the verdict sets: the one the rules are fitted on (None: `A.load_verdicts()`'s) and the three held out
