@@ -266,7 +266,6 @@ LAZY_IMPORTS = {
     "IPython": "book-only: the [book] extra, only in a notebook kernel",
     "myst_nb": "book-only: the [book] extra, only in a notebook kernel",
     "jupyter": "book-only: the [book] extra",
-    "torchmetrics": "costly: seconds to import, and only the anchored judge's ms-ssim feature needs it",
     "requests": "rare path: only a download of the Picbreeder data needs it",
     "pooch": "rare path: only a download of the Picbreeder data needs it (and it imports tqdm.auto)",
 }

@@ -184,6 +184,30 @@ def test_batched_ssim_equals_skimage():
     assert judges.ssim(ref, ref)[0] == pytest.approx(1.0)
 
 
+def test_ms_ssim_equals_torchmetrics():
+    """The anchored judges' multi-scale SSIM (two 1-D window passes) is torchmetrics' to rounding,
+    on images that share their reference and images that do not, at the judges' size and at half
+    it; an image under 24×24 (where the third scale is narrower than its window) is a clear error."""
+    tm = pytest.importorskip("torchmetrics.functional.image")
+    from volratio.judges.similarity import MS_SSIM_BETAS, ms_ssim
+
+    g = torch.Generator().manual_seed(1)
+    betas = tuple(b / sum(MS_SSIM_BETAS) for b in MS_SSIM_BETAS)
+    for size in (64, 32):
+        ref = torch.rand(5, size, size, 3, generator=g, dtype=torch.float64)
+        imgs = (ref + 0.3 * torch.randn(5, size, size, 3, generator=g, dtype=torch.float64)).clamp(0, 1)
+        imgs[0] = ref[0]  # identical: 1
+        imgs[1] = 0.5  # flat
+        want = tm.multiscale_structural_similarity_index_measure(
+            imgs.permute(0, 3, 1, 2), ref.permute(0, 3, 1, 2), kernel_size=7, betas=betas, data_range=1.0,
+            reduction="none", normalize="relu",
+        )  # fmt: skip
+        got = ms_ssim(imgs, ref)
+        assert np.allclose(got, want.numpy(), atol=1e-12, rtol=0) and got[0] == pytest.approx(1.0)
+    with pytest.raises(judges.JudgeError, match="at least 24×24"):
+        ms_ssim(imgs[:, :16, :16], ref[:, :16, :16])
+
+
 def test_threshold_choice_and_roc():
     pos, neg = np.array([0.6, 0.7, 0.9]), np.array([0.1, 0.2, 0.5])
     t = judges.choose_threshold(pos, neg)

@@ -161,14 +161,15 @@ def test_bad_judge_name_in_configs_and_commands(capsys):
 
 
 def test_emc2_runs_name_their_judge_and_default_to_the_librarys():
-    """Every run of the chunks emc2 / emc2_dense names its judge (plan and store), so a config
-    without one means the library's default judge, as everywhere."""
+    """Every run of the chunks emc2 / emc2_dense names its judge (plan and store), the deciding
+    default among them, so a config without one means the library's default judge, as everywhere."""
     from volratio.experiments import emc2_bench
     from volratio.runs import reference, stored
 
     plan = reference.load_plan("examples/sweeps/reference.toml")
     for name in ("emc2", "emc2_dense"):
-        assert {c["judge"] for c in plan[name].configs()} == {"anchored", "anchored-ssim", "stability", "anchored-xfit"}
+        grid = {c["judge"] for c in plan[name].configs()}
+        assert grid == {judges.DEFAULT_JUDGE, "anchored", "anchored-ssim", "stability", "anchored-xfit"}
         if (stored.DEFAULT_ROOT / name / "results.parquet").is_file():
             assert all("judge" in r["config"] for r in stored.records(name))
     assert emc2_bench.parse_point({"target": "apple"}).judge == judges.DEFAULT_JUDGE

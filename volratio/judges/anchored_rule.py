@@ -7,7 +7,7 @@ own render. This module defines what it computes and reads:
 - **Features** (`FEATURES`, `features`): every image and its target are first brought to one size
   (`FIT_RES`, area averaging / bilinear as `volratio.judges.resample`); then SSIM at full
   resolution and after 2×2 and 4×4 average pooling (Wang et al. 2004), multi-scale SSIM over
-  three scales (Wang, Simoncelli & Bovik 2003; `torchmetrics`), the correlation of Sobel edge
+  three scales (Wang, Simoncelli & Bovik 2003; `similarity.ms_ssim`), the correlation of Sobel edge
   maps, the negated RMS distance, the distance of the mean colours, and the log-ratio of the
   images' contrasts (a flat image has none).
 - **The rule** (`LogisticRule`): a logistic model on standardised features (or one feature alone)
@@ -32,7 +32,7 @@ import torch
 from ..errors import DataNotFoundError, VolratioError
 from .base import RULES_DIR, as_images, resample
 from .calibrated_rule import edge_map, row_correlation
-from .similarity import ssim
+from .similarity import ms_ssim, ssim
 
 RULE_JSON = RULES_DIR / "anchored.json"
 
@@ -88,20 +88,6 @@ def _same_rows(r: torch.Tensor) -> list:
     return [[i for i, kk in enumerate(keys) if kk == key] for key in dict.fromkeys(keys)]
 
 
-def _ms_ssim(x: torch.Tensor, r: torch.Tensor) -> np.ndarray:
-    """Multi-scale SSIM over three scales (7×7 Gaussian window, σ 1.5; the standard weights of the
-    first three scales, renormalised) of each image against its reference, per image."""
-    # costly, kept here: torchmetrics takes seconds to import, and only this feature (asked for when a
-    # rule is fitted) needs it
-    from torchmetrics.functional.image import multiscale_structural_similarity_index_measure as ms
-
-    betas = (0.0448, 0.2856, 0.3001)
-    betas = tuple(b / sum(betas) for b in betas)
-    a, b = x.permute(0, 3, 1, 2), r.permute(0, 3, 1, 2)
-    v = ms(a, b, kernel_size=7, betas=betas, data_range=1.0, reduction="none", normalize="relu")
-    return v.reshape(-1).cpu().numpy()
-
-
 def align(x: torch.Tensor, r: torch.Tensor, shift: int) -> torch.Tensor:
     """`x` `(B, H, W, 3)` with each image moved by the whole-pixel offset `(dy, dx)`, |dy|, |dx| ≤
     `shift`, that brings it closest (least squared difference) to its target `r` (row i of `r` is
@@ -154,7 +140,7 @@ def features(images, targets, names=FEATURES, shift: int = 0) -> dict[str, np.nd
             for k in pooled:
                 out[f"ssim@{k}"][idx] = ssim(_pool(x[idx], k), _pool(r[idx[:1]], k)[0])
     if "ms-ssim" in names:
-        out["ms-ssim"] = _ms_ssim(x, r)
+        out["ms-ssim"] = ms_ssim(x, r)
     if "edges" in names or "detail" in names:  # one Sobel map per image, one per distinct target
         ex = edge_map(x)
         er = torch.empty_like(ex)
