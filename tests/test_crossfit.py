@@ -164,6 +164,22 @@ def test_the_sparse_agreement_reads_each_judge_as_it_judges(monkeypatch):
     assert a["notkept_kept"] == int((~kept & y).sum())
 
 
+def test_a_feature_table_served_twice_is_the_table_made_once():
+    """Tables of the stored verdict sets are made once per process and served as column subsets:
+    the same columns, in the same order, and the same numbers as a table made afresh; changing a
+    served table leaves the next one whole."""
+    from volratio.calibration import anchored_set as A
+
+    fa.clear_tables()
+    first = fa.held_out_table(A.SPARSE_CSV, ("edges", "-rmse"), shift=ar.ALIGN)
+    first["edges"] = 0.0
+    again = fa.held_out_table(A.SPARSE_CSV, ("-rmse", "detail"), shift=ar.ALIGN)  # from the cache
+    fresh = fa._verdict_table(A.load_verdicts(A.SPARSE_CSV), A.sparse_networks(), ("-rmse", "detail"), ar.ALIGN)
+    pd.testing.assert_frame_equal(again, fresh)
+    assert fa.held_out_table(A.SPARSE_CSV, ("edges",), shift=ar.ALIGN)["edges"].abs().sum() > 0
+    fa.clear_tables()
+
+
 def test_a_held_out_table_is_one_of_the_three_held_out_sets(tmp_path):
     with pytest.raises(VolratioError, match="not a held-out verdict set"):
         fa.held_out_table(tmp_path / "mine.csv")

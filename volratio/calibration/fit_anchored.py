@@ -211,12 +211,43 @@ def best_rule(results, rules) -> LogisticRule:
     return rules[names[0]]
 
 
+# Feature tables of the stored verdict sets, computed once per process: (set, shift, store root) ->
+# the table with at least `_TABLE_NAMES`. A chapter reads the same sets under several rules; their
+# images regenerate bit for bit (the held-out sets' hashes are checked when a table is first made).
+_TABLES: dict[tuple, pd.DataFrame] = {}
+_TABLE_NAMES = tuple(f for f in KNOWN_FEATURES if f != "ms-ssim")  # every feature a stored rule or gate reads
+
+
+def _cached(key: tuple, names, make) -> pd.DataFrame:
+    """The table `make(names)` builds, from this process's cache when one for `key` holds every
+    feature of `names` (its other features dropped, the columns in `make`'s order); otherwise made
+    with `_TABLE_NAMES` too and kept. A copy: the caller may change it."""
+    names = tuple(names)
+    table = _TABLES.get(key)
+    if table is None or not set(names) <= set(table.columns):
+        table = _TABLES[key] = make(tuple(dict.fromkeys((*names, *_TABLE_NAMES))))
+    other = [c for c in table.columns if c not in KNOWN_FEATURES]
+    return table[other + list(names)].copy()
+
+
+def clear_tables() -> None:
+    """Forget the feature tables this process has made (after changing a verdict set or the store)."""
+    _TABLES.clear()
+
+
 def verdict_table(verdicts=None, nets=None, names=KNOWN_FEATURES, shift: int = 0):
     """The anchored verdicts (`volratio.calibration.anchored_set.load_verdicts`) with every feature of each
     image against its target (`names`, default every feature `features` computes), the images
     regenerated from the stored networks (seconds); `nets`: the networks the rows name, when they
     are not the set's (the held-out new-target and fork-target rows); `shift`: each image aligned to its
-    target within that many pixels first (`anchored_rule.align`, as a rule with that `shift` reads it)."""
+    target within that many pixels first (`anchored_rule.align`, as a rule with that `shift` reads it).
+    The first set's table (no `verdicts`, no `nets`) is made once per process (`clear_tables`)."""
+    if verdicts is None and nets is None:
+        return _cached(("set", int(shift), None), names, lambda n: _verdict_table(None, None, n, shift))
+    return _verdict_table(verdicts, nets, names, shift)
+
+
+def _verdict_table(verdicts, nets, names, shift: int):
     df = (A.load_verdicts() if verdicts is None else verdicts).reset_index(drop=True).copy()
     nets = nets if nets is not None else A.networks(groups=sorted(set(df["group"])))
     images = A.render(df, nets)
@@ -393,16 +424,21 @@ def held_out_table(path, names=KNOWN_FEATURES, root=None, shift: int = 0):
     """`verdict_table` of a held-out verdict set (`A.NEW_CSV`, `A.FORK_CSV` or `A.SPARSE_CSV`), its
     images regenerated from their networks (the Picbreeder data, the `twins16` chunk's twins, the
     `depth_sparse_picbreeder` chunk's networks under `root`) and checked against the stored hashes
-    first: a mismatch is an error, never a silently different table."""
+    first: a mismatch is an error, never a silently different table. Made once per process and
+    store (`clear_tables`)."""
     path = Path(path)
     networks = {A.NEW_CSV: lambda: A.new_target_networks(), A.FORK_CSV: lambda: A.fork_networks(root),
                 A.SPARSE_CSV: lambda: A.sparse_networks(root)}  # fmt: skip
     if path not in networks:
         raise VolratioError(f"{path} is not a held-out verdict set; give one of {', '.join(map(str, networks))}")
-    rows, nets = A.load_verdicts(path), networks[path]()
-    if A.image_sha(A.render(rows, nets)) != rows["sha256"].tolist():
-        raise VolratioError(f"{path}: the images do not regenerate from their networks (hash mismatch)")
-    return verdict_table(rows, nets=nets, names=names, shift=shift)
+
+    def make(names):
+        rows, nets = A.load_verdicts(path), networks[path]()
+        if A.image_sha(A.render(rows, nets)) != rows["sha256"].tolist():
+            raise VolratioError(f"{path}: the images do not regenerate from their networks (hash mismatch)")
+        return _verdict_table(rows, nets, names, shift)
+
+    return _cached((str(path), int(shift), None if root is None else str(Path(root).resolve())), names, make)
 
 
 def all_verdict_sets(names=KNOWN_FEATURES, root=None, shift: int = 0) -> pd.DataFrame:
