@@ -56,9 +56,14 @@ def test_claims_page_pastes_every_verdict_from_its_chapter():
 
 
 def test_front_page_shows_every_reference_verdict():
+    """The front page's table pastes each claim's badge, and its opening answer, a fixed text,
+    each claim's verdict word (glued `claim-<key>-reference-word`), before anything else on the page."""
     page = (BOOK / "intro.md").read_text()
+    brief = page[page.index("**In brief.**") :]
+    assert page.index("**In brief.**") < page.index("{code-cell} ipython3\n:tags: [hide-input, main-figure]")
     for key, c in claims.CLAIMS.items():
         assert f"{{glue}}`{c.doc}.md::claim-{key}-reference-badge`" in page and c.statement in page, key
+        assert f"{{glue}}`{c.doc}.md::claim-{key}-reference-word`" in brief[: brief.index("\n\n")], key
 
 
 def test_sp_vs_pruners_verdict_from_a_table():

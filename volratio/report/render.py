@@ -13,6 +13,7 @@ What one verdict glues (`<name>` is `claim-<key>` for the live quick-scale run, 
 
     <name>          the whole verdict: badge, scale and judge, forest plot, what was measured (folded)
     <name>-badge    the coloured badge alone (reproduced / not reproduced / inconclusive / contradicted / not measured)
+    <name>-word     the verdict word alone (the front page's fixed sentences paste it with {glue})
     <name>-line     one sentence: the deciding number and its interval
     <name>-forest   the forest plot of the deciding effect and the claim's threshold (SVG)
     <name>-power    the interval's half-width beside the smallest effect of interest m, and the
@@ -154,6 +155,7 @@ def record(
         name = f"claim-{key}-{scale}" if stored else f"claim-{key}"
         glue(name, HTML(v.html()), display=False)
         glue(f"{name}-badge", HTML(v.badge()), display=False)
+        glue(f"{name}-word", HTML(html.escape(v.verdict)), display=False)  # the word alone, for a fixed sentence
         glue(f"{name}-line", HTML(html.escape(v.line())), display=False)
         glue(f"{name}-forest", HTML(v.forest_html()), display=False)
         glue(f"{name}-power", HTML(html.escape(power_line(v))), display=False)
