@@ -46,8 +46,9 @@ def test_claims_page_pastes_every_verdict_from_its_chapter():
         for piece in ("reference-badge", "reference-line", "reference-forest", "badge"):
             assert f"{{glue}}`{c.doc}.md::claim-{key}-{piece}`" in page, (key, piece)
         judged = key not in ("rho-concentrated", "welch-r-le-d")
-        assert (f"{{glue}}`{c.doc}.md::claim-{key}-robust`" in page) is judged, key
-        assert (f"{{glue}}`{c.doc}.md::claim-{key}-delta`" in page) is judged, key  # δ on each weight's scale
+        # one robustness line under the badge: a word for the judges and one for δ on each weight's scale
+        assert (f"{{glue}}`{c.doc}.md::claim-{key}-robust-word`" in page) is judged, key
+        assert (f"{{glue}}`{c.doc}.md::claim-{key}-delta-word`" in page) is judged, key
         assert f"<claim-{key}>`" in page and c.statement in page, key
         chapter = (BOOK / f"{c.doc}.md").read_text()
         assert f"(claim-{key})=" in chapter, (key, c.doc)
@@ -323,6 +324,10 @@ def test_robustness_says_in_a_few_words_whether_label_anchored_judges_agree():
     assert claims.robustness({"anchored": same["anchored"]}).startswith(
         "robustness to the judge not measured (one judge"
     )
+    # the claims page's robustness line: one word each
+    assert [claims.robust_word(v) for v in (same, differ, {"anchored": same["anchored"]})] == [
+        "robust", "depends", "one judge"
+    ]  # fmt: skip
 
 
 def test_claims_page_pieces_badge_line_and_forest():

@@ -19,9 +19,11 @@ What one verdict glues (`<name>` is `claim-<key>` for the live quick-scale run, 
     <name>-power    the interval's half-width beside the smallest effect of interest m, and the
                     networks per cell that would bring it under m (`power_line`)
 
-and `by_judge` / `single_judge` glue `claim-<key>-judges` (each judge's verdict, one line) and
-`claim-<key>-robust` (robust to the judge or not, a few words); `delta_reading` glues
-`claim-<key>-delta`, the verdict with δ on each weight's scale beside the paper's δ.
+and `by_judge` / `single_judge` glue `claim-<key>-judges` (each judge's verdict, one line),
+`claim-<key>-robust` (robust to the judge or not, a few words) and `claim-<key>-robust-word`;
+`delta_reading` glues `claim-<key>-delta`, the verdict with δ on each weight's scale beside the
+paper's δ, and `claim-<key>-delta-word` ("same", "differs", "not scored"). The claims page's
+robustness line pastes the two words (and, for the depth claim, the judge-free verdict's).
 """
 
 from __future__ import annotations
@@ -203,13 +205,14 @@ def by_judge(key: str, decide, judges, scale: str = "reference", missing=(), on:
     non-zero weight", said after the line). Returns `{judge: Verdict}`."""
     with unglued():
         out = {j: decide(j) for j in judges}
-    glue_judges(key, judge_comparison(out, missing, on), robustness(out))
+    glue_judges(key, judge_comparison(out, missing, on), robustness(out), robust_word(out))
     return out
 
 
-def glue_judges(key: str, line: str, short: str) -> str:
-    """Glue `line` as `claim-<key>-judges` (each judge's verdict) and `short` as `claim-<key>-robust`
-    (the claims page's few words on the judge) in a notebook. Returns `line`."""
+def glue_judges(key: str, line: str, short: str, word: str = "one judge") -> str:
+    """Glue `line` as `claim-<key>-judges` (each judge's verdict), `short` as `claim-<key>-robust`
+    (a few words on the judge) and `word` as `claim-<key>-robust-word` (one, for the claims page's
+    robustness line: `robust_word`) in a notebook. Returns `line`."""
     if key not in CLAIMS:
         raise VolratioError(f"unknown claim {key!r}; known: {', '.join(CLAIMS)}")
     if _in_kernel() and not _UNGLUED.get():
@@ -219,6 +222,7 @@ def glue_judges(key: str, line: str, short: str) -> str:
 
         glue(f"claim-{key}-judges", HTML(html.escape(line)), display=False)
         glue(f"claim-{key}-robust", HTML(html.escape(short)), display=False)
+        glue(f"claim-{key}-robust-word", HTML(html.escape(word)), display=False)
     return line
 
 
@@ -246,6 +250,7 @@ def delta_reading(key: str, deciding: "Verdict | None", scaled: "Verdict | None"
         raise VolratioError(f"unknown claim {key!r}; known: {', '.join(CLAIMS)}")
     if scaled is None:
         line = "δ on each weight's scale: not scored yet" + (f" (`{command}`)" if command else "")
+        word = "not scored"
     else:
         same = deciding is not None and scaled.verdict == deciding.verdict
         st = scaled.evidence.get("statistic") or {}
@@ -255,12 +260,14 @@ def delta_reading(key: str, deciding: "Verdict | None", scaled: "Verdict | None"
         line = f"δ × its layer's std{under}: {scaled.verdict}{number} — " + (
             "the same verdict as the paper's δ" if same else "differs from the paper's δ"
         )
+        word = "same" if same else "differs"
     if _in_kernel() and not _UNGLUED.get():
         # book-only: IPython and myst-nb come with the [book] extra, and only a notebook kernel gets here
         from IPython.display import HTML
         from myst_nb import glue
 
         glue(f"claim-{key}-delta", HTML(html.escape(line)), display=False)
+        glue(f"claim-{key}-delta-word", HTML(html.escape(word)), display=False)  # the claims page's one word
     return line
 
 
@@ -285,6 +292,14 @@ def robust_to_judge(verdicts: dict) -> bool:
     question (is the image stable, not is it the label), so they are reported beside, not counted."""
     asked = {v.verdict for j, v in verdicts.items() if j not in SELF_ANCHORED}
     return len(asked) <= 1
+
+
+def robust_word(verdicts: dict) -> str:
+    """One word for the claims page's robustness line: "robust" (every label-anchored judge among
+    `verdicts` agrees), "depends" (they differ) or "one judge" (fewer than two were asked)."""
+    if sum(j not in SELF_ANCHORED for j in verdicts) < 2:
+        return "one judge"
+    return "robust" if robust_to_judge(verdicts) else "depends"
 
 
 def _not_stored(verdicts: dict) -> str:
