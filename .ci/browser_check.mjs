@@ -11,7 +11,7 @@
 // files) at Δw = 0, after the slider moves the top-ranked weight, and along a random direction —
 // mean absolute error ≤ 0.01 per channel; the redraw time at the canvas resolution is reported; and
 // with JavaScript disabled the static sweep figures must still be there.
-// Screenshots go to _build/screenshots/. Usage (from the repository root, book already built):
+// Every page is opened at 1280×800 (a laptop screen); its first screen is saved to _build/screenshots/. Usage (from the repository root, book already built):
 //   node .ci/browser_check.mjs BASE_URL TOOLS_DIR
 // BASE_URL serves _build/html (e.g. http://127.0.0.1:8765/); TOOLS_DIR holds node_modules with
 // playwright-core. The book must read offline: it serves its own MathJax (copied into _static/mathjax
@@ -241,7 +241,7 @@ async function checkReading(page, page_) {
 // One page's checks: the problems found (empty: it passed), printed as one line. Throws when the
 // browser dies under it.
 async function checkPage(page_) {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });  // a laptop's screen
   const errors = [];
   page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
   page.on("pageerror", (e) => errors.push(String(e)));
