@@ -63,11 +63,9 @@ CHOICES_AFTER_DATA = (
     "near-dense depth verdicts had been read without it.",
     "The Picbreeder depth sweep (the PNG predictor's sweet spots) still reads each depth at its own fit point, so "
     "sparsity drifts with depth there.",
-    "The deciding judge of the depth peak, the Muon comparison and the connectivity claim became the gated default "
-    "(anchored-v2, fitted on verdicts by inspection and generated negatives only, commit b34c7426) after those "
-    "claims' verdicts under the old default (anchored) had been read; the old default stays beside it as a "
-    "robustness row. The other EMC2 claims are still decided under the old default until their networks are "
-    "rescored.",
+    "The deciding judge of every EMC2 claim became the gated default (anchored-v2, fitted on verdicts by "
+    "inspection and generated negatives only, commit b34c7426) after those claims' verdicts under the old default "
+    "(anchored) had been read; the old default stays beside it as a robustness row.",
 )
 
 
