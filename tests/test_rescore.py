@@ -213,6 +213,16 @@ def test_judges_covering_names_the_judges_every_run_has_scores_under(root):
     assert S.judges_covering(["tiny"], root) == ["anchored", "stability"]
 
 
+def test_the_delta_row_is_read_under_the_deciding_judge_where_it_can_be(root):
+    """`scaled_judge`: the judge whose δ × layer-std rescores cover the chunk — the deciding one,
+    else the fallback, else none."""
+    assert S.scaled_judge(["tiny"], "anchored-v2", root=root) is None  # nothing scored with δ on each weight's scale
+    RS.rescore_chunk("tiny", "anchored", root, progress=False, delta_scale="layer_std")
+    assert S.scaled_judge(["tiny"], "anchored-v2", root=root) == "anchored"
+    RS.rescore_chunk("tiny", "anchored-v2", root, progress=False, delta_scale="layer_std")
+    assert S.scaled_judge(["tiny"], "anchored-v2", root=root) == "anchored-v2"
+
+
 def test_optimizer_runs_read_under_another_judge(tmp_path):
     from volratio.experiments import optimizers as O
 

@@ -405,6 +405,14 @@ def judges_covering(
     return [j for j in JUDGES if own == {j} or keys <= covered.get(j, set())]
 
 
+def scaled_judge(names, deciding: str, fallback: str = "anchored", root=None, **reading) -> "str | None":
+    """The judge to read the chunks `names` under with δ × each weight's layer std (the claims'
+    robustness row on δ): `deciding` when its layer-std rescores cover every stored run (read as
+    `reading`: `every_weight`, `engine`), else `fallback` when its do, else None (not scored)."""
+    covering = judges_covering(names, root, delta_scale="layer_std", **reading)
+    return next((j for j in (deciding, fallback) if j in covering), None)
+
+
 def judges_reading(names, judges, root: "str | Path | None" = None, engine: str = "fused") -> dict:
     """What the judges `judges` are compared on over the chunks `names`: every non-zero weight
     through `engine` (`{"every_weight": True, "engine": engine}`) where every stored run has
