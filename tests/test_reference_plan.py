@@ -115,7 +115,7 @@ def test_every_chunk_has_an_owner_or_says_it_has_none():
 
 
 # chunks being run (resumable): the store holds some of their runs, never a run the plan does not name
-IN_PROGRESS: tuple = ("sparse_regime_emc2_v2", "sparse_regime_more_emc2_v2")
+IN_PROGRESS: tuple = ()
 
 
 def test_the_store_holds_exactly_the_runs_of_the_plan():
@@ -244,13 +244,13 @@ def test_regime_scores_read_every_source_run_at_every_compared_population():
 
 
 def test_emc2_dense_chunk_runs_the_emc2_bench_reference_preset():
-    """Our dense and SP networks: one run per judge and seed (the preset: `judge` and `judges`, and
-    the cross-fitted judge that claim 1 is also read under)."""
+    """Our dense and SP networks: one run per judge and seed (the preset: `judge` and `judges`, the
+    cross-fitted judge that claim 1 is also read under, and the default judge, which decides it)."""
     ref = dataclasses.replace(emc2_bench.Config.reference(), judge=STORED_DEFAULT)
     runs = _replicated("emc2_dense", parsed("emc2_dense"))
     for p in runs:
         assert dataclasses.replace(p, judge=ref.judge) == ref
-    want = [ref.judge, *ref.judges, XFIT] * REPLICATES["emc2_dense"]
+    want = [ref.judge, *ref.judges, XFIT, DEFAULT_JUDGE] * REPLICATES["emc2_dense"]
     assert Counter(p.judge for p in runs) == Counter(want)
 
 
@@ -265,7 +265,7 @@ def test_emc2_chunk_scores_the_emc2_bench_reference_networks():
         assert (p.res, p.deltas, p.dtype, p.device, p.seed) == (ref.res, ref.deltas, ref.dtype, ref.device, ref.seed)
         assert p.max_params == (ref.max_params if (p.network, p.target) == ("fer-sgd", "apple") else None)
     networks = [n for n, kind in emc2_bench.NETWORKS.items() if kind in emc2_bench.KINDS]
-    judges = [ref.judge, *ref.judges, XFIT]
+    judges = [ref.judge, *ref.judges, XFIT, DEFAULT_JUDGE]
     assert Counter((p.network, p.target, p.judge) for p in runs) == Counter(product(networks, ref.targets, judges))
     for r in S.records("emc2", STORE):
         m = r["metrics"]
