@@ -134,7 +134,7 @@ def test_the_sparse_regime_verdicts_regenerate_from_the_stored_networks_and_are_
     assert not set(A.load_verdicts().network) & set(rows.network)  # held out: not in the rows the rules fit on
 
 
-def test_the_sparse_agreement_reads_each_judge_as_it_judges(monkeypatch):
+def test_the_sparse_agreement_reads_each_judge_as_it_judges(monkeypatch, picbreeder_dir):
     """The default aligns each image to its target before its features: its row of
     `sparse_regime_agreement` is read from aligned features (the table once fed it unaligned ones:
     12 of the 90 rows' features differ, though on this set no verdict changes) and equals the
@@ -164,7 +164,7 @@ def test_the_sparse_agreement_reads_each_judge_as_it_judges(monkeypatch):
     assert a["notkept_kept"] == int((~kept & y).sum())
 
 
-def test_a_feature_table_served_twice_is_the_table_made_once():
+def test_a_feature_table_served_twice_is_the_table_made_once(picbreeder_dir):
     """Tables of the stored verdict sets are made once per process and served as column subsets:
     the same columns, in the same order, and the same numbers as a table made afresh; changing a
     served table leaves the next one whole."""
