@@ -516,3 +516,19 @@ def test_depth_panels_draw_the_planted_panel_alone_when_every_curve_is_planted()
     assert len(fig.axes) == 1 and fig.axes[0].get_xlabel() == "depth − L*"
     both = {**planted, "picbreeder:x": _curve("picbreeder:x", [0.2, 0.2], true_at=3)}
     assert len(plots.depth_panels(both, {"planted:a": 3}).axes) == 2
+
+
+def test_the_sixteen_target_verdict_says_how_many_targets_would_decide():
+    """The targets are claim 1's units: its power line names the targets that would bring the
+    half-width under m (n·(hw/m)², as the mean's standard error falls as 1/√n), and none once it is
+    under m."""
+    table = pd.DataFrame([{"network": n, "target": "skull", "auc": a, "auc_se": 0.0, "n_params": 9, "n_nonzero": 9}
+                          for n, a in (("Picbreeder", 0.9), ("FER SGD", 0.1))])  # fmt: skip
+    wide, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=_sixteen([0.3, -0.1, 0.1]))
+    p = wide.evidence["power"]
+    hw = (wide.evidence["statistic"]["hi"] - wide.evidence["statistic"]["lo"]) / 2
+    assert p["targets"] == 3 and p["needed_targets"] == int(np.ceil(3 * (hw / 0.1) ** 2)) > 3
+    assert f"about {p['needed_targets']} targets would bring it under m" in claims.power_line(wide)
+    narrow, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=_sixteen([-0.01, 0.0, 0.01]))
+    assert narrow.evidence["power"]["needed_targets"] is None
+    assert claims.power_line(narrow).startswith("half-width 0.0248 against m = 0.1, with 3 targets")

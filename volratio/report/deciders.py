@@ -306,17 +306,24 @@ def png_ratio_linear(
 
 
 def _slope_power(pred) -> dict:
-    """The slope's half-width beside m, and the planted targets that would bring it under m (the
-    slope's standard error falls as 1/√n at the same spread of ratios and residuals)."""
-    m = CLAIMS["png-ratio-linear"].statistic.smallest
-    e = slope(pred)
+    """The slope's half-width beside m, and the planted targets that would bring it under m."""
+    return targets_power("png-ratio-linear", slope(pred), int(pred.n), "planted targets")
+
+
+def targets_power(key: str, e: Estimate, n: int, units: str = "targets") -> dict:
+    """Claim `key`'s statistic `e`, computed over `n` independent targets, against its smallest effect
+    of interest m: the half-width, and the targets that would bring it under m. A mean's (or a
+    slope's) standard error falls as 1/√n at the same spread between targets, so the half-width at
+    n′ targets is about hw·√(n/n′). More networks per target narrow only each target's own mean:
+    where the targets are the units, only more targets decide."""
+    m = CLAIMS[key].statistic.smallest
     hw = float((e.hi - e.lo) / 2)
-    text = f"half-width {hw:.3f} against m = {m:g}, with {pred.n} planted targets"
+    text = f"half-width {hw:.3g} against m = {m:g}, with {n} {units}"
     needed = None
     if np.isfinite(hw) and hw > m:
-        needed = int(np.ceil(pred.n * (hw / m) ** 2))
+        needed = int(np.ceil(n * (hw / m) ** 2))
         text += f"; about {needed} targets would bring it under m"
-    return {"half_width": hw, "smallest_effect": m, "targets": int(pred.n), "needed_targets": needed, "text": text}
+    return {"half_width": hw, "smallest_effect": m, "targets": int(n), "needed_targets": needed, "text": text}
 
 
 def slope(pred) -> Estimate:
@@ -762,6 +769,8 @@ def picbreeder_vs_sgd_stored(
                 f"twins' is {interval(d, '+.3f')} (the claim: above 0)"
                 + (f"; every network of a target judged against one anchor, {anchor}." if anchor else ".")
             )
+        if d is not None:  # the targets are the units: more twins per target do not narrow it
+            evidence["power"] = targets_power("picbreeder-vs-sgd", d, int(sixteen["used"].sum()))
         evidence = {**decided("picbreeder-vs-sgd", d)[2],
                     "sixteen": {"mean": getattr(d, "mean", None), "lo": getattr(d, "lo", None),
                                 "hi": getattr(d, "hi", None), "left_out": out},
