@@ -203,6 +203,7 @@ async function checkReading(page, page_) {
     const claimsRows = [...document.querySelectorAll("table.claims-table tbody tr")].map((tr) => ({
       claim: (tr.cells[0]?.innerText || "").trim().slice(0, 60),
       badges: tr.querySelectorAll(".verdict-badge").length,
+      verdictCell: (tr.cells[1]?.innerText || "").replace(/\s+/g, " ").trim(),
     }));
     return {
       raw,
@@ -230,6 +231,10 @@ async function checkReading(page, page_) {
     if (seen.claimsRows.length !== N_CLAIMS) problems.push(`the claims table (table.claims-table) has ${seen.claimsRows.length} rows, expected ${N_CLAIMS}, one per claim`);
     for (const r of seen.claimsRows) {
       if (r.badges !== 1) problems.push(`claims table row "${r.claim}" has ${r.badges} verdict badges, expected 1 (is its glued verdict missing?)`);
+      // every EMC2 claim is decided under the gated default judge, and its row says so
+      if (!r.verdictCell.includes("no judge involved") && !r.verdictCell.includes("judge: gated default")) {
+        problems.push(`claims table row "${r.claim}" does not name the gated default as its deciding judge: "${r.verdictCell}"`);
+      }
     }
   }
   if (page_ === frontPage && seen.badges !== N_CLAIMS) {

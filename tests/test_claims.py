@@ -48,6 +48,7 @@ def test_claims_page_pastes_every_verdict_from_its_chapter():
         judged = key not in ("rho-concentrated", "welch-r-le-d")
         # one robustness line under the badge: a word for the judges and one for δ on each weight's scale
         assert (f"{{glue}}`{c.doc}.md::claim-{key}-robust-word`" in page) is judged, key
+        assert (f"judge: {{glue}}`{c.doc}.md::claim-{key}-reference-judge`" in page) is judged, key
         assert (f"{{glue}}`{c.doc}.md::claim-{key}-delta-word`" in page) is judged, key
         assert f"<claim-{key}>`" in page and c.statement in page, key
         chapter = (BOOK / f"{c.doc}.md").read_text()

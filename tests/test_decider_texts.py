@@ -273,3 +273,16 @@ def test_nothing_is_glued_inside_unglued(glued):
     render.delta_reading("depth-optimum", v, v)
     assert {"claim-depth-optimum-judges", "claim-depth-optimum-robust", "claim-depth-optimum-delta"} <= set(glued)
     assert any(n.startswith("claim-depth-optimum-reference") for n in glued)
+
+
+def test_a_judged_verdict_glues_its_judge_in_a_word(glued, monkeypatch):
+    """The claims page's line under a badge names the judge that decided it (`-judge`: "gated
+    default" for the default judge); a claim that involves no judge glues none."""
+    import myst_nb
+
+    values = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=False: values.__setitem__(name, value.data))
+    claims.record("depth-optimum", "inconclusive", "m", scale="reference", judge="anchored-v2", stored=True)
+    assert values["claim-depth-optimum-reference-judge"] == "gated default"
+    claims.record("welch-r-le-d", "reproduced", "m", scale="reference", stored=True)
+    assert "claim-welch-r-le-d-reference-judge" not in values

@@ -114,6 +114,12 @@ def judge_brief(judge: str) -> str:
     return (t.brief if t is not None else "") or judge
 
 
+def judge_word(judge: str) -> str:
+    """The deciding judge in a word or two, for the claims page's line under a badge ("judge: gated
+    default"): `judge_brief` without its trailing " judge"."""
+    return judge_brief(judge).removesuffix(" judge")
+
+
 def forest_of(rows, xlabel: str, threshold: float | None = None, threshold_label: str = "") -> Forest | None:
     """A `Forest` from `(label, Estimate, group)` rows; an interval that is not finite (one seed)
     is drawn as its point, a row without a finite estimate is left out; None when none is left."""
@@ -161,6 +167,8 @@ def record(
         glue(f"{name}-line", HTML(html.escape(v.line())), display=False)
         glue(f"{name}-forest", HTML(v.forest_html()), display=False)
         glue(f"{name}-power", HTML(html.escape(power_line(v))), display=False)
+        if judge is not None:  # the judge that decided it, in a word or two
+            glue(f"{name}-judge", HTML(html.escape(judge_word(judge))), display=False)
     return v
 
 
