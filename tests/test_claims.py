@@ -379,3 +379,20 @@ def test_welch_verdict_draws_each_dimension_against_the_bound():
     assert v.verdict == "reproduced"
     assert [(r.label, r.mean) for r in v.forest.rows] == [("d = 2, r = 3…4", 1.0), ("d = 3, r = 5…6", 1.1)]
     assert "smallest ratio of a frame's coherence to the Welch bound is 1.000000" in v.line()
+
+
+def test_each_evidence_page_is_linked_from_its_chapters_answer():
+    """The audit of a chapter's stored runs is an appendix page, `book/evidence_<chapter>.md`, listed
+    in the table of contents' Evidence part and linked from the chapter's answer box."""
+    import yaml
+
+    toc = yaml.safe_load((BOOK.parent / "_toc.yml").read_text())
+    pages = [c["file"] for p in toc["parts"] if p["caption"] == "Evidence" for c in p["chapters"]]
+    assert pages, "no Evidence part in _toc.yml"
+    for page in pages:
+        name = page.removeprefix("book/evidence_")
+        chapter = (BOOK / f"{name}.md").read_text()
+        answer = chapter[chapter.index("The answer at the reference scale") :]
+        answer = answer[: answer.index("\n:::")]
+        assert f"{{doc}}`evidence_{name}`" in answer, name
+        assert (BOOK / f"evidence_{name}.md").read_text().count("# Evidence: ") == 1, name
