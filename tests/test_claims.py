@@ -383,7 +383,8 @@ def test_welch_verdict_draws_each_dimension_against_the_bound():
 
 def test_each_evidence_page_is_linked_from_its_chapters_answer():
     """The audit of a chapter's stored runs is an appendix page, `book/evidence_<chapter>.md`, listed
-    in the table of contents' Evidence part and linked from the chapter's answer box."""
+    in the table of contents' Evidence part, linked from the chapter's answer box and from the claims
+    page's row of each claim the chapter decides."""
     import yaml
 
     toc = yaml.safe_load((BOOK.parent / "_toc.yml").read_text())
@@ -396,3 +397,7 @@ def test_each_evidence_page_is_linked_from_its_chapters_answer():
         answer = answer[: answer.index("\n:::")]
         assert f"{{doc}}`evidence_{name}`" in answer, name
         assert (BOOK / f"evidence_{name}.md").read_text().count("# Evidence: ") == 1, name
+    rows = (BOOK / "claims.md").read_text()
+    for key, c in claims.CLAIMS.items():  # the claims page links a claim's evidence page beside its chapter
+        if f"book/evidence_{c.doc}" in pages:
+            assert f"<claim-{key}>` <br> <small>{{doc}}`evidence <evidence_{c.doc}>`</small>" in rows, key
