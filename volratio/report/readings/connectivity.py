@@ -1,0 +1,199 @@
+"""Claim "sp-vs-pruners" at the reference scale: SP against Lottery Ticket, Wanda and LLM-Pruner.
+
+The verdict is read from the sparse regime's stored networks (experiment `sparse_regime`: SP from an
+over-parameterised start, every baseline matched to it per layer, both checkpoints pooled) under one
+reading, a judge and a `delta_scale`: "absolute" reads the chunks `CLAIM_SCORES` (the paper's
+w ← w + δ, every judge), "layer_std" the chunk `SCALED_CHUNK` (δ × the std of the weight's layer,
+the label-anchored judge only). A baseline network that has no path left from input to output
+draws nothing: it scores 0, or is left out (`failed_as_zero`).
+
+Chapters: book/connectivity.md decides the claim (`verdict`, `judges`, `layer_std_verdict`);
+book/evidence_connectivity.md audits it (`per_checkpoint`), reads the near-dense check beside it
+(`near_dense_verdict`) and words the quick-scale grid of SP's end points (`along_steps`,
+`end_reasons`).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pandas as pd
+
+from ...errors import VolratioError
+from ...experiments import connectivity as study
+from ...experiments import sparse_regime as regime
+from ...judges import DEFAULT_JUDGE
+from ...nets import Arch
+from ...runs import stored
+from ...util.verdicts import Estimate
+from ..deciders import sp_vs_pruners
+from ..render import Verdict, unglued
+
+COMPARED = ("sp", "imp", "wanda", "llm-pruner")  # SP and the three pruners the claim names
+
+# delta_scale -> (the chunks that score the claim's networks, the chunks that pruned them)
+SCORED = {
+    "absolute": (regime.CLAIM_SCORES, regime.CLAIM_SOURCES),
+    "layer_std": (regime.SCALED_CHUNK, regime.REFERENCE_CHUNK),
+}
+
+
+@functools.cache
+def _scores(delta_scale: str) -> pd.DataFrame:
+    # the store does not change under a book build: read each reading's chunks once per process
+    if delta_scale not in SCORED:
+        raise VolratioError(f"delta_scale {delta_scale!r} is not a reading of δ; use one of {', '.join(SCORED)}")
+    names, sources = SCORED[delta_scale]
+    return regime.stored_scores(names, sources=sources)
+
+
+def scores(delta_scale: str = "absolute") -> pd.DataFrame:
+    """The sparse regime's stored networks, one row per network (every method, both checkpoints),
+    with `emc2_auc:<judge>` and `base_kept:<judge>` per stored judge (`regime.stored_scores`). A copy:
+    the caller may change it."""
+    return _scores(delta_scale).copy()
+
+
+def judges(delta_scale: str = "absolute") -> list[str]:
+    """The judges the claim's networks are scored under, in the order they are stored."""
+    return [c.split(":", 1)[1] for c in _scores(delta_scale).columns if c.startswith("emc2_auc:")]
+
+
+def rows(judge: str = DEFAULT_JUDGE, failed_as_zero: bool = True, delta_scale: str = "absolute") -> pd.DataFrame:
+    """The networks the claim compares (`COMPARED`, both checkpoints) with `emc2_auc`, `base_kept` and
+    `judge` those under `judge`. A network with no path left (`failed`) scores 0, or is left out when
+    `failed_as_zero` is False."""
+    table = _scores(delta_scale)
+    if f"emc2_auc:{judge}" not in table:
+        raise VolratioError(
+            f"the sparse regime's networks are not scored under judge {judge!r} with δ read {delta_scale!r} "
+            f"(stored: {', '.join(judges(delta_scale)) or 'none'}); score them with "
+            f"`volratio reference run examples/sweeps/reference.toml --chunk <chunk>` for a chunk under that judge"
+        )
+    out = table[table.method.isin(COMPARED)].copy()
+    out["emc2_auc"] = out[f"emc2_auc:{judge}"].astype(float)
+    out["base_kept"] = out[f"base_kept:{judge}"]  # with `collapsed`: the decider scores a network that does not draw 0
+    if "failed" in out:
+        out.loc[out.failed.notna(), "emc2_auc"] = 0.0 if failed_as_zero else np.nan
+    return out.dropna(subset=["emc2_auc"]).assign(judge=judge)
+
+
+def no_path(delta_scale: str = "absolute") -> int:
+    """How many of the compared networks have no path left (a baseline pruned to SP's sizes)."""
+    table = _scores(delta_scale)
+    return int(table[table.method.isin(COMPARED)].failed.notna().sum()) if "failed" in table else 0
+
+
+def at(delta_scale: str = "absolute") -> str:
+    """Where the claim is decided, in words: SP's median sparsity and non-zero count per checkpoint."""
+    table = _scores(delta_scale)
+    sparsity = ", ".join(
+        f"{c}: median weight sparsity {g.sparsity.median():.3f}, {g.nonzero.median():,.0f} non-zero"
+        for c, g in table[table.method == "sp"].groupby("checkpoint")
+    )
+    return f"decided on the sparse regime, both checkpoints pooled ({sparsity})"
+
+
+def verdict(
+    judge: str = DEFAULT_JUDGE, failed_as_zero: bool = True, delta_scale: str = "absolute"
+) -> tuple[Verdict, pd.DataFrame]:
+    """The claim's verdict under one reading, and its per-method table (`claims.sp_vs_pruners` on
+    `rows`). Glued for the claims page when called in a notebook outside `claims.unglued()`."""
+    return sp_vs_pruners(
+        rows(judge, failed_as_zero, delta_scale), scale="reference", judge=judge, stored=True, at=at(delta_scale)
+    )
+
+
+def layer_std_verdict(judge: str = "anchored") -> Verdict | None:
+    """The verdict with every weight moved by δ × the std of its layer (never glued: the claims page
+    shows it beside the deciding one), or None until every run of `SCALED_CHUNK` is stored. `judge`:
+    the one judge that chunk is scored under."""
+    if regime.SCALED_CHUNK not in stored.chunks():
+        return None
+    cost = stored.cost(regime.SCALED_CHUNK)
+    if cost["runs"] != cost["of"]:
+        return None
+    with unglued():
+        return verdict(judge, delta_scale="layer_std")[0]
+
+
+def per_checkpoint(judge: str = DEFAULT_JUDGE) -> pd.DataFrame:
+    """Per checkpoint and method: the networks, how many draw their target under `judge` (one with no
+    path draws nothing), SP's median weight sparsity and the mean EMC2 AUC with its 95% interval."""
+    out = []
+    for c, g in rows(judge).groupby("checkpoint"):
+        for m, h in g.groupby("method", sort=False):
+            e = Estimate.from_samples(h.emc2_auc)
+            drawn = h[f"base_kept:{judge}"].astype("boolean").fillna(False)
+            out.append({"checkpoint": c, "method": m, "networks": len(h), "drawn": int(drawn.sum()),
+                        "weight sparsity (median)": h.sparsity.median(),
+                        "EMC2 AUC": f"{e.mean:.3f} [{e.lo:.3f}, {e.hi:.3f}]"})  # fmt: skip
+    return pd.DataFrame(out).set_index(["checkpoint", "method"])
+
+
+# The near-dense check: SP that keeps the fit, on narrow networks (experiment `connectivity`).
+
+
+@functools.cache
+def _near_dense() -> pd.DataFrame:
+    return study.stored_table()
+
+
+def near_dense_table() -> pd.DataFrame:
+    """The near-dense check's stored runs, one row per target × seed × method (`study.stored_table`); a copy."""
+    return _near_dense().copy()
+
+
+def near_dense_verdict(judge: str = "anchored") -> tuple[Verdict, pd.DataFrame]:
+    """The claim on the near-dense networks scored under `judge`, on the seeds whose dense network draws
+    its target under that judge (`study.dense_drawn`). A check beside the verdict: call it within
+    `claims.unglued()` so that it does not replace the sparse regime's verdict."""
+    table, _ = study.dense_drawn(study.judged(_near_dense(), judge), judge)
+    return sp_vs_pruners(table, scale="reference", judge=judge, stored=True)
+
+
+def near_dense_archs() -> dict[str, Arch]:
+    """The architecture each target's near-dense networks were trained in (its own or the quick one)."""
+    return {t: Arch.parse(a) for t, a in _near_dense().groupby("target", sort=False).arch.first().items()}
+
+
+def dense_weights(arch: Arch, n_in: int = 4, n_out: int = 3) -> int:
+    """The weights of a dense network of `arch`: `n_in` inputs (y, x, d and the constant bias input),
+    `n_out` colour channels."""
+    dims = [n_in] + [arch.width] * arch.depth + [n_out]
+    return sum(a * b for a, b in zip(dims[:-1], dims[1:]))
+
+
+# Words for the quick-scale grid of SP's end points (`regime.endpoint_grid`), built from its numbers.
+
+
+def trend(values) -> str:
+    """Which way a sequence moves: rising or falling at every step, or neither."""
+    d = np.diff(np.asarray(values, dtype=float))
+    if (d > 0).all() or (d < 0).all():
+        return ("rising" if d[0] > 0 else "falling") + " at every step"
+    return "neither rising nor falling at every step"
+
+
+def along_steps(grid_by: pd.DataFrame, col: str, fmt: str) -> str:
+    """Per τ start, the medians of `col` as the retraining steps grow, and which way they move.
+    `grid_by`: the grid's medians indexed by (`tau`, `retrain_steps`)."""
+    return "; ".join(
+        f"from τ {t:g}: " + " → ".join(fmt.format(v) for v in g[col]) + f" ({trend(g[col])})"
+        for t, g in grid_by.groupby(level="tau", sort=False)
+    )
+
+
+def _end_reason(row) -> str:
+    if row.stage == "end" and row.stop == "target size":
+        return "reached the goal"
+    return "had no redundant pair left" if row.stop == "no redundant pair" else "ran out of rounds"
+
+
+def end_reasons(grid: pd.DataFrame) -> str:
+    """Why SP stopped, counted over the grid's end points ("3 reached the goal, 2 ran out of rounds");
+    the goal is always named, with 0 when no network reached it."""
+    whys = grid.apply(_end_reason, axis=1).value_counts()
+    reasons = ("reached the goal", *whys.index.drop("reached the goal", errors="ignore"))
+    return ", ".join(f"{int(whys.get(w, 0))} {w}" for w in reasons)
