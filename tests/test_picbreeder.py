@@ -33,6 +33,15 @@ def test_layerized_matches_fer_structure(picbreeder_dir, name):
 
 
 @pytest.mark.parametrize("name", picbreeder.NAMES)
+def test_units_per_layer_counts_each_placed_node_and_cache_unit_once_within_the_width(picbreeder_dir, name):
+    lay = picbreeder.layerize(name)
+    nodes, caches = lay.units_per_layer()
+    assert len(nodes) == len(caches) == lay.net.depth
+    assert nodes.sum() == sum(l > 0 for l, _ in lay.placement.values()) and caches.sum() == len(lay.caches)
+    assert (nodes + caches <= lay.net.width).all() and (nodes > 0).all()  # every layer holds a node of the graph
+
+
+@pytest.mark.parametrize("name", picbreeder.NAMES)
 def test_layerized_renders_target_png(picbreeder_dir, name):
     img = picbreeder.layerized(name, dtype=torch.float64).render(256)[0]
     target = picbreeder.target_image(name).double()

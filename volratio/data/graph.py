@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from ..errors import GenomeError
@@ -231,6 +232,14 @@ class Layered:
             if l > 0 and not k.startswith("_"):  # "_hue"/"_saturation": constant padding units
                 out[l].append((k, c))
         return {l: sorted(v, key=lambda t: t[1]) for l, v in sorted(out.items())}
+
+    def units_per_layer(self) -> tuple[np.ndarray, np.ndarray]:
+        """`(nodes, caches)`: how many graph nodes and how many cache units sit in each hidden layer
+        1..L (the constant padding units count as nodes: they take a column like one)."""
+        depth = self.net.depth
+        nodes = np.bincount([l for l, _ in self.placement.values() if l > 0], minlength=depth + 1)[1:]
+        caches = np.bincount([l for _, l in self.caches], minlength=depth + 1)[1:]
+        return nodes, caches
 
 
 def _layerize(g: Graph, dtype, mode: str = "asap") -> Layered:
