@@ -193,6 +193,16 @@ def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
     )
 
 
+def net_at_spot(curves: dict, nets: dict, target: str) -> tuple:
+    """`(network, depth)`: the first network of `target` at its sweet spot in `curves`, or at the
+    middle swept depth where the curve has no spot (a flat curve), from `nets` (`(target, depth) ->
+    population`, `volratio.runs.depth_sweep.load_nets`). The chapter draws its feature maps and
+    weight sweeps."""
+    c = curves[target]
+    depth = c.spot.depth or c.depths[len(c.depths) // 2]
+    return nets[(target, depth)].select(0), depth
+
+
 # ---------------------------------------------------------------------------------------------
 # The reference scale (stored results)
 

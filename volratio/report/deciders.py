@@ -350,6 +350,24 @@ def _est(row, col: str) -> Estimate:
     return Estimate(row[col], row[f"{col}_lo"], row[f"{col}_hi"])
 
 
+def muon_part(summary, col: str, better: str) -> str:
+    """One part of the Muon claim in a line, for a live run's summary (one row per optimizer with
+    `col`, `col_lo`, `col_hi`): whether Muon's mean `col` is `better` ("lower" or "higher") than
+    Adam's, both means, and whether their intervals separate in that direction. A sub-check shown
+    beside the verdict, never a verdict. Chapter: "Optimization" (book/optimization.md)."""
+    if better not in ("lower", "higher"):
+        raise VolratioError(f"muon_part: better must be 'lower' or 'higher', got {better!r}")
+    s = summary.set_index("optimizer") if "optimizer" in summary.columns else summary
+    a, m = s.loc["adam"], s.loc["muon"]
+    lower = better == "lower"
+    holds = m[col] < a[col] if lower else m[col] > a[col]
+    apart = m[f"{col}_hi"] < a[f"{col}_lo"] if lower else m[f"{col}_lo"] > a[f"{col}_hi"]
+    return (
+        f"Muon {better} than Adam: {bool(holds)} (Muon {m[col]:.4g} vs Adam {a[col]:.4g}; "
+        f"intervals separate: {bool(apart)})"
+    )
+
+
 def muon_above_adam(summary, detail: str = "", scale: str = "quick", judge: str | None = None) -> Verdict:
     """Claim "muon-above-adam" from the optimizer study's summary (one row per optimizer with
     `loss`, `score` and their `_lo`/`_hi`). Deciding statistic: Muon's score minus Adam's

@@ -1,0 +1,179 @@
+"""Muon against Adam (the claim "muon-above-adam"), read from the stored runs under one reading.
+
+Three studies of `volratio.experiments.optimizers` are stored, each optimizer read at its best
+learning-rate setting, chosen on a loss and never on the score (`at_best_lr`):
+
+- `matched` — the deciding comparison (chunk optimizers_matched): each cell's best settings by dense
+  MSE, rerun on the same seeds, SP stopped at one non-zero count per cell (`matched_counts`: the
+  sparser optimizer's median fit-point count) and every network scored there;
+- `fit_point` — a check (the sparse chunks): each network scored at its own fit point, where the two
+  optimizers' networks differ in size;
+- `near_dense` — a check (chunk optimizers): width-12 networks that SP's loss guard keeps almost whole.
+
+A reading is the judge the networks are scored under and how δ is read (`delta_scale`), on every
+non-zero weight (`read=EVERY`, the every-weight rescores through the fused kernel) or on the runs'
+own seeded sample (`read={}`); each study's default reading is the one its verdict is decided on.
+The runs are read once per process (the store does not change under a book build); the verdicts are
+computed at each call, so that a verdict asked for outside `claims.unglued()` is always glued.
+
+Chapters: "Optimization" (book/optimization.md) glues `matched` under the default judge;
+"Evidence: optimization" (book/evidence_optimization.md) reads the other judges, δ and the checks.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pandas as pd
+
+from ...experiments import optimizers as experiment
+from ...judges import DEFAULT_JUDGE
+from ...runs import stored
+from ..deciders import muon_above_adam_by_target
+from ..render import Verdict
+
+EVERY = {"every_weight": True, "engine": "fused"}  # every non-zero weight of every stored network
+MATCHED = experiment.MATCHED_CHUNKS
+SPARSE = experiment.SPARSE_CHUNKS
+NEAR_DENSE = experiment.REFERENCE_CHUNKS
+OWN_JUDGE = "anchored"  # the checks' runs' own judge: the fit-point and near-dense checks are read under it
+ASKED = ("anchored-ssim", "stability")  # judges the comparison is asked under beyond those it is scored by
+
+
+@cache
+def _runs(chunks: tuple, judge: str, delta_scale: str, read: tuple) -> pd.DataFrame:
+    return experiment.stored_runs(chunks, judge=judge, delta_scale=delta_scale, **dict(read))
+
+
+@cache
+def _reading(chunks: tuple, judges: tuple) -> tuple:
+    return tuple(sorted(stored.judges_reading(chunks, judges).items()))
+
+
+def runs(chunks, judge: str, delta_scale: str = "absolute", read: dict = EVERY) -> pd.DataFrame:
+    """The stored runs of `chunks` scored under `judge`, δ read as `delta_scale`, on `read`
+    (`experiment.stored_runs`, one row per run), read once per process; a copy, which the caller may
+    change. A run without scores under that reading is an `ExperimentError` naming the rescore."""
+    return _runs(tuple(chunks), judge, delta_scale, tuple(sorted(read.items()))).copy()
+
+
+def reading(chunks, judges) -> dict:
+    """Every non-zero weight (`EVERY`) where each of `judges` has every-weight scores for every run of
+    `chunks`, else the runs' own seeded sample (`{}`): `volratio.runs.stored.judges_reading`."""
+    return dict(_reading(tuple(chunks), tuple(judges)))
+
+
+def scored_on(chunks, read: dict) -> str:
+    """What a reading of `chunks` scores, in words, for the verdicts' text."""
+    if read:
+        return "every non-zero weight"
+    n = stored.records(tuple(chunks)[0])[0]["config"]["max_params"]
+    return f"the runs' own seeded sample of up to {n:,} weights per network"
+
+
+def _seeds(runs_: pd.DataFrame) -> int:
+    """The seeds per setting (the most any cell has)."""
+    return int(runs_.groupby(["target", "depth", "setting"]).seed.nunique().max())
+
+
+# --- the deciding comparison: one non-zero count per cell ------------------------------------
+
+
+def matched_reading() -> dict:
+    """The deciding reading of the matched chunk: every weight where the default judge has scored it."""
+    return reading(MATCHED, (DEFAULT_JUDGE,))
+
+
+def matched_runs(judge: str = DEFAULT_JUDGE, delta_scale: str = "absolute", read: dict | None = None) -> pd.DataFrame:
+    """The matched chunk's runs under a reading (`read=None`: `matched_reading()`)."""
+    return runs(MATCHED, judge, delta_scale, matched_reading() if read is None else read)
+
+
+def matched_counts() -> pd.DataFrame:
+    """The non-zero count each cell's optimizers are compared at (`experiment.matched_counts`), from
+    the fit-point networks' sizes alone."""
+    return experiment.matched_counts(fit_point_runs())
+
+
+@cache
+def _matched_detail() -> str:
+    counts = ", ".join(f"{c:,}" for c in matched_counts()["count"])
+    return (
+        f"each optimizer at its best lr by dense MSE, {_seeds(matched_runs())} seeds; sparse regime, both "
+        f"optimizers' networks pruned by SP to one non-zero count per cell ({counts}), scored there on "
+        f"{scored_on(MATCHED, matched_reading())}; pooled over the target × depth cells"
+    )
+
+
+def matched(judge: str = DEFAULT_JUDGE, delta_scale: str = "absolute", read: dict | None = None) -> Verdict:
+    """The claim's verdict, decided at one non-zero count per cell: the matched chunk's networks
+    under a reading (`read=None`: `matched_reading()`), each optimizer at its best setting by dense
+    MSE, pooled over the target × depth cells (`claims.muon_above_adam_by_target`, matched)."""
+    r = matched_runs(judge, delta_scale, read)
+    best = experiment.at_best_lr(r, loss="dense_loss")
+    return muon_above_adam_by_target(best, _matched_detail(), scale="reference", judge=judge, stored=True,
+                                     runs=r, matched=True)  # fmt: skip
+
+
+def matched_judges() -> tuple[list, list]:
+    """`(scored, missing)`: the judges whose scores cover every matched network on the deciding
+    reading, and those of `ASKED` that have none yet."""
+    scored = stored.judges_covering(MATCHED, **matched_reading())
+    return scored, [j for j in ASKED if j not in scored]
+
+
+def matched_layer_std() -> Verdict | None:
+    """The deciding comparison with each weight moved by δ × the std of its layer, under the default
+    judge where its rescores cover every network (else the label-anchored judge's); None where no
+    judge has scored that reading on every weight."""
+    judge = stored.scaled_judge(MATCHED, DEFAULT_JUDGE, **EVERY) if matched_reading() else None
+    return matched(judge, "layer_std") if judge else None
+
+
+# --- a check: each network at its own fit point ----------------------------------------------
+
+
+def fit_point_reading() -> dict:
+    """The fit-point runs' reading: every weight where their own judge has scored every network."""
+    return reading(SPARSE, (OWN_JUDGE,))
+
+
+def fit_point_runs(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: dict | None = None) -> pd.DataFrame:
+    """The sparse chunks' runs, each network at its fit point, under a reading (`read=None`:
+    `fit_point_reading()`)."""
+    return runs(SPARSE, judge, delta_scale, fit_point_reading() if read is None else read)
+
+
+@cache
+def _fit_point_detail() -> str:
+    r = fit_point_runs()
+    return (
+        f"each optimizer at its best lr by dense MSE, {_seeds(r)} seeds; sparse regime, each network at its fit "
+        f"point (median weight sparsity {r.sparsity.median():.2f}, {r.nonzero.median():,.0f} non-zero weights), "
+        f"scored on {scored_on(SPARSE, fit_point_reading())}; pooled over the target × depth cells"
+    )
+
+
+def fit_point(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: dict | None = None) -> Verdict:
+    """The comparison of each network at its own fit point (a check: the optimizers' networks differ
+    in size there), each optimizer at its best setting by dense MSE, which no reading changes."""
+    r = fit_point_runs(judge, delta_scale, read)
+    best = experiment.at_best_lr(r, loss="dense_loss")
+    return muon_above_adam_by_target(best, _fit_point_detail(), scale="reference", judge=judge, stored=True, runs=r)
+
+
+# --- a check: the near-dense networks --------------------------------------------------------
+
+
+def near_dense_runs(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: dict = EVERY) -> pd.DataFrame:
+    """The near-dense chunk's runs under a reading (default: every weight, the label-anchored judge)."""
+    return runs(NEAR_DENSE, judge, delta_scale, read)
+
+
+def near_dense(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: dict = EVERY) -> Verdict:
+    """The comparison on the near-dense networks (a check), each optimizer at its best setting by
+    the final loss, which no reading changes."""
+    r = near_dense_runs(judge, delta_scale, read)
+    detail = f"each optimizer at its best lr by loss, {_seeds(r)} seeds"
+    return muon_above_adam_by_target(experiment.at_best_lr(r), detail, runs=r, scale="reference", judge=judge,
+                                     stored=True)  # fmt: skip
