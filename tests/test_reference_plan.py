@@ -80,6 +80,8 @@ OWNER = {
     "optimizers_sparse_butterfly": None,  # sparse_optimizer_point: its butterfly cell
     "optimizers_matched": None,  # sparse_optimizer_point read at SP's end: Muon and Adam at one count per cell
     "depth_matched_planted": None,  # sparse_depth_point read at SP's end: the planted depths at one sparsity
+    "optimizers_planted": None,  # sparse_optimizer_point on planted targets at L*: the judge-free optimizer claim
+    "sparse_regime_planted": "sparse_regime",  # the sparse regime on planted targets: the judge-free pruner claim
 }
 # chunks that run their experiment's one-seed preset at several seeds (replicates of `seed`)
 REPLICATES = {"emc2_dense": 5, "welch_toy": 5, "interference": 5}
@@ -115,7 +117,7 @@ def test_every_chunk_has_an_owner_or_says_it_has_none():
 
 
 # chunks being run (resumable): the store holds some of their runs, never a run the plan does not name
-IN_PROGRESS: tuple = ()
+IN_PROGRESS: tuple = ("optimizers_planted", "sparse_regime_planted")
 
 
 def test_the_store_holds_exactly_the_runs_of_the_plan():

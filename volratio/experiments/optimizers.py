@@ -252,8 +252,9 @@ def stored_runs(
     learning rates in words), `seed`, `loss` (the scored network's MSE), `dense_loss` (before SP),
     `nonzero` (the scored network's non-zero weights), `sparsity` (its weight sparsity; NaN where the
     run did not record it: `optimizer_point`), `score`, `drawn` (the judge said the network draws its
-    label; None where the run did not record it), `sharpness`, `cpu_s`, `net` (the stored network's
-    file, `CoordMLP.load`; None where the run kept none). Reads `optimizer_point` runs (`REFERENCE_CHUNKS`)
+    label; None where the run did not record it), `collapsed` (SP's flag on the scored network; None
+    where the run did not record it), `sharpness`, `cpu_s`, `key` (the run's), `net` (the stored
+    network's file, `CoordMLP.load`; None where the run kept none). Reads `optimizer_point` runs (`REFERENCE_CHUNKS`)
     and `sparse_optimizer_point` runs (`SPARSE_CHUNKS`: one-entry lists per metric) alike. `judge`: scores under this
     judge (the chunk's rescore runs where the runs' own judge differs; `volratio.runs.stored.judged`),
     with δ read as `delta_scale` ("layer_std": the rescore runs under that reading).
@@ -275,7 +276,8 @@ def stored_runs(
                      "loss": _first(m["loss"]), "dense_loss": _first(m["dense_loss"]),
                      "nonzero": int(_first(m["nonzero"])), "sparsity": _first(m.get("sparsity", float("nan"))),
                      "score": _first(m["score"]), "drawn": _one(m.get("base_kept")),
-                     "sharpness": m["sharpness"], "cpu_s": r["cpu_s"], "net": r.get("artifacts", {}).get("net")})  # fmt: skip
+                     "collapsed": _one(m.get("collapsed")), "sharpness": m["sharpness"], "cpu_s": r["cpu_s"],
+                     "key": r["key"], "net": r.get("artifacts", {}).get("net")})  # fmt: skip
     return pd.DataFrame(rows)
 
 

@@ -25,7 +25,9 @@ from ...experiments import connectivity as study
 from ...experiments import sparse_regime as regime
 from ...judges import DEFAULT_JUDGE
 from ...nets import Arch
-from ...runs import stored
+from ...rho import recovery
+from ...runs import recovered, stored
+from ...runs.registry import artifact_name
 from ...util.verdicts import Estimate
 from ..deciders import sp_vs_pruners
 from ..render import Verdict, unglued
@@ -197,3 +199,50 @@ def end_reasons(grid: pd.DataFrame) -> str:
     whys = grid.apply(_end_reason, axis=1).value_counts()
     reasons = ("reached the goal", *whys.index.drop("reached the goal", errors="ignore"))
     return ", ".join(f"{int(whys.get(w, 0))} {w}" for w in reasons)
+
+
+# --- judge-free: the recovery of the planted primitives ------------------------------------------
+
+PLANTED_CHUNK = "sparse_regime_planted"  # the same protocol on planted targets at L*, every population stored
+JUDGE_FREE_ARMS = (*COMPARED, "random-units")  # the claim's pruners, and units kept at random as a floor
+
+
+def recovery_rows(field: str = "recovery", cfg: recovery.RecoveryConfig | None = None) -> pd.DataFrame:
+    """The planted chunk's compared networks (`JUDGE_FREE_ARMS`, at SP's end) with `emc2_auc` their
+    `field` of the judge-free score (`volratio.runs.recovered`: "recovery", or its chance levels
+    "chance_other", "chance_init"), in the place of the EMC2 AUC. No judge reads an image: every
+    network counts as drawing (`base_kept`) unless SP's or the baseline's run flagged it collapsed,
+    which scores it 0 as under every claim; one with no path left (`failed`) scores 0."""
+    t = regime.stored_table(PLANTED_CHUNK)
+    t = t[(t.kind == "checkpoint") & t.method.isin(JUDGE_FREE_ARMS)].copy()
+    t["population"] = [artifact_name((m, c)) for m, c in zip(t.method, t.checkpoint)]
+    rec = recovered.table(PLANTED_CHUNK, cfg)[["key", "population", "member", field]]
+    out = t.merge(rec, on=["key", "population", "member"], how="left", validate="one_to_one")
+    out["emc2_auc"] = out[field].astype(float)
+    if "failed" in out:
+        out.loc[out.failed.notna(), "emc2_auc"] = 0.0
+    return out.assign(base_kept=True, judge="recovery")
+
+
+def judge_free(cfg: recovery.RecoveryConfig | None = None) -> tuple[Verdict, dict]:
+    """The claim decided by the judge-free score on planted targets (never glued: the claims page
+    shows it as its own instrument): SP against the strongest of the claim's pruners by the pooled
+    statistic of `sp_vs_pruners`, and the same statistic on the score's two chance levels. Returns
+    the verdict and `{"chance_other": Estimate, "chance_init": Estimate}`."""
+    with unglued():
+        v, _ = sp_vs_pruners(recovery_rows("recovery", cfg), scale="reference", stored=True, at=planted_at())
+        chance = {f: _statistic(sp_vs_pruners(recovery_rows(f, cfg), scale="reference", stored=True)[0])
+                  for f in ("chance_other", "chance_init")}  # fmt: skip
+    return v, chance
+
+
+def _statistic(v: Verdict) -> Estimate:
+    s = v.evidence["statistic"]
+    return Estimate(s["mean"], s["lo"], s["hi"])
+
+
+def planted_at() -> str:
+    t = regime.stored_table(PLANTED_CHUNK)
+    sp = t[(t.kind == "checkpoint") & (t.method == "sp")]
+    return (f"judge-free, on {sp.target.nunique()} planted targets at L*: recovery of the planted primitives at "
+            f"SP's end (median weight sparsity {sp.sparsity.median():.2f}, {sp.nonzero.median():,.0f} non-zero)")  # fmt: skip

@@ -24,13 +24,16 @@ from __future__ import annotations
 
 from functools import cache
 
+import numpy as np
 import pandas as pd
 
 from ...experiments import optimizers as experiment
 from ...judges import DEFAULT_JUDGE
-from ...runs import stored
+from ...rho import recovery
+from ...runs import recovered, stored
+from ...util.verdicts import Estimate
 from ..deciders import muon_above_adam_by_target
-from ..render import Verdict
+from ..render import Verdict, unglued
 
 EVERY = {"every_weight": True, "engine": "fused"}  # every non-zero weight of every stored network
 MATCHED = experiment.MATCHED_CHUNKS
@@ -177,3 +180,39 @@ def near_dense(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: dict
     detail = f"each optimizer at its best lr by loss, {_seeds(r)} seeds"
     return muon_above_adam_by_target(experiment.at_best_lr(r), detail, runs=r, scale="reference", judge=judge,
                                      stored=True)  # fmt: skip
+
+
+# --- judge-free: the recovery of the planted primitives ------------------------------------------
+
+PLANTED = ("optimizers_planted",)  # Muon and Adam on planted targets at L*, one count per cell, every network kept
+
+
+def planted_runs(field: str = "recovery", cfg: recovery.RecoveryConfig | None = None) -> pd.DataFrame:
+    """The planted chunk's runs with `score` their network's `field` of the judge-free score
+    (`volratio.runs.recovered`: "recovery", or its chance levels "chance_other", "chance_init"). No
+    judge reads an image: every network counts as drawing unless SP flagged it collapsed, which
+    scores it 0 as under every claim."""
+    r = experiment.stored_runs(PLANTED)
+    rec = recovered.table(PLANTED[0], cfg).set_index("key")[field]
+    r["score"] = np.where(r.collapsed.fillna(False).astype(bool), 0.0, rec.loc[r.key].to_numpy())
+    return r.assign(drawn=True)
+
+
+def judge_free(cfg: recovery.RecoveryConfig | None = None) -> tuple[Verdict, dict]:
+    """The claim decided by the judge-free score on planted targets (never glued: the claims page
+    shows it as its own instrument): Muon's recovery minus Adam's, pooled over the targets, each
+    optimizer at the planted chunk's one setting; and the same statistic on the score's two chance
+    levels. Returns the verdict and `{"chance_other": Estimate, "chance_init": Estimate}`."""
+    out = {}
+    with unglued():
+        for field in ("recovery", "chance_other", "chance_init"):
+            r = planted_runs(field, cfg)
+            detail = (
+                f"judge-free, on {r.target.nunique()} planted targets at L*, {_seeds(r)} seeds, both optimizers' "
+                f"networks pruned by SP to one non-zero count per target; recovery of the planted primitives"
+            )
+            out[field] = muon_above_adam_by_target(experiment.at_best_lr(r, loss="dense_loss"), detail,
+                                                   scale="reference", stored=True, runs=r, matched=True)  # fmt: skip
+    chance = {f: Estimate(**{k: out[f].evidence["statistic"][k] for k in ("mean", "lo", "hi")})
+              for f in ("chance_other", "chance_init")}  # fmt: skip
+    return out["recovery"], chance

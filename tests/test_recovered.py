@@ -1,0 +1,78 @@
+"""The judge-free score of stored networks (`volratio.runs.recovered`): one row per stored network,
+computed once and kept beside the chunk, recomputed when the networks or the config change, and
+verified by recomputing a sample."""
+
+import dataclasses
+import json
+
+import pandas as pd
+import pytest
+
+from volratio.rho import recovery
+from volratio.runs import recovered
+
+PLAN = """
+[chunks.tiny]
+run = "depth_point"
+seeds = [0, 1]
+
+[chunks.tiny.config]
+target = "{target}"
+depth = 2
+members = 2
+width = 4
+res = 16
+steps = 20
+"sp.rounds" = 1
+"sp.retrain_steps" = 5
+max_params = 20
+deltas = [-0.25, 0.25]
+judge = "stability"
+keep_net = true
+"""
+CFG = recovery.RecoveryConfig(res=16, controls=1)
+
+
+@pytest.fixture(scope="module")
+def root(run_plan, tmp_path_factory):
+    _, root, report = run_plan(PLAN.format(target="planted:1:depth=2,width=3"), "tiny", tmp_path_factory.mktemp("rec"))
+    assert len(report.ran) == 2
+    return root
+
+
+def test_every_stored_network_is_a_row_with_its_scores_and_chance_levels(root):
+    t = recovered.table("tiny", CFG, root)
+    assert len(t) == 4 and set(t.seed) == {0, 1} and set(t.member) == {0, 1} and set(t.population) == {""}
+    for f in recovered.FIELDS:
+        assert t[f].between(0, 1).all(), f
+    assert t.net_sha256.nunique() == 2  # one file per run, two members each
+
+
+def test_the_table_is_kept_beside_the_chunk_and_read_back_unless_the_config_changes(root, monkeypatch):
+    first = recovered.table("tiny", CFG, root)
+    meta = json.loads((root / "tiny" / recovered.META).read_text())
+    assert meta["config"] == dataclasses.asdict(CFG) and len(meta["networks"]) == 2
+
+    def refuse(*a, **k):
+        raise AssertionError("recomputed although the kept table is current")
+
+    monkeypatch.setattr(recovered, "score", refuse)
+    pd.testing.assert_frame_equal(recovered.table("tiny", CFG, root), first)
+    with pytest.raises(AssertionError, match="recomputed"):  # another config is computed anew
+        recovered.table("tiny", dataclasses.replace(CFG, margin=0.2), root)
+
+
+def test_verify_recomputes_a_sample_exactly_and_names_a_changed_value(root):
+    recovered.table("tiny", CFG, root)
+    assert recovered.verify("tiny", sample=1, root=root) == 2
+    kept = pd.read_parquet(root / "tiny" / recovered.FILE)
+    kept["recovery"] += 0.01
+    kept.to_parquet(root / "tiny" / recovered.FILE, index=False)
+    with pytest.raises(recovered.RecoveryStoreError, match="recomputes differently"):
+        recovered.verify("tiny", sample=2, root=root)
+
+
+def test_a_chunk_without_planted_networks_is_refused(run_plan, tmp_path):
+    _, root, _ = run_plan(PLAN.format(target="image:camera"), "tiny", tmp_path)
+    with pytest.raises(recovered.RecoveryStoreError, match="no stored network on a planted target"):
+        recovered.table("tiny", CFG, root)
