@@ -14,6 +14,7 @@ from volratio.experiments import sparse_regime as regime
 from volratio.judges import DEFAULT_JUDGE
 from volratio.nets import Arch
 from volratio.report import claims
+from volratio.report.deciders import sp_vs_pruners
 from volratio.report.readings import connectivity as reading
 
 
@@ -153,3 +154,21 @@ def test_end_reasons_count_why_sp_stopped_and_always_name_the_goal():
     assert reading.end_reasons(grid) == "0 reached the goal, 2 had no redundant pair left, 1 ran out of rounds"
     grid = pd.DataFrame({"stage": ["end", "end"], "stop": ["target size", "rounds"]})
     assert reading.end_reasons(grid) == "1 reached the goal, 1 ran out of rounds"
+
+
+def test_the_judge_free_rows_are_the_planted_chunks_networks_scored_by_recovery_collapsed_at_zero():
+    rows = reading.recovery_rows()
+    assert set(rows.method) == set(reading.JUDGE_FREE_ARMS) and set(rows.checkpoint) == {"end"}
+    assert rows.groupby("method").size().eq(rows.target.nunique() * 3).all()  # three members per target
+    assert rows.emc2_auc.between(0, 1).all() and (rows.loc[rows.collapsed.astype(bool), "emc2_auc"] == 0).all()
+    assert rows.base_kept.all() and set(rows.judge) == {"recovery"}
+    chance = reading.recovery_rows("chance_init")
+    assert (chance.emc2_auc != rows.emc2_auc).any()  # another field, another score
+
+
+def test_the_judge_free_verdict_is_the_claims_rule_on_the_recovery_rows():
+    v, chance = reading.judge_free()
+    with claims.unglued():
+        again, _ = sp_vs_pruners(reading.recovery_rows(), scale="reference", stored=True)
+    assert v.verdict == again.verdict and v.evidence["statistic"] == again.evidence["statistic"]
+    assert set(chance) == {"chance_other", "chance_init"} and all(e.lo <= e.mean <= e.hi for e in chance.values())

@@ -246,6 +246,21 @@ def glue_line(name: str, line: str) -> str:
     return line
 
 
+def judge_free_reading(key: str, verdict: str, what: str, estimate: Estimate, chance: dict) -> str:
+    """Glue claim `key`'s judge-free reading on planted targets for the claims page: its verdict word
+    (`claim-<key>-judge-free-word`) and one sentence (`claim-<key>-judge-free`): the statistic `what`
+    with its interval against the claim's m, and the same statistic at the score's two chance levels
+    (`chance`: "chance_other", against other targets' primitives; "chance_init", at initialisation).
+    Glued even inside `unglued()`: it is its own instrument, never the deciding verdict."""
+    line = (
+        f"{verdict} (judge-free, planted targets: {what} = {interval(estimate, '+.3f')}, m = "
+        f"{CLAIMS[key].statistic.smallest:g}; chance level {interval(chance['chance_other'], '+.3f')} against other "
+        f"targets' primitives, {interval(chance['chance_init'], '+.3f')} at initialisation)"
+    )
+    glue_line(f"claim-{key}-judge-free-word", verdict)
+    return glue_line(f"claim-{key}-judge-free", line)
+
+
 def delta_reading(key: str, deciding: "Verdict | None", scaled: "Verdict | None" = None, command: str = "") -> str:
     """The claims page's robustness row for the reading of δ: the verdict on claim `key` with every
     weight moved by δ × the std of its layer (`scaled`, decided by the same rule from the same

@@ -219,6 +219,7 @@ def recovery_rows(field: str = "recovery", cfg: recovery.RecoveryConfig | None =
     rec = recovered.table(PLANTED_CHUNK, cfg)[["key", "population", "member", field]]
     out = t.merge(rec, on=["key", "population", "member"], how="left", validate="one_to_one")
     out["emc2_auc"] = out[field].astype(float)
+    out.loc[out.collapsed.fillna(False).astype(bool), "emc2_auc"] = 0.0  # the rule of every claim, made visible
     if "failed" in out:
         out.loc[out.failed.notna(), "emc2_auc"] = 0.0
     return out.assign(base_kept=True, judge="recovery")
