@@ -76,3 +76,12 @@ def test_a_chunk_without_planted_networks_is_refused(run_plan, tmp_path):
     _, root, _ = run_plan(PLAN.format(target="image:camera"), "tiny", tmp_path)
     with pytest.raises(recovered.RecoveryStoreError, match="no stored network on a planted target"):
         recovered.table("tiny", CFG, root)
+
+
+def test_a_table_not_to_be_kept_leaves_the_chunk_as_it_was(root):
+    other = dataclasses.replace(CFG, margin=0.3)
+    before = sorted(p.name for p in (root / "tiny").iterdir())
+    meta = (root / "tiny" / recovered.META).read_text() if (root / "tiny" / recovered.META).exists() else None
+    t = recovered.table("tiny", other, root, keep=False)
+    assert len(t) == 4 and sorted(p.name for p in (root / "tiny").iterdir()) == before
+    assert meta is None or (root / "tiny" / recovered.META).read_text() == meta

@@ -48,7 +48,7 @@ from ..depth.point import (
 )
 from ..nets import CoordMLP
 from ..rho import recovery
-from ..runs import stored
+from ..runs import recovered, stored
 from ..runs.depth_sweep import depth_sweep, load_nets, make_sweep
 from ._base import Result, Timer
 
@@ -426,29 +426,34 @@ class RecoveryCurve:
 
 
 def recovery_curves(
-    names=("depth_sparse_planted",), root=None, cfg: recovery.RecoveryConfig | None = None, targets=None
+    names=("depth_sparse_planted",),
+    root=None,
+    cfg: recovery.RecoveryConfig | None = None,
+    targets=None,
+    keep: bool = True,
 ) -> dict:
     """`{target: RecoveryCurve}` for the planted targets of the stored depth chunks `names` (those of
-    `targets` only, when given), each
-    stored network (`keep_net`) scored without retraining by `volratio.rho.recovery.structure` and its
-    chance levels `volratio.rho.recovery.chance` under `cfg` (default `RecoveryConfig()`). A network
+    `targets` only, when given), each stored network (`keep_net`) scored without retraining by
+    `volratio.rho.recovery.structure` and its chance levels `volratio.rho.recovery.chance` under `cfg`
+    (default `RecoveryConfig()`): the chunk's judge-free table (`volratio.runs.recovered.table`,
+    computed once and kept beside it; `keep=False`: not kept, for a config the book does not read). A network
     the run flagged collapsed (its image flat, or its MSE far above its dense start's) scores 0, as it
     does under every claim's rule; the judge's own verdict on the image plays no part."""
     cfg = cfg or recovery.RecoveryConfig()
     cells: dict = {}
-    for r in stored.runs_of(names, root, error=DepthError):
-        t, d = r["config"]["target"], int(r["config"]["depth"])
-        if not t.startswith("planted:") or (targets is not None and t not in targets):
+    for name in [names] if isinstance(names, str) else names:
+        if name not in stored.chunks(stored.DEFAULT_ROOT if root is None else root):
             continue
-        if "net" not in r.get("artifacts", {}):
-            raise DepthError(f"run {r['key']} ({t}, depth {d}) stored no network (keep_net): nothing to score")
-        net = CoordMLP.load(r["artifacts"]["net"])
-        s, c = recovery.structure(net, t, cfg), recovery.chance(net, t, cfg)
-        flat = np.asarray(r["metrics"].get("collapsed", [False] * net.population), dtype=bool)
-        for k in range(net.population):
-            cells.setdefault(t, {})[(d, f"{r['config']['seed']}.{k}")] = (
-                0.0 if flat[k] else s.recovery[k], s.monosemanticity[k], c.recovery_other[k], c.recovery_init[k],
-                c.monosemanticity_other[k], c.monosemanticity_init[k], bool(flat[k]),
+        runs = {r["key"]: r for r in stored.runs_of(name, root, error=DepthError)}
+        for row in recovered.table(name, cfg, root, keep).itertuples():
+            r = runs[row.key]
+            t, d = row.target, int(r["config"]["depth"])
+            if targets is not None and t not in targets:
+                continue
+            flat = bool(r["metrics"].get("collapsed", [False] * (row.member + 1))[row.member])
+            cells.setdefault(t, {})[(d, f"{r['config']['seed']}.{row.member}")] = (
+                0.0 if flat else row.recovery, row.monosemanticity, row.chance_other, row.chance_init,
+                row.mono_other, row.mono_init, flat,
             )  # fmt: skip
     if not cells:
         raise DepthError(f"no planted target in the stored chunks {', '.join(np.atleast_1d(names))}")

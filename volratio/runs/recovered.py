@@ -70,10 +70,11 @@ def score(run: dict, population: str, path: str, cfg: recovery.RecoveryConfig) -
              "net_sha256": sha256_file(Path(path))} for k in range(net.population)]  # fmt: skip
 
 
-def table(chunk: str, cfg: recovery.RecoveryConfig | None = None, root=None) -> pd.DataFrame:
+def table(chunk: str, cfg: recovery.RecoveryConfig | None = None, root=None, keep: bool = True) -> pd.DataFrame:
     """Every stored network of `chunk` scored by recovery under `cfg` (default `RecoveryConfig()`),
     read from the chunk's `recovery.parquet` when it was computed for these networks under this
-    config and version, else computed and written there."""
+    config and version, else computed and, with `keep`, written there (`keep=False`: a reading the
+    store should not keep, e.g. another config tried out)."""
     cfg = cfg or recovery.RecoveryConfig()
     root = Path(stored.DEFAULT_ROOT if root is None else root)
     nets = _networks(chunk, root)
@@ -83,8 +84,9 @@ def table(chunk: str, cfg: recovery.RecoveryConfig | None = None, root=None) -> 
     if (folder / FILE).exists() and (folder / META).exists() and json.loads((folder / META).read_text()) == meta:
         return pd.read_parquet(folder / FILE)
     out = pd.DataFrame([row for r, pop, path in nets for row in score(r, pop, path, cfg)])
-    out.to_parquet(folder / FILE, index=False)
-    (folder / META).write_text(json.dumps(meta, indent=1) + "\n")
+    if keep:
+        out.to_parquet(folder / FILE, index=False)
+        (folder / META).write_text(json.dumps(meta, indent=1) + "\n")
     return out
 
 
