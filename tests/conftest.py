@@ -157,6 +157,38 @@ def damage(request):
     return request.param
 
 
+TINY_DEPTH_PLAN = """
+[chunks.tiny]
+run = "depth_point"
+seeds = {seeds}
+
+[chunks.tiny.config]
+target = "{target}"
+depth = 2
+members = 2
+width = 4
+res = 16
+steps = {steps}
+"sp.rounds" = 1
+"sp.retrain_steps" = 5
+max_params = 20
+deltas = [-0.25, 0.25]
+judge = "stability"
+keep_net = {keep}
+"""
+
+
+@pytest.fixture(scope="session")
+def depth_plan():
+    """`depth_plan(keep=…, target=…, seeds=…, steps=…)`: the text of a plan whose one chunk, "tiny",
+    runs `depth_point` on two tiny networks per seed (seconds), storing them when `keep`."""
+
+    def plan(keep: bool = True, target: str = "planted:1:depth=2,width=3", seeds=(0,), steps: int = 20) -> str:
+        return TINY_DEPTH_PLAN.format(keep=str(keep).lower(), target=target, seeds=list(seeds), steps=steps)
+
+    return plan
+
+
 @pytest.fixture(scope="session")
 def run_plan():
     """`run_plan(toml, chunk, folder)`: the plan text written to folder/plan.toml and its chunk run into

@@ -11,31 +11,12 @@ import pytest
 from volratio.rho import recovery
 from volratio.runs import recovered
 
-PLAN = """
-[chunks.tiny]
-run = "depth_point"
-seeds = [0, 1]
-
-[chunks.tiny.config]
-target = "{target}"
-depth = 2
-members = 2
-width = 4
-res = 16
-steps = 20
-"sp.rounds" = 1
-"sp.retrain_steps" = 5
-max_params = 20
-deltas = [-0.25, 0.25]
-judge = "stability"
-keep_net = true
-"""
 CFG = recovery.RecoveryConfig(res=16, controls=1)
 
 
 @pytest.fixture(scope="module")
-def root(run_plan, tmp_path_factory):
-    _, root, report = run_plan(PLAN.format(target="planted:1:depth=2,width=3"), "tiny", tmp_path_factory.mktemp("rec"))
+def root(run_plan, depth_plan, tmp_path_factory):
+    _, root, report = run_plan(depth_plan(seeds=(0, 1)), "tiny", tmp_path_factory.mktemp("rec"))
     assert len(report.ran) == 2
     return root
 
@@ -72,8 +53,8 @@ def test_verify_recomputes_a_sample_exactly_and_names_a_changed_value(root):
         recovered.verify("tiny", sample=2, root=root)
 
 
-def test_a_chunk_without_planted_networks_is_refused(run_plan, tmp_path):
-    _, root, _ = run_plan(PLAN.format(target="image:camera"), "tiny", tmp_path)
+def test_a_chunk_without_planted_networks_is_refused(run_plan, depth_plan, tmp_path):
+    _, root, _ = run_plan(depth_plan(target="image:camera"), "tiny", tmp_path)
     with pytest.raises(recovered.RecoveryStoreError, match="no stored network on a planted target"):
         recovered.table("tiny", CFG, root)
 

@@ -18,38 +18,17 @@ from volratio.runs import stored as S
 from volratio.runs.store import Store, config_key
 from volratio.util import machine as M
 
-PLAN = """
-[chunks.tiny]
-run = "depth_point"
-seeds = [0]
 
-[chunks.tiny.config]
-target = "planted:1:depth=2,width=3"
-depth = 2
-members = 2
-width = 4
-res = 16
-steps = 20
-"sp.rounds" = 1
-"sp.retrain_steps" = 5
-max_params = 20
-deltas = [-0.25, 0.25]
-judge = "stability"
-keep_net = {keep}
-"""
-
-
-def _chunk(run_plan, folder, keep: bool, steps: int = 20):
-    toml = PLAN.format(keep=str(keep).lower()).replace("steps = 20", f"steps = {steps}")
-    _, root, report = run_plan(toml, "tiny", folder)
+def _chunk(run_plan, depth_plan, folder, keep: bool, steps: int = 20):
+    _, root, report = run_plan(depth_plan(keep, steps=steps), "tiny", folder)
     assert len(report.ran) == 1
     return root
 
 
 @pytest.fixture(scope="module")
-def source(run_plan, tmp_path_factory):
+def source(run_plan, depth_plan, tmp_path_factory):
     """A chunk of one depth_point run (2 networks) that stored its networks; copied per test."""
-    return _chunk(run_plan, tmp_path_factory.mktemp("src"), keep=True)
+    return _chunk(run_plan, depth_plan, tmp_path_factory.mktemp("src"), keep=True)
 
 
 @pytest.fixture()
@@ -133,8 +112,8 @@ def test_verify_reruns_rescore_runs_bit_for_bit(root, capsys):
             RS.point((next(iter(S.rescores("tiny", root=root))))["config"])
 
 
-def test_chunks_without_networks_are_one_line_errors(run_plan, tmp_path, capsys):
-    root = _chunk(run_plan, tmp_path, keep=False, steps=2)
+def test_chunks_without_networks_are_one_line_errors(run_plan, depth_plan, tmp_path, capsys):
+    root = _chunk(run_plan, depth_plan, tmp_path, keep=False, steps=2)
     rc = main(["reference", "rescore", "tiny", "--judge", "anchored", "--root", str(root)])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "stored no networks" in err[0] and "keep_net = true" in err[0]
@@ -192,13 +171,13 @@ def test_fit_table_and_stored_images_show_what_was_scored(root):
     assert D.fit_table({t: curve}).loc[(t, 2), "drawn"] == pytest.approx(np.mean(re["metrics"]["base_kept"]))
 
 
-def test_chunks_judged_differently_are_not_mixed(root, tmp_path):
+def test_chunks_judged_differently_are_not_mixed(root, depth_plan, tmp_path):
     from volratio.experiments import depth_regime as D
 
     other = root.parent / "other"
     plan = other.parent / "plan-other.toml"
     plan.write_text(
-        PLAN.format(keep="false")
+        depth_plan(keep=False)
         .replace("[chunks.tiny", "[chunks.tiny2")
         .replace('judge = "stability"', 'judge = "anchored"')
     )
@@ -223,12 +202,12 @@ def test_the_delta_row_is_read_under_the_deciding_judge_where_it_can_be(root):
     assert S.scaled_judge(["tiny"], "anchored-v2", root=root) == "anchored-v2"
 
 
-def test_optimizer_runs_read_under_another_judge(tmp_path):
+def test_optimizer_runs_read_under_another_judge(depth_plan, tmp_path):
     from volratio.experiments import optimizers as O
 
     plan = tmp_path / "plan.toml"
     plan.write_text(
-        PLAN.format(keep="true")
+        depth_plan(keep=True)
         .replace("[chunks.tiny", "[chunks.opt")
         .replace('run = "depth_point"', 'run = "optimizer_point"')
         .replace("members = 2", "members = 1\nhessian_iters = 2")
@@ -542,7 +521,7 @@ depth = [1, 2]
 """
 
 
-def test_the_sparse_regime_s_depth_runs_are_read_rescored_and_drawn_as_depth_runs(run_plan, tmp_path):
+def test_the_sparse_regime_s_depth_runs_are_read_rescored_and_drawn_as_depth_runs(run_plan, depth_plan, tmp_path):
     """A chunk of `sparse_depth_point` runs: the depth readers see it (curves, the sparsity table, the
     mosaic), and `volratio reference rescore` scores its stored networks like a depth chunk's."""
     from volratio.experiments import depth_regime as D
@@ -569,7 +548,7 @@ def test_the_sparse_regime_s_depth_runs_are_read_rescored_and_drawn_as_depth_run
     every = D.stored_curves(["sparse"], root, judge="anchored", every_weight=True, engine="torch")[t]
     assert every.loss.tolist() == curve.loss.tolist()  # the same networks, scored on every weight
     # the near-dense depth runs record no dense size: the table reads it from their stored networks
-    near = D.sparsity_table(["tiny"], _chunk(run_plan, tmp_path / "near", keep=True))
+    near = D.sparsity_table(["tiny"], _chunk(run_plan, depth_plan, tmp_path / "near", keep=True))
     assert near.loc[(t, 2), "dense weights"] == sum(m[0].numel() for m in CoordMLP(
         "2;gaussian:4", head="grey").masks)  # fmt: skip
     assert np.isnan(near.loc[(t, 2), "fit round"])
