@@ -5,6 +5,7 @@ the rescore. Also the live run's one-line part check (`deciders.muon_part`)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -13,9 +14,9 @@ from volratio.experiments import optimizers
 from volratio.experiments._base import ExperimentError
 from volratio.judges import DEFAULT_JUDGE, JUDGES
 from volratio.report import claims
-from volratio.report.deciders import MATCHED_WITHIN, muon_part
+from volratio.report.deciders import MATCHED_WITHIN, muon_above_adam_by_target, muon_part
 from volratio.report.readings import optimizers as reading
-from volratio.runs import stored
+from volratio.runs import recovered, stored
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +100,22 @@ def test_muon_part_says_whether_muon_wins_and_whether_the_intervals_separate():
     assert muon_part(overlap, "loss", "lower").endswith("intervals separate: False)")
     with pytest.raises(VolratioError, match="'lower' or 'higher'"):
         muon_part(apart, "loss", "better")
+
+
+def test_the_judge_free_runs_score_each_stored_network_by_its_recovery_and_a_collapsed_one_zero():
+    runs = reading.planted_runs()
+    assert len(runs) == 36 and runs.target.nunique() == 6 and set(runs.optimizer) == {"adam", "muon"}
+    table = recovered.table(reading.PLANTED[0]).set_index("key")
+    expect = table.loc[runs.key, "recovery"].to_numpy()
+    flat = runs.collapsed.fillna(False).astype(bool).to_numpy()
+    assert np.array_equal(runs.score.to_numpy(), np.where(flat, 0.0, expect)) and runs.drawn.all()
+
+
+def test_the_judge_free_verdict_is_the_claims_pooled_rule_read_unmatched():
+    v, chance = reading.judge_free()
+    runs = reading.planted_runs()
+    assert reading.spread(runs) > MATCHED_WITHIN  # why it is read unmatched: a matched reading refuses these counts
+    with claims.unglued():
+        again = muon_above_adam_by_target(optimizers.at_best_lr(runs, loss="dense_loss"), "", runs=runs)
+    assert v.verdict == again.verdict and v.evidence["statistic"] == again.evidence["statistic"]
+    assert "size-adjusted" in v.evidence and set(chance) == {"chance_other", "chance_init"}

@@ -117,7 +117,7 @@ def test_every_chunk_has_an_owner_or_says_it_has_none():
 
 
 # chunks being run (resumable): the store holds some of their runs, never a run the plan does not name
-IN_PROGRESS: tuple = ("optimizers_planted",)
+IN_PROGRESS: tuple = ()
 
 
 def test_the_store_holds_exactly_the_runs_of_the_plan():
