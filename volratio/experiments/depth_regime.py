@@ -468,6 +468,31 @@ def recovery_curves(
     return out
 
 
+def disagreements(a: dict, b: dict, n: int = 3) -> pd.DataFrame:
+    """The networks two scores of the same stored networks rank furthest apart. `a` and `b` map
+    target → a curve (`.depths`, `.score` (n_depths, n_networks), columns the same networks: e.g.
+    `stored_curves` and `recovery_curves`); each network's score under each is turned into its
+    percentile rank over every network both scored. Returns one row per network picked (`target`,
+    `depth`, `column`, `a`, `b`, `rank_a`, `rank_b`, `gap` = rank_a − rank_b): the `n` that `a`
+    ranks highest above `b`, then the `n` that `b` ranks highest above `a`."""
+    rows = []
+    for t in a:
+        if t not in b:
+            continue
+        for i, d in enumerate(a[t].depths):
+            if d not in b[t].depths:
+                continue
+            x, y = np.asarray(a[t].score[i], float), np.asarray(b[t].score[b[t].depths.index(d)], float)
+            rows += [{"target": t, "depth": d, "column": k, "a": x[k], "b": y[k]}
+                     for k in range(len(x)) if np.isfinite(x[k]) and np.isfinite(y[k])]  # fmt: skip
+    if len(rows) < 2 * n:
+        raise DepthError(f"disagreements: {len(rows)} networks scored by both instruments; need at least {2 * n}")
+    t = pd.DataFrame(rows)
+    t["rank_a"], t["rank_b"] = t.a.rank(pct=True), t.b.rank(pct=True)
+    t["gap"] = t.rank_a - t.rank_b
+    return pd.concat([t.nlargest(n, "gap"), t.nsmallest(n, "gap")], ignore_index=True)
+
+
 def rank_agreement(a: dict, b: dict, level: float = 0.95, n_boot: int = 4000, seed: int = 0) -> dict:
     """Spearman's rank correlation between two scores of the same networks, network by network:
     `a` and `b` map target → a curve (`.depths`, `.score` (n_depths, n_networks), columns the same

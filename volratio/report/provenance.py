@@ -66,6 +66,11 @@ CHOICES_AFTER_DATA = (
     "The deciding judge of every EMC2 claim became the gated default (anchored-v2, fitted on verdicts by "
     "inspection and generated negatives only, commit b34c7426) after those claims' verdicts under the old default "
     "(anchored) had been read; the old default stays beside it as a robustness row.",
+    "The judge-free readings of the pruner and optimizer claims (chunks sparse_regime_planted and optimizers_planted, "
+    "their rules commit f7060acd) were fixed before their runs; the optimizer one was then read as an unmatched "
+    "comparison (commit b9af512f), because SP, pruning whole units, left its networks' counts up to 5.3 % apart.",
+    "The optimizer runs' reader gained SP's collapsed flag in commit b9af512f, after the Muon verdict had been read "
+    "without it: the one rule for networks that do not draw their label then scored one collapsed Adam network 0.",
 )
 
 
