@@ -206,7 +206,10 @@ def test_disagreements_pick_the_networks_two_scores_rank_furthest_apart():
     a = {"t": SimpleNamespace(depths=[2, 3], score=np.array([[0.1, 0.2, 0.9], [0.4, 0.5, 0.6]]))}
     b = {"t": SimpleNamespace(depths=[2, 3], score=np.array([[0.8, 0.3, 0.1], [0.4, 0.5, 0.6]]))}
     d = depth_regime.disagreements(a, b, n=1)
-    assert (d.depth.tolist(), d.column.tolist()) == ([2, 2], [2, 0])  # a ranks (2, 2) far above b; b ranks (2, 0) above a
+    assert (d.depth.tolist(), d.column.tolist()) == (
+        [2, 2],
+        [2, 0],
+    )  # a ranks (2, 2) far above b; b ranks (2, 0) above a
     assert d.gap.iloc[0] > 0 > d.gap.iloc[1]
     with pytest.raises(depth_regime.DepthError, match="need at least 8"):
         depth_regime.disagreements(a, b, n=4)
