@@ -108,7 +108,7 @@ def _anchored(table) -> claims.Verdict:
     return claims.sp_vs_pruners(table, scale="reference", judge="anchored", stored=True)[0]
 
 
-def test_the_near_dense_check_leaves_out_seeds_whose_dense_network_does_not_draw():
+def test_the_near_dense_check_leaves_out_seeds_whose_dense_network_does_not_draw(picbreeder_dir):
     table = reading.near_dense_table()
     dense = table[table.method == "dense"]
     undrawn = {(t, s) for t, s, k in zip(dense.target, dense.seed, dense["base_kept:anchored"]) if not bool(k)}
@@ -119,7 +119,7 @@ def test_the_near_dense_check_leaves_out_seeds_whose_dense_network_does_not_draw
     assert v.evidence != _anchored(table).evidence
 
 
-def test_the_near_dense_archs_and_their_weight_counts():
+def test_the_near_dense_archs_and_their_weight_counts(picbreeder_dir):
     archs = reading.near_dense_archs()
     assert set(archs) == {"skull", "butterfly", "apple"}
     assert all(isinstance(a, Arch) for a in archs.values())

@@ -53,7 +53,7 @@ def test_the_depth_optimum_compares_every_planted_target_at_one_sparsity():
     assert 0 in off.index and off.index.min() < 0 < off.index.max()
 
 
-def test_the_predictor_is_fitted_on_planted_spots_and_checked_on_held_out_picbreeder_ones():
+def test_the_predictor_is_fitted_on_planted_spots_and_checked_on_held_out_picbreeder_ones(picbreeder_dir):
     with claims.unglued():
         v, check = depth.predictor(DEFAULT_JUDGE)
     assert v.verdict in WORDS
