@@ -468,38 +468,12 @@ def recovery_curves(
     return out
 
 
-def disagreements(a: dict, b: dict, n: int = 3) -> pd.DataFrame:
-    """The networks two scores of the same stored networks rank furthest apart. `a` and `b` map
-    target → a curve (`.depths`, `.score` (n_depths, n_networks), columns the same networks: e.g.
-    `stored_curves` and `recovery_curves`); each network's score under each is turned into its
-    percentile rank over every network both scored. Returns one row per network picked (`target`,
-    `depth`, `column`, `a`, `b`, `rank_a`, `rank_b`, `gap` = rank_a − rank_b): the `n` that `a`
-    ranks highest above `b`, then the `n` that `b` ranks highest above `a`."""
+def paired_scores(a: dict, b: dict) -> pd.DataFrame:
+    """Two scores of the same stored networks side by side: `a` and `b` map target → a curve
+    (`.depths`, `.score` (n_depths, n_networks), columns the same networks: e.g. `stored_curves` and
+    `recovery_curves`). One row per network both scored (`target`, `depth`, `column`, `a`, `b`), in
+    the order of `a`'s targets, depths and columns."""
     rows = []
-    for t in a:
-        if t not in b:
-            continue
-        for i, d in enumerate(a[t].depths):
-            if d not in b[t].depths:
-                continue
-            x, y = np.asarray(a[t].score[i], float), np.asarray(b[t].score[b[t].depths.index(d)], float)
-            rows += [{"target": t, "depth": d, "column": k, "a": x[k], "b": y[k]}
-                     for k in range(len(x)) if np.isfinite(x[k]) and np.isfinite(y[k])]  # fmt: skip
-    if len(rows) < 2 * n:
-        raise DepthError(f"disagreements: {len(rows)} networks scored by both instruments; need at least {2 * n}")
-    t = pd.DataFrame(rows)
-    t["rank_a"], t["rank_b"] = t.a.rank(pct=True), t.b.rank(pct=True)
-    t["gap"] = t.rank_a - t.rank_b
-    return pd.concat([t.nlargest(n, "gap"), t.nsmallest(n, "gap")], ignore_index=True)
-
-
-def rank_agreement(a: dict, b: dict, level: float = 0.95, n_boot: int = 4000, seed: int = 0) -> dict:
-    """Spearman's rank correlation between two scores of the same networks, network by network:
-    `a` and `b` map target → a curve (`.depths`, `.score` (n_depths, n_networks), columns the same
-    networks; e.g. `stored_curves` and `recovery_curves`), over the targets and depths both hold
-    and the networks both scored. The interval is the percentile interval of a bootstrap that
-    resamples networks within each target (seeded). Returns `{"rho", "lo", "hi", "n"}`."""
-    xs, ys, strata = [], [], []
     for t in a:
         if t not in b:
             continue
@@ -509,11 +483,30 @@ def rank_agreement(a: dict, b: dict, level: float = 0.95, n_boot: int = 4000, se
             x, y = np.asarray(a[t].score[i], float), np.asarray(b[t].score[b[t].depths.index(d)], float)
             if x.shape != y.shape:
                 raise DepthError(f"{t} at depth {d}: {x.size} networks in one curve, {y.size} in the other")
-            ok = np.isfinite(x) & np.isfinite(y)
-            xs += x[ok].tolist()
-            ys += y[ok].tolist()
-            strata += [t] * int(ok.sum())
-    x, y, strata = np.asarray(xs), np.asarray(ys), np.asarray(strata)
+            rows += [{"target": t, "depth": d, "column": k, "a": x[k], "b": y[k]}
+                     for k in range(len(x)) if np.isfinite(x[k]) and np.isfinite(y[k])]  # fmt: skip
+    return pd.DataFrame(rows, columns=["target", "depth", "column", "a", "b"])
+
+
+def disagreements(a: dict, b: dict, n: int = 3) -> pd.DataFrame:
+    """The networks two scores of the same stored networks (`paired_scores`) rank furthest apart,
+    each score turned into its percentile rank over every network both scored. Returns one row per
+    network picked (`target`, `depth`, `column`, `a`, `b`, `rank_a`, `rank_b`, `gap` = rank_a −
+    rank_b): the `n` that `a` ranks highest above `b`, then the `n` that `b` ranks highest above `a`."""
+    t = paired_scores(a, b)
+    if len(t) < 2 * n:
+        raise DepthError(f"disagreements: {len(t)} networks scored by both instruments; need at least {2 * n}")
+    t["rank_a"], t["rank_b"] = t.a.rank(pct=True), t.b.rank(pct=True)
+    t["gap"] = t.rank_a - t.rank_b
+    return pd.concat([t.nlargest(n, "gap"), t.nsmallest(n, "gap")], ignore_index=True)
+
+
+def rank_agreement(a: dict, b: dict, level: float = 0.95, n_boot: int = 4000, seed: int = 0) -> dict:
+    """Spearman's rank correlation between two scores of the same networks, network by network
+    (`paired_scores`: over the targets and depths both hold and the networks both scored). The interval is the percentile interval of a bootstrap that
+    resamples networks within each target (seeded). Returns `{"rho", "lo", "hi", "n"}`."""
+    pairs = paired_scores(a, b)
+    x, y, strata = pairs.a.to_numpy(float), pairs.b.to_numpy(float), pairs.target.to_numpy(str)
     if len(x) < 3:
         raise DepthError(f"rank agreement: {len(x)} networks scored by both instruments; need at least 3")
     rho = float(scipy.stats.spearmanr(x, y).statistic)
