@@ -4,7 +4,7 @@ The tests marked `cuda` need a GPU: they skip, saying so, on a machine without o
 `pytest -m cuda`). They check that the EMC2 engine equals re-rendering on CUDA, that images, training
 and pruning agree with or work as on the CPU, that the label-anchored judges computed on the GPU give
 the CPU's features (to float64 rounding) and verdicts, and that every chapter experiment runs at its
-contract size (`tests/test_experiments.py`'s TINY) with its device set to "cuda". The unmarked tests
+contract size (`tests/experiment_sizes.py`'s TINY) with its device set to "cuda". The unmarked tests
 check, on any machine, the device plumbing those rely on: `--device` of `volratio reference run`, the
 stored config and manifest, how a GPU run is re-scored on a CPU, and the judges' device handling.
 """
@@ -14,6 +14,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+from experiment_sizes import NEEDS_PICBREEDER, TINY
 
 from volratio import emc2
 from volratio.data.targets import get_target
@@ -274,8 +275,6 @@ def test_emc2_scores_on_cuda_equal_the_cpus_and_joining_batches_changes_nothing(
 def _run_on_cuda(name, tmp_path, request, tiny: bool):
     import inspect
 
-    from test_experiments import NEEDS_PICBREEDER, TINY
-
     if ON_CUDA[name] is None:
         pytest.skip(f"{name} has no device setting: it computes on the CPU")
     if name in NEEDS_PICBREEDER:
@@ -291,7 +290,7 @@ def _run_on_cuda(name, tmp_path, request, tiny: bool):
 @cuda
 @pytest.mark.parametrize("name", list(registry.EXPERIMENTS))
 def test_every_experiment_runs_on_cuda_at_its_contract_size(name, tmp_path, request):
-    """Each experiment at its contract size (test_experiments.TINY), its device set to CUDA: seconds."""
+    """Each experiment at its contract size (experiment_sizes.TINY), its device set to CUDA: seconds."""
     _run_on_cuda(name, tmp_path, request, tiny=True)
 
 

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 import torch
+from fake_models import FakeProcessor, FakeVLM, tiny_clip
 
 from volratio import judges
 from volratio.calibration import fit_calibrated as jc
@@ -105,10 +106,9 @@ def test_judge_check_calibrated(picbreeder_dir, capsys):
     assert out["all"]["accuracy"] > 0.7  # the calibrated judge against the verdicts it was calibrated on
 
 
-def test_judge_check_with_a_tiny_clip(picbreeder_dir, tmp_path, capsys):
-    from test_emc2 import _tiny_clip
+def test_judge_check_with_atiny_clip(picbreeder_dir, tmp_path, capsys):
 
-    folder = _tiny_clip(tmp_path)
+    folder = tiny_clip(tmp_path)
     rc = main(
         [
             "judge-check",
@@ -134,7 +134,6 @@ def test_judge_check_with_a_tiny_clip(picbreeder_dir, tmp_path, capsys):
 
 
 def test_judge_check_with_a_fake_vlm(picbreeder_dir, monkeypatch, capsys):
-    from test_emc2 import FakeProcessor, FakeVLM
 
     monkeypatch.setattr(judge_models, "_load", lambda *a, **k: (FakeVLM(), FakeProcessor()))
     rc = main(
@@ -161,7 +160,6 @@ def test_judge_check_with_a_fake_vlm(picbreeder_dir, monkeypatch, capsys):
 def test_judge_check_on_the_anchored_set_with_a_fake_vlm(picbreeder_dir, monkeypatch, capsys):
     """A model judge goes through the same base check: on the anchored set its EMC2 verdicts need
     the unperturbed image shown too."""
-    from test_emc2 import FakeProcessor, FakeVLM
 
     monkeypatch.setattr(judge_models, "_load", lambda *a, **k: (FakeVLM(), FakeProcessor()))
     argv = ["judge-check", "--judge", "vlm", "--model", "fake", "--groups", "flat", "--device", "cpu", "--json"]
