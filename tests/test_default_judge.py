@@ -21,6 +21,7 @@ from volratio.data.targets import get_target
 from volratio.errors import VolratioError
 from volratio.judges import DEFAULT_JUDGE, make_judge
 from volratio.judges.anchored_rule import ALIGN, V2_RULE_JSON, align, read_crossfit
+from volratio.util.machine import identity
 
 
 def test_the_default_judge_is_the_gated_v2_judge():
@@ -80,6 +81,14 @@ def test_the_degraded_verdicts_regenerate_and_cover_the_main_labels_and_the_dept
     assert len(d2) == 5  # the five depth-2 skulls the first gate rejected, judged by the protocol
 
 
+# the stored rules were fitted on AVX-512 machines; there they refit exactly. Elsewhere (AVX2, ARM)
+# float rounding moves a few pixels of the stored networks' drawings to the next uint8 level
+# (`volratio.calibration.degraded.MEAN_TOLERANCE`), and a gate chosen among near-equal candidates
+# may fall on another row: measured on an AVX2 machine, one fold's `detail` gate moved and 38 of the
+# 1,568 rows' gate decisions differ (2.4%).
+REFITS_EXACTLY = identity()["cpu_capability"] == "AVX512"
+
+
 def test_the_stored_default_rules_refit_from_the_verdicts(v2_tables):
     fitted, generated, _ = v2_tables[0]
     refit, stored = V.fit_stored(fitted, generated), read_crossfit(V2_RULE_JSON)
@@ -88,7 +97,8 @@ def test_the_stored_default_rules_refit_from_the_verdicts(v2_tables):
         assert a.thresholds == pytest.approx(b.thresholds) and a.shift == b.shift
         for f in a.gate:  # a gate minimum is exact on one CPU kind only: check the rows it keeps
             both = pd.concat([fitted, generated])[f].to_numpy()
-            assert ((both >= a.gate[f]) == (both >= b.gate[f])).all(), f
+            same = (both >= a.gate[f]) == (both >= b.gate[f])
+            assert same.all() if REFITS_EXACTLY else same.mean() >= 0.95, (f, same.mean())
 
 
 def test_held_out_the_default_keeps_the_recognisable_drawings_and_rejects_every_generated_negative(v2_tables):
