@@ -431,3 +431,18 @@ def test_docstrings_name_what_is_in_the_repository_and_no_history():
 )
 def test_the_history_scan(line, flagged):
     assert bool(OUTSIDE_OR_HISTORY.search(line)) is flagged
+
+
+def test_a_reading_is_one_value():
+    """How stored networks are scored travels as one `volratio.emc2.reading.Reading`: no module names
+    the old loose flag `every_weight` outside the reading, and no run function reads the store root
+    from a context variable (it is given the root: `RunFunction.reading_store`)."""
+    hits = []
+    for path in sorted(PKG.rglob("*.py")):
+        text = path.read_text()
+        if path.name != "reading.py" and "every_weight" in text:
+            hits.append(f"{path.relative_to(PKG.parent)}: every_weight")
+        if path.parent.name == "runs" and "ContextVar" in text:
+            hits.append(f"{path.relative_to(PKG.parent)}: ContextVar")
+    assert not hits, "\n".join(hits)
+    assert not (PKG / "runs" / "rescore.py").exists()

@@ -205,7 +205,7 @@ def test_basin_emc2_goes_through_score(monkeypatch):
 
 def test_the_smallest_image_is_a_property_of_the_judge_and_every_entry_point_refuses_less():
     from volratio.experiments import connectivity, depth_regime, emc2_bench, twins
-    from volratio.runs import rescore
+    from volratio.runs import score as score_stage
     from volratio.util.presets import ConfigError
 
     for name in judges.JUDGES:
@@ -229,5 +229,5 @@ def test_the_smallest_image_is_a_property_of_the_judge_and_every_entry_point_ref
         depth_regime.Config.quick(res=small)
     assert connectivity.Config.quick(emc2_res=small, emc2=False).emc2_res == small  # no EMC2, no judge
     src = {"chunk": "c", "key": "k", "run": "depth_point", "net_sha256": "0" * 64}
-    with pytest.raises(rescore.RescoreError, match=f"at least {judges.MIN_RES}"):
-        rescore.parse_point({"source": src, "target": "planted:0", "emc2": {"res": small}})
+    with pytest.raises(score_stage.RescoreError, match=f"at least {judges.MIN_RES}"):
+        score_stage.parse_point({"source": src, "target": "planted:0", "emc2": {"res": small}})

@@ -26,7 +26,7 @@ def deciding():
 
 def test_the_deciding_verdict_is_the_decider_on_the_matched_networks(deciding):
     runs = optimizers.stored_runs(
-        reading.MATCHED, judge=DEFAULT_JUDGE, **stored.judges_reading(reading.MATCHED, [DEFAULT_JUDGE])
+        reading.MATCHED, reading=stored.judges_reading(reading.MATCHED, [DEFAULT_JUDGE]).but(judge=DEFAULT_JUDGE)
     )
     best = optimizers.at_best_lr(runs, loss="dense_loss")
     with claims.unglued():
@@ -65,7 +65,7 @@ def test_the_runs_are_read_once_and_handed_out_as_copies():
 
 
 def test_a_reading_without_stored_scores_is_an_error_that_names_the_rescore():
-    covered = stored.judges_covering(reading.MATCHED, delta_scale="layer_std", **reading.EVERY)
+    covered = stored.judges_covering(reading.MATCHED, reading=reading.EVERY.but(delta_scale="layer_std"))
     unscored = [j for j in JUDGES if j not in covered]
     if not unscored:
         pytest.skip("every judge has rescored optimizers_matched with δ × layer std")

@@ -23,7 +23,7 @@ def deciding():
 
 
 def test_the_deciding_verdict_is_the_decider_on_the_sparse_scenes(deciding):
-    curves, rows = unknown_targets.stored_scenes(names=reading.SPARSE, judge=DEFAULT_JUDGE, **reading.EVERY)
+    curves, rows = unknown_targets.stored_scenes(names=reading.SPARSE, reading=reading.EVERY.but(judge=DEFAULT_JUDGE))
     with claims.unglued():
         direct = claims.scenes_weaker(rows, scale="reference", judge=DEFAULT_JUDGE, stored=True,
                                       pooled=unknown_targets.scene_contrast(curves))  # fmt: skip
@@ -62,7 +62,7 @@ def test_a_reading_without_stored_scores_is_an_error_that_names_the_rescore():
 
 def test_the_judges_asked_for_are_either_scored_or_named_missing():
     scored, missing = reading.judges()
-    assert set(scored) == set(stored.judges_covering(reading.SPARSE, **reading.EVERY))
+    assert set(scored) == set(stored.judges_covering(reading.SPARSE, reading=reading.EVERY))
     assert set(missing) == set(reading.ASKED) - set(scored)
 
 

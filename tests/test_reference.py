@@ -361,7 +361,7 @@ def test_stored_depth_curves_and_predictor_check(run_plan, tmp_path):
     from volratio.experiments import depth_regime as D
 
     _, root, _ = run_plan(DEPTH_PLAN, "depth_tiny", tmp_path)
-    curves = D.stored_curves(("depth_tiny", "not_there"), root)
+    curves = D.stored_curves(("depth_tiny", "not_there"), root=root)
     assert len(curves) == 4
     c = curves["planted:2:depth=3,width=3"]
     assert c.depths == [2, 3] and c.score.shape == (2, 2) and ((0 <= c.score) & (c.score <= 1)).all()
@@ -379,9 +379,9 @@ def test_stored_depth_curves_and_predictor_check(run_plan, tmp_path):
         assert grid[t] == sorted(grid[t]) and set(grid[t]) <= set(c.depths)
         assert (c.spot.depth in grid[t]) if c.spot.depth is not None else grid[t] == []
     with pytest.raises(D.DepthError, match="none of the chunks"):
-        D.stored_curves(("nothing",), root)
+        D.stored_curves(("nothing",), root=root)
     with pytest.raises(D.DepthError, match="appears 2 times"):  # never averaged silently, never one dropped
-        D.stored_curves(("depth_tiny", "depth_tiny"), root)
+        D.stored_curves(("depth_tiny", "depth_tiny"), root=root)
 
 
 CONNECTIVITY_PLAN = """

@@ -34,6 +34,7 @@ from volratio.experiments import (
 )
 from volratio.judges import DEFAULT_JUDGE
 from volratio.nets import CoordMLP
+from volratio.report.readings import EVERY
 from volratio.runs import reference as R
 from volratio.runs import stored as S
 from volratio.runs.registry import get_run
@@ -182,7 +183,7 @@ def test_optimizers_chunk_runs_the_optimizers_reference_preset_at_the_measured_s
         for c in optimizers.make_sweep(dataclasses.replace(ref, target=t, depth=d)).configs()
     )
     assert counted(parsed("optimizers")) == counted(expected)
-    curves = depth_regime.stored_curves(["depth_picbreeder"], STORE)
+    curves = depth_regime.stored_curves(["depth_picbreeder"], root=STORE)
     assert {t: curves[t].spot.depth for t, _ in pairs} == dict(pairs)
 
 
@@ -360,9 +361,9 @@ def test_the_depth_optimizer_and_scenes_claims_read_every_weight_of_every_stored
     network of their chunks has those scores under the deciding judge, and they differ from the
     runs' own seeded sample (the rescore scored more weights than the source did)."""
     chunks = sorted({*depth_regime.REFERENCE_CHUNKS, *optimizers.REFERENCE_CHUNKS, *unknown_targets.REFERENCE_CHUNKS})
-    assert "anchored" in S.judges_covering(chunks, STORE, delta_scale, every_weight=True, engine="fused")
+    assert "anchored" in S.judges_covering(chunks, STORE, EVERY.but(delta_scale=delta_scale))
     for chunk in chunks:
-        every = S.rescore_table(chunk, "anchored", STORE, delta_scale=delta_scale, every_weight=True)
+        every = S.rescore_table(chunk, EVERY.but(judge="anchored", delta_scale=delta_scale), STORE)
         every = every[every.engine == "fused"]
         sources = {r["key"]: r["config"]["max_params"] for r in S.records(chunk, STORE)}
         assert set(every.source) == set(sources), chunk
@@ -380,7 +381,7 @@ def test_the_depth_claims_are_decided_on_sparse_networks_each_at_its_fit_point(d
     issue's 0.75 is not reached at the fit point; the chapter says so with the numbers). Every network
     has every-weight fused scores under the deciding judge, with δ read both ways."""
     chunks = depth_regime.SPARSE_CHUNKS
-    assert "anchored" in S.judges_covering(chunks, STORE, delta_scale, every_weight=True, engine="fused")
+    assert "anchored" in S.judges_covering(chunks, STORE, EVERY.but(delta_scale=delta_scale))
     for chunk in chunks:
         recs = S.records(chunk, STORE)
         assert len(recs) == len(PLAN[chunk].configs()), chunk
@@ -403,9 +404,7 @@ def test_the_sparse_optimizer_chunk_runs_at_the_sparse_sweep_s_interval_depths_o
     one network per run scored at its fit point; in every target × depth cell each optimizer's
     best rate (by dense MSE) is interior to its grid."""
     grid = depth_regime.interval_depths(
-        depth_regime.stored_curves(
-            ("depth_sparse_picbreeder",), STORE, judge="anchored", every_weight=True, engine="fused"
-        )
+        depth_regime.stored_curves(("depth_sparse_picbreeder",), STORE, reading=EVERY.but(judge="anchored"))
     )
     chunks = optimizers.SPARSE_CHUNKS
     cells = {(c["target"], c["depth"]) for chunk in chunks for c in PLAN[chunk].configs()}
@@ -432,9 +431,8 @@ def test_the_scenes_claim_is_decided_on_sparse_scenes_and_their_sparse_parts():
         loss, dense = np.array(m["loss"]), np.array(m["dense_loss"])
         assert (loss <= np.maximum(cfg.fit_factor * dense, cfg.fit_floor)).all(), r["key"]
         assert all(e <= n for e, n in zip(m["end_nonzero"], m["nonzero"])), r["key"]
-    assert "anchored" in S.judges_covering([chunk], STORE, every_weight=True, engine="fused")
-    curves, rows = unknown_targets.stored_scenes(STORE, names=(chunk, parts), judge="anchored", every_weight=True,
-                                                 engine="fused")  # fmt: skip
+    assert "anchored" in S.judges_covering([chunk], STORE, EVERY)
+    curves, rows = unknown_targets.stored_scenes(STORE, names=(chunk, parts), reading=EVERY.but(judge="anchored"))
     scenes = {r["spec"] for r in rows}
     assert scenes == {c["target"] for c in PLAN[chunk].configs()} and len(scenes) == 3
     depths = sorted({c["depth"] for c in PLAN[parts].configs()})

@@ -1,4 +1,4 @@
-"""Train, then score (volratio.runs.rescore): stored networks rescored under another judge, resumably,
+"""Train, then score (volratio.runs.score): stored networks rescored under another judge, resumably,
 into the chunk's own store, re-checked by `results verify`."""
 
 import json
@@ -10,10 +10,11 @@ from training_helpers import compiler_missing
 
 from volratio import __version__, emc2
 from volratio.cli import main
+from volratio.emc2.reading import Reading, ReadingError
 from volratio.judges.anchored_rule import read_crossfit
 from volratio.nets import CoordMLP
 from volratio.runs import reference as R
-from volratio.runs import rescore as RS
+from volratio.runs import score as RS
 from volratio.runs import stored as S
 from volratio.runs.store import Store, config_key
 from volratio.util import machine as M
@@ -46,7 +47,7 @@ def test_stored_networks_are_safetensors_with_their_config(root):
     net = CoordMLP.load(path)
     assert net.population == 2 and len(net.weights) == 3  # depth 2: three kernels
     assert Store(root / "tiny").artifact(rec["key"], "net").nonzero() == rec["metrics"]["nonzero"]
-    cfg = RS.rescore_config("tiny", rec, "anchored")  # built from the stored row alone
+    cfg = R.rescore_config("tiny", rec, Reading("anchored"))  # built from the stored row alone
     assert cfg["emc2"]["res"] == 16 and cfg["emc2"]["deltas"] == [-0.25, 0.25] and cfg["emc2"]["max_params"] == 20
     assert cfg["emc2"]["dtype"] == "float64" and cfg["emc2"]["device"] == "cpu" and cfg["members"] == 2
 
@@ -71,7 +72,7 @@ def test_rescore_two_judges_keys_resume_and_readers(root, capsys):
     assert runs["stability"]["key"] != runs["anchored"]["key"]
     # resume: nothing recomputed, the store unchanged
     before = (root / "tiny" / "results.parquet").read_bytes()
-    again = RS.rescore_chunk("tiny", "anchored", root, progress=False)
+    again = RS.score_chunk("tiny", Reading("anchored"), root, progress=False)
     assert (again.ran, again.skipped, again.total) == ([], 1, 1)
     assert (root / "tiny" / "results.parquet").read_bytes() == before
     # the chunk's own readers see its own run only; the manifest counts rescores apart
@@ -79,25 +80,24 @@ def test_rescore_two_judges_keys_resume_and_readers(root, capsys):
     man = S.manifest("tiny", root)
     assert (man["runs_done"], man["rescores_done"]) == (1, 2)
     assert (
-        man["sessions"][-1]["rescore"] == {"judge": "anchored", "anchor": "image", "delta_scale": "absolute"}
-        and man["runs"][runs["anchored"]["key"]]["kind"]
+        man["sessions"][-1]["reading"] == Reading("anchored").as_dict() and man["runs"][runs["anchored"]["key"]]["kind"]
     )
-    t = S.rescore_table("tiny", "anchored", root)
+    t = S.rescore_table("tiny", Reading("anchored"), root)
     assert len(t) == 2 and set(t["source"]) == {src["key"]} and list(t["member"]) == [0, 1]
 
 
 def test_rescore_under_the_source_judge_reproduces_its_scores(root):
     (src,) = S.records("tiny", root)
     assert src["metrics"]["judge"] == "stability" and any(s > 0 for s in src["metrics"]["score"])
-    assert not RS.rescore_chunk("tiny", "stability", root, progress=False).failed
-    (r,) = S.rescores("tiny", "stability", root)
+    assert not RS.score_chunk("tiny", Reading("stability"), root, progress=False).failed
+    (r,) = S.rescores("tiny", Reading("stability"), root)
     assert r["metrics"]["score"] == src["metrics"]["score"]  # exactly
     assert r["metrics"]["scores"] == src["metrics"]["scores"]
 
 
 def test_verify_reruns_rescore_runs_bit_for_bit(root, capsys):
-    RS.rescore_chunk("tiny", "anchored", root, progress=False)
-    RS.rescore_chunk("tiny", "stability", root, progress=False)
+    RS.score_chunk("tiny", Reading("anchored"), root, progress=False)
+    RS.score_chunk("tiny", Reading("stability"), root, progress=False)
     runs = R.verify(root, sample=3).runs
     assert len(runs) == 3 and all(r["ok"] for r in runs)
     rescored = {r["key"] for r in S.rescores("tiny", root=root)}
@@ -108,8 +108,22 @@ def test_verify_reruns_rescore_runs_bit_for_bit(root, capsys):
     net.weights[0].data.mul_(2.0)
     net.save(src["artifacts"]["net"])
     with pytest.raises(RS.RescoreError, match="SHA-256 differs|missing or damaged"):
-        with RS.reading_from(root):
-            RS.point((next(iter(S.rescores("tiny", root=root))))["config"])
+        RS.point((next(iter(S.rescores("tiny", root=root))))["config"], root=root)
+
+
+@pytest.mark.slow
+def test_worker_processes_read_the_networks_under_the_root_they_are_given(root):
+    """The score stage's run function is given the folder of the chunks it reads
+    (`RunFunction.reading_store`), so a spawned worker process scores the networks under that root,
+    not those of the library's default store, and gets the scores the driver gets."""
+    from volratio.runs.registry import get_run
+    from volratio.runs.sweep import Processes, run_configs
+
+    (cfg,) = RS.plan("tiny", Reading("anchored"), root).values()
+    rep = run_configs(get_run("rescore"), [cfg], root / "tiny", Processes(1), progress=False)
+    assert rep.failed == [] and len(rep.ran) == 1
+    (stored,) = S.rescores("tiny", Reading("anchored"), root)
+    assert stored["metrics"]["score"] == RS.point(cfg, root=root)["score"]
 
 
 def test_chunks_without_networks_are_one_line_errors(run_plan, depth_plan, tmp_path, capsys):
@@ -122,9 +136,11 @@ def test_chunks_without_networks_are_one_line_errors(run_plan, depth_plan, tmp_p
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "nosuch" in err[0]
     with pytest.raises(RS.RescoreError, match="folder name"):
-        RS.rescore_chunk("../tiny", "anchored", root)
-    with pytest.raises(RS.RescoreError, match="choose one of"):
-        RS.rescore_chunk("tiny", "nosuch", root)
+        RS.score_chunk("../tiny", Reading("anchored"), root)
+    with pytest.raises(ReadingError, match="choose one of"):
+        RS.score_chunk("tiny", Reading("nosuch"), root)
+    with pytest.raises(RS.RescoreError, match="give the judge"):
+        RS.score_chunk("tiny", Reading(), root)
 
 
 def test_stored_curves_read_another_judges_scores_from_the_rescore_runs(root):
@@ -132,13 +148,13 @@ def test_stored_curves_read_another_judges_scores_from_the_rescore_runs(root):
 
     own = D.stored_curves(["tiny"], root)["planted:1:depth=2,width=3"]
     with pytest.raises(D.DepthError, match="rescore its chunk"):
-        D.stored_curves(["tiny"], root, judge="anchored")
-    RS.rescore_chunk("tiny", "anchored", root, progress=False)
-    (re,) = S.rescores("tiny", "anchored", root)
-    anch = D.stored_curves(["tiny"], root, judge="anchored")["planted:1:depth=2,width=3"]
+        D.stored_curves(["tiny"], root, reading=Reading("anchored"))
+    RS.score_chunk("tiny", Reading("anchored"), root, progress=False)
+    (re,) = S.rescores("tiny", Reading("anchored"), root)
+    anch = D.stored_curves(["tiny"], root, reading=Reading("anchored"))["planted:1:depth=2,width=3"]
     assert anch.score[0].tolist() == re["metrics"]["score"]
     assert anch.loss.tolist() == own.loss.tolist()  # the same networks: only the judge differs
-    same = D.stored_curves(["tiny"], root, judge="stability")["planted:1:depth=2,width=3"]
+    same = D.stored_curves(["tiny"], root, reading=Reading("stability"))["planted:1:depth=2,width=3"]
     assert same.score.tolist() == own.score.tolist()  # the runs' own judge: their own scores
 
 
@@ -164,9 +180,9 @@ def test_fit_table_and_stored_images_show_what_was_scored(root):
     # whether the judge said each network draws its label travels into the curve and the tables:
     # recorded by the runs under their own judge, and by a rescore under its judge
     assert table.loc[(t, 2), "drawn"] == pytest.approx(np.mean(rec["metrics"]["base_kept"]))
-    RS.rescore_chunk("tiny", "anchored", root, progress=False)
-    (re,) = S.rescores("tiny", "anchored", root)
-    curve = D.stored_curves(["tiny"], root, judge="anchored")[t]
+    RS.score_chunk("tiny", Reading("anchored"), root, progress=False)
+    (re,) = S.rescores("tiny", Reading("anchored"), root)
+    curve = D.stored_curves(["tiny"], root, reading=Reading("anchored"))[t]
     assert curve.kept[0].tolist() == [float(k) for k in re["metrics"]["base_kept"]]
     assert D.fit_table({t: curve}).loc[(t, 2), "drawn"] == pytest.approx(np.mean(re["metrics"]["base_kept"]))
 
@@ -188,7 +204,7 @@ def test_chunks_judged_differently_are_not_mixed(root, depth_plan, tmp_path):
 
 def test_judges_covering_names_the_judges_every_run_has_scores_under(root):
     assert S.judges_covering(["tiny"], root) == ["stability"]  # the runs' own judge
-    RS.rescore_chunk("tiny", "anchored", root, progress=False)
+    RS.score_chunk("tiny", Reading("anchored"), root, progress=False)
     assert S.judges_covering(["tiny"], root) == ["anchored", "stability"]
 
 
@@ -196,9 +212,9 @@ def test_the_delta_row_is_read_under_the_deciding_judge_where_it_can_be(root):
     """`scaled_judge`: the judge whose δ × layer-std rescores cover the chunk — the deciding one,
     else the fallback, else none."""
     assert S.scaled_judge(["tiny"], "anchored-v2", root=root) is None  # nothing scored with δ on each weight's scale
-    RS.rescore_chunk("tiny", "anchored", root, progress=False, delta_scale="layer_std")
+    RS.score_chunk("tiny", Reading("anchored", delta_scale="layer_std"), root, progress=False)
     assert S.scaled_judge(["tiny"], "anchored-v2", root=root) == "anchored"
-    RS.rescore_chunk("tiny", "anchored-v2", root, progress=False, delta_scale="layer_std")
+    RS.score_chunk("tiny", Reading("anchored-v2", delta_scale="layer_std"), root, progress=False)
     assert S.scaled_judge(["tiny"], "anchored-v2", root=root) == "anchored-v2"
 
 
@@ -217,9 +233,9 @@ def test_optimizer_runs_read_under_another_judge(depth_plan, tmp_path):
     own = O.stored_runs(["opt"], root)
     stored = S.records("opt", root)[0]["metrics"]
     assert own.score.tolist() == [stored["score"]] and own.drawn.tolist() == [stored["base_kept"]]
-    RS.rescore_chunk("opt", "anchored", root, progress=False)
-    (re,) = S.rescores("opt", "anchored", root)
-    anch = O.stored_runs(["opt"], root, judge="anchored")
+    RS.score_chunk("opt", Reading("anchored"), root, progress=False)
+    (re,) = S.rescores("opt", Reading("anchored"), root)
+    anch = O.stored_runs(["opt"], root, reading=Reading("anchored"))
     assert anch.score.tolist() == re["metrics"]["score"] and anch.drawn.tolist() == re["metrics"]["base_kept"]
     assert anch.loss.tolist() == own.loss.tolist()  # the same network, judged again
 
@@ -235,7 +251,7 @@ def _another_cpu_kind(monkeypatch) -> dict:
 
 
 def test_on_another_cpu_kind_verify_rescores_the_stored_networks_without_retraining(root, monkeypatch, capsys):
-    RS.rescore_chunk("tiny", "anchored", root, progress=False)
+    RS.score_chunk("tiny", Reading("anchored"), root, progress=False)
     other = _another_cpu_kind(monkeypatch)
     report = R.verify(root, sample=5)
     (c,) = report.chunks
@@ -315,43 +331,45 @@ def twin_root(tmp_path_factory, picbreeder_dir):
 def test_twin_networks_rescore_on_the_one_anchor_and_under_each_delta_reading(twin_root, capsys):
     (src,) = S.records("twin", twin_root)
     assert src["config"]["anchor"] == "image"
-    same = RS.rescore_chunk("twin", "anchored", twin_root, progress=False)
-    (r,) = S.rescores("twin", "anchored", twin_root)
+    same = RS.score_chunk("twin", Reading("anchored"), twin_root, progress=False)
+    (r,) = S.rescores("twin", Reading("anchored"), twin_root)
     assert not same.failed and r["metrics"]["score"] == [src["metrics"]["auc_anchored"]]  # its own scoring, exactly
     assert r["config"]["target"] == "picbreeder:skull" and r["config"]["emc2"]["dtype"] == "float32"
     rc = main(["reference", "rescore", "twin", "--judge", "anchored", "--anchor", "png", "--root", str(twin_root),
                "--no-progress"])  # fmt: skip
     assert rc == 0 and "anchor png" in capsys.readouterr().out
-    png = S.rescore_table("twin", "anchored", twin_root, anchor="png")
+    png = S.rescore_table("twin", Reading("anchored", anchor="png"), twin_root)
     assert len(png) == 1 and png.anchor_rmse.iloc[0] == pytest.approx(np.sqrt(src["metrics"]["mse"]), rel=1e-5)
-    assert len(S.rescore_table("twin", "anchored", twin_root)) == 1  # the readings are never mixed
-    RS.rescore_chunk("twin", "anchored", twin_root, progress=False, anchor="png", delta_scale="layer_std")
-    scaled = S.rescores("twin", "anchored", twin_root, anchor="png", delta_scale="layer_std")
+    assert len(S.rescore_table("twin", Reading("anchored"), twin_root)) == 1  # the readings are never mixed
+    RS.score_chunk("twin", Reading("anchored", anchor="png", delta_scale="layer_std"), twin_root, progress=False)
+    scaled = S.rescores("twin", Reading("anchored", anchor="png", delta_scale="layer_std"), twin_root)
     assert len(scaled) == 1 and scaled[0]["config"]["emc2"]["delta_scale"] == "layer_std"
     readings = (("image", "absolute"), ("png", "absolute"), ("png", "layer_std"))
-    keys = {r["key"] for a, d in readings for r in S.rescores("twin", root=twin_root, anchor=a, delta_scale=d)}
+    keys = {r["key"] for a, d in readings for r in S.rescores("twin", Reading(anchor=a, delta_scale=d), twin_root)}
     assert len(keys) == 3  # one run per reading, each keyed by it
-    again = RS.rescore_chunk("twin", "anchored", twin_root, progress=False, anchor="png", delta_scale="layer_std")
+    again = RS.score_chunk(
+        "twin", Reading("anchored", anchor="png", delta_scale="layer_std"), twin_root, progress=False
+    )
     assert again.skipped == 1 and not again.ran
-    with pytest.raises(RS.RescoreError, match="anchor 'pixels'"):
-        RS.plan("twin", "anchored", twin_root, anchor="pixels")
-    with pytest.raises(RS.RescoreError, match="delta_scale 'relative'"):
-        RS.plan("twin", "anchored", twin_root, delta_scale="relative")
+    with pytest.raises(ReadingError, match="anchor 'pixels'"):
+        RS.plan("twin", Reading("anchored", anchor="pixels"), twin_root)
+    with pytest.raises(ReadingError, match="delta_scale 'relative'"):
+        RS.plan("twin", Reading("anchored", delta_scale="relative"), twin_root)
 
 
 def test_readers_take_the_delta_reading_from_its_rescore_runs_only(root):
     (src,) = S.records("tiny", root)
-    with pytest.raises(S.ReferenceError, match="with δ read as 'layer_std'.*--delta-scale layer_std"):
-        S.judged("tiny", root, "stability", delta_scale="layer_std")  # its own scores are the paper's δ
-    assert S.judges_covering("tiny", root, delta_scale="layer_std") == []
-    RS.rescore_chunk("tiny", "stability", root, progress=False, delta_scale="layer_std")
-    (r,) = S.rescores("tiny", "stability", root, delta_scale="layer_std")
-    (got,) = S.judged("tiny", root, "stability", delta_scale="layer_std")
+    with pytest.raises(S.ReferenceError, match="δ layer_std.*--delta-scale layer_std"):
+        S.judged("tiny", root, Reading("stability", delta_scale="layer_std"))  # its own scores are the paper's δ
+    assert S.judges_covering("tiny", root, Reading(delta_scale="layer_std")) == []
+    RS.score_chunk("tiny", Reading("stability", delta_scale="layer_std"), root, progress=False)
+    (r,) = S.rescores("tiny", Reading("stability", delta_scale="layer_std"), root)
+    (got,) = S.judged("tiny", root, Reading("stability", delta_scale="layer_std"))
     assert got["metrics"]["score"] == r["metrics"]["score"] and got["key"] == src["key"]
-    assert S.judged("tiny", root, "stability")[0]["metrics"]["score"] == src["metrics"]["score"]
-    assert S.judges_covering("tiny", root, delta_scale="layer_std") == ["stability"]
-    with pytest.raises(S.ReferenceError, match="give the judge"):
-        S.judged("tiny", root, delta_scale="layer_std")
+    assert S.judged("tiny", root, Reading("stability"))[0]["metrics"]["score"] == src["metrics"]["score"]
+    assert S.judges_covering("tiny", root, Reading(delta_scale="layer_std")) == ["stability"]
+    with pytest.raises(S.ReferenceError, match="give the reading a judge"):
+        S.judged("tiny", root, Reading(delta_scale="layer_std"))
 
 
 def test_every_weight_rescore_is_stored_beside_the_sampled_one_and_read_on_request(root, capsys):
@@ -364,24 +382,25 @@ def test_every_weight_rescore_is_stored_beside_the_sampled_one_and_read_on_reque
     (src,) = S.records("tiny", root)
     t = "planted:1:depth=2,width=3"
     with pytest.raises(D.DepthError, match="--every-weight --engine torch"):
-        D.stored_curves(["tiny"], root, every_weight=True)
+        D.stored_curves(["tiny"], root, reading=Reading(weights="every"))
     assert main(["reference", "rescore", "tiny", "--judge", "stability", "--root", str(root), "--json"]) == 0
     capsys.readouterr()
     argv = ["reference", "rescore", "tiny", "--judge", "stability", "--every-weight", "--root", str(root), "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    assert (out["ran"], out["every_weight"], out["engine"]) == (1, True, "torch") and out["cpu_s"] > 0
-    (every,) = S.rescores("tiny", "stability", root, every_weight=True)
-    (sampled,) = S.rescores("tiny", "stability", root, every_weight=False)
+    assert (out["ran"], out["weights"], out["engine"]) == (1, "every", "torch") and out["cpu_s"] > 0
+    (every,) = S.rescores("tiny", Reading("stability", weights="every"), root)
+    (sampled,) = [r for r in S.rescores("tiny", Reading("stability"), root) if S.weights_scored(r) == "sample"]
     assert every["key"] != sampled["key"] and every["config"]["source"] == sampled["config"]["source"]
     emc = every["config"]["emc2"]
     assert (emc["max_params"], emc["engine"], emc["dtype"]) == (None, "torch", "float64")
     # the sampled one names the source's engine and arithmetic too: every rescore config is complete
     assert (sampled["config"]["emc2"]["engine"], sampled["config"]["emc2"]["max_params"]) == ("torch", 20)
     man = S.manifest("tiny", root)
-    assert man["runs"][every["key"]]["cpu_s"] > 0 and man["sessions"][-1]["rescore"] == {
-        "judge": "stability", "anchor": "image", "delta_scale": "absolute", "every_weight": True, "engine": "torch"
-    }  # fmt: skip
+    assert (
+        man["runs"][every["key"]]["cpu_s"] > 0
+        and man["sessions"][-1]["reading"] == Reading("stability", weights="every").as_dict()
+    )
     # the scores are those of every non-zero weight, exactly (float64, torch), and not the sample's
     net = CoordMLP.load(src["artifacts"]["net"])
     for k in range(net.population):
@@ -393,15 +412,15 @@ def test_every_weight_rescore_is_stored_beside_the_sampled_one_and_read_on_reque
     assert sampled["metrics"]["scores"] == src["metrics"]["scores"]  # the sample's rescore: the source's own
     # the readers: sampled by default (the source's own scores), every weight when asked
     assert D.stored_curves(["tiny"], root)[t].score[0].tolist() == src["metrics"]["score"]
-    curve = D.stored_curves(["tiny"], root, every_weight=True)[t]
+    curve = D.stored_curves(["tiny"], root, reading=Reading(weights="every"))[t]
     assert curve.score[0].tolist() == every["metrics"]["score"]
-    assert S.judges_covering(["tiny"], root, every_weight=True) == ["stability"]
-    assert S.judges_covering(["tiny"], root, every_weight=True, engine="fused") == []
+    assert S.judges_covering(["tiny"], root, Reading(weights="every")) == ["stability"]
+    assert S.judges_covering(["tiny"], root, Reading(weights="every", engine="fused")) == []
     # a judge comparison reads every weight only where every judge compared has it, else the sample
-    assert S.judges_reading(["tiny"], ["stability"], root, engine="torch") == {"every_weight": True, "engine": "torch"}
-    assert S.judges_reading(["tiny"], ["anchored", "stability"], root, engine="torch") == {}  # anchored: a sample
-    assert S.judges_reading(["tiny"], ["stability"], root) == {}  # no fused every-weight rescore
-    table = S.rescore_table("tiny", "stability", root)
+    assert S.judges_reading(["tiny"], ["stability"], root, engine="torch") == Reading(weights="every", engine="torch")
+    assert S.judges_reading(["tiny"], ["anchored", "stability"], root, engine="torch") == S.OWN  # anchored: a sample
+    assert S.judges_reading(["tiny"], ["stability"], root) == S.OWN  # no fused every-weight rescore
+    table = S.rescore_table("tiny", Reading("stability"), root)
     assert sorted(table["weights"]) == ["every", "every", "sample", "sample"]
     cost = S.rescore_cost("tiny", root).set_index("weights")
     assert cost.loc["every", "runs"] == 1 and cost.loc["every", "networks"] == 2 and cost.loc["every", "cpu_s"] > 0
@@ -409,7 +428,7 @@ def test_every_weight_rescore_is_stored_beside_the_sampled_one_and_read_on_reque
     report = R.verify(root, sample=10)
     assert every["key"] in {r["key"] for r in report.runs} and all(r["ok"] for r in report.runs)
     # resumable: asked again, nothing runs
-    again = RS.rescore_chunk("tiny", "stability", root, progress=False, every_weight=True)
+    again = RS.score_chunk("tiny", Reading("stability", weights="every"), root, progress=False)
     assert (again.ran, again.skipped) == ([], 1)
 
 
@@ -419,8 +438,12 @@ def test_every_weight_rescore_through_the_fused_kernel_is_close_to_float64(root,
     if compiler_missing():
         pytest.skip(compiler_missing().replace("fused training kernel", "fused perturbation kernel"))
     for engine in ("torch", "fused"):
-        assert not RS.rescore_chunk("tiny", "anchored", root, progress=False, every_weight=True, engine=engine).failed
-    by = {S.rescore_engine(r): r for r in S.rescores("tiny", "anchored", root, every_weight=True)}
+        assert not RS.score_chunk(
+            "tiny", Reading("anchored", weights="every", engine=engine), root, progress=False
+        ).failed
+    by = {
+        S.rescore_engine(r): r for r in S.rescores("tiny", Reading("anchored"), root) if S.weights_scored(r) == "every"
+    }
     assert set(by) == {"torch", "fused"} and by["fused"]["config"]["emc2"]["dtype"] == "float32"
     assert by["torch"]["key"] != by["fused"]["key"]
     f, t = (np.array(by[e]["metrics"]["scores"]) for e in ("fused", "torch"))
@@ -469,8 +492,8 @@ def test_a_verdict_set_network_is_rescored_by_the_rule_fitted_without_its_fold(p
     xf = read_crossfit()
     fold = xf.folds["picbreeder:skull"]
     assert src["metrics"]["fold_anchored-xfit"] == fold  # the run's own scoring names the network too
-    rep = RS.rescore_chunk("pb", "anchored-xfit", picbreeder_root, progress=False)
-    (r,) = S.rescores("pb", "anchored-xfit", picbreeder_root)
+    rep = RS.score_chunk("pb", Reading("anchored-xfit"), picbreeder_root, progress=False)
+    (r,) = S.rescores("pb", Reading("anchored-xfit"), picbreeder_root)
     assert not rep.failed and r["metrics"]["network"] == ["picbreeder:skull"] and r["metrics"]["fold"] == [fold]
     assert r["metrics"]["score"] == [src["metrics"]["auc_anchored-xfit"]]  # its own scoring, exactly
     net = CoordMLP.load(src["artifacts"]["net"])
@@ -490,11 +513,11 @@ def test_a_network_outside_the_verdict_set_is_rescored_by_the_all_rows_rule_and_
     assert R.source_networks(src) == (None,)  # a twin trained here is not in the verdict set
     (depth,) = S.records("tiny", root)
     assert R.source_networks(depth) == (None, None)  # nor is an SP population trained by its run
-    RS.rescore_chunk("twin", "anchored-xfit", twin_root, progress=False)
-    (r,) = S.rescores("twin", "anchored-xfit", twin_root)
+    RS.score_chunk("twin", Reading("anchored-xfit"), twin_root, progress=False)
+    (r,) = S.rescores("twin", Reading("anchored-xfit"), twin_root)
     assert r["metrics"]["network"] == [None] and r["metrics"]["fold"] == ["all"]
-    RS.rescore_chunk("twin", "anchored", twin_root, progress=False)  # skipped if already stored
-    (plain,) = S.rescores("twin", "anchored", twin_root)
+    RS.score_chunk("twin", Reading("anchored"), twin_root, progress=False)  # skipped if already stored
+    (plain,) = S.rescores("twin", Reading("anchored"), twin_root)
     assert "fold" not in plain["metrics"]  # only the cross-fitted judge has folds
 
 
@@ -544,8 +567,8 @@ def test_the_sparse_regime_s_depth_runs_are_read_rescored_and_drawn_as_depth_run
     assert grid["captions"][0][1] == f"{recs[2]['score'][1]:.2f} · {recs[2]['nonzero'][1]:,}"
     with pytest.raises(D.DepthError, match="no stored networks at depth 3"):
         D.mosaic(imgs, [t], [3])
-    RS.rescore_chunk("sparse", "anchored", root, progress=False, every_weight=True, engine="torch")
-    every = D.stored_curves(["sparse"], root, judge="anchored", every_weight=True, engine="torch")[t]
+    RS.score_chunk("sparse", Reading("anchored", weights="every", engine="torch"), root, progress=False)
+    every = D.stored_curves(["sparse"], root, reading=Reading("anchored", weights="every", engine="torch"))[t]
     assert every.loss.tolist() == curve.loss.tolist()  # the same networks, scored on every weight
     # the near-dense depth runs record no dense size: the table reads it from their stored networks
     near = D.sparsity_table(["tiny"], _chunk(run_plan, depth_plan, tmp_path / "near", keep=True))
@@ -604,8 +627,8 @@ def test_the_sparse_regime_s_optimizer_runs_are_read_rescored_and_drawn_as_optim
     grid = O.mosaic(runs, res=8, nonzero=True)
     assert grid["row_labels"] == ["adam, lr 0.003", "adam, lr 0.01", "muon, lr 0.003, AdamW 0.01"]
     assert len(grid["rows"][0]) == 2 and " · " in grid["captions"][0][0]
-    RS.rescore_chunk("opt", "anchored", root, progress=False, every_weight=True, engine="torch")
-    every = O.stored_runs(["opt"], root, judge="anchored", every_weight=True, engine="torch")
+    RS.score_chunk("opt", Reading("anchored", weights="every", engine="torch"), root, progress=False)
+    every = O.stored_runs(["opt"], root, reading=Reading("anchored", weights="every", engine="torch"))
     assert every.loss.tolist() == runs.loss.tolist() and len(every) == 6  # the same networks, scored again
     with pytest.raises(O.ExperimentError, match="keep_net"):
         O.mosaic(runs.assign(net=None))

@@ -275,13 +275,13 @@ def test_regime_point_scores_a_population_it_finds_by_its_source_config(tmp_path
     R.run_chunk(plan, "src", tmp_path, progress=False)
     cfg = {"source": source, "population": "sp_0p50", "chunk": "src", "judges": ["anchored", "stability"],
            "emc2.res": 8, "emc2.deltas": [-1.0, 1.0]}  # fmt: skip
-    with R.reading_from(tmp_path):
-        out = get_run("regime_point").fn(cfg)
-        again = get_run("regime_point").fn(cfg)
-        with pytest.raises(Exception, match="not <method>_<checkpoint>"):
-            get_run("regime_point").fn({**cfg, "population": "sp"})
-        with pytest.raises(Exception, match="run the source chunk first"):
-            get_run("regime_point").fn({**cfg, "seed": 1})
+    fn = get_run("regime_point").reading_store(tmp_path)  # reads the chunks under tmp_path
+    out = fn(cfg)
+    again = fn(cfg)
+    with pytest.raises(Exception, match="not <method>_<checkpoint>"):
+        fn({**cfg, "population": "sp"})
+    with pytest.raises(Exception, match="run the source chunk first"):
+        fn({**cfg, "seed": 1})
     net = CoordMLP.load(Store(tmp_path / "src").artifact_path(out["source_key"], "net_sp_0p50"))
     assert out["nonzero"] == [int(n) for n in net.nonzero()] and len(out["auc_anchored"]) == 2
     assert out["n_params"] == out["nonzero"]  # every non-zero weight
@@ -306,13 +306,13 @@ def test_regime_point_scores_only_the_populations_the_source_could_not_make_as_f
     failed = {(r.method, r.checkpoint) for r in table.itertuples() if isinstance(r.failed, str)}
     assert failed == {("random", "end")}  # random weights at SP's end counts leave no path here
     cfg = {"source": source, "chunk": "src", "judges": ["stability"], "emc2.res": 8, "emc2.deltas": [1.0]}
-    with R.reading_from(tmp_path):
-        for m in ("sp", "random", "random-units"):
-            for c in ("0.50", "end"):
-                if (m, c) not in set(zip(table.method, table.checkpoint)):
-                    continue
-                out = get_run("regime_point").fn({**cfg, "population": f"{m}_{c.replace('.', 'p')}"})
-                assert ("failed" in out) == ((m, c) in failed), (m, c, out.get("failed"))
+    fn = get_run("regime_point").reading_store(tmp_path)
+    for m in ("sp", "random", "random-units"):
+        for c in ("0.50", "end"):
+            if (m, c) not in set(zip(table.method, table.checkpoint)):
+                continue
+            out = fn({**cfg, "population": f"{m}_{c.replace('.', 'p')}"})
+            assert ("failed" in out) == ((m, c) in failed), (m, c, out.get("failed"))
 
 
 def test_size_twins_reads_claim_one_networks_of_the_regime_targets_on_one_anchor(tmp_path, picbreeder_dir):

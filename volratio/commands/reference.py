@@ -16,9 +16,10 @@ from pathlib import Path
 
 from ..data.anchors import ANCHORS
 from ..emc2 import DELTA_SCALES
+from ..emc2.reading import ENGINES, Reading
 from ..judges import JUDGES
-from ..runs.reference import EVERY_WEIGHT_ENGINES, load_plan, run_chunk
-from ..runs.rescore import rescore_chunk
+from ..runs.reference import device_name_here, load_plan, run_chunk
+from ..runs.score import score_chunk
 from ..runs.store import Store
 from ..runs.sweep import make_executor
 from ..util.fileio import check_out
@@ -107,15 +108,26 @@ def register(sub) -> None:
     )
     rs.add_argument(
         "--every-weight",
-        action="store_true",
+        dest="weights",
+        action="store_const",
+        const="every",
+        default="own",
         help="score every non-zero weight of each stored network (the source runs scored a seeded sample): "
         "another rescore run per source (max_params None, the engine named), stored beside the sampled one",
     )
     rs.add_argument(
         "--engine",
         default="torch",
-        choices=list(EVERY_WEIGHT_ENGINES),
+        choices=list(ENGINES),
         help="with --every-weight: torch (float64, the exact reference; default) or fused (the C++ kernel, float32)",
+    )
+    rs.add_argument(
+        "--device",
+        default=None,
+        type=A.device,
+        metavar="DEV",
+        help="where to compute the scores (auto, cpu, cuda, cuda:N; default: where the source runs scored); "
+        "scores computed elsewhere are stored under other keys",
     )
     rs.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_json_flag(rs)
@@ -152,26 +164,10 @@ def _list(args) -> int:
 
 
 def _rescore(args) -> int:
-    report = rescore_chunk(
-        args.chunk,
-        args.judge,
-        args.dir,
-        progress=False if (args.no_progress or args.json) else None,
-        anchor=args.anchor,
-        delta_scale=args.delta_scale,
-        every_weight=args.every_weight,
-        engine=args.engine,
-    )
-    head = {
-        "chunk": report.chunk,
-        "judge": report.judge,
-        "anchor": report.anchor,
-        "delta_scale": report.delta_scale,
-        "every_weight": report.every_weight,
-    }
-    if report.every_weight:
-        head["engine"] = report.engine
-    return _emit_report(args, report, **head, cpu_s=report.cpu_s)
+    device = None if args.device is None else device_name_here(args.device)  # "auto" resolved: a key names the device
+    reading = Reading(args.judge, args.anchor, args.delta_scale, args.weights, args.engine, device)
+    report = score_chunk(args.chunk, reading, args.dir, progress=False if (args.no_progress or args.json) else None)
+    return _emit_report(args, report, chunk=report.chunk, **reading.as_dict(), cpu_s=report.cpu_s)
 
 
 def _emit_report(args, report, **head) -> int:

@@ -46,6 +46,7 @@ from ..depth.point import (
     sp_metrics,
     sp_network,
 )
+from ..emc2.reading import Reading
 from ..nets import CoordMLP
 from ..rho import recovery
 from ..runs import recovered, stored
@@ -184,23 +185,12 @@ SPARSE_CHUNKS = ("depth_sparse_picbreeder", "depth_sparse_planted")
 MATCHED_CHUNKS = ("depth_matched_planted",)
 
 
-def stored_curves(
-    names=REFERENCE_CHUNKS,
-    root=None,
-    tol: float = 1e-9,
-    judge: str | None = None,
-    delta_scale: str = "absolute",
-    every_weight: bool = False,
-    engine: str = "torch",
-) -> dict:
+def stored_curves(names=REFERENCE_CHUNKS, root=None, tol: float = 1e-9, reading: Reading = stored.OWN) -> dict:
     """Depth curves from the stored reference chunks `names` (`volratio.runs.stored.depth_curves`):
-    one per target, every network scored under `judge` (its rescore run where it was judged otherwise)
-    with δ read as `delta_scale` (`volratio.emc2.delta_scale`; "layer_std" from rescore runs).
-    The runs scored a seeded sample of weights per network; `every_weight=True` reads every network's
-    scores on every non-zero weight through `engine` (their every-weight rescore runs: `volratio
-    reference rescore CHUNK --judge NAME --every-weight --engine E`; an error naming that command where
-    one is missing)."""
-    return stored.depth_curves(names, root, tol, judge, delta_scale, every_weight, engine)
+    one per target, every network scored under `reading` (`volratio.emc2.reading.Reading`: its
+    judge, δ's scale, the weights and engine; the runs' own scores by default, else their score runs:
+    `volratio reference rescore CHUNK …`, named by an error where one is missing)."""
+    return stored.depth_curves(names, root, tol, reading)
 
 
 def sparsity_table(names=SPARSE_CHUNKS, root=None) -> pd.DataFrame:
@@ -282,20 +272,18 @@ def fit_table(curves: dict):
 def stored_images(
     names=REFERENCE_CHUNKS,
     root=None,
-    judge: str | None = None,
+    reading: Reading = stored.OWN,
     targets=None,
     res: int = 64,
-    every_weight: bool = False,
-    engine: str = "torch",
 ) -> dict:
     """What was scored: per target, `{"depths", "images", "kept", "score", "loss"}` with one list per
     depth of one entry per stored network — its render at `res` (`(res, res, 3)` numpy), whether it
     draws its label (the judge kept its unperturbed image and it is not collapsed: `stored.draws`),
-    its EMC2 AUC (on every weight through `engine` with `every_weight`, as `stored_curves` reads it),
+    its EMC2 AUC (under `reading`, as `stored_curves` reads it),
     its MSE and its non-zero weights. Reads the networks the runs stored (`keep_net`); a run without
     one is an error."""
     out: dict = {}
-    for r in stored.judged(names, root, judge, DepthError, every_weight=every_weight, engine=engine):
+    for r in stored.judged(names, root, reading, DepthError):
         t = r["config"]["target"]
         if targets is not None and t not in targets:
             continue

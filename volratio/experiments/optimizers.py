@@ -19,6 +19,7 @@ import pandas as pd
 from ..data.targets import get_target
 from ..depth import point as depth_point
 from ..depth import sparse_point as sparse_depth
+from ..emc2.reading import Reading
 from ..nets import CoordMLP
 from ..runs import stored
 from ..runs.depth_sweep import depth_sweep
@@ -241,10 +242,7 @@ MATCHED_CHUNKS = ("optimizers_matched",)
 def stored_runs(
     names=REFERENCE_CHUNKS,
     root=None,
-    judge: str | None = None,
-    delta_scale: str = "absolute",
-    every_weight: bool = False,
-    engine="torch",
+    reading: Reading = stored.OWN,
 ):
     """The stored `optimizer_point` runs of `names` (under `root`, default `results/reference`): one
     row per run with `target`, `depth`, `optimizer`, `lr` (the learning rate that optimizer tunes:
@@ -255,14 +253,13 @@ def stored_runs(
     label; None where the run did not record it), `collapsed` (SP's flag on the scored network; None
     where the run did not record it), `sharpness`, `cpu_s`, `key` (the run's), `net` (the stored
     network's file, `CoordMLP.load`; None where the run kept none). Reads `optimizer_point` runs (`REFERENCE_CHUNKS`)
-    and `sparse_optimizer_point` runs (`SPARSE_CHUNKS`: one-entry lists per metric) alike. `judge`: scores under this
-    judge (the chunk's rescore runs where the runs' own judge differs; `volratio.runs.stored.judged`),
-    with δ read as `delta_scale` ("layer_std": the rescore runs under that reading).
-    `every_weight`: scores on every non-zero weight through `engine` (the every-weight rescore runs)."""
+    and `sparse_optimizer_point` runs (`SPARSE_CHUNKS`: one-entry lists per metric) alike. `reading`
+    (`volratio.emc2.reading.Reading`): the runs' own scores by default, else their scores under the
+    reading (the chunk's score runs where the runs' own differ; `volratio.runs.stored.judged`)."""
     runs = (
         stored.runs_of(names, root, ExperimentError)
-        if judge is None and delta_scale == "absolute" and not every_weight
-        else stored.judged(names, root, judge, ExperimentError, delta_scale, every_weight, engine)
+        if reading.own
+        else stored.judged(names, root, reading, ExperimentError)
     )
     rows = []
     for r in runs:

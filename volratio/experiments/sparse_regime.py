@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -54,7 +55,6 @@ from ..prune.fit_point import fits
 from ..prune.masks import weight_sparsity
 from ..prune.similarity_pruning import TAU_SCHEDULE, SPConfig
 from ..runs import stored
-from ..runs.reference import source_root
 from ..runs.registry import artifact_name, get_run
 from ..runs.store import Store, StoreError, config_key, sha256_file
 from ..train import PATHS, TrainConfig, mse_per_network, train
@@ -388,7 +388,7 @@ def _failed_reasons(table: pd.DataFrame) -> pd.DataFrame:
 SCORE_JUDGES = ("anchored", "anchored-ssim", "stability")  # the first decides; the others are rows (as connectivity)
 
 
-def _every_weight() -> EMC2Config:
+def _all_weights() -> EMC2Config:
     return EMC2Config(max_params=None, engine="fused", dtype="float32", device="cpu")
 
 
@@ -402,7 +402,7 @@ class Point:
     population: str = "sp_end"  # <method>_<checkpoint> of the source's `nets` (artifact net_<population>)
     chunk: str = REFERENCE_CHUNK  # the source chunk's folder under the reference root
     judges: tuple = SCORE_JUDGES  # each judges the same perturbed images
-    emc2: EMC2Config = field(default_factory=_every_weight)  # `member` is ignored: every member is scored
+    emc2: EMC2Config = field(default_factory=_all_weights)  # `member` is ignored: every member is scored
     calibration_seed: int = 0  # seeds a calibrated judge's calibration
     seed: int = 0  # the source run's `seed` (with `source`, it names the source run)
 
@@ -438,11 +438,11 @@ def _failed(row: dict) -> bool:
     return isinstance(row.get("failed"), str) and row["failed"] != "nan"
 
 
-def _failed_population(cfg: Point, key: str) -> tuple:
+def _failed_population(cfg: Point, key: str, root: Path) -> tuple:
     """`(why, members)` when the source run could not make population `cfg.population` (its `failed`
     rows, one per member), else `(None, 0)`."""
     method, _, ckpt = cfg.population.rpartition("_")
-    for r in stored.records(cfg.chunk, source_root()):
+    for r in stored.records(cfg.chunk, root):
         if r["key"] == key:
             whys = [row["failed"] for row in r["metrics"]["rows"] if _failed(row)
                     and row["method"] == method and str(row["checkpoint"]).replace(".", "p") == ckpt]  # fmt: skip
@@ -450,19 +450,22 @@ def _failed_population(cfg: Point, key: str) -> tuple:
     return None, 0
 
 
-def point(config: dict) -> dict:
-    """EMC2 of every member of the stored population `population` of the source run. Metrics, one list
+def point(config: dict, root: "str | Path | None" = None) -> dict:
+    """EMC2 of every member of the stored population `population` of the source run, read from the
+    chunk `chunk` under `root` (default `volratio.runs.stored.DEFAULT_ROOT`; a sweep passes the folder
+    beside its own store, `volratio.runs.registry.RunFunction.reading_store`). Metrics, one list
     entry per member: `nonzero`, `sparsity`, `auc_<judge>`, `base_kept_<judge>` per judge, and
     `n_params`; `source_key` and `net_sha256` (what was scored). A population the source run could
     not make (a `failed` row) gives `source_key` and `failed` (why) only."""
     cfg = parse_point(config)
+    root = stored.DEFAULT_ROOT if root is None else Path(root)
     key = source_key(cfg)
     art = f"net_{cfg.population}"
-    why, members = _failed_population(cfg, key)
+    why, members = _failed_population(cfg, key, root)
     if why is not None:  # the source could not prune this population: recorded, nothing to score
         return {"source_key": key, "failed": why, "members": members}
     try:
-        path = Store(source_root() / cfg.chunk).artifact_path(key, art)
+        path = Store(root / cfg.chunk).artifact_path(key, art)
     except StoreError as e:
         raise ExperimentError(
             f"regime_point: {e}; run the source chunk first (`volratio reference run PLAN --chunk {cfg.chunk}`)"

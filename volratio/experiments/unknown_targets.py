@@ -24,6 +24,7 @@ from ..depth.complexity import png_ratio
 from ..depth.curves import DepthCurve, among_fitting
 from ..depth.point import Config as DepthConfig
 from ..depth.point import Settings
+from ..emc2.reading import Reading
 from ..runs import stored
 from ..runs.depth_sweep import depth_sweep
 from ..util import pooling
@@ -241,25 +242,18 @@ def stored_scenes(
     level: float = 0.90,
     fitting: float | None = None,
     names=REFERENCE_CHUNKS,
-    judge: str | None = None,
-    delta_scale: str = "absolute",
-    every_weight: bool = False,
-    engine: str = "torch",
+    reading: Reading = stored.OWN,
 ) -> tuple[dict, list]:
     """`(curves, rows)` from the stored reference chunks: every scene of `depth_scenes` and its parts
     on the scene's depths (`restrict`), and per scene × effect the row of `scene_vs_parts` (its
     `effect` prefixed with the scene, `spec` the scene). Scenes whose parts are not all stored are left out.
     `fitting`: compare only the networks that fit, MSE ≤ `fitting` × each target's median MSE on
     the scene's depths (`volratio.depth.curves.among_fitting`; None: every network, the protocol). `names`:
-    the chunks read (`REFERENCE_CHUNKS`). `judge`: every network scored under this judge
-    (`volratio.runs.stored.depth_curves`, which never mixes chunks judged differently; the rescore runs where
-    the runs' own judge differs), e.g. "anchored-pooled" for one threshold for every image; δ read
-    as `delta_scale` ("layer_std": the rescore runs under that reading). `every_weight`: every network
-    scored on every non-zero weight through `engine` (its every-weight rescore run) instead of the
-    runs' seeded sample."""
-    curves = stored.depth_curves(
-        names, root, judge=judge, delta_scale=delta_scale, every_weight=every_weight, engine=engine
-    )
+    the chunks read (`REFERENCE_CHUNKS`). `reading` (`volratio.emc2.reading.Reading`): every
+    network scored under it (`volratio.runs.stored.depth_curves`, which never mixes chunks judged
+    differently; the score runs where the runs' own differ), e.g. judge "anchored-pooled" for one
+    threshold for every image; by default the runs' own scores."""
+    curves = stored.depth_curves(names, root, reading=reading)
     rows, out = [], {}
     for scene in [t for t in curves if t.startswith("scene:")]:
         parts = scene_parts(scene)

@@ -29,8 +29,6 @@ book/emc2.md, book/claims.md).
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import datetime
 import json
 import os
@@ -45,6 +43,7 @@ import torch
 
 from ..depth.point import CALIBRATION_SEED
 from ..depth.point import emc2_config as point_emc2_config
+from ..emc2.reading import Reading
 from ..errors import VolratioError
 from ..util import machine as M
 from ..util.device import resolve_device
@@ -52,35 +51,13 @@ from ..util.fileio import atomic_path
 from ..util.provenance import git_commit, versions
 from .registry import get_run, stored_config
 from .store import config_key, sha256_bytes, sha256_file
-from .stored import DEFAULT_ROOT, MANIFEST, ReferenceError, chunks, records
+from .stored import DEFAULT_ROOT, MANIFEST, RESCORE, ReferenceError, chunks, records
 from .sweep import Sweep, execute, run_sweep
 
 try:
     import tomllib
 except ImportError:  # Python 3.10
     import tomli as tomllib
-
-# where rescore runs read their source networks (`reading_from`; None: DEFAULT_ROOT)
-_ROOT: contextvars.ContextVar = contextvars.ContextVar("volratio_rescore_root", default=None)
-
-
-@contextlib.contextmanager
-def reading_from(root: "str | Path"):
-    """Within this block, rescore runs read their source networks from the chunks under `root`
-    (default: `volratio.runs.reference.DEFAULT_ROOT`). `rescore_chunk` and `volratio.runs.reference.verify`
-    set it; rescore runs execute in-process."""
-    token = _ROOT.set(Path(root))
-    try:
-        yield
-    finally:
-        _ROOT.reset(token)
-
-
-def source_root() -> Path:
-    """Where rescore runs read their source networks now (`reading_from`, else `DEFAULT_ROOT`)."""
-    root = _ROOT.get()
-    return DEFAULT_ROOT if root is None else root
-
 
 # metric entries that measure time, not results: left out of the bit-for-bit comparison
 TIMING_KEYS = frozenset({"seconds_run", "elapsed_s", "seconds", "wall_s", "cpu_s", "versions"})
@@ -110,9 +87,9 @@ MACHINE_INDEPENDENT = {
 # engine (float64), what these runs scored and compares within SCORE_TOLERANCE:
 # - SCORE_ONLY: run functions that score networks and train none (re-run as stored);
 # - SOURCES: run functions that train and store their final population (artifact NET): their stored
-#   networks are re-scored under the run's own judge as a rescore run (`volratio.runs.rescore`) does.
-SCORE_ONLY = ("emc2_point", "rescore")
-RUN = "rescore"  # the registry name of the run function that re-scores stored networks (volratio.runs.rescore)
+#   networks are re-scored under the run's own judge as the score stage (`volratio.runs.score`) does.
+SCORE_ONLY = ("emc2_point", RESCORE)
+RUN = RESCORE  # the registry name of the score stage's run function (volratio.runs.score.point)
 NET = "net"  # the artifact holding a run's final population
 # run functions whose stored networks can be rescored: each parses to a `volratio.depth.point.Point`
 # config (target, res, deltas, max_params, seed, device, judge; `sparse_depth_point`'s is its subclass
@@ -126,11 +103,6 @@ RESCORABLE = (*SOURCES, "twin_point")
 SCORE_TOLERANCE = 0.01
 # the metrics a SOURCES run stores about its scores, compared with the re-scored ones
 SCORE_METRICS = ("score", "scores", "base_kept")
-
-
-# the engines an every-weight rescore can use, each with its arithmetic: the torch engine in float64
-# (the exact reference, as the source runs scored) or the fused C++ kernel in float32 (faster)
-EVERY_WEIGHT_ENGINES = {"torch": "float64", "fused": "float32"}
 
 
 def source_scoring(record: dict) -> tuple[str, int, "object"]:
@@ -158,33 +130,20 @@ def source_networks(record: dict) -> tuple:
     return (None,) * int(point_cfg.members)
 
 
-def rescore_config(
-    chunk: str,
-    record: dict,
-    judge: str,
-    anchor: str = "image",
-    delta_scale: str = "absolute",
-    every_weight: bool = False,
-    engine: str = "torch",
-) -> dict:
-    """The config of the rescore run (`volratio.runs.rescore.point`) that scores the stored networks
-    of a source run (a `records` entry of a `RESCORABLE` run function) under `judge`, anchored on
-    `anchor` (`volratio.data.anchors`) and with δ read as `delta_scale` (`volratio.emc2.delta_scale`).
+def rescore_config(chunk: str, record: dict, reading: Reading) -> dict:
+    """The config of the score stage's run (`volratio.runs.score.point`) that scores the stored
+    networks of a source run (a `records` entry of a `RESCORABLE` run function) under `reading`
+    (`volratio.emc2.reading.Reading`, which names the judge).
 
     Its `emc2` holds every `EMC2Config` entry but `member` (engine and dtype included): a run is
-    keyed by its complete config. By default the EMC2 settings of the source's own scoring (its
-    `max_params`, engine and dtype). `every_weight=True`: every non-zero weight (`max_params` None)
-    through `engine` (`EVERY_WEIGHT_ENGINES`: "torch" in float64 or "fused" in float32)."""
+    keyed by its complete config. The EMC2 settings are the source's own scoring's
+    (`source_scoring`) under the reading (`Reading.emc2`: δ's scale; on every weight `max_params`
+    None through the reading's engine)."""
+    if reading.judge is None:
+        raise ReferenceError("a rescore scores under a judge: give the reading one (Reading(judge=NAME))")
     target, members, ec = source_scoring(record)
     emc = {k: v for k, v in asdict(ec).items() if k != "member"}
     emc["deltas"] = [float(d) for d in ec.deltas]
-    emc["delta_scale"] = delta_scale
-    if every_weight:
-        if engine not in EVERY_WEIGHT_ENGINES:
-            raise ReferenceError(
-                f"engine {engine!r}: an every-weight rescore runs on one of {', '.join(EVERY_WEIGHT_ENGINES)}"
-            )
-        emc.update(max_params=None, engine=engine, dtype=EVERY_WEIGHT_ENGINES[engine])
     return {
         "source": {
             "chunk": chunk,
@@ -192,13 +151,13 @@ def rescore_config(
             "run": record["run"],
             "net_sha256": sha256_file(Path(record["artifacts"][NET])),
         },
-        "judge": judge,
+        "judge": reading.judge,
         "target": target,
         "members": members,
-        "emc2": emc,
+        "emc2": reading.emc2(emc),
         "calibration_seed": CALIBRATION_SEED,
         "seed": int(stored_config(record).seed),
-        "anchor": anchor,
+        "anchor": reading.anchor,
     }
 
 
@@ -317,8 +276,8 @@ def run_chunk(
     last attempt failed are rerun only with `retry_failed`) and write its manifest after every run.
     `device` (None: as the plan says) sets every run's device (`on_device`); a run on CUDA records its
     wall seconds as `gpu_s` too (the GPU held for the run). Runs that read stored networks read them
-    from the chunks under `root` when they run in this process (`reading_from`); worker processes of
-    `executor` read them under `DEFAULT_ROOT`. Returns the sweep report."""
+    from the chunks under `root`, in this process and in worker processes alike
+    (`volratio.runs.registry.RunFunction.reading_store`). Returns the sweep report."""
     if name not in plan:
         raise ReferenceError(f"no chunk {name!r} in the plan; it has {', '.join(plan)}")
     sweep = on_device(plan[name], device)
@@ -326,35 +285,44 @@ def run_chunk(
     man_path = out / MANIFEST
     manifest = json.loads(man_path.read_text()) if man_path.is_file() else {}
     runs = manifest.get("runs", {})
-    session = {"started_at": _now(), **machine()}
+    session = {"started_at": now(), **machine()}
 
     def on_outcome(outcome: dict) -> None:
-        if outcome["status"] != "done":
-            return
-        runs[outcome["key"]] = {
-            "config": outcome["config"],
-            "seed": outcome["config"].get("seed"),
-            "wall_s": round(float(outcome["seconds"]), 3),
-            "cpu_s": round(float(outcome.get("cpu_seconds", float("nan"))), 3),
-            "finished_at": outcome.get("finished_at"),
-            "session": len(sessions),
-            "kind": session["kind"],  # reference runs execute locally: on the session's machine
-        }
-        if _on_cuda(outcome["config"]):
-            runs[outcome["key"]]["gpu_s"] = runs[outcome["key"]]["wall_s"]
-        _write_manifest(man_path, sweep, sessions, runs)
+        if outcome["status"] == "done":
+            runs[outcome["key"]] = manifest_entry(outcome, len(sessions), session["kind"])
+            _write_manifest(man_path, sweep, sessions, runs)
 
     sessions = manifest.get("sessions", []) + [session]
     out.mkdir(parents=True, exist_ok=True)
-    with reading_from(root):  # runs that read stored networks (rescore, regime_point) read them under `root`
-        report = run_sweep(sweep, out, executor, retry_failed=retry_failed, progress=progress, on_outcome=on_outcome)
+    report = run_sweep(sweep, out, executor, retry_failed=retry_failed, progress=progress, on_outcome=on_outcome)
     _write_manifest(man_path, sweep, sessions, runs)
     return report
 
 
+def manifest_entry(outcome: dict, session: int, kind: str) -> dict:
+    """A finished run as its chunk's manifest records it: config, seed, wall and CPU seconds, when
+    it finished, its session (1-based) and the machine's `kind` (runs execute locally: on the
+    session's machine); `gpu_s` for a run on CUDA (the GPU held for the run), and `"run": "rescore"`
+    for a run of the score stage stored beside the chunk's own."""
+    entry = {
+        "config": outcome["config"],
+        "seed": outcome["config"].get("seed"),
+        "wall_s": round(float(outcome["seconds"]), 3),
+        "cpu_s": round(float(outcome.get("cpu_seconds", float("nan"))), 3),
+        "finished_at": outcome.get("finished_at"),
+        "session": session,
+        "kind": kind,
+    }
+    if _on_cuda(outcome["config"]):
+        entry["gpu_s"] = entry["wall_s"]
+    if outcome.get("run") == RESCORE:
+        entry["run"] = RESCORE
+    return entry
+
+
 def manifest_totals(runs: dict) -> dict:
     """`runs_done`, `cpu_s_total`, `wall_s_total` of a manifest's runs: the chunk's own runs; the
-    rescore runs stored beside them (`volratio.runs.rescore`, marked `"run": "rescore"`) are counted
+    rescore runs stored beside them (the score stage, `volratio.runs.score`, marked `"run": "rescore"`) are counted
     apart (`rescores_done`, `rescore_cpu_s_total`) when there are any; `gpu_s_total` sums the runs'
     GPU seconds when any run computed on CUDA."""
 
@@ -362,8 +330,8 @@ def manifest_totals(runs: dict) -> dict:
         cpu = sum(r["cpu_s"] for r in rs if r["cpu_s"] == r["cpu_s"])
         return len(rs), round(cpu, 1), round(sum(r["wall_s"] for r in rs), 1)
 
-    own = [r for r in runs.values() if r.get("run") != "rescore"]
-    rescored = [r for r in runs.values() if r.get("run") == "rescore"]
+    own = [r for r in runs.values() if r.get("run") != RESCORE]
+    rescored = [r for r in runs.values() if r.get("run") == RESCORE]
     n, cpu, wall = totals(own)
     out = {"runs_done": n, "cpu_s_total": cpu, "wall_s_total": wall}
     if any("gpu_s" in r for r in own):
@@ -379,15 +347,25 @@ def _write_manifest(path: Path, sweep, sessions: list, runs: dict) -> None:
         "chunk": sweep.name,
         "spec": {k: v for k, v in asdict(sweep).items() if k != "name"},
         "runs_total": len(sweep.configs()),
-        **manifest_totals(runs),
         "sessions": sessions,
         "runs": runs,
     }
+    write_manifest(path, doc)
+
+
+def write_manifest(path: Path, doc: dict) -> None:
+    """Write a chunk's manifest `doc` (atomically), its totals (`manifest_totals`) updated from its runs."""
+    totals = manifest_totals(doc["runs"])
+    head = {k: doc[k] for k in ("chunk", "spec", "runs_total") if k in doc}
+    rest = {k: v for k, v in doc.items() if k not in head and k not in _TOTALS}
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
+        tmp.write_text(json.dumps({**head, **totals, **rest}, indent=1, sort_keys=False) + "\n")
 
 
-def _now() -> str:
+_TOTALS = ("runs_done", "cpu_s_total", "wall_s_total", "gpu_s_total", "rescores_done", "rescore_cpu_s_total")
+
+
+def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
@@ -556,12 +534,11 @@ def verify(
             config, key = r["config"], r["key"]
             if rescored:
                 entry = get_run(RUN)
-                config = entry.keyed(rescore_config(name, r, r["metrics"]["judge"]))
+                config = entry.keyed(rescore_config(name, r, Reading(r["metrics"]["judge"])))
                 key = config_key(entry.name, config)
             if check == "scores":  # stored on a GPU, re-scored on this machine's CPU when it has none
                 config = runnable_here(config)
-            with reading_from(root):  # a rescore run reads its source network from the chunks under root
-                new = execute(entry.fn, entry.name, config, key, threads=1)
+            new = execute(entry.reading_store(root), entry.name, config, key, threads=1)
         res = {
             "chunk": name,
             "key": r["key"],

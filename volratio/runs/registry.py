@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import importlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from ..util.presets import ConfigError, complete, preset
@@ -61,6 +63,14 @@ class RunFunction:
     fn: Callable[[dict], dict]
     parse: Callable[[dict], Any]  # raises ConfigError (a VolratioError) for a bad config
     complete_fn: Callable[[Any], dict] = complete  # parsed config → complete config
+    reads_store: bool = False  # fn reads stored networks: called as fn(config, root=ROOT) (`reading_store`)
+
+    def reading_store(self, root: "str | Path") -> Callable[[dict], dict]:
+        """The function to run: `fn` itself, or for a run function that reads stored networks (the
+        score stage's, a population scored from its chunk) `fn` with the folder of the chunks it reads
+        bound (`root=`). A partial of a module-level function, so worker processes receive the
+        root with the function, not from their environment."""
+        return functools.partial(self.fn, root=Path(root)) if self.reads_store else self.fn
 
     def keyed(self, config: dict) -> dict:
         """The config a run is keyed, run and stored with: every entry (from `parse`, today's defaults
@@ -71,6 +81,7 @@ class RunFunction:
 # name -> (module, function[, completion]) of the built-in run functions. `module` is a module under
 # EXPERIMENTS_PACKAGE or a full module path, and `parse_<function>` of it validates; `completion` (a
 # function of the module) turns a parsed config into the complete one where `complete` cannot (default).
+# The run functions of READS_STORE read stored networks from the chunks under a root they are given.
 _BUILTIN_RUNS = {
     "train": ("training", "train", "complete_train"),
     "toy": ("toy", "toy"),
@@ -80,11 +91,13 @@ _BUILTIN_RUNS = {
     "sparse_optimizer_point": ("optimizers", "sparse_point", "complete_sparse_point"),  # … in the sparse regime
     "emc2_point": ("emc2_bench", "point"),
     "emc2_dense": ("emc2_bench", "dense_point"),
-    "rescore": ("volratio.runs.rescore", "point"),  # stored networks, another judge
+    "rescore": ("volratio.runs.score", "point"),  # the score stage: stored networks under a reading
     "fit_budget": ("fit_budget", "point", "complete_point"),  # MSE against steps
     "twin_point": ("twins", "point"),  # one network of the sixteen-target comparison
     "regime_point": ("sparse_regime", "point"),  # EMC2 of a population stored by a sparse_regime run
 }
+
+READS_STORE = frozenset({"rescore", "regime_point"})
 
 _USER_RUNS: dict[str, RunFunction] = {}
 
@@ -108,6 +121,7 @@ def get_run(name: str) -> RunFunction:
         mod, fn, *completion = _BUILTIN_RUNS[name]
         m = importlib.import_module(mod if mod.startswith("volratio.") else f"{EXPERIMENTS_PACKAGE}.{mod}")
         extra = {"complete_fn": getattr(m, completion[0])} if completion else {}
+        extra["reads_store"] = name in READS_STORE
         return RunFunction(name, getattr(m, fn), getattr(m, f"parse_{fn}"), **extra)
     if name in EXPERIMENTS:
         return RunFunction(name, _WholeRun(name), _WholeParse(name))

@@ -4,9 +4,10 @@ under a judge.
 A chunk is a results store `ROOT/NAME/` (`volratio.runs.store`) with its manifest
 `ROOT/NAME/manifest.json` (`volratio.runs.reference` writes both). `records(name)` gives a chunk's
 finished runs with their time and machine; `runs_of(names)` those of several chunks; `judged(names,
-judge=…)` the same runs with each run's scores under one judge: its own scores where it was judged by
-that judge, else those of its rescore run (`volratio.runs.rescore`); with `every_weight=True`, every
-run's scores on every non-zero weight (its every-weight rescore, through one engine). `depth_curves`
+reading=…)` the same runs with each run's scores under one reading (`volratio.emc2.reading.Reading`:
+a judge, the anchor, δ's scale, the weights and the engine): its own scores where it scored itself
+so, else those of its score run (`volratio.runs.score`); on every weight, every run's scores on
+every non-zero weight (its every-weight score run, through one engine). `depth_curves`
 reads the depth sweeps' chunks as depth curves; `table` and `cost` are what the chapters show of a
 chunk. The rescore runs stored beside a chunk's own: `rescores`, `rescore_table`, `rescore_cost`
 (CPU seconds per judge and kind of rescore), and `judges_covering` (the judges every run of some
@@ -18,11 +19,13 @@ Chapters: every chapter that reads `results/reference/`; commands: `volratio res
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
 from ..depth.curves import DepthError, curves_from_table
+from ..emc2.reading import Reading
 from ..errors import VolratioError
 from ..judges import JUDGES
 from ..util import machine as M
@@ -30,7 +33,10 @@ from .store import Store
 
 MANIFEST = "manifest.json"
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "results" / "reference"
-RESCORE = "rescore"  # the run function of a rescore run (`volratio.runs.rescore`)
+RESCORE = "rescore"  # the run function of the score stage (`volratio.runs.score.point`), stored beside a chunk's runs
+
+
+OWN = Reading()  # each run's own scores, as stored
 
 
 class ReferenceError(VolratioError, ValueError):
@@ -55,7 +61,7 @@ def records(name: str, root: "str | Path" = DEFAULT_ROOT, rescores: bool = False
     """The finished runs of chunk `name` (`volratio.runs.store.Store.records`), each with its wall and
     CPU seconds from the manifest (`wall_s`, `cpu_s`) and the numerics parts and `kind` of the
     machine that stored it (`machine`; `run_machine`). The rescore runs stored beside the chunk's
-    own (`volratio.runs.rescore`) are left out unless `rescores`."""
+    own (`volratio.runs.score`) are left out unless `rescores`."""
     path = Path(root) / name
     if not (path / "results.parquet").is_file():
         raise ReferenceError(f"{path}: no reference results for chunk {name!r} (run it with `volratio reference run`)")
@@ -63,7 +69,7 @@ def records(name: str, root: "str | Path" = DEFAULT_ROOT, rescores: bool = False
     man = manifest(name, root)
     out = []
     for r in store.records():
-        if r["status"] == "done" and (rescores or r["run"] != "rescore"):
+        if r["status"] == "done" and (rescores or r["run"] != RESCORE):
             r.update({k: man["runs"].get(r["key"], {}).get(k) for k in ("wall_s", "cpu_s")})
             r["machine"] = run_machine(man, r["key"])
             out.append(r)
@@ -94,106 +100,90 @@ def runs_of(names, root=None, error: type[Exception] = ReferenceError) -> list[d
     return [r for n in present for r in records(n, root)]
 
 
-def judged(
-    names,
-    root=None,
-    judge: str | None = None,
-    error: type[Exception] = ReferenceError,
-    delta_scale: str = "absolute",
-    every_weight: bool = False,
-    engine: str = "torch",
-) -> list[dict]:
+def judged(names, root=None, reading: Reading = OWN, error: type[Exception] = ReferenceError) -> list[dict]:
     """The stored runs of the chunks `names` (`runs_of`), each with its `score`, `scores` and
-    `base_kept` under `judge`: the run's own where it was judged by `judge`, else those of its
-    rescore run stored beside the chunk's runs (`volratio reference rescore CHUNK --judge NAME`); a
-    run without one is an `error`. `judge=None`: the runs' own scores, which must all be under one
-    judge (chunks judged differently are not mixed). `delta_scale` other than "absolute" (the runs'
-    own reading of δ) reads every run's scores from its rescore run under that reading
-    (`volratio reference rescore CHUNK --judge NAME --delta-scale layer_std`).
+    `base_kept` under `reading` (`volratio.emc2.reading.Reading`): the run's own where it scored
+    itself so, else those of its score run stored beside the chunk's runs (`volratio reference
+    rescore CHUNK …`, the reading's flags); a run without one is an `error`.
 
-    `every_weight=True`: every run's scores on every non-zero weight through `engine` ("torch",
-    float64, or "fused", float32): its every-weight rescore (`volratio reference rescore CHUNK
-    --judge NAME --every-weight --engine E`), or its own scores where it scored every weight under
-    `judge` itself (float64, torch, δ absolute); `judge` defaults to the runs' own. Each run gains
-    `weights_scored` ("every" or "sample") and `engine`."""
+    `reading.judge` None: the runs' own judge, which must be one (chunks judged differently are not
+    mixed). A reading of δ other than "absolute" (the runs' own) is read from score runs only, and
+    needs the judge. On every weight (`reading.weights == "every"`): every run's scores on every
+    non-zero weight through the reading's engine, or its own where it scored every weight under the
+    judge itself (float64, torch, δ absolute); each run then gains `weights_scored` ("every") and
+    `engine`."""
     stored = runs_of(names, root, error)
     names = [names] if isinstance(names, str) else list(names)
-    if judge is None and delta_scale != "absolute":
-        raise error(f"delta_scale {delta_scale!r} is read from rescore runs: give the judge (judge=NAME)")
-    if every_weight:
-        return _judged_every_weight(stored, names, root, judge, error, engine, delta_scale)
-    if judge is None:
+    if reading.judge is None and reading.delta_scale != "absolute":
+        raise error(f"δ read as {reading.delta_scale!r} is read from rescore runs: give the reading a judge")
+    if reading.every:
+        return _judged_on_all_weights(stored, names, root, reading, error)
+    if reading.judge is None:
         seen = sorted({str(r["metrics"].get("judge")) for r in stored})
         if len(seen) > 1:
             raise error(
                 f"the stored runs of {', '.join(names)} were judged differently ({', '.join(seen)}); read "
-                "chunks judged alike, or give judge=NAME to score them all under one judge (rescored where needed)"
+                "chunks judged alike, or give the reading a judge to score them all under one (rescored where needed)"
             )
         return stored
     root = DEFAULT_ROOT if root is None else root
+    judge = reading.judge
     own_max = {r["key"]: r["config"]["max_params"] for r in stored if "max_params" in r["config"]}
     rescored = {
         r["config"]["source"]["key"]: r["metrics"]
         for n in names
         if n in chunks(root)
-        for r in rescores(n, judge, root, delta_scale=delta_scale)
+        for r in rescores(n, reading, root)
         if at_source_settings(r, own_max)
     }
     out = []
     for r in stored:
-        if r["metrics"].get("judge") == judge and delta_scale == "absolute":
+        if r["metrics"].get("judge") == judge and reading.delta_scale == "absolute":
             out.append(r)
             continue
         m = rescored.get(r["key"])
         if m is None:
             raise error(
-                f"run {r['key']} ({_what(r['config'])}) has no scores under judge {judge!r}"
-                + ("" if delta_scale == "absolute" else f" with δ read as {delta_scale!r}")
-                + f"; rescore its chunk (`volratio reference rescore CHUNK --judge {judge}"
-                + ("" if delta_scale == "absolute" else f" --delta-scale {delta_scale}")
-                + "`)"
+                f"run {r['key']} ({_what(r['config'])}) has no scores under {reading.describe()}; rescore its "
+                f"chunk (`volratio reference rescore CHUNK {reading.flags()}`)"
             )
         metrics = {**r["metrics"], **{c: m[c] for c in ("score", "scores", "base_kept")}, "judge": judge}
         out.append({**r, "metrics": metrics})
     return out
 
 
-def _judged_every_weight(
-    stored: list, names: list, root, judge, error, engine: str, delta_scale: str = "absolute"
-) -> list[dict]:
-    """`judged(..., every_weight=True)`: see there."""
+def _judged_on_all_weights(stored: list, names: list, root, reading: Reading, error) -> list[dict]:
+    """`judged` on every weight: see there."""
     root = DEFAULT_ROOT if root is None else root
+    judge, engine = reading.judge, reading.engine
     if judge is None:
         seen = sorted({str(r["metrics"].get("judge")) for r in stored})
         if len(seen) > 1:
             raise error(
-                f"the stored runs of {', '.join(names)} were judged differently ({', '.join(seen)}); give judge=NAME"
+                f"the stored runs of {', '.join(names)} were judged differently ({', '.join(seen)}); give the reading a judge"
             )
         judge = seen[0]
+        reading = reading.with_judge(judge)
     rescored, chunk_of = {}, {}
     for n in names:
         if n in chunks(root):
             chunk_of.update({r["key"]: n for r in records(n, root)})
-            for r in rescores(n, judge, root, delta_scale=delta_scale):
-                if every_weight_rescore(r) and rescore_engine(r) == engine:
-                    rescored.setdefault(r["config"]["source"]["key"], r["metrics"])
+            for r in rescores(n, reading, root):
+                rescored.setdefault(r["config"]["source"]["key"], r["metrics"])
     out = []
     for r in stored:
         own = (
             r["metrics"].get("judge") == judge
             and r["config"].get("max_params", 0) is None
             and engine == "torch"
-            and delta_scale == "absolute"
+            and reading.delta_scale == "absolute"
         )
         m = r["metrics"] if own else rescored.get(r["key"])
         if m is None:
             chunk = chunk_of.get(r["key"], "CHUNK")
             raise error(
-                f"run {r['key']} ({_what(r['config'])}) has no scores on every weight under judge {judge!r} "
-                f"({engine} engine); rescore its chunk (`volratio reference rescore {chunk} --judge {judge} "
-                f"--every-weight --engine {engine}"
-                + ("" if delta_scale == "absolute" else f" --delta-scale {delta_scale}")
-                + "`)"
+                f"run {r['key']} ({_what(r['config'])}) has no scores on every weight under {reading.describe()}; "
+                f"rescore its chunk (`volratio reference rescore {chunk} {reading.flags()}`)"
             )
         metrics = {**r["metrics"], **{c: m[c] for c in ("score", "scores", "base_kept")}, "judge": judge}
         out.append({**r, "metrics": metrics, "weights_scored": "every", "engine": engine})
@@ -205,19 +195,11 @@ def _what(config: dict) -> str:
     return ", ".join(f"{k} {config[k]}" for k in ("target", "depth") if k in config) or "no target"
 
 
-def depth_curves(
-    names,
-    root=None,
-    tol: float = 1e-9,
-    judge: str | None = None,
-    delta_scale: str = "absolute",
-    every_weight: bool = False,
-    engine: str = "torch",
-) -> dict:
+def depth_curves(names, root=None, tol: float = 1e-9, reading: Reading = OWN) -> dict:
     """Depth curves (`volratio.depth.curves.DepthCurve`) from the stored depth-sweep chunks `names`
     (those present under `root`, default `results/reference`): one per target, one column per network
-    (seed.member), every network scored under `judge` with δ read as `delta_scale` (`judged`; on
-    every weight with `every_weight`); a curve's `kept` is `draws`: kept by the judge and not collapsed."""
+    (seed.member), every network scored under `reading` (`judged`); a curve's `kept` is `draws`:
+    kept by the judge and not collapsed."""
     rows = [
         {
             "status": "done",
@@ -228,7 +210,7 @@ def depth_curves(
             **{c: r["metrics"][c] for c in ("score", "loss", "dense_loss", "nonzero")},
             "base_kept": draws(r["metrics"]),
         }
-        for r in judged(names, root, judge, DepthError, delta_scale, every_weight, engine)
+        for r in judged(names, root, reading, DepthError)
     ]
     return curves_from_table(pd.DataFrame(rows), tol)
 
@@ -299,36 +281,33 @@ def cost(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
 # Rescore runs
 
 
-def rescores(
-    chunk: str,
-    judge: str | None = None,
-    root: "str | Path | None" = None,
-    anchor: str = "image",
-    delta_scale: str = "absolute",
-    every_weight: bool | None = None,
-) -> list[dict]:
-    """The finished rescore runs of `chunk` (all judges, or `judge`'s) read as `anchor` (what a
-    label-anchored judge compared with, `volratio.data.anchors`) and `delta_scale` (how δ moved a
-    weight, `volratio.emc2.delta_scale`), as `records` gives runs; `every_weight` True or False:
-    only those that scored every non-zero weight, or only those that scored a sample
-    (`every_weight_rescore`)."""
+def rescores(chunk: str, reading: "Reading | None" = None, root: "str | Path | None" = None) -> list[dict]:
+    """The finished score runs of `chunk` under `reading` (`matches`; its judge None: every
+    judge's), as `records` gives runs; `reading` None: every score run of the chunk, whatever its
+    reading."""
     recs = records(chunk, DEFAULT_ROOT if root is None else root, rescores=True)
-    return [
-        r
-        for r in recs
-        if r["run"] == RESCORE
-        and (judge is None or r["config"]["judge"] == judge)
-        and r["config"]["anchor"] == anchor
-        and r["config"]["emc2"]["delta_scale"] == delta_scale
-        and (every_weight is None or every_weight_rescore(r) == every_weight)
-    ]
+    return [r for r in recs if r["run"] == RESCORE and (reading is None or matches(reading, r))]
 
 
-def every_weight_rescore(record: dict) -> bool:
-    """Whether a rescore run scored every non-zero weight (`max_params` None; `volratio reference
-    rescore … --every-weight`, or a rescore of a source that scored every weight itself). Every
-    rescore config names its engine and dtype (`volratio.runs.reference.rescore_config`)."""
-    return record["config"]["emc2"].get("max_params") is None
+def matches(reading: Reading, record: dict) -> bool:
+    """Whether a stored score run was scored under `reading`: its judge (any, for a reading without
+    one), anchor and δ's scale; on every weight, every weight through the reading's engine (the runs'
+    own settings: any weights, which `at_source_settings` tells apart); on the reading's device
+    where it names one."""
+    cfg = record["config"]
+    emc = cfg["emc2"]
+    return (
+        (reading.judge is None or cfg["judge"] == reading.judge)
+        and cfg["anchor"] == reading.anchor
+        and emc["delta_scale"] == reading.delta_scale
+        and (not reading.every or (weights_scored(record) == "every" and rescore_engine(record) == reading.engine))
+        and (reading.device is None or emc.get("device") == reading.device)
+    )
+
+
+def weights_scored(record: dict) -> str:
+    """Which weights a score run perturbed: "every" non-zero weight (`max_params` None), or a "sample"."""
+    return "every" if record["config"]["emc2"].get("max_params") is None else "sample"
 
 
 def rescore_engine(record: dict) -> str:
@@ -352,7 +331,7 @@ def rescore_cost(chunk: str, root: "str | Path | None" = None):
     rows = {}
     for r in _all_rescores(chunk, root):
         emc = r["config"]["emc2"]
-        k = (r["config"]["judge"], "every" if every_weight_rescore(r) else "sample", rescore_engine(r), emc["dtype"])
+        k = (r["config"]["judge"], weights_scored(r), rescore_engine(r), emc["dtype"])
         row = rows.setdefault(
             k, dict(zip(("judge", "weights", "engine", "dtype"), k), runs=0, networks=0, cpu_s=0.0, wall_s=0.0)
         )
@@ -366,82 +345,66 @@ def rescore_cost(chunk: str, root: "str | Path | None" = None):
 
 
 def _all_rescores(chunk: str, root) -> list[dict]:
-    """Every finished rescore run of `chunk`: all judges, anchors and readings of δ."""
-    recs = records(chunk, DEFAULT_ROOT if root is None else root, rescores=True)
-    return [r for r in recs if r["run"] == RESCORE]
+    """Every finished score run of `chunk`: all judges, anchors and readings of δ."""
+    return rescores(chunk, None, root)
 
 
-def judges_covering(
-    names,
-    root: "str | Path | None" = None,
-    delta_scale: str = "absolute",
-    every_weight: bool = False,
-    engine: str = "torch",
-) -> list[str]:
-    """The judges under which every stored run of the chunks `names` has scores with δ read as
-    `delta_scale`: the runs' own judge when all share it (the runs' own reading is "absolute"), and
-    each judge whose rescore runs cover every run (in `volratio.judges.JUDGES` order).
-    `every_weight`: scores on every non-zero weight through `engine` (as `judged` reads them)."""
+def judges_covering(names, root: "str | Path | None" = None, reading: Reading = OWN) -> list[str]:
+    """The judges under which every stored run of the chunks `names` has scores read as `reading`
+    (its judge aside; in `volratio.judges.JUDGES` order): the runs' own judge when all share it and
+    their own scores are that reading (δ absolute; on every weight, only where they scored every
+    weight through the torch engine), and each judge whose score runs cover every run."""
     root = DEFAULT_ROOT if root is None else root
     names = [names] if isinstance(names, str) else list(names)
     runs = [r for c in names for r in records(c, root)]
     if not runs:
         return []
-    own = {r["metrics"].get("judge") for r in runs} if delta_scale == "absolute" else set()
-    if every_weight and not (engine == "torch" and all(r["config"].get("max_params", 0) is None for r in runs)):
+    reading = reading.with_judge(None)
+    own = {r["metrics"].get("judge") for r in runs} if reading.delta_scale == "absolute" else set()
+    if reading.every and not (
+        reading.engine == "torch" and all(r["config"].get("max_params", 0) is None for r in runs)
+    ):
         own = set()  # the runs' own scores are a sample (or another engine's)
     own_max = {r["key"]: r["config"]["max_params"] for r in runs if "max_params" in r["config"]}
     covered = {}
     for c in names:
-        for r in rescores(c, None, root, delta_scale=delta_scale):
-            ok = (
-                (every_weight_rescore(r) and rescore_engine(r) == engine)
-                if every_weight
-                else at_source_settings(r, own_max)
-            )
-            if ok:
+        for r in rescores(c, reading, root):
+            if reading.every or at_source_settings(r, own_max):
                 covered.setdefault(r["config"]["judge"], set()).add(r["config"]["source"]["key"])
     keys = {r["key"] for r in runs}
     return [j for j in JUDGES if own == {j} or keys <= covered.get(j, set())]
 
 
-def scaled_judge(names, deciding: str, fallback: str = "anchored", root=None, **reading) -> "str | None":
+def scaled_judge(names, deciding: str, fallback: str = "anchored", root=None, reading: Reading = OWN) -> "str | None":
     """The judge to read the chunks `names` under with δ × each weight's layer std (the claims'
-    robustness row on δ): `deciding` when its layer-std rescores cover every stored run (read as
-    `reading`: `every_weight`, `engine`), else `fallback` when its do, else None (not scored)."""
-    covering = judges_covering(names, root, delta_scale="layer_std", **reading)
+    robustness row on δ): `deciding` when its layer-std score runs cover every stored run (read as
+    `reading` otherwise: its weights and engine), else `fallback` when its do, else None (not scored)."""
+    covering = judges_covering(names, root, replace(reading, delta_scale="layer_std"))
     return next((j for j in (deciding, fallback) if j in covering), None)
 
 
-def judges_reading(names, judges, root: "str | Path | None" = None, engine: str = "fused") -> dict:
+def judges_reading(names, judges, root: "str | Path | None" = None, engine: str = "fused") -> Reading:
     """What the judges `judges` are compared on over the chunks `names`: every non-zero weight
-    through `engine` (`{"every_weight": True, "engine": engine}`) where every stored run has
-    every-weight scores under each of them, else the runs' own seeded sample (`{}`: the reading
-    every judge of `judges_covering(names)` has). Pass it on to `judged` and the experiments'
-    readers (`**reading`), so that a judge comparison never mixes weights scored with samples."""
-    every = {"every_weight": True, "engine": engine}
-    return every if set(judges) <= set(judges_covering(names, root, **every)) else {}
+    through `engine` where every stored run has every-weight scores under each of them, else the
+    runs' own seeded sample (the reading every judge of `judges_covering(names)` has). Read the
+    chunks under it (`judged`, the experiments' readers, each with the judge set), so that a judge
+    comparison never mixes weights scored with samples."""
+    every = Reading(weights="every", engine=engine)
+    return every if set(judges) <= set(judges_covering(names, root, every)) else OWN
 
 
-def rescore_table(
-    chunk: str,
-    judge: str | None = None,
-    root: "str | Path | None" = None,
-    anchor: str = "image",
-    delta_scale: str = "absolute",
-    every_weight: bool | None = None,
-):
-    """One row per rescored network read as `anchor` and `delta_scale` (see `rescores`): chunk,
-    source key, seed, member, judge, anchor, score, scores, base_kept, `anchor_rmse` (NaN under
+def rescore_table(chunk: str, reading: "Reading | None" = None, root: "str | Path | None" = None):
+    """One row per network scored by the score runs of `chunk` under `reading` (see `rescores`):
+    chunk, source key, seed, member, judge, anchor, score, scores, base_kept, `anchor_rmse` (NaN under
     the "image" anchor, which does not record it), what was scored (`weights`: "every" or "sample";
-    `max_params`, `engine`, `dtype`), the rescore run's key and its CPU seconds (the whole run's:
-    all its members)."""
+    `max_params`, `engine`, `dtype`), the score run's key and its CPU seconds (the whole run's: all
+    its members)."""
     rows = []
-    for r in rescores(chunk, judge, root, anchor, delta_scale, every_weight):
+    for r in rescores(chunk, reading, root):
         m = r["metrics"]
         emc = r["config"]["emc2"]
         what = {
-            "weights": "every" if every_weight_rescore(r) else "sample",
+            "weights": weights_scored(r),
             "max_params": emc.get("max_params"),
             "engine": rescore_engine(r),
             "dtype": emc["dtype"],

@@ -497,10 +497,44 @@ def run_sweep(
     A run interrupted by a crash or a kill is rerun next time; a run recorded in the store is never
     run again.
     """
-    t0 = time.perf_counter()
-    executor = executor or InProcess()
     entry = resolve_run(sweep.run)
     configs = check_configs(entry, sweep.configs())  # a bad config fails here, before any run or worker starts
+    return run_configs(
+        entry,
+        configs,
+        out,
+        executor,
+        name=sweep.name,
+        threads=sweep.threads,
+        retry_failed=retry_failed,
+        progress=progress,
+        timeout=timeout,
+        on_outcome=on_outcome,
+    )
+
+
+def run_configs(
+    entry,
+    configs: list[dict],
+    out: "str | Path",
+    executor: Any = None,
+    *,
+    name: str = "sweep",
+    threads: int | None = 1,
+    retry_failed: bool = False,
+    progress: bool | None = None,
+    timeout: float | None = None,
+    on_outcome: Callable[[dict], None] | None = None,
+) -> SweepReport:
+    """`run_sweep` on explicit configs: every complete config (`RunFunction.keyed`) of run function
+    `entry` that `out` does not hold yet, as `run_sweep` runs a sweep's (see there). A sweep's
+    configs are a grid; the score stage's (`volratio.runs.score`) are one per stored run.
+
+    A run function that reads stored networks (`RunFunction.reads_store`) reads them from the chunks
+    beside `out` (`out`'s parent folder), in this process and in worker processes alike."""
+    t0 = time.perf_counter()
+    executor = executor or InProcess()
+    fn = entry.reading_store(Path(out).parent)
     keys = [config_key(entry.name, c) for c in configs]
     todo = dict(zip(keys, configs))  # duplicates collapse: one run per key
     commit = git_commit()
@@ -516,7 +550,7 @@ def run_sweep(
                     failed.append(key)
                 del todo[key]
         queue = list(todo.items())
-        bar = tqdm(total=len(queue), desc=sweep.name, unit="run", disable=(None if progress is None else not progress))
+        bar = tqdm(total=len(queue), desc=name, unit="run", disable=(None if progress is None else not progress))
         counts = {"done": 0, "running": 0, "failed": 0}
         with executor.open() as (ex, slots):
             inflight: dict[cf.Future, str] = {}
@@ -526,7 +560,7 @@ def run_sweep(
                         key, cfg = queue.pop(0)
                         counts["running"] = len(inflight) + 1
                         bar.set_postfix(counts, refresh=True)
-                        inflight[ex.submit(execute, entry.fn, entry.name, cfg, key, sweep.threads, commit)] = key
+                        inflight[ex.submit(execute, fn, entry.name, cfg, key, threads, commit)] = key
                     done, _ = cf.wait(list(inflight), timeout=timeout, return_when=cf.FIRST_COMPLETED)
                     if not done:
                         raise SweepStalled(
@@ -552,7 +586,7 @@ def run_sweep(
                 bar.close()
     table = store.frame(list(dict.fromkeys(keys)))
     return SweepReport(
-        sweep.name, Path(out), str(executor), len(set(keys)), ran, skipped, failed, time.perf_counter() - t0, table
+        name, Path(out), str(executor), len(set(keys)), ran, skipped, failed, time.perf_counter() - t0, table
     )
 
 

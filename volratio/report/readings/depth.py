@@ -25,8 +25,8 @@ from ...data.targets import get_target
 from ...experiments import depth_regime
 from ...rho import recovery
 from .. import claims, evidence
+from . import EVERY
 
-EVERY = dict(every_weight=True, engine="fused")  # every non-zero weight of every stored network (fused kernel)
 SPARSE_CHUNKS, MATCHED_CHUNKS = depth_regime.SPARSE_CHUNKS, depth_regime.MATCHED_CHUNKS
 RATIO_RES = 64  # the resolution the PNG ratio of a target is measured at
 SPARSE_SPOT = "measured sweet spot in the sparse regime (each network at its fit point)"
@@ -36,13 +36,13 @@ RECOVERY = recovery.RecoveryConfig()  # maps at 64×64, margin 0.1, 4 control ta
 @cache
 def sparse_curves(judge: str = "anchored", delta_scale: str = "absolute") -> dict:
     """Each sparse-regime target's depth curve at its networks' fit points, under `judge`."""
-    return depth_regime.stored_curves(SPARSE_CHUNKS, judge=judge, delta_scale=delta_scale, **EVERY)
+    return depth_regime.stored_curves(SPARSE_CHUNKS, reading=EVERY.but(judge=judge, delta_scale=delta_scale))
 
 
 @cache
 def matched_curves(judge: str, delta_scale: str = "absolute") -> dict:
     """Each planted target's depth curve at its one sparsity, under `judge`."""
-    return depth_regime.stored_curves(MATCHED_CHUNKS, judge=judge, delta_scale=delta_scale, **EVERY)
+    return depth_regime.stored_curves(MATCHED_CHUNKS, reading=EVERY.but(judge=judge, delta_scale=delta_scale))
 
 
 def true_depths() -> dict[str, int]:

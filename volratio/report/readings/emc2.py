@@ -15,6 +15,7 @@ from functools import cache
 
 import pandas as pd
 
+from ...emc2.reading import Reading
 from ...experiments import twins
 from ...judges import SELF_ANCHORED
 from ...runs import stored
@@ -96,7 +97,8 @@ def sixteen(judge: str, delta_scale: str = "absolute") -> "pd.DataFrame | None":
     if judge in SELF_ANCHORED and delta_scale == "absolute":
         return sixteen_stored()
     rs = pd.concat(
-        [stored.rescore_table(c, judge, anchor="png", delta_scale=delta_scale) for c in SIXTEEN], ignore_index=True
+        [stored.rescore_table(c, Reading(judge, anchor="png", delta_scale=delta_scale)) for c in SIXTEEN],
+        ignore_index=True,
     )
     base = sixteen_stored()
     return twins.rescored_as(base, rs, judge) if len(rs) == len(base) else None

@@ -12,7 +12,7 @@ learning-rate setting, chosen on a loss and never on the score (`at_best_lr`):
 
 A reading is the judge the networks are scored under and how δ is read (`delta_scale`), on every
 non-zero weight (`read=EVERY`, the every-weight rescores through the fused kernel) or on the runs'
-own seeded sample (`read={}`); each study's default reading is the one its verdict is decided on.
+own seeded sample (`read=SAMPLE`; both `volratio.emc2.reading.Reading`s of `volratio.report.readings`); each study's default reading is the one its verdict is decided on.
 The runs are read once per process (the store does not change under a book build); the verdicts are
 computed at each call, so that a verdict asked for outside `claims.unglued()` is always glued.
 
@@ -27,6 +27,7 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
+from ...emc2.reading import Reading
 from ...experiments import optimizers as experiment
 from ...judges import DEFAULT_JUDGE
 from ...rho import recovery
@@ -34,8 +35,8 @@ from ...runs import recovered, stored
 from ...util.verdicts import Estimate
 from ..deciders import muon_above_adam_by_target
 from ..render import Verdict, unglued
+from . import EVERY
 
-EVERY = {"every_weight": True, "engine": "fused"}  # every non-zero weight of every stored network
 MATCHED = experiment.MATCHED_CHUNKS
 SPARSE = experiment.SPARSE_CHUNKS
 NEAR_DENSE = experiment.REFERENCE_CHUNKS
@@ -44,31 +45,31 @@ ASKED = ("anchored-ssim", "stability")  # judges the comparison is asked under b
 
 
 @cache
-def _runs(chunks: tuple, judge: str, delta_scale: str, read: tuple) -> pd.DataFrame:
-    return experiment.stored_runs(chunks, judge=judge, delta_scale=delta_scale, **dict(read))
+def _runs(chunks: tuple, read: Reading) -> pd.DataFrame:
+    return experiment.stored_runs(chunks, reading=read)
 
 
 @cache
-def _reading(chunks: tuple, judges: tuple) -> tuple:
-    return tuple(sorted(stored.judges_reading(chunks, judges).items()))
+def _reading(chunks: tuple, judges: tuple) -> Reading:
+    return stored.judges_reading(chunks, judges)
 
 
-def runs(chunks, judge: str, delta_scale: str = "absolute", read: dict = EVERY) -> pd.DataFrame:
+def runs(chunks, judge: str, delta_scale: str = "absolute", read: Reading = EVERY) -> pd.DataFrame:
     """The stored runs of `chunks` scored under `judge`, δ read as `delta_scale`, on `read`
     (`experiment.stored_runs`, one row per run), read once per process; a copy, which the caller may
     change. A run without scores under that reading is an `ExperimentError` naming the rescore."""
-    return _runs(tuple(chunks), judge, delta_scale, tuple(sorted(read.items()))).copy()
+    return _runs(tuple(chunks), read.but(judge=judge, delta_scale=delta_scale)).copy()
 
 
-def reading(chunks, judges) -> dict:
+def reading(chunks, judges) -> Reading:
     """Every non-zero weight (`EVERY`) where each of `judges` has every-weight scores for every run of
-    `chunks`, else the runs' own seeded sample (`{}`): `volratio.runs.stored.judges_reading`."""
-    return dict(_reading(tuple(chunks), tuple(judges)))
+    `chunks`, else the runs' own seeded sample (`SAMPLE`): `volratio.runs.stored.judges_reading`."""
+    return _reading(tuple(chunks), tuple(judges))
 
 
-def scored_on(chunks, read: dict) -> str:
+def scored_on(chunks, read: Reading) -> str:
     """What a reading of `chunks` scores, in words, for the verdicts' text."""
-    if read:
+    if read.every:
         return "every non-zero weight"
     n = stored.records(tuple(chunks)[0])[0]["config"]["max_params"]
     return f"the runs' own seeded sample of up to {n:,} weights per network"
@@ -82,12 +83,14 @@ def _seeds(runs_: pd.DataFrame) -> int:
 # --- the deciding comparison: one non-zero count per cell ------------------------------------
 
 
-def matched_reading() -> dict:
+def matched_reading() -> Reading:
     """The deciding reading of the matched chunk: every weight where the default judge has scored it."""
     return reading(MATCHED, (DEFAULT_JUDGE,))
 
 
-def matched_runs(judge: str = DEFAULT_JUDGE, delta_scale: str = "absolute", read: dict | None = None) -> pd.DataFrame:
+def matched_runs(
+    judge: str = DEFAULT_JUDGE, delta_scale: str = "absolute", read: Reading | None = None
+) -> pd.DataFrame:
     """The matched chunk's runs under a reading (`read=None`: `matched_reading()`)."""
     return runs(MATCHED, judge, delta_scale, matched_reading() if read is None else read)
 
@@ -108,7 +111,7 @@ def _matched_detail() -> str:
     )
 
 
-def matched(judge: str = DEFAULT_JUDGE, delta_scale: str = "absolute", read: dict | None = None) -> Verdict:
+def matched(judge: str = DEFAULT_JUDGE, delta_scale: str = "absolute", read: Reading | None = None) -> Verdict:
     """The claim's verdict, decided at one non-zero count per cell: the matched chunk's networks
     under a reading (`read=None`: `matched_reading()`), each optimizer at its best setting by dense
     MSE, pooled over the target × depth cells (`claims.muon_above_adam_by_target`, matched)."""
@@ -121,7 +124,7 @@ def matched(judge: str = DEFAULT_JUDGE, delta_scale: str = "absolute", read: dic
 def matched_judges() -> tuple[list, list]:
     """`(scored, missing)`: the judges whose scores cover every matched network on the deciding
     reading, and those of `ASKED` that have none yet."""
-    scored = stored.judges_covering(MATCHED, **matched_reading())
+    scored = stored.judges_covering(MATCHED, reading=matched_reading())
     return scored, [j for j in ASKED if j not in scored]
 
 
@@ -129,19 +132,19 @@ def matched_layer_std() -> Verdict | None:
     """The deciding comparison with each weight moved by δ × the std of its layer, under the default
     judge where its rescores cover every network (else the label-anchored judge's); None where no
     judge has scored that reading on every weight."""
-    judge = stored.scaled_judge(MATCHED, DEFAULT_JUDGE, **EVERY) if matched_reading() else None
+    judge = stored.scaled_judge(MATCHED, DEFAULT_JUDGE, reading=EVERY) if matched_reading().every else None
     return matched(judge, "layer_std") if judge else None
 
 
 # --- a check: each network at its own fit point ----------------------------------------------
 
 
-def fit_point_reading() -> dict:
+def fit_point_reading() -> Reading:
     """The fit-point runs' reading: every weight where their own judge has scored every network."""
     return reading(SPARSE, (OWN_JUDGE,))
 
 
-def fit_point_runs(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: dict | None = None) -> pd.DataFrame:
+def fit_point_runs(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: Reading | None = None) -> pd.DataFrame:
     """The sparse chunks' runs, each network at its fit point, under a reading (`read=None`:
     `fit_point_reading()`)."""
     return runs(SPARSE, judge, delta_scale, fit_point_reading() if read is None else read)
@@ -157,7 +160,7 @@ def _fit_point_detail() -> str:
     )
 
 
-def fit_point(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: dict | None = None) -> Verdict:
+def fit_point(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: Reading | None = None) -> Verdict:
     """The comparison of each network at its own fit point (a check: the optimizers' networks differ
     in size there), each optimizer at its best setting by dense MSE, which no reading changes."""
     r = fit_point_runs(judge, delta_scale, read)
@@ -168,12 +171,12 @@ def fit_point(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: dict 
 # --- a check: the near-dense networks --------------------------------------------------------
 
 
-def near_dense_runs(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: dict = EVERY) -> pd.DataFrame:
+def near_dense_runs(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: Reading = EVERY) -> pd.DataFrame:
     """The near-dense chunk's runs under a reading (default: every weight, the label-anchored judge)."""
     return runs(NEAR_DENSE, judge, delta_scale, read)
 
 
-def near_dense(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: dict = EVERY) -> Verdict:
+def near_dense(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: Reading = EVERY) -> Verdict:
     """The comparison on the near-dense networks (a check), each optimizer at its best setting by
     the final loss, which no reading changes."""
     r = near_dense_runs(judge, delta_scale, read)

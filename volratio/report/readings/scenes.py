@@ -12,7 +12,7 @@ Each scene is compared with the mean of its two parts on two effect sizes, and t
 decided by scene − parts pooled over the scenes and effects (`claims.scenes_weaker` with
 `unknown_targets.scene_contrast`). A reading is the judge the networks are scored under and how δ
 is read (`delta_scale`), on every non-zero weight (`read=EVERY`) or on the runs' own seeded sample
-(`read={}`). The curves are read once per process (the store does not change under a book build);
+(`read=SAMPLE`; both `volratio.emc2.reading.Reading`s of `volratio.report.readings`). The curves are read once per process (the store does not change under a book build);
 the verdicts are computed at each call, so that a verdict asked for outside `claims.unglued()` is
 always glued.
 
@@ -26,13 +26,14 @@ from functools import cache
 
 import pandas as pd
 
+from ...emc2.reading import Reading
 from ...experiments import depth_regime, unknown_targets
 from ...judges import DEFAULT_JUDGE
 from ...runs import stored
 from ..deciders import scenes_weaker
 from ..render import Verdict
+from . import EVERY
 
-EVERY = {"every_weight": True, "engine": "fused"}  # every non-zero weight of every stored network
 SPARSE = unknown_targets.SPARSE_CHUNKS
 NEAR_DENSE = unknown_targets.REFERENCE_CHUNKS
 OWN_JUDGE = "anchored"  # the near-dense runs' own judge, which their check is read under
@@ -41,15 +42,15 @@ _WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", 
 
 
 @cache
-def _scenes(chunks: tuple, judge: str, delta_scale: str, read: tuple) -> tuple[dict, list]:
-    return unknown_targets.stored_scenes(names=chunks, judge=judge, delta_scale=delta_scale, **dict(read))
+def _scenes(chunks: tuple, read: Reading) -> tuple[dict, list]:
+    return unknown_targets.stored_scenes(names=chunks, reading=read)
 
 
-def scenes(chunks, judge: str, delta_scale: str = "absolute", read: dict = EVERY) -> tuple[dict, list]:
+def scenes(chunks, judge: str, delta_scale: str = "absolute", read: Reading = EVERY) -> tuple[dict, list]:
     """`(curves, rows)` of `unknown_targets.stored_scenes` for the chunks `chunks` under a reading,
     read once per process (copies of the containers, which the caller may change). A network without
     scores under that reading is a `DepthError` naming the rescore that scores it."""
-    curves, rows = _scenes(tuple(chunks), judge, delta_scale, tuple(sorted(read.items())))
+    curves, rows = _scenes(tuple(chunks), read.but(judge=judge, delta_scale=delta_scale))
     return dict(curves), [dict(r) for r in rows]
 
 
@@ -111,7 +112,7 @@ def verdict(judge: str = DEFAULT_JUDGE, delta_scale: str = "absolute") -> Verdic
 def judges() -> tuple[list, list]:
     """`(scored, missing)`: the judges whose every-weight scores cover every network of the sparse
     regime, and those of `ASKED` that have none yet."""
-    scored = stored.judges_covering(SPARSE, **EVERY)
+    scored = stored.judges_covering(SPARSE, reading=EVERY)
     return scored, [j for j in ASKED if j not in scored]
 
 
@@ -119,19 +120,21 @@ def layer_std() -> Verdict | None:
     """The deciding comparison with each weight moved by δ × the std of its layer, under the default
     judge where its rescores cover every network (else the label-anchored judge's); None where no
     judge has scored that reading on every weight."""
-    judge = stored.scaled_judge(SPARSE, DEFAULT_JUDGE, **EVERY)
+    judge = stored.scaled_judge(SPARSE, DEFAULT_JUDGE, reading=EVERY)
     return verdict(judge, "layer_std") if judge else None
 
 
 # --- a check: the near-dense networks --------------------------------------------------------
 
 
-def near_dense_scenes(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: dict = EVERY) -> tuple[dict, list]:
+def near_dense_scenes(
+    judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: Reading = EVERY
+) -> tuple[dict, list]:
     """`(curves, rows)` of the near-dense sweep's scenes and parts under a reading."""
     return scenes(NEAR_DENSE, judge, delta_scale, read)
 
 
-def near_dense(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: dict = EVERY) -> Verdict:
+def near_dense(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: Reading = EVERY) -> Verdict:
     """The comparison on the near-dense networks (a check), under a reading."""
     curves, rows = near_dense_scenes(judge, delta_scale, read)
     depths = curves[specs(rows)[0]].depths

@@ -1,0 +1,151 @@
+"""A reading: how stored networks are scored, as one value.
+
+A stored network's EMC2 score depends on more than the network: which judge keeps an image, what a
+label-anchored judge compares with, how δ moves a weight, which weights are perturbed and by which
+engine. `Reading` holds those choices together, validated once, so that they are passed, hashed and
+stored as one thing (`as_dict`, `key`) rather than as loose keyword arguments:
+
+    Reading()                                            # each run's own scores, as stored
+    Reading("anchored-v2")                               # under the deciding judge
+    Reading("anchored-v2", weights="every", engine="fused", delta_scale="layer_std")
+
+The default reads every stored run as it scored itself: its own judge (`judge=None`), the paper's
+reading of δ (w ← w + δ, "absolute"), anchored on the network's own image, at the run's own EMC2
+settings (its seeded sample of weights, `weights="own"`), through the torch engine in float64.
+Scoring stored networks again (`volratio.runs.score`) needs a judge; reading them back
+(`volratio.runs.stored.judged`) takes `judge=None` as "the runs' own".
+
+`weights="every"` scores every non-zero weight through `engine`: "torch" in float64 (the exact
+reference) or "fused", the C++ kernel in float32 (`ENGINES`). `device` None scores where the source
+runs did; a device ("cpu", "cuda") records where the scores are computed, so that scores computed on
+a GPU never share a store key with the CPU's.
+
+Used by `volratio.runs.score` (the score stage), `volratio.runs.stored` (reading scores back), the
+experiments' stored readers and `volratio.report.readings`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, fields
+
+from ..data.anchors import ANCHORS
+from ..errors import VolratioError
+from ..judges import JUDGES
+from ..util.device import device_name
+from .delta_scale import DELTA_SCALES
+
+# the engines that can score every weight, each with its arithmetic: the torch engine in float64
+# (the exact reference, as the source runs scored) or the fused C++ kernel in float32 (faster)
+ENGINES = {"torch": "float64", "fused": "float32"}
+WEIGHTS = ("own", "every")  # the runs' own EMC2 settings (a seeded sample), or every non-zero weight
+
+
+class ReadingError(VolratioError, ValueError):
+    """A reading that names an unknown judge, anchor, reading of δ, weights, engine or device."""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How stored networks are scored (see the module docstring)."""
+
+    judge: str | None = None  # a judge of volratio.judges.JUDGES; None: each run's own (reading stored scores only)
+    anchor: str = "image"  # what a label-anchored judge compares with (volratio.data.anchors.ANCHORS)
+    delta_scale: str = "absolute"  # w ← w + δ ("absolute", the paper's) or w + δ·std of its layer ("layer_std")
+    weights: str = "own"  # "own": the runs' own EMC2 settings; "every": every non-zero weight
+    engine: str = "torch"  # the perturbation engine of an every-weight reading (ENGINES)
+    device: str | None = None  # where the scores are computed (None: where the source runs computed)
+
+    def __post_init__(self):
+        if self.judge is not None and self.judge not in JUDGES:
+            raise ReadingError(f"reading: judge {self.judge!r}; choose one of {', '.join(JUDGES)}")
+        if self.anchor not in ANCHORS:
+            raise ReadingError(f"reading: anchor {self.anchor!r}; choose one of {', '.join(ANCHORS)}")
+        if self.delta_scale not in DELTA_SCALES:
+            raise ReadingError(f"reading: delta_scale {self.delta_scale!r}; choose one of {', '.join(DELTA_SCALES)}")
+        if self.weights not in WEIGHTS:
+            raise ReadingError(f"reading: weights {self.weights!r}; choose one of {', '.join(WEIGHTS)}")
+        if self.engine not in ENGINES:
+            raise ReadingError(f"reading: engine {self.engine!r}; choose one of {', '.join(ENGINES)}")
+        if self.weights == "own" and self.engine != "torch":
+            raise ReadingError(
+                f"reading: engine {self.engine!r} with the runs' own settings, which use theirs; "
+                'choose another engine only with weights="every" (`--every-weight`)'
+            )
+        if self.device is not None:
+            try:
+                device_name(self.device)
+            except (VolratioError, ValueError, TypeError) as e:
+                raise ReadingError(f"reading: device {self.device!r} ({e}); give 'cpu', 'cuda' or 'cuda:N'") from None
+
+    @property
+    def every(self) -> bool:
+        """Whether every non-zero weight is scored (not the runs' own sample)."""
+        return self.weights == "every"
+
+    @property
+    def own(self) -> bool:
+        """Whether this is each run's own scoring, as stored (no judge, δ absolute, own settings)."""
+        return self.judge is None and self.delta_scale == "absolute" and not self.every
+
+    def emc2(self, settings: dict) -> dict:
+        """A source run's EMC2 settings (`volratio.emc2.EMC2Config` entries) under this reading: δ's
+        scale, and on every weight `max_params` None with the engine and its arithmetic; the device
+        where one is given."""
+        out = {**settings, "delta_scale": self.delta_scale}
+        if self.every:
+            out.update(max_params=None, engine=self.engine, dtype=ENGINES[self.engine])
+        if self.device is not None:
+            out["device"] = self.device
+        return out
+
+    def with_judge(self, judge: str | None) -> "Reading":
+        """This reading under another judge."""
+        return self.but(judge=judge)
+
+    def but(self, **changes) -> "Reading":
+        """This reading with `changes` (validated as a new reading)."""
+        return Reading(**{**asdict(self), **changes})
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Reading":
+        """The reading `as_dict` stored (`ReadingError` for an unknown entry)."""
+        if not isinstance(d, dict):
+            raise ReadingError(f"a reading is a table (dict) of {', '.join(f.name for f in fields(cls))}; got {d!r}")
+        unknown = set(d) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ReadingError(f"reading: unknown entries {sorted(unknown)}; it has {[f.name for f in fields(cls)]}")
+        return cls(**d)
+
+    def key(self) -> str:
+        """A short stable hash of the reading (16 hex digits of the SHA-256 of its sorted JSON)."""
+        return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+    def describe(self) -> str:
+        """The reading in words, e.g. "anchored-v2, δ layer_std, every weight (fused engine)"."""
+        parts = ["each run's own judge" if self.judge is None else self.judge]
+        if self.anchor != "image":
+            parts.append(f"anchor {self.anchor}")
+        if self.delta_scale != "absolute":
+            parts.append(f"δ {self.delta_scale}")
+        parts.append(f"every weight ({self.engine} engine)" if self.every else "the runs' own settings")
+        if self.device is not None:
+            parts.append(f"on {self.device}")
+        return ", ".join(parts)
+
+    def flags(self) -> str:
+        """The `volratio reference rescore` flags of this reading (without the chunk)."""
+        out = [] if self.judge is None else [f"--judge {self.judge}"]
+        if self.anchor != "image":
+            out.append(f"--anchor {self.anchor}")
+        if self.delta_scale != "absolute":
+            out.append(f"--delta-scale {self.delta_scale}")
+        if self.every:
+            out.append(f"--every-weight --engine {self.engine}")
+        if self.device is not None:
+            out.append(f"--device {self.device}")
+        return " ".join(out)
