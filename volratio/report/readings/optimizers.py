@@ -36,6 +36,7 @@ from ...util.verdicts import Estimate
 from ..deciders import muon_above_adam_by_target
 from ..render import Verdict, unglued
 from . import EVERY
+from . import SAMPLE as SAMPLE  # re-exported: the runs' own seeded sample, as a chapter passes `read=`
 
 MATCHED = experiment.MATCHED_CHUNKS
 SPARSE = experiment.SPARSE_CHUNKS

@@ -33,6 +33,7 @@ from ...runs import stored
 from ..deciders import scenes_weaker
 from ..render import Verdict
 from . import EVERY
+from . import SAMPLE as SAMPLE  # re-exported: the runs' own seeded sample, as a chapter passes `read=`
 
 SPARSE = unknown_targets.SPARSE_CHUNKS
 NEAR_DENSE = unknown_targets.REFERENCE_CHUNKS
