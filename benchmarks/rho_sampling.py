@@ -17,6 +17,8 @@ The last line prints `…networks/s  …x  roofline …%  [CPU model, numpy vers
 on `--workers` processes, its speed-up over the faster of the two float configurations, and the share.
 
     python benchmarks/rho_sampling.py --quick
+    NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" python benchmarks/rho_sampling.py --quick --workers 1
+    (the second: numpy's AVX2 loops on an AVX-512 machine)
 """
 
 from __future__ import annotations
