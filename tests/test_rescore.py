@@ -16,6 +16,7 @@ from volratio.nets import CoordMLP
 from volratio.runs import reference as R
 from volratio.runs import score as RS
 from volratio.runs import stored as S
+from volratio.runs.registry import get_run
 from volratio.runs.store import Store, config_key
 from volratio.util import machine as M
 
@@ -116,7 +117,6 @@ def test_worker_processes_read_the_networks_under_the_root_they_are_given(root):
     """The score stage's run function is given the folder of the chunks it reads
     (`RunFunction.reading_store`), so a spawned worker process scores the networks under that root,
     not those of the library's default store, and gets the scores the driver gets."""
-    from volratio.runs.registry import get_run
     from volratio.runs.sweep import Processes, run_configs
 
     (cfg,) = RS.plan("tiny", Reading("anchored"), root).values()
@@ -488,7 +488,7 @@ def test_a_verdict_set_network_is_rescored_by_the_rule_fitted_without_its_fold(p
     "anchored-xfit", it is judged by the rule of its fold (fitted without its rows), recorded with
     the score, and its verdicts are that rule's, not the all-rows rule's (which differ here)."""
     (src,) = S.records("pb", picbreeder_root)
-    assert R.source_networks(src) == ("picbreeder:skull",)
+    assert R.source_scoring(src).networks == ("picbreeder:skull",)
     xf = read_crossfit()
     fold = xf.folds["picbreeder:skull"]
     assert src["metrics"]["fold_anchored-xfit"] == fold  # the run's own scoring names the network too
@@ -510,9 +510,9 @@ def test_a_verdict_set_network_is_rescored_by_the_rule_fitted_without_its_fold(p
 
 def test_a_network_outside_the_verdict_set_is_rescored_by_the_all_rows_rule_and_says_so(twin_root, root):
     (src,) = S.records("twin", twin_root)
-    assert R.source_networks(src) == (None,)  # a twin trained here is not in the verdict set
+    assert R.source_scoring(src).networks == (None,)  # a twin trained here is not in the verdict set
     (depth,) = S.records("tiny", root)
-    assert R.source_networks(depth) == (None, None)  # nor is an SP population trained by its run
+    assert R.source_scoring(depth).networks == (None, None)  # nor is an SP population trained by its run
     RS.score_chunk("twin", Reading("anchored-xfit"), twin_root, progress=False)
     (r,) = S.rescores("twin", Reading("anchored-xfit"), twin_root)
     assert r["metrics"]["network"] == [None] and r["metrics"]["fold"] == ["all"]
@@ -605,7 +605,7 @@ def test_the_sparse_regime_s_optimizer_runs_are_read_rescored_and_drawn_as_optim
     and `volratio reference rescore` scores their stored networks."""
     from volratio.experiments import optimizers as O
 
-    assert "sparse_optimizer_point" in R.SOURCES
+    assert R.rescorable("sparse_optimizer_point") and get_run("sparse_optimizer_point").parse({}).scoring().metrics
     root = tmp_path / "reference"
     plan = tmp_path / "plan.toml"
     plan.write_text(SPARSE_OPT_PLAN)

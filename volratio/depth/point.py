@@ -27,6 +27,7 @@ import numpy as np
 from .. import emc2
 from ..data.targets import get_target
 from ..emc2 import DEFAULT_DELTAS, UNIT_DELTAS, EMC2Config
+from ..emc2.source import Scoring
 from ..judges.registry import DEFAULT_JUDGE, JUDGES, check_res
 from ..nets import ACTIVATIONS, Arch, CoordMLP
 from ..prune import SPConfig, collapsed, sp
@@ -125,6 +126,12 @@ class Point(Settings):
     seed: int = 0  # initialisations, SP's choices and the EMC2 subsample
     keep_net: bool = True  # return the population as an artifact
 
+    def scoring(self) -> Scoring:
+        """How the run scores the population it stores (`emc2_of`): none of its networks is in the
+        anchored verdict set (its run trains them), and its scores are the metrics `SCORE_METRICS`."""
+        members = int(self.members)
+        return Scoring(self.target, members, emc2_config(self, 0), (None,) * members, SCORE_METRICS)
+
 
 @dataclass(frozen=True)
 class Config(Presets, Settings):
@@ -207,6 +214,10 @@ def sp_metrics(net, cfg: Point, dense_loss, pr) -> dict:
         flags = collapsed(net, cfg.res, dense_loss, dense_loss)
         return {"collapsed": [bool(f) for f in flags], "sp_stop": ["no pruning"] * net.population}
     return {"collapsed": [bool(f) for f in pr.collapsed], "sp_stop": list(pr.extras["stop"])}
+
+
+# the metrics a run stores about its scores, one entry per member (re-computed by `results verify`)
+SCORE_METRICS = ("score", "scores", "base_kept")
 
 
 def emc2_config(cfg: Settings, member: int = 0) -> EMC2Config:

@@ -6,9 +6,23 @@ An experiment module `volratio.experiments.<name>` has
   `quick()` (what the book executes live on a 2-core laptop), `reference()` (the stored,
   claim-deciding scale: all claims together ≤ 8 CPU-hours on 2 cores) and `full()` (paper-sized,
   for a GPU or a cluster); each preset takes keyword overrides;
-- `run(cfg) -> Result`, where `Result.to_frame()` is a tidy pandas table (one row per measured
-  unit: network × method × δ, …) and the result records the config, the seeds its runs used, the
-  scale, the EMC2 judge its scores used (None: the experiment has no EMC2 judge) and the versions.
+- two stages, and their composition:
+  - `train(cfg) -> Trained`: everything the experiment computes before a network is scored under
+    a judge (the networks it trained, and what it measured of them: losses, sparsity, ρ, …);
+  - `score(trained, reading=PAPER) -> Result`: those networks scored under a reading
+    (`volratio.emc2.reading.Reading`: the judge, the anchor, δ's scale, the weights, the engine);
+  - `run(cfg) -> Result`, which is `score(train(cfg), PAPER)`. `Result.to_frame()` is a tidy pandas
+    table (one row per measured unit: network × method × δ, …) and the result records the config,
+    the seeds its runs used, the scale, the EMC2 judge its scores used (None: the experiment has no
+    EMC2 judge) and the versions.
+
+The default reading, `PAPER = Reading()`, scores each network as the experiment's config says (its
+`judge`, its EMC2 settings). A reading that names a judge scores the same trained networks under
+that judge, without training again. An experiment that scores no network under a judge (frames,
+the toy model, ρ, the interference of learned features, the networks' fit) has only the default
+reading (`unscored`). The experiments that sweep a run function into a store (depth, optimizers,
+scenes) score each point as it trains; their stored networks are scored again under another
+reading by the score stage, `volratio.runs.score` (`volratio reference rescore`).
 
 A config is built from a preset and `key=value` overrides by `volratio.util.presets` (`preset`,
 `configure`), which rejects unknown keys and values of the wrong type before anything runs.
@@ -17,11 +31,14 @@ A config is built from a preset and `key=value` overrides by `volratio.util.pres
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..emc2.reading import Reading
 from ..util.presets import ConfigError
 from ..util.provenance import versions
+
+PAPER = Reading()  # the default reading: every network scored as its experiment's config says
 
 
 class ExperimentError(ConfigError):
@@ -58,6 +75,65 @@ class Result:
 
     def __getitem__(self, name: str):
         return self.extras[name]
+
+
+@dataclass
+class Trained:
+    """What `train(cfg)` returns: the trained networks and what was measured before any score."""
+
+    experiment: str  # registry name
+    config: Any  # the experiment's Config (the dataclass)
+    table: Any  # pandas DataFrame: what was measured without a judge (one row per measured unit)
+    seeds: list  # every seed the training drew from
+    seconds: float  # wall time of the training
+    networks: dict = field(default_factory=dict)  # what `score` scores: name -> CoordMLP (a population)
+    judge: str | None = None  # a judge the training itself scored with (ρ's basin model); None: none
+    extras: dict = field(default_factory=dict)  # objects the chapter draws (images, curves, notes)
+
+    def result(self, table=None, judge: str | None = None, seconds: float = 0.0, extras: dict | None = None) -> Result:
+        """The `Result` of this training scored into `table` (default: the training's own) under
+        `judge` (default: the training's own, `self.judge`), `seconds` of scoring added to the
+        training's, with `extras` beside its own."""
+        return Result(
+            self.experiment,
+            asdict(self.config),
+            self.table if table is None else table,
+            self.seeds,
+            self.seconds + seconds,
+            judge=self.judge if judge is None else judge,
+            extras={**self.extras, **(extras or {})},
+        )
+
+
+def unscored(trained: Trained, reading: Reading = PAPER) -> Result:
+    """The score stage of an experiment whose training leaves nothing to score under a reading: its
+    training's table, as it is. Only the default reading applies (`ExperimentError` otherwise): the
+    experiment scores no network under a judge, or its runs scored their networks as they trained
+    (`trained.judge`), and their stored networks are scored again by the score stage."""
+    check_reading(reading)
+    if reading == PAPER:
+        return trained.result()
+    if trained.judge is None:
+        raise ExperimentError(
+            f"{trained.experiment} scores no network under a judge, so a reading ({reading.describe()}) "
+            "does not apply to it; score it under the default reading (volratio.experiments._base.PAPER)"
+        )
+    raise ExperimentError(
+        f"{trained.experiment}'s runs scored their networks under {trained.judge!r} as they trained; score "
+        f"their stored networks under {reading.describe()} with the score stage: "
+        f"`volratio reference rescore CHUNK {reading.flags()}` (volratio.runs.score)"
+    )
+
+
+def check_reading(reading) -> None:
+    """`ExperimentError` unless `reading` is a `volratio.emc2.reading.Reading`."""
+    if not isinstance(reading, Reading):
+        raise ExperimentError(f"reading {reading!r}: give a volratio.emc2.reading.Reading (default: PAPER)")
+
+
+def judge_of(reading: Reading, own: str) -> str:
+    """The judge a trained network is scored under: the reading's, or its config's `own`."""
+    return own if reading.judge is None else reading.judge
 
 
 class Timer:

@@ -27,16 +27,18 @@ set from the run's (`interference` and `emc2_bench` nest theirs: one training, o
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 import torch
 
 from .. import emc2
+from ..data.anchors import anchor_image
 from ..data.picbreeder import ALL_NAMES, fer_arch
 from ..data.targets import get_target
 from ..emc2 import DEFAULT_DELTAS
+from ..emc2.reading import Reading
 from ..judges.registry import DEFAULT_JUDGE, JUDGES, check_res
 from ..nets import Arch, CoordMLP
 from ..prune import PruneError, collapsed, prune
@@ -45,12 +47,13 @@ from ..prune.masks import unit_alive, weight_sparsity
 from ..prune.similarity_pruning import SPConfig
 from ..runs import stored
 from ..runs.registry import stored_config
-from ..train import PATHS, TrainConfig, mse_per_network, train
+from ..train import PATHS, TrainConfig, mse_per_network
+from ..train import train as train_network
 from ..util.device import device_name
 from ..util.limits import above, at_least, between, nonzero, one_of, parsed_by
 from ..util.presets import Presets
 from ..util.stats import mean_ci
-from ._base import ExperimentError, Result
+from ._base import PAPER, ExperimentError, Result, Trained, check_reading, judge_of, unscored
 
 BASELINES = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units")
 
@@ -136,9 +139,10 @@ def _copy(net: CoordMLP) -> CoordMLP:
     return net.select(list(range(net.population)))
 
 
-def run(config: Config | None = None, *, progress=None) -> Result:
-    """Train, prune with SP and the baselines at matched sparsity, score (see the module docstring).
-    `progress`: optional callable taking a message string."""
+def train(config: Config | None = None, *, progress=None) -> Trained:
+    """Train, then prune with SP and the baselines at matched sparsity (see the module docstring):
+    one row per network × method, its fit and size, no score yet. `progress`: optional callable
+    taking a message string."""
     cfg = config or Config()
     say = progress or (lambda msg: None)
     t0 = time.time()
@@ -148,7 +152,7 @@ def run(config: Config | None = None, *, progress=None) -> Result:
     tc = TrainConfig(lr=cfg.lr, device=cfg.device, path=cfg.train_path)
     init = CoordMLP(arch, head="hsv", population=T * S, seed=cfg.seed)
     dense = _copy(init)
-    train(dense, images, replace(tc, steps=cfg.dense_steps))
+    train_network(dense, images, replace(tc, steps=cfg.dense_steps))
     say("dense networks trained")
     nets = {"dense": dense}
     sp_net = _copy(dense)
@@ -211,37 +215,57 @@ def run(config: Config | None = None, *, progress=None) -> Result:
                     "collapsed": bool(flags[k]),
                 }
             )
-    table = pd.DataFrame(rows)
-    if cfg.emc2:
-        auc, curves, extra = [], [], []
-        for row in rows:
-            if row["method"] in failed:
-                auc.append(float("nan"))
-                curves.append([])
-                extra.append({})
-                continue
-            by = score_judged(nets[row["method"]], row["member"], row["target"], cfg)
-            r = by[cfg.judge]
-            auc.append(r.auc)
-            curves.append([float(x) for x in r.scores])
-            extra.append({f"base_kept:{j}": bool(rj.base_kept) for j, rj in by.items()}
-                         | {f"emc2_auc:{j}": rj.auc for j, rj in by.items() if j != cfg.judge})  # fmt: skip
-            judge = r.judge
-        table["emc2_auc"] = auc
-        table["emc2_scores"] = curves
-        table["judge"] = judge
-        for name in dict.fromkeys(k for e in extra for k in e):  # whether each judge saw its label; other judges' AUC
-            table[name] = [e.get(name) for e in extra]
-        say("EMC2 scored")
-    return Result(
+    return Trained(
         "connectivity",
-        asdict(cfg),
-        table,
+        cfg,
+        pd.DataFrame(rows),
         [cfg.seed + s for s in range(S)],  # the seeds the rows name (member k: seed + k % S)
         time.time() - t0,
-        judge=cfg.judge if cfg.emc2 else None,  # `judges`: more judges' columns on the same images
+        networks=nets,
         extras={"nets": nets, "images": images, "config": cfg},
     )
+
+
+def score(trained: Trained, reading: Reading = PAPER, *, progress=None) -> Result:
+    """EMC2 of every trained network (`cfg.emc2`; a failed method's rows score NaN) under `reading`:
+    its judge decides (default: the config's `judge`), the config's `judges` are scored beside it on
+    the same perturbed images, and the reading's anchor, δ's scale, weights, engine and device apply
+    to the config's EMC2 settings. Columns added: `emc2_auc`, `emc2_scores`, `judge`, per judge
+    `base_kept:<judge>` and the other judges' `emc2_auc:<judge>`. Without `cfg.emc2`, the default
+    reading only: the training's rows as they are."""
+    check_reading(reading)
+    cfg = trained.config
+    if not cfg.emc2:
+        return unscored(trained, reading)
+    t0 = time.time()
+    judge = judge_of(reading, cfg.judge)
+    table = trained.table.copy()
+    auc, curves, extra = [], [], []
+    for row in table.to_dict("records"):
+        if row["method"] not in trained.networks:  # it could not reach SP's sparsity: no network
+            auc.append(float("nan"))
+            curves.append([])
+            extra.append({})
+            continue
+        by = score_judged(trained.networks[row["method"]], row["member"], row["target"], cfg, reading)
+        r = by[judge]
+        auc.append(r.auc)
+        curves.append([float(x) for x in r.scores])
+        extra.append({f"base_kept:{j}": bool(rj.base_kept) for j, rj in by.items()}
+                     | {f"emc2_auc:{j}": rj.auc for j, rj in by.items() if j != judge})  # fmt: skip
+    table["emc2_auc"] = auc
+    table["emc2_scores"] = curves
+    table["judge"] = judge
+    for name in dict.fromkeys(k for e in extra for k in e):  # whether each judge saw its label; other judges' AUC
+        table[name] = [e.get(name) for e in extra]
+    (progress or (lambda msg: None))("EMC2 scored")
+    return trained.result(table, judge, time.time() - t0)  # `judges`: more judges' columns on the same images
+
+
+def run(config: Config | None = None, *, progress=None) -> Result:
+    """Train, prune with SP and the baselines at matched sparsity, score (see the module docstring).
+    `progress`: optional callable taking a message string."""
+    return score(train(config, progress=progress), PAPER, progress=progress)
 
 
 def _arch(cfg: Config) -> str:
@@ -263,18 +287,21 @@ def _losses(net: CoordMLP, images: torch.Tensor) -> np.ndarray:
     return mse_per_network(net, calib.grid, calib.target).cpu().numpy()
 
 
-def score_judged(net: CoordMLP, member: int, target: str, cfg: Config) -> dict:
-    """EMC2 of one member under `cfg.judge` and each of `cfg.judges` (the images rendered once):
-    `{judge: EMC2Result}`."""
-    ec = _emc2_config(cfg, member)
-    names = list(dict.fromkeys([cfg.judge, *cfg.judges]))
-    return dict(zip(names, emc2.score(net, emc2.judges_for(net, names, f"picbreeder:{target}", ec), target, ec)))
+def score_judged(net: CoordMLP, member: int, target: str, cfg: Config, reading: Reading = PAPER) -> dict:
+    """EMC2 of one member under the reading's judge (default `cfg.judge`) and each of `cfg.judges`
+    (the images rendered once): `{judge: EMC2Result}`."""
+    ec = _emc2_config(cfg, member, reading)
+    names = list(dict.fromkeys([judge_of(reading, cfg.judge), *cfg.judges]))
+    spec = f"picbreeder:{target}"
+    anchor = None if reading.anchor == "image" else anchor_image(spec, ec.res, reading.anchor)
+    return dict(zip(names, emc2.score(net, emc2.judges_for(net, names, spec, ec, anchor=anchor), target, ec)))
 
 
-def _emc2_config(cfg: Config, member: int) -> emc2.EMC2Config:
-    """The EMC2 settings of member `member` (float32 engine arithmetic)."""
-    return emc2.EMC2Config(deltas=tuple(float(d) for d in cfg.deltas), res=cfg.emc2_res, max_params=cfg.emc2_params,
-                           seed=cfg.seed, member=member, device=cfg.device, dtype="float32")  # fmt: skip
+def _emc2_config(cfg: Config, member: int, reading: Reading = PAPER) -> emc2.EMC2Config:
+    """The EMC2 settings of member `member` (float32 engine arithmetic) under `reading`."""
+    own = dict(deltas=tuple(float(d) for d in cfg.deltas), res=cfg.emc2_res, max_params=cfg.emc2_params,
+               seed=cfg.seed, device=cfg.device, dtype="float32")  # fmt: skip
+    return emc2.EMC2Config(**reading.emc2(own), member=member)
 
 
 def score_member(net: CoordMLP, member: int, target: str, cfg: Config):

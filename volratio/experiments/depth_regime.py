@@ -21,7 +21,7 @@ Chapters: "Depth: a narrow, target-dependent regime" (book/depth.md), "Unknown t
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -51,7 +51,7 @@ from ..nets import CoordMLP
 from ..rho import recovery
 from ..runs import recovered, stored
 from ..runs.depth_sweep import depth_sweep, load_nets, make_sweep
-from ._base import Result, Timer
+from ._base import PAPER, Result, Timer, Trained, unscored
 
 __all__ = [
     "PICBREEDER",
@@ -93,10 +93,11 @@ __all__ = [
 ]
 
 
-def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
-    """The chapter's experiment: the depth sweep of `cfg.targets`, the PNG ratio of each, and the
+def train(cfg: Config | None = None, *, out=None, executor=None) -> Trained:
+    """The depth sweep of `cfg.targets` (each run trains, prunes and scores its networks under the
+    config's judge, `volratio.depth.point`, and stores them), the PNG ratio of each target, and the
     predictor of sweet-spot depth from the ratio (fitted where ≥ 3 targets have a sweet spot).
-    `Result.table`: one row per target × depth; extras: `curves`, `report`, `ratios`, `predictor`."""
+    Table: one row per target × depth; extras: `curves`, `report`, `ratios`, `predictor`."""
     cfg = cfg or Config.quick()
     with Timer() as t:
         curves, report = depth_sweep(cfg.targets, cfg, out=out, executor=executor)
@@ -112,15 +113,24 @@ def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
     table["true_depth"] = [getattr(get_target(tg), "depth", None) for tg in table["target"]]
     table["sweet_spot"] = [curves[tg].spot.depth for tg in table["target"]]
     seeds = sorted({int(s) for s in report.table["seed"]}) if "seed" in report.table else []
-    return Result(
+    return Trained(
         "depth_regime",
-        asdict(cfg),
+        cfg,
         table,
         seeds,
         t.seconds,
         judge=cfg.judge,
         extras={"curves": curves, "report": report, "ratios": ratios, "predictor": predictor},
     )
+
+
+score = unscored  # the points scored as they trained; their stored networks are rescored by the score stage
+
+
+def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
+    """The chapter's experiment (see `train`). `Result.table`: one row per target × depth; extras:
+    `curves`, `report`, `ratios`, `predictor`."""
+    return score(train(cfg, out=out, executor=executor), PAPER)
 
 
 def spot_table(curves: dict, true_depths: dict | None = None):

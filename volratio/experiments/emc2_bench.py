@@ -16,25 +16,28 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 import torch
 
 from .. import emc2
 from ..data import picbreeder
+from ..data.anchors import anchor_image
 from ..data.specs import load_network
 from ..data.targets import get_target
 from ..emc2 import DEFAULT_DELTAS, EMC2Config
+from ..emc2.reading import Reading
 from ..judges import DEFAULT_JUDGE, JUDGES, check_res
 from ..nets import coords
 from ..prune import collapsed, prune
 from ..prune.similarity_pruning import SPConfig
-from ..train import TrainConfig, mse_per_network, new_network, train
+from ..train import TrainConfig, mse_per_network, new_network
+from ..train import train as train_network
 from ..util.device import device_name
 from ..util.limits import at_least, nonzero, one_of, parsed_by
 from ..util.presets import ConfigError, Presets, configure, preset
-from ._base import ExperimentError, Result
+from ._base import PAPER, ExperimentError, Result, Trained, check_reading, judge_of
 
 # allowed values, checked when a config is parsed (`volratio.util.limits`); None passes where allowed
 LIMITS = {
@@ -127,8 +130,13 @@ class Config(Presets):
 
 def emc2_config(cfg: "Config | Point", member: int = 0) -> EMC2Config:
     """The EMC2 settings of a benchmark config (or one point) for member `member`."""
-    return EMC2Config(deltas=tuple(float(d) for d in cfg.deltas), res=cfg.res, max_params=cfg.max_params,
-                      seed=cfg.seed, member=member, device=cfg.device, dtype=cfg.dtype)  # fmt: skip
+    return EMC2Config(**_settings(cfg), member=member)
+
+
+def _settings(cfg: "Config | Point") -> dict:
+    """The EMC2 settings of a benchmark config (or one point), every member's."""
+    return dict(deltas=tuple(float(d) for d in cfg.deltas), res=cfg.res, max_params=cfg.max_params, seed=cfg.seed,
+                device=cfg.device, dtype=cfg.dtype)  # fmt: skip
 
 
 def judge_threshold(r, label: str) -> float:
@@ -150,7 +158,7 @@ def train_ours(cfg: Config):
         population=len(cfg.targets),
         seed=cfg.seed,
     )
-    train(dense, images, cfg.train_config())
+    train_network(dense, images, cfg.train_config())
     sp_net = copy.deepcopy(dense)
     prune(sp_net, images, "sp", cfg.sp_config())
     return dense, sp_net, images
@@ -167,28 +175,48 @@ def ours_collapsed(dense, sp_net, images, targets) -> dict:
     return out
 
 
-def run(cfg: Config | None = None) -> Result:
+def train(cfg: Config | None = None) -> Trained:
+    """The benchmark's networks: per target the Picbreeder network (layerized genome) and FER's SGD
+    network, and our dense population trained here with its SP-pruned copy (`train_ours`), with
+    which of ours collapsed. `networks`: `(kind, target) -> (CoordMLP, member)`."""
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
-    judged = {}  # (kind, target) -> {judge: EMC2Result}
-
-    def score(kind, name, net, member=0):
-        spec, ec = f"picbreeder:{name}", emc2_config(cfg, member)
-        names = list(dict.fromkeys([cfg.judge, *cfg.judges]))
-        judged[(kind, name)] = dict(zip(names, emc2.score(net, emc2.judges_for(net, names, spec, ec), name, ec)))
-        return judged[(kind, name)][cfg.judge]
-
-    results, genome = {}, {}
+    networks, layerized = {}, {}
     for name in cfg.targets:
-        lay = picbreeder.layerize(name)
-        results[("Picbreeder", name)] = score("Picbreeder", name, lay.net)
-        genome[name] = emc2.summarise(results[("Picbreeder", name)].table, emc2.params_of(lay.net, "genome", lay))
-        results[("FER SGD", name)] = score("FER SGD", name, load_network(f"fer-sgd:{name}"))
+        layerized[name] = picbreeder.layerize(name)
+        networks[("Picbreeder", name)] = (layerized[name].net, 0)
+        networks[("FER SGD", name)] = (load_network(f"fer-sgd:{name}"), 0)
     dense, sp_net, images = train_ours(cfg)
-    flags = ours_collapsed(dense, sp_net, images, cfg.targets)
     for k, name in enumerate(cfg.targets):
-        results[("dense (ours)", name)] = score("dense (ours)", name, dense, k)
-        results[("SP (ours)", name)] = score("SP (ours)", name, sp_net, k)
+        networks[("dense (ours)", name)] = (dense, k)
+        networks[("SP (ours)", name)] = (sp_net, k)
+    flags = ours_collapsed(dense, sp_net, images, cfg.targets)
+    rows = [{"network": kind, "target": name, "collapsed": flags.get((kind, name))} for kind, name in networks]
+    return Trained("emc2_bench", cfg, pd.DataFrame(rows), [cfg.seed], time.perf_counter() - t0, networks=networks,
+                   extras={"layerized": layerized, "dense": dense, "sp": sp_net, "images": images})  # fmt: skip
+
+
+def score(trained: Trained, reading: Reading = PAPER) -> Result:
+    """Every network of the benchmark scored under `reading`: its judge decides (default: the
+    config's `judge`), the config's `judges` are scored beside it on the same perturbed images, and
+    the reading's anchor, δ's scale, weights, engine and device apply to the config's EMC2 settings.
+    One row per network × target × judge × δ; extras `results` (`(kind, target) -> EMC2Result` under
+    the deciding judge) and `genome` (the Picbreeder networks' scores by genome parameter)."""
+    check_reading(reading)
+    cfg, t0 = trained.config, time.perf_counter()
+    judge = judge_of(reading, cfg.judge)
+    names = list(dict.fromkeys([judge, *cfg.judges]))
+    flags = {(r.network, r.target): r.collapsed for r in trained.table.itertuples()}
+    judged, results, genome = {}, {}, {}  # judged: (kind, target) -> {judge: EMC2Result}
+    for (kind, name), (net, member) in trained.networks.items():
+        spec, ec = f"picbreeder:{name}", EMC2Config(**reading.emc2(_settings(cfg)), member=member)
+        anchor = None if reading.anchor == "image" else anchor_image(spec, ec.res, reading.anchor)
+        judges = emc2.judges_for(net, names, spec, ec, anchor=anchor)
+        judged[(kind, name)] = dict(zip(names, emc2.score(net, judges, name, ec)))
+        results[(kind, name)] = judged[(kind, name)][judge]
+        if kind == "Picbreeder":
+            lay = trained.extras["layerized"][name]
+            genome[name] = emc2.summarise(results[(kind, name)].table, emc2.params_of(lay.net, "genome", lay))
     rows = [
         {
             "network": kind,
@@ -206,15 +234,14 @@ def run(cfg: Config | None = None) -> Result:
         for r in by.values()
         for d, s in zip(r.deltas, r.scores)
     ]
-    return Result(
-        "emc2_bench",
-        asdict(cfg),
-        pd.DataFrame(rows),
-        [cfg.seed],
-        time.perf_counter() - t0,
-        judge=cfg.judge,
-        extras={"results": results, "genome": genome, "dense": dense, "sp": sp_net, "images": images},
+    return trained.result(
+        pd.DataFrame(rows), judge, time.perf_counter() - t0, extras={"results": results, "genome": genome}
     )
+
+
+def run(cfg: Config | None = None) -> Result:
+    """The benchmark (see the module docstring): its networks trained, then scored."""
+    return score(train(cfg), PAPER)
 
 
 def auc_table(result: Result):

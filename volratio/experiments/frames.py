@@ -11,13 +11,13 @@ Chapter: "Feature interference and the Welch bound" (book/welch.md).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import pandas as pd
 
 from ..util.limits import at_least
 from ..welch.sweep import FrameSweepConfig, frame_sweep
-from ._base import ExperimentError, Result
+from ._base import PAPER, ExperimentError, Result, Trained, unscored
 
 
 @dataclass
@@ -34,10 +34,18 @@ class Config(FrameSweepConfig):  # its presets: FrameSweepConfig's (the quick sc
                 raise ExperimentError(f"also = {self.also!r}: give (m, n) pairs of positive integers, e.g. [[10, 5]]")
 
 
-def run(cfg: Config | None = None) -> Result:
-    """`Result.table`: one row per (m, n) (`volratio.welch.sweep.frame_sweep`)."""
+def train(cfg: Config | None = None) -> Trained:
+    """The frames, one row per (m, n) (`volratio.welch.sweep.frame_sweep`)."""
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
     table = pd.DataFrame(frame_sweep(cfg))
     seeds = sorted({int(s) for s in table["seed"]}) if len(table) else []  # frame (m, n): seed + m + 100·n
-    return Result("frames", asdict(cfg), table, seeds, time.perf_counter() - t0, judge=None)
+    return Trained("frames", cfg, table, seeds, time.perf_counter() - t0)
+
+
+score = unscored  # a frame has no EMC2 score: only the default reading
+
+
+def run(cfg: Config | None = None) -> Result:
+    """`Result.table`: one row per (m, n) (`volratio.welch.sweep.frame_sweep`)."""
+    return score(train(cfg), PAPER)

@@ -12,7 +12,7 @@ Chapter: "Feature interference and the Welch bound" (book/welch.md).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -21,11 +21,12 @@ from ..data.specs import load_network
 from ..data.targets import get_target
 from ..nets import Arch, CoordMLP
 from ..prune import SPConfig, sp
-from ..train import TrainConfig, train
+from ..train import TrainConfig
+from ..train import train as train_network
 from ..util.limits import at_least, between, parsed_by
 from ..util.presets import ConfigError, Presets
 from ..welch.interference import network_interference
-from ._base import Result
+from ._base import PAPER, Result, Trained, unscored
 
 # SP of the quick scale: SPConfig's defaults (the guard at 2 × the dense MSE, retraining at 0.1 × the
 # training rate, removed units' weights moved onto the units that stay) with 5 rounds of 100 steps
@@ -97,7 +98,7 @@ def networks(cfg: Config) -> tuple[dict, dict]:
         nets[f"Picbreeder {name}"] = load_network(f"picbreeder:{name}")
         nets[f"FER SGD {name}"] = load_network(f"fer-sgd:{name}")
     image = get_target(cfg.target).image(cfg.dense_res)
-    dense = train(CoordMLP(cfg.dense_arch, head="rgb", seed=cfg.seed), image, cfg.train)
+    dense = train_network(CoordMLP(cfg.dense_arch, head="rgb", seed=cfg.seed), image, cfg.train)
     nets[f"dense {cfg.dense_arch}"] = dense.net
     notes["dense_mse"] = float(dense.final_loss[0])
     for tau in cfg.taus:
@@ -107,21 +108,24 @@ def networks(cfg: Config) -> tuple[dict, dict]:
     return nets, notes
 
 
-def run(cfg: Config | None = None) -> Result:
-    """`Result.table`: one row per network × vectors (weights | maps) × layer; extras `nets`, `notes`."""
+def train(cfg: Config | None = None) -> Trained:
+    """The networks and their interference, one row per network × vectors (weights | maps) × layer;
+    extras `nets`, `notes`."""
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
     nets, notes = networks(cfg)
     table = pd.DataFrame(network_interference(nets, res=cfg.res))
-    return Result(
-        "interference",
-        asdict(cfg),
-        table,
-        [cfg.seed],
-        time.perf_counter() - t0,
-        judge=None,
-        extras={"nets": nets, "notes": notes},
+    return Trained(
+        "interference", cfg, table, [cfg.seed], time.perf_counter() - t0, extras={"nets": nets, "notes": notes}
     )
+
+
+score = unscored  # interference is measured on the weights, under no judge: only the default reading
+
+
+def run(cfg: Config | None = None) -> Result:
+    """`Result.table`: one row per network × vectors (weights | maps) × layer; extras `nets`, `notes`."""
+    return score(train(cfg), PAPER)
 
 
 def summary(table):

@@ -12,7 +12,7 @@ Chapter: "Optimization: Adam, Muon, SGD" (book/optimization.md).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -29,7 +29,7 @@ from ..train.flatness import top_eigenvalue
 from ..util.limits import at_least, one_of, parsed_by
 from ..util.presets import Presets, configure
 from ..util.stats import mean_ci
-from ._base import ExperimentError, Result, Timer
+from ._base import PAPER, ExperimentError, Result, Timer, Trained, unscored
 
 # learning rates per optimizer (Muon's own lr and its AdamW lr are TrainConfig's defaults)
 DEFAULT_CASES = (
@@ -199,10 +199,11 @@ def sweet_spot(cfg: Config, out=None):
     return (curve.spot.depth if curve.spot.depth is not None else fallback), curve, report
 
 
-def run(cfg: Config | None = None, *, out=None, executor=None, progress: bool | None = False) -> Result:
-    """Run (or read) the study, at `cfg.depth` or at the sweet spot found first (`sweet_spot`).
-    `Result.table`: one row per optimizer (means and intervals); extras: `runs` (one row per run),
-    `report`, `depth` (the depth studied), `curve` (the depth curve, when it was swept)."""
+def train(cfg: Config | None = None, *, out=None, executor=None, progress: bool | None = False) -> Trained:
+    """Run (or read) the study, at `cfg.depth` or at the sweet spot found first (`sweet_spot`): each
+    run trains, prunes and scores its networks under the config's judge (`point`). Table: one row per
+    optimizer (means and intervals); extras: `runs` (one row per run), `report`, `depth` (the depth
+    studied), `curve` (the depth curve, when it was swept)."""
     cfg = cfg or Config.quick()
     with Timer() as t:
         curve = spot_report = None
@@ -210,9 +211,9 @@ def run(cfg: Config | None = None, *, out=None, executor=None, progress: bool | 
             spot, curve, spot_report = sweet_spot(cfg)
             cfg = replace(cfg, depth=spot)
         report = run_sweep(make_sweep(cfg), out or results_dir("optimizers"), executor, progress=progress)
-    return Result(
+    return Trained(
         "optimizers",
-        asdict(cfg),
+        cfg,
         summarise(report.table),
         list(range(cfg.seeds)),
         t.seconds,
@@ -225,6 +226,15 @@ def run(cfg: Config | None = None, *, out=None, executor=None, progress: bool | 
             "depth_report": spot_report,
         },
     )
+
+
+score = unscored  # the runs scored as they trained; their stored networks are rescored by the score stage
+
+
+def run(cfg: Config | None = None, *, out=None, executor=None, progress: bool | None = False) -> Result:
+    """The study (see `train`). `Result.table`: one row per optimizer (means and intervals); extras:
+    `runs` (one row per run), `report`, `depth`, `curve`."""
+    return score(train(cfg, out=out, executor=executor, progress=progress), PAPER)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -57,10 +57,11 @@ from ..prune.similarity_pruning import TAU_SCHEDULE, SPConfig
 from ..runs import stored
 from ..runs.registry import artifact_name, get_run
 from ..runs.store import Store, StoreError, config_key, sha256_file
-from ..train import PATHS, TrainConfig, mse_per_network, train
+from ..train import PATHS, TrainConfig, mse_per_network
+from ..train import train as train_network
 from ..util.limits import above, at_least, between, one_of, parsed_by
 from ..util.presets import Presets, configure
-from ._base import ExperimentError, Result
+from ._base import PAPER, ExperimentError, Result, Trained, unscored
 
 METHODS = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units")  # baselines matched per layer to SP
 SCHEDULE = TAU_SCHEDULE  # τ after the first 0.95, most similar pair first
@@ -123,7 +124,7 @@ def _losses(net: CoordMLP, images: torch.Tensor) -> np.ndarray:
     return mse_per_network(net, calib.grid, calib.target).cpu().numpy()
 
 
-def run(config: Config | None = None, *, progress=None) -> Result:
+def train(config: Config | None = None, *, progress=None) -> Trained:
     """Train the wide dense networks, prune them with SP checkpoint by checkpoint, match every
     baseline per layer at each checkpoint, and tabulate (see the module docstring)."""
     cfg = config or Config()
@@ -154,15 +155,24 @@ def run(config: Config | None = None, *, progress=None) -> Result:
                          "loss": float(loss[k]), "loss_ratio": float(loss[k] / dense_loss[k]),
                          "collapsed": bool(flags[k]), "live_units": list(live[k])})  # fmt: skip
     table = pd.DataFrame(rows)
-    return Result(
+    return Trained(
         "sparse_regime",
-        asdict(cfg),
+        cfg,
         table,
         [cfg.seed + k for k in range(cfg.members)],
         time.time() - t0,
-        judge=None,  # the frontier has no EMC2 score: fit and size only
+        networks=nets,
         extras={"nets": nets, "images": images, "config": cfg},
     )
+
+
+# the frontier has no EMC2 score (fit and size only): its stored populations are scored by `point`
+score = unscored
+
+
+def run(config: Config | None = None, *, progress=None) -> Result:
+    """The sparsity–fit frontier (see `train`): one row per round and per checkpoint × method × member."""
+    return score(train(config, progress=progress), PAPER)
 
 
 def _dense(cfg: Config) -> tuple:
@@ -173,7 +183,7 @@ def _dense(cfg: Config) -> tuple:
     tc = TrainConfig(lr=cfg.lr, device=cfg.device, path=cfg.train_path)
     arch = f"{cfg.depth};{cfg.activation}:{cfg.width}"
     dense = CoordMLP(arch, head="hsv", population=cfg.members, seed=cfg.seed)
-    train(dense, images, replace(tc, steps=cfg.dense_steps))
+    train_network(dense, images, replace(tc, steps=cfg.dense_steps))
     have = min(dense.nonzero())
     if cfg.target_nonzeros is not None and cfg.target_nonzeros >= have:
         raise ExperimentError(
@@ -256,7 +266,7 @@ def _match_baselines(cfg, dense, sp_net, images, name, budget, tc, nets) -> dict
     if cfg.scratch:
         width = scratch_width(cfg.depth, float(np.mean(sp_net.nonzero())))
         net = CoordMLP(f"{cfg.depth};{cfg.activation}:{width}", head="hsv", population=cfg.members, seed=cfg.seed)
-        train(net, images, replace(tc, steps=cfg.dense_steps + budget))
+        train_network(net, images, replace(tc, steps=cfg.dense_steps + budget))
         nets[("scratch", name)] = net
     return failed
 

@@ -11,12 +11,12 @@ Chapter: "Feature interference and the Welch bound" (book/welch.md).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import pandas as pd
 
 from ..welch.superposition import ToyConfig, train_toy
-from ._base import Result
+from ._base import PAPER, Result, Trained, unscored
 
 
 @dataclass
@@ -27,14 +27,21 @@ class Config(ToyConfig):  # its presets: ToyConfig's QUICK / REFERENCE / FULL
     scale: str = "quick"  # the preset this config came from
 
 
-def run(cfg: Config | None = None, *, threshold: float = 0.5) -> Result:
-    """`Result.table`: one row per instance (sparsity × replica): interference, bound, final loss;
-    extras: `toy` (the `ToyResult`)."""
+def train(cfg: Config | None = None, *, threshold: float = 0.5) -> Trained:
+    """The toy model trained, one row per instance (sparsity × replica): interference, bound, final
+    loss; extras: `toy` (the `ToyResult`)."""
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
     toy = train_toy(cfg)
     table = pd.DataFrame(toy.interference(threshold=threshold))
     table["final_loss"] = toy.final_loss
-    return Result(
-        "superposition", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0, judge=None, extras={"toy": toy}
-    )
+    return Trained("superposition", cfg, table, [cfg.seed], time.perf_counter() - t0, extras={"toy": toy})
+
+
+score = unscored  # the toy model has no EMC2 score: only the default reading
+
+
+def run(cfg: Config | None = None, *, threshold: float = 0.5) -> Result:
+    """`Result.table`: one row per instance (sparsity × replica): interference, bound, final loss;
+    extras: `toy` (the `ToyResult`)."""
+    return score(train(cfg, threshold=threshold), PAPER)

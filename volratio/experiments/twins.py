@@ -26,14 +26,16 @@ from .. import emc2
 from ..data import picbreeder
 from ..data.anchors import ANCHORS
 from ..emc2 import DEFAULT_DELTAS
+from ..emc2.source import Scoring
 from ..judges.registry import JUDGES, check_res
 from ..nets import CoordMLP
-from ..train import PATHS, TrainConfig, train
+from ..train import PATHS, TrainConfig
+from ..train import train as train_network
 from ..util.device import device_name
 from ..util.limits import above, at_least, nonzero, one_of, parsed_by
 from ..util.presets import Presets, configure
 from ..util.verdicts import Estimate
-from ._base import ExperimentError, Result
+from ._base import PAPER, ExperimentError, Result, Trained, unscored
 
 
 @dataclass
@@ -70,7 +72,9 @@ class Twins:
     mse: dict = field(default_factory=dict)  # each network's MSE against the target at config.res
 
 
-def run(config: Config | None = None) -> Result:
+def train(config: Config | None = None) -> Trained:
+    """Each target's Picbreeder network, FER's SGD network and our twin trained here, with each
+    network's MSE against the target at `res`; extras `twins` (name -> `Twins`)."""
     cfg = config or Config.quick()
     out = {}
     t0 = time.perf_counter()
@@ -84,7 +88,7 @@ def run(config: Config | None = None) -> Result:
         tc = TrainConfig(
             steps=cfg.steps, lr=lr, grad_norm=cfg.grad_norm, log_every=max(1, cfg.steps // 200), device=cfg.device
         )
-        r = train(ours, target, tc)
+        r = train_network(ours, target, tc)
         mse = {}
         with torch.no_grad():
             for label, net in (("picbreeder", pb), ("fer_sgd", sgd), ("ours", ours)):
@@ -97,7 +101,15 @@ def run(config: Config | None = None) -> Result:
             for label, v in t.mse.items()
         ]
     )
-    return Result("twins", asdict(cfg), table, [cfg.seed], time.perf_counter() - t0, judge=None, extras={"twins": out})
+    return Trained("twins", cfg, table, [cfg.seed], time.perf_counter() - t0, extras={"twins": out})
+
+
+score = unscored  # the chapter's networks are compared by fit here; their EMC2 is the `twin_point` runs'
+
+
+def run(config: Config | None = None) -> Result:
+    """One row per target × network: its MSE (see `train`)."""
+    return score(train(config), PAPER)
 
 
 TwinsConfig = Config  # the name before volratio.experiments (exercises and old notebooks use it)
@@ -212,6 +224,11 @@ class Point:
         every row. The judge, not this name, decides which names the set holds."""
         return self.spec if self.network == "picbreeder" else None
 
+    def scoring(self) -> Scoring:
+        """How the point scores the network it stores: one network, named as the verdict set names it;
+        its scores are checked by re-running it (its metrics are named per judge)."""
+        return Scoring(self.spec, 1, self.emc2_config(), (self.verdict_network(),))
+
     def emc2_config(self) -> emc2.EMC2Config:
         """The EMC2 settings the point scores with (rescoring its stored network reuses them)."""
         return emc2.EMC2Config(deltas=tuple(float(d) for d in self.deltas), res=self.res, max_params=self.max_params,
@@ -254,7 +271,7 @@ def train_twin(cfg: Point) -> tuple[CoordMLP, np.ndarray, np.ndarray]:
     lr = cfg.lr_apple if cfg.target == "apple" else cfg.lr
     tc = TrainConfig(steps=cfg.steps, lr=lr, grad_norm=True, log_every=max(1, cfg.steps // 50), path=cfg.train_path,
                      device=cfg.device)  # fmt: skip
-    r = train(net, training_image(cfg), tc)
+    r = train_network(net, training_image(cfg), tc)
     net.provenance = {"made_by": "volratio.experiments.twins.train_twin", "target": cfg.target, "config": asdict(cfg)}
     return net, r.steps, r.losses[:, 0]
 

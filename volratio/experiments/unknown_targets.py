@@ -13,7 +13,7 @@ Chapter: "Unknown targets" (book/unknown_targets.md).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -29,7 +29,7 @@ from ..runs import stored
 from ..runs.depth_sweep import depth_sweep
 from ..util import pooling
 from ..util.limits import at_least, between, parsed_by
-from ._base import Result
+from ._base import PAPER, Result, Trained, unscored
 
 EFFECTS = ("best mean score", "peak − rest")
 
@@ -154,8 +154,9 @@ def scene_contrast(curves: dict, n_boot: int = 4000, level: float = 0.95, seed: 
     return pooling.from_draws(point, draws, [curves[t].score.shape[1] for t in used], len(scenes) * len(EFFECTS), level)
 
 
-def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
-    """`Result.table`: one row per target: PNG ratio, predicted depth (band, prediction interval),
+def train(cfg: Config | None = None, *, out=None, executor=None) -> Trained:
+    """The depth sweep of the targets (each run trains, prunes and scores its networks under the
+    config's judge), one row per target: PNG ratio, predicted depth (band, prediction interval),
     measured sweet spot and its peak; extras: `curves`, `report`, `predictor`, `scene_vs_parts`."""
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
@@ -183,15 +184,24 @@ def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
         )
     svp = scene_vs_parts(curves, cfg.scene, cfg.parts, cfg.n_boot, cfg.level) if cfg.scene in curves else []
     seeds = sorted({int(s) for s in report.table["seed"]})
-    return Result(
+    return Trained(
         "unknown_targets",
-        asdict(cfg),
+        cfg,
         pd.DataFrame(rows),
         seeds,
         time.perf_counter() - t0,
         judge=cfg.judge,
         extras={"curves": curves, "report": report, "predictor": pred, "scene_vs_parts": svp},
     )
+
+
+score = unscored  # the points scored as they trained; their stored networks are rescored by the score stage
+
+
+def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:
+    """`Result.table`: one row per target (see `train`); extras: `curves`, `report`, `predictor`,
+    `scene_vs_parts`."""
+    return score(train(cfg, out=out, executor=executor), PAPER)
 
 
 def net_at_spot(curves: dict, nets: dict, target: str) -> tuple:

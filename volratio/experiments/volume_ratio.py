@@ -13,7 +13,7 @@ Chapter: "The volume-ratio argument" (book/volume_ratio.md).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -25,7 +25,7 @@ from ..rho.sampler import SamplerConfig
 from ..runs import stored
 from ..util.limits import above, at_least, parsed_by
 from ..util.presets import Presets
-from ._base import ExperimentError, Result
+from ._base import PAPER, ExperimentError, Result, Trained, unscored
 
 
 @dataclass(frozen=True)
@@ -127,10 +127,11 @@ def boolean_configs(cfg: Config) -> list[BooleanRhoConfig]:
     ]
 
 
-def run(cfg: Config | None = None) -> Result:
-    """`Result.table` rows: `model` ("boolean" | "basin"), `target` and the rho rows; extras:
-    `boolean` (target → `run_boolean` output; with `cells`, the rows of all its cells and the first
-    cell's config), `basin` (rows of `basin_grid`, or [])."""
+def train(cfg: Config | None = None) -> Trained:
+    """ρ of the Boolean model and of the basin model, whose judge is its config's (`BASIN_JUDGE`,
+    fixed in the model: a reading does not change it). Rows: `model` ("boolean" | "basin"),
+    `target` and the rho rows; extras: `boolean` (target → `run_boolean` output; with `cells`, the
+    rows of all its cells and the first cell's config), `basin` (rows of `basin_grid`, or [])."""
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
     boolean = {}
@@ -143,15 +144,24 @@ def run(cfg: Config | None = None) -> Result:
     basin = basin_grid(cfg.basin_target, cfg.basin_Ws, cfg.basin_Ls, cfg.basin) if cfg.basin_target else []
     rows = [{"model": "boolean", "target": t, **r} for t, res in boolean.items() for r in res["rows"]]
     rows += [{"model": "basin", "target": cfg.basin_target, **r} for r in basin]
-    return Result(
+    return Trained(
         "volume_ratio",
-        asdict(cfg),
+        cfg,
         pd.DataFrame(rows),
         [cfg.seed, cfg.basin.seed],
         time.perf_counter() - t0,
         judge=BASIN_JUDGE if basin and cfg.basin.use_emc2 else None,  # the Boolean model has no judge
         extras={"boolean": boolean, "basin": basin},
     )
+
+
+score = unscored  # ρ is counted, not scored under a reading: only the default reading
+
+
+def run(cfg: Config | None = None) -> Result:
+    """`Result.table` rows: `model` ("boolean" | "basin"), `target` and the rho rows; extras:
+    `boolean`, `basin` (see `train`)."""
+    return score(train(cfg), PAPER)
 
 
 # ---------------------------------------------------------------------------------------------

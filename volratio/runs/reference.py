@@ -18,7 +18,8 @@ and artifacts bit for bit (timing entries excepted). Float results repeat bit fo
 CPU kind that stored them, so by default the sample is drawn among the runs *comparable* here: those
 stored on this machine's kind, and those of the run functions in `MACHINE_INDEPENDENT` (verified to
 reproduce across kinds). A run of another kind that scored networks (`score_checkable`: SCORE_ONLY
-runs, and SOURCES runs with their stored networks) is checked by its scores instead: the networks
+runs, and runs that stored their networks and say how they scored them, `Scoring.metrics`) is
+checked by its scores instead: the networks
 are re-scored under the same judge and engine, without training, and the scores compared within
 SCORE_TOLERANCE; so is a run computed on a GPU (its config's `device` names CUDA), on any machine,
 re-scored on the CPU where there is no GPU (`runnable_here`). `any_machine=True` draws among all runs and reports a difference on another
@@ -30,6 +31,7 @@ book/emc2.md, book/claims.md).
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import platform
@@ -42,8 +44,8 @@ from pathlib import Path
 import torch
 
 from ..depth.point import CALIBRATION_SEED
-from ..depth.point import emc2_config as point_emc2_config
 from ..emc2.reading import Reading
+from ..emc2.source import Scoring, scoring_of
 from ..errors import VolratioError
 from ..util import machine as M
 from ..util.device import resolve_device
@@ -86,53 +88,46 @@ MACHINE_INDEPENDENT = {
 # score sits on its threshold to the last bit. So `verify` re-scores, under the same judge and
 # engine (float64), what these runs scored and compares within SCORE_TOLERANCE:
 # - SCORE_ONLY: run functions that score networks and train none (re-run as stored);
-# - SOURCES: run functions that train and store their final population (artifact NET): their stored
-#   networks are re-scored under the run's own judge as the score stage (`volratio.runs.score`) does.
+# - runs that train and store their final population (artifact NET) and whose config says how it
+#   scored them (`scoring()`, `volratio.emc2.source.Scoring`, with the metrics of its scores): their
+#   stored networks are re-scored under the run's own judge as the score stage (`volratio.runs.score`) does.
 SCORE_ONLY = ("emc2_point", RESCORE)
 RUN = RESCORE  # the registry name of the score stage's run function (volratio.runs.score.point)
 NET = "net"  # the artifact holding a run's final population
-# run functions whose stored networks can be rescored: each parses to a `volratio.depth.point.Point`
-# config (target, res, deltas, max_params, seed, device, judge; `sparse_depth_point`'s is its subclass
-# `volratio.depth.sparse_point.SparsePoint`, `sparse_optimizer_point`'s a subclass of that) scored by `volratio.depth.point.emc2_of`
-SOURCES = ("depth_point", "optimizer_point", "sparse_depth_point", "sparse_optimizer_point")
-# run functions whose stored networks `volratio reference rescore` can score: SOURCES, and the
-# sixteen-target comparison's `twin_point` (its own scores are checked by re-running it)
-RESCORABLE = (*SOURCES, "twin_point")
 # the largest difference allowed, on another CPU kind, between a stored and a re-computed float of a
 # scoring run (S at each δ, the AUC, …): 1 % of the scored perturbations (a few flipped verdicts)
 SCORE_TOLERANCE = 0.01
-# the metrics a SOURCES run stores about its scores, compared with the re-scored ones
-SCORE_METRICS = ("score", "scores", "base_kept")
 
 
-def source_scoring(record: dict) -> tuple[str, int, "object"]:
-    """`(target spec, members, EMC2Config of member 0)` of a stored run of `RESCORABLE`: what its
-    own scoring used (`volratio.depth.point.emc2_of`, or a `twin_point`'s `Point.emc2_config`)."""
-    point_cfg = stored_config(record)
-    if record["run"] == "twin_point":
-        return point_cfg.spec, 1, point_cfg.emc2_config()
-    return point_cfg.target, int(point_cfg.members), point_emc2_config(point_cfg, 0)
+@functools.cache
+def rescorable(run: str) -> bool:
+    """Whether the stored networks of run function `run` can be scored again: its config says how it
+    scored them (`scoring()`, `volratio.emc2.source.Scoring`). Its default config is asked."""
+    try:
+        return scoring_of(get_run(run).parse({})) is not None
+    except (VolratioError, TypeError, ValueError):
+        return False
 
 
-def source_networks(record: dict) -> tuple:
-    """The name, as the anchored verdict set (`volratio.calibration.anchored_set`) names networks, of
-    each network a stored run of `RESCORABLE` trained or scored, member by member, or None for a
-    network that has none (trained by the run, so in no verdict row): what a rescore tells
-    the cross-fitted judge "anchored-xfit", so that a network of the set is scored by the rule fitted
-    without its verdict rows (the judge gives any name the set does not hold the rule fitted on every
-    row). A `twin_point`'s as its own scoring names it (`twins.Point.verdict_network`: its Picbreeder
-    network is the set's `picbreeder:TARGET`). The SP populations of `SOURCES` are trained by their
-    run (seed 0 in every stored chunk), and the set's SP networks (`sp-deep:…`, `sp-guarded:…`) were
-    trained apart from any stored run (seed 101): none of them is in the set."""
-    point_cfg = stored_config(record)
-    if record["run"] == "twin_point":
-        return (point_cfg.verdict_network(),)
-    return (None,) * int(point_cfg.members)
+def source_scoring(record: dict) -> Scoring:
+    """How a stored run scored the networks it stores (`volratio.emc2.source.Scoring`: the target, the
+    members, member 0's EMC2 settings, each member's name in the verdict set, the metrics of its
+    scores). `ReferenceError` for a run whose networks cannot be scored again.
+
+    The names are what a rescore tells the cross-fitted judge "anchored-xfit", so that a network of the
+    set is scored by the rule fitted without its verdict rows: a `twin_point`'s Picbreeder network is
+    the set's `picbreeder:TARGET`; the SP populations of the depth and optimizer runs are trained by
+    their run (seed 0 in every stored chunk), and the set's SP networks (`sp-deep:…`, `sp-guarded:…`)
+    were trained apart from any stored run (seed 101): none of them is in the set."""
+    scoring = scoring_of(stored_config(record))
+    if scoring is None:
+        raise ReferenceError(f"run {record['run']!r} stores no networks that can be scored again (no `scoring()`)")
+    return scoring
 
 
 def rescore_config(chunk: str, record: dict, reading: Reading) -> dict:
     """The config of the score stage's run (`volratio.runs.score.point`) that scores the stored
-    networks of a source run (a `records` entry of a `RESCORABLE` run function) under `reading`
+    networks of a source run (a `records` entry of a run function whose config says how it scored them, `scoring()`) under `reading`
     (`volratio.emc2.reading.Reading`, which names the judge).
 
     Its `emc2` holds every `EMC2Config` entry but `member` (engine and dtype included): a run is
@@ -141,7 +136,8 @@ def rescore_config(chunk: str, record: dict, reading: Reading) -> dict:
     None through the reading's engine)."""
     if reading.judge is None:
         raise ReferenceError("a rescore scores under a judge: give the reading one (Reading(judge=NAME))")
-    target, members, ec = source_scoring(record)
+    scoring = source_scoring(record)
+    target, members, ec = scoring.target, scoring.members, scoring.emc2
     emc = {k: v for k, v in asdict(ec).items() if k != "member"}
     emc["deltas"] = [float(d) for d in ec.deltas]
     return {
@@ -162,10 +158,16 @@ def rescore_config(chunk: str, record: dict, reading: Reading) -> dict:
 
 
 def score_checkable(record: dict) -> bool:
-    """Whether a stored run's scores can be re-computed on any CPU kind (see SCORE_ONLY, SOURCES)."""
+    """Whether a stored run's scores can be re-computed on any CPU kind: a SCORE_ONLY run, or one that
+    stored its networks and the metrics of its scores (`Scoring.metrics`)."""
     if record["run"] in SCORE_ONLY:
         return True
-    return record["run"] in SOURCES and NET in record["artifacts"] and "judge" in record["metrics"]
+    return _scores_stored(record) and NET in record["artifacts"] and "judge" in record["metrics"]
+
+
+def _scores_stored(record: dict) -> bool:
+    """Whether a stored run keeps its own scores as `Scoring.metrics`, checked by re-scoring its networks."""
+    return rescorable(record["run"]) and bool(source_scoring(record).metrics)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -529,7 +531,7 @@ def verify(
     for name, r, why, check in picked:
         entry, problem = _stored_by(r)
         t0 = time.perf_counter()
-        rescored = check == "scores" and r["run"] in SOURCES
+        rescored = check == "scores" and _scores_stored(r)
         if entry is not None:  # re-run under its stored complete config (a source run: re-score its networks)
             config, key = r["config"], r["key"]
             if rescored:
@@ -559,7 +561,8 @@ def verify(
         elif check == "scores":
             stored = r["metrics"]
             if rescored:  # the source's metrics about its scores, as lists per member like the rescore run's
-                stored = {k: stored[k] if isinstance(stored[k], list) else [stored[k]] for k in SCORE_METRICS}
+                metrics = source_scoring(r).metrics
+                stored = {k: stored[k] if isinstance(stored[k], list) else [stored[k]] for k in metrics}
                 stored["scores"] = stored["scores"] if isinstance(stored["scores"][0], list) else [stored["scores"]]
             new_metrics = {k: new["metrics"][k] for k in stored} if rescored else new["metrics"]
             res.update(_compare_scores(name, r["key"], stored, new_metrics, report.tolerance))

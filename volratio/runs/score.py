@@ -35,7 +35,7 @@ keys, stored side by side; `volratio.runs.stored.judged(..., reading)` reads eit
 
 **Cross-fitted.** The judge "anchored-xfit" scores a network of the anchored verdict set with the
 rule fitted without that network's fold, any other with the rule fitted on every row. A score run
-names each stored network as the set does (`volratio.runs.reference.source_networks`: a
+names each stored network as the set does (`volratio.runs.reference.source_scoring`: a
 `twin_point`'s Picbreeder network is `picbreeder:TARGET`; its twins and the SP populations of the
 depth and optimizer runs are in no verdict row, and have no name) and stores, per member, that
 `network` (None for a network without a name) and the `fold` whose rule scored it: the fold of a
@@ -72,13 +72,13 @@ from ..util.limits import LimitError, check_limits
 from . import stored
 from .reference import (
     NET,
-    RESCORABLE,
     RUN,
     machine,
     manifest_entry,
     now,
+    rescorable,
     rescore_config,
-    source_networks,
+    source_scoring,
     write_manifest,
 )
 from .registry import get_run
@@ -125,9 +125,10 @@ def parse_point(config: dict) -> Config:
     if not isinstance(src, dict) or set(src) != set(_SOURCE_KEYS) or not all(isinstance(src[k], str) for k in src):
         raise RescoreError(f"rescore config: source must name {', '.join(_SOURCE_KEYS)} (strings); got {src!r}")
     check_chunk_name(src["chunk"])
-    if src["run"] not in RESCORABLE:
+    if not rescorable(src["run"]):
         raise RescoreError(
-            f"rescore config: source run {src['run']!r} cannot be rescored; one of {', '.join(RESCORABLE)}"
+            f"rescore config: source run {src['run']!r} stores no networks that can be rescored; "
+            "one whose config says how it scored them (`scoring()`: depth_point, twin_point, …)"
         )
     if cfg.anchor not in ANCHORS:
         raise RescoreError(f"rescore config: anchor {cfg.anchor!r}; choose one of {', '.join(ANCHORS)}")
@@ -203,13 +204,13 @@ def point(config: dict, root: "str | Path | None" = None) -> dict:
     anchored on: "target", "label" or "own image"). Under an `anchor` other than "image", also
     `anchor_rmse` per member: the RMSE of its unperturbed render to the anchor image. Under the
     cross-fitted judge ("anchored-xfit"), per member `network`, its name as the anchored verdict set
-    names networks (`volratio.runs.reference.source_networks`; None for one without a name), and
+    names networks (`volratio.runs.reference.source_scoring`; None for one without a name), and
     `fold`, the fold whose rule scored it — fitted without that network's verdict rows — or "all",
     the rule fitted on every row, for a network without verdict rows."""
     cfg = parse_point(config)
     root = DEFAULT_ROOT if root is None else Path(root)
     net = load_source(cfg, root)
-    names = source_networks(source_record(cfg, root))
+    names = source_scoring(source_record(cfg, root)).networks
     if len(names) != net.population:
         raise RescoreError(
             f"{cfg.source['chunk']}/{cfg.source['key']}: {len(names)} network names, {net.population} networks"
@@ -267,11 +268,12 @@ def plan(chunk: str, reading: Reading, root: "str | Path | None" = None) -> dict
         raise RescoreError(f"reading: give the judge to score under (Reading(judge=NAME)); one of {', '.join(JUDGES)}")
     recs = stored.records(chunk, root)
     runs = sorted({r["run"] for r in recs})
-    sources = [r for r in recs if r["run"] in RESCORABLE]
+    sources = [r for r in recs if rescorable(r["run"])]
     if not sources:
         raise RescoreError(
             f"{root / chunk}: its runs ({', '.join(runs) or 'none'}) train no networks that can be rescored; "
-            f"rescore a chunk of {' or '.join(RESCORABLE)}"
+            "rescore a chunk of a run function whose config says how it scored them (`scoring()`: depth_point, "
+            "optimizer_point, their sparse variants, twin_point)"
         )
     with_net = [r for r in sources if NET in r["artifacts"]]
     if not with_net:
