@@ -16,7 +16,7 @@ from verdict_data import sp_table as _sp_table
 from volratio.depth import fit_predictor
 from volratio.errors import VolratioError
 from volratio.experiments.depth_regime import PredictorCheck
-from volratio.report import claims, render
+from volratio.report import claims, deciders, render
 
 TOY = pd.DataFrame({"r": [4, 2], "d": [2, 2], "mean_sq_inner": [0.1, 0.0]})
 FITS = {"chain:2": {"W": {"lambda_W": {"rate": 0.1, "lo": -0.2, "hi": 0.4}},
@@ -239,6 +239,84 @@ def test_picbreeder_vs_sgd_table():
     ]
     _, empty = claims.picbreeder_vs_sgd_stored(_pb_table(("picbreeder:owl", 0.7, None)))
     assert empty.empty
+
+
+# The Picbreeder claim: its two comparisons as data (`deciders.three_target_comparison`,
+# `deciders.sixteen_target_comparison`), and the one verdict the decider records from the one that decides.
+
+PB16_EXCLUDED = _sixteen([-0.2, -0.25, -0.3, 0.4], used=[True, True, True, False])
+PB16_ZERO = _sixteen([-0.2, 0.25, -0.3, 0.0]).assign(
+    twins=3, **{"twins drawn": [3, 1, 3, 0], "Picbreeder drawn": [True, True, True, False]}
+)
+
+
+def _six(e):
+    """An `Estimate` (or an evidence entry's mean, lo and hi) as a tuple, 6 digits; None stays None."""
+    if e is None:
+        return None
+    e = e if isinstance(e, dict) else vars(e)
+    return tuple(round(float(e[k]), 6) for k in ("mean", "lo", "hi"))
+
+
+def test_three_target_comparison_numbers():
+    three = deciders.three_target_comparison(PB_TABLE, PB_DENSE)
+    assert [t.target for t in three.targets] == ["picbreeder:skull", "picbreeder:apple"]  # owl: no FER SGD network
+    skull, apple = three.targets
+    assert (_six(skull.picbreeder), _six(skull.sgd), _six(skull.dense), skull.seeds) == (
+        (0.9, 0.9, 0.9), (0.1, 0.0804, 0.1196), (0.25, -0.38531, 0.88531), 2)  # fmt: skip
+    assert apple.dense is None  # only the "dense (ours)" rows are ours
+    assert three.parts() == ["reproduced", "reproduced", "not reproduced"]
+    assert three.subsampled == (("FER SGD", "picbreeder:skull", 5, 9),)
+    # per target, Picbreeder minus the others averaged (skull (0.80 + 0.65) / 2, apple −0.10); t over the 2 targets
+    assert _six(three.estimate) == (0.3125, -4.928809, 5.553809)
+
+
+def test_three_target_comparison_on_one_target_averages_its_comparisons_intervals():
+    three = deciders.three_target_comparison(_pb_table(("picbreeder:skull", 0.9, 0.5)), PB_DENSE)
+    assert _six(three.estimate) == (0.525, 0.197545, 0.852455)  # (0.40 and 0.65 [0.015, 1.285]) averaged
+    assert deciders.three_target_comparison(_pb_table(("picbreeder:owl", 0.7, None))).estimate is None
+
+
+def test_the_three_targets_decide_without_the_sixteen():
+    v, _ = claims.picbreeder_vs_sgd_stored(_pb_table(("picbreeder:skull", 0.9, 0.5)), dense=PB_DENSE)
+    assert (v.verdict, _six(v.evidence["statistic"])) == ("reproduced", (0.525, 0.197545, 0.852455))
+    assert list(v.evidence) == ["statistic", "picbreeder:skull"]
+    assert v.forest.threshold is None and [r.group for r in v.forest.rows] == [0, 1, 2]
+
+
+def test_sixteen_target_comparison_scored_zero_decides_with_the_excluded_reading_beside_it():
+    both = deciders.sixteen_target_comparison(PB16_EXCLUDED, PB16_ZERO)
+    d, x = both.deciding, both.excluded
+    assert (d.verdict, _six(d.estimate), d.used, d.left_out) == ("inconclusive", (-0.0625, -0.44887, 0.32387), 4, ())
+    assert (x.verdict, _six(x.estimate), x.used, x.left_out) == (
+        "contradicted", (-0.25, -0.374207, -0.125793), 3, ("t3 (never draws)",))  # fmt: skip
+    assert both.failed == 6  # twins that never draw: 0 + 2 + 0 + 3; and one Picbreeder network
+    alone = deciders.sixteen_target_comparison(PB16_EXCLUDED)
+    assert alone.deciding == x and alone.excluded is None
+
+
+def test_the_sixteen_targets_decide_over_the_three():
+    """Three targets that reproduce the claim do not decide it once the sixteen are given: the
+    verdict and statistic are the scored-0 reading's, the excluded reading's stand beside them."""
+    table = _pb_table(("picbreeder:skull", 0.9, 0.1))
+    assert claims.picbreeder_vs_sgd_stored(table)[0].verdict == "reproduced"
+    v, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=PB16_EXCLUDED, sixteen_zero=PB16_ZERO)
+    assert (v.verdict, _six(v.evidence["statistic"])) == ("inconclusive", (-0.0625, -0.44887, 0.32387))
+    assert list(v.evidence) == ["statistic", "sixteen", "picbreeder:skull", "power", "sixteen_excluded"]
+    x = v.evidence["sixteen_excluded"]
+    assert (x["verdict"], _six(x), x["failed"]) == ("contradicted", (-0.25, -0.374207, -0.125793), 6)
+    assert v.evidence["power"]["targets"] == 4
+    assert v.forest.threshold == 0.0 and v.forest.rows[-1].label == "mean over 4 targets"
+    v, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=PB16_EXCLUDED)
+    assert (v.verdict, _six(v.evidence["statistic"])) == ("contradicted", (-0.25, -0.374207, -0.125793))
+    assert "sixteen_excluded" not in v.evidence and v.evidence["sixteen"]["left_out"] == ["t3 (never draws)"]
+    assert v.evidence["power"]["targets"] == 3
+
+
+def test_sixteen_targets_without_a_used_target_are_not_measured():
+    table = _pb_table(("picbreeder:skull", 0.9, 0.1))
+    v, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=_sixteen([0.5], used=[False]))
+    assert (v.verdict, v.evidence["statistic"], v.forest) == ("not measured", None, None)
 
 
 def test_judge_of():

@@ -8,10 +8,17 @@ decides the verdict from it alone (`Statistic.decide`); the other comparisons it
 sub-checks, shown in what was measured and never counted. It returns the verdict `record`ed by
 `volratio.report.render` (glued in a notebook) with the sentence and forest plot that show it.
 
+A decider computes its numbers first and words them after, from those numbers alone: e.g. the
+Picbreeder claim's comparisons are data (`three_target_comparison`, `sixteen_target_comparison`),
+the decider picks the one that decides and records one verdict, and its sentences, evidence and
+forest plot are rendered from the two comparisons.
+
 Chapter: "The paper's claims, tested" (book/claims.md), and each claim's chapter.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -42,6 +49,11 @@ def judge_of(table, judge: str | None = None) -> str | None:
     if len(names) > 1:
         raise VolratioError(f"the table mixes EMC2 judges {names}; compare runs scored under one judge")
     return names[0] if names else None
+
+
+def _bracketed(e: Estimate, fmt: str = ".3f") -> str:
+    """`e` as "mean [lo, hi]", every number in `fmt` (NaN ends written as such)."""
+    return f"{e.mean:{fmt}} [{e.lo:{fmt}}, {e.hi:{fmt}}]"
 
 
 def sp_vs_pruners(
@@ -75,7 +87,7 @@ def sp_vs_pruners(
         {
             "method": "sp",
             "claim predicts": "> 0",
-            "measured AUC": f"{est['sp'].mean:.3f} [{est['sp'].lo:.3f}, {est['sp'].hi:.3f}]",
+            "measured AUC": _bracketed(est["sp"]),
             "SP above it (intervals separated)": "—",
             f"at 0 (upper end < {zero})": "—",
         }
@@ -89,7 +101,7 @@ def sp_vs_pruners(
             {
                 "method": m,
                 "claim predicts": "0",
-                "measured AUC": f"{est[m].mean:.3f} [{est[m].lo:.3f}, {est[m].hi:.3f}]",
+                "measured AUC": _bracketed(est[m]),
                 "SP above it (intervals separated)": {
                     "reproduced": "yes",
                     "partly": "means only",
@@ -259,50 +271,46 @@ def png_ratio_linear(
     with `check` (`volratio.experiments.depth_regime.PredictorCheck`) every held-out target's measured sweet
     spot inside its 95% prediction interval."""
     guess = float(np.std(pred.y))
+    held = check.held_out if check is not None else []
     linear = [pred.r2 >= 0.8, pred.loo_rmse < 1.0 and pred.loo_rmse < guess]
+    if held:
+        linear.append(check.inside == len(held))
+    verdict, stated, decision = decided("png-ratio-linear", slope(pred))
+    evidence = {**decision, "r2": pred.r2, "loo_rmse": pred.loo_rmse, "power": _slope_power(pred)}
+    if held:
+        evidence["held_out_inside"] = check.inside
+    evidence["sub-checks held"] = f"{sum(linear)} of {len(linear)}"
     measured = (
         f"{pred.n} planted targets, {what} vs ratio: R² = {pred.r2:.3f}, LOO RMSE {pred.loo_rmse:.2f} layers "
         f"(guessing the mean: {guess:.2f})"
     )
-    verdict, stated, decision = decided("png-ratio-linear", slope(pred))
-    evidence = {**decision, "r2": pred.r2, "loo_rmse": pred.loo_rmse, "power": _slope_power(pred)}
-    if check is not None and check.held_out:
-        linear.append(check.inside == len(check.held_out))
+    if held:
         measured += "; held out: " + ", ".join(
             f"{r['target']} measured {r['measured sweet spot']}, predicted {r['predicted']:.1f} "
             f"[{r['prediction interval'][0]:.1f}, {r['prediction interval'][1]:.1f}]"
-            for r in check.held_out
+            for r in held
         )
-        evidence["held_out_inside"] = check.inside
-    evidence["sub-checks held"] = f"{sum(linear)} of {len(linear)}"
     headline = (
         f"{stated}. On {pred.n} planted targets R² = {pred.r2:.2f} and the leave-one-out error is "
         f"{pred.loo_rmse:.2f} layers (always guessing the mean: {guess:.2f})"
     )
-    if check is not None and check.held_out:
-        headline += (
-            f"; {check.inside} of {len(check.held_out)} held-out sweet spots lie inside their 95% prediction intervals"
-        )
+    if held:
+        headline += f"; {check.inside} of {len(held)} held-out sweet spots lie inside their 95% prediction intervals"
     headline += "."
-    forest = None
-    if check is not None and check.held_out:
-        rows = []
-        for r in check.held_out:
-            name = r["target"].split(":", 1)[-1]
-            rows.append((f"{name}: predicted", Estimate(r["predicted"], *r["prediction interval"]), 0))
-            rows.append((f"{name}: measured", Estimate(*[float(r["measured sweet spot"])] * 3), 1))
-        forest = forest_of(rows, "sweet-spot depth: predicted (95% prediction interval) and measured")
     return record(
-        "png-ratio-linear",
-        verdict,
-        measured,
-        evidence,
-        scale,
-        judge,
-        stored,
-        forest,
-        headline,
+        "png-ratio-linear", verdict, measured, evidence, scale, judge, stored, _held_out_forest(held), headline
     )
+
+
+def _held_out_forest(held) -> Forest | None:
+    """Each held-out target's predicted sweet-spot depth (its 95% prediction interval) and its
+    measured one; None without held-out targets."""
+    rows = []
+    for r in held:
+        name = r["target"].split(":", 1)[-1]
+        rows.append((f"{name}: predicted", Estimate(r["predicted"], *r["prediction interval"]), 0))
+        rows.append((f"{name}: measured", Estimate(*[float(r["measured sweet spot"])] * 3), 1))
+    return forest_of(rows, "sweet-spot depth: predicted (95% prediction interval) and measured")
 
 
 def _slope_power(pred) -> dict:
@@ -666,6 +674,138 @@ def _failed_networks(paired) -> int:
     return twins + int((~paired["Picbreeder drawn"].astype(bool)).sum()) if "Picbreeder drawn" in paired else twins
 
 
+@dataclass(frozen=True)
+class TargetComparison:
+    """One target of the three-target comparison: the Picbreeder network's EMC2 AUC and FER's SGD
+    network's, each with the interval its parameter subsample implies, and, where the dense runs
+    have the target, our dense networks' mean AUC over their `seeds` seeds with its t-interval."""
+
+    target: str
+    picbreeder: Estimate
+    sgd: Estimate
+    dense: Estimate | None = None
+    seeds: int = 0
+
+    def others(self) -> list[Estimate]:
+        """The SGD-trained networks the Picbreeder network is compared with: FER's, then ours."""
+        return [self.sgd] + ([self.dense] if self.dense is not None else [])
+
+    def parts(self) -> list[str]:
+        """Each comparison's verdict on "the Picbreeder network lies above" (`compare_estimates`)."""
+        return [compare_estimates(self.picbreeder, other) for other in self.others()]
+
+    def differences(self) -> list[Estimate]:
+        """Each comparison's difference, Picbreeder − the other network (`difference`)."""
+        return [difference(self.picbreeder, other) for other in self.others()]
+
+
+@dataclass(frozen=True)
+class ThreeTargetComparison:
+    """The comparison on the targets FER's SGD networks were trained on: one `TargetComparison` per
+    target (in the table's order), the networks scored on a seeded subsample of their weights
+    (`subsampled`: network, target, weights scored, non-zero weights), and the claim's statistic
+    on the targets (`estimate`; None without a target)."""
+
+    targets: tuple[TargetComparison, ...]
+    subsampled: tuple[tuple, ...]
+    estimate: Estimate | None
+
+    def parts(self) -> list[str]:
+        """Every comparison's verdict, target by target (FER's network, then ours)."""
+        return [p for t in self.targets for p in t.parts()]
+
+
+def three_target_comparison(table, dense=None, z: float = 1.96) -> ThreeTargetComparison:
+    """The three-target comparison from the stored EMC2 runs (`emc2_point` rows: `network`, `target`,
+    `auc`, `auc_se`, `n_params`, `n_nonzero`) and, with `dense`, our dense networks (`emc2_dense`
+    rows, one per network × target × seed). A target counts where it has both a Picbreeder and a FER
+    SGD network. The statistic is the Picbreeder AUC minus the other networks', averaged per target
+    over its comparisons, with the t-interval over the targets (the independent units); on one
+    target, its comparisons' intervals averaged (`pool`: they share the Picbreeder network, so they
+    do not narrow it)."""
+    targets = []
+    for target in dict.fromkeys(table.target):
+        sel = table[table.target == target].set_index("network")
+        if {"Picbreeder", "FER SGD"} <= set(sel.index):
+            targets.append(_target_comparison(target, sel, dense, z))
+    subsampled = tuple(
+        (r.network, r.target, r.n_params, r.n_nonzero) for r in table.itertuples() if r.n_params < r.n_nonzero
+    )
+    per_target = [np.mean([d.mean for d in t.differences()]) for t in targets]  # the targets are the units
+    if len(per_target) > 1:
+        estimate = Estimate.from_samples(per_target)
+    else:  # one target: its comparisons share the Picbreeder network, so their intervals are averaged
+        diffs = [d for t in targets for d in t.differences()]
+        estimate = pool(diffs) if diffs else None
+    return ThreeTargetComparison(tuple(targets), subsampled, estimate)
+
+
+def _target_comparison(target: str, sel, dense, z: float) -> TargetComparison:
+    """Target `target`'s networks (`sel`: its EMC2 rows indexed by network), each AUC ± z·se, and
+    our dense networks of `dense` on it (their mean over seeds), where there are any."""
+
+    def auc(row):
+        return Estimate(row.auc, row.auc - z * row.auc_se, row.auc + z * row.auc_se)
+
+    pb, sgd = auc(sel.loc["Picbreeder"]), auc(sel.loc["FER SGD"])
+    ours = () if dense is None else dense[(dense.target == target) & (dense.network == "dense (ours)")].auc
+    if not len(ours):
+        return TargetComparison(target, pb, sgd)
+    return TargetComparison(target, pb, sgd, Estimate.from_samples(ours), len(ours))
+
+
+@dataclass(frozen=True)
+class SixteenReading:
+    """One reading of the sixteen-target comparison (`twins.paired` under one rule for the networks
+    that never draw their label): its verdict and statistic (`sixteen_verdict`: the mean paired
+    difference Picbreeder − twins over the targets used, with its t-interval; None when no target
+    is used), its forest rows, the targets in the table, those left out ("target (why)") and the
+    targets used."""
+
+    verdict: str
+    estimate: Estimate | None
+    drawn: tuple
+    targets: int
+    left_out: tuple[str, ...]
+    used: int
+
+    def compared(self) -> int:
+        """The targets compared: those in the table less those left out."""
+        return self.targets - len(self.left_out)
+
+
+def sixteen_reading(paired) -> SixteenReading:
+    """The sixteen-target comparison read from one `twins.paired` table (one row per target)."""
+    verdict, estimate, drawn = sixteen_verdict(paired)
+    left_out = tuple(f"{t} ({w})" for t, w in paired["why"].items() if w) if len(paired) else ()
+    used = int(paired["used"].sum()) if len(paired) else 0
+    return SixteenReading(verdict, estimate, tuple(drawn), len(paired), left_out, used)
+
+
+@dataclass(frozen=True)
+class SixteenTargetComparison:
+    """The sixteen-target comparison that decides the claim: the `deciding` reading and, when the
+    networks that never draw their label are scored 0 in it, the reading with them left out beside
+    it (`excluded`) and how many networks never draw (`failed`)."""
+
+    deciding: SixteenReading
+    excluded: SixteenReading | None = None
+    failed: int = 0
+
+
+def sixteen_target_comparison(sixteen, sixteen_zero=None) -> SixteenTargetComparison:
+    """The sixteen-target comparison from `twins.paired` tables: `sixteen` with the networks that
+    never draw their label left out (`failed="excluded"`) and `sixteen_zero` with them scored 0
+    (`failed="zero"`). The scored-0 reading decides when given (a network that does not draw its
+    label scores 0: `volratio.report.evidence`), with the excluded reading beside it; else the
+    excluded reading decides alone."""
+    if sixteen_zero is None:
+        return SixteenTargetComparison(sixteen_reading(sixteen))
+    return SixteenTargetComparison(
+        sixteen_reading(sixteen_zero), sixteen_reading(sixteen), _failed_networks(sixteen_zero)
+    )
+
+
 def picbreeder_vs_sgd_stored(
     table,
     detail: str = "",
@@ -682,146 +822,175 @@ def picbreeder_vs_sgd_stored(
     `auc`, `auc_se`): per target, the Picbreeder network's AUC against FER's SGD network's, each with
     the interval its parameter subsample implies (± z·se; a point where every weight was scored),
     judged by `compare_estimates`; with `dense` (`emc2_dense` rows, one per network × target × seed)
-    also against our dense networks' mean AUC over seeds (t-interval); the parts combined. Returns
-    the recorded verdict (glued as `claim-picbreeder-vs-sgd-<scale>`) and the per-target table.
-    `judge`: default the one the runs recorded (the tables' `judge` column). Without `sixteen` the
-    deciding statistic is the Picbreeder AUC minus the other networks', averaged per target over its
-    comparisons, with the t-interval over the targets (the independent units; one target: its
-    comparisons' intervals averaged); the per-comparison verdicts are sub-checks.
+    also against our dense networks' mean AUC over seeds (t-interval); the parts combined
+    (`three_target_comparison`). Returns the recorded verdict (glued as
+    `claim-picbreeder-vs-sgd-<scale>`) and the per-target table. `judge`: default the one the runs
+    recorded (the tables' `judge` column). Without `sixteen` the deciding statistic is the
+    three-target one: the Picbreeder AUC minus the other networks', averaged per target over its
+    comparisons, with the t-interval over the targets; the per-comparison verdicts are sub-checks.
 
     `sixteen` (`volratio.experiments.twins.paired` under the same judge): the comparison on all
     sixteen Picbreeder targets, each Picbreeder network against dense twins of its own architecture
-    trained with FER's recipe. When given, it decides the verdict (`sixteen_verdict`: the paired
-    difference across the targets and its interval; the targets are the independent units), and the
-    three-target comparisons above are reported beside it: sixteen paired targets test the claim,
-    three do not. `sixteen` counts the networks that never draw their label as excluded
-    (`twins.paired(…, failed="excluded")`); `sixteen_zero`, the same comparison with them scored 0
-    (`failed="zero"`), decides when given — a network that does not draw its label scores 0
-    (`volratio.report.evidence`) — and the excluded reading is stated beside it (evidence
-    `sixteen_excluded`), with a sentence that says whether the two verdicts differ. `anchor` names the
-    image every network of a target was judged against (e.g. "target.png at 64×64"); the sentence
-    names it when given. `stored=False`: a live run's verdict (glued as `claim-picbreeder-vs-sgd`)."""
+    trained with FER's recipe (`sixteen_target_comparison`). When given, it decides the verdict
+    (`sixteen_verdict`: the paired difference across the targets and its interval; the targets are
+    the independent units), and the three-target comparisons are reported beside it: sixteen paired
+    targets test the claim, three do not. `sixteen` counts the networks that never draw their label
+    as excluded (`twins.paired(…, failed="excluded")`); `sixteen_zero`, the same comparison with them
+    scored 0 (`failed="zero"`), decides when given with `sixteen` — a network that does not draw its
+    label scores 0 (`volratio.report.evidence`) — and the excluded reading is stated beside it
+    (evidence `sixteen_excluded`), with a sentence that says whether the two verdicts differ.
+    `anchor` names the image every network of a target was judged against (e.g. "target.png at
+    64×64"); the sentence names it when given. `stored=False`: a live run's verdict (glued as
+    `claim-picbreeder-vs-sgd`)."""
     judge = judge_of(table, judge)
     if dense is not None and judge_of(dense) not in (None, judge):
         raise VolratioError(f"the EMC2 runs were scored under {judge!r} but the dense runs under {judge_of(dense)!r}")
-
-    def est(row):
-        return Estimate(row.auc, row.auc - z * row.auc_se, row.auc + z * row.auc_se)
-
-    rows, parts, drawn, diffs, by_target = [], [], [], [], {}
-    for target in dict.fromkeys(table.target):
-        sel = table[table.target == target].set_index("network")
-        if not {"Picbreeder", "FER SGD"} <= set(sel.index):
-            continue
-        pb, sgd = est(sel.loc["Picbreeder"]), est(sel.loc["FER SGD"])
-        name = target.split(":", 1)[-1]
-        drawn += [(f"{name}: Picbreeder", pb, 0), (f"{name}: FER SGD", sgd, 1)]
-        v = compare_estimates(pb, sgd)
-        parts.append(v)
-        diffs.append(difference(pb, sgd))
-        by_target[target] = [diffs[-1]]
-        row = {
-            "target": target,
-            "Picbreeder AUC": f"{pb.mean:.3f} [{pb.lo:.3f}, {pb.hi:.3f}]",
-            "FER SGD AUC": f"{sgd.mean:.3f} [{sgd.lo:.3f}, {sgd.hi:.3f}]",
-            "Picbreeder above FER SGD": v,
-        }
-        if dense is not None:
-            ours = dense[(dense.target == target) & (dense.network == "dense (ours)")].auc
-            if len(ours):
-                d = Estimate.from_samples(ours)
-                drawn.append((f"{name}: dense (ours)", d, 2))
-                parts.append(compare_estimates(pb, d))
-                diffs.append(difference(pb, d))
-                by_target[target].append(diffs[-1])
-                row.update(
-                    {
-                        f"dense (ours) AUC, {len(ours)} seeds": f"{d.mean:.3f} [{d.lo:.3f}, {d.hi:.3f}]",
-                        "Picbreeder above dense (ours)": parts[-1],
-                    }
-                )
-        rows.append(row)
-    sub = [
-        f"{r.network} {r.target} {r.n_params:,} of {r.n_nonzero:,}"
-        for r in table.itertuples()
-        if r.n_params < r.n_nonzero
-    ]
-    measured = (
-        f"EMC2 AUC ({judge_short(judge)}), every non-zero weight"
-        + (f" except {', '.join(sub)} (seeded subsample)" if sub else "")
-        + ": "
-        + "; ".join(
-            f"{r['target']}: Picbreeder {r['Picbreeder AUC']}, FER SGD {r['FER SGD AUC']}"
-            + "".join(f", {k.replace(' AUC', '')} {x}" for k, x in r.items() if k.startswith("dense (ours) AUC"))
-            for r in rows
-        )
-        + (f" — {detail}" if detail else "")
-    )
-    per_target = [np.mean([d.mean for d in ds]) for ds in by_target.values() if ds]  # the targets are the units
-    if len(per_target) > 1:
-        three = Estimate.from_samples(per_target)
-    else:  # one target: its comparisons' intervals averaged (they share the Picbreeder network: no narrowing)
-        three = pool(diffs) if diffs else None
-    verdict, stated, decision = decided("picbreeder-vs-sgd", three)
-    evidence = {**decision, **{r["target"]: r for r in rows}}
-    above = sum(p == "reproduced" for p in parts)
-    headline = (
-        f"{stated}. The Picbreeder network's EMC2 AUC lies above the SGD-trained networks' in {above} of "
-        f"{len(parts)} comparisons."
-    )
-    excluded = None
-    if sixteen is not None and sixteen_zero is not None:  # the rule: networks that do not draw score 0
-        sixteen, excluded = sixteen_zero, sixteen
-    if sixteen is not None:
-        verdict, d, drawn16 = sixteen_verdict(sixteen)
-        out = [f"{t} ({w})" for t, w in sixteen["why"].items() if w] if len(sixteen) else []
-        if d is not None:
-            measured = (
-                f"{len(sixteen) - len(out)} Picbreeder targets, each Picbreeder network against dense twins of its own "
-                f"architecture (FER's recipe): mean AUC difference Picbreeder − twins {d.mean:+.3f} "
-                f"[{d.lo:+.3f}, {d.hi:+.3f}]" + (f"; left out: {', '.join(out)}" if out else "")
-                + f". FER's own SGD networks (three targets): {combine(parts) if parts else 'not measured'} — " + measured
-            )  # fmt: skip
-            headline = (
-                f"Over {len(sixteen) - len(out)} Picbreeder targets, the Picbreeder network's EMC2 AUC minus its dense "
-                f"twins' is {interval(d, '+.3f')} (the claim: above 0)"
-                + (f"; every network of a target judged against one anchor, {anchor}." if anchor else ".")
-            )
-        if d is not None:  # the targets are the units: more twins per target do not narrow it
-            evidence["power"] = targets_power("picbreeder-vs-sgd", d, int(sixteen["used"].sum()))
-        evidence = {**decided("picbreeder-vs-sgd", d)[2],
-                    "sixteen": {"mean": getattr(d, "mean", None), "lo": getattr(d, "lo", None),
-                                "hi": getattr(d, "hi", None), "left_out": out},
-                    **{k: x for k, x in evidence.items() if k != "statistic"}}  # fmt: skip
-        drawn = drawn16
-        if excluded is not None:
-            v0, d0, _ = sixteen_verdict(excluded)
-            n_failed = _failed_networks(sixteen)
-            evidence["sixteen_excluded"] = {"mean": getattr(d0, "mean", None), "lo": getattr(d0, "lo", None),
-                                            "hi": getattr(d0, "hi", None), "verdict": v0, "failed": n_failed}  # fmt: skip
-            same = "the same verdict" if v0 == verdict else f"the verdicts differ ({verdict} scored 0, {v0} left out)"
-            headline += (
-                f" The {n_failed} networks that never draw their label score 0; left out instead: "
-                + (interval(d0, "+.3f") if d0 is not None else "not measured")
-                + f" ({v0}): {same}."
-            )
+    three = three_target_comparison(table, dense, z)
+    both = None if sixteen is None else sixteen_target_comparison(sixteen, sixteen_zero)
+    verdict, _, decision = decided("picbreeder-vs-sgd", three.estimate if both is None else both.deciding.estimate)
+    rows = _three_target_rows(three)
     v = record(
         "picbreeder-vs-sgd",
         verdict,
-        measured,
-        evidence,
+        _picbreeder_measured(three, both, judge, detail),
+        {**decision, **_picbreeder_evidence(rows, both)},
         scale,
         judge,
         stored=stored,
-        forest=forest_of(
-            drawn,
-            "EMC2 AUC difference, Picbreeder − twins" if sixteen is not None else "EMC2 AUC, mean and 95% interval",
-            threshold=0.0 if sixteen is not None else None,
-            threshold_label="no difference" if sixteen is not None else "",
-        ),
-        headline=headline,
+        forest=_picbreeder_forest(three, both),
+        headline=_picbreeder_headline(three, both, anchor),
     )
     return v, pd.DataFrame(rows).set_index("target") if rows else pd.DataFrame()
+
+
+def _three_target_rows(three: ThreeTargetComparison) -> list[dict]:
+    """The per-target table of the three-target comparison: each network's AUC and each comparison's
+    verdict, one row per target (our dense networks' columns where the target has them)."""
+    rows = []
+    for t in three.targets:
+        parts = t.parts()
+        row = {
+            "target": t.target,
+            "Picbreeder AUC": _bracketed(t.picbreeder),
+            "FER SGD AUC": _bracketed(t.sgd),
+            "Picbreeder above FER SGD": parts[0],
+        }
+        if t.dense is not None:
+            row[f"dense (ours) AUC, {t.seeds} seeds"] = _bracketed(t.dense)
+            row["Picbreeder above dense (ours)"] = parts[1]
+        rows.append(row)
+    return rows
+
+
+def _picbreeder_evidence(rows: list[dict], both: SixteenTargetComparison | None) -> dict:
+    """The claim's evidence beside its statistic: the rows of the three-target table by target and,
+    with the sixteen targets, their deciding reading first, its half-width beside the smallest
+    effect of interest (`targets_power`) and the excluded reading beside a scored-0 one."""
+    targets = {r["target"]: r for r in rows}
+    if both is None:
+        return targets
+    d = both.deciding
+    evidence = {"sixteen": {**_numbers(d.estimate), "left_out": list(d.left_out)}, **targets}
+    if d.estimate is not None:  # the targets are the units: more twins per target do not narrow it
+        evidence["power"] = targets_power("picbreeder-vs-sgd", d.estimate, d.used)
+    if both.excluded is not None:
+        x = both.excluded
+        evidence["sixteen_excluded"] = {**_numbers(x.estimate), "verdict": x.verdict, "failed": both.failed}
+    return evidence
+
+
+def _numbers(e: Estimate | None) -> dict:
+    """`e`'s mean, lo and hi as they are (each None without an estimate)."""
+    return {"mean": getattr(e, "mean", None), "lo": getattr(e, "lo", None), "hi": getattr(e, "hi", None)}
+
+
+def _picbreeder_forest(three: ThreeTargetComparison, both: SixteenTargetComparison | None) -> Forest | None:
+    """The forest plot of what decides: the sixteen targets' paired differences against 0 when
+    given, else each network's AUC on the three targets."""
+    if both is not None:
+        return forest_of(both.deciding.drawn, "EMC2 AUC difference, Picbreeder − twins", 0.0, "no difference")
+    rows = []
+    for t in three.targets:
+        name = t.target.split(":", 1)[-1]
+        rows += [(f"{name}: Picbreeder", t.picbreeder, 0), (f"{name}: FER SGD", t.sgd, 1)]
+        if t.dense is not None:
+            rows.append((f"{name}: dense (ours)", t.dense, 2))
+    return forest_of(rows, "EMC2 AUC, mean and 95% interval")
+
+
+def _picbreeder_measured(
+    three: ThreeTargetComparison, both: SixteenTargetComparison | None, judge: str | None, detail: str
+) -> str:
+    """What was measured: the three targets' AUCs (`_three_target_measured`), preceded, when the
+    sixteen targets have a statistic, by its numbers, the targets left out and the three-target
+    comparisons combined."""
+    measured = _three_target_measured(three, judge, detail)
+    if both is None or both.deciding.estimate is None:
+        return measured
+    d, parts = both.deciding, three.parts()
+    return (
+        f"{d.compared()} Picbreeder targets, each Picbreeder network against dense twins of its own architecture "
+        f"(FER's recipe): mean AUC difference Picbreeder − twins {_bracketed(d.estimate, '+.3f')}"
+        + (f"; left out: {', '.join(d.left_out)}" if d.left_out else "")
+        + f". FER's own SGD networks (three targets): {combine(parts) if parts else 'not measured'} — "
+        + measured
+    )
+
+
+def _three_target_measured(three: ThreeTargetComparison, judge: str | None, detail: str) -> str:
+    """Each target's AUCs under `judge` (Picbreeder, FER SGD, ours over seeds), naming the networks
+    scored on a seeded subsample of their weights, then `detail`."""
+    sub = ", ".join(f"{network} {target} {n:,} of {nonzero:,}" for network, target, n, nonzero in three.subsampled)
+    return (
+        f"EMC2 AUC ({judge_short(judge)}), every non-zero weight"
+        + (f" except {sub} (seeded subsample)" if sub else "")
+        + ": "
+        + "; ".join(
+            f"{t.target}: Picbreeder {_bracketed(t.picbreeder)}, FER SGD {_bracketed(t.sgd)}"
+            + (f", dense (ours), {t.seeds} seeds {_bracketed(t.dense)}" if t.dense is not None else "")
+            for t in three.targets
+        )
+        + (f" — {detail}" if detail else "")
+    )
+
+
+def _picbreeder_headline(three: ThreeTargetComparison, both: SixteenTargetComparison | None, anchor: str) -> str:
+    """The sentence under the badge: the sixteen targets' statistic when it was measured (naming
+    the `anchor` when given), else the three targets' (`_three_target_headline`); then, beside a
+    scored-0 reading, the excluded reading and whether the two verdicts differ."""
+    d = None if both is None else both.deciding
+    if d is not None and d.estimate is not None:
+        headline = (
+            f"Over {d.compared()} Picbreeder targets, the Picbreeder network's EMC2 AUC minus its dense "
+            f"twins' is {interval(d.estimate, '+.3f')} (the claim: above 0)"
+            + (f"; every network of a target judged against one anchor, {anchor}." if anchor else ".")
+        )
+    else:  # also when the sixteen targets measured nothing: the three targets' sentence stands
+        headline = _three_target_headline(three)
+    if both is None or both.excluded is None:
+        return headline
+    x = both.excluded
+    same = (
+        "the same verdict"
+        if x.verdict == d.verdict
+        else f"the verdicts differ ({d.verdict} scored 0, {x.verdict} left out)"
+    )
+    return headline + (
+        f" The {both.failed} networks that never draw their label score 0; left out instead: "
+        + (interval(x.estimate, "+.3f") if x.estimate is not None else "not measured")
+        + f" ({x.verdict}): {same}."
+    )
+
+
+def _three_target_headline(three: ThreeTargetComparison) -> str:
+    """The three targets' statistic in a sentence, and in how many comparisons the Picbreeder
+    network's interval lies above the other network's."""
+    parts = three.parts()
+    return (
+        f"{CLAIMS['picbreeder-vs-sgd'].statistic.sentence(three.estimate)}. The Picbreeder network's EMC2 AUC "
+        f"lies above the SGD-trained networks' in {sum(p == 'reproduced' for p in parts)} of {len(parts)} "
+        "comparisons."
+    )
 
 
 def rho_concentrated(checks, fits, detail: str = "", scale: str = "quick", stored: bool = False) -> Verdict:
