@@ -2,6 +2,7 @@
 
     volratio reference run examples/sweeps/reference.toml --chunk rho --out results/reference
     volratio reference list examples/sweeps/reference.toml
+    volratio reference plan --scale reference --out examples/sweeps/reference.toml   # regenerate the plan
     volratio reference rescore depth_picbreeder --judge stability   # stored networks, another judge
     volratio reference rescore depth_picbreeder --judge anchored --every-weight --engine fused
     volratio results verify results/reference --sample 3     # re-run 3 stored runs and compare
@@ -18,6 +19,7 @@ from ..data.anchors import ANCHORS
 from ..emc2 import DELTA_SCALES
 from ..emc2.reading import ENGINES, Reading
 from ..judges import JUDGES
+from ..runs.plan import SCALES, plan_text
 from ..runs.reference import device_name_here, load_plan, run_chunk
 from ..runs.score import score_chunk
 from ..runs.store import Store
@@ -34,7 +36,7 @@ def register(sub) -> None:
         description="The reference-scale runs: chunks of a plan file, each a sweep into "
         "its own store with a manifest (versions, commit, CPU model, wall and CPU time per run).",
     )
-    s = p.add_subparsers(dest="sub", required=True, metavar="{run,list,rescore}")
+    s = p.add_subparsers(dest="sub", required=True, metavar="{run,list,plan,rescore}")
     r = s.add_parser(
         "run",
         help="run (or resume) one chunk",
@@ -71,6 +73,15 @@ def register(sub) -> None:
     )
     add_json_flag(ls)
     ls.set_defaults(func=_list)
+    pl = s.add_parser(
+        "plan",
+        help="write the plan file, generated from the experiments' chunks",
+        description="Generate a plan from the chunks the experiments declare (`reference_chunks()` of each "
+        "module under volratio/experiments; volratio.runs.plan) and write it to --out, or print it.",
+    )
+    pl.add_argument("--scale", default="reference", choices=SCALES, help="the plan's scale (default reference)")
+    pl.add_argument("--out", metavar="FILE", help="the file to write (default: print to stdout)")
+    pl.set_defaults(func=_plan)
     rs = s.add_parser(
         "rescore",
         help="score a chunk's stored networks under another judge, without retraining",
@@ -160,6 +171,15 @@ def _list(args) -> int:
         rows.append({"chunk": name, "run": sweep.run, "runs": len(set(sweep.keys())), "done": done})
     w = max((len(r["chunk"]) for r in rows), default=0)
     emit(args, rows, "\n".join(f"{r['chunk']:{w}s}  {r['run']:16s} {r['done']}/{r['runs']} runs stored" for r in rows))
+    return 0
+
+
+def _plan(args) -> int:
+    text = plan_text(args.scale)
+    if args.out is None:
+        print(text, end="")
+    else:
+        Path(args.out).write_text(text)
     return 0
 
 

@@ -50,6 +50,9 @@ from .graph import Graph, Layered
 
 ENV_VAR = "VOLRATIO_DATA"
 ALL_NAMES = NAMES + EXTRA_NAMES  # the sixteen Picbreeder targets: the genomes' three first
+# the non-zero weights of the genomes' layerized networks (`network(name).nonzero()`; a test checks
+# them against the files): the sparse regime prunes to them (the reference plan's sparse chunks)
+NONZEROS = {"skull": 147, "butterfly": 281, "apple": 918}
 
 _FIX_DATA = (
     "set VOLRATIO_DATA to a folder holding skull/, butterfly/ and apple/, or run "

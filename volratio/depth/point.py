@@ -146,7 +146,7 @@ class Config(Presets, Settings):
     scale: str = "quick"  # the preset this config came from
 
     # reference: what chunks depth_picbreeder and depth_planted of examples/sweeps/reference.toml run
-    # (tests/test_reference_plan.py compares them) — the Picbreeder targets at depths 2..16, the twelve
+    # (depth_regime.reference_chunks() builds them from this preset) — the Picbreeder targets at depths 2..16, the twelve
     # planted ones at L* ± 3; 64×64, 5 networks, 2,000 steps, 10 SP rounds of 200 steps (the other SP
     # settings are DEFAULT_SP's), 8 δ on 200 weights
     # fmt: off

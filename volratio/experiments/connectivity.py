@@ -46,6 +46,7 @@ from ..prune.criteria import CalibrationGrid
 from ..prune.masks import unit_alive, weight_sparsity
 from ..prune.similarity_pruning import SPConfig
 from ..runs import stored
+from ..runs.plan import Chunk
 from ..runs.registry import stored_config
 from ..train import PATHS, TrainConfig, mse_per_network
 from ..train import train as train_network
@@ -115,8 +116,8 @@ class Config(Presets):
     # networks (9 dense 6 × 16 networks of 1,392 weights, and their pruned copies) costs ~30 CPU-s per
     # dense network under three judges at 24×24, several CPU-minutes in all; `emc2_params=None` scores them all
     QUICK = dict(emc2_params=40)
-    # reference: what chunk connectivity of examples/sweeps/reference.toml runs (tests/test_reference_plan.py
-    # compares them) — 64×64, 5 seeds, 2,000 dense steps on the fast path, equal fine-tuning budgets: SP
+    # reference: what chunk connectivity of examples/sweeps/reference.toml runs (its `reference_chunks()` builds
+    # the chunk from it) — 64×64, 5 seeds, 2,000 dense steps on the fast path, equal fine-tuning budgets: SP
     # 5 rounds × 100 steps (at most 4 units per round, an undone round retried with half as many), every
     # baseline 500 steps after pruning (IMP: 300 steps per level from its rewind point, as the Lottery
     # Ticket procedure prescribes) — 8 δ on 300 weights per network, scored under the anchored judge and
@@ -472,3 +473,60 @@ def dense_drawn(table, judge: str):
 def config_of(record: dict) -> Config:
     """The `Config` of a stored run (a `volratio.runs.stored.records` entry): its stored complete config, parsed."""
     return stored_config(record)
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference plan's chunks (volratio.runs.plan writes them to examples/sweeps/reference.toml)
+
+
+def reference_chunks() -> dict:
+    """The chunks of the reference plan that this experiment owns (`volratio.runs.plan.Chunk`: a
+    sweep spec and why it runs what it runs)."""
+    return {
+        "connectivity": Chunk(
+            run="connectivity",
+            why=(
+                "SP against Lottery Ticket (IMP), Wanda, LLM-Pruner, magnitude, random weights and random units "
+                'at matched sparsity (claim "sp-vs-pruners"): the connectivity experiment\'s reference preset — '
+                "2,000 dense Adam steps at 64×64, equal fine-tuning budgets (SP 5 rounds × 100 steps; every "
+                "baseline 500 steps after pruning; IMP 300 steps per level from rewind step 30), EMC2 with 8 δ on"
+                " 300 weights of every network under the anchored judge (and anchored-ssim, stability on the same"
+                " images). One target and one seed per run; skull and butterfly in their own Picbreeder "
+                "architectures (12 × 22 and 16 × 23, trained densely from a random init), apple in the preset's 6"
+                " × 16 (its 33 × 38 Picbreeder architecture costs ~8× more). One matched sparsity: SP's τ = 0.9, "
+                "each baseline matched to SP's sparsity network by network (τ = 0.95 as well in the full plan; "
+                "left out here for the CPU budget: ~180 CPU-s per run with three judges). SP keeps the fit as in "
+                "the depth chunks (at most 4 units per round, compensation, retraining at 0.1 × lr — the "
+                "baselines fine-tune at the same rate —, the 2× guard), and a round the guard undoes is retried "
+                "with half as many units (backoff): without it, a pilot's first 4-unit round on the skull's "
+                "12 × 22 Picbreeder architecture was undone and SP stopped at sparsity 0. 15 runs."
+            ),
+            seeds=[0, 1, 2, 3, 4],
+            threads=1,
+            cases=[
+                {"targets": ["skull"], "arch": "picbreeder"},
+                {"targets": ["butterfly"], "arch": "picbreeder"},
+                {"targets": ["apple"], "arch": "6;gaussian:10,sin:3,identity:3"},
+            ],
+            config={
+                "scale": "reference",
+                "seeds": 1,
+                "judge": "anchored",
+                "judges": ["anchored-ssim", "stability"],
+                "device": "cpu",
+                "keep_nets": True,
+                "train_path": "fast",
+                "sp.loss_factor": 2.0,
+                "sp.retrain_lr_factor": 0.1,
+                "sp.compensate": "span",
+                "sp.per_round": 4,
+                "sp.backoff": True,
+            },
+            grid={"sp.tau": [0.9]},
+            notes={
+                "judges": "the same perturbed images judged again (columns emc2_auc:<judge>)",
+                "keep_nets": "every population (dense, SP, each baseline) stored as artifact net_<method>",
+                "sp.backoff": "an undone round is retried with half as many units before a network stops",
+            },
+        ),
+    }

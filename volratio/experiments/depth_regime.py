@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
+from ..data.picbreeder import NONZEROS
 from ..data.targets import get_target
 from ..depth import DepthError, fit_predictor
 from ..depth.complexity import png_ratio
@@ -38,6 +39,7 @@ from ..depth.point import (
     Config,
     Point,
     Settings,
+    depths_of,
     emc2_of,
     parse_depths,
     parse_point,
@@ -51,6 +53,7 @@ from ..nets import CoordMLP
 from ..rho import recovery
 from ..runs import recovered, stored
 from ..runs.depth_sweep import depth_sweep, load_nets, make_sweep
+from ..runs.plan import STORED_JUDGE, Chunk, as_stored, changes
 from ._base import PAPER, Result, Timer, Trained, unscored
 
 __all__ = [
@@ -530,3 +533,160 @@ def offset_means(curves: dict, true_depths: dict, field: str = "score") -> pd.Da
         values = np.asarray(getattr(c, field), dtype=float)
         cols[t] = pd.Series([finite_mean(v) for v in values], index=[int(d) - int(lstar) for d in c.depths])
     return pd.DataFrame(cols).sort_index().rename_axis("depth − L*")
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference plan's chunks (volratio.runs.plan writes them to examples/sweeps/reference.toml)
+
+
+# Depth-chunk settings no preset holds. The training-budget check (run function fit_budget): dense
+# populations of the reference architecture trained to 8,000 steps, read at these checkpoints, at the
+# depths where the gap is (2, 3) and about the best (6).
+BUDGET_CHECKPOINTS = (2000, 4000, 8000)
+BUDGET_DEPTHS = (2, 3, 6)
+# The sparse regime's depth sweep (run function sparse_depth_point): the start's width per kind of
+# target (planted: 8 × their W_min = 3; Picbreeder: 48) and the Picbreeder targets' depths.
+SPARSE_WIDTH = {"planted": 24, "picbreeder": 48}
+SPARSE_DEPTHS = (2, 4, 6, 8, 10, 12)
+# depth_matched_planted: per planted target, SP's non-zero count at each of its depths (L* − 3 .. L* + 3,
+# from 1) — one weight sparsity per target, computed by `matched_sparsity` from the stored
+# depth_sparse_planted networks' sizes (never their scores); tests/test_reference_store.py checks them.
+MATCHED_COUNTS = {
+    "planted:11:depth=2,width=3": (76, 441, 807, 1172, 1537),
+    "planted:12:depth=2,width=3": (55, 319, 583, 847, 1111),
+    "planted:13:depth=3,width=3": (70, 407, 744, 1081, 1418, 1755),
+    "planted:14:depth=3,width=3": (90, 523, 956, 1389, 1822, 2255),
+    "planted:15:depth=4,width=3": (29, 167, 305, 443, 582, 720, 858),
+    "planted:16:depth=4,width=3": (80, 465, 851, 1236, 1621, 2006, 2391),
+    "planted:17:depth=5,width=3": (104, 189, 275, 361, 447, 532, 618),
+    "planted:18:depth=5,width=3": (539, 985, 1430, 1876, 2322, 2768, 3214),
+    "planted:19:depth=6,width=3": (1148, 1668, 2188, 2708, 3228, 3748, 4268),
+    "planted:20:depth=6,width=3": (966, 1404, 1842, 2279, 2717, 3154, 3592),
+    "planted:21:depth=7,width=3": (1086, 1425, 1764, 2102, 2441, 2779, 3118),
+    "planted:22:depth=7,width=3": (1096, 1438, 1779, 2121, 2462, 2804, 3146),
+}
+
+
+def reference_chunks() -> dict:
+    """The chunks of the reference plan that this experiment owns (`volratio.runs.plan.Chunk`: a
+    sweep spec and why it runs what it runs). The near-dense chunks are the reference preset's sweep
+    (`make_sweep`: its settings, the Picbreeder targets over `depths`, the planted ones at L* ± window)
+    under the judge they were stored under; the budget check trains the preset's architecture; the
+    sparse-regime chunks run the same planted cases from wider starts."""
+    ref = Config.reference()
+    seeds = tuple(range(ref.seeds // ref.members))  # one run per (target, depth) and seed of a population
+    near = changes("depth_point", as_stored(ref.shared()))
+    planted = [{"target": t, "depth": d} for t in PLANTED_REFERENCE for d in depths_of(t, ref)]
+    sparse = {"device": ref.device, "judge": STORED_JUDGE, "deltas": ref.shared()["deltas"], "keep_net": True}
+    return {
+        "depth_picbreeder": Chunk(
+            run="depth_point",
+            why=(
+                'Depth (claims "narrow-depth-regime" and "png-predicts-depth"), the depth_regime experiment\'s '
+                "reference preset with the next chunk (depth_planted): SP networks at each depth, scored with "
+                "EMC2 under the label-anchored judge. 64×64, width 12, 2,000 Adam steps (lr 3e-3: the fit-budget "
+                "pilot puts every depth from 6 up within 1.0–1.3× of the best depth's median dense MSE), then SP "
+                "that keeps the fit: τ = 0.9, at most 2 units per network per round (most similar first), a "
+                "removed unit's outgoing weights re-expressed on the units that stay, 10 rounds × 200 retraining "
+                "steps at 0.1 × lr, a round undone above 2 × the network's dense MSE "
+                "(volratio.prune.similarity_pruning). 8 δ on 200 weights per network; 5 networks per run (one "
+                "population, `members`), one run per target × depth; the SP networks are stored (`keep_net`) so "
+                "that `volratio reference rescore` can judge them again. Pilot (one thread, fast path): 36 CPU-s "
+                "at depth 6, 113 CPU-s at depth 14. The three Picbreeder targets at every depth 2..16: 45 runs."
+            ),
+            seeds=seeds,
+            config=near,
+            grid={"target": list(PICBREEDER), "depth": list(ref.depths)},
+        ),
+        "depth_budget": Chunk(
+            run="fit_budget",
+            why=(
+                'The training budget (item "networks that fit" of the depth chapter; run function fit_budget, no '
+                "experiment's preset): dense populations of the depth chunks' architecture (width 12, Gaussian "
+                "units, 5 networks, Adam 3e-3, 64×64) trained for 8,000 steps, the MSE of every network recorded "
+                "at 2,000, 4,000 and 8,000 steps. Does a longer budget close the gap between depths, or only "
+                "lower every depth's MSE? Depths 2, 3 (where the gap is) and 6 (about the best). 9 runs."
+            ),
+            seeds=seeds,
+            config={
+                "width": ref.width,
+                "activation": ref.activation,
+                "res": ref.res,
+                "members": ref.members,
+                "checkpoints": list(BUDGET_CHECKPOINTS),
+                "lr": ref.lr,
+                "train_path": ref.train_path,
+                "device": ref.device,
+            },  # fmt: skip
+            grid={"target": list(PICBREEDER), "depth": list(BUDGET_DEPTHS)},
+        ),
+        "depth_planted": Chunk(
+            run="depth_point",
+            why=(
+                "Twelve planted targets (true depth L* = 2..7, two each, width 3), each at depths L* − 3 .. L* + "
+                "3 (from 1): their sweet spots are the predictor's training set and the depth claim's planted "
+                "half. 78 runs. Same settings as depth_picbreeder (the depth_regime experiment's reference "
+                "preset)."
+            ),
+            seeds=seeds,
+            cases=planted,
+            config=near,
+        ),
+        "depth_sparse_planted": Chunk(
+            run="sparse_depth_point",
+            why=(
+                "---------------------------------------------------------------------------------------------------"
+                ' Depth in the sparse regime (claims "depth-optimum" and "png-ratio-linear" decided on sparse '
+                "networks): run function sparse_depth_point (volratio.depth.sparse_point). Dense networks start "
+                "over-parameterised (width 24 for the planted targets, 8 × their W_min = 3; width 48 for the "
+                "Picbreeder ones), 2,000 Adam steps at 64×64 on the fused kernel, then SP as in the sparse regime"
+                " — unguarded, τ = 0.95 then down the schedule to 0, most similar pair first, a fifth of the live"
+                " units per round, 40 rounds of 200 steps at 0.3 × lr — and each network is scored at its fit "
+                "point: its sparsest round whose MSE stays within max(2 × its dense MSE, 0.002). EMC2 under the "
+                "label-anchored judge, 8 δ, every non-zero weight up to 1,000 per network (else a seeded 1,000; "
+                "`volratio reference rescore … --every-weight --engine fused`). Three networks per run; the "
+                "networks are stored. Pilot (one thread): planted L* = 4 at depth 4, 31 CPU-s, weight sparsity "
+                "0.88–0.95 at the fit point; skull at depth 6 from width 48: see results/reference/README.md. "
+                "Stored too, under the cross-fitted judge (it scores these networks with its all-rows rule): "
+                "`volratio reference rescore depth_sparse_planted --judge anchored-xfit --every-weight --engine "
+                "fused`, and the same for depth_sparse_picbreeder and depth_sparse_scenes. The twelve planted "
+                "targets at L* ± 3 (from 1), as depth_planted: 78 runs."
+            ),
+            seeds=seeds,
+            cases=planted,
+            config={"members": 3, "width": SPARSE_WIDTH["planted"], **sparse},
+        ),
+        "depth_sparse_picbreeder": Chunk(
+            run="sparse_depth_point",
+            why=(
+                "The three Picbreeder targets from width 48, SP stopping at the Picbreeder network's non-zero "
+                "count (skull 147, butterfly 281, apple 918) at the latest, at depths 2, 4, …, 12: 18 runs."
+            ),
+            seeds=seeds,
+            cases=[{"target": t, "sp.target_nonzeros": NONZEROS[t.partition(":")[2]]} for t in PICBREEDER],
+            config={"members": 3, "width": SPARSE_WIDTH["picbreeder"], **sparse},
+            grid={"depth": list(SPARSE_DEPTHS)},
+        ),
+        "depth_matched_planted": Chunk(
+            run="sparse_depth_point",
+            why=(
+                'The planted depth sweep at one weight sparsity per target (claim "depth-optimum", its deciding '
+                'sweep; run function sparse_depth_point with read_at = "end"). depth_sparse_planted reads each '
+                "network at its own fit point, so sparsity drifts with depth (median 10–97%) and, within a "
+                "target, the score falls with sparsity. Here the same networks (same seeds, same dense training) "
+                "are pruned by SP to one sparsity per target and scored there: the least sparse of the target's "
+                "depths' median fit-point sparsities, the sparsest level at which every depth's median network "
+                "still fitted; SP stops at that share of each depth's dense weights "
+                "(`volratio.experiments.depth_regime.matched_sparsity`, which reads the networks' sizes, never "
+                "their scores; tests/test_reference_store.py checks these cases against it). 78 runs, SP stopping "
+                "earlier than in depth_sparse_planted."
+            ),
+            seeds=seeds,
+            cases=[
+                {"target": t, "depth": d, "sp.target_nonzeros": n}
+                for t in PLANTED_REFERENCE
+                for d, n in zip(depths_of(t, ref), MATCHED_COUNTS[t], strict=True)
+            ],
+            config={"members": 3, "width": SPARSE_WIDTH["planted"], **sparse, "read_at": "end"},
+        ),
+    }

@@ -32,6 +32,7 @@ from ..judges import DEFAULT_JUDGE, JUDGES, check_res
 from ..nets import coords
 from ..prune import collapsed, prune
 from ..prune.similarity_pruning import SPConfig
+from ..runs.plan import STORED_JUDGE, Chunk
 from ..train import TrainConfig, mse_per_network, new_network
 from ..train import train as train_network
 from ..util.device import device_name
@@ -101,7 +102,7 @@ class Config(Presets):
     # measures the engine's rate), against seconds for the sample; `max_params=None` scores them all
     QUICK = {"max_params": 150}
     # reference: what chunks emc2 and emc2_dense of examples/sweeps/reference.toml run
-    # (tests/test_reference_plan.py compares them) — 64×64, 8 δ, up to 5,000 weights per network
+    # (its `reference_chunks()` builds them from this preset) — 64×64, 8 δ, up to 5,000 weights per network
     # (every non-zero weight but FER's apple), 2,000 dense steps on the fast path, SP that keeps the fit
     # (10 rounds × 200 steps, 2 units per round, the defaults' compensation, retraining rate and guard),
     # scored under the anchored judge and two more; their manifests hold the CPU time
@@ -374,3 +375,69 @@ def dense_point(config: dict) -> dict:
                 }
             )
     return {"rows": rows}
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference plan's chunks (volratio.runs.plan writes them to examples/sweeps/reference.toml)
+
+
+# The one network of chunk emc2 scored on a seeded subsample (the preset's `max_params`): FER's apple,
+# 46,474 weights; every other network is scored on every non-zero weight.
+SUBSAMPLED = ("fer-sgd", "apple")
+
+
+def reference_chunks() -> dict:
+    """The chunks of the reference plan that this experiment owns (`volratio.runs.plan.Chunk`: a
+    sweep spec and why it runs what it runs): the reference preset's networks, each scored under the
+    preset's judges, the cross-fitted judge and the default one (each judge a run)."""
+    ref = Config.reference()
+    judges = [STORED_JUDGE, *ref.judges, "anchored-xfit", DEFAULT_JUDGE]
+    return {
+        "emc2": Chunk(
+            run="emc2_point",
+            why=(
+                'EMC2 of the three Picbreeder networks and FER\'s three SGD networks (claim "picbreeder-vs-sgd"), '
+                "as the emc2_bench experiment's reference preset scores them: 64×64, 8 δ, every non-zero weight "
+                "except FER's apple (46,474 weights; a seeded uniform subsample of 5,000, its AUC's standard "
+                "error in the run's `auc_se`). Judges: the label-anchored default, the second label-anchored "
+                "judge (SSIM instead of RMSE) and the self-anchored `stability` measure (how much the verdict "
+                "depends on the judge); the networks are fixed, so another judge is another cheap run.\n"
+                'Claim 1 under the cross-fitted judge too ("anchored-xfit"): each run stores its fold (emc2_point'
+                " names its networks picbreeder:TARGET and fer-sgd:TARGET, as the verdict set does; emc2_dense's "
+                'networks are in no verdict row: fold "all"). The twin chunks: volratio.runs.score.'
+            ),
+            seeds=(ref.seed,),
+            cases=[
+                {"network": n, "target": t, **({"max_params": ref.max_params} if (n, t) == SUBSAMPLED else {})}
+                for n in NETWORKS
+                for t in ref.targets
+            ],
+            config={"res": ref.res},
+            grid={"judge": judges},
+        ),
+        "emc2_dense": Chunk(
+            run="emc2_dense",
+            why=(
+                'Our own dense networks on the Picbreeder targets (claim "picbreeder-vs-sgd", its "dense SGD" '
+                "side trained here): the emc2_bench experiment's reference preset — a population of 3 (one per "
+                "target), depth 6 × width 16, 2,000 Adam steps at 64×64, then SP — scored on every non-zero "
+                "weight (≤ 1,392 per network, under the preset's 5,000 cap), 5 seeds, one run per seed. SP keeps "
+                "the fit as in the depth chunks (10 rounds × 200 steps at 0.1 × lr, 2 units per round, "
+                "compensation, the 2× guard). Judges as chunk emc2 (each judge a run: training is repeated, bit "
+                "for bit, for the second)."
+            ),
+            seeds=[0, 1, 2, 3, 4],
+            threads=1,
+            config={
+                "scale": "reference",
+                "train.path": "fast",
+                "sp.loss_factor": 2.0,
+                "sp.retrain_lr_factor": 0.1,
+                "sp.compensate": "span",
+                "sp.per_round": 2,
+                "sp.rounds": 10,
+                "sp.retrain_steps": 200,
+            },
+            grid={"judge": judges},
+        ),
+    }

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..runs.plan import Chunk
 from ..util.limits import at_least
 from ..welch.sweep import FrameSweepConfig, frame_sweep
 from ._base import PAPER, ExperimentError, Result, Trained, unscored
@@ -49,3 +50,27 @@ score = unscored  # a frame has no EMC2 score: only the default reading
 def run(cfg: Config | None = None) -> Result:
     """`Result.table`: one row per (m, n) (`volratio.welch.sweep.frame_sweep`)."""
     return score(train(cfg), PAPER)
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference plan's chunks (volratio.runs.plan writes them to examples/sweeps/reference.toml)
+
+
+def reference_chunks() -> dict:
+    """The chunks of the reference plan that this experiment owns (`volratio.runs.plan.Chunk`: a
+    sweep spec and why it runs what it runs)."""
+    return {
+        "welch_frames": Chunk(
+            run="frames",
+            why=(
+                'The Welch bound (claim "welch-r-le-d"), three chunks, ~12 CPU-minutes together (pilot, one '
+                "thread: frames 26 CPU-s, toy model 91 CPU-s per seed, interference 20 CPU-s per seed). "
+                "Low-coherence frames against the bound: the frames experiment's reference preset — n = 2..5 with"
+                " m from n + 1 to past Gerzon's limit, plus the ETF sizes (10, 5), (16, 6), (14, 7); full frame "
+                "search."
+            ),
+            seeds=[0],
+            threads=1,
+            config={"scale": "reference"},
+        ),
+    }

@@ -21,6 +21,7 @@ from ..data.specs import load_network
 from ..data.targets import get_target
 from ..nets import Arch, CoordMLP
 from ..prune import SPConfig, sp
+from ..runs.plan import Chunk
 from ..train import TrainConfig
 from ..train import train as train_network
 from ..util.limits import at_least, between, parsed_by
@@ -73,7 +74,7 @@ class Config(Presets):
         return replace(self.sp, tau=tau, seed=self.seed, train=self.train)
 
     # reference: longer training and SP, finer feature maps — what chunk interference of
-    # examples/sweeps/reference.toml ran (tests/test_reference_plan.py compares them): training on the
+    # examples/sweeps/reference.toml ran (its `reference_chunks()` builds them from this preset): training on the
     # eager path, SP without the guard, retraining at the training rate, removed units only masked
     # fmt: off
     REFERENCE = staticmethod(lambda: {
@@ -148,3 +149,26 @@ def summary(table):
     by = ["network", "vectors"] + (["seed"] if "seed" in table else [])
     cols = ["bound", "mean_sq_inner", "max_sq_inner"]
     return table.dropna(subset=["max_sq_inner"]).groupby(by, sort=False)[cols].apply(one)
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference plan's chunks (volratio.runs.plan writes them to examples/sweeps/reference.toml)
+
+
+def reference_chunks() -> dict:
+    """The chunks of the reference plan that this experiment owns (`volratio.runs.plan.Chunk`: a
+    sweep spec and why it runs what it runs)."""
+    return {
+        "interference": Chunk(
+            run="interference",
+            why=(
+                "Interference of learned features against the bound: the interference experiment's reference "
+                "preset — the Picbreeder and FER SGD skull networks, a dense 6 × 16 network trained 5,000 steps "
+                "and its SP copies (τ = 0.8, 0.9; 10 rounds × 500 steps), feature maps on a 128 × 128 grid — 5 "
+                "seeds."
+            ),
+            seeds=[0, 1, 2, 3, 4],
+            threads=1,
+            config={"scale": "reference"},
+        ),
+    }

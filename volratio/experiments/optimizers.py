@@ -23,6 +23,7 @@ from ..emc2.reading import Reading
 from ..nets import CoordMLP
 from ..runs import stored
 from ..runs.depth_sweep import depth_sweep
+from ..runs.plan import Chunk, as_stored, changes
 from ..runs.registry import stored_config
 from ..runs.sweep import Sweep, results_dir, run_sweep
 from ..train.flatness import top_eigenvalue
@@ -149,7 +150,7 @@ class Config(Presets):
     # reference: 5 seeds on the depth-regime reference settings (one network per run, trained on the
     # fused kernel), a learning-rate grid per optimizer — what chunk optimizers of
     # examples/sweeps/reference.toml runs at each Picbreeder target's measured sweet spot
-    # (tests/test_reference_plan.py compares them); ~22 CPU-s per run at depth 14
+    # (its `reference_chunks()` builds them from this preset); ~22 CPU-s per run at depth 14
     REFERENCE = staticmethod(
         lambda: {
             "seeds": 5,
@@ -380,3 +381,606 @@ def at_best_lr(runs, level: float = 0.95, loss: str = "loss") -> dict:
                          "bracketed": bool(means.index.min() < lr < means.index.max())})  # fmt: skip
         out[f"{target} @ {depth}" if several[target] > 1 else target] = pd.DataFrame(rows)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference plan's chunks (volratio.runs.plan writes them to examples/sweeps/reference.toml)
+
+
+# Each Picbreeder target's reference sweet spot under the label-anchored judge, read from chunk
+# depth_picbreeder when it finished (a result, which the preset cannot hold; tests/test_reference_store.py
+# checks them against the stored depth curves): the optimizers chunk runs the preset there.
+SWEET_SPOTS = {"picbreeder:skull": 4, "picbreeder:butterfly": 11, "picbreeder:apple": 3}
+
+
+def reference_chunks() -> dict:
+    """The chunks of the reference plan that this experiment owns (`volratio.runs.plan.Chunk`: a
+    sweep spec and why it runs what it runs): the reference preset's sweep (`make_sweep`) at each
+    target's `SWEET_SPOTS` depth, under the judge it was stored under; the sparse-regime studies run
+    the grids and counts their comments give."""
+    ref = Config.reference()
+    near = make_sweep(replace(ref, target=next(iter(SWEET_SPOTS)), depth=1))
+    shared = {k: v for k, v in near.config.items() if k not in ("target", "depth")}
+    return {
+        "optimizers": Chunk(
+            run="optimizer_point",
+            why=(
+                'Muon against Adam (claim "muon-above-adam"), the optimizers experiment\'s reference preset at '
+                "each Picbreeder target's reference sweet spot under the label-anchored judge, read from chunk "
+                "depth_picbreeder when it finished (skull 4, butterfly 11, apple 3), with the depth chunks' "
+                "settings (SP that keeps the fit, 10 × 200 steps) and one network per run (`optimizer_point`: SP "
+                "network, stored; EMC2 under the anchored judge; the sharpness, top Hessian eigenvalue by 50 "
+                "power-iteration steps). Learning-rate grid: Adam lr ∈ {1e-3, 3e-3, 1e-2}; Muon "
+                "(torch.optim.Muon, lr scaled to match AdamW's update RMS) on the hidden matrices ∈ {3e-4, 1e-3, "
+                "3e-3} with AdamW 3e-3 on the input and output kernels (Muon at the library defaults' 0.005–0.05 "
+                "with AdamW 3e-4 left every network of a pilot at depth 14 near a constant image). The chapter "
+                "compares each optimizer at its best setting by final loss. 90 runs (3 targets × 6 settings × 5 "
+                "seeds), trained on the fused kernel (volratio.train.fused: the same optimizers, several times "
+                "faster on a CPU)."
+            ),
+            seeds=tuple(range(ref.seeds)),
+            cases=[{"target": t, "depth": d, **c} for t, d in SWEET_SPOTS.items() for c in near.cases],
+            config=changes("optimizer_point", as_stored(shared)),
+        ),
+        "optimizers_sparse": Chunk(
+            run="sparse_optimizer_point",
+            why=(
+                'Muon against Adam in the sparse regime (claim "muon-above-adam"; run function '
+                "sparse_optimizer_point, volratio.experiments.optimizers.sparse_point): one network per run, as "
+                "depth_sparse_picbreeder's — width 48, SP unguarded down the τ schedule towards the Picbreeder "
+                "count, retraining with the run's own optimizer, scored at its fit point — plus its sharpness (50"
+                " power-iteration steps). Where: the depths of depth_sparse_picbreeder's bootstrap 90% interval "
+                "of the sweet spot (every weight, anchored judge): apple (6, 6) picks depth 6; skull (6, 8) is "
+                "run at both. Butterfly's (8, 12) is chunk optimizers_sparse_butterfly. Learning rates, bracketed"
+                " by a dense pilot (skull 6, butterfly 12, one seed; best Adam 1e-2–3e-2, best Muon 3e-3 with "
+                "AdamW 1e-2): Adam lr ∈ {3e-3, 1e-2, 3e-2}, extended by 1e-3 (the last lines of cases) when "
+                "Adam's best mean dense MSE fell on 3e-3, the grid's edge, and for apple by 3e-4 when it then "
+                "fell on 1e-3; Muon on the hidden matrices ∈ {1e-3, 3e-3, 1e-2} with AdamW 1e-2 on the input and "
+                "output kernels. Each optimizer is read at the setting of lowest mean *dense* MSE (the fit "
+                "point's MSE is set by the fit criterion). 66 runs (3 cells × 7 settings × 3 seeds, and apple's "
+                "Adam 3e-4), ~55–95 CPU-s each."
+            ),
+            seeds=[0, 1, 2],
+            threads=1,
+            cases=[
+                {"target": "picbreeder:skull", "depth": 6, "sp.target_nonzeros": 147, "optimizer": "adam", "lr": 0.003},
+                {"target": "picbreeder:skull", "depth": 6, "sp.target_nonzeros": 147, "optimizer": "adam", "lr": 0.01},
+                {"target": "picbreeder:skull", "depth": 6, "sp.target_nonzeros": 147, "optimizer": "adam", "lr": 0.03},
+                {
+                    "target": "picbreeder:skull",
+                    "depth": 6,
+                    "sp.target_nonzeros": 147,
+                    "optimizer": "muon",
+                    "muon_lr": 0.001,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:skull",
+                    "depth": 6,
+                    "sp.target_nonzeros": 147,
+                    "optimizer": "muon",
+                    "muon_lr": 0.003,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:skull",
+                    "depth": 6,
+                    "sp.target_nonzeros": 147,
+                    "optimizer": "muon",
+                    "muon_lr": 0.01,
+                    "adamw_lr": 0.01,
+                },
+                {"target": "picbreeder:skull", "depth": 8, "sp.target_nonzeros": 147, "optimizer": "adam", "lr": 0.003},
+                {"target": "picbreeder:skull", "depth": 8, "sp.target_nonzeros": 147, "optimizer": "adam", "lr": 0.01},
+                {"target": "picbreeder:skull", "depth": 8, "sp.target_nonzeros": 147, "optimizer": "adam", "lr": 0.03},
+                {
+                    "target": "picbreeder:skull",
+                    "depth": 8,
+                    "sp.target_nonzeros": 147,
+                    "optimizer": "muon",
+                    "muon_lr": 0.001,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:skull",
+                    "depth": 8,
+                    "sp.target_nonzeros": 147,
+                    "optimizer": "muon",
+                    "muon_lr": 0.003,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:skull",
+                    "depth": 8,
+                    "sp.target_nonzeros": 147,
+                    "optimizer": "muon",
+                    "muon_lr": 0.01,
+                    "adamw_lr": 0.01,
+                },
+                {"target": "picbreeder:apple", "depth": 6, "sp.target_nonzeros": 918, "optimizer": "adam", "lr": 0.003},
+                {"target": "picbreeder:apple", "depth": 6, "sp.target_nonzeros": 918, "optimizer": "adam", "lr": 0.01},
+                {"target": "picbreeder:apple", "depth": 6, "sp.target_nonzeros": 918, "optimizer": "adam", "lr": 0.03},
+                {
+                    "target": "picbreeder:apple",
+                    "depth": 6,
+                    "sp.target_nonzeros": 918,
+                    "optimizer": "muon",
+                    "muon_lr": 0.001,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:apple",
+                    "depth": 6,
+                    "sp.target_nonzeros": 918,
+                    "optimizer": "muon",
+                    "muon_lr": 0.003,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:apple",
+                    "depth": 6,
+                    "sp.target_nonzeros": 918,
+                    "optimizer": "muon",
+                    "muon_lr": 0.01,
+                    "adamw_lr": 0.01,
+                },
+                {"target": "picbreeder:skull", "depth": 6, "sp.target_nonzeros": 147, "optimizer": "adam", "lr": 0.001},
+                {"target": "picbreeder:skull", "depth": 8, "sp.target_nonzeros": 147, "optimizer": "adam", "lr": 0.001},
+                {"target": "picbreeder:apple", "depth": 6, "sp.target_nonzeros": 918, "optimizer": "adam", "lr": 0.001},
+                {
+                    "target": "picbreeder:apple",
+                    "depth": 6,
+                    "sp.target_nonzeros": 918,
+                    "optimizer": "adam",
+                    "lr": 0.0003,
+                },
+            ],
+            config={
+                "width": 48,
+                "device": "cpu",
+                "judge": "anchored",
+                "deltas": [-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0],
+                "keep_net": True,
+                "hessian_iters": 50,
+            },
+        ),
+        "optimizers_sparse_butterfly": Chunk(
+            run="sparse_optimizer_point",
+            why=(
+                "The butterfly's cell of the sparse optimizer study: depth_sparse_picbreeder's interval for the "
+                "butterfly is (8, 12), so it is run at all three swept depths inside it, 8, 10 and 12, with "
+                "optimizers_sparse's settings and grids: Adam lr ∈ {1e-3, 3e-3, 1e-2, 3e-2}; Muon ∈ {1e-3, 3e-3, "
+                "1e-2} with AdamW 1e-2, extended by Muon 3e-4 at depth 10 (the last line of cases) where Muon's "
+                "best mean dense MSE fell on 1e-3, the grid's edge. 66 runs (3 depths × 7 settings × 3 seeds, and"
+                " that one), ~80–160 CPU-s each."
+            ),
+            seeds=[0, 1, 2],
+            threads=1,
+            cases=[
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 8,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "adam",
+                    "lr": 0.001,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 8,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "adam",
+                    "lr": 0.003,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 8,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "adam",
+                    "lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 8,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "adam",
+                    "lr": 0.03,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 8,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "muon",
+                    "muon_lr": 0.001,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 8,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "muon",
+                    "muon_lr": 0.003,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 8,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "muon",
+                    "muon_lr": 0.01,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 10,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "adam",
+                    "lr": 0.001,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 10,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "adam",
+                    "lr": 0.003,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 10,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "adam",
+                    "lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 10,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "adam",
+                    "lr": 0.03,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 10,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "muon",
+                    "muon_lr": 0.001,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 10,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "muon",
+                    "muon_lr": 0.003,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 10,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "muon",
+                    "muon_lr": 0.01,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 12,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "adam",
+                    "lr": 0.001,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 12,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "adam",
+                    "lr": 0.003,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 12,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "adam",
+                    "lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 12,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "adam",
+                    "lr": 0.03,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 12,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "muon",
+                    "muon_lr": 0.001,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 12,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "muon",
+                    "muon_lr": 0.003,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 12,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "muon",
+                    "muon_lr": 0.01,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 10,
+                    "sp.target_nonzeros": 281,
+                    "optimizer": "muon",
+                    "muon_lr": 0.0003,
+                    "adamw_lr": 0.01,
+                },
+            ],
+            config={
+                "width": 48,
+                "device": "cpu",
+                "judge": "anchored",
+                "deltas": [-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0],
+                "keep_net": True,
+                "hessian_iters": 50,
+            },
+        ),
+        "optimizers_matched": Chunk(
+            run="sparse_optimizer_point",
+            why=(
+                'Muon against Adam at one non-zero count per cell (claim "muon-above-adam", its deciding '
+                'comparison; run function sparse_optimizer_point with read_at = "end"). optimizers_sparse and '
+                "_butterfly read each network at its own fit point, so the two optimizers' networks differ in "
+                "size (Muon's are sparser in most cells). Here each cell's two best settings (by dense MSE, as "
+                "there) are rerun on the same seeds, SP stops both at one count and the networks are scored "
+                "there, fitting or not: the count is the sparser optimizer's median fit-point count in the "
+                "fit-point chunks (`volratio.experiments.optimizers.matched_counts`, which reads the networks' "
+                "sizes, never their scores; tests/test_reference_store.py checks these cases against it). 36 runs "
+                "(6 cells × 2 optimizers × 3 seeds); SP stops earlier than in the fit-point chunks."
+            ),
+            seeds=[0, 1, 2],
+            threads=1,
+            cases=[
+                {
+                    "target": "picbreeder:skull",
+                    "depth": 6,
+                    "sp.target_nonzeros": 5604,
+                    "read_at": "end",
+                    "optimizer": "adam",
+                    "lr": 0.003,
+                },
+                {
+                    "target": "picbreeder:skull",
+                    "depth": 6,
+                    "sp.target_nonzeros": 5604,
+                    "read_at": "end",
+                    "optimizer": "muon",
+                    "muon_lr": 0.003,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:skull",
+                    "depth": 8,
+                    "sp.target_nonzeros": 6153,
+                    "read_at": "end",
+                    "optimizer": "adam",
+                    "lr": 0.003,
+                },
+                {
+                    "target": "picbreeder:skull",
+                    "depth": 8,
+                    "sp.target_nonzeros": 6153,
+                    "read_at": "end",
+                    "optimizer": "muon",
+                    "muon_lr": 0.003,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:apple",
+                    "depth": 6,
+                    "sp.target_nonzeros": 2816,
+                    "read_at": "end",
+                    "optimizer": "adam",
+                    "lr": 0.001,
+                },
+                {
+                    "target": "picbreeder:apple",
+                    "depth": 6,
+                    "sp.target_nonzeros": 2816,
+                    "read_at": "end",
+                    "optimizer": "muon",
+                    "muon_lr": 0.003,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 8,
+                    "sp.target_nonzeros": 2984,
+                    "read_at": "end",
+                    "optimizer": "adam",
+                    "lr": 0.003,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 8,
+                    "sp.target_nonzeros": 2984,
+                    "read_at": "end",
+                    "optimizer": "muon",
+                    "muon_lr": 0.003,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 10,
+                    "sp.target_nonzeros": 12174,
+                    "read_at": "end",
+                    "optimizer": "adam",
+                    "lr": 0.003,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 10,
+                    "sp.target_nonzeros": 12174,
+                    "read_at": "end",
+                    "optimizer": "muon",
+                    "muon_lr": 0.001,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 12,
+                    "sp.target_nonzeros": 3351,
+                    "read_at": "end",
+                    "optimizer": "adam",
+                    "lr": 0.003,
+                },
+                {
+                    "target": "picbreeder:butterfly",
+                    "depth": 12,
+                    "sp.target_nonzeros": 3351,
+                    "read_at": "end",
+                    "optimizer": "muon",
+                    "muon_lr": 0.003,
+                    "adamw_lr": 0.01,
+                },
+            ],
+            config={
+                "width": 48,
+                "device": "cpu",
+                "judge": "anchored",
+                "deltas": [-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0],
+                "keep_net": True,
+                "hessian_iters": 50,
+            },
+        ),
+        "optimizers_planted": Chunk(
+            run="sparse_optimizer_point",
+            why=(
+                "Judge-free instruments on planted targets (the recovery of the planted primitives by the hidden "
+                "units, `volratio.rho.recovery`): six planted targets of known depth L* (3, 4, 5; width 3), each "
+                "at L* and pruned to the non-zero count of `depth_matched_planted` at L* (where its networks "
+                "still fit). Muon against Adam, at the optimizers_matched chunk's settings, every network stored:"
+                " 36 runs."
+            ),
+            seeds=[0, 1, 2],
+            threads=1,
+            cases=[
+                {
+                    "target": "planted:13:depth=3,width=3",
+                    "depth": 3,
+                    "sp.target_nonzeros": 744,
+                    "read_at": "end",
+                    "optimizer": "adam",
+                    "lr": 0.003,
+                },
+                {
+                    "target": "planted:13:depth=3,width=3",
+                    "depth": 3,
+                    "sp.target_nonzeros": 744,
+                    "read_at": "end",
+                    "optimizer": "muon",
+                    "muon_lr": 0.003,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "planted:14:depth=3,width=3",
+                    "depth": 3,
+                    "sp.target_nonzeros": 956,
+                    "read_at": "end",
+                    "optimizer": "adam",
+                    "lr": 0.003,
+                },
+                {
+                    "target": "planted:14:depth=3,width=3",
+                    "depth": 3,
+                    "sp.target_nonzeros": 956,
+                    "read_at": "end",
+                    "optimizer": "muon",
+                    "muon_lr": 0.003,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "planted:15:depth=4,width=3",
+                    "depth": 4,
+                    "sp.target_nonzeros": 443,
+                    "read_at": "end",
+                    "optimizer": "adam",
+                    "lr": 0.003,
+                },
+                {
+                    "target": "planted:15:depth=4,width=3",
+                    "depth": 4,
+                    "sp.target_nonzeros": 443,
+                    "read_at": "end",
+                    "optimizer": "muon",
+                    "muon_lr": 0.003,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "planted:16:depth=4,width=3",
+                    "depth": 4,
+                    "sp.target_nonzeros": 1236,
+                    "read_at": "end",
+                    "optimizer": "adam",
+                    "lr": 0.003,
+                },
+                {
+                    "target": "planted:16:depth=4,width=3",
+                    "depth": 4,
+                    "sp.target_nonzeros": 1236,
+                    "read_at": "end",
+                    "optimizer": "muon",
+                    "muon_lr": 0.003,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "planted:17:depth=5,width=3",
+                    "depth": 5,
+                    "sp.target_nonzeros": 361,
+                    "read_at": "end",
+                    "optimizer": "adam",
+                    "lr": 0.003,
+                },
+                {
+                    "target": "planted:17:depth=5,width=3",
+                    "depth": 5,
+                    "sp.target_nonzeros": 361,
+                    "read_at": "end",
+                    "optimizer": "muon",
+                    "muon_lr": 0.003,
+                    "adamw_lr": 0.01,
+                },
+                {
+                    "target": "planted:18:depth=5,width=3",
+                    "depth": 5,
+                    "sp.target_nonzeros": 1876,
+                    "read_at": "end",
+                    "optimizer": "adam",
+                    "lr": 0.003,
+                },
+                {
+                    "target": "planted:18:depth=5,width=3",
+                    "depth": 5,
+                    "sp.target_nonzeros": 1876,
+                    "read_at": "end",
+                    "optimizer": "muon",
+                    "muon_lr": 0.003,
+                    "adamw_lr": 0.01,
+                },
+            ],
+            config={
+                "width": 24,
+                "device": "cpu",
+                "judge": "anchored-v2",
+                "deltas": [-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0],
+                "keep_net": True,
+                "hessian_iters": 50,
+            },
+        ),
+    }

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..runs.plan import Chunk
 from ..welch.superposition import ToyConfig, train_toy
 from ._base import PAPER, Result, Trained, unscored
 
@@ -45,3 +46,25 @@ def run(cfg: Config | None = None, *, threshold: float = 0.5) -> Result:
     """`Result.table`: one row per instance (sparsity × replica): interference, bound, final loss;
     extras: `toy` (the `ToyResult`)."""
     return score(train(cfg, threshold=threshold), PAPER)
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference plan's chunks (volratio.runs.plan writes them to examples/sweeps/reference.toml)
+
+
+def reference_chunks() -> dict:
+    """The chunks of the reference plan that this experiment owns (`volratio.runs.plan.Chunk`: a
+    sweep spec and why it runs what it runs)."""
+    return {
+        "welch_toy": Chunk(
+            run="superposition",
+            why=(
+                "The toy model of superposition (n = 20 features, m = 5): the superposition experiment's "
+                "reference preset — Elhage et al.'s 10,000 Adam steps at batch 1024, 7 sparsity levels × 3 "
+                "replicas — 5 seeds."
+            ),
+            seeds=[0, 1, 2, 3, 4],
+            threads=1,
+            config={"scale": "reference", "device": "cpu"},
+        ),
+    }

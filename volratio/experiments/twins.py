@@ -29,6 +29,7 @@ from ..emc2 import DEFAULT_DELTAS
 from ..emc2.source import Scoring
 from ..judges.registry import JUDGES, check_res
 from ..nets import CoordMLP
+from ..runs.plan import Chunk
 from ..train import PATHS, TrainConfig
 from ..train import train as train_network
 from ..util.device import device_name
@@ -401,3 +402,56 @@ def paired(table, judge: str = "anchored", z: float = 1.96, failed: str = "exclu
             row.update({"twins mean": e.mean, "twins lo": e.lo, "twins hi": e.hi, "diff": row["Picbreeder"] - e.mean})
         rows.append({**row, "used": not why, "why": why})
     return pd.DataFrame(rows).set_index("target") if rows else pd.DataFrame()
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference plan's chunks (volratio.runs.plan writes them to examples/sweeps/reference.toml)
+
+
+def reference_chunks() -> dict:
+    """The chunks of the reference plan that this experiment owns (`volratio.runs.plan.Chunk`: a
+    sweep spec and why it runs what it runs)."""
+    return {
+        "twins16_picbreeder": Chunk(
+            run="twin_point",
+            why=(
+                'Picbreeder vs dense SGD on all sixteen Picbreeder targets (claim "picbreeder-vs-sgd", its '
+                "sixteen-target comparison; run function twin_point, no experiment's preset): each target's "
+                "Picbreeder network (the layerized genome, or the fork's layered network for the thirteen without"
+                " a genome), scored on every non-zero weight (≤ 918) …\n"
+                "(\"png\", the twins' training image) is the chunk's rescore under --anchor png"
+            ),
+            seeds=[0],
+            threads=1,
+            config={"network": "picbreeder", "max_params": 1000, "anchor": "image"},
+            grid={"target": list(picbreeder.ALL_NAMES)},
+            notes={
+                "max_params": "as stored; ≥ every network's non-zero weights, so every weight is scored",
+                "anchor": "as stored: judged against the target's own image (its render); the one-anchor reading",
+            },
+        ),
+        "twins16": Chunk(
+            run="twin_point",
+            why=(
+                "… against three dense twins per target: the Picbreeder network's own architecture (depth, width,"
+                " per-unit activations), FER's recipe (LeCun-normal init, Adam at 3e-3 (apple 3e-4), the gradient"
+                " divided by its global L2 norm) for 2,000 steps at 64×64 (FER: 100,000 at 256×256), each scored "
+                "on a seeded subsample of 1,000 non-zero weights. Judges in the runs: anchored (the default when "
+                "they ran), anchored-ssim, stability, all three on the same perturbed images.\n"
+                "Under the default judge, which decides claim 1, both twin chunks are rescored from their stored "
+                "networks on the one anchor: `volratio reference rescore twins16_picbreeder --judge anchored-v2 "
+                "--anchor png` and `volratio reference rescore twins16 --judge anchored-v2 --anchor png` "
+                "(stored), and so under anchored, anchored-ssim and the cross-fitted judge (anchored-xfit): each "
+                "Picbreeder network is scored by the rule fitted without its verdict rows, the twins by the "
+                "all-rows rule, the fold stored with each score (volratio.runs.score)."
+            ),
+            seeds=[0, 1, 2],
+            threads=1,
+            config={"network": "twin", "max_params": 1000, "anchor": "image"},
+            grid={"target": list(picbreeder.ALL_NAMES)},
+            notes={
+                "max_params": "the seeded subsample the chunk was scored on (twin_point's default is every weight)",
+                "anchor": "as stored (see twins16_picbreeder); rescored under --anchor png",
+            },
+        ),
+    }

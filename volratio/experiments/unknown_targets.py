@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from ..data.picbreeder import NONZEROS
 from ..data.targets import get_target
 from ..depth import peak_effect, planted_predictor, sweet_spot
 from ..depth.complexity import png_ratio
@@ -26,7 +27,8 @@ from ..depth.point import Config as DepthConfig
 from ..depth.point import Settings
 from ..emc2.reading import Reading
 from ..runs import stored
-from ..runs.depth_sweep import depth_sweep
+from ..runs.depth_sweep import depth_sweep, make_sweep
+from ..runs.plan import STORED_JUDGE, Chunk, as_stored, changes
 from ..util import pooling
 from ..util.limits import at_least, between, parsed_by
 from ._base import PAPER, Result, Trained, unscored
@@ -47,7 +49,7 @@ class Config(DepthConfig):
               "scene": parsed_by(get_target), "parts": parsed_by(get_target)}  # fmt: skip
 
     # reference: the depth-regime reference's training and scoring (what chunk depth_scenes of
-    # examples/sweeps/reference.toml runs; tests/test_reference_plan.py compares them): four two-object
+    # examples/sweeps/reference.toml runs; its `reference_chunks()` builds them from this preset): four two-object
     # scenes — three of Picbreeder pairs, whose parts chunk depth_picbreeder stores, and the natural-image
     # scene with its parts — at depths 2, 4, …, 16. full: the depth-regime full preset on these targets
     REFERENCE = staticmethod(
@@ -279,3 +281,63 @@ def stored_scenes(
         for r in scene_vs_parts(sub, scene, parts, n_boot, level):
             rows.append({**r, "spec": scene, "effect": f"{scene.removeprefix('scene:')}: {r['effect']}"})
     return out, rows
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference plan's chunks (volratio.runs.plan writes them to examples/sweeps/reference.toml)
+
+
+def _parts_count(scene: str) -> "int | None":
+    """The sum of a Picbreeder-pair scene's parts' non-zero counts (None for any other target)."""
+    parts = scene.removeprefix("scene:").split("+")
+    if not scene.startswith("scene:") or not all(p.startswith("picbreeder:") for p in parts):
+        return None
+    return sum(NONZEROS[p.partition(":")[2]] for p in parts)
+
+
+def reference_chunks() -> dict:
+    """The chunks of the reference plan that this experiment owns (`volratio.runs.plan.Chunk`: a
+    sweep spec and why it runs what it runs): the reference preset's depth sweep (`make_sweep`) under
+    the judge it was stored under, and the Picbreeder-pair scenes in the sparse regime, SP stopping at
+    the sum of their parts' Picbreeder counts."""
+    ref = Config.reference()
+    near = make_sweep(ref.targets, ref)
+    return {
+        "depth_scenes": Chunk(
+            run="depth_point",
+            why=(
+                'Scenes against their parts (claim "scenes-weaker"), the unknown_targets experiment\'s reference '
+                "preset: four two-object scenes swept over depths 2, 4, …, 16 with the depth chunks' settings, so"
+                " that three Picbreeder-pair scenes compare with their parts stored by depth_picbreeder "
+                "(restricted to the same depths); the natural-image scene's parts (camera, coffee) are swept "
+                "here. 48 runs, ~50 CPU-minutes (from the depth pilots)."
+            ),
+            seeds=near.seeds,
+            config=changes("depth_point", as_stored(near.config)),
+            grid=near.grid,
+        ),
+        "depth_sparse_scenes": Chunk(
+            run="sparse_depth_point",
+            why=(
+                'Scenes against their parts in the sparse regime (claim "scenes-weaker"; run function '
+                "sparse_depth_point, as depth_sparse_picbreeder): the three Picbreeder-pair scenes from width 48 "
+                "at depths 2, 4, …, 12, SP stopping at the sum of the two parts' Picbreeder counts at the latest "
+                "(skull + apple 147 + 918, skull + butterfly 147 + 281, butterfly + apple 281 + 918), each "
+                "network scored at its fit point, so that each scene compares with its parts stored by "
+                "depth_sparse_picbreeder on the same depths. The natural-image scene is not run here (its parts "
+                "are photographs, which no Picbreeder count sizes). 18 runs, ~60 CPU-minutes (as "
+                "depth_sparse_picbreeder)."
+            ),
+            seeds=(0,),
+            cases=[{"target": s, "sp.target_nonzeros": _parts_count(s)} for s in REFERENCE_TARGETS if _parts_count(s)],
+            config={
+                "members": 3,
+                "width": 48,
+                "device": "cpu",
+                "judge": STORED_JUDGE,
+                "deltas": near.config["deltas"],
+                "keep_net": True,
+            },  # fmt: skip
+            grid={"depth": [2, 4, 6, 8, 10, 12]},
+        ),
+    }

@@ -23,6 +23,7 @@ from ..rho.boolean import get_boolean_target
 from ..rho.grid import BooleanRhoConfig, run_boolean
 from ..rho.sampler import SamplerConfig
 from ..runs import stored
+from ..runs.plan import Chunk
 from ..util.limits import above, at_least, parsed_by
 from ..util.presets import Presets
 from ._base import PAPER, ExperimentError, Result, Trained, unscored
@@ -59,7 +60,7 @@ class Config(Presets):
                 raise ExperimentError(f"cells: {c!r} is not a (target, W, L) triple with W, L ≥ 1")
 
     # reference: what chunks rho, rho_wmin, rho_deep, rho_deep_wmin and rho_basin of
-    # examples/sweeps/reference.toml run (tests/test_reference_plan.py compares them). The rule of
+    # examples/sweeps/reference.toml run (its `reference_chunks()` builds them from this preset). The rule of
     # `BooleanRhoConfig.reference()` — up to 10⁸ networks per cell, a cell stopping once ρ's relative
     # interval width is ≤ 0.1 (checked in chunk order: deterministic) — on `REFERENCE_CELLS`; the basin
     # model with K = 256 on the eager training path. Measured in results/reference/rho*/manifest.json.
@@ -205,3 +206,91 @@ def stored_basin(root=None, names=BASIN_CHUNKS) -> dict:
             if row.get("model") == "basin":
                 out.setdefault(row["target"], []).append({k: v for k, v in row.items() if k not in ("model", "target")})
     return {spec: sorted(rows, key=lambda x: (x["L"], x["W"])) for spec, rows in out.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference plan's chunks (volratio.runs.plan writes them to examples/sweeps/reference.toml)
+
+
+def reference_chunks() -> dict:
+    """The chunks of the reference plan that this experiment owns (`volratio.runs.plan.Chunk`: a
+    sweep spec and why it runs what it runs)."""
+    return {
+        "rho": Chunk(
+            run="volume_ratio",
+            why=(
+                'ρ(W, L) of the Boolean model (claim "rho-concentrated"): the volume_ratio experiment\'s reference'
+                " preset — up to 10⁸ networks per cell, a cell stopping once ρ's relative interval width is ≤ 0.1"
+                " — one run per target × cell, so that every run is small enough to re-run in a check. Cells "
+                "without compositional solutions run all 10⁸, so each target gets ≥ 10⁸ networks (the store says "
+                "how many)."
+            ),
+            seeds=[0],
+            threads=1,
+            config={"scale": "reference", "samples": [100000000], "basin_Ws": []},
+            grid={"targets": [["chain:2"], ["tree:2:2"]], "Ls": [[1], [2], [3], [4]], "Ws": [[1], [2], [3], [4], [6]]},
+            notes={
+                "samples": "one entry per target: each run has one target",
+                "basin_Ws": "the basin model is its own chunk",
+            },
+        ),
+        "rho_wmin": Chunk(
+            run="volume_ratio",
+            why=(
+                'The depth axis at W = W_min = 2 (claim "ρ decays exponentially in depth"): the rho chunk\'s L ≤ 4'
+                " leaves the depth fit 3 cells (1 degree of freedom) — its interval ±0.3 per layer however many "
+                "networks each cell sees. L = 5..8 at W = 2 makes it 7 cells. Same rule (≤ 10⁸, width 0.1)."
+            ),
+            seeds=[0],
+            threads=1,
+            config={"scale": "reference", "samples": [100000000], "basin_Ws": []},
+            grid={"targets": [["chain:2"], ["tree:2:2"]], "Ls": [[5], [6], [7], [8]], "Ws": [[2]]},
+        ),
+        "rho_deep": Chunk(
+            run="volume_ratio",
+            why=(
+                "ρ(W, L) of the depth-3 target of the chapter (L* = 3, so depths up to 5 bracket it), same rule. "
+                "Its compositional solutions are rarer: most cells run all 10⁸ networks (pilot: 0.2–0.9 CPU-s per"
+                " 10⁶ networks, so ~20 CPU-minutes for the 25 cells)."
+            ),
+            seeds=[0],
+            threads=1,
+            config={"scale": "reference", "samples": [100000000], "basin_Ws": []},
+            grid={
+                "targets": [["dag:3:depth=3,arity=2,inputs=3,primitives=3"]],
+                "Ls": [[1], [2], [3], [4], [5]],
+                "Ws": [[1], [2], [3], [4], [6]],
+            },
+        ),
+        "rho_deep_wmin": Chunk(
+            run="volume_ratio",
+            why=(
+                "The depth axis of the depth-3 target at W = W_min = 2 (L = 6..9): rho_deep's L ≤ 5 leaves its "
+                "depth fit 3 cells at W_min (L* = 3, 4, 5; one degree of freedom), as rho for the other two "
+                "targets before rho_wmin. Same rule (≤ 10⁸ networks per cell, width 0.1)."
+            ),
+            seeds=[0],
+            threads=1,
+            config={"scale": "reference", "samples": [100000000], "basin_Ws": []},
+            grid={
+                "targets": [["dag:3:depth=3,arity=2,inputs=3,primitives=3"]],
+                "Ls": [[6], [7], [8], [9]],
+                "Ws": [[2]],
+            },
+        ),
+        "rho_basin": Chunk(
+            run="volume_ratio",
+            why=(
+                "ρ in the image setting (the basin model of book/volume_ratio.md): K = 256 random masked networks"
+                " per (W, L) on the planted target planted:0:depth=2,width=3 (L* = 2, W_min = 2), trained as one "
+                "population (800 Adam steps at 32×32, mask density 0.75), each classified as a solution (MSE ≤ "
+                "2e-3) and compositional (every primitive on its own unit with |corr| ≥ 0.9, and EMC2 AUC ≥ 0.5 "
+                "under the calibrated judge). One run per cell; pilot at K = 64: 4 CPU-s for (W, L) = (2, 1), 33 "
+                "for (8, 3)."
+            ),
+            seeds=[0],
+            threads=1,
+            config={"scale": "reference", "targets": [], "samples": [], "basin.population": 256},
+            grid={"basin_Ws": [[2], [4], [8]], "basin_Ls": [[1], [2], [3]]},
+        ),
+    }
