@@ -439,6 +439,10 @@ class CoordMLP(nn.Module):
 
     # -- population ----------------------------------------------------------------------------
 
+    def copy(self) -> "CoordMLP":
+        """A new CoordMLP holding every member, copied (`select` of them all)."""
+        return self.select(list(range(self.population)))
+
     def select(self, index: "int | Sequence[int]") -> "CoordMLP":
         """A new CoordMLP holding the chosen member(s) of the population (copied)."""
         idx = [index] if isinstance(index, int) else list(index)

@@ -41,22 +41,20 @@ from ..emc2 import DEFAULT_DELTAS
 from ..emc2.reading import Reading
 from ..judges.registry import DEFAULT_JUDGE, JUDGES, check_res
 from ..nets import Arch, CoordMLP
-from ..prune import PruneError, collapsed, prune
-from ..prune.criteria import CalibrationGrid
+from ..prune import BASELINES, PruneError, collapsed, prune  # BASELINES: the methods SP is compared with
+from ..prune.criteria import member_mse
 from ..prune.masks import unit_alive, weight_sparsity
 from ..prune.similarity_pruning import SPConfig
 from ..runs import stored
 from ..runs.plan import Chunk
 from ..runs.registry import stored_config
-from ..train import PATHS, TrainConfig, mse_per_network
+from ..train import PATHS, TrainConfig
 from ..train import train as train_network
 from ..util.device import device_name
 from ..util.limits import above, at_least, between, nonzero, one_of, parsed_by
 from ..util.presets import Presets
 from ..util.stats import mean_ci
 from ._base import PAPER, ExperimentError, Result, Trained, check_reading, judge_of, unscored
-
-BASELINES = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units")
 
 
 def arch_spec(text: str) -> str:
@@ -136,10 +134,6 @@ class Config(Presets):
     # fmt: on
 
 
-def _copy(net: CoordMLP) -> CoordMLP:
-    return net.select(list(range(net.population)))
-
-
 def train(config: Config | None = None, *, progress=None) -> Trained:
     """Train, then prune with SP and the baselines at matched sparsity (see the module docstring):
     one row per network × method, its fit and size, no score yet. `progress`: optional callable
@@ -152,11 +146,11 @@ def train(config: Config | None = None, *, progress=None) -> Trained:
     images = torch.stack([get_target(f"picbreeder:{t}").image(cfg.res) for t in cfg.targets for _ in range(S)])
     tc = TrainConfig(lr=cfg.lr, device=cfg.device, path=cfg.train_path)
     init = CoordMLP(arch, head="hsv", population=T * S, seed=cfg.seed)
-    dense = _copy(init)
+    dense = init.copy()
     train_network(dense, images, replace(tc, steps=cfg.dense_steps))
     say("dense networks trained")
     nets = {"dense": dense}
-    sp_net = _copy(dense)
+    sp_net = dense.copy()
     sp_res = prune(sp_net, images, "sp", replace(cfg.sp, train=tc))
     nets["sp"] = sp_net
     stop = sp_res.extras["stop"]
@@ -176,7 +170,7 @@ def train(config: Config | None = None, *, progress=None) -> Trained:
     }
     failed = {}  # method -> why it could not reach SP's sparsity (e.g. it would cut a whole kernel)
     for m in cfg.methods:
-        net = _copy(init if m == "imp" else dense)
+        net = (init if m == "imp" else dense).copy()
         try:
             prune(net, images, m, **options[m])
         except PruneError as e:
@@ -191,9 +185,9 @@ def train(config: Config | None = None, *, progress=None) -> Trained:
             {"target": cfg.targets[k // S], "seed": cfg.seed + k % S, "member": k, "method": m, "failed": why}
             for k in range(T * S)
         ]
-    dense_loss = _losses(dense, images)
+    dense_loss = member_mse(dense, images)
     for method, net in nets.items():
-        rep_loss = _losses(net, images)
+        rep_loss = member_mse(net, images)
         live = net.live_units()
         nz = net.nonzero()
         ws = weight_sparsity(net.masks)
@@ -282,12 +276,6 @@ def _arch(cfg: Config) -> str:
     return fer_arch(cfg.targets[0])
 
 
-@torch.no_grad()
-def _losses(net: CoordMLP, images: torch.Tensor) -> np.ndarray:
-    calib = CalibrationGrid.from_image(images, net)
-    return mse_per_network(net, calib.grid, calib.target).cpu().numpy()
-
-
 def score_judged(net: CoordMLP, member: int, target: str, cfg: Config, reading: Reading = PAPER) -> dict:
     """EMC2 of one member under the reading's judge (default `cfg.judge`) and each of `cfg.judges`
     (the images rendered once): `{judge: EMC2Result}`."""
@@ -350,7 +338,7 @@ def tau_sensitivity(result: Result, taus=(0.8, 0.95)):
         }
     ]
     for tau in taus:
-        net = _copy(dense)
+        net = dense.copy()
         s = prune(
             net,
             result["images"],
@@ -389,11 +377,11 @@ def sp_ablation(result: Result, steps: dict = SP_STEPS):
     share of collapsed networks and how many stopped at the guard. No EMC2 (cheap enough for the
     chapter). Chapter: "Connectivity", section on keeping the fit."""
     cfg, dense, images = result["config"], result["nets"]["dense"], result["images"]
-    dense_loss = np.asarray(_losses(dense, images))
+    dense_loss = np.asarray(member_mse(dense, images))
     L, W = dense.depth, dense.width
     rows = []
     for label, over in steps.items():
-        net = _copy(dense)
+        net = dense.copy()
         spc = replace(cfg.sp, **over, train=TrainConfig(lr=cfg.lr, device=cfg.device, path=cfg.train_path))
         pr = prune(net, images, "sp", spc)
         rows.append(

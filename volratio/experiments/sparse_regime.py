@@ -49,9 +49,9 @@ from ..data.targets import get_target
 from ..emc2 import EMC2Config
 from ..judges.registry import JUDGES
 from ..nets import CoordMLP
-from ..prune import PruneError, collapsed, prune
+from ..prune import BASELINES, PruneError, collapsed, prune
 from ..prune.baselines import IMPConfig, imp_levels
-from ..prune.criteria import CalibrationGrid
+from ..prune.criteria import member_mse
 from ..prune.fit_point import fits
 from ..prune.masks import weight_sparsity
 from ..prune.similarity_pruning import TAU_SCHEDULE, SPConfig
@@ -59,13 +59,13 @@ from ..runs import stored
 from ..runs.plan import Chunk
 from ..runs.registry import artifact_name, get_run
 from ..runs.store import Store, StoreError, config_key, sha256_file
-from ..train import PATHS, TrainConfig, mse_per_network
+from ..train import PATHS, TrainConfig
 from ..train import train as train_network
 from ..util.limits import above, at_least, between, one_of, parsed_by
 from ..util.presets import Presets, configure
 from ._base import PAPER, ExperimentError, Result, Trained, unscored
 
-METHODS = ("imp", "wanda", "llm-pruner", "magnitude", "random", "random-units")  # baselines matched per layer to SP
+METHODS = BASELINES  # baselines matched per layer to SP (volratio.prune.BASELINES)
 SCHEDULE = TAU_SCHEDULE  # τ after the first 0.95, most similar pair first
 
 
@@ -116,16 +116,6 @@ class Config(Presets):
                 sp=replace(_sp_default(), rounds=60, retrain_steps=2000))  # fmt: skip
 
 
-def _copy(net: CoordMLP) -> CoordMLP:
-    return net.select(list(range(net.population)))
-
-
-@torch.no_grad()
-def _losses(net: CoordMLP, images: torch.Tensor) -> np.ndarray:
-    calib = CalibrationGrid.from_image(images, net)
-    return mse_per_network(net, calib.grid, calib.target).cpu().numpy()
-
-
 def train(config: Config | None = None, *, progress=None) -> Trained:
     """Train the wide dense networks, prune them with SP checkpoint by checkpoint, match every
     baseline per layer at each checkpoint, and tabulate (see the module docstring)."""
@@ -139,7 +129,7 @@ def train(config: Config | None = None, *, progress=None) -> Trained:
     failed = {}  # (method, checkpoint) -> why the baseline could not be matched
     for stage in _sp_stages(cfg, dense, images, tc, dense_loss):
         trajectory += stage.rows
-        nets[("sp", stage.name)] = _copy(stage.net)
+        nets[("sp", stage.name)] = stage.net.copy()
         say(f"SP at checkpoint {stage.name}: {stage.net.nonzero()} non-zero")
         failed.update(_match_baselines(cfg, dense, stage.net, images, stage.name, stage.budget, tc, nets))
     rows = [row for rows in trajectory for row in rows]
@@ -147,7 +137,7 @@ def train(config: Config | None = None, *, progress=None) -> Trained:
         rows += [{"kind": "checkpoint", "checkpoint": ckpt, "method": method, "member": k, "seed": cfg.seed + k,
                   "failed": why} for k in range(cfg.members)]  # fmt: skip
     for (method, ckpt), net in nets.items():
-        loss = _losses(net, images)
+        loss = member_mse(net, images)
         flags = collapsed(net, cfg.res, dense_loss, loss)
         ws, nz, live = weight_sparsity(net.masks), net.nonzero(), net.live_units()
         for k in range(net.population):
@@ -192,7 +182,7 @@ def _dense(cfg: Config) -> tuple:
             f"target_nonzeros = {cfg.target_nonzeros} is not below the dense networks' {have} weights: "
             "give a smaller target or a wider start"
         )
-    return images, tc, dense, _losses(dense, images)
+    return images, tc, dense, member_mse(dense, images)
 
 
 @dataclass
@@ -211,7 +201,7 @@ def _sp_stages(cfg: Config, dense: CoordMLP, images: torch.Tensor, tc: TrainConf
     """SP from a copy of `dense`, towards each checkpoint of `cfg.checkpoints` in turn and then towards
     `target_nonzeros`, within `cfg.sp.rounds` rounds in all; yields a `_Stage` after every stage SP
     ran. Each stage is one call of SP, so it starts again at `sp.tau` and goes down the schedule."""
-    sp_net, rounds_left, budget, done = _copy(dense), cfg.sp.rounds, 0, 0
+    sp_net, rounds_left, budget, done = dense.copy(), cfg.sp.rounds, 0, 0
     have = min(dense.nonzero())
     stages = [(f"{s:.2f}", max(1, math.floor((1 - s) * have))) for s in sorted(cfg.checkpoints)]
     stages.append(("end", cfg.target_nonzeros))
@@ -251,7 +241,7 @@ def _match_baselines(cfg, dense, sp_net, images, name, budget, tc, nets) -> dict
     fine = tc.finetune(0, cfg.sp.retrain_lr_factor)
     failed = {}
     for m in cfg.methods:
-        net = _copy(dense)
+        net = dense.copy()
         if m == "imp":  # the dense network is its own θ₀ (rewind 0); every level trains budget ÷ (levels + 1)
             levels = len(imp_levels(net, IMPConfig(match=sp_net)))
             opts = dict(match=sp_net, train_steps=max(1, budget // (levels + 1)), train=fine)

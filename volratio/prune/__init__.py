@@ -77,6 +77,7 @@ METHODS = {
     "random": (RandomConfig, random_weights),
     "random-units": (RandomUnitsConfig, random_units),
 }
+BASELINES = tuple(m for m in METHODS if m != "sp")  # the methods SP is compared with, at matched sparsity
 
 
 def make_config(method: str, **options):

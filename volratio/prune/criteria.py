@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..nets import CoordMLP, coords
@@ -46,6 +47,14 @@ class CalibrationGrid:
         w = net.weights[0]
         grid = coords(res, device=w.device, dtype=w.dtype)
         return cls(grid, img.to(device=w.device, dtype=w.dtype).reshape(*img.shape[:-3], res * res, 3))
+
+
+@torch.no_grad()
+def member_mse(net: CoordMLP, images: torch.Tensor) -> np.ndarray:
+    """`(K,)` the MSE of each member of `net` against `images` (`(res, res, 3)` or `(K, res, res, 3)`)
+    on the calibration grid, as numpy: what a pruning comparison calls a network's fit."""
+    calib = CalibrationGrid.from_image(images, net)
+    return mse_per_network(net, calib.grid, calib.target).cpu().numpy()
 
 
 def place(net: CoordMLP, train_config) -> CoordMLP:
