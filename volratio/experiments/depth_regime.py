@@ -634,9 +634,8 @@ def reference_chunks() -> dict:
         ),
         "depth_sparse_planted": Chunk(
             run="sparse_depth_point",
-            why=(
-                "---------------------------------------------------------------------------------------------------"
-                ' Depth in the sparse regime (claims "depth-optimum" and "png-ratio-linear" decided on sparse '
+            heading=(
+                'Depth in the sparse regime (claims "depth-optimum" and "png-ratio-linear" decided on sparse '
                 "networks): run function sparse_depth_point (volratio.depth.sparse_point). Dense networks start "
                 "over-parameterised (width 24 for the planted targets, 8 × their W_min = 3; width 48 for the "
                 "Picbreeder ones), 2,000 Adam steps at 64×64 on the fused kernel, then SP as in the sparse regime"
@@ -646,12 +645,12 @@ def reference_chunks() -> dict:
                 "label-anchored judge, 8 δ, every non-zero weight up to 1,000 per network (else a seeded 1,000; "
                 "`volratio reference rescore … --every-weight --engine fused`). Three networks per run; the "
                 "networks are stored. Pilot (one thread): planted L* = 4 at depth 4, 31 CPU-s, weight sparsity "
-                "0.88–0.95 at the fit point; skull at depth 6 from width 48: see results/reference/README.md. "
+                "0.88–0.95 at the fit point; skull at depth 6 from width 48: see results/reference/README.md.\n"
                 "Stored too, under the cross-fitted judge (it scores these networks with its all-rows rule): "
                 "`volratio reference rescore depth_sparse_planted --judge anchored-xfit --every-weight --engine "
-                "fused`, and the same for depth_sparse_picbreeder and depth_sparse_scenes. The twelve planted "
-                "targets at L* ± 3 (from 1), as depth_planted: 78 runs."
+                "fused`, and the same for depth_sparse_picbreeder and depth_sparse_scenes."
             ),
+            why="The twelve planted targets at L* ± 3 (from 1), as depth_planted: 78 runs.",
             seeds=seeds,
             cases=planted,
             config={"members": 3, "width": SPARSE_WIDTH["planted"], **sparse},

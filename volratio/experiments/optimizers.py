@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
+from ..data.picbreeder import NONZEROS
 from ..data.targets import get_target
 from ..depth import point as depth_point
 from ..depth import sparse_point as sparse_depth
@@ -392,6 +393,64 @@ def at_best_lr(runs, level: float = 0.95, loss: str = "loss") -> dict:
 # checks them against the stored depth curves): the optimizers chunk runs the preset there.
 SWEET_SPOTS = {"picbreeder:skull": 4, "picbreeder:butterfly": 11, "picbreeder:apple": 3}
 
+# The sparse-regime studies (run function sparse_optimizer_point): the preset's settings from wider
+# starts (planted: 8 × their W_min = 3), under the judge of their day (optimizers_planted: the default)
+SPARSE_WIDTH = {"picbreeder": 48, "planted": 24}
+SPARSE_JUDGE = {"picbreeder": "anchored", "planted": "anchored-v2"}
+SPARSE_SEEDS = (0, 1, 2)
+# The fit-point cells (target, depth): the depths of depth_sparse_picbreeder's bootstrap 90% interval of
+# the sweet spot; the butterfly's, (8, 12), is its own chunk, at every swept depth inside it
+SPARSE_CELLS = (("picbreeder:skull", 6), ("picbreeder:skull", 8), ("picbreeder:apple", 6))
+BUTTERFLY_CELLS = tuple(("picbreeder:butterfly", d) for d in (8, 10, 12))
+# Their learning rates, bracketed by a dense pilot: Adam's, and Muon's on the hidden matrices with AdamW
+# at ADAMW_LR on the input and output kernels
+ADAM_LRS = (3e-3, 1e-2, 3e-2)
+MUON_LRS = (1e-3, 3e-3, 1e-2)
+ADAMW_LR = 1e-2
+# optimizers_matched: per cell, the non-zero count SP stops both optimizers at (`matched_counts`: the
+# sparser optimizer's median fit-point count; tests/test_reference_store.py checks them) and each
+# optimizer's best setting by dense MSE in the fit-point chunks: (count, Adam's lr, Muon's muon_lr)
+MATCHED = {
+    ("picbreeder:skull", 6): (5604, 3e-3, 3e-3),
+    ("picbreeder:skull", 8): (6153, 3e-3, 3e-3),
+    ("picbreeder:apple", 6): (2816, 1e-3, 3e-3),
+    ("picbreeder:butterfly", 8): (2984, 3e-3, 3e-3),
+    ("picbreeder:butterfly", 10): (12174, 3e-3, 1e-3),
+    ("picbreeder:butterfly", 12): (3351, 3e-3, 3e-3),
+}
+# optimizers_planted: the six planted targets of L* = 3..5, each at L* and pruned to chunk
+# depth_matched_planted's count there (depth_regime.MATCHED_COUNTS), at the matched chunk's settings
+PLANTED_COUNTS = dict(zip(depth_point.PLANTED_REFERENCE[2:8], (744, 956, 443, 1236, 361, 1876), strict=True))
+PLANTED_SETTING = (3e-3, 3e-3)  # Adam's lr, Muon's muon_lr
+
+
+def _adam(lr: float) -> dict:
+    return {"optimizer": "adam", "lr": lr}
+
+
+def _muon(lr: float) -> dict:
+    return {"optimizer": "muon", "muon_lr": lr, "adamw_lr": ADAMW_LR}
+
+
+def _at_fit_point(cells, settings) -> list:
+    """One case per cell (target, depth) × setting: SP down towards the target's Picbreeder count,
+    each network read at its fit point."""
+    return [
+        {"target": t, "depth": d, "sp.target_nonzeros": NONZEROS[t.partition(":")[2]], **s}
+        for t, d in cells
+        for s in settings
+    ]
+
+
+def _at_count(cells: dict) -> list:
+    """Per cell `{(target, depth): (count, Adam's lr, Muon's muon_lr)}` one case per optimizer: SP stops
+    at `count` and the network is read there."""
+    return [
+        {"target": t, "depth": d, "sp.target_nonzeros": n, "read_at": "end", **s}
+        for (t, d), (n, adam, muon) in cells.items()
+        for s in (_adam(adam), _muon(muon))
+    ]
+
 
 def reference_chunks() -> dict:
     """The chunks of the reference plan that this experiment owns (`volratio.runs.plan.Chunk`: a
@@ -401,6 +460,16 @@ def reference_chunks() -> dict:
     ref = Config.reference()
     near = make_sweep(replace(ref, target=next(iter(SWEET_SPOTS)), depth=1))
     shared = {k: v for k, v in near.config.items() if k not in ("target", "depth")}
+
+    def study(why: str, cases: list, kind: str = "picbreeder") -> Chunk:
+        """A chunk of the sparse-regime studies: `cases` from a start of `kind`'s width, with the preset's
+        device, δ, stored networks and sharpness steps."""
+        config = {"width": SPARSE_WIDTH[kind], "device": shared["device"], "judge": SPARSE_JUDGE[kind],
+                  **{k: shared[k] for k in ("deltas", "keep_net", "hessian_iters")}}  # fmt: skip
+        return Chunk(run="sparse_optimizer_point", why=why, seeds=SPARSE_SEEDS, cases=cases, config=config)
+
+    grid = [*map(_adam, ADAM_LRS), *map(_muon, MUON_LRS)]
+    planted = {(t, get_target(t).depth): (n, *PLANTED_SETTING) for t, n in PLANTED_COUNTS.items()}
     return {
         "optimizers": Chunk(
             run="optimizer_point",
@@ -422,9 +491,8 @@ def reference_chunks() -> dict:
             cases=[{"target": t, "depth": d, **c} for t, d in SWEET_SPOTS.items() for c in near.cases],
             config=changes("optimizer_point", as_stored(shared)),
         ),
-        "optimizers_sparse": Chunk(
-            run="sparse_optimizer_point",
-            why=(
+        "optimizers_sparse": study(
+            (
                 'Muon against Adam in the sparse regime (claim "muon-above-adam"; run function '
                 "sparse_optimizer_point, volratio.experiments.optimizers.sparse_point): one network per run, as "
                 "depth_sparse_picbreeder's — width 48, SP unguarded down the τ schedule towards the Picbreeder "
@@ -440,113 +508,14 @@ def reference_chunks() -> dict:
                 "point's MSE is set by the fit criterion). 66 runs (3 cells × 7 settings × 3 seeds, and apple's "
                 "Adam 3e-4), ~55–95 CPU-s each."
             ),
-            seeds=[0, 1, 2],
-            threads=1,
-            cases=[
-                {"target": "picbreeder:skull", "depth": 6, "sp.target_nonzeros": 147, "optimizer": "adam", "lr": 0.003},
-                {"target": "picbreeder:skull", "depth": 6, "sp.target_nonzeros": 147, "optimizer": "adam", "lr": 0.01},
-                {"target": "picbreeder:skull", "depth": 6, "sp.target_nonzeros": 147, "optimizer": "adam", "lr": 0.03},
-                {
-                    "target": "picbreeder:skull",
-                    "depth": 6,
-                    "sp.target_nonzeros": 147,
-                    "optimizer": "muon",
-                    "muon_lr": 0.001,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:skull",
-                    "depth": 6,
-                    "sp.target_nonzeros": 147,
-                    "optimizer": "muon",
-                    "muon_lr": 0.003,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:skull",
-                    "depth": 6,
-                    "sp.target_nonzeros": 147,
-                    "optimizer": "muon",
-                    "muon_lr": 0.01,
-                    "adamw_lr": 0.01,
-                },
-                {"target": "picbreeder:skull", "depth": 8, "sp.target_nonzeros": 147, "optimizer": "adam", "lr": 0.003},
-                {"target": "picbreeder:skull", "depth": 8, "sp.target_nonzeros": 147, "optimizer": "adam", "lr": 0.01},
-                {"target": "picbreeder:skull", "depth": 8, "sp.target_nonzeros": 147, "optimizer": "adam", "lr": 0.03},
-                {
-                    "target": "picbreeder:skull",
-                    "depth": 8,
-                    "sp.target_nonzeros": 147,
-                    "optimizer": "muon",
-                    "muon_lr": 0.001,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:skull",
-                    "depth": 8,
-                    "sp.target_nonzeros": 147,
-                    "optimizer": "muon",
-                    "muon_lr": 0.003,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:skull",
-                    "depth": 8,
-                    "sp.target_nonzeros": 147,
-                    "optimizer": "muon",
-                    "muon_lr": 0.01,
-                    "adamw_lr": 0.01,
-                },
-                {"target": "picbreeder:apple", "depth": 6, "sp.target_nonzeros": 918, "optimizer": "adam", "lr": 0.003},
-                {"target": "picbreeder:apple", "depth": 6, "sp.target_nonzeros": 918, "optimizer": "adam", "lr": 0.01},
-                {"target": "picbreeder:apple", "depth": 6, "sp.target_nonzeros": 918, "optimizer": "adam", "lr": 0.03},
-                {
-                    "target": "picbreeder:apple",
-                    "depth": 6,
-                    "sp.target_nonzeros": 918,
-                    "optimizer": "muon",
-                    "muon_lr": 0.001,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:apple",
-                    "depth": 6,
-                    "sp.target_nonzeros": 918,
-                    "optimizer": "muon",
-                    "muon_lr": 0.003,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:apple",
-                    "depth": 6,
-                    "sp.target_nonzeros": 918,
-                    "optimizer": "muon",
-                    "muon_lr": 0.01,
-                    "adamw_lr": 0.01,
-                },
-                {"target": "picbreeder:skull", "depth": 6, "sp.target_nonzeros": 147, "optimizer": "adam", "lr": 0.001},
-                {"target": "picbreeder:skull", "depth": 8, "sp.target_nonzeros": 147, "optimizer": "adam", "lr": 0.001},
-                {"target": "picbreeder:apple", "depth": 6, "sp.target_nonzeros": 918, "optimizer": "adam", "lr": 0.001},
-                {
-                    "target": "picbreeder:apple",
-                    "depth": 6,
-                    "sp.target_nonzeros": 918,
-                    "optimizer": "adam",
-                    "lr": 0.0003,
-                },
+            [
+                *_at_fit_point(SPARSE_CELLS, grid),
+                *_at_fit_point(SPARSE_CELLS, [_adam(1e-3)]),  # Adam's best on the grid's edge, 3e-3
+                *_at_fit_point(SPARSE_CELLS[2:], [_adam(3e-4)]),  # apple's then on 1e-3
             ],
-            config={
-                "width": 48,
-                "device": "cpu",
-                "judge": "anchored",
-                "deltas": [-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0],
-                "keep_net": True,
-                "hessian_iters": 50,
-            },
         ),
-        "optimizers_sparse_butterfly": Chunk(
-            run="sparse_optimizer_point",
-            why=(
+        "optimizers_sparse_butterfly": study(
+            (
                 "The butterfly's cell of the sparse optimizer study: depth_sparse_picbreeder's interval for the "
                 "butterfly is (8, 12), so it is run at all three swept depths inside it, 8, 10 and 12, with "
                 "optimizers_sparse's settings and grids: Adam lr ∈ {1e-3, 3e-3, 1e-2, 3e-2}; Muon ∈ {1e-3, 3e-3, "
@@ -554,186 +523,13 @@ def reference_chunks() -> dict:
                 "best mean dense MSE fell on 1e-3, the grid's edge. 66 runs (3 depths × 7 settings × 3 seeds, and"
                 " that one), ~80–160 CPU-s each."
             ),
-            seeds=[0, 1, 2],
-            threads=1,
-            cases=[
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 8,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "adam",
-                    "lr": 0.001,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 8,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "adam",
-                    "lr": 0.003,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 8,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "adam",
-                    "lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 8,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "adam",
-                    "lr": 0.03,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 8,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "muon",
-                    "muon_lr": 0.001,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 8,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "muon",
-                    "muon_lr": 0.003,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 8,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "muon",
-                    "muon_lr": 0.01,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 10,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "adam",
-                    "lr": 0.001,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 10,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "adam",
-                    "lr": 0.003,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 10,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "adam",
-                    "lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 10,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "adam",
-                    "lr": 0.03,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 10,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "muon",
-                    "muon_lr": 0.001,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 10,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "muon",
-                    "muon_lr": 0.003,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 10,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "muon",
-                    "muon_lr": 0.01,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 12,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "adam",
-                    "lr": 0.001,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 12,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "adam",
-                    "lr": 0.003,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 12,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "adam",
-                    "lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 12,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "adam",
-                    "lr": 0.03,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 12,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "muon",
-                    "muon_lr": 0.001,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 12,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "muon",
-                    "muon_lr": 0.003,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 12,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "muon",
-                    "muon_lr": 0.01,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 10,
-                    "sp.target_nonzeros": 281,
-                    "optimizer": "muon",
-                    "muon_lr": 0.0003,
-                    "adamw_lr": 0.01,
-                },
+            [
+                *_at_fit_point(BUTTERFLY_CELLS, [_adam(1e-3), *grid]),
+                *_at_fit_point(BUTTERFLY_CELLS[1:2], [_muon(3e-4)]),  # Muon's best on the grid's edge, 1e-3
             ],
-            config={
-                "width": 48,
-                "device": "cpu",
-                "judge": "anchored",
-                "deltas": [-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0],
-                "keep_net": True,
-                "hessian_iters": 50,
-            },
         ),
-        "optimizers_matched": Chunk(
-            run="sparse_optimizer_point",
-            why=(
+        "optimizers_matched": study(
+            (
                 'Muon against Adam at one non-zero count per cell (claim "muon-above-adam", its deciding '
                 'comparison; run function sparse_optimizer_point with read_at = "end"). optimizers_sparse and '
                 "_butterfly read each network at its own fit point, so the two optimizers' networks differ in "
@@ -744,243 +540,17 @@ def reference_chunks() -> dict:
                 "sizes, never their scores; tests/test_reference_store.py checks these cases against it). 36 runs "
                 "(6 cells × 2 optimizers × 3 seeds); SP stops earlier than in the fit-point chunks."
             ),
-            seeds=[0, 1, 2],
-            threads=1,
-            cases=[
-                {
-                    "target": "picbreeder:skull",
-                    "depth": 6,
-                    "sp.target_nonzeros": 5604,
-                    "read_at": "end",
-                    "optimizer": "adam",
-                    "lr": 0.003,
-                },
-                {
-                    "target": "picbreeder:skull",
-                    "depth": 6,
-                    "sp.target_nonzeros": 5604,
-                    "read_at": "end",
-                    "optimizer": "muon",
-                    "muon_lr": 0.003,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:skull",
-                    "depth": 8,
-                    "sp.target_nonzeros": 6153,
-                    "read_at": "end",
-                    "optimizer": "adam",
-                    "lr": 0.003,
-                },
-                {
-                    "target": "picbreeder:skull",
-                    "depth": 8,
-                    "sp.target_nonzeros": 6153,
-                    "read_at": "end",
-                    "optimizer": "muon",
-                    "muon_lr": 0.003,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:apple",
-                    "depth": 6,
-                    "sp.target_nonzeros": 2816,
-                    "read_at": "end",
-                    "optimizer": "adam",
-                    "lr": 0.001,
-                },
-                {
-                    "target": "picbreeder:apple",
-                    "depth": 6,
-                    "sp.target_nonzeros": 2816,
-                    "read_at": "end",
-                    "optimizer": "muon",
-                    "muon_lr": 0.003,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 8,
-                    "sp.target_nonzeros": 2984,
-                    "read_at": "end",
-                    "optimizer": "adam",
-                    "lr": 0.003,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 8,
-                    "sp.target_nonzeros": 2984,
-                    "read_at": "end",
-                    "optimizer": "muon",
-                    "muon_lr": 0.003,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 10,
-                    "sp.target_nonzeros": 12174,
-                    "read_at": "end",
-                    "optimizer": "adam",
-                    "lr": 0.003,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 10,
-                    "sp.target_nonzeros": 12174,
-                    "read_at": "end",
-                    "optimizer": "muon",
-                    "muon_lr": 0.001,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 12,
-                    "sp.target_nonzeros": 3351,
-                    "read_at": "end",
-                    "optimizer": "adam",
-                    "lr": 0.003,
-                },
-                {
-                    "target": "picbreeder:butterfly",
-                    "depth": 12,
-                    "sp.target_nonzeros": 3351,
-                    "read_at": "end",
-                    "optimizer": "muon",
-                    "muon_lr": 0.003,
-                    "adamw_lr": 0.01,
-                },
-            ],
-            config={
-                "width": 48,
-                "device": "cpu",
-                "judge": "anchored",
-                "deltas": [-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0],
-                "keep_net": True,
-                "hessian_iters": 50,
-            },
+            _at_count(MATCHED),
         ),
-        "optimizers_planted": Chunk(
-            run="sparse_optimizer_point",
-            why=(
+        "optimizers_planted": study(
+            (
                 "Judge-free instruments on planted targets (the recovery of the planted primitives by the hidden "
                 "units, `volratio.rho.recovery`): six planted targets of known depth L* (3, 4, 5; width 3), each "
                 "at L* and pruned to the non-zero count of `depth_matched_planted` at L* (where its networks "
                 "still fit). Muon against Adam, at the optimizers_matched chunk's settings, every network stored:"
                 " 36 runs."
             ),
-            seeds=[0, 1, 2],
-            threads=1,
-            cases=[
-                {
-                    "target": "planted:13:depth=3,width=3",
-                    "depth": 3,
-                    "sp.target_nonzeros": 744,
-                    "read_at": "end",
-                    "optimizer": "adam",
-                    "lr": 0.003,
-                },
-                {
-                    "target": "planted:13:depth=3,width=3",
-                    "depth": 3,
-                    "sp.target_nonzeros": 744,
-                    "read_at": "end",
-                    "optimizer": "muon",
-                    "muon_lr": 0.003,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "planted:14:depth=3,width=3",
-                    "depth": 3,
-                    "sp.target_nonzeros": 956,
-                    "read_at": "end",
-                    "optimizer": "adam",
-                    "lr": 0.003,
-                },
-                {
-                    "target": "planted:14:depth=3,width=3",
-                    "depth": 3,
-                    "sp.target_nonzeros": 956,
-                    "read_at": "end",
-                    "optimizer": "muon",
-                    "muon_lr": 0.003,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "planted:15:depth=4,width=3",
-                    "depth": 4,
-                    "sp.target_nonzeros": 443,
-                    "read_at": "end",
-                    "optimizer": "adam",
-                    "lr": 0.003,
-                },
-                {
-                    "target": "planted:15:depth=4,width=3",
-                    "depth": 4,
-                    "sp.target_nonzeros": 443,
-                    "read_at": "end",
-                    "optimizer": "muon",
-                    "muon_lr": 0.003,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "planted:16:depth=4,width=3",
-                    "depth": 4,
-                    "sp.target_nonzeros": 1236,
-                    "read_at": "end",
-                    "optimizer": "adam",
-                    "lr": 0.003,
-                },
-                {
-                    "target": "planted:16:depth=4,width=3",
-                    "depth": 4,
-                    "sp.target_nonzeros": 1236,
-                    "read_at": "end",
-                    "optimizer": "muon",
-                    "muon_lr": 0.003,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "planted:17:depth=5,width=3",
-                    "depth": 5,
-                    "sp.target_nonzeros": 361,
-                    "read_at": "end",
-                    "optimizer": "adam",
-                    "lr": 0.003,
-                },
-                {
-                    "target": "planted:17:depth=5,width=3",
-                    "depth": 5,
-                    "sp.target_nonzeros": 361,
-                    "read_at": "end",
-                    "optimizer": "muon",
-                    "muon_lr": 0.003,
-                    "adamw_lr": 0.01,
-                },
-                {
-                    "target": "planted:18:depth=5,width=3",
-                    "depth": 5,
-                    "sp.target_nonzeros": 1876,
-                    "read_at": "end",
-                    "optimizer": "adam",
-                    "lr": 0.003,
-                },
-                {
-                    "target": "planted:18:depth=5,width=3",
-                    "depth": 5,
-                    "sp.target_nonzeros": 1876,
-                    "read_at": "end",
-                    "optimizer": "muon",
-                    "muon_lr": 0.003,
-                    "adamw_lr": 0.01,
-                },
-            ],
-            config={
-                "width": 24,
-                "device": "cpu",
-                "judge": "anchored-v2",
-                "deltas": [-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0],
-                "keep_net": True,
-                "hessian_iters": 50,
-            },
+            _at_count(planted),
+            "planted",
         ),
     }

@@ -582,22 +582,82 @@ def size_twins(judge: str = "anchored", root=None) -> pd.DataFrame:
 # The reference plan's chunks (volratio.runs.plan writes them to examples/sweeps/reference.toml)
 
 
+# The source runs' config as the sparse_regime chunk gives it (its reference preset), besides each
+# target's case; and sparse_regime_more's: four more members, with SP only the pruners the
+# connectivity claim compares (no magnitude, random or scratch networks).
+CLAIM_METHODS = ("imp", "wanda", "llm-pruner")  # the pruners the connectivity claim compares with SP
+REFERENCE_SOURCE = {"scale": "reference"}
+MORE_SOURCE = {**REFERENCE_SOURCE, "members": 4, "methods": list(CLAIM_METHODS), "scratch": False}
+# The score chunks' judges: the regime_point default's three (the first deciding) and the gated one;
+# and the library's default, "anchored-v2", which decides the claim (a judge added later: its own chunks)
+REGIME_JUDGES = ["anchored", "anchored-gated", "anchored-ssim", "stability"]
+V2_JUDGE = "anchored-v2"
+MAX_PARAMS = 1000  # the score chunks' emc2.max_params: every non-zero weight up to 1,000 (SP's end: ≤ 918)
+# The six planted targets of L* = 3..5 (width 3), each at L* with the non-zero count SP stops at there:
+# chunk depth_matched_planted's count at L* (depth_regime.MATCHED_COUNTS), where their networks still fit
+PLANTED_AT_TRUE_DEPTH = {
+    "planted:13:depth=3,width=3": 744,
+    "planted:14:depth=3,width=3": 956,
+    "planted:15:depth=4,width=3": 443,
+    "planted:16:depth=4,width=3": 1236,
+    "planted:17:depth=5,width=3": 361,
+    "planted:18:depth=5,width=3": 1876,
+}
+PLANTED_WIDTH = 24  # the planted targets' start: 8 × their W_min = 3
+
+
+def _populations(cfg: Config) -> list:
+    """The populations a `sparse_regime` run of `cfg` stores, as `regime_point` names them
+    (<method>_<checkpoint>: `artifact_name`): at each checkpoint and at SP's end, SP, each of
+    `methods`, and the scratch networks where `scratch`."""
+    stages = [f"{s:.2f}" for s in sorted(cfg.checkpoints)] + ["end"]
+    methods = ["sp", *cfg.methods, *(["scratch"] if cfg.scratch else [])]
+    return [artifact_name((method, stage)) for stage in stages for method in methods]
+
+
 def reference_chunks() -> dict:
     """The chunks of the reference plan that this experiment owns (`volratio.runs.plan.Chunk`: a
     sweep spec and why it runs what it runs): the reference preset, one run per Picbreeder target
     pruned to its network's non-zero count (`volratio.data.picbreeder.NONZEROS`), and the scores of
     its stored populations (run function regime_point)."""
+    ref = Config.reference()
+    more_seed = ref.seed + ref.members  # sparse_regime_more's members follow the reference chunk's
     picbreeder_cases = [{"target": f"picbreeder:{n}", "target_nonzeros": c} for n, c in NONZEROS.items()]
+    every = _populations(ref)  # SP, every baseline and the scratch networks
+    claim = _populations(replace(ref, methods=CLAIM_METHODS, scratch=False))  # SP and the claim's pruners
+
+    sources = {REFERENCE_CHUNK: (REFERENCE_SOURCE, ref.seed), MORE_CHUNK: (MORE_SOURCE, more_seed)}
+
+    def scores(chunk: str, populations: list, judges: list, why: str, notes: dict, extra: "dict | None" = None):
+        """A regime_point chunk: one run per target × population of the source chunk `chunk`."""
+        source, seed = sources[chunk]
+        return Chunk(
+            run="regime_point",
+            why=why,
+            seeds=[seed],
+            cases=[{"source": {**source, **case}} for case in picbreeder_cases],
+            config={
+                **({"chunk": chunk} if chunk != Point.chunk else {}),  # regime_point's default: REFERENCE_CHUNK
+                "judges": judges,
+                "emc2.max_params": MAX_PARAMS,
+                **(extra or {}),
+            },
+            grid={"population": populations},
+            notes=notes,
+        )
+
+    as_scored = {"emc2.max_params": f"as {SCORE_CHUNK}"}
     return {
-        "sparse_regime": Chunk(
+        REFERENCE_CHUNK: Chunk(
             run="sparse_regime",
-            why=(
-                "---------------------------------------------------------------------------------------------------"
-                " The sparse regime: SP from over-parameterised networks down to the Picbreeder networks' "
+            heading=(
+                "The sparse regime: SP from over-parameterised networks down to the Picbreeder networks' "
                 "sparsity, and EMC2 of every population. Measured here (one thread, fused kernel, ≈ 22 ms a "
                 "training step at width 64, 64×64, three networks, against 48 on the fast path): a sparse_regime "
                 "run takes 35–36 CPU-minutes (skull, butterfly; manifest), most of it the baselines' fine-tuning "
-                "for SP's whole retraining budget (SP needed 37–40 rounds of 300 steps).\n"
+                "for SP's whole retraining budget (SP needed 37–40 rounds of 300 steps)."
+            ),
+            why=(
                 "The sparse regime (claims decided on specifically sparse networks): the sparse_regime "
                 "experiment's reference preset — width 64, depth 6, 64×64, three members, SP unguarded down its τ"
                 " schedule to the Picbreeder network's non-zero count (skull 147, butterfly 281, apple 918), the "
@@ -605,15 +665,14 @@ def reference_chunks() -> dict:
                 "population is stored (net_<method>_<checkpoint>), so the claims decided in the regime score "
                 "these networks."
             ),
-            seeds=[0],
-            threads=1,
-            cases=[
-                *picbreeder_cases,
-            ],
-            config={"scale": "reference"},
+            seeds=[ref.seed],
+            cases=picbreeder_cases,
+            config=dict(REFERENCE_SOURCE),
         ),
-        "sparse_regime_emc2": Chunk(
-            run="regime_point",
+        SCORE_CHUNK: scores(
+            REFERENCE_CHUNK,
+            every,
+            REGIME_JUDGES,
             why=(
                 "EMC2 of the sparse regime's stored populations (claims decided in the regime): every non-zero "
                 "weight of every member up to 1,000 (fused engine, float32; see below), at 75 % sparsity and at "
@@ -622,77 +681,24 @@ def reference_chunks() -> dict:
                 "sparse_regime chunk by the source run's config (the run fails, naming the chunk to run, if it is"
                 " not stored)."
             ),
-            seeds=[0],
-            threads=1,
-            cases=[
-                {"source": {"scale": "reference", "target": "picbreeder:skull", "target_nonzeros": 147}},
-                {"source": {"scale": "reference", "target": "picbreeder:butterfly", "target_nonzeros": 281}},
-                {"source": {"scale": "reference", "target": "picbreeder:apple", "target_nonzeros": 918}},
-            ],
-            config={"judges": ["anchored", "anchored-gated", "anchored-ssim", "stability"], "emc2.max_params": 1000},
-            grid={
-                "population": [
-                    "sp_0p75",
-                    "imp_0p75",
-                    "wanda_0p75",
-                    "llm-pruner_0p75",
-                    "magnitude_0p75",
-                    "random_0p75",
-                    "random-units_0p75",
-                    "scratch_0p75",
-                    "sp_end",
-                    "imp_end",
-                    "wanda_end",
-                    "llm-pruner_end",
-                    "magnitude_end",
-                    "random_end",
-                    "random-units_end",
-                    "scratch_end",
-                ]
-            },
             notes={
                 "judges": "the regime_point default's three judges, and the gated one: the regime's sparsest networks may draw flat pages and blobs, which only \"anchored-gated\" refuses on structure",
                 "emc2.max_params": "every non-zero weight where a network has at most 1,000 (SP's end: the Picbreeder counts, apple's 918 the largest), else a seeded uniform subsample of 1,000 per network, as twins16 (75 % sparsity: ≈ 5,200 non-zero weights). Every weight there is 125,000 images per population under four judges: the first such run had not finished after 7 CPU-minutes, which puts the chunk past 3 CPU-hours.",
             },
         ),
-        "sparse_regime_emc2_scaled": Chunk(
-            run="regime_point",
+        SCALED_CHUNK: scores(
+            REFERENCE_CHUNK,
+            every,
+            REGIME_JUDGES[:1],
             why=(
                 "The same populations with δ on each weight's scale (w ← w + δ × the std of the non-zero weights "
                 "of its layer), under the deciding judge: the robustness row of the regime's claim, as the depth,"
                 " optimizer, scenes and twin chunks have theirs (their rescore runs)."
             ),
-            seeds=[0],
-            threads=1,
-            cases=[
-                {"source": {"scale": "reference", "target": "picbreeder:skull", "target_nonzeros": 147}},
-                {"source": {"scale": "reference", "target": "picbreeder:butterfly", "target_nonzeros": 281}},
-                {"source": {"scale": "reference", "target": "picbreeder:apple", "target_nonzeros": 918}},
-            ],
-            config={"judges": ["anchored"], "emc2.max_params": 1000, "emc2.delta_scale": "layer_std"},
-            grid={
-                "population": [
-                    "sp_0p75",
-                    "imp_0p75",
-                    "wanda_0p75",
-                    "llm-pruner_0p75",
-                    "magnitude_0p75",
-                    "random_0p75",
-                    "random-units_0p75",
-                    "scratch_0p75",
-                    "sp_end",
-                    "imp_end",
-                    "wanda_end",
-                    "llm-pruner_end",
-                    "magnitude_end",
-                    "random_end",
-                    "random-units_end",
-                    "scratch_end",
-                ]
-            },
-            notes={"emc2.max_params": "as sparse_regime_emc2"},
+            notes=as_scored,
+            extra={"emc2.delta_scale": "layer_std"},
         ),
-        "sparse_regime_more": Chunk(
+        MORE_CHUNK: Chunk(
             run="sparse_regime",
             why=(
                 "More networks for the connectivity claim. At three networks a cell its pooled interval is about "
@@ -702,154 +708,39 @@ def reference_chunks() -> dict:
                 "networks, which the claim does not compare), and their EMC2 as sparse_regime_emc2 scores it. "
                 "Resumable: one run per target."
             ),
-            seeds=[3],
-            threads=1,
-            cases=[
-                *picbreeder_cases,
-            ],
-            config={"scale": "reference", "members": 4, "methods": ["imp", "wanda", "llm-pruner"], "scratch": False},
+            seeds=[more_seed],
+            cases=picbreeder_cases,
+            config=dict(MORE_SOURCE),
         ),
-        "sparse_regime_more_emc2": Chunk(
-            run="regime_point",
+        MORE_SCORE_CHUNK: scores(
+            MORE_CHUNK,
+            claim,
+            REGIME_JUDGES,
             why=(
                 "The EMC2 of sparse_regime_more's populations (seeds 3–6), scored as sparse_regime_emc2 scores its "
                 "own: SP and the claim's three pruners at 75 % sparsity and at SP's end, one run per target × "
                 "population, each reading its network from the chunk sparse_regime_more."
             ),
-            seeds=[3],
-            threads=1,
-            cases=[
-                {
-                    "source": {
-                        "scale": "reference",
-                        "members": 4,
-                        "methods": ["imp", "wanda", "llm-pruner"],
-                        "scratch": False,
-                        "target": "picbreeder:skull",
-                        "target_nonzeros": 147,
-                    }
-                },
-                {
-                    "source": {
-                        "scale": "reference",
-                        "members": 4,
-                        "methods": ["imp", "wanda", "llm-pruner"],
-                        "scratch": False,
-                        "target": "picbreeder:butterfly",
-                        "target_nonzeros": 281,
-                    }
-                },
-                {
-                    "source": {
-                        "scale": "reference",
-                        "members": 4,
-                        "methods": ["imp", "wanda", "llm-pruner"],
-                        "scratch": False,
-                        "target": "picbreeder:apple",
-                        "target_nonzeros": 918,
-                    }
-                },
-            ],
-            config={
-                "chunk": "sparse_regime_more",
-                "judges": ["anchored", "anchored-gated", "anchored-ssim", "stability"],
-                "emc2.max_params": 1000,
-            },
-            grid={
-                "population": [
-                    "sp_0p75",
-                    "imp_0p75",
-                    "wanda_0p75",
-                    "llm-pruner_0p75",
-                    "sp_end",
-                    "imp_end",
-                    "wanda_end",
-                    "llm-pruner_end",
-                ]
-            },
-            notes={"judges": "as sparse_regime_emc2", "emc2.max_params": "as sparse_regime_emc2"},
+            notes={"judges": f"as {SCORE_CHUNK}", **as_scored},
         ),
-        "sparse_regime_emc2_v2": Chunk(
-            run="regime_point",
+        V2_SCORE_CHUNKS[0]: scores(
+            REFERENCE_CHUNK,
+            claim,
+            [V2_JUDGE],
             why=(
                 'The same populations under the default judge, "anchored-v2" (aligned, gated, refit on degraded '
                 "drawings; volratio.calibration.fit_v2), which decides the claim: the regime's runs score their "
                 "populations under a list of judges, so a judge added later is its own chunk (a run per "
                 "population, as above)."
             ),
-            seeds=[0],
-            threads=1,
-            cases=[
-                {"source": {"scale": "reference", "target": "picbreeder:skull", "target_nonzeros": 147}},
-                {"source": {"scale": "reference", "target": "picbreeder:butterfly", "target_nonzeros": 281}},
-                {"source": {"scale": "reference", "target": "picbreeder:apple", "target_nonzeros": 918}},
-            ],
-            config={"judges": ["anchored-v2"], "emc2.max_params": 1000},
-            grid={
-                "population": [
-                    "sp_0p75",
-                    "imp_0p75",
-                    "wanda_0p75",
-                    "llm-pruner_0p75",
-                    "sp_end",
-                    "imp_end",
-                    "wanda_end",
-                    "llm-pruner_end",
-                ]
-            },
-            notes={"emc2.max_params": "as sparse_regime_emc2"},
+            notes=as_scored,
         ),
-        "sparse_regime_more_emc2_v2": Chunk(
-            run="regime_point",
-            why=("The populations of sparse_regime_more under the default judge, as sparse_regime_emc2_v2."),
-            seeds=[3],
-            threads=1,
-            cases=[
-                {
-                    "source": {
-                        "scale": "reference",
-                        "members": 4,
-                        "methods": ["imp", "wanda", "llm-pruner"],
-                        "scratch": False,
-                        "target": "picbreeder:skull",
-                        "target_nonzeros": 147,
-                    }
-                },
-                {
-                    "source": {
-                        "scale": "reference",
-                        "members": 4,
-                        "methods": ["imp", "wanda", "llm-pruner"],
-                        "scratch": False,
-                        "target": "picbreeder:butterfly",
-                        "target_nonzeros": 281,
-                    }
-                },
-                {
-                    "source": {
-                        "scale": "reference",
-                        "members": 4,
-                        "methods": ["imp", "wanda", "llm-pruner"],
-                        "scratch": False,
-                        "target": "picbreeder:apple",
-                        "target_nonzeros": 918,
-                    }
-                },
-            ],
-            config={"chunk": "sparse_regime_more", "judges": ["anchored-v2"], "emc2.max_params": 1000},
-            grid={
-                "population": [
-                    "sp_0p75",
-                    "imp_0p75",
-                    "wanda_0p75",
-                    "llm-pruner_0p75",
-                    "sp_end",
-                    "imp_end",
-                    "wanda_end",
-                    "llm-pruner_end",
-                ]
-            },
-            notes={"emc2.max_params": "as sparse_regime_emc2"},
+        V2_SCORE_CHUNKS[1]: scores(
+            MORE_CHUNK,
+            claim,
+            [V2_JUDGE],
+            why="The populations of sparse_regime_more under the default judge, as sparse_regime_emc2_v2.",
+            notes=as_scored,
         ),
         "sparse_regime_planted": Chunk(
             run="sparse_regime",
@@ -860,16 +751,11 @@ def reference_chunks() -> dict:
                 "checkpoint, lies past the count where SP's planted networks stop fitting). Every population "
                 "stored: 6 runs."
             ),
-            seeds=[0],
-            threads=1,
+            seeds=[ref.seed],
             cases=[
-                {"target": "planted:13:depth=3,width=3", "depth": 3, "target_nonzeros": 744},
-                {"target": "planted:14:depth=3,width=3", "depth": 3, "target_nonzeros": 956},
-                {"target": "planted:15:depth=4,width=3", "depth": 4, "target_nonzeros": 443},
-                {"target": "planted:16:depth=4,width=3", "depth": 4, "target_nonzeros": 1236},
-                {"target": "planted:17:depth=5,width=3", "depth": 5, "target_nonzeros": 361},
-                {"target": "planted:18:depth=5,width=3", "depth": 5, "target_nonzeros": 1876},
+                {"target": t, "depth": get_target(t).depth, "target_nonzeros": n}
+                for t, n in PLANTED_AT_TRUE_DEPTH.items()
             ],
-            config={"scale": "reference", "width": 24, "checkpoints": []},
+            config={**REFERENCE_SOURCE, "width": PLANTED_WIDTH, "checkpoints": []},
         ),
     }

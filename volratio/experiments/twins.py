@@ -408,30 +408,47 @@ def paired(table, judge: str = "anchored", z: float = 1.96, failed: str = "exclu
 # The reference plan's chunks (volratio.runs.plan writes them to examples/sweeps/reference.toml)
 
 
+TWIN_MAX_PARAMS = 1000  # as stored: ≥ every Picbreeder network's non-zero weights; the twins' seeded subsample
+TWIN_ANCHOR = "image"  # as stored: the target's own image (the one-anchor reading is each chunk's rescore)
+
+
 def reference_chunks() -> dict:
     """The chunks of the reference plan that this experiment owns (`volratio.runs.plan.Chunk`: a
-    sweep spec and why it runs what it runs)."""
-    return {
-        "twins16_picbreeder": Chunk(
+    sweep spec and why it runs what it runs): the sixteen-target comparison, each Picbreeder target's
+    network and its dense twins (run function twin_point), one run per target and seed."""
+
+    def twin_point(network: str, seeds: list, why: str, notes: dict) -> Chunk:
+        config = {"network": network, "max_params": TWIN_MAX_PARAMS, "anchor": TWIN_ANCHOR}
+        return Chunk(
             run="twin_point",
+            why=why,
+            seeds=seeds,
+            config=config,
+            grid={"target": list(picbreeder.ALL_NAMES)},
+            notes=notes,
+        )
+
+    return {
+        "twins16_picbreeder": twin_point(
+            "picbreeder",
+            [0],
             why=(
                 'Picbreeder vs dense SGD on all sixteen Picbreeder targets (claim "picbreeder-vs-sgd", its '
                 "sixteen-target comparison; run function twin_point, no experiment's preset): each target's "
                 "Picbreeder network (the layerized genome, or the fork's layered network for the thirteen without"
-                " a genome), scored on every non-zero weight (≤ 918) …\n"
-                "(\"png\", the twins' training image) is the chunk's rescore under --anchor png"
+                " a genome), scored on every non-zero weight (≤ 918) …"
             ),
-            seeds=[0],
-            threads=1,
-            config={"network": "picbreeder", "max_params": 1000, "anchor": "image"},
-            grid={"target": list(picbreeder.ALL_NAMES)},
             notes={
                 "max_params": "as stored; ≥ every network's non-zero weights, so every weight is scored",
-                "anchor": "as stored: judged against the target's own image (its render); the one-anchor reading",
+                "anchor": (
+                    "as stored: judged against the target's own image (its render); the one-anchor reading "
+                    "(\"png\", the twins' training image) is the chunk's rescore under --anchor png"
+                ),
             },
         ),
-        "twins16": Chunk(
-            run="twin_point",
+        "twins16": twin_point(
+            "twin",
+            [0, 1, 2],
             why=(
                 "… against three dense twins per target: the Picbreeder network's own architecture (depth, width,"
                 " per-unit activations), FER's recipe (LeCun-normal init, Adam at 3e-3 (apple 3e-4), the gradient"
@@ -445,10 +462,6 @@ def reference_chunks() -> dict:
                 "Picbreeder network is scored by the rule fitted without its verdict rows, the twins by the "
                 "all-rows rule, the fold stored with each score (volratio.runs.score)."
             ),
-            seeds=[0, 1, 2],
-            threads=1,
-            config={"network": "twin", "max_params": 1000, "anchor": "image"},
-            grid={"target": list(picbreeder.ALL_NAMES)},
             notes={
                 "max_params": "the seeded subsample the chunk was scored on (twin_point's default is every weight)",
                 "anchor": "as stored (see twins16_picbreeder); rescored under --anchor png",

@@ -212,71 +212,77 @@ def stored_basin(root=None, names=BASIN_CHUNKS) -> dict:
 # The reference plan's chunks (volratio.runs.plan writes them to examples/sweeps/reference.toml)
 
 
+W_MIN = 2  # the Boolean targets' minimal width: the depth axis beyond each target's depths runs there
+
+
 def reference_chunks() -> dict:
     """The chunks of the reference plan that this experiment owns (`volratio.runs.plan.Chunk`: a
-    sweep spec and why it runs what it runs)."""
-    return {
-        "rho": Chunk(
+    sweep spec and why it runs what it runs): the reference preset's cells (`REFERENCE_GRIDS`), one
+    run per target × cell, the targets of the same depths in one chunk (their depths at every width,
+    and their further depths at W_min in another); and the basin model's cells."""
+    ref = Config.reference()
+    by_depths: dict = {}  # (depths at every width, further depths at W_min) -> targets
+    for t, Ls, deeper in REFERENCE_GRIDS:
+        by_depths.setdefault((tuple(Ls), tuple(deeper)), []).append(t)
+    ((Ls, deeper), targets), ((deep_Ls, deep_deeper), deep) = by_depths.items()
+
+    def rho(why: str, targets: list, Ls, Ws, notes: "dict | None" = None) -> Chunk:
+        """One run per target × cell (one target per run, so one entry of `samples`), the Boolean model only."""
+        return Chunk(
             run="volume_ratio",
-            why=(
+            why=why,
+            seeds=[ref.seed],
+            config={"scale": ref.scale, "samples": list(ref.samples[:1]), "basin_Ws": []},
+            grid={"targets": [[t] for t in targets], "Ls": [[L] for L in Ls], "Ws": [[W] for W in Ws]},
+            notes=notes or {},
+        )
+
+    return {
+        "rho": rho(
+            (
                 'ρ(W, L) of the Boolean model (claim "rho-concentrated"): the volume_ratio experiment\'s reference'
                 " preset — up to 10⁸ networks per cell, a cell stopping once ρ's relative interval width is ≤ 0.1"
                 " — one run per target × cell, so that every run is small enough to re-run in a check. Cells "
                 "without compositional solutions run all 10⁸, so each target gets ≥ 10⁸ networks (the store says "
                 "how many)."
             ),
-            seeds=[0],
-            threads=1,
-            config={"scale": "reference", "samples": [100000000], "basin_Ws": []},
-            grid={"targets": [["chain:2"], ["tree:2:2"]], "Ls": [[1], [2], [3], [4]], "Ws": [[1], [2], [3], [4], [6]]},
+            targets,
+            Ls,
+            REFERENCE_WS,
             notes={
                 "samples": "one entry per target: each run has one target",
                 "basin_Ws": "the basin model is its own chunk",
             },
         ),
-        "rho_wmin": Chunk(
-            run="volume_ratio",
-            why=(
+        "rho_wmin": rho(
+            (
                 'The depth axis at W = W_min = 2 (claim "ρ decays exponentially in depth"): the rho chunk\'s L ≤ 4'
                 " leaves the depth fit 3 cells (1 degree of freedom) — its interval ±0.3 per layer however many "
                 "networks each cell sees. L = 5..8 at W = 2 makes it 7 cells. Same rule (≤ 10⁸, width 0.1)."
             ),
-            seeds=[0],
-            threads=1,
-            config={"scale": "reference", "samples": [100000000], "basin_Ws": []},
-            grid={"targets": [["chain:2"], ["tree:2:2"]], "Ls": [[5], [6], [7], [8]], "Ws": [[2]]},
+            targets,
+            deeper,
+            [W_MIN],
         ),
-        "rho_deep": Chunk(
-            run="volume_ratio",
-            why=(
+        "rho_deep": rho(
+            (
                 "ρ(W, L) of the depth-3 target of the chapter (L* = 3, so depths up to 5 bracket it), same rule. "
                 "Its compositional solutions are rarer: most cells run all 10⁸ networks (pilot: 0.2–0.9 CPU-s per"
                 " 10⁶ networks, so ~20 CPU-minutes for the 25 cells)."
             ),
-            seeds=[0],
-            threads=1,
-            config={"scale": "reference", "samples": [100000000], "basin_Ws": []},
-            grid={
-                "targets": [["dag:3:depth=3,arity=2,inputs=3,primitives=3"]],
-                "Ls": [[1], [2], [3], [4], [5]],
-                "Ws": [[1], [2], [3], [4], [6]],
-            },
+            deep,
+            deep_Ls,
+            REFERENCE_WS,
         ),
-        "rho_deep_wmin": Chunk(
-            run="volume_ratio",
-            why=(
+        "rho_deep_wmin": rho(
+            (
                 "The depth axis of the depth-3 target at W = W_min = 2 (L = 6..9): rho_deep's L ≤ 5 leaves its "
                 "depth fit 3 cells at W_min (L* = 3, 4, 5; one degree of freedom), as rho for the other two "
                 "targets before rho_wmin. Same rule (≤ 10⁸ networks per cell, width 0.1)."
             ),
-            seeds=[0],
-            threads=1,
-            config={"scale": "reference", "samples": [100000000], "basin_Ws": []},
-            grid={
-                "targets": [["dag:3:depth=3,arity=2,inputs=3,primitives=3"]],
-                "Ls": [[6], [7], [8], [9]],
-                "Ws": [[2]],
-            },
+            deep,
+            deep_deeper,
+            [W_MIN],
         ),
         "rho_basin": Chunk(
             run="volume_ratio",
@@ -288,9 +294,8 @@ def reference_chunks() -> dict:
                 "under the calibrated judge). One run per cell; pilot at K = 64: 4 CPU-s for (W, L) = (2, 1), 33 "
                 "for (8, 3)."
             ),
-            seeds=[0],
-            threads=1,
-            config={"scale": "reference", "targets": [], "samples": [], "basin.population": 256},
-            grid={"basin_Ws": [[2], [4], [8]], "basin_Ls": [[1], [2], [3]]},
+            seeds=[ref.seed],
+            config={"scale": ref.scale, "targets": [], "samples": [], "basin.population": ref.basin.population},
+            grid={"basin_Ws": [[W] for W in ref.basin_Ws], "basin_Ls": [[L] for L in ref.basin_Ls]},
         ),
     }
