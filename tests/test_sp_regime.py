@@ -289,6 +289,41 @@ def test_regime_point_scores_a_population_it_finds_by_its_source_config(tmp_path
     assert out == again  # bit for bit
 
 
+def test_the_regime_s_score_stage_in_memory_equals_regime_point_on_the_stored_population(tmp_path):
+    """Train once, score under any reading: `sparse_regime.score(trained, Reading(judge))` gives every
+    member of a population the AUC a `regime_point` run computes for the same population stored by a
+    `sparse_regime` run of the same config; the default reading is the frontier without a score."""
+    from volratio.emc2 import EMC2Config
+    from volratio.emc2.reading import Reading
+    from volratio.experiments import sparse_regime as S
+    from volratio.runs import reference as R
+    from volratio.runs.registry import get_run, make_config
+
+    source = {"target": "planted:0", "members": 2, "width": 8, "depth": 2, "res": 8, "dense_steps": 30,
+              "target_nonzeros": 30, "checkpoints": [0.5], "methods": ["magnitude"], "scratch": False,
+              "keep_nets": True, "device": "cpu", "sp.rounds": 4, "sp.retrain_steps": 5}  # fmt: skip
+    plan = {"src": R.Sweep.from_dict({"name": "src", "run": "sparse_regime", "seeds": [0], "config": source})}
+    R.run_chunk(plan, "src", tmp_path, progress=False)
+    stored = get_run("regime_point").reading_store(tmp_path)
+    trained = S.train(make_config("sparse_regime", "quick", source))
+    ec = EMC2Config(res=8, deltas=(-1.0, 1.0), max_params=None, engine="fused", dtype="float32", device="cpu")
+    assert "emc2_auc" not in S.score(trained).table and S.score(trained).judge is None
+    for judge in ("anchored", "stability"):
+        res = S.score(trained, Reading(judge), ec)
+        assert res.judge == judge and set(res.table["judge"]) == {judge}
+        for population in ("sp_0p50", "magnitude_0p50", "dense_dense"):
+            method, _, ckpt = population.rpartition("_")
+            out = stored({"source": source, "population": population, "chunk": "src", "judges": [judge],
+                          "emc2.res": 8, "emc2.deltas": [-1.0, 1.0]})  # fmt: skip
+            rows = res.table[(res.table["kind"] == "checkpoint") & (res.table["method"] == method)]
+            rows = rows[rows["checkpoint"].astype(str).str.replace(".", "p") == ckpt].sort_values("member")
+            assert list(rows["emc2_auc"]) == out[f"auc_{judge}"] and len(rows) == 2
+    trajectory = res.table[res.table["kind"] == "trajectory"]
+    assert trajectory["emc2_auc"].isna().all()  # SP's rounds keep no network: nothing to score
+    with pytest.raises(Exception, match="under a judge"):
+        S.score(trained, Reading(delta_scale="layer_std"))
+
+
 def test_regime_point_scores_only_the_populations_the_source_could_not_make_as_failed(tmp_path):
     """A stored source run records a baseline it could not match as `failed` rows; regime_point
     reports exactly those populations as failed and scores every other one (the stored NaN of the

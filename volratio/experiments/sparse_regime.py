@@ -25,6 +25,10 @@ trajectory (`kind` "trajectory", one row per member × round). Columns: `nonzero
 `loss`, `loss_ratio` (÷ the member's dense MSE), `collapsed`, `live_units`. Extras: `nets`
 (`{(method, checkpoint): population}`), `images`, `config`.
 
+`score(trained, Reading(judge))` scores every trained population under a judge without training
+again (EMC2 on every non-zero weight by default); a `regime_point` run does the same for one
+population a `sparse_regime` run stored (`score_population` is their one scorer).
+
 `endpoint_grid(base, taus, retrain_steps)`: SP alone from the same dense networks, once per start of
 the τ schedule × retraining steps per round, each read at its end point and at its fit point (`at_fit`):
 how where SP ends moves with those two choices.
@@ -36,7 +40,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -44,9 +48,11 @@ import pandas as pd
 import torch
 
 from .. import emc2
+from ..data.anchors import anchor_image
 from ..data.picbreeder import NONZEROS
 from ..data.targets import get_target
 from ..emc2 import EMC2Config
+from ..emc2.reading import Reading
 from ..judges.registry import JUDGES
 from ..nets import CoordMLP
 from ..prune import BASELINES, PruneError, collapsed, prune
@@ -63,7 +69,7 @@ from ..train import PATHS, TrainConfig
 from ..train import train as train_network
 from ..util.limits import above, at_least, between, one_of, parsed_by
 from ..util.presets import Presets, configure
-from ._base import PAPER, ExperimentError, Result, Trained, unscored
+from ._base import PAPER, ExperimentError, Result, Trained, check_reading, unscored
 
 METHODS = BASELINES  # baselines matched per layer to SP (volratio.prune.BASELINES)
 SCHEDULE = TAU_SCHEDULE  # τ after the first 0.95, most similar pair first
@@ -158,8 +164,34 @@ def train(config: Config | None = None, *, progress=None) -> Trained:
     )
 
 
-# the frontier has no EMC2 score (fit and size only): its stored populations are scored by `point`
-score = unscored
+def score(trained: Trained, reading: Reading = PAPER, emc2_config: EMC2Config | None = None) -> Result:
+    """The trained populations scored under `reading`. The default reading is the frontier as trained,
+    fit and size only (no judge). A reading that names a judge scores every member of every population
+    with EMC2 under it, as a `regime_point` run scores a stored population (`score_population`), at
+    `emc2_config` (default `Point().emc2`: every non-zero weight, fused engine) under the reading's δ
+    scale, weights, engine, device and anchor; its checkpoint rows gain `emc2_auc`, `base_kept` and
+    `judge`."""
+    check_reading(reading)
+    if reading.judge is None:
+        if reading != PAPER:
+            raise ExperimentError(f"sparse_regime: score its populations under a judge: Reading(judge=NAME, …), "
+                                  f"not {reading.describe()}")  # fmt: skip
+        return unscored(trained, reading)
+    t0, cfg = time.time(), trained.config
+    settings = {k: v for k, v in asdict(emc2_config or Point().emc2).items() if k != "member"}
+    ec = EMC2Config(**reading.emc2(settings))
+    scored = {}  # (method, checkpoint, member) -> (auc, base_kept)
+    for (method, ckpt), net in trained.networks.items():
+        m = score_population(net, cfg.target, [reading.judge], ec, anchor=reading.anchor)
+        for k, (auc, kept) in enumerate(zip(m[f"auc_{reading.judge}"], m[f"base_kept_{reading.judge}"])):
+            scored[(method, ckpt, k)] = (auc, kept)
+    table = trained.table.copy()
+    at = [scored.get((r["method"], r["checkpoint"], r["member"])) if r["kind"] == "checkpoint" else None
+          for r in table.to_dict("records")]  # fmt: skip
+    table["emc2_auc"] = [float("nan") if s is None else s[0] for s in at]
+    table["base_kept"] = [None if s is None else s[1] for s in at]
+    table["judge"] = reading.judge
+    return trained.result(table, reading.judge, time.time() - t0)
 
 
 def run(config: Config | None = None, *, progress=None) -> Result:
@@ -475,11 +507,22 @@ def point(config: dict, root: "str | Path | None" = None) -> dict:
     net = CoordMLP.load(path)
     out = {"source_key": key, "net_sha256": sha256_file(path), "nonzero": [int(n) for n in net.nonzero()],
            "sparsity": [float(s) for s in weight_sparsity(net.masks)]}  # fmt: skip
-    label = emc2.target_label(cfg.source["target"])
+    return {**out, **score_population(net, cfg.source["target"], cfg.judges, cfg.emc2, cfg.calibration_seed)}
+
+
+def score_population(
+    net: CoordMLP, target: str, judges, ec: EMC2Config, calibration_seed: int = 0, anchor: str = "image"
+) -> dict:
+    """EMC2 of every member of `net` on `target` under each of `judges` (on the same perturbed images),
+    at the settings `ec` (`member` ignored), the label-anchored judges compared with `anchor`
+    (`volratio.data.anchors`). One list entry per member: `auc_<judge>`, `base_kept_<judge>`, and
+    `n_params` (the weights scored)."""
+    label, out = emc2.target_label(target), {}
     for k in range(net.population):
-        ec = replace(cfg.emc2, member=k)
-        js = emc2.judges_for(net, list(cfg.judges), cfg.source["target"], ec, calibration_seed=cfg.calibration_seed)
-        for r in emc2.score(net, js, label, ec):
+        ek = replace(ec, member=k)
+        image = None if anchor == "image" else anchor_image(target, ek.res, anchor)
+        js = emc2.judges_for(net, list(judges), target, ek, calibration_seed=calibration_seed, anchor=image)
+        for r in emc2.score(net, js, label, ek):
             out.setdefault(f"auc_{r.judge}", []).append(float(r.auc))
             out.setdefault(f"base_kept_{r.judge}", []).append(bool(r.base_kept))
         out.setdefault("n_params", []).append(int(r.n_params))
