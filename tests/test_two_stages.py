@@ -12,6 +12,7 @@ import pytest
 from experiment_sizes import NEEDS_PICBREEDER, TINY
 
 from volratio.emc2.reading import Reading
+from volratio.errors import VolratioError
 from volratio.experiments._base import PAPER, ExperimentError, Result, Trained
 from volratio.runs import registry
 
@@ -67,11 +68,33 @@ def test_a_reading_s_judge_rescores_the_trained_networks_as_the_judges_beside_th
         pd.testing.assert_frame_equal(first, again)
 
 
-@pytest.mark.parametrize("name", ["frames", "depth_regime"])
+@pytest.mark.parametrize("name", ["depth_regime", "unknown_targets", "optimizers"])
+def test_a_sweep_s_stored_networks_rescored_under_their_own_judge_give_the_run_s_own_result(name, tmp_path, request):
+    """The sweeps' points score as they train and store their networks; scored again in memory under
+    their own judge (`volratio.runs.depth_sweep.rescored`, the score stage's scorer) they give the
+    trained result exactly, and under another judge they name that judge in every run."""
+    mod, cfg, kw = _tiny(name, tmp_path, request, "a")
+    if name == "optimizers":  # its runs keep no network unless asked
+        with pytest.raises(VolratioError, match="keep_net"):
+            mod.score(mod.train(cfg, **kw), Reading("stability"))
+        cfg = registry.make_config(name, "quick", {**TINY[name][0], "keep_nets": True})
+    trained = mod.train(cfg, **kw)
+    own = trained.judge
+    assert own == TINY[name][1] != "stability"
+    again = mod.score(trained, Reading(own))
+    pd.testing.assert_frame_equal(_table(again), _table(mod.score(trained, PAPER)))
+    other = mod.score(trained, Reading("stability"))
+    runs = other.extras["runs"] if name == "optimizers" else trained.extras["report"].table
+    assert other.judge == "stability" and set(other.to_frame()["judge"]) == {"stability"}
+    if name == "optimizers":
+        assert set(runs["judge"]) == {"stability"} and len(runs) == len(trained.extras["runs"])
+
+
+@pytest.mark.parametrize("name", ["frames", "twins"])
 def test_a_reading_does_not_apply_where_nothing_is_scored_under_one(name, tmp_path, request):
     mod, cfg, kw = _tiny(name, tmp_path, request, "a")
     trained = mod.train(cfg, **kw)
-    with pytest.raises(ExperimentError, match="no network under a judge" if name == "frames" else "rescore"):
+    with pytest.raises(ExperimentError, match="no network under a judge"):
         mod.score(trained, Reading("stability"))
     with pytest.raises(ExperimentError, match="Reading"):
         mod.score(trained, {"judge": "stability"})

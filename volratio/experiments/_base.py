@@ -18,11 +18,12 @@ An experiment module `volratio.experiments.<name>` has
 
 The default reading, `PAPER = Reading()`, scores each network as the experiment's config says (its
 `judge`, its EMC2 settings). A reading that names a judge scores the same trained networks under
-that judge, without training again. An experiment that scores no network under a judge (frames,
-the toy model, ρ, the interference of learned features, the networks' fit) has only the default
-reading (`unscored`). The experiments that sweep a run function into a store (depth, optimizers,
-scenes) score each point as it trains; their stored networks are scored again under another
-reading by the score stage, `volratio.runs.score` (`volratio reference rescore`).
+that judge, without training again: `connectivity`, `emc2_bench` and `sparse_regime` score the
+networks they hold; the sweeps (`depth_regime`, `optimizers`, `unknown_targets`), whose points score
+as they train, score the networks their runs stored (`volratio.runs.depth_sweep.rescored`, the score
+stage's scorer; `volratio reference rescore` stores such scores beside a reference chunk). An
+experiment that scores no network under a judge (frames, the toy model, ρ, the interference of
+learned features, the twins' fit) has only the default reading (`unscored`).
 
 A config is built from a preset and `key=value` overrides by `volratio.util.presets` (`preset`,
 `configure`), which rejects unknown keys and values of the wrong type before anything runs.
@@ -106,22 +107,16 @@ class Trained:
 
 
 def unscored(trained: Trained, reading: Reading = PAPER) -> Result:
-    """The score stage of an experiment whose training leaves nothing to score under a reading: its
-    training's table, as it is. Only the default reading applies (`ExperimentError` otherwise): the
-    experiment scores no network under a judge, or its runs scored their networks as they trained
-    (`trained.judge`), and their stored networks are scored again by the score stage."""
+    """The score stage of an experiment that leaves nothing to score under a reading: its training's
+    table, as it is. Only the default reading applies (`ExperimentError` otherwise): the experiment
+    scores no network under a judge, or its model fixes its judge (`trained.judge`: ρ's basin model)."""
     check_reading(reading)
     if reading == PAPER:
         return trained.result()
-    if trained.judge is None:
-        raise ExperimentError(
-            f"{trained.experiment} scores no network under a judge, so a reading ({reading.describe()}) "
-            "does not apply to it; score it under the default reading (volratio.experiments._base.PAPER)"
-        )
+    scored = "scores no network under a judge" if trained.judge is None else f"is scored by its model ({trained.judge})"
     raise ExperimentError(
-        f"{trained.experiment}'s runs scored their networks under {trained.judge!r} as they trained; score "
-        f"their stored networks under {reading.describe()} with the score stage: "
-        f"`volratio reference rescore CHUNK {reading.flags()}` (volratio.runs.score)"
+        f"{trained.experiment} {scored}, so a reading ({reading.describe()}) does not apply to it; "
+        "score it under the default reading (volratio.experiments._base.PAPER)"
     )
 
 

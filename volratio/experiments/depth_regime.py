@@ -31,7 +31,7 @@ from ..data.picbreeder import NONZEROS
 from ..data.targets import get_target
 from ..depth import DepthError, fit_predictor
 from ..depth.complexity import png_ratio
-from ..depth.curves import DepthCurve, among_fitting, curve_frame, finite_mean
+from ..depth.curves import DepthCurve, among_fitting, curve_frame, curves_from_table, finite_mean
 from ..depth.point import (
     PICBREEDER,
     PLANTED,
@@ -52,9 +52,9 @@ from ..emc2.reading import Reading
 from ..nets import CoordMLP
 from ..rho import recovery
 from ..runs import recovered, stored
-from ..runs.depth_sweep import depth_sweep, load_nets, make_sweep
+from ..runs.depth_sweep import depth_sweep, load_nets, make_sweep, rescored
 from ..runs.plan import STORED_JUDGE, Chunk, as_stored, changes
-from ._base import PAPER, Result, Timer, Trained, unscored
+from ._base import PAPER, Result, Timer, Trained, check_reading, unscored
 
 __all__ = [
     "PICBREEDER",
@@ -104,30 +104,40 @@ def train(cfg: Config | None = None, *, out=None, executor=None) -> Trained:
     cfg = cfg or Config.quick()
     with Timer() as t:
         curves, report = depth_sweep(cfg.targets, cfg, out=out, executor=executor)
-        ratios = {tg: png_ratio(tg, cfg.ratio_res) for tg in cfg.targets}
-        spots = {tg: c.spot.depth for tg, c in curves.items() if c.spot.depth is not None}
-        predictor = (
-            fit_predictor([ratios[tg].ratio for tg in spots], list(spots.values()), names=list(spots))
-            if len(spots) >= 3 and np.ptp([ratios[tg].ratio for tg in spots]) > 0
-            else None
-        )
+        table, extras = _tabulated(cfg, curves)
+    seeds = sorted({int(s) for s in report.table["seed"]}) if "seed" in report.table else []
+    return Trained("depth_regime", cfg, table, seeds, t.seconds, judge=cfg.judge, extras={**extras, "report": report})
+
+
+def score(trained: Trained, reading: Reading = PAPER) -> Result:
+    """The sweep as its runs scored it (the default reading), or its stored networks scored under a
+    reading's judge without training again (`volratio.runs.depth_sweep.rescored`), and the curves,
+    sweet spots and predictor read from those scores."""
+    check_reading(reading)
+    if reading.judge is None:
+        return unscored(trained, reading)
+    with Timer() as t:
+        table = rescored(trained.extras["report"], reading)
+        table, extras = _tabulated(trained.config, curves_from_table(table, trained.config.tol))
+    return trained.result(table, reading.judge, t.seconds, extras)
+
+
+def _tabulated(cfg: Config, curves: dict) -> tuple:
+    """`(table, extras)` of a depth sweep's `curves`: one row per target × depth with its PNG ratio,
+    true depth and sweet spot; the curves, the ratios and the predictor of sweet-spot depth from the
+    ratio (fitted where ≥ 3 targets have a sweet spot)."""
+    ratios = {tg: png_ratio(tg, cfg.ratio_res) for tg in cfg.targets}
+    spots = {tg: c.spot.depth for tg, c in curves.items() if c.spot.depth is not None}
+    predictor = (
+        fit_predictor([ratios[tg].ratio for tg in spots], list(spots.values()), names=list(spots))
+        if len(spots) >= 3 and np.ptp([ratios[tg].ratio for tg in spots]) > 0
+        else None
+    )
     table = curve_frame(curves)
     table["ratio"] = [ratios[tg].ratio for tg in table["target"]]
     table["true_depth"] = [getattr(get_target(tg), "depth", None) for tg in table["target"]]
     table["sweet_spot"] = [curves[tg].spot.depth for tg in table["target"]]
-    seeds = sorted({int(s) for s in report.table["seed"]}) if "seed" in report.table else []
-    return Trained(
-        "depth_regime",
-        cfg,
-        table,
-        seeds,
-        t.seconds,
-        judge=cfg.judge,
-        extras={"curves": curves, "report": report, "ratios": ratios, "predictor": predictor},
-    )
-
-
-score = unscored  # the points scored as they trained; their stored networks are rescored by the score stage
+    return table, {"curves": curves, "ratios": ratios, "predictor": predictor}
 
 
 def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:

@@ -23,7 +23,7 @@ from ..depth import sparse_point as sparse_depth
 from ..emc2.reading import Reading
 from ..nets import CoordMLP
 from ..runs import stored
-from ..runs.depth_sweep import depth_sweep
+from ..runs.depth_sweep import depth_sweep, rescored
 from ..runs.plan import Chunk, as_stored, changes
 from ..runs.registry import stored_config
 from ..runs.sweep import Sweep, results_dir, run_sweep
@@ -31,7 +31,7 @@ from ..train.flatness import top_eigenvalue
 from ..util.limits import at_least, one_of, parsed_by
 from ..util.presets import Presets, configure
 from ..util.stats import mean_ci
-from ._base import PAPER, ExperimentError, Result, Timer, Trained, unscored
+from ._base import PAPER, ExperimentError, Result, Timer, Trained, check_reading, unscored
 
 # learning rates per optimizer (Muon's own lr and its AdamW lr are TrainConfig's defaults)
 DEFAULT_CASES = (
@@ -230,7 +230,16 @@ def train(cfg: Config | None = None, *, out=None, executor=None, progress: bool 
     )
 
 
-score = unscored  # the runs scored as they trained; their stored networks are rescored by the score stage
+def score(trained: Trained, reading: Reading = PAPER) -> Result:
+    """The study as its runs scored it (the default reading), or their stored networks scored under a
+    reading's judge without training again (`volratio.runs.depth_sweep.rescored`), summarised per
+    optimizer; the depth studied stays the one the training chose."""
+    check_reading(reading)
+    if reading.judge is None:
+        return unscored(trained, reading)
+    with Timer() as t:
+        runs = rescored(trained.extras["report"], reading)
+    return trained.result(summarise(runs), reading.judge, t.seconds, {"runs": runs})
 
 
 def run(cfg: Config | None = None, *, out=None, executor=None, progress: bool | None = False) -> Result:

@@ -22,16 +22,16 @@ from ..data.picbreeder import NONZEROS
 from ..data.targets import get_target
 from ..depth import peak_effect, planted_predictor, sweet_spot
 from ..depth.complexity import png_ratio
-from ..depth.curves import DepthCurve, among_fitting
+from ..depth.curves import DepthCurve, among_fitting, curves_from_table
 from ..depth.point import Config as DepthConfig
 from ..depth.point import Settings
 from ..emc2.reading import Reading
 from ..runs import stored
-from ..runs.depth_sweep import depth_sweep, make_sweep
+from ..runs.depth_sweep import depth_sweep, make_sweep, rescored
 from ..runs.plan import STORED_JUDGE, Chunk, as_stored, changes
 from ..util import pooling
 from ..util.limits import at_least, between, parsed_by
-from ._base import PAPER, Result, Trained, unscored
+from ._base import PAPER, Result, Trained, check_reading, unscored
 
 EFFECTS = ("best mean score", "peak − rest")
 
@@ -162,8 +162,30 @@ def train(cfg: Config | None = None, *, out=None, executor=None) -> Trained:
     measured sweet spot and its peak; extras: `curves`, `report`, `predictor`, `scene_vs_parts`."""
     cfg = cfg or Config.quick()
     t0 = time.perf_counter()
-    pred, _ = planted_predictor(res=cfg.ratio_res)
     curves, report = depth_sweep(cfg.targets, replace(cfg), out=out, executor=executor)
+    table, extras = _tabulated(cfg, curves)
+    seeds = sorted({int(s) for s in report.table["seed"]})
+    return Trained("unknown_targets", cfg, table, seeds, time.perf_counter() - t0, judge=cfg.judge,
+                   extras={**extras, "report": report})  # fmt: skip
+
+
+def score(trained: Trained, reading: Reading = PAPER) -> Result:
+    """The sweep as its runs scored it (the default reading), or its stored networks scored under a
+    reading's judge without training again (`volratio.runs.depth_sweep.rescored`), and every target's
+    row and the scene against its parts read from those scores."""
+    check_reading(reading)
+    if reading.judge is None:
+        return unscored(trained, reading)
+    t0, cfg = time.perf_counter(), trained.config
+    table, extras = _tabulated(cfg, curves_from_table(rescored(trained.extras["report"], reading), cfg.tol))
+    return trained.result(table, reading.judge, time.perf_counter() - t0, extras)
+
+
+def _tabulated(cfg: Config, curves: dict) -> tuple:
+    """`(table, extras)` of the sweep's `curves`: one row per target (PNG ratio, predicted depth with
+    its band and prediction interval, measured sweet spot and its peak); the curves, the planted
+    predictor and the scene against its parts."""
+    pred, _ = planted_predictor(res=cfg.ratio_res)
     rows = []
     for t in cfg.targets:
         c, p = curves[t], pred.predict(png_ratio(t, cfg.ratio_res).ratio)
@@ -185,19 +207,7 @@ def train(cfg: Config | None = None, *, out=None, executor=None) -> Trained:
             }
         )
     svp = scene_vs_parts(curves, cfg.scene, cfg.parts, cfg.n_boot, cfg.level) if cfg.scene in curves else []
-    seeds = sorted({int(s) for s in report.table["seed"]})
-    return Trained(
-        "unknown_targets",
-        cfg,
-        pd.DataFrame(rows),
-        seeds,
-        time.perf_counter() - t0,
-        judge=cfg.judge,
-        extras={"curves": curves, "report": report, "predictor": pred, "scene_vs_parts": svp},
-    )
-
-
-score = unscored  # the points scored as they trained; their stored networks are rescored by the score stage
+    return pd.DataFrame(rows), {"curves": curves, "predictor": pred, "scene_vs_parts": svp}
 
 
 def run(cfg: Config | None = None, *, out=None, executor=None) -> Result:

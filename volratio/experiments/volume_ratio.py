@@ -156,7 +156,7 @@ def train(cfg: Config | None = None) -> Trained:
     )
 
 
-score = unscored  # ρ is counted, not scored under a reading: only the default reading
+score = unscored  # ρ is counted, and the basin model fixes its judge: only the default reading
 
 
 def run(cfg: Config | None = None) -> Result:

@@ -11,8 +11,15 @@ Experiments: `depth_regime`, `optimizers` (the sweet spot it studies), `unknown_
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..depth.curves import curves_from_table
 from ..depth.point import Config, depths_of
+from ..emc2.reading import Reading
+from ..nets import CoordMLP
+from . import score as S
+from .reference import NET, RUN, rescore_config, source_scoring
+from .registry import get_run
 from .store import Store
 from .sweep import InProcess, Processes, Sweep, results_dir, run_sweep
 
@@ -39,6 +46,33 @@ def depth_sweep(
         executor = Processes(cfg.processes) if cfg.processes > 1 else InProcess()
     report = run_sweep(make_sweep(targets, cfg), out or results_dir("depth"), executor, progress=progress)
     return curves_from_table(report.table, cfg.tol if tol is None else tol), report
+
+
+def rescored(report, reading: Reading):
+    """The sweep's results table with every finished run's `score`, `scores`, `base_kept` and `judge`
+    replaced by its stored networks scored under `reading` (which names a judge), in the shapes the
+    runs stored them (a list per member, or one value for a run of one network), as the score stage
+    scores them (`volratio.runs.score.score_population` under `volratio.runs.reference.rescore_config`:
+    the run's own EMC2 settings under the reading), in memory: nothing is stored. Scored under the
+    runs' own judge, the table is the sweep's own."""
+    store, table, entry = Store(report.store), report.table.copy(), get_run(RUN)
+    names = ("score", "scores", "base_kept", "judge")
+    columns = {name: list(table[name]) for name in names}
+    for i, (key, status) in enumerate(zip(table["key"], table["status"])):
+        if status != "done":
+            continue
+        (record,) = store.records([key])
+        if NET not in record["artifacts"]:
+            raise S.RescoreError(
+                f"{report.store}: run {key} stored no network, so it cannot be scored under another reading; "
+                "train with keep_net = true (keep_nets for the optimizer study), then score"
+            )
+        cfg = S.parse_point(entry.keyed(rescore_config(Path(report.store).name, record, reading)))
+        metrics = S.score_population(CoordMLP.load(record["artifacts"][NET]), cfg, source_scoring(record).networks)
+        one = not isinstance(columns["score"][i], (list, tuple))  # a run of one network stores scalars
+        for name in names:
+            columns[name][i] = metrics[name][0] if one and name != "judge" else metrics[name]
+    return table.assign(**columns)
 
 
 def load_nets(report) -> dict:

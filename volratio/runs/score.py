@@ -209,8 +209,13 @@ def point(config: dict, root: "str | Path | None" = None) -> dict:
     the rule fitted on every row, for a network without verdict rows."""
     cfg = parse_point(config)
     root = DEFAULT_ROOT if root is None else Path(root)
-    net = load_source(cfg, root)
-    names = source_scoring(source_record(cfg, root)).networks
+    return score_population(load_source(cfg, root), cfg, source_scoring(source_record(cfg, root)).networks)
+
+
+def score_population(net: CoordMLP, cfg: Config, names: tuple) -> dict:
+    """The metrics of `point` for the population `net` of a source run under the score run's config
+    `cfg` (parsed), its members named `names` as the verdict set names them: the one scorer of the
+    score stage, for a stored network (`point`) or one in memory (`volratio.runs.depth_sweep.rescored`)."""
     if len(names) != net.population:
         raise RescoreError(
             f"{cfg.source['chunk']}/{cfg.source['key']}: {len(names)} network names, {net.population} networks"
