@@ -53,6 +53,32 @@ PLANTED = ("planted:1:depth=2,width=3", "planted:2:depth=3,width=3", "planted:3:
 # each, width 3) whose sweet spots are the predictor's training set and the depth claim's planted half
 PICBREEDER = ("picbreeder:skull", "picbreeder:butterfly", "picbreeder:apple")
 PLANTED_REFERENCE = tuple(f"planted:{s}:depth={2 + (s - 11) // 2},width=3" for s in range(11, 23))
+PLANTED_START_WIDTH = 24  # the sparse regime's start on a planted target: 8 × their W_min = 3
+# The reference chunk depth_matched_planted: per planted target, SP's non-zero count at each of its
+# depths (L* − 3 .. L* + 3, from 1) — one weight sparsity per target, computed by
+# `volratio.experiments.depth_regime.matched_sparsity` from the stored depth_sparse_planted networks'
+# sizes (never their scores); tests/test_reference_store.py checks them. The sparse regime's and the
+# optimizer study's planted chunks prune to the count at L* (`matched_count_at_true_depth`).
+MATCHED_COUNTS = {
+    "planted:11:depth=2,width=3": (76, 441, 807, 1172, 1537),
+    "planted:12:depth=2,width=3": (55, 319, 583, 847, 1111),
+    "planted:13:depth=3,width=3": (70, 407, 744, 1081, 1418, 1755),
+    "planted:14:depth=3,width=3": (90, 523, 956, 1389, 1822, 2255),
+    "planted:15:depth=4,width=3": (29, 167, 305, 443, 582, 720, 858),
+    "planted:16:depth=4,width=3": (80, 465, 851, 1236, 1621, 2006, 2391),
+    "planted:17:depth=5,width=3": (104, 189, 275, 361, 447, 532, 618),
+    "planted:18:depth=5,width=3": (539, 985, 1430, 1876, 2322, 2768, 3214),
+    "planted:19:depth=6,width=3": (1148, 1668, 2188, 2708, 3228, 3748, 4268),
+    "planted:20:depth=6,width=3": (966, 1404, 1842, 2279, 2717, 3154, 3592),
+    "planted:21:depth=7,width=3": (1086, 1425, 1764, 2102, 2441, 2779, 3118),
+    "planted:22:depth=7,width=3": (1096, 1438, 1779, 2121, 2462, 2804, 3146),
+}
+
+
+def matched_count_at_true_depth(target: str) -> int:
+    """`MATCHED_COUNTS`'s count of a planted reference target at its true depth L* (its depths run
+    L* − 3 .. L* + 3, from 1): where the sparse regime's planted networks still fit."""
+    return MATCHED_COUNTS[target][min(3, get_target(target).depth - 1)]
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,11 @@ from ..depth import DepthError, fit_predictor
 from ..depth.complexity import png_ratio
 from ..depth.curves import DepthCurve, among_fitting, curve_frame, curves_from_table, finite_mean
 from ..depth.point import (
+    MATCHED_COUNTS,
     PICBREEDER,
     PLANTED,
     PLANTED_REFERENCE,
+    PLANTED_START_WIDTH,
     Config,
     Point,
     Settings,
@@ -556,25 +558,8 @@ BUDGET_CHECKPOINTS = (2000, 4000, 8000)
 BUDGET_DEPTHS = (2, 3, 6)
 # The sparse regime's depth sweep (run function sparse_depth_point): the start's width per kind of
 # target (planted: 8 × their W_min = 3; Picbreeder: 48) and the Picbreeder targets' depths.
-SPARSE_WIDTH = {"planted": 24, "picbreeder": 48}
+SPARSE_WIDTH = {"planted": PLANTED_START_WIDTH, "picbreeder": 48}
 SPARSE_DEPTHS = (2, 4, 6, 8, 10, 12)
-# depth_matched_planted: per planted target, SP's non-zero count at each of its depths (L* − 3 .. L* + 3,
-# from 1) — one weight sparsity per target, computed by `matched_sparsity` from the stored
-# depth_sparse_planted networks' sizes (never their scores); tests/test_reference_store.py checks them.
-MATCHED_COUNTS = {
-    "planted:11:depth=2,width=3": (76, 441, 807, 1172, 1537),
-    "planted:12:depth=2,width=3": (55, 319, 583, 847, 1111),
-    "planted:13:depth=3,width=3": (70, 407, 744, 1081, 1418, 1755),
-    "planted:14:depth=3,width=3": (90, 523, 956, 1389, 1822, 2255),
-    "planted:15:depth=4,width=3": (29, 167, 305, 443, 582, 720, 858),
-    "planted:16:depth=4,width=3": (80, 465, 851, 1236, 1621, 2006, 2391),
-    "planted:17:depth=5,width=3": (104, 189, 275, 361, 447, 532, 618),
-    "planted:18:depth=5,width=3": (539, 985, 1430, 1876, 2322, 2768, 3214),
-    "planted:19:depth=6,width=3": (1148, 1668, 2188, 2708, 3228, 3748, 4268),
-    "planted:20:depth=6,width=3": (966, 1404, 1842, 2279, 2717, 3154, 3592),
-    "planted:21:depth=7,width=3": (1086, 1425, 1764, 2102, 2441, 2779, 3118),
-    "planted:22:depth=7,width=3": (1096, 1438, 1779, 2121, 2462, 2804, 3146),
-}
 
 
 def reference_chunks() -> dict:

@@ -404,7 +404,7 @@ SWEET_SPOTS = {"picbreeder:skull": 4, "picbreeder:butterfly": 11, "picbreeder:ap
 
 # The sparse-regime studies (run function sparse_optimizer_point): the preset's settings from wider
 # starts (planted: 8 × their W_min = 3), under the judge of their day (optimizers_planted: the default)
-SPARSE_WIDTH = {"picbreeder": 48, "planted": 24}
+SPARSE_WIDTH = {"picbreeder": 48, "planted": depth_point.PLANTED_START_WIDTH}
 SPARSE_JUDGE = {"picbreeder": "anchored", "planted": "anchored-v2"}
 SPARSE_SEEDS = (0, 1, 2)
 # The fit-point cells (target, depth): the depths of depth_sparse_picbreeder's bootstrap 90% interval of
@@ -428,8 +428,8 @@ MATCHED = {
     ("picbreeder:butterfly", 12): (3351, 3e-3, 3e-3),
 }
 # optimizers_planted: the six planted targets of L* = 3..5, each at L* and pruned to chunk
-# depth_matched_planted's count there (depth_regime.MATCHED_COUNTS), at the matched chunk's settings
-PLANTED_COUNTS = dict(zip(depth_point.PLANTED_REFERENCE[2:8], (744, 956, 443, 1236, 361, 1876), strict=True))
+# depth_matched_planted's count there (volratio.depth.point.MATCHED_COUNTS), at the matched chunk's settings
+PLANTED_COUNTS = {t: depth_point.matched_count_at_true_depth(t) for t in depth_point.PLANTED_REFERENCE[2:8]}
 PLANTED_SETTING = (3e-3, 3e-3)  # Adam's lr, Muon's muon_lr
 
 

@@ -51,6 +51,7 @@ from .. import emc2
 from ..data.anchors import anchor_image
 from ..data.picbreeder import NONZEROS
 from ..data.targets import get_target
+from ..depth.point import PLANTED_REFERENCE, PLANTED_START_WIDTH, matched_count_at_true_depth
 from ..emc2 import EMC2Config
 from ..emc2.reading import Reading
 from ..judges.registry import JUDGES
@@ -633,20 +634,13 @@ REFERENCE_SOURCE = {"scale": "reference"}
 MORE_SOURCE = {**REFERENCE_SOURCE, "members": 4, "methods": list(CLAIM_METHODS), "scratch": False}
 # The score chunks' judges: the regime_point default's three (the first deciding) and the gated one;
 # and the library's default, "anchored-v2", which decides the claim (a judge added later: its own chunks)
-REGIME_JUDGES = ["anchored", "anchored-gated", "anchored-ssim", "stability"]
+REGIME_JUDGES = [*SCORE_JUDGES[:1], "anchored-gated", *SCORE_JUDGES[1:]]
 V2_JUDGE = "anchored-v2"
 MAX_PARAMS = 1000  # the score chunks' emc2.max_params: every non-zero weight up to 1,000 (SP's end: ≤ 918)
 # The six planted targets of L* = 3..5 (width 3), each at L* with the non-zero count SP stops at there:
-# chunk depth_matched_planted's count at L* (depth_regime.MATCHED_COUNTS), where their networks still fit
-PLANTED_AT_TRUE_DEPTH = {
-    "planted:13:depth=3,width=3": 744,
-    "planted:14:depth=3,width=3": 956,
-    "planted:15:depth=4,width=3": 443,
-    "planted:16:depth=4,width=3": 1236,
-    "planted:17:depth=5,width=3": 361,
-    "planted:18:depth=5,width=3": 1876,
-}
-PLANTED_WIDTH = 24  # the planted targets' start: 8 × their W_min = 3
+# chunk depth_matched_planted's count at L* (volratio.depth.point.MATCHED_COUNTS), where their networks still fit
+PLANTED_AT_TRUE_DEPTH = {t: matched_count_at_true_depth(t) for t in PLANTED_REFERENCE[2:8]}
+PLANTED_WIDTH = PLANTED_START_WIDTH
 
 
 def _populations(cfg: Config) -> list:
