@@ -115,7 +115,7 @@ def test_the_judges_anchor_and_the_twins_training_image_are_one_array(picbreeder
         seen["image"] = target
         raise RuntimeError("recorded")
 
-    monkeypatch.setattr(T, "train", fake_train)
+    monkeypatch.setattr(T, "train_network", fake_train)
     for name in picbreeder.ALL_NAMES:
         cfg = T.parse_point({"target": name, "network": "twin", "res": 64, "max_params": 4})
         assert cfg.anchor == "png" and cfg.res == 64
