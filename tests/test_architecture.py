@@ -446,3 +446,22 @@ def test_a_reading_is_one_value():
             hits.append(f"{path.relative_to(PKG.parent)}: ContextVar")
     assert not hits, "\n".join(hits)
     assert not (PKG / "runs" / "rescore.py").exists()
+
+
+def test_the_registry_names_only_modules_it_may_import():
+    """The registry (runs layer) imports the modules of the experiments and of the run functions by
+    name with `importlib`, which the import graph above cannot see. Each name must be a module of the
+    package, in the experiments layer or below it, holding the function and its `parse_<function>`."""
+    from volratio.runs import registry
+
+    files = {module_name(p) for p in PKG.rglob("*.py")}
+    package = registry.EXPERIMENTS_PACKAGE
+    named = {f"{package}.{m}": () for m in registry.EXPERIMENTS.values()}
+    for mod, fn, *_ in registry._BUILTIN_RUNS.values():
+        named[mod if mod.startswith("volratio.") else f"{package}.{mod}"] = (fn, f"parse_{fn}")
+    for mod, functions in named.items():
+        assert mod in files, f"the registry names {mod}, which is not a module of the package"
+        assert LAYERS.index(layer_of(mod)) <= LAYERS.index("experiments"), f"{mod} sits above the experiments"
+        text = (PKG.parent / (mod.replace(".", "/") + ".py")).read_text()
+        for f in functions:
+            assert re.search(rf"^def {re.escape(f)}\(", text, re.M), f"{mod} has no function {f}"
