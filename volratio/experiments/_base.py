@@ -6,15 +6,14 @@ An experiment module `volratio.experiments.<name>` has
   `quick()` (what the book executes live on a 2-core laptop), `reference()` (the stored,
   claim-deciding scale: all claims together ≤ 8 CPU-hours on 2 cores) and `full()` (paper-sized,
   for a GPU or a cluster); each preset takes keyword overrides;
-- two stages, and their composition:
-  - `train(cfg) -> Trained`: everything the experiment computes before a network is scored under
-    a judge (the networks it trained, and what it measured of them: losses, sparsity, ρ, …);
-  - `score(trained, reading=PAPER) -> Result`: those networks scored under a reading
-    (`volratio.emc2.reading.Reading`: the judge, the anchor, δ's scale, the weights, the engine);
-  - `run(cfg) -> Result`, which is `score(train(cfg), PAPER)`. `Result.to_frame()` is a tidy pandas
-    table (one row per measured unit: network × method × δ, …) and the result records the config,
-    the seeds its runs used, the scale, the EMC2 judge its scores used (None: the experiment has no
-    EMC2 judge) and the versions.
+- `train(cfg) -> Trained`: everything the experiment computes before a network is scored under a
+  judge (the networks it trained, and what it measured of them: losses, sparsity, ρ, …);
+- `score(trained, reading=PAPER) -> Result`: those networks scored under a reading
+  (`volratio.emc2.reading.Reading`: the judge, the anchor, δ's scale, the weights, the engine);
+- `run(cfg) -> Result`, which is `score(train(cfg), PAPER)`. `Result.to_frame()` is a tidy pandas
+  table (one row per measured unit: network × method × δ, …) and the result records the config, the
+  seeds its runs used, the scale, the EMC2 judge its scores used (None: the experiment has no EMC2
+  judge) and the versions.
 
 The default reading, `PAPER = Reading()`, scores each network as the experiment's config says (its
 `judge`, its EMC2 settings). A reading that names a judge scores the same trained networks under
