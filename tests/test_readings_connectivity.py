@@ -11,6 +11,7 @@ import pytest
 
 from volratio.errors import VolratioError
 from volratio.experiments import sparse_regime as regime
+from volratio.experiments.sparse_regime import scores as regime_scores
 from volratio.judges import DEFAULT_JUDGE
 from volratio.nets import Arch
 from volratio.report import claims
@@ -21,7 +22,7 @@ from volratio.report.readings import connectivity as reading
 @pytest.fixture(scope="module")
 def stored_scores() -> pd.DataFrame:
     """The claim's networks read straight from the store, not through the module under test."""
-    return regime.stored_scores(regime.CLAIM_SCORES, sources=regime.CLAIM_SOURCES)
+    return regime_scores.stored_scores(regime.CLAIM_SCORES, sources=regime.CLAIM_SOURCES)
 
 
 def test_the_deciding_verdict_is_the_deciders_on_the_compared_stored_networks(stored_scores):

@@ -16,7 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from volratio.experiments import depth_regime, emc2_bench, optimizers, sparse_regime, unknown_targets, volume_ratio
+from volratio.experiments import (
+    depth_regime,
+    emc2_bench,
+    optimizers,
+    sparse_regime,
+    unknown_targets,
+    volume_ratio,
+)
+from volratio.experiments.sparse_regime import scores as regime_scores
 from volratio.nets import CoordMLP
 from volratio.report.readings import EVERY
 from volratio.runs import reference as R
@@ -64,11 +72,11 @@ def test_regime_scores_read_every_source_run_at_every_compared_population():
     seeded subsample of 1,000 at 75 %."""
     scores = [get_run("regime_point").parse(c) for c in PLAN["sparse_regime_emc2"].configs()]
     sources = set(PLAN["sparse_regime"].keys())
-    assert {sparse_regime.source_key(p) for p in scores} == sources
+    assert {regime_scores.source_key(p) for p in scores} == sources
     methods = ("sp", *sparse_regime.METHODS, "scratch")
     want = {f"{m}_{c}" for m in methods for c in ("0p75", "end")}
     for key in sources:
-        assert {p.population for p in scores if sparse_regime.source_key(p) == key} == want
+        assert {p.population for p in scores if regime_scores.source_key(p) == key} == want
     assert {p.emc2.max_params for p in scores} == {1000}
     assert all(p.source["target_nonzeros"] <= p.emc2.max_params for p in scores)
 

@@ -358,7 +358,9 @@ def test_size_twins_reads_claim_one_networks_of_the_regime_targets_on_one_anchor
 
     matplotlib.use("Agg")
     from volratio.experiments import sparse_regime as S
+    from volratio.experiments.sparse_regime import scores as RS
     from volratio.report import plots
+    from volratio.report.readings.emc2 import size_twins
     from volratio.runs import reference as R
 
     source = {"target": "picbreeder:skull", "members": 1, "width": 12, "depth": 2, "res": 8, "dense_steps": 10,
@@ -380,12 +382,12 @@ def test_size_twins_reads_claim_one_networks_of_the_regime_targets_on_one_anchor
     }  # fmt: skip
     for name in plan:
         R.run_chunk(plan, name, tmp_path, progress=False)
-    rows = S.size_twins("anchored", root=tmp_path)
+    rows = size_twins("anchored", root=tmp_path)
     kinds = rows.groupby("kind").size().to_dict()
     assert kinds == {"Picbreeder": 1, "dense twin": 2, "SP twin": 1, "scratch twin": 1}  # no png run, no magnitude
     pb = rows[rows.kind == "Picbreeder"].iloc[0]
     assert pb.nonzero == 147 and pb.target == "picbreeder:skull" and 0.0 <= pb.auc <= 1.0
-    scores = S.stored_scores(root=tmp_path)
+    scores = RS.stored_scores(root=tmp_path)
     sp = scores[scores.method == "sp"].iloc[0]
     got = rows[rows.kind == "SP twin"].iloc[0]
     assert (got.nonzero, got.auc, got.checkpoint) == (sp.nonzero, sp["emc2_auc:anchored"], "0.25")
@@ -395,7 +397,7 @@ def test_size_twins_reads_claim_one_networks_of_the_regime_targets_on_one_anchor
                                     "config": {"source": source, **emc2, "judges": ["anchored-v2"]},
                                     "grid": {"population": ["sp_0p25"]}})  # fmt: skip
     R.run_chunk(plan, more, tmp_path, progress=False)
-    both = S.stored_scores((S.SCORE_CHUNK, more), root=tmp_path)
+    both = RS.stored_scores((S.SCORE_CHUNK, more), root=tmp_path)
     assert len(both) == len(scores) and both["emc2_auc:anchored"].tolist() == scores["emc2_auc:anchored"].tolist()
     assert both.loc[both.method == "sp", "emc2_auc:anchored-v2"].notna().all()
     assert both.loc[both.method != "sp", "emc2_auc:anchored-v2"].isna().all()

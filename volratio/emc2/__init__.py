@@ -11,7 +11,7 @@ Layout (every public name is importable from `volratio.emc2`):
   reference `naive_render`, and the parameters a score perturbs (`nonzero_params`, `params_of`,
   `subsample`, the δ grids `DEFAULT_DELTAS` and `UNIT_DELTAS`);
 - `scoring` — the score: `EMC2Config`, `score` (one `EMC2Result` per judge, with its curve, area
-  and per-parameter table), `judges_for` (judges by name for a network), and the steps of a score
+  and per-parameter table), `score_members` (every member of a population), `judges_for` (judges by name for a network), and the steps of a score
   (`render`, `judge_images`, `tabulate`);
 - `delta_scale` — how far a perturbation moves a weight: δ (the paper's) or δ × the std of the
   weight's layer (`DELTA_SCALES`, `step_sizes`, `layer_scales`; `EMC2Config.delta_scale`);
@@ -53,6 +53,7 @@ from .scoring import (
     normalised_auc,
     render,
     score,
+    score_members,
     summarise,
     tabulate,
     target_label,
@@ -86,6 +87,7 @@ __all__ = [
     "pick_params",
     "render",
     "score",
+    "score_members",
     "step_sizes",
     "subsample",
     "summarise",

@@ -9,20 +9,22 @@ Do, Shah, Le, Liu 2026):
 show Picbreeder parts moving at |Δw| ≈ 1), its normalised area under the curve, and a per-parameter
 table. Only non-zero parameters count, so a pruned network is scored on what it keeps. It runs in
 three steps: `render` the perturbed images, `judge_images` under every judge at once, `tabulate`
-one result per judge.
+one result per judge. `score_members` scores every member of a population so, each on its own
+perturbed images.
 
 Chapter: "EMC2-Bench" (book/emc2.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 import torch
 from tqdm import tqdm  # plain text bar: tqdm.auto warns in kernels without ipywidgets
 
+from ..data.anchors import anchor_image
 from ..errors import VolratioError
 from ..judges import anchor_of, make_judge
 from ..nets import CoordMLP
@@ -330,3 +332,33 @@ def score(
         raise VolratioError("score needs at least one judge; build them with volratio.emc2.judges_for")
     pert = render(net, cfg, params, layered)
     return tabulate(net, pert, judge_images(pert, judges, label, progress), judges, cfg)
+
+
+def score_members(
+    net: CoordMLP,
+    target_spec: str,
+    judges,
+    cfg: EMC2Config,
+    *,
+    anchor: str = "image",
+    calibration_seed: int | None = None,
+    names=None,
+) -> list[list[EMC2Result]]:
+    """EMC2 of every member of `net` on `target_spec` under each judge named in `judges` (the
+    member's perturbed images rendered once and judged by all of them), at the settings `cfg` (its
+    `member` ignored): one list of `EMC2Result` per member, in the order of `judges`. `anchor`: what
+    the label-anchored judges compare with (`volratio.data.anchors`); `calibration_seed`: as
+    `judges_for`; `names`: each member's name in the anchored verdict set (`judges_for`'s `network`),
+    or None. The one population scorer of the score stage (`volratio.runs.score`) and of the sparse
+    regime's populations (`volratio.experiments.sparse_regime.scores`)."""
+    if names is not None and len(names) != net.population:
+        raise VolratioError(f"score_members: {len(names)} network names for {net.population} networks")
+    label, out = target_label(target_spec), []
+    for k in range(net.population):
+        ek = replace(cfg, member=k)
+        image = None if anchor == "image" else anchor_image(target_spec, ek.res, anchor)
+        network = None if names is None else names[k]
+        js = judges_for(net, list(judges), target_spec, ek, calibration_seed=calibration_seed, anchor=image,
+                        network=network)  # fmt: skip
+        out.append(score(net, js, label, ek))
+    return out

@@ -361,7 +361,7 @@ SIZE_STYLE = {  # kind -> (marker, colour) of `auc_by_size`
 
 def auc_by_size(rows, title: str = "", ax=None):
     """EMC2 AUC against non-zero weights (log axis), one marker per kind of network (`SIZE_STYLE`),
-    from a table with `kind`, `checkpoint`, `nonzero`, `auc` and `base_kept` (`sparse_regime.size_twins`):
+    from a table with `kind`, `checkpoint`, `nonzero`, `auc` and `base_kept` (`volratio.report.readings.emc2.size_twins`):
     a twin pruned to a checkpoint short of SP's end is drawn pale, and a network whose unperturbed
     image the judge does not keep (it scores 0) hollow."""
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6, 4.5))

@@ -220,18 +220,17 @@ def score_population(net: CoordMLP, cfg: Config, names: tuple) -> dict:
         raise RescoreError(
             f"{cfg.source['chunk']}/{cfg.source['key']}: {len(names)} network names, {net.population} networks"
         )
-    results, rmse = [], []
-    for k in range(net.population):
-        ec = emc2_config(cfg, k)
-        image = None if cfg.anchor == "image" else anchor_image(cfg.target, ec.res, cfg.anchor)
-        js = emc2.judges_for(
-            net, [cfg.judge], cfg.target, ec, calibration_seed=cfg.calibration_seed, anchor=image, network=names[k]
-        )
-        results += emc2.score(net, js, emc2.target_label(cfg.target), ec)
-        if image is not None:
+    ec = emc2_config(cfg, 0)
+    per_member = emc2.score_members(net, cfg.target, [cfg.judge], ec, anchor=cfg.anchor,
+                                    calibration_seed=cfg.calibration_seed, names=names)  # fmt: skip
+    results = [r for rs in per_member for r in rs]
+    rmse = []
+    if cfg.anchor != "image":  # how far each member's unperturbed render is from the anchor
+        image = anchor_image(cfg.target, ec.res, cfg.anchor).double()
+        for k in range(net.population):
             with torch.no_grad():
                 base = net.select(k).render(ec.res)[0].double()
-            rmse.append(float(((base - image.double()) ** 2).mean().sqrt()))
+            rmse.append(float(((base - image) ** 2).mean().sqrt()))
     return {
         "score": [float(r.auc) for r in results],
         "scores": [[float(s) for s in r.scores] for r in results],

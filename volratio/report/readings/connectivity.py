@@ -23,6 +23,7 @@ import pandas as pd
 from ...errors import VolratioError
 from ...experiments import connectivity as study
 from ...experiments import sparse_regime as regime
+from ...experiments.sparse_regime import scores as regime_scores
 from ...judges import DEFAULT_JUDGE
 from ...nets import Arch
 from ...rho import recovery
@@ -47,12 +48,12 @@ def _scores(delta_scale: str) -> pd.DataFrame:
     if delta_scale not in SCORED:
         raise VolratioError(f"delta_scale {delta_scale!r} is not a reading of δ; use one of {', '.join(SCORED)}")
     names, sources = SCORED[delta_scale]
-    return regime.stored_scores(names, sources=sources)
+    return regime_scores.stored_scores(names, sources=sources)
 
 
 def scores(delta_scale: str = "absolute") -> pd.DataFrame:
     """The sparse regime's stored networks, one row per network (every method, both checkpoints),
-    with `emc2_auc:<judge>` and `base_kept:<judge>` per stored judge (`regime.stored_scores`). A copy:
+    with `emc2_auc:<judge>` and `base_kept:<judge>` per stored judge (`regime_scores.stored_scores`). A copy:
     the caller may change it."""
     return _scores(delta_scale).copy()
 

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ...emc2.reading import Reading
 from ...experiments import twins
+from ...experiments.sparse_regime import scores as regime_scores
 from ...judges import SELF_ANCHORED
 from ...runs import stored
 from .. import claims
@@ -144,3 +145,36 @@ def scaled_verdict(deciding: str, fallback: str = "anchored"):
     cover the sixteen targets, else under `fallback`; None where neither does."""
     judge = next((j for j in (deciding, fallback) if sixteen(j, "layer_std") is not None), None)
     return verdict(judge, "layer_std")[0] if judge else None
+
+
+def size_twins(judge: str = "anchored", root=None) -> pd.DataFrame:
+    """Claim 1 at equal size: the networks of the sparse regime's targets by size, one row per
+    network: `target`, `kind` ("Picbreeder", "dense twin": the Picbreeder architecture trained
+    densely (chunk twins16), "SP twin": SP's networks, "scratch twin": dense networks of SP's size,
+    at each `checkpoint`), `member`, `nonzero`, `auc` and `base_kept` under `judge`
+    (`volratio.experiments.sparse_regime.scores.stored_scores` and the sixteen-target chunks).
+
+    Every network is judged against the target's own image at 64×64 (anchor "image": for a
+    Picbreeder target, the Picbreeder network's render), the image the regime's networks are trained
+    on: the SP and scratch twins are asked about their training image, and the Picbreeder network
+    about its own render (its base RMSE is 0, the easier question on its side). The dense twins of
+    twins16 were trained on target.png, so that anchor handicaps them (the EMC2 chapter's one-anchor
+    reading judges them against target.png instead)."""
+    scores = regime_scores.stored_scores(root=root)
+    targets = {t.split(":", 1)[1] for t in scores.target}
+    rows = []
+    for chunk, kind in zip(SIXTEEN, ("Picbreeder", "dense twin")):
+        for r in stored.records(chunk, stored.DEFAULT_ROOT if root is None else root):
+            c, m = r["config"], r["metrics"]
+            if c["target"] not in targets or c.get("anchor", "image") != "image":
+                continue
+            rows.append({"target": f"picbreeder:{c['target']}", "kind": kind, "checkpoint": None,
+                         "member": c["seed"], "nonzero": int(m["n_nonzero"]), "auc": float(m[f"auc_{judge}"]),
+                         "base_kept": bool(m[f"base_kept_{judge}"])})  # fmt: skip
+    ok = scores[scores.method.isin(["sp", "scratch"])]
+    ok = ok[ok.failed.isna()] if "failed" in ok else ok
+    for _, s in ok.iterrows():
+        rows.append({"target": s.target, "kind": f"{'SP' if s.method == 'sp' else 'scratch'} twin",
+                     "checkpoint": s.checkpoint, "member": int(s.member), "nonzero": int(s.nonzero),
+                     "auc": float(s[f"emc2_auc:{judge}"]), "base_kept": bool(s[f"base_kept:{judge}"])})  # fmt: skip
+    return pd.DataFrame(rows)

@@ -26,12 +26,17 @@ trajectory (`kind` "trajectory", one row per member × round). Columns: `nonzero
 (`{(method, checkpoint): population}`), `images`, `config`.
 
 `score(trained, Reading(judge))` scores every trained population under a judge without training
-again (EMC2 on every non-zero weight by default); a `regime_point` run does the same for one
-population a `sparse_regime` run stored (`score_population` is their one scorer).
+again (EMC2 on every non-zero weight by default, `SCORE_EMC2`); a `regime_point` run
+(`volratio.experiments.sparse_regime.scores`) does the same for one population a `sparse_regime` run
+stored (`score_population` is their one scorer).
 
 `endpoint_grid(base, taus, retrain_steps)`: SP alone from the same dense networks, once per start of
 the τ schedule × retraining steps per round, each read at its end point and at its fit point (`at_fit`):
 how where SP ends moves with those two choices.
+
+`stored_table(chunk)` and `stored_config(chunk)` read the stored runs back; `reference_chunks()`
+declares the chunks of the reference plan this experiment owns: its own runs, and the score runs
+of their populations (`volratio.experiments.sparse_regime.scores`).
 
 Chapter: "Connectivity: which connections remain" (the sparse regime).
 """
@@ -41,39 +46,46 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
-from .. import emc2
-from ..data.anchors import anchor_image
-from ..data.picbreeder import NONZEROS
-from ..data.targets import get_target
-from ..depth.point import PLANTED_REFERENCE, PLANTED_START_WIDTH, matched_count_at_true_depth
-from ..emc2 import EMC2Config
-from ..emc2.reading import Reading
-from ..judges.registry import JUDGES
-from ..nets import CoordMLP
-from ..prune import BASELINES, PruneError, collapsed, prune
-from ..prune.baselines import IMPConfig, imp_levels
-from ..prune.criteria import member_mse
-from ..prune.fit_point import fits
-from ..prune.masks import weight_sparsity
-from ..prune.similarity_pruning import TAU_SCHEDULE, SPConfig
-from ..runs import stored
-from ..runs.plan import Chunk
-from ..runs.registry import artifact_name, get_run
-from ..runs.store import Store, StoreError, config_key, sha256_file
-from ..train import PATHS, TrainConfig
-from ..train import train as train_network
-from ..util.limits import above, at_least, between, one_of, parsed_by
-from ..util.presets import Presets, configure
-from ._base import PAPER, ExperimentError, Result, Trained, check_reading, unscored
+from ... import emc2
+from ...data.picbreeder import NONZEROS
+from ...data.targets import get_target
+from ...depth.point import PLANTED_REFERENCE, PLANTED_START_WIDTH, matched_count_at_true_depth
+from ...emc2 import EMC2Config
+from ...emc2.reading import Reading
+from ...nets import CoordMLP
+from ...prune import BASELINES, PruneError, collapsed, prune
+from ...prune.baselines import IMPConfig, imp_levels
+from ...prune.criteria import member_mse
+from ...prune.fit_point import fits
+from ...prune.masks import weight_sparsity
+from ...prune.similarity_pruning import TAU_SCHEDULE, SPConfig
+from ...runs import stored
+from ...runs.plan import Chunk
+from ...runs.registry import artifact_name, get_run
+from ...train import PATHS, TrainConfig
+from ...train import train as train_network
+from ...util.limits import above, at_least, between, one_of, parsed_by
+from ...util.presets import Presets
+from .._base import PAPER, ExperimentError, Result, Trained, check_reading, unscored
 
 METHODS = BASELINES  # baselines matched per layer to SP (volratio.prune.BASELINES)
 SCHEDULE = TAU_SCHEDULE  # τ after the first 0.95, most similar pair first
+SCORE_JUDGES = (
+    "anchored",
+    "anchored-ssim",
+    "stability",
+)  # the populations' judges: the first decides, the others are rows
+
+
+def score_settings() -> EMC2Config:
+    """How the populations are scored unless told otherwise: EMC2 on every non-zero weight, on the
+    fused engine in float32, on the CPU (`score`, and a `regime_point` run's default)."""
+    return EMC2Config(max_params=None, engine="fused", dtype="float32", device="cpu")
 
 
 def _sp_default() -> SPConfig:
@@ -169,7 +181,7 @@ def score(trained: Trained, reading: Reading = PAPER, emc2_config: EMC2Config | 
     """The trained populations scored under `reading`. The default reading is the frontier as trained,
     fit and size only (no judge). A reading that names a judge scores every member of every population
     with EMC2 under it, as a `regime_point` run scores a stored population (`score_population`), at
-    `emc2_config` (default `Point().emc2`: every non-zero weight, fused engine) under the reading's δ
+    `emc2_config` (default `score_settings()`: every non-zero weight, fused engine) under the reading's δ
     scale, weights, engine, device and anchor; its checkpoint rows gain `emc2_auc`, `base_kept` and
     `judge`."""
     check_reading(reading)
@@ -179,7 +191,7 @@ def score(trained: Trained, reading: Reading = PAPER, emc2_config: EMC2Config | 
                                   f"not {reading.describe()}")  # fmt: skip
         return unscored(trained, reading)
     t0, cfg = time.time(), trained.config
-    settings = {k: v for k, v in asdict(emc2_config or Point().emc2).items() if k != "member"}
+    settings = {k: v for k, v in asdict(emc2_config or score_settings()).items() if k != "member"}
     ec = EMC2Config(**reading.emc2(settings))
     scored = {}  # (method, checkpoint, member) -> (auc, base_kept)
     for (method, ckpt), net in trained.networks.items():
@@ -406,176 +418,15 @@ def stored_table(name=REFERENCE_CHUNK, root=None) -> pd.DataFrame:
                 net = arts.get(f"net_{artifact_name((row['method'], row['checkpoint']))}")
             rows.append({**row, "target": cfg["target"], "target_nonzeros": cfg["target_nonzeros"],
                          "key": r["key"], "cpu_s": r["cpu_s"], "net": net})  # fmt: skip
-    return _failed_reasons(stored.non_finite_as_floats(pd.DataFrame(rows)))
+    return with_failed_reasons(stored.non_finite_as_floats(pd.DataFrame(rows)))
 
 
-def _failed_reasons(table: pd.DataFrame) -> pd.DataFrame:
+def with_failed_reasons(table: pd.DataFrame) -> pd.DataFrame:
     """`failed` holds a reason, or a missing value (NaN) for the rows of methods that worked (stored
     as the text "nan")."""
     if "failed" in table:
         table["failed"] = table["failed"].astype(object).map(lambda f: f if isinstance(f, str) and f != "nan" else None)
     return table
-
-
-# ---------------------------------------------------------------------------------------------
-# The second stage: EMC2 of the stored populations (run function `regime_point`)
-
-SCORE_JUDGES = ("anchored", "anchored-ssim", "stability")  # the first decides; the others are rows (as connectivity)
-
-
-def _all_weights() -> EMC2Config:
-    return EMC2Config(max_params=None, engine="fused", dtype="float32", device="cpu")
-
-
-@dataclass(frozen=True)
-class Point:
-    """EMC2 of one population stored by a `sparse_regime` run, read back from its chunk: the networks
-    are pruned and stored once, and scored here (every non-zero weight by default)."""
-
-    source: dict = field(default_factory=lambda: {"scale": "reference", "target": "picbreeder:skull",
-                                                  "target_nonzeros": 147})  # the source run's config as its chunk gives it  # fmt: skip
-    population: str = "sp_end"  # <method>_<checkpoint> of the source's `nets` (artifact net_<population>)
-    chunk: str = REFERENCE_CHUNK  # the source chunk's folder under the reference root
-    judges: tuple = SCORE_JUDGES  # each judges the same perturbed images
-    emc2: EMC2Config = field(default_factory=_all_weights)  # `member` is ignored: every member is scored
-    calibration_seed: int = 0  # seeds a calibrated judge's calibration
-    seed: int = 0  # the source run's `seed` (with `source`, it names the source run)
-
-    LIMITS = {"population": parsed_by(lambda p: _population(p)), "judges": one_of(*JUDGES),
-              "calibration_seed": at_least(0), "seed": at_least(0)}  # fmt: skip
-
-
-def _population(name: str) -> str:
-    method, _, checkpoint = str(name).rpartition("_")
-    if method not in ("dense", "sp", "scratch", *METHODS) or not checkpoint:
-        raise ValueError(f"{name!r} is not <method>_<checkpoint> (e.g. sp_end, wanda_0p75, dense_dense)")
-    return name
-
-
-def parse_point(config: dict) -> Point:
-    cfg = configure(Point(), config, "regime_point")
-    if not isinstance(cfg.source, dict) or "seed" in cfg.source:
-        raise ExperimentError(
-            f"regime_point: source = {cfg.source!r}; give the source run's config (a table) without its seed (`seed`)"
-        )
-    return cfg
-
-
-def source_key(cfg: Point) -> str:
-    """The store key of the source run: the hash of `sparse_regime` and its complete config."""
-    entry = get_run("sparse_regime")
-    return config_key(entry.name, entry.keyed({**cfg.source, "seed": cfg.seed}))
-
-
-def _failed(row: dict) -> bool:
-    """A stored row of a baseline that could not be matched (its reason; rows of the others hold NaN,
-    stored as "nan")."""
-    return isinstance(row.get("failed"), str) and row["failed"] != "nan"
-
-
-def _failed_population(cfg: Point, key: str, root: Path) -> tuple:
-    """`(why, members)` when the source run could not make population `cfg.population` (its `failed`
-    rows, one per member), else `(None, 0)`."""
-    method, _, ckpt = cfg.population.rpartition("_")
-    for r in stored.records(cfg.chunk, root):
-        if r["key"] == key:
-            whys = [row["failed"] for row in r["metrics"]["rows"] if _failed(row)
-                    and row["method"] == method and str(row["checkpoint"]).replace(".", "p") == ckpt]  # fmt: skip
-            return (whys[0], len(whys)) if whys else (None, 0)
-    return None, 0
-
-
-def point(config: dict, root: "str | Path | None" = None) -> dict:
-    """EMC2 of every member of the stored population `population` of the source run, read from the
-    chunk `chunk` under `root` (default `volratio.runs.stored.DEFAULT_ROOT`; a sweep passes the folder
-    beside its own store, `volratio.runs.registry.RunFunction.reading_store`). Metrics, one list
-    entry per member: `nonzero`, `sparsity`, `auc_<judge>`, `base_kept_<judge>` per judge, and
-    `n_params`; `source_key` and `net_sha256` (what was scored). A population the source run could
-    not make (a `failed` row) gives `source_key` and `failed` (why) only."""
-    cfg = parse_point(config)
-    root = stored.DEFAULT_ROOT if root is None else Path(root)
-    key = source_key(cfg)
-    art = f"net_{cfg.population}"
-    why, members = _failed_population(cfg, key, root)
-    if why is not None:  # the source could not prune this population: recorded, nothing to score
-        return {"source_key": key, "failed": why, "members": members}
-    try:
-        path = Store(root / cfg.chunk).artifact_path(key, art)
-    except StoreError as e:
-        raise ExperimentError(
-            f"regime_point: {e}; run the source chunk first (`volratio reference run PLAN --chunk {cfg.chunk}`)"
-        ) from None
-    net = CoordMLP.load(path)
-    out = {"source_key": key, "net_sha256": sha256_file(path), "nonzero": [int(n) for n in net.nonzero()],
-           "sparsity": [float(s) for s in weight_sparsity(net.masks)]}  # fmt: skip
-    return {**out, **score_population(net, cfg.source["target"], cfg.judges, cfg.emc2, cfg.calibration_seed)}
-
-
-def score_population(
-    net: CoordMLP, target: str, judges, ec: EMC2Config, calibration_seed: int = 0, anchor: str = "image"
-) -> dict:
-    """EMC2 of every member of `net` on `target` under each of `judges` (on the same perturbed images),
-    at the settings `ec` (`member` ignored), the label-anchored judges compared with `anchor`
-    (`volratio.data.anchors`). One list entry per member: `auc_<judge>`, `base_kept_<judge>`, and
-    `n_params` (the weights scored)."""
-    label, out = emc2.target_label(target), {}
-    for k in range(net.population):
-        ek = replace(ec, member=k)
-        image = None if anchor == "image" else anchor_image(target, ek.res, anchor)
-        js = emc2.judges_for(net, list(judges), target, ek, calibration_seed=calibration_seed, anchor=image)
-        for r in emc2.score(net, js, label, ek):
-            out.setdefault(f"auc_{r.judge}", []).append(float(r.auc))
-            out.setdefault(f"base_kept_{r.judge}", []).append(bool(r.base_kept))
-        out.setdefault("n_params", []).append(int(r.n_params))
-    return out
-
-
-SCORE_CHUNK = "sparse_regime_emc2"  # results/reference/<chunk>: one regime_point run per target × population
-SCALED_CHUNK = "sparse_regime_emc2_scaled"  # the same populations, δ × the std of each weight's layer
-MORE_SCORE_CHUNK = "sparse_regime_more_emc2"  # the populations of MORE_CHUNK, scored as SCORE_CHUNK
-CLAIM_SOURCES = (REFERENCE_CHUNK, MORE_CHUNK)  # every chunk whose networks the connectivity claim compares
-V2_SCORE_CHUNKS = ("sparse_regime_emc2_v2", "sparse_regime_more_emc2_v2")  # the claim's populations, default judge
-CLAIM_SCORES = (SCORE_CHUNK, MORE_SCORE_CHUNK, *V2_SCORE_CHUNKS)  # … and their scores
-
-
-def stored_scores(name=SCORE_CHUNK, root=None, sources=REFERENCE_CHUNK) -> pd.DataFrame:
-    """The stored `regime_point` runs of chunk `name` (or of those of several names that are stored,
-    e.g. `CLAIM_SCORES`, whose chunks score one network under different judges) as one table, one row
-    per network: `target`, `method`, `checkpoint` ("0.75",
-    "end"), `member`, `seed` (the network's own: the run's seed + member, as `run` records it),
-    `nonzero`, `sparsity`, `n_params`, and per judge `emc2_auc:<judge>` and `base_kept:<judge>`; with the source run's `loss`
-    and `loss_ratio` (÷ the member's dense MSE) and `collapsed` where the source chunks `sources`
-    (`CLAIM_SOURCES` for `CLAIM_SCORES`) are stored too."""
-    rows = []
-    for r in stored.runs_of(name, root, error=ExperimentError):
-        cfg, m = r["config"], r["metrics"]
-        method, _, ckpt = cfg["population"].rpartition("_")
-        if m.get("failed"):  # one row per member the source could not prune, with why
-            rows += [{"target": cfg["source"]["target"], "method": method, "checkpoint": ckpt.replace("p", "."),
-                      "member": k, "seed": cfg["seed"] + k, "failed": m["failed"], "cpu_s": r["cpu_s"]}
-                     for k in range(m["members"])]  # fmt: skip
-            continue
-        judges = [k.removeprefix("auc_") for k in m if k.startswith("auc_")]
-        for k in range(len(m["nonzero"])):
-            row = {"target": cfg["source"]["target"], "method": method, "checkpoint": ckpt.replace("p", "."),
-                   "member": k, "seed": cfg["seed"] + k, "nonzero": m["nonzero"][k], "sparsity": m["sparsity"][k],
-                   "n_params": m["n_params"][k], "cpu_s": r["cpu_s"]}  # fmt: skip
-            for j in judges:
-                row[f"emc2_auc:{j}"] = m[f"auc_{j}"][k]
-                row[f"base_kept:{j}"] = m[f"base_kept_{j}"][k]
-            rows.append(row)
-    table = pd.DataFrame(rows)
-    if len(table) and not isinstance(name, str):  # one network scored in several chunks: one row, every judge's columns
-        keys = ["target", "method", "checkpoint", "member", "seed"]
-        table = table.groupby(keys, sort=False, as_index=False, dropna=False).first()
-    table = _failed_reasons(table)
-    try:
-        fits = stored_table(sources, root=root)
-    except ExperimentError:
-        return table
-    on = ["target", "seed", "method", "checkpoint", "member"]
-    fits = fits[fits.kind == "checkpoint"][[*on, "loss", "loss_ratio", "collapsed"]]
-    return table.merge(fits, on=on, how="left")
 
 
 def stored_config(name: str = REFERENCE_CHUNK, root=None) -> Config:
@@ -584,48 +435,34 @@ def stored_config(name: str = REFERENCE_CHUNK, root=None) -> Config:
     return get_run("sparse_regime").parse(stored.runs_of(name, root, error=ExperimentError)[0]["config"])
 
 
-# ---------------------------------------------------------------------------------------------
-# Claim 1 at equal size: the Picbreeder network against SP twins and dense networks of its count
-
-TWIN_CHUNKS = ("twins16_picbreeder", "twins16")  # the sixteen-target comparison (run function twin_point)
-
-
-def size_twins(judge: str = "anchored", root=None) -> pd.DataFrame:
-    """Claim 1's networks of the regime's targets by size, one row per network: `target`, `kind`
-    ("Picbreeder", "dense twin": the Picbreeder architecture trained densely (chunk twins16), "SP
-    twin": SP's networks, "scratch twin": dense networks of SP's size, at each `checkpoint`),
-    `member`, `nonzero`, `auc` and `base_kept` under `judge`.
-
-    Every network is judged against the target's own image at 64×64 (anchor "image": for a
-    Picbreeder target, the Picbreeder network's render), the image the regime's networks are trained
-    on: the SP and scratch twins are asked about their training image, and the Picbreeder network
-    about its own render (its base RMSE is 0, the easier question on its side). The dense twins of
-    twins16 were trained on target.png, so that anchor handicaps them (the EMC2 chapter's one-anchor
-    reading judges them against target.png instead)."""
-    scores = stored_scores(root=root)
-    targets = {t.split(":", 1)[1] for t in scores.target}
-    rows = []
-    for chunk, kind in zip(TWIN_CHUNKS, ("Picbreeder", "dense twin")):
-        for r in stored.records(chunk, stored.DEFAULT_ROOT if root is None else root):
-            c, m = r["config"], r["metrics"]
-            if c["target"] not in targets or c.get("anchor", "image") != "image":
-                continue
-            rows.append({"target": f"picbreeder:{c['target']}", "kind": kind, "checkpoint": None,
-                         "member": c["seed"], "nonzero": int(m["n_nonzero"]), "auc": float(m[f"auc_{judge}"]),
-                         "base_kept": bool(m[f"base_kept_{judge}"])})  # fmt: skip
-    ok = scores[scores.method.isin(["sp", "scratch"])]
-    ok = ok[ok.failed.isna()] if "failed" in ok else ok
-    for _, s in ok.iterrows():
-        rows.append({"target": s.target, "kind": f"{'SP' if s.method == 'sp' else 'scratch'} twin",
-                     "checkpoint": s.checkpoint, "member": int(s.member), "nonzero": int(s.nonzero),
-                     "auc": float(s[f"emc2_auc:{judge}"]), "base_kept": bool(s[f"base_kept:{judge}"])})  # fmt: skip
-    return pd.DataFrame(rows)
+def score_population(
+    net: CoordMLP, target: str, judges, ec: EMC2Config, calibration_seed: int = 0, anchor: str = "image"
+) -> dict:
+    """EMC2 of every member of `net` on `target` under each of `judges` (on the same perturbed images),
+    at the settings `ec` (`member` ignored), the label-anchored judges compared with `anchor`
+    (`volratio.data.anchors`; `volratio.emc2.score_members`). One list entry per member:
+    `auc_<judge>`, `base_kept_<judge>`, and `n_params` (the weights scored)."""
+    out = {}
+    for results in emc2.score_members(net, target, judges, ec, anchor=anchor, calibration_seed=calibration_seed):
+        for r in results:
+            out.setdefault(f"auc_{r.judge}", []).append(float(r.auc))
+            out.setdefault(f"base_kept_{r.judge}", []).append(bool(r.base_kept))
+        out.setdefault("n_params", []).append(int(results[0].n_params))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
 # The reference plan's chunks (volratio.runs.plan writes them to examples/sweeps/reference.toml)
 
 
+# The score chunks: a `regime_point` run (volratio.experiments.sparse_regime.scores) per target × population
+# of a source chunk, read back by `scores.stored_scores`
+SCORE_CHUNK = "sparse_regime_emc2"  # results/reference/<chunk>: one regime_point run per target × population
+SCALED_CHUNK = "sparse_regime_emc2_scaled"  # the same populations, δ × the std of each weight's layer
+MORE_SCORE_CHUNK = "sparse_regime_more_emc2"  # the populations of MORE_CHUNK, scored as SCORE_CHUNK
+CLAIM_SOURCES = (REFERENCE_CHUNK, MORE_CHUNK)  # every chunk whose networks the connectivity claim compares
+V2_SCORE_CHUNKS = ("sparse_regime_emc2_v2", "sparse_regime_more_emc2_v2")  # the claim's populations, default judge
+CLAIM_SCORES = (SCORE_CHUNK, MORE_SCORE_CHUNK, *V2_SCORE_CHUNKS)  # … and their scores
 # The source runs' config as the sparse_regime chunk gives it (its reference preset), besides each
 # target's case; and sparse_regime_more's: four more members, with SP only the pruners the
 # connectivity claim compares (no magnitude, random or scratch networks).
@@ -643,7 +480,7 @@ PLANTED_AT_TRUE_DEPTH = {t: matched_count_at_true_depth(t) for t in PLANTED_REFE
 PLANTED_WIDTH = PLANTED_START_WIDTH
 
 
-def _populations(cfg: Config) -> list:
+def populations(cfg: Config) -> list:
     """The populations a `sparse_regime` run of `cfg` stores, as `regime_point` names them
     (<method>_<checkpoint>: `artifact_name`): at each checkpoint and at SP's end, SP, each of
     `methods`, and the scratch networks where `scratch`."""
@@ -660,8 +497,8 @@ def reference_chunks() -> dict:
     ref = Config.reference()
     more_seed = ref.seed + ref.members  # sparse_regime_more's members follow the reference chunk's
     picbreeder_cases = [{"target": f"picbreeder:{n}", "target_nonzeros": c} for n, c in NONZEROS.items()]
-    every = _populations(ref)  # SP, every baseline and the scratch networks
-    claim = _populations(replace(ref, methods=CLAIM_METHODS, scratch=False))  # SP and the claim's pruners
+    every = populations(ref)  # SP, every baseline and the scratch networks
+    claim = populations(replace(ref, methods=CLAIM_METHODS, scratch=False))  # SP and the claim's pruners
 
     sources = {REFERENCE_CHUNK: (REFERENCE_SOURCE, ref.seed), MORE_CHUNK: (MORE_SOURCE, more_seed)}
 
@@ -674,7 +511,7 @@ def reference_chunks() -> dict:
             seeds=[seed],
             cases=[{"source": {**source, **case}} for case in picbreeder_cases],
             config={
-                **({"chunk": chunk} if chunk != Point.chunk else {}),  # regime_point's default: REFERENCE_CHUNK
+                **({"chunk": chunk} if chunk != REFERENCE_CHUNK else {}),  # regime_point's default chunk
                 "judges": judges,
                 "emc2.max_params": MAX_PARAMS,
                 **(extra or {}),
