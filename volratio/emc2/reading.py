@@ -20,6 +20,12 @@ reference) or "fused", the C++ kernel in float32 (`ENGINES`). `device` None scor
 runs did; a device ("cpu", "cuda") records where the scores are computed, so that scores computed on
 a GPU never share a store key with the CPU's.
 
+**Judge-free.** `Reading(instrument="recovery")` (`RECOVERY`) reads a network without a judge and
+without perturbing it: by how well its hidden units recover a planted target's primitives
+(`volratio.rho.recovery`, through `volratio.runs.recovered`). It takes no judge, anchor, reading of δ,
+weights or device (they belong to EMC2; recovery reads the networks on the CPU); it applies to
+networks trained on planted targets only.
+
 Used by `volratio.runs.score` (the score stage), `volratio.runs.stored` (reading scores back), the
 experiments' stored readers and `volratio.report.readings`.
 """
@@ -40,6 +46,8 @@ from .delta_scale import DELTA_SCALES
 # (the exact reference, as the source runs scored) or the fused C++ kernel in float32 (faster)
 ENGINES = {"torch": "float64", "fused": "float32"}
 WEIGHTS = ("own", "every")  # the runs' own EMC2 settings (a seeded sample), or every non-zero weight
+# what reads a network: EMC2 under a judge, or the judge-free primitive recovery (planted targets only)
+INSTRUMENTS = ("emc2", "recovery")
 
 
 class ReadingError(VolratioError, ValueError):
@@ -56,8 +64,20 @@ class Reading:
     weights: str = "own"  # "own": the runs' own EMC2 settings; "every": every non-zero weight
     engine: str = "torch"  # the perturbation engine of an every-weight reading (ENGINES)
     device: str | None = None  # where the scores are computed (None: where the source runs computed)
+    instrument: str = "emc2"  # "emc2": the fields above; "recovery": primitive recovery, judge-free (INSTRUMENTS)
 
     def __post_init__(self):
+        if self.instrument not in INSTRUMENTS:
+            raise ReadingError(f"reading: instrument {self.instrument!r}; choose one of {', '.join(INSTRUMENTS)}")
+        if self.instrument == "recovery":
+            emc2_only = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "instrument"}
+            given = {k: v for k, v in emc2_only.items() if v != _DEFAULTS[k]}
+            if given:
+                raise ReadingError(
+                    f"reading: {', '.join(f'{k}={v!r}' for k, v in given.items())} with instrument 'recovery', "
+                    "which reads a network without a judge or a perturbation; leave them out "
+                    "(Reading(instrument='recovery'))"
+                )
         if self.judge is not None and self.judge not in JUDGES:
             raise ReadingError(f"reading: judge {self.judge!r}; choose one of {', '.join(JUDGES)}")
         if self.anchor not in ANCHORS:
@@ -86,13 +106,20 @@ class Reading:
 
     @property
     def own(self) -> bool:
-        """Whether this is each run's own scoring, as stored (no judge, δ absolute, own settings)."""
-        return self.judge is None and self.delta_scale == "absolute" and not self.every
+        """Whether this is each run's own scoring, as stored (EMC2, no judge, δ absolute, own settings)."""
+        return self.instrument == "emc2" and self.judge is None and self.delta_scale == "absolute" and not self.every
+
+    @property
+    def recovery(self) -> bool:
+        """Whether this reading is the judge-free primitive recovery (`RECOVERY`)."""
+        return self.instrument == "recovery"
 
     def emc2(self, settings: dict) -> dict:
         """A source run's EMC2 settings (`volratio.emc2.EMC2Config` entries) under this reading: δ's
         scale, and on every weight `max_params` None with the engine and its arithmetic; the device
         where one is given."""
+        if self.recovery:
+            raise ReadingError("reading: primitive recovery has no EMC2 settings; score with an EMC2 reading")
         out = {**settings, "delta_scale": self.delta_scale}
         if self.every:
             out.update(max_params=None, engine=self.engine, dtype=ENGINES[self.engine])
@@ -127,6 +154,8 @@ class Reading:
 
     def describe(self) -> str:
         """The reading in words, e.g. "anchored-v2, δ layer_std, every weight (fused engine)"."""
+        if self.recovery:
+            return "primitive recovery (judge-free)"
         parts = ["each run's own judge" if self.judge is None else self.judge]
         if self.anchor != "image":
             parts.append(f"anchor {self.anchor}")
@@ -138,7 +167,12 @@ class Reading:
         return ", ".join(parts)
 
     def flags(self) -> str:
-        """The `volratio reference rescore` flags of this reading (without the chunk)."""
+        """The `volratio reference rescore` flags of this reading (without the chunk); a judge-free
+        reading has none (`volratio.runs.recovered.table` reads a chunk by recovery)."""
+        if self.recovery:
+            raise ReadingError(
+                "reading: primitive recovery is not a rescore; read a chunk with volratio.runs.recovered.table"
+            )
         out = [] if self.judge is None else [f"--judge {self.judge}"]
         if self.anchor != "image":
             out.append(f"--anchor {self.anchor}")
@@ -149,3 +183,7 @@ class Reading:
         if self.device is not None:
             out.append(f"--device {self.device}")
         return " ".join(out)
+
+
+_DEFAULTS = {f.name: f.default for f in fields(Reading)}
+RECOVERY = Reading(instrument="recovery")  # the judge-free reading: primitive recovery on planted targets

@@ -39,6 +39,7 @@ from ..util.presets import ConfigError
 from ..util.provenance import versions
 
 PAPER = Reading()  # the default reading: every network scored as its experiment's config says
+OWN_JUDGE = "<the training's own judge>"  # `Trained.result`'s default judge: the training's own
 
 
 class ExperimentError(ConfigError):
@@ -90,17 +91,19 @@ class Trained:
     judge: str | None = None  # a judge the training itself scored with (ρ's basin model); None: none
     extras: dict = field(default_factory=dict)  # objects the chapter draws (images, curves, notes)
 
-    def result(self, table=None, judge: str | None = None, seconds: float = 0.0, extras: dict | None = None) -> Result:
+    def result(
+        self, table=None, judge: "str | None" = OWN_JUDGE, seconds: float = 0.0, extras: dict | None = None
+    ) -> Result:
         """The `Result` of this training scored into `table` (default: the training's own) under
-        `judge` (default: the training's own, `self.judge`), `seconds` of scoring added to the
-        training's, with `extras` beside its own."""
+        `judge` (default: the training's own, `self.judge`; None: no judge, e.g. the judge-free
+        reading), `seconds` of scoring added to the training's, with `extras` beside its own."""
         return Result(
             self.experiment,
             asdict(self.config),
             self.table if table is None else table,
             self.seeds,
             self.seconds + seconds,
-            judge=self.judge if judge is None else judge,
+            judge=self.judge if judge is OWN_JUDGE else judge,
             extras={**self.extras, **(extras or {})},
         )
 
@@ -109,7 +112,7 @@ def unscored(trained: Trained, reading: Reading = PAPER) -> Result:
     """The score stage of an experiment that leaves nothing to score under a reading: its training's
     table, as it is. Only the default reading applies (`ExperimentError` otherwise): the experiment
     scores no network under a judge, or its model fixes its judge (`trained.judge`: ρ's basin model)."""
-    check_reading(reading)
+    check_reading(reading, recovery=True)  # any reading but the default is refused below, with why
     if reading == PAPER:
         return trained.result()
     scored = "scores no network under a judge" if trained.judge is None else f"is scored by its model ({trained.judge})"
@@ -119,10 +122,18 @@ def unscored(trained: Trained, reading: Reading = PAPER) -> Result:
     )
 
 
-def check_reading(reading) -> None:
-    """`ExperimentError` unless `reading` is a `volratio.emc2.reading.Reading`."""
+def check_reading(reading, recovery: bool = False) -> None:
+    """`ExperimentError` unless `reading` is a `volratio.emc2.reading.Reading`, and, unless
+    `recovery` (the experiment can read its networks so), one read by EMC2: the judge-free reading
+    (`volratio.emc2.reading.RECOVERY`) needs networks trained on planted targets."""
     if not isinstance(reading, Reading):
         raise ExperimentError(f"reading {reading!r}: give a volratio.emc2.reading.Reading (default: PAPER)")
+    if reading.recovery and not recovery:
+        raise ExperimentError(
+            "the judge-free reading (primitive recovery) needs networks trained on planted targets, whose "
+            "primitives are known; this experiment reads its networks by EMC2 under a judge only. Read "
+            "recovery with sparse_regime or depth_regime on planted targets"
+        )
 
 
 def judge_of(reading: Reading, own: str) -> str:

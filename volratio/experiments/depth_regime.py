@@ -52,11 +52,11 @@ from ..depth.point import (
 )
 from ..emc2.reading import Reading
 from ..nets import CoordMLP
-from ..rho import recovery
+from ..rho import RhoError, recovery
 from ..runs import recovered, stored
-from ..runs.depth_sweep import depth_sweep, load_nets, make_sweep, rescored
+from ..runs.depth_sweep import depth_sweep, load_nets, make_sweep, recovered_rows, rescored
 from ..runs.plan import STORED_JUDGE, Chunk, as_stored, changes
-from ._base import PAPER, Result, Timer, Trained, check_reading, unscored
+from ._base import PAPER, ExperimentError, Result, Timer, Trained, check_reading, unscored
 
 __all__ = [
     "PICBREEDER",
@@ -87,6 +87,7 @@ __all__ = [
     "point",
     "rank_agreement",
     "recovery_curves",
+    "recovery_frame",
     "run",
     "sp_metrics",
     "sp_network",
@@ -111,11 +112,22 @@ def train(cfg: Config | None = None, *, out=None, executor=None) -> Trained:
     return Trained("depth_regime", cfg, table, seeds, t.seconds, judge=cfg.judge, extras={**extras, "report": report})
 
 
-def score(trained: Trained, reading: Reading = PAPER) -> Result:
+def score(trained: Trained, reading: Reading = PAPER, recovery_config: recovery.RecoveryConfig | None = None) -> Result:
     """The sweep as its runs scored it (the default reading), or its stored networks scored under a
     reading's judge without training again (`volratio.runs.depth_sweep.rescored`), and the curves,
-    sweet spots and predictor read from those scores."""
-    check_reading(reading)
+    sweet spots and predictor read from those scores. Under the judge-free reading
+    (`volratio.emc2.reading.RECOVERY`; planted targets only) the same networks are read by primitive
+    recovery under `recovery_config` (`volratio.runs.depth_sweep.recovered_rows`), as
+    `recovery_curves` reads a stored chunk's: the table is `recovery_frame` of the curves (extras
+    `recovery_curves`), and `result.judge` is None."""
+    check_reading(reading, recovery=True)
+    if reading.recovery:
+        with Timer() as t:
+            try:
+                curves = _recovery_curves(recovered_rows(trained.extras["report"], recovery_config))
+            except RhoError as e:
+                raise ExperimentError(f"depth_regime: the judge-free reading: {e}") from None
+        return trained.result(recovery_frame(curves), None, t.seconds, {"recovery_curves": curves})
     if reading.judge is None:
         return unscored(trained, reading)
     with Timer() as t:
@@ -453,23 +465,32 @@ def recovery_curves(
     the run flagged collapsed (its image flat, or its MSE far above its dense start's) scores 0, as it
     does under every claim's rule; the judge's own verdict on the image plays no part."""
     cfg = cfg or recovery.RecoveryConfig()
-    cells: dict = {}
+    pairs = []  # (run record, its network's judge-free row)
     for name in [names] if isinstance(names, str) else names:
         if name not in stored.chunks(stored.DEFAULT_ROOT if root is None else root):
             continue
         runs = {r["key"]: r for r in stored.runs_of(name, root, error=DepthError)}
-        for row in recovered.table(name, cfg, root, keep).itertuples():
-            r = runs[row.key]
-            t, d = row.target, int(r["config"]["depth"])
-            if targets is not None and t not in targets:
-                continue
-            flat = bool(r["metrics"].get("collapsed", [False] * (row.member + 1))[row.member])
-            cells.setdefault(t, {})[(d, f"{r['config']['seed']}.{row.member}")] = (
-                0.0 if flat else row.recovery, row.monosemanticity, row.chance_other, row.chance_init,
-                row.mono_other, row.mono_init, flat,
-            )  # fmt: skip
-    if not cells:
+        pairs += [(runs[row["key"]], row) for row in recovered.table(name, cfg, root, keep).to_dict("records")]
+    curves = _recovery_curves(pairs, targets)
+    if not curves:
         raise DepthError(f"no planted target in the stored chunks {', '.join(np.atleast_1d(names))}")
+    return curves
+
+
+def _recovery_curves(pairs, targets=None) -> dict:
+    """`{target: RecoveryCurve}` of `(run record, row)` pairs, `row` a network's judge-free score
+    (`target`, `member` and `volratio.runs.recovered.FIELDS`), those of `targets` only when given. A
+    network its run flagged collapsed scores 0 (the run's `collapsed` record)."""
+    cells: dict = {}
+    for r, row in pairs:
+        t, d, k = row["target"], int(r["config"]["depth"]), int(row["member"])
+        if targets is not None and t not in targets:
+            continue
+        flat = bool(r["metrics"].get("collapsed", [False] * (k + 1))[k])
+        cells.setdefault(t, {})[(d, f"{r['config']['seed']}.{k}")] = (
+            0.0 if flat else row["recovery"], row["monosemanticity"], row["chance_other"], row["chance_init"],
+            row["mono_other"], row["mono_init"], flat,
+        )  # fmt: skip
     out = {}
     for t, cell in cells.items():
         depths = sorted({d for d, _ in cell})
@@ -479,6 +500,19 @@ def recovery_curves(
             grid[:, depths.index(d), nets.index(n)] = v
         out[t] = RecoveryCurve(t, depths, *grid[:6], collapsed=int(np.nansum(grid[6])))
     return out
+
+
+def recovery_frame(curves: dict) -> pd.DataFrame:
+    """One row per target × depth of `{target: RecoveryCurve}`: `networks` scored, and the mean over
+    them of `recovery` (a collapsed network 0), `monosemanticity` and their chance levels."""
+    rows = []
+    for t, c in curves.items():
+        for i, d in enumerate(c.depths):
+            means = {f: float(np.nanmean(getattr(c, f)[i])) for f in ("monosemanticity", "chance_other",
+                     "chance_init", "mono_other", "mono_init")}  # fmt: skip
+            rows.append({"target": t, "depth": d, "networks": int(np.isfinite(c.score[i]).sum()),
+                         "recovery": float(np.nanmean(c.score[i])), **means})  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 def paired_scores(a: dict, b: dict) -> pd.DataFrame:

@@ -57,16 +57,27 @@ def _networks(chunk: str, root) -> list[tuple[dict, str, str]]:
     return out
 
 
+def members(net: CoordMLP, target: str, cfg: recovery.RecoveryConfig | None = None) -> dict:
+    """The judge-free score of every member of `net`, trained on the planted target `target`, under
+    `cfg` (default `RecoveryConfig()`): `{field: [value per member]}` for each of `FIELDS`
+    (`volratio.rho.RhoError` for a target that is not planted). The one
+    scorer of a stored network (`score`) and of one in memory (the experiments' score stage under
+    `volratio.emc2.reading.RECOVERY`)."""
+    cfg = cfg or recovery.RecoveryConfig()
+    s, c = recovery.structure(net, target, cfg), recovery.chance(net, target, cfg)
+    values = (s.recovery, s.monosemanticity, c.recovery_other, c.recovery_init, c.monosemanticity_other,
+              c.monosemanticity_init)  # fmt: skip
+    return {f: [float(x) for x in v] for f, v in zip(FIELDS, values)}
+
+
 def score(run: dict, population: str, path: str, cfg: recovery.RecoveryConfig) -> list[dict]:
     """The rows of one stored network file: one per member."""
     target = run["config"]["target"]
     net = CoordMLP.load(path)
-    s, c = recovery.structure(net, target, cfg), recovery.chance(net, target, cfg)
-    values = (s.recovery, s.monosemanticity, c.recovery_other, c.recovery_init, c.monosemanticity_other,
-              c.monosemanticity_init)  # fmt: skip
+    values = members(net, target, cfg)
     cfg_r = run["config"]
     return [{"key": run["key"], "target": target, "depth": cfg_r.get("depth"), "seed": cfg_r.get("seed"),
-             "population": population, "member": k, **{f: float(v[k]) for f, v in zip(FIELDS, values)},
+             "population": population, "member": k, **{f: values[f][k] for f in FIELDS},
              "net_sha256": sha256_file(Path(path))} for k in range(net.population)]  # fmt: skip
 
 

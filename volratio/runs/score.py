@@ -268,6 +268,11 @@ def plan(chunk: str, reading: Reading, root: "str | Path | None" = None) -> dict
     check_chunk_name(chunk)
     if not isinstance(reading, Reading):
         raise RescoreError(f"reading {reading!r}: give a volratio.emc2.reading.Reading")
+    if reading.recovery:
+        raise RescoreError(
+            "reading: primitive recovery is judge-free and is not a score run; read a chunk's networks by "
+            "recovery with volratio.runs.recovered.table(CHUNK)"
+        )
     if reading.judge is None:
         raise RescoreError(f"reading: give the judge to score under (Reading(judge=NAME)); one of {', '.join(JUDGES)}")
     recs = stored.records(chunk, root)

@@ -112,6 +112,11 @@ def judged(names, root=None, reading: Reading = OWN, error: type[Exception] = Re
     non-zero weight through the reading's engine, or its own where it scored every weight under the
     judge itself (float64, torch, δ absolute); each run then gains `weights_scored` ("every") and
     `engine`."""
+    if reading.recovery:
+        raise error(
+            "the judge-free reading (primitive recovery) is not stored with a chunk's runs; read a chunk's "
+            "networks by recovery with volratio.runs.recovered.table(CHUNK)"
+        )
     stored = runs_of(names, root, error)
     names = [names] if isinstance(names, str) else list(names)
     if reading.judge is None and reading.delta_scale != "absolute":

@@ -64,7 +64,9 @@ from ...prune.criteria import member_mse
 from ...prune.fit_point import fits
 from ...prune.masks import weight_sparsity
 from ...prune.similarity_pruning import TAU_SCHEDULE, SPConfig
-from ...runs import stored
+from ...rho import RhoError
+from ...rho.recovery import RecoveryConfig
+from ...runs import recovered, stored
 from ...runs.plan import Chunk
 from ...runs.registry import artifact_name, get_run
 from ...train import PATHS, TrainConfig
@@ -177,34 +179,58 @@ def train(config: Config | None = None, *, progress=None) -> Trained:
     )
 
 
-def score(trained: Trained, reading: Reading = PAPER, emc2_config: EMC2Config | None = None) -> Result:
+def score(
+    trained: Trained,
+    reading: Reading = PAPER,
+    emc2_config: EMC2Config | None = None,
+    recovery_config: RecoveryConfig | None = None,
+) -> Result:
     """The trained populations scored under `reading`. The default reading is the frontier as trained,
     fit and size only (no judge). A reading that names a judge scores every member of every population
     with EMC2 under it, as a `regime_point` run scores a stored population (`score_population`), at
     `emc2_config` (default `score_settings()`: every non-zero weight, fused engine) under the reading's δ
     scale, weights, engine, device and anchor; its checkpoint rows gain `emc2_auc`, `base_kept` and
-    `judge`."""
-    check_reading(reading)
+    `judge`. The judge-free reading (`volratio.emc2.reading.RECOVERY`, a planted target only) reads
+    every member by primitive recovery under `recovery_config` (default `RecoveryConfig()`), as
+    `volratio.runs.recovered` reads a stored population: its checkpoint rows gain the columns of
+    `volratio.runs.recovered.FIELDS` (`recovery`, `monosemanticity` and their chance levels), the
+    networks' own values; a claim scores a network its row flags `collapsed` 0."""
+    check_reading(reading, recovery=True)
+    t0, cfg = time.time(), trained.config
+    if reading.recovery:
+        scored = {}  # (method, checkpoint, member) -> {field: value}
+        for (method, ckpt), net in trained.networks.items():
+            try:
+                m = recovered.members(net, cfg.target, recovery_config)
+            except RhoError as e:
+                raise ExperimentError(f"sparse_regime: the judge-free reading: {e}") from None
+            scored.update({(method, ckpt, k): {f: m[f][k] for f in recovered.FIELDS} for k in range(net.population)})
+        table = _at_checkpoints(trained.table, scored, {f: float("nan") for f in recovered.FIELDS})
+        return trained.result(table.assign(instrument=reading.instrument), None, time.time() - t0)
     if reading.judge is None:
         if reading != PAPER:
             raise ExperimentError(f"sparse_regime: score its populations under a judge: Reading(judge=NAME, …), "
                                   f"not {reading.describe()}")  # fmt: skip
         return unscored(trained, reading)
-    t0, cfg = time.time(), trained.config
     settings = {k: v for k, v in asdict(emc2_config or score_settings()).items() if k != "member"}
     ec = EMC2Config(**reading.emc2(settings))
-    scored = {}  # (method, checkpoint, member) -> (auc, base_kept)
+    scored = {}  # (method, checkpoint, member) -> {column: value}
     for (method, ckpt), net in trained.networks.items():
         m = score_population(net, cfg.target, [reading.judge], ec, anchor=reading.anchor)
         for k, (auc, kept) in enumerate(zip(m[f"auc_{reading.judge}"], m[f"base_kept_{reading.judge}"])):
-            scored[(method, ckpt, k)] = (auc, kept)
-    table = trained.table.copy()
-    at = [scored.get((r["method"], r["checkpoint"], r["member"])) if r["kind"] == "checkpoint" else None
-          for r in table.to_dict("records")]  # fmt: skip
-    table["emc2_auc"] = [float("nan") if s is None else s[0] for s in at]
-    table["base_kept"] = [None if s is None else s[1] for s in at]
+            scored[(method, ckpt, k)] = {"emc2_auc": auc, "base_kept": kept}
+    table = _at_checkpoints(trained.table, scored, {"emc2_auc": float("nan"), "base_kept": None})
     table["judge"] = reading.judge
     return trained.result(table, reading.judge, time.time() - t0)
+
+
+def _at_checkpoints(table: pd.DataFrame, scored: dict, missing: dict) -> pd.DataFrame:
+    """`table` with a column per entry of `missing`: each checkpoint row's value from `scored`
+    (`(method, checkpoint, member) -> {column: value}`), the entry of `missing` for the rows
+    without a network (SP's trajectory, a baseline that could not be matched)."""
+    at = [scored.get((r["method"], r["checkpoint"], r["member"])) if r["kind"] == "checkpoint" else None
+          for r in table.to_dict("records")]  # fmt: skip
+    return table.assign(**{c: [v if s is None else s[c] for s in at] for c, v in missing.items()})
 
 
 def run(config: Config | None = None, *, progress=None) -> Result:
