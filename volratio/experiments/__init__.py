@@ -7,6 +7,10 @@ Every experiment follows one contract (`volratio.experiments._base`): a dataclas
     res = X.run(X.Config.quick())
     res.to_frame()
 
+`load(name, scale="reference", reading=PAPER)` (`volratio.experiments.load`) gives the same kind of
+`Result` from the runs the reference plan stored for an experiment, under a reading, without
+running anything.
+
 The modules also hold the *run functions* that sweeps run, one run each (`fn(config) -> dict` with a
 `parse_<fn>` that validates its config): `training.train`, `toy.toy` and the experiments' `point`s.
 The registry that names the experiments and the run functions — for the command line (`volratio
