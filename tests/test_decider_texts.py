@@ -314,9 +314,19 @@ def test_the_sixteen_targets_decide_over_the_three():
 
 
 def test_sixteen_targets_without_a_used_target_are_not_measured():
+    """The sixteen decide even when none of their targets has a statistic: the verdict is "not
+    measured", and its text says so before it states the three targets' AUCs beside it."""
     table = _pb_table(("picbreeder:skull", 0.9, 0.1))
     v, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=_sixteen([0.5], used=[False]))
     assert (v.verdict, v.evidence["statistic"], v.forest) == ("not measured", None, None)
+    assert v.measured.startswith("The sixteen-target comparison, which decides, has no target with both sides")
+    assert "the three targets, beside it: EMC2 AUC" in v.measured
+
+
+def test_the_scored_zero_reading_alone_is_refused():
+    table = _pb_table(("picbreeder:skull", 0.9, 0.1))
+    with pytest.raises(VolratioError, match="sixteen_zero is the sixteen-target comparison.*give it with sixteen"):
+        claims.picbreeder_vs_sgd_stored(table, sixteen_zero=PB16_ZERO)
 
 
 def test_judge_of():

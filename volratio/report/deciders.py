@@ -845,6 +845,12 @@ def picbreeder_vs_sgd_stored(
     judge = judge_of(table, judge)
     if dense is not None and judge_of(dense) not in (None, judge):
         raise VolratioError(f"the EMC2 runs were scored under {judge!r} but the dense runs under {judge_of(dense)!r}")
+    if sixteen_zero is not None and sixteen is None:
+        raise VolratioError(
+            "sixteen_zero is the sixteen-target comparison with the networks that never draw their label scored 0; "
+            "give it with sixteen (the same comparison with them left out, twins.paired(…, failed='excluded')), "
+            "or leave both out"
+        )
     three = three_target_comparison(table, dense, z)
     both = None if sixteen is None else sixteen_target_comparison(sixteen, sixteen_zero)
     verdict, _, decision = decided("picbreeder-vs-sgd", three.estimate if both is None else both.deciding.estimate)
@@ -925,8 +931,15 @@ def _picbreeder_measured(
     sixteen targets have a statistic, by its numbers, the targets left out and the three-target
     comparisons combined."""
     measured = _three_target_measured(three, judge, detail)
-    if both is None or both.deciding.estimate is None:
+    if both is None:
         return measured
+    if both.deciding.estimate is None:  # the sixteen decide, and have no target with a statistic
+        return (
+            "The sixteen-target comparison, which decides, has no target with both sides measured"
+            + (f" (left out: {', '.join(both.deciding.left_out)})" if both.deciding.left_out else "")
+            + "; the three targets, beside it: "
+            + measured
+        )
     d, parts = both.deciding, three.parts()
     return (
         f"{d.compared()} Picbreeder targets, each Picbreeder network against dense twins of its own architecture "
