@@ -60,9 +60,8 @@ def _networks(chunk: str, root) -> list[tuple[dict, str, str]]:
 def members(net: CoordMLP, target: str, cfg: recovery.RecoveryConfig | None = None) -> dict:
     """The judge-free score of every member of `net`, trained on the planted target `target`, under
     `cfg` (default `RecoveryConfig()`): `{field: [value per member]}` for each of `FIELDS`
-    (`volratio.rho.RhoError` for a target that is not planted). The one
-    scorer of a stored network (`score`) and of one in memory (the experiments' score stage under
-    `volratio.emc2.reading.RECOVERY`)."""
+    (`volratio.rho.RhoError` for a target that is not planted). The one scorer of a stored network
+    (`score`) and of one in memory (the experiments' score stage under `volratio.emc2.reading.RECOVERY`)."""
     cfg = cfg or recovery.RecoveryConfig()
     s, c = recovery.structure(net, target, cfg), recovery.chance(net, target, cfg)
     values = (s.recovery, s.monosemanticity, c.recovery_other, c.recovery_init, c.monosemanticity_other,
