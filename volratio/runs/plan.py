@@ -92,7 +92,7 @@ ORDER = (
     "twins16_picbreeder", "twins16", "sparse_regime", "sparse_regime_emc2", "sparse_regime_emc2_scaled",
     "sparse_regime_more", "sparse_regime_more_emc2", "sparse_regime_emc2_v2", "sparse_regime_more_emc2_v2",
     "depth_sparse_planted", "depth_sparse_picbreeder", "depth_matched_planted", "optimizers_planted",
-    "sparse_regime_planted",
+    "sparse_regime_planted", "sparse_regime_near_dense", "sparse_regime_near_dense_emc2",
 )  # fmt: skip
 
 HEADER = """\

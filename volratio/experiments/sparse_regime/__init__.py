@@ -52,12 +52,12 @@ import pandas as pd
 import torch
 
 from ... import emc2
-from ...data.picbreeder import NONZEROS
+from ...data.picbreeder import NONZEROS, fer_arch
 from ...data.targets import get_target
 from ...depth.point import PLANTED_REFERENCE, PLANTED_START_WIDTH, matched_count_at_true_depth
 from ...emc2 import EMC2Config
 from ...emc2.reading import Reading
-from ...nets import CoordMLP
+from ...nets import Arch, CoordMLP
 from ...prune import BASELINES, PruneError, collapsed, prune
 from ...prune.baselines import IMPConfig, imp_levels
 from ...prune.criteria import member_mse
@@ -72,7 +72,7 @@ from ...runs.registry import artifact_name, get_run
 from ...train import PATHS, TrainConfig
 from ...train import train as train_network
 from ...util.limits import above, at_least, between, one_of, parsed_by
-from ...util.presets import Presets
+from ...util.presets import Presets, keyed_when_set, preset
 from .._base import PAPER, ExperimentError, Result, Trained, check_reading, unscored
 
 METHODS = BASELINES  # baselines matched per layer to SP (volratio.prune.BASELINES)
@@ -102,11 +102,16 @@ class Config(Presets):
     width: int = 32  # dense start: over-parameterised (the target needs far fewer units)
     depth: int = 6  # hidden layers
     activation: str = "gaussian"  # every hidden unit's activation
+    arch: str = keyed_when_set("")  # "": `depth` layers of `width` `activation` units; else the dense arch
+    # itself — an architecture string (`volratio.nets.Arch`), or "picbreeder": the target's own Picbreeder
+    # architecture (FER's layered form, `picbreeder.fer_arch`); then `width`, `depth` and `activation` are not
+    # read, and `scratch` must be off
     res: int = 24  # training and feature-map resolution
     dense_steps: int = 600  # Adam steps of the dense networks
     lr: float = 3e-3  # Adam learning rate (SP retrains at sp.retrain_lr_factor × this)
     sp: SPConfig = field(default_factory=_sp_default)  # SP unguarded, τ schedule, a fifth of the units per round
-    target_nonzeros: int | None = 150  # SP stops a member at or below this many non-zero weights (skull's 147)
+    target_nonzeros: int | None = 150  # SP stops a member at or below this many non-zero weights (skull's 147);
+    # 0 or None: no size to reach, SP stops at its guard, its rounds or where no pair is left (0: what a sweep file writes)
     checkpoints: tuple = (0.75,)  # weight sparsities at which the baselines are matched (besides SP's end)
     methods: tuple = METHODS  # baselines matched per layer at every checkpoint
     scratch: bool = True  # dense networks of SP's size trained from scratch, per checkpoint
@@ -120,10 +125,20 @@ class Config(Presets):
 
     LIMITS = {
         "target": parsed_by(get_target), "members": at_least(1), "width": at_least(2), "depth": at_least(1),
-        "res": at_least(4), "dense_steps": at_least(1), "lr": above(0), "target_nonzeros": at_least(1),
+        "res": at_least(4), "dense_steps": at_least(1), "lr": above(0), "target_nonzeros": at_least(0),
         "checkpoints": between(0, 1, open_lo=True), "methods": one_of(*METHODS),
         "fit_factor": at_least(1), "fit_floor": at_least(0), "seed": at_least(0), "train_path": one_of(*PATHS),
+        "arch": parsed_by(lambda a: a if a in ("", "picbreeder") else str(Arch.parse(a))),
     }  # fmt: skip
+
+    def __post_init__(self):
+        if self.arch and self.scratch:
+            raise ExperimentError(
+                f"sparse_regime: arch = {self.arch!r} and scratch = True: the scratch networks are `depth` layers of "
+                'a width in `activation`; turn scratch off, or set arch = ""'
+            )
+        if self.arch == "picbreeder" and not self.target.startswith("picbreeder:"):
+            raise ExperimentError(f'sparse_regime: arch = "picbreeder" needs a Picbreeder target, not {self.target!r}')
 
     # reference: skull at 64×64 from width 64 at depth 6 (20,928 weights), 2,000 dense steps, SP rounds of
     # 300 steps, three members, on the fused kernel (22 ms a step here, against 48 on the fast path); the
@@ -135,6 +150,40 @@ class Config(Presets):
     # full: on a GPU (`--device cpu` of `volratio reference run` runs it on the CPU)
     FULL = dict(members=5, width=128, res=128, dense_steps=10_000, device="cuda",
                 sp=replace(_sp_default(), rounds=60, retrain_steps=2000))  # fmt: skip
+
+
+
+# The near-dense check: the same protocol on narrow networks, where the target needs most of the units — width 16
+# at depth 6 in mixed activations (Part I's networks), or the target's own Picbreeder architecture — with SP
+# guarded as Part I prunes (a round that leaves a network's MSE above 2× its dense MSE is undone and retried with
+# half as many units), τ = 0.9 without a schedule on raw maps (a unit and its negation count as redundant), at
+# most 4 units per round (the scale's cap of a fifth of the live units stays: at these widths 4 binds first),
+# 5 rounds of 100 retraining steps at 0.1 × lr; no size to reach and no checkpoint on the way: every baseline is
+# matched per layer at SP's end. Changes to a scale's preset, in the dotted form a sweep file writes
+# (`near_dense`; the chunk sparse_regime_near_dense runs it at the reference scale).
+NEAR_DENSE = {
+    "members": 5,
+    "arch": "6;gaussian:10,sin:3,identity:3",
+    "target_nonzeros": 0,
+    "checkpoints": [],
+    "scratch": False,
+    "sp.tau": 0.9,
+    "sp.tau_schedule": [],
+    "sp.centred": False,
+    "sp.opposite_sign": True,
+    "sp.per_round": 4,
+    "sp.rounds": 5,
+    "sp.retrain_steps": 100,
+    "sp.retrain_lr_factor": 0.1,
+    "sp.loss_factor": 2.0,
+    "sp.backoff": True,
+}
+
+
+def near_dense(scale: str = "quick", **overrides) -> Config:
+    """The near-dense check's config (`NEAR_DENSE`) over the preset `scale`, then `overrides`
+    (`volratio.util.presets.preset`: unknown names and values outside the limits raise)."""
+    return preset(Config, scale, **{**NEAR_DENSE, **overrides})
 
 
 def train(config: Config | None = None, *, progress=None) -> Trained:
@@ -244,16 +293,23 @@ def _dense(cfg: Config) -> tuple:
     image = get_target(cfg.target).image(cfg.res)
     images = torch.stack([image] * cfg.members)
     tc = TrainConfig(lr=cfg.lr, device=cfg.device, path=cfg.train_path)
-    arch = f"{cfg.depth};{cfg.activation}:{cfg.width}"
-    dense = CoordMLP(arch, head="hsv", population=cfg.members, seed=cfg.seed)
+    dense = CoordMLP(dense_arch(cfg), head="hsv", population=cfg.members, seed=cfg.seed)
     train_network(dense, images, replace(tc, steps=cfg.dense_steps))
     have = min(dense.nonzero())
-    if cfg.target_nonzeros is not None and cfg.target_nonzeros >= have:
+    if cfg.target_nonzeros and cfg.target_nonzeros >= have:
         raise ExperimentError(
             f"target_nonzeros = {cfg.target_nonzeros} is not below the dense networks' {have} weights: "
             "give a smaller target or a wider start"
         )
     return images, tc, dense, member_mse(dense, images)
+
+
+def dense_arch(cfg: Config) -> str:
+    """The dense networks' architecture string: `cfg.arch`, the target's Picbreeder architecture, or
+    `depth` layers of `width` `activation` units."""
+    if cfg.arch == "picbreeder":
+        return fer_arch(cfg.target.split(":", 1)[1])
+    return cfg.arch or f"{cfg.depth};{cfg.activation}:{cfg.width}"
 
 
 @dataclass
@@ -275,7 +331,7 @@ def _sp_stages(cfg: Config, dense: CoordMLP, images: torch.Tensor, tc: TrainConf
     sp_net, rounds_left, budget, done = dense.copy(), cfg.sp.rounds, 0, 0
     have = min(dense.nonzero())
     stages = [(f"{s:.2f}", max(1, math.floor((1 - s) * have))) for s in sorted(cfg.checkpoints)]
-    stages.append(("end", cfg.target_nonzeros))
+    stages.append(("end", cfg.target_nonzeros or None))  # 0: no size to reach
     for name, goal in stages:
         if rounds_left == 0:
             break
@@ -504,6 +560,15 @@ MAX_PARAMS = 1000  # the score chunks' emc2.max_params: every non-zero weight up
 # chunk depth_matched_planted's count at L* (volratio.depth.point.MATCHED_COUNTS), where their networks still fit
 PLANTED_AT_TRUE_DEPTH = {t: matched_count_at_true_depth(t) for t in PLANTED_REFERENCE[2:8]}
 PLANTED_WIDTH = PLANTED_START_WIDTH
+# The near-dense check (`NEAR_DENSE`): its runs, one per Picbreeder target (skull and butterfly in their own
+# Picbreeder architectures, apple in the preset's 6 × 16: its 33 × 38 costs ~8× more), and their scores
+NEAR_DENSE_CHUNK = "sparse_regime_near_dense"
+NEAR_DENSE_SCORE_CHUNK = "sparse_regime_near_dense_emc2"
+NEAR_DENSE_SOURCE = {**REFERENCE_SOURCE, **NEAR_DENSE}
+NEAR_DENSE_CASES = [{"target": "picbreeder:skull", "arch": "picbreeder"},
+                    {"target": "picbreeder:butterfly", "arch": "picbreeder"}, {"target": "picbreeder:apple"}]  # fmt: skip
+NEAR_DENSE_JUDGES = [V2_JUDGE, *SCORE_JUDGES]  # the default judge decides; the three of the regime's chunks beside it
+NEAR_DENSE_MAX_PARAMS = 300  # a seeded subsample of 300 weights per network (its 1,392–8,096 weights)
 
 
 def populations(cfg: Config) -> list:
@@ -526,16 +591,18 @@ def reference_chunks() -> dict:
     every = populations(ref)  # SP, every baseline and the scratch networks
     claim = populations(replace(ref, methods=CLAIM_METHODS, scratch=False))  # SP and the claim's pruners
 
-    sources = {REFERENCE_CHUNK: (REFERENCE_SOURCE, ref.seed), MORE_CHUNK: (MORE_SOURCE, more_seed)}
+    sources = {REFERENCE_CHUNK: (REFERENCE_SOURCE, ref.seed, picbreeder_cases),
+               MORE_CHUNK: (MORE_SOURCE, more_seed, picbreeder_cases),
+               NEAR_DENSE_CHUNK: (NEAR_DENSE_SOURCE, ref.seed, NEAR_DENSE_CASES)}  # fmt: skip
 
     def scores(chunk: str, populations: list, judges: list, why: str, notes: dict, extra: "dict | None" = None):
         """A regime_point chunk: one run per target × population of the source chunk `chunk`."""
-        source, seed = sources[chunk]
+        source, seed, cases = sources[chunk]
         return Chunk(
             run="regime_point",
             why=why,
             seeds=[seed],
-            cases=[{"source": {**source, **case}} for case in picbreeder_cases],
+            cases=[{"source": {**source, **case}} for case in cases],
             config={
                 **({"chunk": chunk} if chunk != REFERENCE_CHUNK else {}),  # regime_point's default chunk
                 "judges": judges,
@@ -657,5 +724,34 @@ def reference_chunks() -> dict:
                 for t, n in PLANTED_AT_TRUE_DEPTH.items()
             ],
             config={**REFERENCE_SOURCE, "width": PLANTED_WIDTH, "checkpoints": []},
+        ),
+        NEAR_DENSE_CHUNK: Chunk(
+            run="sparse_regime",
+            why=(
+                "The near-dense check beside the regime's verdict: the same protocol (`NEAR_DENSE`) on networks "
+                "that need most of their units — SP guarded at 2× the dense MSE (an undone round retried with half"
+                " as many units), τ = 0.9 without a schedule, at most 4 units a round, 5 rounds of 100 steps, no "
+                "size to reach — and every baseline matched per layer at SP's end, five members per target. Skull "
+                "and butterfly in their own Picbreeder architectures (12 × 22 and 16 × 23, trained densely from a "
+                "random init), apple in the 6 × 16 mixed-activation network (its 33 × 38 costs ~8× more). It "
+                "replaces the chunk connectivity, which matched the baselines to SP's global sparsity. A pilot at "
+                "this preset: 26, 65 and 94 CPU-seconds (apple, skull, butterfly); SP ends at 18 %, 5 % and 4 % "
+                "sparsity. 3 runs."
+            ),
+            seeds=[ref.seed],
+            cases=NEAR_DENSE_CASES,
+            config=dict(NEAR_DENSE_SOURCE),
+        ),
+        NEAR_DENSE_SCORE_CHUNK: scores(
+            NEAR_DENSE_CHUNK,
+            ["dense_dense", *populations(near_dense("reference"))],
+            NEAR_DENSE_JUDGES,
+            why=(
+                "EMC2 of the near-dense populations (the dense networks, SP and every matched baseline) under the "
+                "default judge, which decides the check, and the three judges of the regime's chunks on the same "
+                "images. One run per target × population."
+            ),
+            notes={"emc2.max_params": "a seeded uniform subsample of 300 weights per network (1,392–8,096 weights), as the chunk connectivity scored"},
+            extra={"emc2.max_params": NEAR_DENSE_MAX_PARAMS},
         ),
     }
