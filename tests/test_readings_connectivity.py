@@ -105,26 +105,37 @@ def test_per_checkpoint_counts_every_compared_network_once():
     assert (table.drawn <= table.networks).all() and (table.drawn < table.networks).any()
 
 
-def _anchored(table) -> claims.Verdict:
-    return claims.sp_vs_pruners(table, scale="reference", judge="anchored", stored=True)[0]
-
-
 def test_the_near_dense_check_leaves_out_seeds_whose_dense_network_does_not_draw(picbreeder_dir):
-    table = reading.near_dense_table()
+    """The near-dense verdict is the decider's on the compared networks read straight from the store,
+    without the seeds whose dense network does not draw its target under the judge."""
+    table = regime_scores.stored_scores(regime.NEAR_DENSE_SCORE_CHUNK, sources=regime.NEAR_DENSE_CHUNK)
+    col = f"base_kept:{DEFAULT_JUDGE}"
     dense = table[table.method == "dense"]
-    undrawn = {(t, s) for t, s, k in zip(dense.target, dense.seed, dense["base_kept:anchored"]) if not bool(k)}
-    assert undrawn  # the store holds such seeds: the rule is exercised
-    kept = table[[(t, s) not in undrawn for t, s in zip(table.target, table.seed)]]
-    v = reading.near_dense_verdict("anchored")[0]
-    assert (v.verdict, v.evidence) == (_anchored(kept).verdict, _anchored(kept).evidence)
-    assert v.evidence != _anchored(table).evidence
+    undrawn = {(t, s) for t, s, k in zip(dense.target, dense.seed, dense[col]) if not bool(k)}
+    assert undrawn  # the store holds such seeds (a butterfly trained from a random init draws a blank page)
+    compared = table[table.method.isin(reading.COMPARED)].copy()
+    compared["emc2_auc"] = compared[f"emc2_auc:{DEFAULT_JUDGE}"].astype(float)
+    compared["base_kept"] = compared[col]
+    kept = compared[[(t, s) not in undrawn for t, s in zip(compared.target, compared.seed)]]
+
+    def decided(t):
+        return sp_vs_pruners(t, scale="reference", judge=DEFAULT_JUDGE, stored=True)[0]
+
+    v = reading.near_dense_verdict(DEFAULT_JUDGE)[0]
+    assert (v.verdict, v.evidence) == (decided(kept).verdict, decided(kept).evidence)
+    assert v.evidence != decided(compared).evidence
+    assert reading.near_dense_rows(DEFAULT_JUDGE)[1] == sorted(undrawn)
+    with pytest.raises(VolratioError, match="not scored under judge 'clip'"):
+        reading.near_dense_verdict("clip")
 
 
 def test_the_near_dense_archs_and_their_weight_counts(picbreeder_dir):
     archs = reading.near_dense_archs()
     assert set(archs) == {"skull", "butterfly", "apple"}
-    assert all(isinstance(a, Arch) for a in archs.values())
+    assert str(archs["apple"]) == regime.NEAR_DENSE["arch"] and archs["skull"].depth == 12
     assert reading.dense_weights(Arch.uniform(2, 8)) == 4 * 8 + 8 * 8 + 8 * 3
+    cfg, ec = reading.near_dense_configs()
+    assert (cfg.sp.tau, cfg.sp.loss_factor, cfg.target_nonzeros, ec.max_params) == (0.9, 2.0, 0, 300)
 
 
 @pytest.mark.parametrize(

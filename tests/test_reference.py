@@ -384,47 +384,49 @@ def test_stored_depth_curves_and_predictor_check(run_plan, tmp_path):
         D.stored_curves(("depth_tiny", "depth_tiny"), root=root)
 
 
-CONNECTIVITY_PLAN = """
-[chunks.conn_tiny]
-run = "connectivity"
-seeds = [0, 1]
-cases = [{ targets = ["skull"], arch = "picbreeder" }, { targets = ["apple"], arch = "2;gaussian:4" }]
+NEAR_DENSE_PLAN = """
+[chunks.nd_tiny]
+run = "sparse_regime"
+seeds = [0]
+cases = [{ target = "picbreeder:skull", arch = "picbreeder" }, { target = "picbreeder:apple", arch = "2;gaussian:4" }]
 
-[chunks.conn_tiny.config]
-seeds = 1
+[chunks.nd_tiny.config]
+members = 2
 res = 8
 dense_steps = 2
-retrain_steps = 1
-imp_steps = 1
-imp_rewind = 0
-methods = ["magnitude", "random"]
-emc2_res = 8
-emc2_params = 2
-deltas = [-1.0, 1.0]
-judge = "ssim"
+target_nonzeros = 0
+checkpoints = []
+scratch = false
+methods = ["magnitude"]
 device = "cpu"
-
-[chunks.conn_tiny.grid]
-"sp.tau" = [0.9, 0.95]
+keep_nets = true
+"sp.rounds" = 1
+"sp.retrain_steps" = 1
 """
 
 
-def test_stored_connectivity_table(run_plan, tmp_path, picbreeder_dir):
-    """Connectivity runs stored by the reference machinery read back as one table with the run's τ,
-    architecture and seed on every row."""
-    from volratio.experiments import connectivity as C
+def test_the_regime_as_a_sweep_run_stores_its_networks_in_their_arch(run_plan, tmp_path, picbreeder_dir):
+    """A `sparse_regime` chunk with an arch per case (the near-dense chunk's shape) reads back as one
+    table with each target's arch on every row, and each checkpoint row names the stored population
+    it measured."""
+    from volratio.data.picbreeder import fer_arch
+    from volratio.experiments import sparse_regime as R
     from volratio.experiments._base import ExperimentError
+    from volratio.nets import CoordMLP
 
-    _, root, _ = run_plan(CONNECTIVITY_PLAN, "conn_tiny", tmp_path)
-    t = C.stored_table(("conn_tiny",), root)
-    assert len(t) == 2 * 2 * 2 * 4  # targets × seeds × τ × (dense, sp, magnitude, random)
-    assert set(t.tau) == {0.9, 0.95} and set(t.seed) == {0, 1} and t.emc2_auc.between(0, 1).all()
+    _, root, _ = run_plan(NEAR_DENSE_PLAN, "nd_tiny", tmp_path)
+    t = R.stored_table("nd_tiny", root)
+    cp = t[t.kind == "checkpoint"]
+    assert len(cp) == 2 * 2 * 3  # targets × members × (dense, sp, magnitude)
     assert dict(t.groupby("target").arch.first()) == {
-        "apple": "2;gaussian:4",
-        "skull": C._arch(C.Config(targets=("skull",), arch="picbreeder")),
+        "picbreeder:apple": "2;gaussian:4",
+        "picbreeder:skull": fer_arch("skull"),
     }
+    assert cp.net.notna().all()
+    sp = cp[cp.method == "sp"].iloc[0]
+    assert CoordMLP.load(sp.net).nonzero()[int(sp.member)] == sp.nonzero  # the population the row measured
     with pytest.raises(ExperimentError, match="none of the chunks"):
-        C.stored_table(("nothing",), root)
+        R.stored_table("nothing", root)
 
 
 SCENES_PLAN = """
@@ -505,24 +507,3 @@ def test_fit_budget_chunk_stores_what_the_experiment_measures(run_plan, tmp_path
     assert (t.groupby("steps").ratio_to_best.min() == 1.0).all()
     with pytest.raises(VolratioError, match="give depth"):
         FB.parse_point({"target": "planted:1"})
-
-
-def test_connectivity_as_a_sweep_run_stores_its_networks(run_plan, tmp_path, picbreeder_dir):
-    from volratio.experiments import connectivity as C
-    from volratio.nets import CoordMLP
-
-    _, root, _ = run_plan(
-        '[chunks.conn]\nrun = "connectivity"\nseeds = [0]\n\n[chunks.conn.config]\nscale = "quick"\n'
-        'targets = ["apple"]\nseeds = 1\narch = "2;gaussian:4"\nres = 8\ndense_steps = 3\nretrain_steps = 1\n'
-        'imp_steps = 1\nimp_rewind = 0\nmethods = ["magnitude"]\nemc2_res = 8\nemc2_params = 2\n'
-        'deltas = [-1.0, 1.0]\ndevice = "cpu"\nkeep_nets = true\n"sp.rounds" = 1\n"sp.retrain_steps" = 1\n',
-        "conn",
-        tmp_path,
-    )
-    table = C.stored_table(["conn"], root)
-    assert set(table.method) == {"dense", "sp", "magnitude"} and table.net.notna().all()
-    (rec,) = S.records("conn", root)
-    assert {"net_dense", "net_sp", "net_magnitude"} <= set(rec["artifacts"])
-    sp = table[table.method == "sp"].iloc[0]
-    net = CoordMLP.load(sp.net)
-    assert net.nonzero()[int(sp.member)] == sp.nonzero  # the stored population is the one the row measured

@@ -485,3 +485,57 @@ def test_the_endpoint_figure_draws_the_end_and_fit_point_per_tau_start():
     assert {f"τ from {t:g}: {p} point" for t in (0.95, 0.8) for p in ("end", "fit")} <= set(labels)
     assert left.get_ylim() == (0, 1) and right.get_yscale() == "log" and left.get_xscale() == "log"
     assert [list(line.get_xdata()) for line in left.lines] == [[30, 100, 300]] * 4
+
+
+def test_the_near_dense_preset_is_the_same_protocol_on_a_given_arch_without_a_size_to_reach():
+    """`NEAR_DENSE` over a scale: the networks are the given arch, SP stops at its guard or its rounds
+    (never "target size": 0 is no size to reach), and every baseline is matched per layer at SP's end."""
+    from volratio.experiments import sparse_regime as S
+
+    cfg = S.near_dense("quick", target="planted:1:depth=2,width=3", arch="2;gaussian:4,sin:2", res=8,
+                       dense_steps=30, members=2, device="cpu", **{"sp.retrain_steps": 2, "sp.rounds": 2})  # fmt: skip
+    assert (cfg.target_nonzeros, cfg.checkpoints, cfg.scratch) == (0, (), False)
+    assert (cfg.sp.tau, cfg.sp.loss_factor, cfg.sp.tau_schedule) == (0.9, 2.0, ())
+    r = S.run(cfg)
+    assert str(r["nets"][("dense", "dense")].arch) == "2;gaussian:4,sin:2"
+    cp = r.table[r.table.kind == "checkpoint"]
+    assert set(cp.checkpoint) == {"dense", "end"} and set(cp.method) == {"dense", "sp", *S.METHODS}
+    sp_end = r["nets"][("sp", "end")]
+    assert P.nonzero_per_kernel(r["nets"][("magnitude", "end")].masks).tolist() == (
+        P.nonzero_per_kernel(sp_end.masks).tolist()
+    )
+    # the same settings spelt as the chunk spells them (dotted, over the scale's preset) give the same config
+    from volratio.runs.registry import get_run
+
+    spelt = {"scale": "quick", **S.NEAR_DENSE, "target": cfg.target, "arch": cfg.arch, "res": 8, "dense_steps": 30,
+             "members": 2, "device": "cpu", "sp.retrain_steps": 2, "sp.rounds": 2}  # fmt: skip
+    assert get_run("sparse_regime").parse(spelt) == cfg
+
+
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        ({"arch": "2;gaussian:4", "scratch": True}, "scratch networks"),
+        ({"arch": "picbreeder", "target": "planted:1:depth=2,width=3", "scratch": False}, "needs a Picbreeder target"),
+        ({"arch": "2;nope:4"}, "nope"),
+        ({"target_nonzeros": -1}, "target_nonzeros"),
+    ],
+)
+def test_the_regime_config_refuses_an_arch_it_cannot_build(overrides, match):
+    from volratio.experiments import sparse_regime as S
+    from volratio.util.presets import ConfigError, preset
+
+    with pytest.raises(ConfigError, match=match):
+        preset(S.Config, "quick", **overrides)
+
+
+def test_an_arch_left_unset_keeps_the_stored_runs_keys():
+    """`arch` enters a run's key only when set (`keyed_when_set`): the chunks stored before it existed
+    keep their keys."""
+    from volratio.experiments import sparse_regime as S
+    from volratio.runs.registry import get_run
+
+    keyed = get_run("sparse_regime").keyed({"scale": "reference"})
+    assert "arch" not in keyed and S.dense_arch(S.Config.reference()) == "6;gaussian:64"
+    picbreeder = {"scale": "reference", "arch": "picbreeder", "scratch": False}
+    assert get_run("sparse_regime").keyed(picbreeder)["arch"] == "picbreeder"

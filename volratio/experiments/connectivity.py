@@ -15,7 +15,9 @@ population, trained and pruned at once; every member is pruned independently.
 
 `run(config) -> Result` (a table with one row per target × seed × method; extras `nets`, `images`);
 `summary(table)` gives means and 95 % t-intervals over seeds. Chapter: "Connectivity: which
-connections remain" (book/connectivity.md).
+connections remain" (book/connectivity.md), at the quick scale. At the reference scale the near-dense
+check is the sparse regime's protocol (`volratio.experiments.sparse_regime.NEAR_DENSE`): every baseline
+matched to SP per layer, not to its global sparsity.
 
 Its training entries stay flat (`lr`, `device`, `train_path`, and a step count per phase:
 `dense_steps`, `retrain_steps`, `imp_steps`): one rate, device and path serve the dense training,
@@ -45,9 +47,6 @@ from ..prune import BASELINES, PruneError, collapsed, prune  # BASELINES: the me
 from ..prune.criteria import member_mse
 from ..prune.masks import unit_alive, weight_sparsity
 from ..prune.similarity_pruning import SPConfig
-from ..runs import stored
-from ..runs.plan import Chunk
-from ..runs.registry import stored_config
 from ..train import PATHS, TrainConfig
 from ..train import train as train_network
 from ..util.device import device_name
@@ -114,14 +113,12 @@ class Config(Presets):
     # networks (9 dense 6 × 16 networks of 1,392 weights, and their pruned copies) costs ~30 CPU-s per
     # dense network under three judges at 24×24, several CPU-minutes in all; `emc2_params=None` scores them all
     QUICK = dict(emc2_params=40)
-    # reference: what chunk connectivity of examples/sweeps/reference.toml runs (its `reference_chunks()` builds
-    # the chunk from it) — 64×64, 5 seeds, 2,000 dense steps on the fast path, equal fine-tuning budgets: SP
-    # 5 rounds × 100 steps (at most 4 units per round, an undone round retried with half as many), every
-    # baseline 500 steps after pruning (IMP: 300 steps per level from its rewind point, as the Lottery
-    # Ticket procedure prescribes) — 8 δ on 300 weights per network, scored under the anchored judge and
-    # two more on the same images; every population stored. The chunk runs one target per run, skull and
-    # butterfly with arch="picbreeder" (a population shares one architecture; apple's 33 × 38 would
-    # cost ~8× more: it keeps this 6 × 16 arch): about 176 CPU-s per run (one thread)
+    # reference: what the chunk connectivity ran until the sparse regime's near-dense preset replaced it at the
+    # reference scale (`sparse_regime.NEAR_DENSE`, chunk sparse_regime_near_dense; results/reference/README.md)
+    # — 64×64, 5 seeds, 2,000 dense steps on the fast path, equal fine-tuning budgets: SP 5 rounds × 100 steps
+    # (at most 4 units per round, an undone round retried with half as many), every baseline 500 steps after
+    # pruning (IMP: 300 steps per level from its rewind point, as the Lottery Ticket procedure prescribes) —
+    # 8 δ on 300 weights per network under the anchored judge and two more on the same images
     # fmt: off
     REFERENCE = dict(targets=("skull", "butterfly", "apple"), seeds=5, res=64, dense_steps=2000, retrain_steps=500,
                      imp_steps=300, imp_rewind=30,
@@ -395,126 +392,3 @@ def sp_ablation(result: Result, steps: dict = SP_STEPS):
             }
         )
     return pd.DataFrame(rows).set_index("SP")
-
-
-# ---------------------------------------------------------------------------------------------
-# The reference scale (stored results)
-
-REFERENCE_CHUNKS = ("connectivity",)  # chunks of examples/sweeps/reference.toml
-
-
-def stored_table(names=REFERENCE_CHUNKS, root=None):
-    """The stored reference runs of `names` (those present under `root`, default
-    `results/reference`) as one table like `run`'s: one row per target × seed × method, plus `tau`
-    (the run's SP threshold), `arch`, the run's `key` and `cpu_s`, and `net`: the file of the
-    population the row's network belongs to (member `member`; runs with `keep_nets`, else None)."""
-    runs = stored.runs_of(names, root, error=ExperimentError)
-    rows = []
-    for r in runs:
-        cfg = config_of(r)
-        for row in r["metrics"]["rows"]:
-            rows.append({**row, "tau": cfg.sp.tau, "arch": _arch(replace(cfg, targets=(row["target"],))),
-                         "key": r["key"], "cpu_s": r["cpu_s"],
-                         "net": r.get("artifacts", {}).get(f"net_{row['method']}")})  # fmt: skip
-    table = stored.non_finite_as_floats(pd.DataFrame(rows))
-    if "failed" in table:  # rows of methods that worked carry no message (stored as NaN, read back as "nan")
-        table["failed"] = table["failed"].where(table["failed"].notna() & (table["failed"] != "nan"), None)
-    return table
-
-
-def judges_of(table) -> list[str]:
-    """The judges a connectivity table has EMC2 scores under: its own (`judge`), then every judge of
-    an `emc2_auc:<judge>` column (`Config.judges`)."""
-    own = [str(j) for j in dict.fromkeys(table["judge"].dropna())] if "judge" in table else []
-    return own + [c.split(":", 1)[1] for c in table.columns if c.startswith("emc2_auc:")]
-
-
-def judged(table, judge: str):
-    """`table` with `emc2_auc` (and `judge`) those under `judge`: the table's own scores, or its
-    `emc2_auc:<judge>` column (the same networks and perturbed images, judged again)."""
-    have = judges_of(table)
-    if judge not in have:
-        raise ExperimentError(
-            f"the connectivity runs have no EMC2 scores under judge {judge!r} (they have: {', '.join(have) or 'none'}); "
-            f"run them with judges = [{judge!r}]"
-        )
-    if "judge" in table and set(table["judge"].dropna()) == {judge}:
-        return table
-    return table.assign(emc2_auc=table[f"emc2_auc:{judge}"].astype(float), judge=judge)
-
-
-def dense_drawn(table, judge: str):
-    """`(rows, left_out)`: the rows of the (target, seed) pairs whose dense network draws its target
-    under `judge` (`base_kept:<judge>` of the dense row), and the pairs left out, as a list of
-    `(target, seed)`. Pruning is compared on a dense network that fits its target: on one that does
-    not, every method scores 0 by the label-anchored judge's rule, whatever it keeps, so such a pair
-    says nothing about which connections remain. The chapter reports how many pairs this leaves out."""
-    col = f"base_kept:{judge}"
-    if col not in table:
-        raise ExperimentError(f"the connectivity runs did not record {col!r}; they predate base_kept per judge")
-    dense = table[table.method == "dense"]
-    bad = {(t, s) for t, s, k in zip(dense.target, dense.seed, dense[col]) if not bool(k)}
-    keep = [(t, s) not in bad for t, s in zip(table.target, table.seed)]
-    return table[keep], sorted(bad)
-
-
-def config_of(record: dict) -> Config:
-    """The `Config` of a stored run (a `volratio.runs.stored.records` entry): its stored complete config, parsed."""
-    return stored_config(record)
-
-
-# ---------------------------------------------------------------------------------------------
-# The reference plan's chunks (volratio.runs.plan writes them to examples/sweeps/reference.toml)
-
-
-def reference_chunks() -> dict:
-    """The chunks of the reference plan that this experiment owns (`volratio.runs.plan.Chunk`: a
-    sweep spec and why it runs what it runs)."""
-    return {
-        "connectivity": Chunk(
-            run="connectivity",
-            why=(
-                "SP against Lottery Ticket (IMP), Wanda, LLM-Pruner, magnitude, random weights and random units "
-                'at matched sparsity (claim "sp-vs-pruners"): the connectivity experiment\'s reference preset — '
-                "2,000 dense Adam steps at 64×64, equal fine-tuning budgets (SP 5 rounds × 100 steps; every "
-                "baseline 500 steps after pruning; IMP 300 steps per level from rewind step 30), EMC2 with 8 δ on"
-                " 300 weights of every network under the anchored judge (and anchored-ssim, stability on the same"
-                " images). One target and one seed per run; skull and butterfly in their own Picbreeder "
-                "architectures (12 × 22 and 16 × 23, trained densely from a random init), apple in the preset's 6"
-                " × 16 (its 33 × 38 Picbreeder architecture costs ~8× more). One matched sparsity: SP's τ = 0.9, "
-                "each baseline matched to SP's sparsity network by network (τ = 0.95 as well in the full plan; "
-                "left out here for the CPU budget: ~180 CPU-s per run with three judges). SP keeps the fit as in "
-                "the depth chunks (at most 4 units per round, compensation, retraining at 0.1 × lr — the "
-                "baselines fine-tune at the same rate —, the 2× guard), and a round the guard undoes is retried "
-                "with half as many units (backoff): without it, a pilot's first 4-unit round on the skull's "
-                "12 × 22 Picbreeder architecture was undone and SP stopped at sparsity 0. 15 runs."
-            ),
-            seeds=[0, 1, 2, 3, 4],
-            threads=1,
-            cases=[
-                {"targets": ["skull"], "arch": "picbreeder"},
-                {"targets": ["butterfly"], "arch": "picbreeder"},
-                {"targets": ["apple"], "arch": "6;gaussian:10,sin:3,identity:3"},
-            ],
-            config={
-                "scale": "reference",
-                "seeds": 1,
-                "judge": "anchored",
-                "judges": ["anchored-ssim", "stability"],
-                "device": "cpu",
-                "keep_nets": True,
-                "train_path": "fast",
-                "sp.loss_factor": 2.0,
-                "sp.retrain_lr_factor": 0.1,
-                "sp.compensate": "span",
-                "sp.per_round": 4,
-                "sp.backoff": True,
-            },
-            grid={"sp.tau": [0.9]},
-            notes={
-                "judges": "the same perturbed images judged again (columns emc2_auc:<judge>)",
-                "keep_nets": "every population (dense, SP, each baseline) stored as artifact net_<method>",
-                "sp.backoff": "an undone round is retried with half as many units before a network stops",
-            },
-        ),
-    }

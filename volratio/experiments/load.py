@@ -49,6 +49,11 @@ def load(name: str, scale: str = "reference", reading: Reading = PAPER, chunks=N
     mod = registry.module(name)
     root = stored.DEFAULT_ROOT if root is None else root
     declared = list(getattr(mod, "reference_chunks", dict)())
+    if not declared:
+        raise ExperimentError(
+            f"{name}: no chunk of the reference plan is its own, so nothing of it is stored; compute it with "
+            f"`volratio run {name} --scale {scale}`"
+        )
     if chunks is not None:
         chunks = [chunks] if isinstance(chunks, str) else list(chunks)
         if unknown := [c for c in chunks if c not in declared]:

@@ -87,7 +87,7 @@ def changes(run: str, config: dict) -> dict:
 # them, in the registry's book order.
 ORDER = (
     "rho", "rho_wmin", "rho_deep", "rho_deep_wmin", "emc2", "emc2_dense", "depth_picbreeder", "depth_budget",
-    "depth_planted", "connectivity", "depth_scenes", "optimizers", "depth_sparse_scenes", "optimizers_sparse",
+    "depth_planted", "depth_scenes", "optimizers", "depth_sparse_scenes", "optimizers_sparse",
     "optimizers_sparse_butterfly", "optimizers_matched", "welch_frames", "welch_toy", "interference", "rho_basin",
     "twins16_picbreeder", "twins16", "sparse_regime", "sparse_regime_emc2", "sparse_regime_emc2_scaled",
     "sparse_regime_more", "sparse_regime_more_emc2", "sparse_regime_emc2_v2", "sparse_regime_more_emc2_v2",

@@ -30,6 +30,10 @@ again (EMC2 on every non-zero weight by default, `SCORE_EMC2`); a `regime_point`
 (`volratio.experiments.sparse_regime.scores`) does the same for one population a `sparse_regime` run
 stored (`score_population` is their one scorer).
 
+`near_dense(scale)`: the near-dense check as a preset of the same protocol (`NEAR_DENSE`): narrow
+networks in a given `arch` (a string, or the target's own Picbreeder architecture), SP guarded at 2×
+the dense MSE with no size to reach, every baseline matched per layer at SP's end.
+
 `endpoint_grid(base, taus, retrain_steps)`: SP alone from the same dense networks, once per start of
 the τ schedule × retraining steps per round, each read at its end point and at its fit point (`at_fit`):
 how where SP ends moves with those two choices.
@@ -150,7 +154,6 @@ class Config(Presets):
     # full: on a GPU (`--device cpu` of `volratio reference run` runs it on the CPU)
     FULL = dict(members=5, width=128, res=128, dense_steps=10_000, device="cuda",
                 sp=replace(_sp_default(), rounds=60, retrain_steps=2000))  # fmt: skip
-
 
 
 # The near-dense check: the same protocol on narrow networks, where the target needs most of the units — width 16
@@ -489,17 +492,20 @@ def stored_table(name=REFERENCE_CHUNK, root=None) -> pd.DataFrame:
     """The stored reference runs of chunk `name` (or of those of several names that are stored, e.g.
     `CLAIM_SOURCES`; under `root`, default `results/reference`) as one
     table like `run`'s, plus `target`, `target_nonzeros`, the run's `key` and `cpu_s`, and `net`:
-    the file of the population a checkpoint row's network belongs to (member `member`)."""
+    the file of the population a checkpoint row's network belongs to (member `member`), and `arch`:
+    the dense networks' architecture (`dense_arch`)."""
     rows = []
+    parse = get_run("sparse_regime").parse
     for r in stored.runs_of(name, root, error=ExperimentError):
         cfg = r["config"]
+        arch = dense_arch(parse(cfg))
         arts = r.get("artifacts", {})
         for row in r["metrics"]["rows"]:
             net = None
             if row["kind"] == "checkpoint":
                 net = arts.get(f"net_{artifact_name((row['method'], row['checkpoint']))}")
             rows.append({**row, "target": cfg["target"], "target_nonzeros": cfg["target_nonzeros"],
-                         "key": r["key"], "cpu_s": r["cpu_s"], "net": net})  # fmt: skip
+                         "key": r["key"], "cpu_s": r["cpu_s"], "net": net, "arch": arch})  # fmt: skip
     return with_failed_reasons(stored.non_finite_as_floats(pd.DataFrame(rows)))
 
 
@@ -751,7 +757,9 @@ def reference_chunks() -> dict:
                 "default judge, which decides the check, and the three judges of the regime's chunks on the same "
                 "images. One run per target × population."
             ),
-            notes={"emc2.max_params": "a seeded uniform subsample of 300 weights per network (1,392–8,096 weights), as the chunk connectivity scored"},
+            notes={
+                "emc2.max_params": "a seeded uniform subsample of 300 weights per network (1,392–8,096 weights), as the chunk connectivity scored"
+            },
             extra={"emc2.max_params": NEAR_DENSE_MAX_PARAMS},
         ),
     }

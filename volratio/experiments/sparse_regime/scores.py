@@ -131,8 +131,8 @@ def stored_scores(name=SCORE_CHUNK, root=None, sources=REFERENCE_CHUNK) -> pd.Da
     per network: `target`, `method`, `checkpoint` ("0.75",
     "end"), `member`, `seed` (the network's own: the run's seed + member, as `run` records it),
     `nonzero`, `sparsity`, `n_params`, and per judge `emc2_auc:<judge>` and `base_kept:<judge>`; with the source run's `loss`
-    and `loss_ratio` (÷ the member's dense MSE) and `collapsed` where the source chunks `sources`
-    (`CLAIM_SOURCES` for `CLAIM_SCORES`) are stored too."""
+    and `loss_ratio` (÷ the member's dense MSE), `collapsed`, `net` (the population's file) and `arch`
+    where the source chunks `sources` (`CLAIM_SOURCES` for `CLAIM_SCORES`) are stored too."""
     rows = []
     for r in stored.runs_of(name, root, error=ExperimentError):
         cfg, m = r["config"], r["metrics"]
@@ -161,5 +161,22 @@ def stored_scores(name=SCORE_CHUNK, root=None, sources=REFERENCE_CHUNK) -> pd.Da
     except ExperimentError:
         return table
     on = ["target", "seed", "method", "checkpoint", "member"]
-    fits = fits[fits.kind == "checkpoint"][[*on, "loss", "loss_ratio", "collapsed"]]
+    fits = fits[fits.kind == "checkpoint"][[*on, "loss", "loss_ratio", "collapsed", "net", "arch"]]
     return table.merge(fits, on=on, how="left")
+
+
+def dense_drawn(table: pd.DataFrame, judge: str) -> tuple:
+    """`(rows, left_out)`: the rows of `table` (`stored_scores`'s, its dense networks scored too) whose
+    dense network draws its target under `judge` (`base_kept:<judge>` of its `dense` row, one per target
+    and seed), and the `(target, seed)` pairs left out. Pruning is compared on a dense network that fits
+    its target: on one that does not, every method scores 0 by the label-anchored judges' rule, whatever
+    it keeps, so such a network says nothing about which connections remain."""
+    col = f"base_kept:{judge}"
+    if col not in table:
+        raise ExperimentError(f"the networks are not scored under judge {judge!r}: no column {col!r}")
+    dense = table[table.method == "dense"]
+    if dense.empty:
+        raise ExperimentError("the table has no dense networks' scores (population dense_dense): score them first")
+    bad = {(t, s) for t, s, k in zip(dense.target, dense.seed, dense[col]) if not bool(k)}
+    keep = [(t, s) not in bad for t, s in zip(table.target, table.seed)]
+    return table[keep], sorted(bad)

@@ -9,7 +9,8 @@ draws nothing: it scores 0, or is left out (`failed_as_zero`).
 
 Chapters: book/connectivity.md decides the claim (`verdict`, `judges`, `layer_std_verdict`);
 book/evidence_connectivity.md audits it (`per_checkpoint`), reads the near-dense check beside it
-(`near_dense_verdict`) and words the quick-scale grid of SP's end points (`along_steps`,
+(`near_dense_verdict`: the same protocol's preset `NEAR_DENSE`, chunks `NEAR_DENSE_CHUNK` and
+`NEAR_DENSE_SCORE_CHUNK`) and words the quick-scale grid of SP's end points (`along_steps`,
 `end_reasons`).
 """
 
@@ -21,7 +22,6 @@ import numpy as np
 import pandas as pd
 
 from ...errors import VolratioError
-from ...experiments import connectivity as study
 from ...experiments import sparse_regime as regime
 from ...experiments.sparse_regime import scores as regime_scores
 from ...judges import DEFAULT_JUDGE
@@ -74,7 +74,13 @@ def rows(judge: str = DEFAULT_JUDGE, failed_as_zero: bool = True, delta_scale: s
             f"(stored: {', '.join(judges(delta_scale)) or 'none'}); score them with "
             f"`volratio reference run examples/sweeps/reference.toml --chunk <chunk>` for a chunk under that judge"
         )
-    out = table[table.method.isin(COMPARED)].copy()
+    return _under(table[table.method.isin(COMPARED)], judge, failed_as_zero)
+
+
+def _under(table: pd.DataFrame, judge: str, failed_as_zero: bool = True) -> pd.DataFrame:
+    """`table` with `emc2_auc`, `base_kept` and `judge` those under `judge`; a network with no path left
+    (`failed`) scores 0, or is left out when `failed_as_zero` is False."""
+    out = table.copy()
     out["emc2_auc"] = out[f"emc2_auc:{judge}"].astype(float)
     out["base_kept"] = out[f"base_kept:{judge}"]  # with `collapsed`: the decider scores a network that does not draw 0
     if "failed" in out:
@@ -135,30 +141,61 @@ def per_checkpoint(judge: str = DEFAULT_JUDGE) -> pd.DataFrame:
     return pd.DataFrame(out).set_index(["checkpoint", "method"])
 
 
-# The near-dense check: SP that keeps the fit, on narrow networks (experiment `connectivity`).
+# The near-dense check: the same protocol on narrow networks, SP guarded (`regime.NEAR_DENSE`).
 
 
 @functools.cache
 def _near_dense() -> pd.DataFrame:
-    return study.stored_table()
+    return regime_scores.stored_scores(regime.NEAR_DENSE_SCORE_CHUNK, sources=regime.NEAR_DENSE_CHUNK)
 
 
 def near_dense_table() -> pd.DataFrame:
-    """The near-dense check's stored runs, one row per target × seed × method (`study.stored_table`); a copy."""
+    """The near-dense check's stored networks, one row per target × seed × method (the dense networks,
+    SP and every baseline matched per layer at SP's end), with their fit, file and arch
+    (`regime_scores.stored_scores`); a copy."""
     return _near_dense().copy()
 
 
-def near_dense_verdict(judge: str = "anchored") -> tuple[Verdict, pd.DataFrame]:
-    """The claim on the near-dense networks scored under `judge`, on the seeds whose dense network draws
-    its target under that judge (`study.dense_drawn`). A check beside the verdict: call it within
-    `claims.unglued()` so that it does not replace the sparse regime's verdict."""
-    table, _ = study.dense_drawn(study.judged(_near_dense(), judge), judge)
-    return sp_vs_pruners(table, scale="reference", judge=judge, stored=True)
+def near_dense_judges() -> list[str]:
+    """The judges the near-dense networks are scored under: the chunk's order (the deciding one first)."""
+    have = {c.split(":", 1)[1] for c in _near_dense().columns if c.startswith("emc2_auc:")}
+    return [j for j in regime.NEAR_DENSE_JUDGES if j in have] + sorted(have - set(regime.NEAR_DENSE_JUDGES))
+
+
+def near_dense_rows(judge: str = DEFAULT_JUDGE) -> tuple[pd.DataFrame, list]:
+    """`(rows, left_out)`: every near-dense network with `emc2_auc` and `base_kept` under `judge`, on the
+    seeds whose dense network draws its target under that judge (`regime_scores.dense_drawn`), and the
+    `(target, seed)` pairs left out."""
+    if judge not in near_dense_judges():
+        raise VolratioError(
+            f"the near-dense networks are not scored under judge {judge!r} (stored: {', '.join(near_dense_judges())})"
+        )
+    table, left_out = regime_scores.dense_drawn(_near_dense(), judge)
+    return _under(table, judge), left_out
+
+
+def near_dense_verdict(judge: str = DEFAULT_JUDGE) -> tuple[Verdict, pd.DataFrame]:
+    """The claim on the near-dense networks under `judge`, on the seeds whose dense network draws its
+    target (`near_dense_rows`). A check beside the verdict: call it within `claims.unglued()` so that it
+    does not replace the sparse regime's verdict."""
+    rows, _ = near_dense_rows(judge)
+    sp = rows[rows.method == "sp"]
+    at = f"near-dense networks, SP's mean weight sparsity {sp.sparsity.mean():.3f}"
+    return sp_vs_pruners(rows[rows.method.isin(COMPARED)], scale="reference", judge=judge, stored=True, at=at)
+
+
+def near_dense_configs() -> tuple:
+    """`(config, emc2)`: the settings of the stored near-dense runs (the first run's `sparse_regime.Config`:
+    the runs differ in target and arch) and the EMC2 settings their networks were scored at."""
+    (first, *_) = stored.records(regime.NEAR_DENSE_SCORE_CHUNK)
+    return regime.stored_config(regime.NEAR_DENSE_CHUNK), regime_scores.parse_point(first["config"]).emc2
 
 
 def near_dense_archs() -> dict[str, Arch]:
-    """The architecture each target's near-dense networks were trained in (its own or the quick one)."""
-    return {t: Arch.parse(a) for t, a in _near_dense().groupby("target", sort=False).arch.first().items()}
+    """The architecture each target's near-dense networks were trained in (its own or the preset's)."""
+    return {
+        t.split(":", 1)[1]: Arch.parse(a) for t, a in _near_dense().groupby("target", sort=False).arch.first().items()
+    }
 
 
 def dense_weights(arch: Arch, n_in: int = 4, n_out: int = 3) -> int:
