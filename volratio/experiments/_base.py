@@ -35,11 +35,18 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..emc2.reading import Reading
+from ..nets import Arch
 from ..util.presets import ConfigError
 from ..util.provenance import versions
 
 PAPER = Reading()  # the default reading: every network scored as its experiment's config says
 OWN_JUDGE = "<the training's own judge>"  # `Trained.result`'s default judge: the training's own
+
+
+def arch_spec(text: str) -> str:
+    """`text` when it names a dense architecture: an architecture string (`volratio.nets.Arch.parse`,
+    normalised), or "picbreeder" (the target's own Picbreeder architecture). A config's `arch` limit."""
+    return text if text == "picbreeder" else str(Arch.parse(text))
 
 
 class ExperimentError(ConfigError):

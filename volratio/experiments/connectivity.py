@@ -42,7 +42,7 @@ from ..data.targets import get_target
 from ..emc2 import DEFAULT_DELTAS
 from ..emc2.reading import Reading
 from ..judges.registry import DEFAULT_JUDGE, JUDGES, check_res
-from ..nets import Arch, CoordMLP
+from ..nets import CoordMLP
 from ..prune import BASELINES, PruneError, collapsed, prune  # BASELINES: the methods SP is compared with
 from ..prune.criteria import member_mse
 from ..prune.masks import unit_alive, weight_sparsity
@@ -53,12 +53,7 @@ from ..util.device import device_name
 from ..util.limits import above, at_least, between, nonzero, one_of, parsed_by
 from ..util.presets import Presets
 from ..util.stats import mean_ci
-from ._base import PAPER, ExperimentError, Result, Trained, check_reading, judge_of, unscored
-
-
-def arch_spec(text: str) -> str:
-    """`text` when it is an architecture (`volratio.nets.Arch.parse`) or "picbreeder"."""
-    return text if text == "picbreeder" else str(Arch.parse(text))
+from ._base import PAPER, ExperimentError, Result, Trained, arch_spec, check_reading, judge_of, unscored
 
 
 @dataclass

@@ -61,7 +61,7 @@ from ...data.targets import get_target
 from ...depth.point import PLANTED_REFERENCE, PLANTED_START_WIDTH, matched_count_at_true_depth
 from ...emc2 import EMC2Config
 from ...emc2.reading import Reading
-from ...nets import Arch, CoordMLP
+from ...nets import CoordMLP
 from ...prune import BASELINES, PruneError, collapsed, prune
 from ...prune.baselines import IMPConfig, imp_levels
 from ...prune.criteria import member_mse
@@ -77,7 +77,7 @@ from ...train import PATHS, TrainConfig
 from ...train import train as train_network
 from ...util.limits import above, at_least, between, one_of, parsed_by
 from ...util.presets import Presets, keyed_when_set, preset
-from .._base import PAPER, ExperimentError, Result, Trained, check_reading, unscored
+from .._base import PAPER, ExperimentError, Result, Trained, arch_spec, check_reading, unscored
 
 METHODS = BASELINES  # baselines matched per layer to SP (volratio.prune.BASELINES)
 SCHEDULE = TAU_SCHEDULE  # τ after the first 0.95, most similar pair first
@@ -132,7 +132,7 @@ class Config(Presets):
         "res": at_least(4), "dense_steps": at_least(1), "lr": above(0), "target_nonzeros": at_least(0),
         "checkpoints": between(0, 1, open_lo=True), "methods": one_of(*METHODS),
         "fit_factor": at_least(1), "fit_floor": at_least(0), "seed": at_least(0), "train_path": one_of(*PATHS),
-        "arch": parsed_by(lambda a: a if a in ("", "picbreeder") else str(Arch.parse(a))),
+        "arch": parsed_by(lambda a: a and arch_spec(a)),  # "" (the default) or an arch
     }  # fmt: skip
 
     def __post_init__(self):
