@@ -108,12 +108,11 @@ class Config(Presets):
     # networks (9 dense 6 × 16 networks of 1,392 weights, and their pruned copies) costs ~30 CPU-s per
     # dense network under three judges at 24×24, several CPU-minutes in all; `emc2_params=None` scores them all
     QUICK = dict(emc2_params=40)
-    # reference: what the chunk connectivity ran until the sparse regime's near-dense preset replaced it at the
-    # reference scale (`sparse_regime.NEAR_DENSE`, chunk sparse_regime_near_dense; results/reference/README.md)
-    # — 64×64, 5 seeds, 2,000 dense steps on the fast path, equal fine-tuning budgets: SP 5 rounds × 100 steps
-    # (at most 4 units per round, an undone round retried with half as many), every baseline 500 steps after
-    # pruning (IMP: 300 steps per level from its rewind point, as the Lottery Ticket procedure prescribes) —
-    # 8 δ on 300 weights per network under the anchored judge and two more on the same images
+    # reference: 64×64, 5 seeds, 2,000 dense steps on the fast path, equal fine-tuning budgets: SP 5 rounds ×
+    # 100 steps (at most 4 units per round, an undone round retried with half as many), every baseline 500 steps
+    # after pruning (IMP: 300 steps per level from its rewind point, as the Lottery Ticket procedure prescribes)
+    # — 8 δ on 300 weights per network under the anchored judge and two more on the same images. No chunk of
+    # the reference plan runs it: there the near-dense check is the sparse regime's (`sparse_regime.NEAR_DENSE`)
     # fmt: off
     REFERENCE = dict(targets=("skull", "butterfly", "apple"), seeds=5, res=64, dense_steps=2000, retrain_steps=500,
                      imp_steps=300, imp_rewind=30,

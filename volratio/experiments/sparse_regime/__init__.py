@@ -739,9 +739,8 @@ def reference_chunks() -> dict:
                 " as many units), τ = 0.9 without a schedule, at most 4 units a round, 5 rounds of 100 steps, no "
                 "size to reach — and every baseline matched per layer at SP's end, five members per target. Skull "
                 "and butterfly in their own Picbreeder architectures (12 × 22 and 16 × 23, trained densely from a "
-                "random init), apple in the 6 × 16 mixed-activation network (its 33 × 38 costs ~8× more). It "
-                "replaces the chunk connectivity, which matched the baselines to SP's global sparsity. A pilot at "
-                "this preset: 26, 65 and 94 CPU-seconds (apple, skull, butterfly); SP ends at 18 %, 5 % and 4 % "
+                "random init), apple in the 6 × 16 mixed-activation network (its 33 × 38 costs ~8× more). A pilot "
+                "at this preset: 26, 65 and 94 CPU-seconds (apple, skull, butterfly); SP ends at 18 %, 5 % and 4 % "
                 "sparsity. 3 runs."
             ),
             seeds=[ref.seed],
@@ -757,9 +756,7 @@ def reference_chunks() -> dict:
                 "default judge, which decides the check, and the three judges of the regime's chunks on the same "
                 "images. One run per target × population."
             ),
-            notes={
-                "emc2.max_params": "a seeded uniform subsample of 300 weights per network (1,392–8,096 weights), as the chunk connectivity scored"
-            },
+            notes={"emc2.max_params": "a seeded uniform subsample of 300 weights per network (of their 1,392–8,096)"},
             extra={"emc2.max_params": NEAR_DENSE_MAX_PARAMS},
         ),
     }
