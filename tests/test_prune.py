@@ -468,8 +468,6 @@ def test_connectivity_study_matches_sparsity(picbreeder_dir):
             assert abs(t.loc[(m, k), "sparsity"] - t.loc[("sp", k), "sparsity"]) < 1e-12
         assert t.loc[("random-units", k), "live_units"] == t.loc[("sp", k), "live_units"]
     assert r.table["emc2_auc"].between(0, 1).all() and (r.table["judge"] != "").all()
-    s = study.summary(r.table)
-    assert list(s["method"].astype(str)) == list(r["nets"])
     assert {"experiment", "scale", "method", "emc2_auc"} <= set(r.to_frame().columns) and r.seeds == [0, 1]
     assert r.seeds == sorted(set(r.table["seed"]))  # the seeds recorded are the ones the rows name
 
@@ -508,8 +506,6 @@ def test_connectivity_records_a_baseline_that_cannot_reach_the_sparsity(picbreed
     t = r.table.set_index("method")
     assert "magnitude" not in r["nets"] and "could no longer depend on the input" in t.loc["magnitude", "failed"]
     assert np.isnan(t.loc["magnitude", "emc2_auc"]) and 0 <= t.loc["sp", "emc2_auc"] <= 1
-    s = study.summary(r.table).set_index("method")
-    assert s.loc["magnitude", "n"] == 0 and s.loc["magnitude", "failed"] == 1 and s.loc["sp", "failed"] == 0
     assert t.loc["magnitude", f"base_kept:{DEFAULT_JUDGE}"] is None and isinstance(
         t.loc["sp", f"base_kept:{DEFAULT_JUDGE}"], bool
     )

@@ -147,22 +147,6 @@ def test_a_run_is_repeatable_bit_for_bit():
     assert np.isfinite(a["loss"]).all()
 
 
-def test_sp_ablation_adds_each_change_in_turn(picbreeder_dir):  # the ablation trains on Picbreeder targets
-    from dataclasses import replace
-
-    from volratio.experiments import connectivity as C
-
-    cfg = C.Config.quick(seeds=1, res=12, dense_steps=60, retrain_steps=10, imp_steps=10, emc2=False, device="cpu",
-                         methods=("magnitude",))  # fmt: skip
-    res = C.run(replace(cfg, sp=replace(cfg.sp, rounds=2, retrain_steps=10)))
-    table = C.sp_ablation(res)
-    assert list(table.index) == list(C.SP_STEPS)
-    assert ((table.sparsity >= 0) & (table.sparsity <= 1)).all()
-    guarded = table.iloc[1:]
-    assert (guarded.collapsed == 0).all()  # the guard never leaves a collapsed network
-    assert C.Config().sp.per_round == 4
-
-
 @pytest.mark.parametrize(
     ("entry", "says"), [({"sp.seed": 3}, "set `seed` instead"), ({"sp.train.lr": 0.5}, "retrains with the run's")]
 )

@@ -13,11 +13,11 @@ one included — is then scored with EMC2 (`volratio.emc2.score`) under the conf
 (`volratio.judges.make_judge`). All targets × seeds form one
 population, trained and pruned at once; every member is pruned independently.
 
-`run(config) -> Result` (a table with one row per target × seed × method; extras `nets`, `images`);
-`summary(table)` gives means and 95 % t-intervals over seeds. Chapter: "Connectivity: which
-connections remain" (book/connectivity.md), at the quick scale. At the reference scale the near-dense
-check is the sparse regime's protocol (`volratio.experiments.sparse_regime.NEAR_DENSE`): every baseline
-matched to SP per layer, not to its global sparsity.
+`run(config) -> Result` (a table with one row per target × seed × method; extras `nets`, `images`).
+The book does not run it: its chapter "Connectivity: which connections remain" runs the sparse regime's
+protocol (`volratio.experiments.sparse_regime`, the near-dense preset `NEAR_DENSE` at the quick scale),
+where every baseline is matched to SP per layer, not to its global sparsity. It is the recipe of the
+trained networks of the judges' verdict set (`volratio.calibration.reference_verdicts`).
 
 Its training entries stay flat (`lr`, `device`, `train_path`, and a step count per phase:
 `dense_steps`, `retrain_steps`, `imp_steps`): one rate, device and path serve the dense training,
@@ -31,7 +31,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 
-import numpy as np
 import pandas as pd
 import torch
 
@@ -52,7 +51,6 @@ from ..train import train as train_network
 from ..util.device import device_name
 from ..util.limits import above, at_least, between, nonzero, one_of, parsed_by
 from ..util.presets import Presets
-from ..util.stats import mean_ci
 from ._base import PAPER, ExperimentError, Result, Trained, arch_spec, check_reading, judge_of, unscored
 
 
@@ -288,101 +286,3 @@ def score_member(net: CoordMLP, member: int, target: str, cfg: Config):
     """EMC2 of one member under `cfg.judge` (`volratio.emc2.score`)."""
     ec = _emc2_config(cfg, member)
     return emc2.score(net, emc2.judges_for(net, [cfg.judge], f"picbreeder:{target}", ec), target, ec)[0]
-
-
-def summary(table, columns=("loss", "sparsity", "unit_sparsity", "emc2_auc"), level: float = 0.95):
-    """Per target and method: the mean of each column and its t-interval over seeds, as strings
-    `mean [lo, hi]` (a pandas DataFrame, methods in the table's order); `n` counts the networks
-    measured and, when some method failed to reach SP's sparsity, `failed` those it could not prune."""
-    cols = [c for c in columns if c in table.columns]
-    order = list(dict.fromkeys(table["method"]))
-    out = []
-    for (target, method), g in table.groupby(["target", "method"], sort=False):
-        ok = g[g["failed"].isna()] if "failed" in g else g  # networks a method could not prune have no metrics
-        row = {"target": target, "method": method, "n": len(ok)}
-        if "failed" in table:
-            row["failed"] = len(g) - len(ok)
-        for c in cols:
-            m, lo, hi = mean_ci(g[c], level)
-            row[c] = f"{m:.3f} [{lo:.3f}, {hi:.3f}]" if hi > lo else f"{m:.3f}"
-        out.append(row)
-    df = pd.DataFrame(out)
-    df["method"] = pd.Categorical(df["method"], order)
-    return df.sort_values(["target", "method"], kind="stable").reset_index(drop=True)
-
-
-def tau_sensitivity(result: Result, taus=(0.8, 0.95)):
-    """SP's threshold τ moved: the dense networks of `result` pruned again with each τ (the run's
-    own τ included from its table), one row per τ with the mean sparsity, unit sparsity, loss,
-    EMC2 AUC and how many networks stopped for lack of a redundant pair."""
-    cfg = result["config"]
-    t, dense = result.table, result["nets"]["dense"]
-    sp_main = t[t.method == "sp"]
-    rows = [
-        {
-            "τ": cfg.sp.tau,
-            "sparsity": sp_main.sparsity.mean(),
-            "unit sparsity": sp_main.unit_sparsity.mean(),
-            "loss": sp_main.loss.mean(),
-            "EMC2 AUC": sp_main.emc2_auc.mean(),
-            "stopped: no redundant pair": int((sp_main.sp_stop == "no redundant pair").sum()),
-        }
-    ]
-    for tau in taus:
-        net = dense.copy()
-        s = prune(
-            net,
-            result["images"],
-            "sp",
-            replace(cfg.sp, tau=tau, train=TrainConfig(lr=cfg.lr, device=cfg.device, path=cfg.train_path)),
-        ).summary()
-        aucs = [score_member(net, k, cfg.targets[k // cfg.seeds], cfg).auc for k in range(net.population)]
-        rows.append(
-            {
-                "τ": tau,
-                "sparsity": np.mean(s["sparsity"]),
-                "unit sparsity": np.mean(s["unit_sparsity"]),
-                "loss": np.mean(s["final_loss"]),
-                "EMC2 AUC": np.mean(aucs),
-                "stopped: no redundant pair": sum(x == "no redundant pair" for x in s["stop"]),
-            }
-        )
-    return pd.DataFrame(rows).set_index("τ").sort_index()
-
-
-# SP without its fit-keeping changes (no guard, retraining at the training rate, units only masked,
-# every redundant pair at once), and each of the four changes added in turn (`sp_ablation`)
-SP_STEPS = {
-    "masked only, no guard": {"loss_factor": None, "retrain_lr_factor": 1.0, "compensate": "none", "per_round": None},
-    "+ guard (2× dense MSE)": {"loss_factor": 2.0, "retrain_lr_factor": 1.0, "compensate": "none", "per_round": None},
-    "+ retraining at 0.1 × lr": {"loss_factor": 2.0, "retrain_lr_factor": 0.1, "compensate": "none", "per_round": None},
-    "+ compensation (span)": {"loss_factor": 2.0, "retrain_lr_factor": 0.1, "compensate": "span", "per_round": None},
-    "+ 4 units per round": {"loss_factor": 2.0, "retrain_lr_factor": 0.1, "compensate": "span", "per_round": 4},
-}
-
-
-def sp_ablation(result: Result, steps: dict = SP_STEPS):
-    """SP's fit-keeping changes one at a time: the dense networks of `result` pruned again with each
-    entry of `steps` (label -> SPConfig overrides; the run's τ, rounds and retraining steps kept).
-    One row per entry: mean weight and unit sparsity, the median of MSE after SP ÷ dense MSE, the
-    share of collapsed networks and how many stopped at the guard. No EMC2 (cheap enough for the
-    chapter). Chapter: "Connectivity", section on keeping the fit."""
-    cfg, dense, images = result["config"], result["nets"]["dense"], result["images"]
-    dense_loss = np.asarray(member_mse(dense, images))
-    L, W = dense.depth, dense.width
-    rows = []
-    for label, over in steps.items():
-        net = dense.copy()
-        spc = replace(cfg.sp, **over, train=TrainConfig(lr=cfg.lr, device=cfg.device, path=cfg.train_path))
-        pr = prune(net, images, "sp", spc)
-        rows.append(
-            {
-                "SP": label,
-                "sparsity": float(np.mean(weight_sparsity(net.masks))),
-                "unit sparsity": float(np.mean([1.0 - sum(u) / (L * W) for u in net.live_units()])),
-                "MSE ÷ dense (median)": float(np.median(np.asarray(pr.final_loss) / dense_loss)),
-                "collapsed": float(np.mean(pr.collapsed)),
-                "stopped at the guard": sum("round undone" in x for x in pr.extras["stop"]),
-            }
-        )
-    return pd.DataFrame(rows).set_index("SP")
