@@ -15,13 +15,6 @@ TINY = {
          "seed": 3},
         "anchored-ssim",
     ),
-    "connectivity": (
-        {"targets": ["skull"], "seeds": 2, "arch": "2;gaussian:4", "res": 8, "dense_steps": 3, "retrain_steps": 2,
-         "imp_steps": 2, "imp_rewind": 1, "sp.rounds": 1, "sp.retrain_steps": 1, "methods": ["magnitude"],
-         "emc2_res": 8, "emc2_params": 2, "deltas": [-1.0, 1.0], "device": "cpu", "judge": "anchored-ssim",
-         "seed": 3},
-        "anchored-ssim",
-    ),
     "sparse_regime": (
         {"target": "planted:1:depth=2,width=3", "members": 2, "width": 6, "depth": 2, "res": 8, "dense_steps": 3,
          "sp.rounds": 3, "sp.retrain_steps": 1, "target_nonzeros": 20, "seed": 3},
@@ -55,4 +48,4 @@ TINY = {
         None,
     ),
 }  # fmt: skip
-NEEDS_PICBREEDER = {"twins", "emc2_bench", "connectivity", "interference"}
+NEEDS_PICBREEDER = {"twins", "emc2_bench", "interference"}

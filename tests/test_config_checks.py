@@ -12,7 +12,7 @@ import pytest
 from volratio.cli import main
 from volratio.commands import _args as A
 from volratio.data.targets import get_target
-from volratio.experiments import connectivity
+from volratio.experiments import sparse_regime
 from volratio.judges import JUDGES
 from volratio.nets import Arch
 from volratio.rho.boolean import get_boolean_target
@@ -106,8 +106,8 @@ def test_a_grid_value_is_checked_too(tmp_path):
         ("volume_ratio", {"targets": ("chain:x",)}, _error_of(get_boolean_target, "chain:x")),
         ("volume_ratio", {"basin_target": "planted:-1"}, _error_of(get_target, "planted:-1")),
         ("interference", {"dense_arch": "x"}, _error_of(Arch.parse, "x")),
-        ("connectivity", {"arch": "6;nope:3"}, _error_of(Arch.parse, "6;nope:3")),
-        ("connectivity", {"device": "gpu"}, _error_of(device_name, "gpu")),
+        ("sparse_regime", {"arch": "6;nope:3", "scratch": False}, _error_of(Arch.parse, "6;nope:3")),
+        ("sparse_regime", {"device": "gpu"}, _error_of(device_name, "gpu")),
         ("optimizers", {"cases": ({"optimizer": "adamx"},)}, "cases[0].optimizer = 'adamx'"),
         ("optimizers", {"cases": ({"nope": 1},)}, "cases[0]: unknown entry 'nope'"),
         ("emc2_bench", {"targets": ("coif",)}, "must be one of skull, butterfly, apple"),
@@ -120,7 +120,7 @@ def test_an_experiment_config_is_checked_when_made(name, overrides, why):
 
 
 def test_the_allowed_special_values_pass():
-    assert connectivity.Config.quick(arch="picbreeder", targets=("skull",)).arch == "picbreeder"
+    assert sparse_regime.Config.quick(arch="picbreeder", scratch=False).arch == "picbreeder"
     for name in registry.EXPERIMENTS:  # every preset of every experiment passes its own checks
         for scale in ("quick", "reference", "full"):
             registry.make_config(name, scale)

@@ -33,7 +33,6 @@ cuda = pytest.mark.cuda
 ON_CUDA = {
     "twins": {"device": "cuda"},
     "emc2_bench": {"device": "cuda"},
-    "connectivity": {"device": "cuda"},
     "sparse_regime": {"device": "cuda"},
     "depth_regime": {"device": "cuda"},
     "optimizers": {"base.device": "cuda"},

@@ -44,18 +44,18 @@ def test_every_experiment_has_the_contract(name):
 
 
 def test_configure_rejects_unknown_names_and_wrong_types():
-    from volratio.experiments import connectivity
+    from volratio.experiments import sparse_regime
 
-    cfg = configure(connectivity.Config.quick(), {"seeds": 5, "sp.tau": 0.8, "deltas": [-1, 1]})
-    assert cfg.seeds == 5 and cfg.sp.tau == 0.8 and cfg.deltas == (-1, 1) and cfg.sp.rounds == 3
-    with pytest.raises(ConfigError, match="unknown entry 'sedes'"):
-        configure(cfg, {"sedes": 5})
-    with pytest.raises(ConfigError, match="seeds = 0.5: expected a int"):
-        configure(cfg, {"seeds": 0.5})
+    cfg = configure(sparse_regime.Config.quick(), {"members": 5, "sp.rounds": 3, "checkpoints": [0.5, 0.9]})
+    assert cfg.members == 5 and cfg.sp.rounds == 3 and cfg.checkpoints == (0.5, 0.9) and cfg.sp.tau == 0.95
+    with pytest.raises(ConfigError, match="unknown entry 'membrs'"):
+        configure(cfg, {"membrs": 5})
+    with pytest.raises(ConfigError, match="members = 0.5: expected a int"):
+        configure(cfg, {"members": 0.5})
     with pytest.raises(ConfigError, match="config.sp: unknown entry .tua."):
         configure(cfg, {"sp.tua": 0.5})
     with pytest.raises(ConfigError, match="scale 'huge'"):
-        registry.make_config("connectivity", "huge")
+        registry.make_config("sparse_regime", "huge")
 
 
 def test_cli_run_an_experiment_with_overrides(tmp_path, capsys):
@@ -339,16 +339,17 @@ def test_every_result_records_what_produced_it(name, tmp_path, request):
 
 def test_emc2_experiments_score_every_weight_unless_max_params_is_set():
     """Every non-zero weight by default; a sample only where a config sets `max_params` (the book's
-    live quick scale of emc2_bench and connectivity, and the stored reference chunks)."""
+    live quick scale of emc2_bench and of the connectivity chapter, and the stored reference chunks)."""
     from volratio.commands import emc2 as emc2_command
     from volratio.depth import point as depth_point
-    from volratio.experiments import connectivity, emc2_bench, optimizers
+    from volratio.experiments import emc2_bench, optimizers
+    from volratio.experiments.sparse_regime import quick, score_settings
 
     assert depth_point.Point().max_params is None and depth_point.Config.quick().max_params is None
     assert optimizers.Point().max_params is None and optimizers.Config.quick().base.max_params is None
     assert emc2_bench.Config().max_params is None and emc2_bench.Point().max_params is None
-    assert connectivity.Config().emc2_params is None
-    assert emc2_bench.Config.quick().max_params == 150 and connectivity.Config.quick().emc2_params == 40
+    assert score_settings().max_params is None
+    assert emc2_bench.Config.quick().max_params == 150 and quick.QUICK_EMC2.max_params == 40
     assert emc2_bench.emc2_config(emc2_bench.Config()).max_params is None
     assert depth_point.emc2_config(depth_point.Point()).max_params is None
     import argparse

@@ -112,14 +112,14 @@ def test_pooled_judge_scores_alike_and_uses_one_threshold_for_every_label():
 def test_the_gated_v2_judge_is_the_default_everywhere():
     from volratio import emc2, rho
     from volratio.cli import build_parser
-    from volratio.experiments import connectivity, depth_regime, emc2_bench, optimizers, unknown_targets
+    from volratio.experiments import depth_regime, emc2_bench, optimizers, unknown_targets
 
     d = judges.DEFAULT_JUDGE
     assert d == "anchored-v2" and judges.JUDGES[0] == d and "anchored" in judges.JUDGES and "ssim" in judges.JUDGES
     assert set(judges.SELF_ANCHORED) == {"calibrated", "calibrated-pooled", "ssim", "stability"}
     assert inspect.signature(emc2.judged_examples).parameters["judge"].default == d
     assert depth_regime.Settings().judge == depth_regime.Config.quick().judge == d
-    assert connectivity.Config.quick().judge == d and emc2_bench.Config.quick().judge == d
+    assert emc2_bench.Config.quick().judge == d
     assert unknown_targets.Config.quick().judge == d
     assert optimizers.Config.quick().base.judge == d
     assert depth_regime.Config.reference().judge == d
@@ -204,7 +204,7 @@ def test_basin_emc2_goes_through_score(monkeypatch):
 
 
 def test_the_smallest_image_is_a_property_of_the_judge_and_every_entry_point_refuses_less():
-    from volratio.experiments import connectivity, depth_regime, emc2_bench, twins
+    from volratio.experiments import depth_regime, emc2_bench, twins
     from volratio.runs import score as score_stage
     from volratio.util.presets import ConfigError
 
@@ -224,10 +224,7 @@ def test_the_smallest_image_is_a_property_of_the_judge_and_every_entry_point_ref
         with pytest.raises((ConfigError, judges.JudgeError), match=f"at least {judges.MIN_RES}"):
             parse(cfg)
     with pytest.raises(Exception, match=f"at least {judges.MIN_RES}"):
-        connectivity.Config.quick(emc2_res=small)
-    with pytest.raises(Exception, match=f"at least {judges.MIN_RES}"):
         depth_regime.Config.quick(res=small)
-    assert connectivity.Config.quick(emc2_res=small, emc2=False).emc2_res == small  # no EMC2, no judge
     src = {"chunk": "c", "key": "k", "run": "depth_point", "net_sha256": "0" * 64}
     with pytest.raises(score_stage.RescoreError, match=f"at least {judges.MIN_RES}"):
         score_stage.parse_point({"source": src, "target": "planted:0", "emc2": {"res": small}})

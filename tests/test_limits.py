@@ -62,8 +62,8 @@ def test_check_limits_names_the_entry_nested_configs_and_own_checks():
         ("optimizer_point", {"hessian_iters": 0}, "hessian_iters = 0"),
         ("emc2_point", {"max_params": -3}, "max_params = -3"),
         ("emc2_dense", {"train.steps": -1}, "steps = -1"),
-        ("connectivity", {"scale": "quick", "dense_steps": -5}, "dense_steps = -5"),
-        ("connectivity", {"scale": "quick", "sp.tau": 2.0}, "tau"),
+        ("sparse_regime", {"scale": "quick", "dense_steps": -5}, "dense_steps = -5"),
+        ("sparse_regime", {"scale": "quick", "sp.tau": 2.0}, "tau"),
     ],
 )
 def test_every_run_function_refuses_a_bad_value_when_parsed(run, config, entry):

@@ -70,3 +70,13 @@ def test_load_refuses_a_reading_none_of_its_chunks_can_give():
         load("frames", reading=Reading("anchored"))
     with pytest.raises(ExperimentError, match="planted targets"):
         load("emc2_bench", reading=RECOVERY)
+
+
+def test_load_says_when_an_experiment_owns_no_chunk(monkeypatch):
+    """An experiment whose module declares no chunk of the reference plan has nothing stored: the
+    error says so and names the command that computes it."""
+    import types
+
+    monkeypatch.setattr(registry, "module", lambda name: types.SimpleNamespace())
+    with pytest.raises(ExperimentError, match=r"no chunk of the reference plan.*volratio run frames --scale reference"):
+        load("frames")

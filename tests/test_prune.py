@@ -10,7 +10,7 @@ import torch
 from training_helpers import smooth_image
 
 from volratio import prune as P
-from volratio.judges import DEFAULT_JUDGE
+from volratio.errors import VolratioError
 from volratio.nets import CoordMLP, coords
 from volratio.train import TrainConfig, train
 
@@ -440,91 +440,22 @@ def test_cli_prune(tmp_path, dense, capsys):
     assert "--sparsity" in capsys.readouterr().err
 
 
-def test_connectivity_study_matches_sparsity(picbreeder_dir):
-    from volratio.experiments import connectivity as study
+def test_the_verdict_sets_recipe_matches_every_baseline_to_sps_global_sparsity(picbreeder_dir):
+    """`volratio.calibration.trained_set`: the weight methods mask exactly SP's fraction of the weights,
+    network by network, and random-units keeps SP's live units per layer."""
+    from volratio.calibration import trained_set as T
+    from volratio.prune.masks import weight_sparsity
 
-    cfg = study.Config(
-        targets=("skull",),
-        seeds=2,
-        arch="3;gaussian:6",
-        res=8,
-        dense_steps=5,
-        retrain_steps=2,
-        imp_steps=3,
-        imp_rewind=1,
-        sp=P.SPConfig(tau=0.3, opposite_sign=True, rounds=1, retrain_steps=2, loss_factor=None),  # 5 dense steps
-        emc2_res=16,
-        emc2_params=3,
-        deltas=(-1.0, 1.0),
-        device="cpu",
-    )
-    r = study.run(cfg)
-    t = r.table.set_index(["method", "member"])
-    assert set(r["nets"]) == {"dense", "sp", *study.BASELINES}
-    for k in range(2):
-        assert t.loc[("sp", k), "sparsity"] > 0  # τ = 0.3 always finds pairs
-        for m in ("imp", "wanda", "magnitude", "random"):
-            assert t.loc[(m, k), "nonzero"] <= t.loc[("sp", k), "nonzero"]  # masked count matches SP's exactly
-            assert abs(t.loc[(m, k), "sparsity"] - t.loc[("sp", k), "sparsity"]) < 1e-12
-        assert t.loc[("random-units", k), "live_units"] == t.loc[("sp", k), "live_units"]
-    assert r.table["emc2_auc"].between(0, 1).all() and (r.table["judge"] != "").all()
-    assert {"experiment", "scale", "method", "emc2_auc"} <= set(r.to_frame().columns) and r.seeds == [0, 1]
-    assert r.seeds == sorted(set(r.table["seed"]))  # the seeds recorded are the ones the rows name
-
-
-def test_connectivity_picbreeder_arch(picbreeder_dir):
-    """arch="picbreeder" trains the target's own Picbreeder architecture (FER's layered form), one
-    target per run; the table's seeds continue from the config's seed."""
-    from volratio.data.picbreeder import fer_arch
-    from volratio.experiments import connectivity as study
-    from volratio.experiments._base import ExperimentError
-
-    cfg = study.Config(
-        targets=("skull",), seeds=1, seed=3, arch="picbreeder", res=8, dense_steps=2, retrain_steps=1, imp_steps=1,
-        imp_rewind=0, sp=P.SPConfig(tau=0.95, rounds=1, retrain_steps=1), emc2=False, methods=("magnitude",),
-        device="cpu",
+    cfg = T.StudyConfig(
+        targets=("skull",), seeds=2, arch="3;gaussian:6", res=8, dense_steps=5, retrain_steps=2, imp_steps=3,
+        imp_rewind=1, sp=P.SPConfig(tau=0.3, opposite_sign=True, rounds=1, retrain_steps=2, loss_factor=None),
     )  # fmt: skip
-    r = study.run(cfg)
-    assert fer_arch("skull") == "12;cache:15,gaussian:4,identity:2,sin:1"
-    assert (r["nets"]["dense"].depth, r["nets"]["dense"].width) == (12, 22)
-    assert list(r.table["seed"]) == [3, 3, 3] and r.seeds == [3]  # the result records the seeds its rows name
-    with pytest.raises(ExperimentError, match="exactly one target"):
-        study.run(dataclasses.replace(cfg, targets=("skull", "apple")))
-
-
-def test_connectivity_records_a_baseline_that_cannot_reach_the_sparsity(picbreeder_dir):
-    """A baseline that would cut the network at SP's sparsity is recorded as failed (its error on
-    every row, no metrics) instead of losing the other methods' results."""
-    from volratio.experiments import connectivity as study
-
-    cfg = study.Config(
-        targets=("skull",), seeds=1, arch="picbreeder", res=8, dense_steps=2, retrain_steps=1, imp_steps=1,
-        imp_rewind=0, sp=P.SPConfig(tau=0.3, rounds=1, retrain_steps=1), emc2_res=8, emc2_params=2,
-        deltas=(-1.0, 1.0), methods=("magnitude", "random-units"), device="cpu",
-    )  # fmt: skip
-    r = study.run(cfg)
-    t = r.table.set_index("method")
-    assert "magnitude" not in r["nets"] and "could no longer depend on the input" in t.loc["magnitude", "failed"]
-    assert np.isnan(t.loc["magnitude", "emc2_auc"]) and 0 <= t.loc["sp", "emc2_auc"] <= 1
-    assert t.loc["magnitude", f"base_kept:{DEFAULT_JUDGE}"] is None and isinstance(
-        t.loc["sp", f"base_kept:{DEFAULT_JUDGE}"], bool
-    )
-
-
-def test_connectivity_scores_every_network_under_more_judges_too(picbreeder_dir):
-    """`judges`: the same perturbed images judged again; the main judge's columns do not change."""
-    from volratio.experiments import connectivity as study
-
-    cfg = study.Config(
-        targets=("apple",), seeds=2, arch="3;gaussian:6", res=8, dense_steps=5, retrain_steps=2, imp_steps=2,
-        imp_rewind=1, sp=P.SPConfig(tau=0.5, rounds=1, retrain_steps=2), emc2_res=16, emc2_params=4,
-        deltas=(-1.0, 1.0), methods=("magnitude",), device="cpu",
-    )  # fmt: skip
-    one = study.run(cfg).table
-    more = study.run(dataclasses.replace(cfg, judges=("stability", "anchored-ssim"))).table
-    assert more["emc2_auc"].tolist() == one["emc2_auc"].tolist()
-    assert {"emc2_auc:stability", "emc2_auc:anchored-ssim", "base_kept:stability"} <= set(more.columns)
-    assert more["base_kept:stability"].all()  # a stability judge always accepts the network's own render
-    net = study.run(cfg)["nets"]["sp"]
-    alone = study.score_member(net, 1, "apple", dataclasses.replace(cfg, judge="stability"))
-    assert more.set_index(["method", "member"]).loc[("sp", 1), "emc2_auc:stability"] == alone.auc
+    nets = T.networks(cfg)
+    assert list(nets) == ["dense", "sp", *P.BASELINES]
+    sp = weight_sparsity(nets["sp"].masks)
+    assert all(s > 0 for s in sp)  # τ = 0.3 always finds pairs
+    for m in ("imp", "wanda", "magnitude", "random"):
+        assert [abs(a - b) < 1e-12 for a, b in zip(weight_sparsity(nets[m].masks), sp)] == [True, True], m
+    assert nets["random-units"].live_units() == nets["sp"].live_units()
+    with pytest.raises(VolratioError, match="imp could not prune: rewind_step"):
+        T.networks(dataclasses.replace(cfg, imp_steps=1, imp_rewind=5, methods=("imp",)))

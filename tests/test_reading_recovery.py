@@ -99,11 +99,11 @@ def test_the_depth_sweep_read_by_recovery_in_memory_is_what_its_stored_chunk_giv
 
 
 def test_the_judge_free_reading_is_refused_where_no_network_is_on_a_planted_target(tmp_path, picbreeder_dir):
-    cfg = make_config("connectivity", "quick", TINY["connectivity"][0])
-    from volratio.experiments import connectivity
+    cfg = make_config("emc2_bench", "quick", TINY["emc2_bench"][0])
+    from volratio.experiments import emc2_bench
 
     with pytest.raises(ExperimentError, match="planted targets.*EMC2 under a judge only"):
-        connectivity.score(connectivity.train(cfg), RECOVERY)
+        emc2_bench.score(emc2_bench.train(cfg), RECOVERY)
     fcfg = make_config("frames", "quick", TINY["frames"][0])
     with pytest.raises(ExperimentError, match="no network under a judge.*primitive recovery"):
         frames.score(frames.train(fcfg), RECOVERY)

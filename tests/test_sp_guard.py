@@ -11,7 +11,7 @@ import torch
 from training_helpers import smooth_image
 
 from volratio import prune as P
-from volratio.experiments import connectivity, depth_regime, emc2_bench, interference
+from volratio.experiments import depth_regime, emc2_bench, interference, sparse_regime
 from volratio.nets import CoordMLP
 from volratio.runs.registry import get_run
 from volratio.runs.store import config_key
@@ -126,7 +126,7 @@ def test_stored_configs_name_their_guard_and_absent_entries_mean_todays_default(
     assert get_run(run).parse(config).sp.loss_factor is None and interference.Config.quick().sp.loss_factor == 2.0
     rerun = get_run("emc2_dense").parse(_stored("emc2_dense")[0][1])
     assert rerun.sp.loss_factor == 2.0 and rerun.sp.compensate == "span"
-    assert emc2_bench.Config.reference().sp.loss_factor == 2.0 and connectivity.Config.quick().sp.loss_factor == 2.0
+    assert emc2_bench.Config.reference().sp.loss_factor == 2.0 and sparse_regime.near_dense().sp.loss_factor == 2.0
 
 
 def test_depth_point_metrics_flag_collapsed():

@@ -5,6 +5,8 @@ how, above the experiments because the sets are rebuilt by training, pruning and
 
 - `reference_verdicts` — the first verdict set (`data/judge_reference/`): single-weight
   perturbations judged by inspection, regenerable exactly;
+- `trained_set` — the recipe of that set's trained networks (SP and the baselines at SP's global
+  sparsity);
 - `fit_calibrated` — the calibrated judges' threshold rule (`volratio.judges.calibrated_rule`)
   fitted and checked on it, and EMC2 under the verdicts themselves;
 - `anchored_set` — the target-anchored verdict set (`data/judge_reference/anchored/`);

@@ -9,7 +9,7 @@ and every judge can be checked against them.
 
 - `ReferenceSetConfig` — everything that fixes the set (networks, how many perturbations each, δ,
   resolution, seeds). `networks(cfg)` gives the networks: the Picbreeder and FER ones from the data,
-  the trained ones (the connectivity study of `volratio.experiments.connectivity` at one seed per
+  the trained ones (the connectivity study of `volratio.calibration.trained_set` at one seed per
   target, plus a dense and an SP-pruned network on a scene) read from `data/judge_reference/networks/`,
   as trained at the commit that judged the set (`build_trained` trains them again with the library as
   it is now); `sample_rows(cfg, nets)` draws the perturbations.
@@ -41,11 +41,11 @@ from ..data.specs import load_network
 from ..data.targets import get_target
 from ..emc2 import DEFAULT_DELTAS, PerturbationEngine, nonzero_params, subsample
 from ..errors import DataNotFoundError, VolratioError
-from ..experiments import connectivity
 from ..judges.base import DATA_DIR, to_uint8
 from ..nets import CoordMLP
 from ..prune.similarity_pruning import SPConfig
 from ..train import TrainConfig, new_network, train
+from . import trained_set
 
 VERDICTS_CSV = DATA_DIR / "verdicts.csv"
 NETWORKS_DIR = DATA_DIR / "networks"  # the trained networks of the set (safetensors)
@@ -110,14 +110,13 @@ def _connectivity_config(cfg: ReferenceSetConfig):
         retrain_lr_factor=1.0,
         compensate="none",
     )
-    return connectivity.Config(
+    return trained_set.StudyConfig(
         seeds=cfg.connectivity_seeds,
         res=cfg.connectivity_res,
         dense_steps=cfg.dense_steps,
         retrain_steps=cfg.retrain_steps,
         imp_steps=cfg.retrain_steps,
         sp=sp,
-        emc2=False,
         device="cpu",
         train_path="eager",  # the verdicts' networks were trained on the eager path (sha256-checked)
         seed=cfg.seed,
@@ -128,7 +127,7 @@ def _connectivity_config(cfg: ReferenceSetConfig):
 def _trained(cfg_key: tuple):
     """The trained networks (connectivity study + scene), built once per config."""
     cfg = ReferenceSetConfig(**dict(cfg_key))
-    conn = connectivity.run(_connectivity_config(cfg))
+    conn = trained_set.networks(_connectivity_config(cfg))
     scene = get_target(SCENE)
     img = scene.image(cfg.scene_res)[None]  # (1, res, res, 3)
     dense = new_network(scene, depth=6, width=16, activation="gaussian", seed=cfg.seed)
@@ -140,7 +139,7 @@ def _trained(cfg_key: tuple):
         "sp",
         prune.SPConfig.quick(train=TrainConfig(device="cpu", path="eager"), seed=cfg.seed, loss_factor=None),
     )
-    return conn["nets"], dense, sp_net
+    return conn, dense, sp_net
 
 
 def _key(cfg: ReferenceSetConfig) -> tuple:
@@ -195,7 +194,7 @@ def build_trained(cfg: ReferenceSetConfig | None = None, groups=None) -> dict[st
         for method, net in conn.items():
             for k in range(net.population):
                 t = cc.targets[k // cc.seeds]
-                src = f"volratio.experiments.connectivity.run(reference_verdicts._connectivity_config(cfg)).nets['{method}'] member {k}"
+                src = f"volratio.calibration.trained_set.networks(reference_verdicts._connectivity_config(cfg))['{method}'] member {k}"
                 out[f"{method}:{t}" + (f"/{k % cc.seeds}" if cc.seeds > 1 else "")] = RefNet(
                     net, k, f"picbreeder:{t}", t, src
                 )

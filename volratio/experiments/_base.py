@@ -17,7 +17,7 @@ An experiment module `volratio.experiments.<name>` has
 
 The default reading, `PAPER = Reading()`, scores each network as the experiment's config says (its
 `judge`, its EMC2 settings). A reading that names a judge scores the same trained networks under
-that judge, without training again: `connectivity`, `emc2_bench` and `sparse_regime` score the
+that judge, without training again: `emc2_bench` and `sparse_regime` score the
 networks they hold; the sweeps (`depth_regime`, `optimizers`, `unknown_targets`), whose points score
 as they train, score the networks their runs stored (`volratio.runs.depth_sweep.rescored`, the score
 stage's scorer; `volratio reference rescore` stores such scores beside a reference chunk). An

@@ -6,7 +6,7 @@ module, `volratio.runs.plan`) that are stored under `root` (default `results/ref
 without running anything. Only the reference scale is stored; the quick scale is computed by `run`.
 
 The table has one row per stored unit, with the `chunk` and the run's `key` it comes from: a
-whole-run chunk (the experiment's own run function, e.g. `connectivity`) gives its runs' rows as
+whole-run chunk (the experiment's own run function, e.g. `sparse_regime`) gives its runs' rows as
 `run` tabulated them; a chunk of points (`depth_point`, `twin_point`, `regime_point`, …) gives one
 row per run, its config's entries beside its metrics. The reading says which scores:
 

@@ -42,7 +42,6 @@ EXPERIMENTS_PACKAGE = "volratio.experiments"  # where the chapter experiments' m
 EXPERIMENTS = {
     "twins": "twins",  # Picbreeder networks and their SGD twins
     "emc2_bench": "emc2_bench",  # EMC2-Bench: Picbreeder vs dense SGD vs SP
-    "connectivity": "connectivity",  # SP against the pruning baselines at matched sparsity
     "sparse_regime": "sparse_regime",  # SP's sparsity–fit frontier from an over-parameterised start
     "depth_regime": "depth_regime",  # EMC2 score vs depth, sweet spot, PNG-ratio predictor
     "optimizers": "optimizers",  # Adam vs Muon vs SGD at the sweet spot

@@ -75,6 +75,7 @@ from ...runs.plan import Chunk
 from ...runs.registry import artifact_name, get_run
 from ...train import PATHS, TrainConfig
 from ...train import train as train_network
+from ...util.device import device_name
 from ...util.limits import above, at_least, between, one_of, parsed_by
 from ...util.presets import Presets, keyed_when_set, preset
 from .._base import PAPER, ExperimentError, Result, Trained, arch_spec, check_reading, unscored
@@ -133,6 +134,7 @@ class Config(Presets):
         "checkpoints": between(0, 1, open_lo=True), "methods": one_of(*METHODS),
         "fit_factor": at_least(1), "fit_floor": at_least(0), "seed": at_least(0), "train_path": one_of(*PATHS),
         "arch": parsed_by(lambda a: a and arch_spec(a)),  # "" (the default) or an arch
+        "device": parsed_by(device_name),
     }  # fmt: skip
 
     def __post_init__(self):
