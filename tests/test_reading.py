@@ -22,7 +22,10 @@ def test_the_default_reads_each_run_as_it_scored_itself():
         ({"judge": "nosuch"}, "judge 'nosuch'; choose one of"),
         ({"anchor": "pixels"}, "anchor 'pixels'; choose one of"),
         ({"delta_scale": "relative"}, "delta_scale 'relative'; choose one of"),
-        ({"weights": "some"}, "weights 'some'; choose one of own, every"),
+        ({"weights": "some"}, "weights 'some'; choose one of own, every, or a positive integer"),
+        ({"weights": 0}, "weights 0; choose one of own, every, or a positive integer"),
+        ({"weights": True}, "weights True; choose one of"),
+        ({"weights": 10.5}, "weights 10.5; choose one of"),
         ({"weights": "every", "engine": "cuda"}, "engine 'cuda'; choose one of torch, fused"),
         ({"engine": "fused"}, "--every-weight"),
         ({"device": "tpu"}, "device 'tpu'"),
@@ -55,6 +58,12 @@ def test_it_applies_itself_to_a_source_run_s_emc2_settings():
         every = Reading("anchored", weights="every", engine=engine).emc2(own)
         assert (every["max_params"], every["engine"], every["dtype"]) == (None, engine, dtype)
     assert Reading("anchored", device="cuda").emc2(own)["device"] == "cuda"
+    capped = Reading("anchored", weights=1000, engine="fused").emc2(own)  # at most 1,000 weights a network
+    assert (capped["max_params"], capped["engine"], capped["dtype"]) == (1000, "fused", "float32")
+    assert Reading("anchored", weights=1000).max_params == 1000 and Reading(weights="every").max_params is None
+    with pytest.raises(ReadingError, match="keeps each run's own max_params"):
+        _ = Reading().max_params
+    assert not Reading(weights=1000).own and not Reading(weights=1000).every
 
 
 def test_it_says_itself_in_words_and_as_the_command_s_flags():
@@ -62,3 +71,6 @@ def test_it_says_itself_in_words_and_as_the_command_s_flags():
     assert r.describe() == "anchored, anchor png, δ layer_std, every weight (fused engine)"
     assert r.flags() == "--judge anchored --anchor png --delta-scale layer_std --every-weight --engine fused"
     assert Reading().describe() == "each run's own judge, the runs' own settings" and Reading().flags() == ""
+    capped = Reading("anchored-v2", weights=1000, engine="fused")
+    assert capped.describe() == "anchored-v2, up to 1,000 weights (fused engine)"
+    assert capped.flags() == "--judge anchored-v2 --max-weights 1000 --engine fused"

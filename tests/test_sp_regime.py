@@ -324,6 +324,44 @@ def test_the_regime_s_score_stage_in_memory_equals_regime_point_on_the_stored_po
         S.score(trained, Reading(delta_scale="layer_std"))
 
 
+def test_the_score_stage_scores_a_stored_regime_population_as_score_does_in_memory(tmp_path):
+    """Train once, score under any reading: the score stage (`volratio.runs.score`) reads each stored
+    population of a `sparse_regime` run by its artifact, keyed by the source run's key and the reading,
+    and gives every member the AUC `sparse_regime.score` gives it in memory under the same reading; a
+    second call scores nothing again, and a population the run stores no network for is not planned."""
+    from dataclasses import asdict
+
+    from volratio.emc2 import EMC2Config
+    from volratio.emc2.reading import Reading
+    from volratio.experiments import sparse_regime as S
+    from volratio.runs import reference as R
+    from volratio.runs import score as SC
+    from volratio.runs import stored
+    from volratio.runs.registry import make_config
+
+    source = {"target": "planted:0", "members": 2, "width": 8, "depth": 2, "res": 8, "dense_steps": 30,
+              "target_nonzeros": 30, "checkpoints": [0.5], "methods": ["magnitude"], "scratch": False,
+              "keep_nets": True, "device": "cpu", "sp.rounds": 4, "sp.retrain_steps": 5}  # fmt: skip
+    plan = {"src": R.Sweep.from_dict({"name": "src", "run": "sparse_regime", "seeds": [0], "config": source})}
+    R.run_chunk(plan, "src", tmp_path, progress=False)
+    reading = Reading("stability", weights=12, engine="fused")
+    wanted = ["net_sp_0p50", "net_dense_dense", "net_nosuch_end"]
+    assert {c["source"]["artifact"] for c in SC.plan("src", reading, tmp_path, wanted).values()} == set(wanted[:2])
+    report = SC.score_chunk("src", reading, tmp_path, progress=False, artifacts=wanted)
+    assert (report.total, len(report.ran), report.failed) == (2, 2, [])
+    assert len(SC.score_chunk("src", reading, tmp_path, progress=False, artifacts=wanted).ran) == 0
+    runs = stored.rescores("src", reading, tmp_path)
+    assert {r["config"]["emc2"]["max_params"] for r in runs} == {12}
+    trained = S.train(make_config("sparse_regime", "quick", source))
+    settings = {k: v for k, v in asdict(S.score_settings()).items() if k != "member"}
+    res = S.score(trained, reading, EMC2Config(**settings)).table
+    for r in runs:
+        method, _, ckpt = r["config"]["source"]["artifact"].removeprefix("net_").rpartition("_")
+        rows = res[(res["kind"] == "checkpoint") & (res["method"] == method)]
+        rows = rows[rows["checkpoint"].astype(str).str.replace(".", "p") == ckpt].sort_values("member")
+        assert list(rows["emc2_auc"]) == r["metrics"]["score"] and len(rows) == 2
+
+
 def test_regime_point_scores_only_the_populations_the_source_could_not_make_as_failed(tmp_path):
     """A stored source run records a baseline it could not match as `failed` rows; regime_point
     reports exactly those populations as failed and scores every other one (the stored NaN of the

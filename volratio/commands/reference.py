@@ -117,7 +117,8 @@ def register(sub) -> None:
         choices=DELTA_SCALES,
         help="absolute: w ← w + δ (the paper's, the default); layer_std: δ × the std of the perturbed weight's layer",
     )
-    rs.add_argument(
+    weights = rs.add_mutually_exclusive_group()
+    weights.add_argument(
         "--every-weight",
         dest="weights",
         action="store_const",
@@ -126,11 +127,20 @@ def register(sub) -> None:
         help="score every non-zero weight of each stored network (the source runs scored a seeded sample): "
         "another rescore run per source (max_params None, the engine named), stored beside the sampled one",
     )
+    weights.add_argument(
+        "--max-weights",
+        dest="weights",
+        type=A.positive_int,
+        metavar="N",
+        help="score every non-zero weight of a network that has at most N, else a seeded sample of N "
+        "(max_params N, the engine named): another rescore run per source",
+    )
     rs.add_argument(
         "--engine",
         default="torch",
         choices=list(ENGINES),
-        help="with --every-weight: torch (float64, the exact reference; default) or fused (the C++ kernel, float32)",
+        help="with --every-weight or --max-weights: torch (float64, the exact reference; default) or fused "
+        "(the C++ kernel, float32)",
     )
     rs.add_argument(
         "--device",

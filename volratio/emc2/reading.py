@@ -16,7 +16,9 @@ Scoring stored networks again (`volratio.runs.score`) needs a judge; reading the
 (`volratio.runs.stored.judged`) takes `judge=None` as "the runs' own".
 
 `weights="every"` scores every non-zero weight through `engine`: "torch" in float64 (the exact
-reference) or "fused", the C++ kernel in float32 (`ENGINES`). `device` None scores where the source
+reference) or "fused", the C++ kernel in float32 (`ENGINES`). `weights=N` (a positive integer) scores
+every non-zero weight of a network that has at most N, else a seeded uniform sample of N of them
+(`max_params` N), through `engine`: the sparse regime's populations are read so (1,000 a network). `device` None scores where the source
 runs did; a device ("cpu", "cuda") records where the scores are computed, so that scores computed on
 a GPU never share a store key with the CPU's.
 
@@ -61,7 +63,7 @@ class Reading:
     judge: str | None = None  # a judge of volratio.judges.JUDGES; None: each run's own (reading stored scores only)
     anchor: str = "image"  # what a label-anchored judge compares with (volratio.data.anchors.ANCHORS)
     delta_scale: str = "absolute"  # w ← w + δ ("absolute", the paper's) or w + δ·std of its layer ("layer_std")
-    weights: str = "own"  # "own": the runs' own EMC2 settings; "every": every non-zero weight
+    weights: "str | int" = "own"  # "own": the runs' own EMC2 settings; "every": every non-zero weight; N: at most N
     engine: str = "torch"  # the perturbation engine of an every-weight reading (ENGINES)
     device: str | None = None  # where the scores are computed (None: where the source runs computed)
     instrument: str = "emc2"  # "emc2": the fields above; "recovery": primitive recovery, judge-free (INSTRUMENTS)
@@ -84,14 +86,19 @@ class Reading:
             raise ReadingError(f"reading: anchor {self.anchor!r}; choose one of {', '.join(ANCHORS)}")
         if self.delta_scale not in DELTA_SCALES:
             raise ReadingError(f"reading: delta_scale {self.delta_scale!r}; choose one of {', '.join(DELTA_SCALES)}")
-        if self.weights not in WEIGHTS:
-            raise ReadingError(f"reading: weights {self.weights!r}; choose one of {', '.join(WEIGHTS)}")
+        if self.weights not in WEIGHTS and not (
+            isinstance(self.weights, int) and not isinstance(self.weights, bool) and self.weights > 0
+        ):
+            raise ReadingError(
+                f"reading: weights {self.weights!r}; choose one of {', '.join(WEIGHTS)}, or a positive integer "
+                "(at most that many weights a network)"
+            )
         if self.engine not in ENGINES:
             raise ReadingError(f"reading: engine {self.engine!r}; choose one of {', '.join(ENGINES)}")
         if self.weights == "own" and self.engine != "torch":
             raise ReadingError(
                 f"reading: engine {self.engine!r} with the runs' own settings, which use theirs; "
-                'choose another engine only with weights="every" (`--every-weight`)'
+                'choose another engine only with weights="every" or a number (`--every-weight`, `--max-weights N`)'
             )
         if self.device is not None:
             try:
@@ -105,9 +112,22 @@ class Reading:
         return self.weights == "every"
 
     @property
+    def max_params(self) -> "int | None":
+        """The EMC2 `max_params` of a reading that names its weights (None: every weight); `ReadingError`
+        under the runs' own settings, which keep theirs."""
+        if self.weights == "own":
+            raise ReadingError("reading: weights 'own' keeps each run's own max_params; name the weights")
+        return None if self.every else self.weights
+
+    @property
     def own(self) -> bool:
         """Whether this is each run's own scoring, as stored (EMC2, no judge, δ absolute, own settings)."""
-        return self.instrument == "emc2" and self.judge is None and self.delta_scale == "absolute" and not self.every
+        return (
+            self.instrument == "emc2"
+            and self.judge is None
+            and self.delta_scale == "absolute"
+            and self.weights == "own"
+        )
 
     @property
     def recovery(self) -> bool:
@@ -116,13 +136,13 @@ class Reading:
 
     def emc2(self, settings: dict) -> dict:
         """A source run's EMC2 settings (`volratio.emc2.EMC2Config` entries) under this reading: δ's
-        scale, and on every weight `max_params` None with the engine and its arithmetic; the device
-        where one is given."""
+        scale; where the reading names its weights, their `max_params` (None: every weight) with the
+        engine and its arithmetic; the device where one is given."""
         if self.recovery:
             raise ReadingError("reading: primitive recovery has no EMC2 settings; score with an EMC2 reading")
         out = {**settings, "delta_scale": self.delta_scale}
-        if self.every:
-            out.update(max_params=None, engine=self.engine, dtype=ENGINES[self.engine])
+        if self.weights != "own":
+            out.update(max_params=self.max_params, engine=self.engine, dtype=ENGINES[self.engine])
         if self.device is not None:
             out["device"] = self.device
         return out
@@ -161,7 +181,11 @@ class Reading:
             parts.append(f"anchor {self.anchor}")
         if self.delta_scale != "absolute":
             parts.append(f"δ {self.delta_scale}")
-        parts.append(f"every weight ({self.engine} engine)" if self.every else "the runs' own settings")
+        if self.weights == "own":
+            parts.append("the runs' own settings")
+        else:
+            parts.append(f"{'every' if self.every else f'up to {self.weights:,}'} weight{'' if self.every else 's'} "
+                         f"({self.engine} engine)")  # fmt: skip
         if self.device is not None:
             parts.append(f"on {self.device}")
         return ", ".join(parts)
@@ -178,8 +202,8 @@ class Reading:
             out.append(f"--anchor {self.anchor}")
         if self.delta_scale != "absolute":
             out.append(f"--delta-scale {self.delta_scale}")
-        if self.every:
-            out.append(f"--every-weight --engine {self.engine}")
+        if self.weights != "own":
+            out.append(f"{'--every-weight' if self.every else f'--max-weights {self.weights}'} --engine {self.engine}")
         if self.device is not None:
             out.append(f"--device {self.device}")
         return " ".join(out)

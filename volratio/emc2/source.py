@@ -2,8 +2,8 @@
 
 A run function whose stored runs can be scored again under a reading (`volratio.runs.score`) parses
 to a config with a method `scoring() -> Scoring`: the depth sweep's points and their sparse and
-optimizer variants (`volratio.depth.point.Point`), and the sixteen-target comparison's
-`volratio.experiments.twins.Point`. The config says so itself; no table of run names does.
+optimizer variants (`volratio.depth.point.Point`), the sixteen-target comparison's
+`volratio.experiments.twins.Point`, and the sparse regime's `Config` (every population it stores). The config says so itself; no table of run names does.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ class Scoring:
     networks: tuple  # each member's name in the anchored verdict set (volratio.calibration), None: none
     metrics: tuple = ()  # the metrics holding its own scores, one entry per member, which `results verify`
     # re-computes from its stored networks on another CPU kind; (): its scores are checked by re-running it
+    artifacts: tuple = ("net",)  # the artifacts holding its populations, each of `members` networks (a
+    # `volratio.nets.CoordMLP` file): "net", a run's final population; a sparse_regime run stores several
 
 
 def scoring_of(config) -> Scoring | None:

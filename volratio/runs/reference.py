@@ -125,10 +125,12 @@ def source_scoring(record: dict) -> Scoring:
     return scoring
 
 
-def rescore_config(chunk: str, record: dict, reading: Reading) -> dict:
+def rescore_config(chunk: str, record: dict, reading: Reading, artifact: str = NET) -> dict:
     """The config of the score stage's run (`volratio.runs.score.point`) that scores the stored
-    networks of a source run (a `records` entry of a run function whose config says how it scored them, `scoring()`) under `reading`
-    (`volratio.emc2.reading.Reading`, which names the judge).
+    population `artifact` of a source run (a `records` entry of a run function whose config says how
+    it scored them, `scoring()`) under `reading` (`volratio.emc2.reading.Reading`, which names the
+    judge). The source names its artifact only where it is not NET (a run's one population), so
+    that the score runs of such runs keep their keys.
 
     Its `emc2` holds every `EMC2Config` entry but `member` (engine and dtype included): a run is
     keyed by its complete config. The EMC2 settings are the source's own scoring's
@@ -145,7 +147,8 @@ def rescore_config(chunk: str, record: dict, reading: Reading) -> dict:
             "chunk": chunk,
             "key": record["key"],
             "run": record["run"],
-            "net_sha256": sha256_file(Path(record["artifacts"][NET])),
+            "net_sha256": sha256_file(Path(record["artifacts"][artifact])),
+            **({} if artifact == NET else {"artifact": artifact}),
         },
         "judge": reading.judge,
         "target": target,

@@ -99,7 +99,8 @@ class RescoreError(VolratioError, ValueError):
 class Config:
     """One rescore run: the stored population of one source run, scored under `judge`."""
 
-    source: dict = field(default_factory=dict)  # chunk, key, run (function name), net_sha256 of the stored network
+    source: dict = field(default_factory=dict)  # chunk, key, run (function name), net_sha256 of the stored
+    # population, and its artifact where it is not "net" (a sparse_regime run's net_<method>_<checkpoint>)
     judge: str = DEFAULT_JUDGE  # the judge to score under (volratio.judges.make_judge)
     target: str = "planted:0"  # the source run's target spec (what the judge is anchored on)
     members: int = 1  # networks in the stored population
@@ -109,7 +110,7 @@ class Config:
     anchor: str = "image"  # what a label-anchored judge compares with (volratio.data.anchors.ANCHORS)
 
 
-_SOURCE_KEYS = ("chunk", "key", "run", "net_sha256")
+_SOURCE_KEYS = ("chunk", "key", "run", "net_sha256")  # and "artifact" where the population is not NET
 
 
 def parse_point(config: dict) -> Config:
@@ -122,8 +123,16 @@ def parse_point(config: dict) -> Config:
         raise RescoreError(f"rescore config: unknown entries {sorted(unknown)}; it has {sorted(names)}")
     cfg = Config(**config)
     src = cfg.source
-    if not isinstance(src, dict) or set(src) != set(_SOURCE_KEYS) or not all(isinstance(src[k], str) for k in src):
-        raise RescoreError(f"rescore config: source must name {', '.join(_SOURCE_KEYS)} (strings); got {src!r}")
+    if (
+        not isinstance(src, dict)
+        or set(src) - {"artifact"} != set(_SOURCE_KEYS)
+        or not all(isinstance(src[k], str) for k in src)
+        or src.get("artifact") == NET
+    ):
+        raise RescoreError(
+            f"rescore config: source must name {', '.join(_SOURCE_KEYS)}, and the artifact where it is not "
+            f"{NET!r} (strings); got {src!r}"
+        )
     check_chunk_name(src["chunk"])
     if not rescorable(src["run"]):
         raise RescoreError(
@@ -171,7 +180,7 @@ def load_source(cfg: Config, root: Path):
     src = cfg.source
     path = root / src["chunk"]
     try:
-        art = Store(path).artifact_path(src["key"], NET)
+        art = Store(path).artifact_path(src["key"], artifact(cfg))
     except StoreError as e:
         raise RescoreError(f"source network of rescore run: {e}") from None
     if sha256_file(art) != src["net_sha256"]:
@@ -183,6 +192,11 @@ def load_source(cfg: Config, root: Path):
     if net.population != cfg.members:
         raise RescoreError(f"{art}: {net.population} networks, the config says {cfg.members}; rescore the chunk again")
     return net
+
+
+def artifact(cfg: Config) -> str:
+    """The artifact of the source run that a score run scores: NET, or the one its source names."""
+    return cfg.source.get("artifact", NET)
 
 
 def source_record(cfg: Config, root: Path) -> dict:
@@ -260,10 +274,12 @@ def check_chunk_name(chunk) -> str:
     return chunk
 
 
-def plan(chunk: str, reading: Reading, root: "str | Path | None" = None) -> dict:
-    """`{rescore key: complete config}` of every stored network of `chunk` under `reading`
-    (`volratio.runs.reference.rescore_config`). `RescoreError` when the reading names no judge, or
-    when the chunk's runs cannot be rescored (not networks' runs, or no network stored)."""
+def plan(chunk: str, reading: Reading, root: "str | Path | None" = None, artifacts=None) -> dict:
+    """`{rescore key: complete config}` of every stored population of `chunk` under `reading`
+    (`volratio.runs.reference.rescore_config`): each artifact of its runs' `scoring().artifacts`
+    that is stored, or only those named in `artifacts` (e.g. `["net_sp_end"]`). `RescoreError` when
+    the reading names no judge, or when the chunk's runs cannot be rescored (not networks' runs, or
+    no network stored)."""
     root = Path(DEFAULT_ROOT if root is None else root)
     check_chunk_name(chunk)
     if not isinstance(reading, Reading):
@@ -284,7 +300,9 @@ def plan(chunk: str, reading: Reading, root: "str | Path | None" = None) -> dict
             "rescore a chunk of a run function whose config says how it scored them (`scoring()`: depth_point, "
             "optimizer_point, their sparse variants, twin_point)"
         )
-    with_net = [r for r in sources if NET in r["artifacts"]]
+    wanted = None if artifacts is None else set(artifacts)
+    with_net = [(r, a) for r in sources for a in source_scoring(r).artifacts
+                if a in r["artifacts"] and (wanted is None or a in wanted)]  # fmt: skip
     if not with_net:
         raise RescoreError(
             f"{root / chunk}: its runs stored no networks; re-run the chunk with keep_net = true in its "
@@ -292,8 +310,8 @@ def plan(chunk: str, reading: Reading, root: "str | Path | None" = None) -> dict
         )
     entry = get_run(RUN)
     out = {}
-    for r in with_net:
-        cfg = entry.keyed(rescore_config(chunk, r, reading))
+    for r, a in with_net:
+        cfg = entry.keyed(rescore_config(chunk, r, reading, a))
         out[config_key(entry.name, cfg)] = cfg
     return out
 
@@ -318,14 +336,21 @@ class ScoreReport:
 
 
 def score_chunk(
-    chunk: str, reading: Reading, root: "str | Path | None" = None, progress: bool | None = None
+    chunk: str,
+    reading: Reading,
+    root: "str | Path | None" = None,
+    progress: bool | None = None,
+    artifacts=None,
+    executor=None,
 ) -> ScoreReport:
-    """Score every stored network of `chunk` under `reading` into the chunk's own store (resuming:
-    runs already done are skipped; failed ones are run again) and record each run, with its CPU
-    seconds, in the chunk's manifest (a new session naming the reading). Returns the report."""
+    """Score every stored population of `chunk` (or those named in `artifacts`, see `plan`) under
+    `reading` into the chunk's own store (resuming: runs already done are skipped; failed ones are
+    run again) and record each run, with its CPU seconds, in the chunk's manifest (a new session
+    naming the reading), on `executor` (`volratio.runs.sweep`'s; default in this process). Returns
+    the report."""
     t0 = time.perf_counter()
     root = Path(DEFAULT_ROOT if root is None else root)
-    todo = plan(chunk, reading, root)
+    todo = plan(chunk, reading, root, artifacts)
     man_path = root / chunk / MANIFEST
     man = json.loads(man_path.read_text()) if man_path.is_file() else {}
     session = {"started_at": now(), **machine(), "reading": reading.as_dict()}
@@ -340,7 +365,7 @@ def score_chunk(
             write_manifest(man_path, man)
 
     report = run_configs(
-        get_run(RUN), list(todo.values()), root / chunk, name=f"rescore {chunk}", retry_failed=True,
+        get_run(RUN), list(todo.values()), root / chunk, executor, name=f"rescore {chunk}", retry_failed=True,
         progress=progress, on_outcome=on_outcome,
     )  # fmt: skip
     if report.ran:

@@ -296,16 +296,19 @@ def rescores(chunk: str, reading: "Reading | None" = None, root: "str | Path | N
 
 def matches(reading: Reading, record: dict) -> bool:
     """Whether a stored score run was scored under `reading`: its judge (any, for a reading without
-    one), anchor and δ's scale; on every weight, every weight through the reading's engine (the runs'
-    own settings: any weights, which `at_source_settings` tells apart); on the reading's device
-    where it names one."""
+    one), anchor and δ's scale; where the reading names its weights (every one, or at most N), those
+    weights through the reading's engine (the runs' own settings: any weights, which
+    `at_source_settings` tells apart); on the reading's device where it names one."""
     cfg = record["config"]
     emc = cfg["emc2"]
     return (
         (reading.judge is None or cfg["judge"] == reading.judge)
         and cfg["anchor"] == reading.anchor
         and emc["delta_scale"] == reading.delta_scale
-        and (not reading.every or (weights_scored(record) == "every" and rescore_engine(record) == reading.engine))
+        and (
+            reading.weights == "own"
+            or (emc.get("max_params") == reading.max_params and rescore_engine(record) == reading.engine)
+        )  # fmt: skip
         and (reading.device is None or emc.get("device") == reading.device)
     )
 

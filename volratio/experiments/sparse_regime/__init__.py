@@ -61,6 +61,7 @@ from ...data.targets import get_target
 from ...depth.point import PLANTED_REFERENCE, PLANTED_START_WIDTH, matched_count_at_true_depth
 from ...emc2 import EMC2Config
 from ...emc2.reading import Reading
+from ...emc2.source import Scoring
 from ...nets import CoordMLP
 from ...prune import BASELINES, PruneError, collapsed, prune
 from ...prune.baselines import IMPConfig, imp_levels
@@ -145,6 +146,15 @@ class Config(Presets):
             )
         if self.arch == "picbreeder" and not self.target.startswith("picbreeder:"):
             raise ExperimentError(f'sparse_regime: arch = "picbreeder" needs a Picbreeder target, not {self.target!r}')
+
+    def scoring(self) -> Scoring:
+        """How the score stage reads the populations a run stores (`keep_nets`): every population,
+        `members` networks each, at `score_settings()` unless a reading names other weights. The run
+        scores none itself (`metrics` empty: it is checked by running it again), and none of its
+        networks is in the anchored verdict set."""
+        members = int(self.members)
+        return Scoring(self.target, members, score_settings(), (None,) * members, (),
+                       tuple(f"net_{p}" for p in ("dense_dense", *populations(self))))  # fmt: skip
 
     # reference: skull at 64×64 from width 64 at depth 6 (20,928 weights), 2,000 dense steps, SP rounds of
     # 300 steps, three members, on the fused kernel (22 ms a step here, against 48 on the fast path); the
