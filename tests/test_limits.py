@@ -98,7 +98,6 @@ VALID = {
     "rescore": {"source": _SOURCE, "target": "planted:0", "emc2": {"res": 8}},
     "fit_budget": {"target": "planted:0", "depth": 2},
     "twin_point": {"target": "skull"},
-    "regime_point": {},
 }
 # what the generated values below cannot reach: entries whose configs are plain dicts (rescore's
 # `emc2`) and values that are bad for one entry only
@@ -108,7 +107,6 @@ EXTRA_BAD = {
     "train": [("optimizer", "adamm"), ("activation", "nosuch")],
     "frames": [("also", [[0, 2]])],
     "volume_ratio": [("basin.interval", "nosuch")],
-    "regime_point": [("population", "sp"), ("population", "nosuch_end"), ("source", [1]), ("judges", ["nosuch"])],
 }
 
 

@@ -22,7 +22,7 @@ from volratio.report.readings import connectivity as reading
 @pytest.fixture(scope="module")
 def stored_scores() -> pd.DataFrame:
     """The claim's networks read straight from the store, not through the module under test."""
-    return regime_scores.stored_scores(regime.CLAIM_SCORES, sources=regime.CLAIM_SOURCES)
+    return regime_scores.stored_scores(regime.CLAIM)
 
 
 def test_the_deciding_verdict_is_the_deciders_on_the_compared_stored_networks(stored_scores):
@@ -93,7 +93,7 @@ def test_where_the_claim_is_decided_names_sps_sparsity_at_both_checkpoints(store
 def test_the_layer_std_reading_is_the_scaled_chunks_under_its_one_judge():
     v = reading.layer_std_verdict()
     if v is None:
-        pytest.skip(f"{regime.SCALED_CHUNK} is not stored whole")
+        pytest.skip("the layer-std score set (regime.SCORES['regime_scaled']) is not stored whole")
     assert v.judge == "anchored" and v.verdict == reading.verdict("anchored", delta_scale="layer_std")[0].verdict
     assert v.evidence != reading.verdict("anchored")[0].evidence  # another scoring of the networks, not a copy
 
@@ -108,7 +108,7 @@ def test_per_checkpoint_counts_every_compared_network_once():
 def test_the_near_dense_check_leaves_out_seeds_whose_dense_network_does_not_draw(picbreeder_dir):
     """The near-dense verdict is the decider's on the compared networks read straight from the store,
     without the seeds whose dense network does not draw its target under the judge."""
-    table = regime_scores.stored_scores(regime.NEAR_DENSE_SCORE_CHUNK, sources=regime.NEAR_DENSE_CHUNK)
+    table = regime_scores.stored_scores(regime.SCORES["near_dense"])
     col = f"base_kept:{DEFAULT_JUDGE}"
     dense = table[table.method == "dense"]
     undrawn = {(t, s) for t, s, k in zip(dense.target, dense.seed, dense[col]) if not bool(k)}

@@ -24,7 +24,6 @@ from volratio.experiments import (
     unknown_targets,
     volume_ratio,
 )
-from volratio.experiments.sparse_regime import scores as regime_scores
 from volratio.nets import CoordMLP
 from volratio.report.readings import EVERY
 from volratio.runs import reference as R
@@ -67,18 +66,28 @@ def test_the_sparse_regime_prunes_each_target_to_its_picbreeder_count(picbreeder
 
 
 def test_regime_scores_read_every_source_run_at_every_compared_population():
-    """sparse_regime_emc2 scores, for every run of the sparse_regime chunk, SP and each matched
-    baseline at 75 % and at SP's end: every non-zero weight at SP's end (the Picbreeder counts), a
-    seeded subsample of 1,000 at 75 %."""
-    scores = [get_run("regime_point").parse(c) for c in PLAN["sparse_regime_emc2"].configs()]
+    """The score set "regime" scores, for every run of the sparse_regime chunk, SP and each matched
+    baseline at 75 % and at SP's end (each population the run could make): every non-zero weight at SP's
+    end (the Picbreeder counts), a seeded subsample of 1,000 at 75 %. Every score run of every set of
+    `sparse_regime.SCORES` is stored."""
+    from volratio.runs import score as score_stage
+
+    regime = sparse_regime.SCORES["regime"]
+    todo = score_stage.plan(regime.chunk, regime.readings()[0], STORE, regime.artifacts()).values()
     sources = set(PLAN["sparse_regime"].keys())
-    assert {regime_scores.source_key(p) for p in scores} == sources
+    assert {c["source"]["key"] for c in todo} == sources
     methods = ("sp", *sparse_regime.METHODS, "scratch")
-    want = {f"{m}_{c}" for m in methods for c in ("0p75", "end")}
+    want = {f"net_{m}_{c}" for m in methods for c in ("0p75", "end")}
+    failed = S.records("sparse_regime", STORE)  # a population the run could not make has no network
     for key in sources:
-        assert {p.population for p in scores if regime_scores.source_key(p) == key} == want
-    assert {p.emc2.max_params for p in scores} == {1000}
-    assert all(p.source["target_nonzeros"] <= p.emc2.max_params for p in scores)
+        got = {c["source"]["artifact"] for c in todo if c["source"]["key"] == key}
+        run = next(r for r in failed if r["key"] == key)
+        assert got == want & set(run["artifacts"]) and len(got) >= len(want) - 2
+    assert {c["emc2"]["max_params"] for c in todo} == {1000}
+    assert all(c["emc2"]["engine"] == "fused" for c in todo)
+    for name, scores in sparse_regime.SCORES.items():
+        done, total = scores.progress(STORE)
+        assert done == total > 0, name
 
 
 def test_the_emc2_chunks_score_what_they_say():

@@ -89,7 +89,7 @@ def test_the_sparse_depth_run_refuses_a_guard_and_bad_fit_criteria():
 
 
 def test_the_sparse_depth_run_scores_each_network_at_its_fit_point_and_is_rescorable():
-    assert rescorable("sparse_depth_point") and not rescorable("regime_point") and not rescorable("emc2_point")
+    assert rescorable("sparse_depth_point") and rescorable("sparse_regime") and not rescorable("emc2_point")
     entry = get_run("sparse_depth_point")
     cfg = entry.keyed({"target": "planted:15:depth=4,width=3", "depth": 2, "width": 12, "res": 16, "steps": 200,
                        "members": 2, "sp.rounds": 6, "sp.retrain_steps": 20, "deltas": [-1.0, 1.0],

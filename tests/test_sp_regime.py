@@ -261,69 +261,6 @@ def test_the_frontier_figure_draws_every_method_and_the_marks():
     assert any(list(line.get_xdata()) == [147, 147] for line in ax.lines)
 
 
-def test_regime_point_scores_a_population_it_finds_by_its_source_config(tmp_path):
-    """The second stage reads the stored population back by the source run's config (not a key
-    written by hand), scores every member, and refuses a population or a source that is not stored."""
-    from volratio.runs import reference as R
-    from volratio.runs.registry import get_run
-    from volratio.runs.store import Store
-
-    source = {"target": "planted:0", "members": 2, "width": 8, "depth": 2, "res": 8, "dense_steps": 30,
-              "target_nonzeros": 30, "checkpoints": [0.5], "methods": ["magnitude"], "scratch": False,
-              "keep_nets": True, "device": "cpu", "sp.rounds": 4, "sp.retrain_steps": 5}  # fmt: skip
-    plan = {"src": R.Sweep.from_dict({"name": "src", "run": "sparse_regime", "seeds": [0], "config": source})}
-    R.run_chunk(plan, "src", tmp_path, progress=False)
-    cfg = {"source": source, "population": "sp_0p50", "chunk": "src", "judges": ["anchored", "stability"],
-           "emc2.res": 8, "emc2.deltas": [-1.0, 1.0]}  # fmt: skip
-    fn = get_run("regime_point").reading_store(tmp_path)  # reads the chunks under tmp_path
-    out = fn(cfg)
-    again = fn(cfg)
-    with pytest.raises(Exception, match="not <method>_<checkpoint>"):
-        fn({**cfg, "population": "sp"})
-    with pytest.raises(Exception, match="run the source chunk first"):
-        fn({**cfg, "seed": 1})
-    net = CoordMLP.load(Store(tmp_path / "src").artifact_path(out["source_key"], "net_sp_0p50"))
-    assert out["nonzero"] == [int(n) for n in net.nonzero()] and len(out["auc_anchored"]) == 2
-    assert out["n_params"] == out["nonzero"]  # every non-zero weight
-    assert all(0.0 <= a <= 1.0 for a in out["auc_anchored"] + out["auc_stability"])
-    assert out == again  # bit for bit
-
-
-def test_the_regime_s_score_stage_in_memory_equals_regime_point_on_the_stored_population(tmp_path):
-    """Train once, score under any reading: `sparse_regime.score(trained, Reading(judge))` gives every
-    member of a population the AUC a `regime_point` run computes for the same population stored by a
-    `sparse_regime` run of the same config; the default reading is the frontier without a score."""
-    from volratio.emc2 import EMC2Config
-    from volratio.emc2.reading import Reading
-    from volratio.experiments import sparse_regime as S
-    from volratio.runs import reference as R
-    from volratio.runs.registry import get_run, make_config
-
-    source = {"target": "planted:0", "members": 2, "width": 8, "depth": 2, "res": 8, "dense_steps": 30,
-              "target_nonzeros": 30, "checkpoints": [0.5], "methods": ["magnitude"], "scratch": False,
-              "keep_nets": True, "device": "cpu", "sp.rounds": 4, "sp.retrain_steps": 5}  # fmt: skip
-    plan = {"src": R.Sweep.from_dict({"name": "src", "run": "sparse_regime", "seeds": [0], "config": source})}
-    R.run_chunk(plan, "src", tmp_path, progress=False)
-    stored = get_run("regime_point").reading_store(tmp_path)
-    trained = S.train(make_config("sparse_regime", "quick", source))
-    ec = EMC2Config(res=8, deltas=(-1.0, 1.0), max_params=None, engine="fused", dtype="float32", device="cpu")
-    assert "emc2_auc" not in S.score(trained).table and S.score(trained).judge is None
-    for judge in ("anchored", "stability"):
-        res = S.score(trained, Reading(judge), ec)
-        assert res.judge == judge and set(res.table["judge"]) == {judge}
-        for population in ("sp_0p50", "magnitude_0p50", "dense_dense"):
-            method, _, ckpt = population.rpartition("_")
-            out = stored({"source": source, "population": population, "chunk": "src", "judges": [judge],
-                          "emc2.res": 8, "emc2.deltas": [-1.0, 1.0]})  # fmt: skip
-            rows = res.table[(res.table["kind"] == "checkpoint") & (res.table["method"] == method)]
-            rows = rows[rows["checkpoint"].astype(str).str.replace(".", "p") == ckpt].sort_values("member")
-            assert list(rows["emc2_auc"]) == out[f"auc_{judge}"] and len(rows) == 2
-    trajectory = res.table[res.table["kind"] == "trajectory"]
-    assert trajectory["emc2_auc"].isna().all()  # SP's rounds keep no network: nothing to score
-    with pytest.raises(Exception, match="under a judge"):
-        S.score(trained, Reading(delta_scale="layer_std"))
-
-
 def test_the_score_stage_scores_a_stored_regime_population_as_score_does_in_memory(tmp_path):
     """Train once, score under any reading: the score stage (`volratio.runs.score`) reads each stored
     population of a `sparse_regime` run by its artifact, keyed by the source run's key and the reading,
@@ -360,15 +297,26 @@ def test_the_score_stage_scores_a_stored_regime_population_as_score_does_in_memo
         rows = res[(res["kind"] == "checkpoint") & (res["method"] == method)]
         rows = rows[rows["checkpoint"].astype(str).str.replace(".", "p") == ckpt].sort_values("member")
         assert list(rows["emc2_auc"]) == r["metrics"]["score"] and len(rows) == 2
+    assert res[res["kind"] == "trajectory"]["emc2_auc"].isna().all()  # SP's rounds keep no network
+    assert "emc2_auc" not in S.score(trained).table and S.score(trained).judge is None  # the frontier, unscored
+    with pytest.raises(Exception, match="under a judge"):
+        S.score(trained, Reading(delta_scale="layer_std"))
+    (one,) = [r["config"] for r in runs if r["config"]["source"]["artifact"] == "net_sp_0p50"]
+    with pytest.raises(SC.RescoreError, match="not stored|no artifact|net_nosuch_end"):
+        SC.point({**one, "source": {**one["source"], "artifact": "net_nosuch_end"}}, tmp_path)
+    with pytest.raises(SC.RescoreError, match="source must name"):
+        SC.point({**one, "source": {**one["source"], "artifact": "net"}}, tmp_path)  # "net" goes unnamed
 
 
-def test_regime_point_scores_only_the_populations_the_source_could_not_make_as_failed(tmp_path):
-    """A stored source run records a baseline it could not match as `failed` rows; regime_point
-    reports exactly those populations as failed and scores every other one (the stored NaN of the
-    rows that did not fail is not a reason)."""
+def test_stored_scores_list_the_populations_the_source_could_not_make_as_failed(tmp_path):
+    """A stored source run records a baseline it could not match as `failed` rows and stores no network
+    for it: the score stage plans no run for it, and `stored_scores` lists its members with why, beside
+    every scored network (the stored NaN of the rows that did not fail is not a reason)."""
+    from volratio.emc2.reading import Reading
     from volratio.experiments import sparse_regime as S
+    from volratio.experiments.sparse_regime import scores as RS
     from volratio.runs import reference as R
-    from volratio.runs.registry import get_run
+    from volratio.runs import score as SC
 
     source = {"target": "planted:0", "members": 1, "width": 8, "depth": 5, "res": 8, "dense_steps": 20,
               "target_nonzeros": 16, "checkpoints": [0.5], "methods": ["random", "random-units"],
@@ -378,14 +326,16 @@ def test_regime_point_scores_only_the_populations_the_source_could_not_make_as_f
     table = S.stored_table("src", tmp_path)
     failed = {(r.method, r.checkpoint) for r in table.itertuples() if isinstance(r.failed, str)}
     assert failed == {("random", "end")}  # random weights at SP's end counts leave no path here
-    cfg = {"source": source, "chunk": "src", "judges": ["stability"], "emc2.res": 8, "emc2.deltas": [1.0]}
-    fn = get_run("regime_point").reading_store(tmp_path)
-    for m in ("sp", "random", "random-units"):
-        for c in ("0.50", "end"):
-            if (m, c) not in set(zip(table.method, table.checkpoint)):
-                continue
-            out = fn({**cfg, "population": f"{m}_{c.replace('.', 'p')}"})
-            assert ("failed" in out) == ((m, c) in failed), (m, c, out.get("failed"))
+    pops = tuple(f"{m}_{c}" for m in ("sp", "random", "random-units") for c in ("0p50", "end"))
+    scores = RS.Scores("src", Reading(weights=8, engine="fused"), ("stability",), pops)
+    for reading in scores.readings():
+        SC.score_chunk("src", reading, tmp_path, progress=False, artifacts=scores.artifacts())
+    assert scores.progress(tmp_path) == (5, 5)  # every population but the one that failed
+    got = RS.stored_scores(scores, tmp_path)
+    assert {(m, c) for m, c, f in zip(got.method, got.checkpoint, got.failed) if isinstance(f, str)} == failed
+    assert got[got.failed.isna()]["emc2_auc:stability"].notna().all() and len(got) == 6
+    with pytest.raises(Exception, match="two readings"):
+        RS.stored_scores([scores, RS.Scores("src", Reading(weights=9, engine="fused"), ("stability",), pops)], tmp_path)
 
 
 def test_size_twins_reads_claim_one_networks_of_the_regime_targets_on_one_anchor(tmp_path, picbreeder_dir):
@@ -395,23 +345,21 @@ def test_size_twins_reads_claim_one_networks_of_the_regime_targets_on_one_anchor
     import matplotlib
 
     matplotlib.use("Agg")
+    from volratio.emc2.reading import Reading
     from volratio.experiments import sparse_regime as S
     from volratio.experiments.sparse_regime import scores as RS
     from volratio.report import plots
     from volratio.report.readings.emc2 import size_twins
     from volratio.runs import reference as R
+    from volratio.runs.score import score_chunk
 
     source = {"target": "picbreeder:skull", "members": 1, "width": 12, "depth": 2, "res": 8, "dense_steps": 10,
               "target_nonzeros": 120, "checkpoints": [0.25], "methods": ["magnitude"], "scratch": True,
               "keep_nets": True, "device": "cpu", "sp.rounds": 4, "sp.retrain_steps": 2}  # fmt: skip
-    emc2 = {"judges": ["anchored"], "emc2.res": 8, "emc2.deltas": [1.0], "emc2.max_params": 10}
     twin = {"target": "skull", "res": 8, "steps": 3, "deltas": [1.0], "judges": ["anchored"], "max_params": 10}
     plan = {
         S.REFERENCE_CHUNK: R.Sweep.from_dict({"name": S.REFERENCE_CHUNK, "run": "sparse_regime", "seeds": [0],
                                               "config": source}),
-        S.SCORE_CHUNK: R.Sweep.from_dict({"name": S.SCORE_CHUNK, "run": "regime_point", "seeds": [0],
-                                          "config": {"source": source, **emc2},
-                                          "grid": {"population": ["sp_0p25", "scratch_0p25", "magnitude_0p25"]}}),
         "twins16_picbreeder": R.Sweep.from_dict({"name": "twins16_picbreeder", "run": "twin_point", "seeds": [0],
                                                  "config": {**twin, "network": "picbreeder"},
                                                  "grid": {"anchor": ["image", "png"]}}),
@@ -420,22 +368,23 @@ def test_size_twins_reads_claim_one_networks_of_the_regime_targets_on_one_anchor
     }  # fmt: skip
     for name in plan:
         R.run_chunk(plan, name, tmp_path, progress=False)
-    rows = size_twins("anchored", root=tmp_path)
+    scored = RS.Scores(S.REFERENCE_CHUNK, Reading(weights=10, engine="fused"), ("anchored",),
+                       ("sp_0p25", "scratch_0p25", "magnitude_0p25"))  # fmt: skip
+    for reading in scored.readings():
+        score_chunk(S.REFERENCE_CHUNK, reading, tmp_path, progress=False, artifacts=scored.artifacts())
+    rows = size_twins("anchored", root=tmp_path, scores=scored)
     kinds = rows.groupby("kind").size().to_dict()
     assert kinds == {"Picbreeder": 1, "dense twin": 2, "SP twin": 1, "scratch twin": 1}  # no png run, no magnitude
     pb = rows[rows.kind == "Picbreeder"].iloc[0]
     assert pb.nonzero == 147 and pb.target == "picbreeder:skull" and 0.0 <= pb.auc <= 1.0
-    scores = RS.stored_scores(root=tmp_path)
+    scores = RS.stored_scores(scored, root=tmp_path)
     sp = scores[scores.method == "sp"].iloc[0]
     got = rows[rows.kind == "SP twin"].iloc[0]
     assert (got.nonzero, got.auc, got.checkpoint) == (sp.nonzero, sp["emc2_auc:anchored"], "0.25")
-    # the same populations scored under another judge in a chunk of their own: one row per network, both judges
-    more = S.V2_SCORE_CHUNKS[0]
-    plan[more] = R.Sweep.from_dict({"name": more, "run": "regime_point", "seeds": [0],
-                                    "config": {"source": source, **emc2, "judges": ["anchored-v2"]},
-                                    "grid": {"population": ["sp_0p25"]}})  # fmt: skip
-    R.run_chunk(plan, more, tmp_path, progress=False)
-    both = RS.stored_scores((S.SCORE_CHUNK, more), root=tmp_path)
+    # the same populations scored under another judge by a set of their own: one row per network, both judges
+    more = RS.Scores(S.REFERENCE_CHUNK, scored.reading, ("anchored-v2",), ("sp_0p25",))
+    score_chunk(S.REFERENCE_CHUNK, more.readings()[0], tmp_path, progress=False, artifacts=more.artifacts())
+    both = RS.stored_scores((scored, more), root=tmp_path)
     assert len(both) == len(scores) and both["emc2_auc:anchored"].tolist() == scores["emc2_auc:anchored"].tolist()
     assert both.loc[both.method == "sp", "emc2_auc:anchored-v2"].notna().all()
     assert both.loc[both.method != "sp", "emc2_auc:anchored-v2"].isna().all()

@@ -143,6 +143,13 @@ def register(sub) -> None:
         "(the C++ kernel, float32)",
     )
     rs.add_argument(
+        "--artifacts",
+        type=lambda text: [a for a in text.split(",") if a],
+        metavar="A,B,…",
+        help="score only the populations stored as these artifacts (e.g. net_sp_end,net_imp_end of a "
+        "sparse_regime run; default: every population the chunk's runs store)",
+    )
+    rs.add_argument(
         "--device",
         default=None,
         type=A.device,
@@ -196,7 +203,10 @@ def _plan(args) -> int:
 def _rescore(args) -> int:
     device = None if args.device is None else device_name_here(args.device)  # "auto" resolved: a key names the device
     reading = Reading(args.judge, args.anchor, args.delta_scale, args.weights, args.engine, device)
-    report = score_chunk(args.chunk, reading, args.dir, progress=False if (args.no_progress or args.json) else None)
+    report = score_chunk(
+        args.chunk, reading, args.dir, progress=False if (args.no_progress or args.json) else None,
+        artifacts=args.artifacts,
+    )  # fmt: skip
     return _emit_report(args, report, chunk=report.chunk, **reading.as_dict(), cpu_s=report.cpu_s)
 
 

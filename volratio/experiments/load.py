@@ -7,7 +7,7 @@ without running anything. Only the reference scale is stored; the quick scale is
 
 The table has one row per stored unit, with the `chunk` and the run's `key` it comes from: a
 whole-run chunk (the experiment's own run function, e.g. `sparse_regime`) gives its runs' rows as
-`run` tabulated them; a chunk of points (`depth_point`, `twin_point`, `regime_point`, …) gives one
+`run` tabulated them; a chunk of points (`depth_point`, `twin_point`, …) gives one
 row per run, its config's entries beside its metrics. The reading says which scores:
 
 - `PAPER` (the default): every owned chunk, each run's scores as it stored them;
@@ -80,12 +80,15 @@ def load(name: str, scale: str = "reference", reading: Reading = PAPER, chunks=N
 
 def _scored(name: str, owned: list, root, reading: Reading) -> tuple:
     """The rows of the owned chunks under an EMC2 reading, and their runs."""
-    frames, runs, unscored = [], [], []
+    frames, runs, unscored, populations = [], [], [], []
     for chunk in owned:
         records = stored.records(chunk, root)
         if not reading.own:
             if not all(rescorable(r["run"]) for r in records):
                 continue  # whole runs, or score runs: their scores are their config's
+            if any(stored.several_populations(r) for r in records):
+                populations.append(chunk)  # each population scored apart: the experiment's own reader
+                continue
             try:
                 records = stored.judged(chunk, root, reading, error=ExperimentError)
             except ExperimentError:
@@ -98,6 +101,11 @@ def _scored(name: str, owned: list, root, reading: Reading) -> tuple:
             f"{name}: the chunks {', '.join(unscored)} hold runs without scores under {reading.describe()}; "
             f"score them (`volratio reference rescore CHUNK {reading.flags()}`, for each), or load the others "
             f"(chunks=[…])"
+        )
+    if not frames and populations:
+        raise ExperimentError(
+            f"{name}: the runs of its chunks {', '.join(populations)} store several populations each, scored one "
+            f"by one under a reading; read them with volratio.experiments.sparse_regime.scores.stored_scores"
         )
     if not frames:
         raise ExperimentError(

@@ -115,7 +115,7 @@ CLAIMS: dict[str, Claim] = {
                 AUC_M,
                 AUC_WHY,
             ),
-            ("sparse_regime", "sparse_regime_emc2", "sparse_regime_more", "sparse_regime_more_emc2"),
+            ("sparse_regime", "sparse_regime_more"),
         ),
         Claim(
             "depth-optimum",

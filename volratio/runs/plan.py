@@ -89,10 +89,9 @@ ORDER = (
     "rho", "rho_wmin", "rho_deep", "rho_deep_wmin", "emc2", "emc2_dense", "depth_picbreeder", "depth_budget",
     "depth_planted", "depth_scenes", "optimizers", "depth_sparse_scenes", "optimizers_sparse",
     "optimizers_sparse_butterfly", "optimizers_matched", "welch_frames", "welch_toy", "interference", "rho_basin",
-    "twins16_picbreeder", "twins16", "sparse_regime", "sparse_regime_emc2", "sparse_regime_emc2_scaled",
-    "sparse_regime_more", "sparse_regime_more_emc2", "sparse_regime_emc2_v2", "sparse_regime_more_emc2_v2",
-    "depth_sparse_planted", "depth_sparse_picbreeder", "depth_matched_planted", "optimizers_planted",
-    "sparse_regime_planted", "sparse_regime_near_dense", "sparse_regime_near_dense_emc2",
+    "twins16_picbreeder", "twins16", "sparse_regime", "sparse_regime_more", "depth_sparse_planted",
+    "depth_sparse_picbreeder", "depth_matched_planted", "optimizers_planted", "sparse_regime_planted",
+    "sparse_regime_near_dense",
 )  # fmt: skip
 
 HEADER = """\

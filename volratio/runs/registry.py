@@ -93,10 +93,9 @@ _BUILTIN_RUNS = {
     "rescore": ("volratio.runs.score", "point"),  # the score stage: stored networks under a reading
     "fit_budget": ("fit_budget", "point", "complete_point"),  # MSE against steps
     "twin_point": ("twins", "point"),  # one network of the sixteen-target comparison
-    "regime_point": ("sparse_regime.scores", "point"),  # EMC2 of a population stored by a sparse_regime run
 }
 
-READS_STORE = frozenset({"rescore", "regime_point"})
+READS_STORE = frozenset({"rescore"})
 
 _USER_RUNS: dict[str, RunFunction] = {}
 

@@ -119,6 +119,11 @@ def judged(names, root=None, reading: Reading = OWN, error: type[Exception] = Re
         )
     stored = runs_of(names, root, error)
     names = [names] if isinstance(names, str) else list(names)
+    if not reading.own and any(several_populations(r) for r in stored):
+        raise error(
+            f"the runs of {', '.join(names)} store several populations each (net_<population>), scored one by one; "
+            "read their scores with volratio.experiments.sparse_regime.scores.stored_scores"
+        )
     if reading.judge is None and reading.delta_scale != "absolute":
         raise error(f"δ read as {reading.delta_scale!r} is read from rescore runs: give the reading a judge")
     if reading.every:
@@ -155,6 +160,12 @@ def judged(names, root=None, reading: Reading = OWN, error: type[Exception] = Re
         metrics = {**r["metrics"], **{c: m[c] for c in ("score", "scores", "base_kept")}, "judge": judge}
         out.append({**r, "metrics": metrics})
     return out
+
+
+def several_populations(record: dict) -> bool:
+    """Whether a stored run keeps several populations (artifacts net_<population>, a sparse_regime
+    run's), each scored by score runs of its own, rather than one (artifact "net")."""
+    return any(a.startswith("net_") for a in record.get("artifacts", {}))
 
 
 def _judged_on_all_weights(stored: list, names: list, root, reading: Reading, error) -> list[dict]:

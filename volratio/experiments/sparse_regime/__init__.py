@@ -26,9 +26,9 @@ trajectory (`kind` "trajectory", one row per member × round). Columns: `nonzero
 (`{(method, checkpoint): population}`), `images`, `config`.
 
 `score(trained, Reading(judge))` scores every trained population under a judge without training
-again (EMC2 on every non-zero weight by default, `SCORE_EMC2`); a `regime_point` run
-(`volratio.experiments.sparse_regime.scores`) does the same for one population a `sparse_regime` run
-stored (`score_population` is their one scorer).
+again (EMC2 on every non-zero weight by default, `score_settings()`); the score stage
+(`volratio.runs.score`) does the same for a population a `sparse_regime` run stored, read back by its
+artifact (`Config.scoring()`), under the same scorer (`volratio.emc2.score_members`).
 
 `near_dense(scale)`: the near-dense check as a preset of the same protocol (`NEAR_DENSE`): narrow
 networks in a given `arch` (a string, or the target's own Picbreeder architecture), SP guarded at 2×
@@ -39,8 +39,8 @@ the τ schedule × retraining steps per round, each read at its end point and at
 how where SP ends moves with those two choices.
 
 `stored_table(chunk)` and `stored_config(chunk)` read the stored runs back; `reference_chunks()`
-declares the chunks of the reference plan this experiment owns: its own runs, and the score runs
-of their populations (`volratio.experiments.sparse_regime.scores`).
+declares the chunks of the reference plan this experiment owns, and `SCORES` the score stage's runs
+on their populations (`volratio.experiments.sparse_regime.scores`: `Scores`, `stored_scores`).
 
 Chapter: "Connectivity: which connections remain" (the sparse regime).
 """
@@ -56,7 +56,7 @@ import pandas as pd
 import torch
 
 from ... import emc2
-from ...data.picbreeder import NONZEROS, fer_arch
+from ...data.picbreeder import NONZEROS
 from ...data.targets import get_target
 from ...depth.point import PLANTED_REFERENCE, PLANTED_START_WIDTH, matched_count_at_true_depth
 from ...emc2 import EMC2Config
@@ -71,15 +71,18 @@ from ...prune.masks import weight_sparsity
 from ...prune.similarity_pruning import TAU_SCHEDULE, SPConfig
 from ...rho import RhoError
 from ...rho.recovery import RecoveryConfig
-from ...runs import recovered, stored
+from ...runs import recovered
 from ...runs.plan import Chunk
-from ...runs.registry import artifact_name, get_run
+from ...runs.registry import artifact_name
 from ...train import PATHS, TrainConfig
 from ...train import train as train_network
 from ...util.device import device_name
 from ...util.limits import above, at_least, between, one_of, parsed_by
 from ...util.presets import Presets, keyed_when_set, preset
 from .._base import PAPER, ExperimentError, Result, Trained, arch_spec, check_reading, unscored
+from .scores import MORE_CHUNK, REFERENCE_CHUNK, Scores, dense_arch
+from .scores import stored_config as stored_config  # the package's readers of its store
+from .scores import stored_table as stored_table
 
 METHODS = BASELINES  # baselines matched per layer to SP (volratio.prune.BASELINES)
 SCHEDULE = TAU_SCHEDULE  # τ after the first 0.95, most similar pair first
@@ -92,7 +95,8 @@ SCORE_JUDGES = (
 
 def score_settings() -> EMC2Config:
     """How the populations are scored unless told otherwise: EMC2 on every non-zero weight, on the
-    fused engine in float32, on the CPU (`score`, and a `regime_point` run's default)."""
+    fused engine in float32, on the CPU (`score`, and the score stage's under a reading that keeps
+    the runs' own weights, `Config.scoring()`)."""
     return EMC2Config(max_params=None, engine="fused", dtype="float32", device="cpu")
 
 
@@ -149,11 +153,14 @@ class Config(Presets):
 
     def scoring(self) -> Scoring:
         """How the score stage reads the populations a run stores (`keep_nets`): every population,
-        `members` networks each, at `score_settings()` unless a reading names other weights. The run
-        scores none itself (`metrics` empty: it is checked by running it again), and none of its
-        networks is in the anchored verdict set."""
-        members = int(self.members)
-        return Scoring(self.target, members, score_settings(), (None,) * members, (),
+        `members` networks each, at `score_settings()` (at the full scale, at FER's 256×256: EMC2Config's
+        full preset) unless a reading names other weights. The run scores none itself (`metrics`
+        empty: it is checked by running it again), and none of its networks is in the anchored
+        verdict set."""
+        members, settings = int(self.members), score_settings()
+        if self.scale == "full":
+            settings = replace(settings, res=EMC2Config.full().res)
+        return Scoring(self.target, members, settings, (None,) * members, (),
                        tuple(f"net_{p}" for p in ("dense_dense", *populations(self))))  # fmt: skip
 
     # reference: skull at 64×64 from width 64 at depth 6 (20,928 weights), 2,000 dense steps, SP rounds of
@@ -251,7 +258,7 @@ def score(
 ) -> Result:
     """The trained populations scored under `reading`. The default reading is the frontier as trained,
     fit and size only (no judge). A reading that names a judge scores every member of every population
-    with EMC2 under it, as a `regime_point` run scores a stored population (`score_population`), at
+    with EMC2 under it, as the score stage scores a stored population (`score_population`), at
     `emc2_config` (default `score_settings()`: every non-zero weight, fused engine) under the reading's δ
     scale, weights, engine, device and anchor; its checkpoint rows gain `emc2_auc`, `base_kept` and
     `judge`. The judge-free reading (`volratio.emc2.reading.RECOVERY`, a planted target only) reads
@@ -317,14 +324,6 @@ def _dense(cfg: Config) -> tuple:
             "give a smaller target or a wider start"
         )
     return images, tc, dense, member_mse(dense, images)
-
-
-def dense_arch(cfg: Config) -> str:
-    """The dense networks' architecture string: `cfg.arch`, the target's Picbreeder architecture, or
-    `depth` layers of `width` `activation` units."""
-    if cfg.arch == "picbreeder":
-        return fer_arch(cfg.target.split(":", 1)[1])
-    return cfg.arch or f"{cfg.depth};{cfg.activation}:{cfg.width}"
 
 
 @dataclass
@@ -496,45 +495,6 @@ def endpoint_grid(
     return pd.DataFrame(out)
 
 
-REFERENCE_CHUNK = "sparse_regime"  # results/reference/<chunk>: one run per target
-MORE_CHUNK = "sparse_regime_more"  # more members (seeds 3–6), SP and the claim's three pruners only
-
-
-def stored_table(name=REFERENCE_CHUNK, root=None) -> pd.DataFrame:
-    """The stored reference runs of chunk `name` (or of those of several names that are stored, e.g.
-    `CLAIM_SOURCES`; under `root`, default `results/reference`) as one
-    table like `run`'s, plus `target`, `target_nonzeros`, the run's `key` and `cpu_s`, and `net`:
-    the file of the population a checkpoint row's network belongs to (member `member`), and `arch`:
-    the dense networks' architecture (`dense_arch`)."""
-    rows = []
-    parse = get_run("sparse_regime").parse
-    for r in stored.runs_of(name, root, error=ExperimentError):
-        cfg = r["config"]
-        arch = dense_arch(parse(cfg))
-        arts = r.get("artifacts", {})
-        for row in r["metrics"]["rows"]:
-            net = None
-            if row["kind"] == "checkpoint":
-                net = arts.get(f"net_{artifact_name((row['method'], row['checkpoint']))}")
-            rows.append({**row, "target": cfg["target"], "target_nonzeros": cfg["target_nonzeros"],
-                         "key": r["key"], "cpu_s": r["cpu_s"], "net": net, "arch": arch})  # fmt: skip
-    return with_failed_reasons(stored.non_finite_as_floats(pd.DataFrame(rows)))
-
-
-def with_failed_reasons(table: pd.DataFrame) -> pd.DataFrame:
-    """`failed` holds a reason, or a missing value (NaN) for the rows of methods that worked (stored
-    as the text "nan")."""
-    if "failed" in table:
-        table["failed"] = table["failed"].astype(object).map(lambda f: f if isinstance(f, str) and f != "nan" else None)
-    return table
-
-
-def stored_config(name: str = REFERENCE_CHUNK, root=None) -> Config:
-    """The settings of the stored runs of chunk `name` (its first run's; the runs differ only in
-    `target` and `target_nonzeros`)."""
-    return get_run("sparse_regime").parse(stored.runs_of(name, root, error=ExperimentError)[0]["config"])
-
-
 def score_population(
     net: CoordMLP, target: str, judges, ec: EMC2Config, calibration_seed: int = 0, anchor: str = "image"
 ) -> dict:
@@ -555,25 +515,21 @@ def score_population(
 # The reference plan's chunks (volratio.runs.plan writes them to examples/sweeps/reference.toml)
 
 
-# The score chunks: a `regime_point` run (volratio.experiments.sparse_regime.scores) per target × population
-# of a source chunk, read back by `scores.stored_scores`
-SCORE_CHUNK = "sparse_regime_emc2"  # results/reference/<chunk>: one regime_point run per target × population
-SCALED_CHUNK = "sparse_regime_emc2_scaled"  # the same populations, δ × the std of each weight's layer
-MORE_SCORE_CHUNK = "sparse_regime_more_emc2"  # the populations of MORE_CHUNK, scored as SCORE_CHUNK
 CLAIM_SOURCES = (REFERENCE_CHUNK, MORE_CHUNK)  # every chunk whose networks the connectivity claim compares
-V2_SCORE_CHUNKS = ("sparse_regime_emc2_v2", "sparse_regime_more_emc2_v2")  # the claim's populations, default judge
-CLAIM_SCORES = (SCORE_CHUNK, MORE_SCORE_CHUNK, *V2_SCORE_CHUNKS)  # … and their scores
 # The source runs' config as the sparse_regime chunk gives it (its reference preset), besides each
 # target's case; and sparse_regime_more's: four more members, with SP only the pruners the
 # connectivity claim compares (no magnitude, random or scratch networks).
 CLAIM_METHODS = ("imp", "wanda", "llm-pruner")  # the pruners the connectivity claim compares with SP
 REFERENCE_SOURCE = {"scale": "reference"}
 MORE_SOURCE = {**REFERENCE_SOURCE, "members": 4, "methods": list(CLAIM_METHODS), "scratch": False}
-# The score chunks' judges: the regime_point default's three (the first deciding) and the gated one;
-# and the library's default, "anchored-v2", which decides the claim (a judge added later: its own chunks)
+# The judges the regime's populations are scored under: the first three of SCORE_JUDGES (the first, once
+# deciding) and the gated one; and the library's default, "anchored-v2", which decides the claim
 REGIME_JUDGES = [*SCORE_JUDGES[:1], "anchored-gated", *SCORE_JUDGES[1:]]
 V2_JUDGE = "anchored-v2"
-MAX_PARAMS = 1000  # the score chunks' emc2.max_params: every non-zero weight up to 1,000 (SP's end: ≤ 918)
+MAX_PARAMS = 1000  # every non-zero weight of a network up to 1,000 (SP's end: ≤ 918), else a seeded sample
+# of 1,000 (75 % sparsity: ≈ 5,200 non-zero weights). Every weight there is 125,000 images per population
+# under four judges: the first such run had not finished after 7 CPU-minutes, past 3 CPU-hours for the set.
+SCORED = Reading(weights=MAX_PARAMS, engine="fused")  # how the populations are read (fused engine, float32)
 # The six planted targets of L* = 3..5 (width 3), each at L* with the non-zero count SP stops at there:
 # chunk depth_matched_planted's count at L* (volratio.depth.point.MATCHED_COUNTS), where their networks still fit
 PLANTED_AT_TRUE_DEPTH = {t: matched_count_at_true_depth(t) for t in PLANTED_REFERENCE[2:8]}
@@ -581,57 +537,66 @@ PLANTED_WIDTH = PLANTED_START_WIDTH
 # The near-dense check (`NEAR_DENSE`): its runs, one per Picbreeder target (skull and butterfly in their own
 # Picbreeder architectures, apple in the preset's 6 × 16: its 33 × 38 costs ~8× more), and their scores
 NEAR_DENSE_CHUNK = "sparse_regime_near_dense"
-NEAR_DENSE_SCORE_CHUNK = "sparse_regime_near_dense_emc2"
 NEAR_DENSE_SOURCE = {**REFERENCE_SOURCE, **NEAR_DENSE}
 NEAR_DENSE_CASES = [{"target": "picbreeder:skull", "arch": "picbreeder"},
                     {"target": "picbreeder:butterfly", "arch": "picbreeder"}, {"target": "picbreeder:apple"}]  # fmt: skip
-NEAR_DENSE_JUDGES = [V2_JUDGE, *SCORE_JUDGES]  # the default judge decides; the three of the regime's chunks beside it
-NEAR_DENSE_MAX_PARAMS = 300  # a seeded subsample of 300 weights per network (its 1,392–8,096 weights)
+NEAR_DENSE_JUDGES = [V2_JUDGE, *SCORE_JUDGES]  # the default judge decides; the three of the regime's beside it
+NEAR_DENSE_SCORED = Reading(weights=300, engine="fused")  # a seeded sample of 300 weights (of 1,392–8,096)
 
 
 def populations(cfg: Config) -> list:
-    """The populations a `sparse_regime` run of `cfg` stores, as `regime_point` names them
-    (<method>_<checkpoint>: `artifact_name`): at each checkpoint and at SP's end, SP, each of
-    `methods`, and the scratch networks where `scratch`."""
+    """The populations a `sparse_regime` run of `cfg` stores besides its dense networks (`dense_dense`),
+    as the score stage names them (<method>_<checkpoint>: `artifact_name`): at each checkpoint and at
+    SP's end, SP, each of `methods`, and the scratch networks where `scratch`."""
     stages = [f"{s:.2f}" for s in sorted(cfg.checkpoints)] + ["end"]
     methods = ["sp", *cfg.methods, *(["scratch"] if cfg.scratch else [])]
     return [artifact_name((method, stage)) for stage in stages for method in methods]
 
 
+def _score_sets() -> dict:
+    ref = Config.reference()
+    every = tuple(populations(ref))  # SP, every baseline and the scratch networks
+    claim = tuple(populations(replace(ref, methods=CLAIM_METHODS, scratch=False)))  # SP and the claim's pruners
+    return {
+        # SP and every matched baseline at 75 % sparsity and at SP's end, under the regime's four judges
+        "regime": Scores(REFERENCE_CHUNK, SCORED, tuple(REGIME_JUDGES), every),
+        # the claim's populations under the default judge, which decides it
+        "regime_v2": Scores(REFERENCE_CHUNK, SCORED, (V2_JUDGE,), claim),
+        # δ on each weight's scale (w ← w + δ × the std of the non-zero weights of its layer): the robustness row
+        "regime_scaled": Scores(REFERENCE_CHUNK, SCORED.but(delta_scale="layer_std"), tuple(REGIME_JUDGES[:1]), every),
+        # the claim's more networks (seeds 3–6), as the reference chunk's
+        "more": Scores(MORE_CHUNK, SCORED, (*REGIME_JUDGES, V2_JUDGE), claim),
+        # the near-dense check: the dense networks, SP and every matched baseline at SP's end
+        "near_dense": Scores(
+            NEAR_DENSE_CHUNK,
+            NEAR_DENSE_SCORED,
+            tuple(NEAR_DENSE_JUDGES),
+            ("dense_dense", *populations(near_dense("reference"))),
+        ),  # fmt: skip
+    }
+
+
+# The score sets of the reference scale (`scores.Scores`: a source chunk's populations under one reading,
+# judge by judge), made by the score stage (`volratio reference rescore`, `Scores.commands`) into their
+# source chunks and read back by `scores.stored_scores`
+SCORES = _score_sets()
+CLAIM = (SCORES["regime"], SCORES["regime_v2"], SCORES["more"])  # the connectivity claim's networks, δ absolute
+
+
+def _scored_by(*names: str) -> str:
+    """The score stage's commands of the sets `names`, as plan comment lines."""
+    return "\n".join(f"  {c}" for n in names for c in SCORES[n].commands())
+
+
 def reference_chunks() -> dict:
     """The chunks of the reference plan that this experiment owns (`volratio.runs.plan.Chunk`: a
     sweep spec and why it runs what it runs): the reference preset, one run per Picbreeder target
-    pruned to its network's non-zero count (`volratio.data.picbreeder.NONZEROS`), and the scores of
-    its stored populations (run function regime_point)."""
+    pruned to its network's non-zero count (`volratio.data.picbreeder.NONZEROS`), its more members,
+    the planted targets and the near-dense check. Each names the score stage's commands that score its
+    stored populations (`SCORES`)."""
     ref = Config.reference()
     more_seed = ref.seed + ref.members  # sparse_regime_more's members follow the reference chunk's
     picbreeder_cases = [{"target": f"picbreeder:{n}", "target_nonzeros": c} for n, c in NONZEROS.items()]
-    every = populations(ref)  # SP, every baseline and the scratch networks
-    claim = populations(replace(ref, methods=CLAIM_METHODS, scratch=False))  # SP and the claim's pruners
-
-    sources = {REFERENCE_CHUNK: (REFERENCE_SOURCE, ref.seed, picbreeder_cases),
-               MORE_CHUNK: (MORE_SOURCE, more_seed, picbreeder_cases),
-               NEAR_DENSE_CHUNK: (NEAR_DENSE_SOURCE, ref.seed, NEAR_DENSE_CASES)}  # fmt: skip
-
-    def scores(chunk: str, populations: list, judges: list, why: str, notes: dict, extra: "dict | None" = None):
-        """A regime_point chunk: one run per target × population of the source chunk `chunk`."""
-        source, seed, cases = sources[chunk]
-        return Chunk(
-            run="regime_point",
-            why=why,
-            seeds=[seed],
-            cases=[{"source": {**source, **case}} for case in cases],
-            config={
-                **({"chunk": chunk} if chunk != REFERENCE_CHUNK else {}),  # regime_point's default chunk
-                "judges": judges,
-                "emc2.max_params": MAX_PARAMS,
-                **(extra or {}),
-            },
-            grid={"population": populations},
-            notes=notes,
-        )
-
-    as_scored = {"emc2.max_params": f"as {SCORE_CHUNK}"}
     return {
         REFERENCE_CHUNK: Chunk(
             run="sparse_regime",
@@ -648,40 +613,17 @@ def reference_chunks() -> dict:
                 " schedule to the Picbreeder network's non-zero count (skull 147, butterfly 281, apple 918), the "
                 "baselines matched per layer at 75 % sparsity and at SP's end — one run per target. Every "
                 "population is stored (net_<method>_<checkpoint>), so the claims decided in the regime score "
-                "these networks."
+                "these networks.\n"
+                "The score stage scores them into this chunk (`SCORES`: every non-zero weight of a network up to "
+                "1,000, else a seeded sample of 1,000; fused engine, float32): SP and every baseline at both "
+                "checkpoints under the regime's four judges on the same images (the gated one refuses flat pages "
+                "and blobs on structure), the claim's populations under the default judge, which decides it, and "
+                "every population with δ × the std of each weight's layer under the first judge (the robustness "
+                "row):\n" + _scored_by("regime", "regime_v2", "regime_scaled")
             ),
             seeds=[ref.seed],
             cases=picbreeder_cases,
             config=dict(REFERENCE_SOURCE),
-        ),
-        SCORE_CHUNK: scores(
-            REFERENCE_CHUNK,
-            every,
-            REGIME_JUDGES,
-            why=(
-                "EMC2 of the sparse regime's stored populations (claims decided in the regime): every non-zero "
-                "weight of every member up to 1,000 (fused engine, float32; see below), at 75 % sparsity and at "
-                "SP's end, SP and every matched baseline, under the label-anchored judge (deciding) and three "
-                "more on the same images. One run per target × population; each reads its network from the "
-                "sparse_regime chunk by the source run's config (the run fails, naming the chunk to run, if it is"
-                " not stored)."
-            ),
-            notes={
-                "judges": "the regime_point default's three judges, and the gated one: the regime's sparsest networks may draw flat pages and blobs, which only \"anchored-gated\" refuses on structure",
-                "emc2.max_params": "every non-zero weight where a network has at most 1,000 (SP's end: the Picbreeder counts, apple's 918 the largest), else a seeded uniform subsample of 1,000 per network, as twins16 (75 % sparsity: ≈ 5,200 non-zero weights). Every weight there is 125,000 images per population under four judges: the first such run had not finished after 7 CPU-minutes, which puts the chunk past 3 CPU-hours.",
-            },
-        ),
-        SCALED_CHUNK: scores(
-            REFERENCE_CHUNK,
-            every,
-            REGIME_JUDGES[:1],
-            why=(
-                "The same populations with δ on each weight's scale (w ← w + δ × the std of the non-zero weights "
-                "of its layer), under the deciding judge: the robustness row of the regime's claim, as the depth,"
-                " optimizer, scenes and twin chunks have theirs (their rescore runs)."
-            ),
-            notes=as_scored,
-            extra={"emc2.delta_scale": "layer_std"},
         ),
         MORE_CHUNK: Chunk(
             run="sparse_regime",
@@ -690,42 +632,13 @@ def reference_chunks() -> dict:
                 "±0.14 against a smallest effect of interest of 0.1 (inconclusive); about seven a cell would "
                 "decide it. The same sparse regime from four more members (seeds 3–6: member k starts from seed +"
                 " k), with only SP and the three pruners the claim names (no magnitude, random or scratch "
-                "networks, which the claim does not compare), and their EMC2 as sparse_regime_emc2 scores it. "
-                "Resumable: one run per target."
+                "networks, which the claim does not compare). Resumable: one run per target. The score stage "
+                "scores their populations as the reference chunk's, under its four judges and the default one:\n"
+                + _scored_by("more")
             ),
             seeds=[more_seed],
             cases=picbreeder_cases,
             config=dict(MORE_SOURCE),
-        ),
-        MORE_SCORE_CHUNK: scores(
-            MORE_CHUNK,
-            claim,
-            REGIME_JUDGES,
-            why=(
-                "The EMC2 of sparse_regime_more's populations (seeds 3–6), scored as sparse_regime_emc2 scores its "
-                "own: SP and the claim's three pruners at 75 % sparsity and at SP's end, one run per target × "
-                "population, each reading its network from the chunk sparse_regime_more."
-            ),
-            notes={"judges": f"as {SCORE_CHUNK}", **as_scored},
-        ),
-        V2_SCORE_CHUNKS[0]: scores(
-            REFERENCE_CHUNK,
-            claim,
-            [V2_JUDGE],
-            why=(
-                'The same populations under the default judge, "anchored-v2" (aligned, gated, refit on degraded '
-                "drawings; volratio.calibration.fit_v2), which decides the claim: the regime's runs score their "
-                "populations under a list of judges, so a judge added later is its own chunk (a run per "
-                "population, as above)."
-            ),
-            notes=as_scored,
-        ),
-        V2_SCORE_CHUNKS[1]: scores(
-            MORE_CHUNK,
-            claim,
-            [V2_JUDGE],
-            why="The populations of sparse_regime_more under the default judge, as sparse_regime_emc2_v2.",
-            notes=as_scored,
         ),
         "sparse_regime_planted": Chunk(
             run="sparse_regime",
@@ -753,22 +666,13 @@ def reference_chunks() -> dict:
                 "and butterfly in their own Picbreeder architectures (12 × 22 and 16 × 23, trained densely from a "
                 "random init), apple in the 6 × 16 mixed-activation network (its 33 × 38 costs ~8× more). A pilot "
                 "at this preset: 26, 65 and 94 CPU-seconds (apple, skull, butterfly); SP ends at 18 %, 5 % and 4 % "
-                "sparsity. 3 runs."
+                "sparsity. 3 runs. The score stage scores every population (the dense networks too) on a seeded "
+                "sample of 300 weights a network (of their 1,392–8,096), under the default judge, which decides "
+                "the check, and the three judges of the regime's first scores, on the same images:\n"
+                + _scored_by("near_dense")
             ),
             seeds=[ref.seed],
             cases=NEAR_DENSE_CASES,
             config=dict(NEAR_DENSE_SOURCE),
-        ),
-        NEAR_DENSE_SCORE_CHUNK: scores(
-            NEAR_DENSE_CHUNK,
-            ["dense_dense", *populations(near_dense("reference"))],
-            NEAR_DENSE_JUDGES,
-            why=(
-                "EMC2 of the near-dense populations (the dense networks, SP and every matched baseline) under the "
-                "default judge, which decides the check, and the three judges of the regime's chunks on the same "
-                "images. One run per target × population."
-            ),
-            notes={"emc2.max_params": "a seeded uniform subsample of 300 weights per network (of their 1,392–8,096)"},
-            extra={"emc2.max_params": NEAR_DENSE_MAX_PARAMS},
         ),
     }

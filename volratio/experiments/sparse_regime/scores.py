@@ -1,168 +1,171 @@
-"""The sparse regime's second stage: EMC2 of the populations a `sparse_regime` run stored.
+"""The sparse regime's store: its runs read back, and their populations scored by the score stage.
 
 A `sparse_regime` run trains and prunes once and stores every population (`net_<method>_<checkpoint>`);
-the run function `regime_point` (`point`) scores one of them, read back from its chunk, under a list
-of judges on the same perturbed images (every non-zero weight by default), with the scorer of
-`sparse_regime.score` (`sparse_regime.score_population`). Its config names the source run by the
-source's config as its chunk gives it (`source`, `seed`), so its key follows the source's
-(`source_key`). `stored_scores(chunks)` reads the score runs back, one row per network, with the
-source runs' fit. The chunks that run it are declared with the source chunks
-(`sparse_regime.reference_chunks`).
+`stored_table(chunk)` and `stored_config(chunk)` read its chunks back. The score stage
+(`volratio.runs.score`, `volratio reference rescore`) scores a stored population under a reading
+(`volratio.emc2.reading.Reading`), into the source chunk's own store, keyed by the source run's key
+and the reading. `Scores` names one set of such score runs: a source chunk, the populations, and the
+readings (one reading, under several judges, on the same settings); `sparse_regime.SCORES` holds the
+reference scale's. `stored_scores(sets)` reads them back, one row per network, with the source runs'
+fit; `dense_drawn` keeps the networks whose dense network draws.
+
+This module imports nothing of its package (the package re-exports its readers).
 
 Chapter: "Connectivity: which connections remain" (the sparse regime, at the reference scale).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from ...data.picbreeder import fer_arch
 from ...emc2 import EMC2Config
-from ...judges.registry import JUDGES
-from ...nets import CoordMLP
-from ...prune.masks import weight_sparsity
+from ...emc2.reading import Reading
+from ...runs import score as score_stage
 from ...runs import stored
-from ...runs.registry import get_run
-from ...runs.store import Store, StoreError, config_key, sha256_file
-from ...util.limits import at_least, one_of, parsed_by
-from ...util.presets import configure
+from ...runs.registry import artifact_name, get_run
 from .._base import ExperimentError
-from . import (
-    METHODS,
-    REFERENCE_CHUNK,
-    SCORE_CHUNK,
-    SCORE_JUDGES,
-    score_population,
-    score_settings,
-    stored_table,
-    with_failed_reasons,
-)
+
+
+def dense_arch(cfg) -> str:
+    """The dense networks' architecture string: `cfg.arch`, the target's Picbreeder architecture, or
+    `depth` layers of `width` `activation` units."""
+    if cfg.arch == "picbreeder":
+        return fer_arch(cfg.target.split(":", 1)[1])
+    return cfg.arch or f"{cfg.depth};{cfg.activation}:{cfg.width}"
+
+
+REFERENCE_CHUNK = "sparse_regime"  # results/reference/<chunk>: one run per target
+MORE_CHUNK = "sparse_regime_more"  # more members (seeds 3–6), SP and the claim's three pruners only
+
+
+def stored_table(name=REFERENCE_CHUNK, root=None) -> pd.DataFrame:
+    """The stored reference runs of chunk `name` (or of those of several names that are stored, e.g.
+    `CLAIM_SOURCES`; under `root`, default `results/reference`) as one
+    table like `run`'s, plus `target`, `target_nonzeros`, the run's `key` and `cpu_s`, and `net`:
+    the file of the population a checkpoint row's network belongs to (member `member`), and `arch`:
+    the dense networks' architecture (`dense_arch`)."""
+    rows = []
+    parse = get_run("sparse_regime").parse
+    for r in stored.runs_of(name, root, error=ExperimentError):
+        cfg = r["config"]
+        arch = dense_arch(parse(cfg))
+        arts = r.get("artifacts", {})
+        for row in r["metrics"]["rows"]:
+            net = None
+            if row["kind"] == "checkpoint":
+                net = arts.get(f"net_{artifact_name((row['method'], row['checkpoint']))}")
+            rows.append({**row, "target": cfg["target"], "target_nonzeros": cfg["target_nonzeros"],
+                         "key": r["key"], "cpu_s": r["cpu_s"], "net": net, "arch": arch})  # fmt: skip
+    return with_failed_reasons(stored.non_finite_as_floats(pd.DataFrame(rows)))
+
+
+def with_failed_reasons(table: pd.DataFrame) -> pd.DataFrame:
+    """`failed` holds a reason, or a missing value (NaN) for the rows of methods that worked (stored
+    as the text "nan")."""
+    if "failed" in table:
+        table["failed"] = table["failed"].astype(object).map(lambda f: f if isinstance(f, str) and f != "nan" else None)
+    return table
+
+
+def stored_config(name: str = REFERENCE_CHUNK, root=None):
+    """The settings of the stored runs of chunk `name` (its first run's `sparse_regime.Config`; the
+    runs differ only in `target` and `target_nonzeros`)."""
+    return get_run("sparse_regime").parse(stored.runs_of(name, root, error=ExperimentError)[0]["config"])
 
 
 @dataclass(frozen=True)
-class Point:
-    """EMC2 of one population stored by a `sparse_regime` run, read back from its chunk: the networks
-    are pruned and stored once, and scored here (every non-zero weight by default)."""
+class Scores:
+    """The score runs of some populations of one source chunk under one reading, judge by judge."""
 
-    source: dict = field(default_factory=lambda: {"scale": "reference", "target": "picbreeder:skull",
-                                                  "target_nonzeros": 147})  # the source run's config as its chunk gives it  # fmt: skip
-    population: str = "sp_end"  # <method>_<checkpoint> of the source's `nets` (artifact net_<population>)
-    chunk: str = REFERENCE_CHUNK  # the source chunk's folder under the reference root
-    judges: tuple = SCORE_JUDGES  # each judges the same perturbed images
-    emc2: EMC2Config = field(default_factory=score_settings)  # `member` is ignored: every member is scored
-    calibration_seed: int = 0  # seeds a calibrated judge's calibration
-    seed: int = 0  # the source run's `seed` (with `source`, it names the source run)
+    chunk: str  # the source chunk: its sparse_regime runs stored the populations
+    reading: Reading  # how they are scored, but the judge (EMC2's weights, engine and δ's scale)
+    judges: tuple  # each judge's score runs are a reading of their own, on the same perturbed images
+    populations: tuple  # <method>_<checkpoint> (artifact net_<population>) of every source run
 
-    LIMITS = {"population": parsed_by(lambda p: _population(p)), "judges": one_of(*JUDGES),
-              "calibration_seed": at_least(0), "seed": at_least(0)}  # fmt: skip
+    def __post_init__(self):
+        if self.reading.judge is not None or not self.judges:
+            raise ExperimentError(f"{self.chunk}: give the reading without a judge, and the judges apart")
 
+    def readings(self) -> list[Reading]:
+        return [self.reading.with_judge(j) for j in self.judges]
 
-def _population(name: str) -> str:
-    method, _, checkpoint = str(name).rpartition("_")
-    if method not in ("dense", "sp", "scratch", *METHODS) or not checkpoint:
-        raise ValueError(f"{name!r} is not <method>_<checkpoint> (e.g. sp_end, wanda_0p75, dense_dense)")
-    return name
+    def artifacts(self) -> list[str]:
+        return [f"net_{p}" for p in self.populations]
 
+    def commands(self) -> list[str]:
+        """The `volratio reference rescore` commands that make these score runs."""
+        only = ",".join(self.artifacts())
+        return [f"volratio reference rescore {self.chunk} {r.flags()} --artifacts {only}" for r in self.readings()]
 
-def parse_point(config: dict) -> Point:
-    cfg = configure(Point(), config, "regime_point")
-    if not isinstance(cfg.source, dict) or "seed" in cfg.source:
-        raise ExperimentError(
-            f"regime_point: source = {cfg.source!r}; give the source run's config (a table) without its seed (`seed`)"
-        )
-    return cfg
+    def progress(self, root=None) -> tuple[int, int]:
+        """`(stored, total)`: this set's score runs in the store, of those it needs (one per source run
+        × population it stores × judge)."""
+        root = stored.DEFAULT_ROOT if root is None else Path(root)
+        done = total = 0
+        for r in self.readings():
+            todo = score_stage.plan(self.chunk, r, root, self.artifacts())
+            have = {x["key"] for x in stored.rescores(self.chunk, r, root)}
+            total, done = total + len(todo), done + len(have & set(todo))
+        return done, total
 
-
-def source_key(cfg: Point) -> str:
-    """The store key of the source run: the hash of `sparse_regime` and its complete config."""
-    entry = get_run("sparse_regime")
-    return config_key(entry.name, entry.keyed({**cfg.source, "seed": cfg.seed}))
-
-
-def _failed(row: dict) -> bool:
-    """A stored row of a baseline that could not be matched (its reason; rows of the others hold NaN,
-    stored as "nan")."""
-    return isinstance(row.get("failed"), str) and row["failed"] != "nan"
+    def settings(self, root=None) -> EMC2Config:
+        """The EMC2 settings the stored score runs scored at (the first run's: they share them)."""
+        for r in self.readings():
+            for run in stored.rescores(self.chunk, r, root):
+                return score_stage.emc2_config(score_stage.parse_point(run["config"]), 0)
+        raise ExperimentError(f"{self.chunk}: no score run under {self.reading.describe()}; {self.commands()[0]}")
 
 
-def _failed_population(cfg: Point, key: str, root: Path) -> tuple:
-    """`(why, members)` when the source run could not make population `cfg.population` (its `failed`
-    rows, one per member), else `(None, 0)`."""
-    method, _, ckpt = cfg.population.rpartition("_")
-    for r in stored.records(cfg.chunk, root):
-        if r["key"] == key:
-            whys = [row["failed"] for row in r["metrics"]["rows"] if _failed(row)
-                    and row["method"] == method and str(row["checkpoint"]).replace(".", "p") == ckpt]  # fmt: skip
-            return (whys[0], len(whys)) if whys else (None, 0)
-    return None, 0
-
-
-def point(config: dict, root: "str | Path | None" = None) -> dict:
-    """EMC2 of every member of the stored population `population` of the source run, read from the
-    chunk `chunk` under `root` (default `volratio.runs.stored.DEFAULT_ROOT`; a sweep passes the folder
-    beside its own store, `volratio.runs.registry.RunFunction.reading_store`). Metrics, one list
-    entry per member: `nonzero`, `sparsity`, `auc_<judge>`, `base_kept_<judge>` per judge, and
-    `n_params`; `source_key` and `net_sha256` (what was scored). A population the source run could
-    not make (a `failed` row) gives `source_key` and `failed` (why) only."""
-    cfg = parse_point(config)
+def stored_scores(sets, root=None) -> pd.DataFrame:
+    """The networks the score sets `sets` (a `Scores`, or several: e.g. `sparse_regime.CLAIM`, which
+    score one network under different judges) scored, as one table, one row per network: the source
+    run's checkpoint row (`sparse_regime.stored_table`: `target`, `method`, `checkpoint` ("0.75",
+    "end", "dense"), `member`, `seed`, `nonzero`, `sparsity`, `loss`, `loss_ratio` (÷ the member's dense
+    MSE), `collapsed`, `net` (the population's file), `arch`) with, per judge, `emc2_auc:<judge>` and
+    `base_kept:<judge>`; and one row per member of a population the source run could not make
+    (`failed`: why). Networks no set scored are left out. Two sets that score one chunk under one
+    judge with different readings are refused."""
+    sets = [sets] if isinstance(sets, Scores) else list(sets)
     root = stored.DEFAULT_ROOT if root is None else Path(root)
-    key = source_key(cfg)
-    art = f"net_{cfg.population}"
-    why, members = _failed_population(cfg, key, root)
-    if why is not None:  # the source could not prune this population: recorded, nothing to score
-        return {"source_key": key, "failed": why, "members": members}
-    try:
-        path = Store(root / cfg.chunk).artifact_path(key, art)
-    except StoreError as e:
-        raise ExperimentError(
-            f"regime_point: {e}; run the source chunk first (`volratio reference run PLAN --chunk {cfg.chunk}`)"
-        ) from None
-    net = CoordMLP.load(path)
-    out = {"source_key": key, "net_sha256": sha256_file(path), "nonzero": [int(n) for n in net.nonzero()],
-           "sparsity": [float(s) for s in weight_sparsity(net.masks)]}  # fmt: skip
-    return {**out, **score_population(net, cfg.source["target"], cfg.judges, cfg.emc2, cfg.calibration_seed)}
-
-
-def stored_scores(name=SCORE_CHUNK, root=None, sources=REFERENCE_CHUNK) -> pd.DataFrame:
-    """The stored `regime_point` runs of chunk `name` (or of those of several names that are stored,
-    e.g. `CLAIM_SCORES`, whose chunks score one network under different judges) as one table, one row
-    per network: `target`, `method`, `checkpoint` ("0.75",
-    "end"), `member`, `seed` (the network's own: the run's seed + member, as `run` records it),
-    `nonzero`, `sparsity`, `n_params`, and per judge `emc2_auc:<judge>` and `base_kept:<judge>`; with the source run's `loss`
-    and `loss_ratio` (÷ the member's dense MSE), `collapsed`, `net` (the population's file) and `arch`
-    where the source chunks `sources` (`CLAIM_SOURCES` for `CLAIM_SCORES`) are stored too."""
+    scored: dict = {}  # (chunk, source key, population, member) -> {column: value}
+    judged: dict = {}  # (chunk, judge) -> the reading it was read under
+    for s in sets:
+        wanted = set(s.artifacts())
+        for reading in s.readings():
+            if judged.setdefault((s.chunk, reading.judge), reading) != reading:
+                raise ExperimentError(f"{s.chunk}: judge {reading.judge!r} under two readings; read them apart")
+            for r in stored.rescores(s.chunk, reading, root):
+                src, m = r["config"]["source"], r["metrics"]
+                if src.get("artifact") not in wanted:
+                    continue
+                for k, (auc, kept) in enumerate(zip(m["score"], m["base_kept"])):
+                    cols = scored.setdefault((s.chunk, src["key"], src["artifact"], k), {})
+                    cols[f"emc2_auc:{reading.judge}"] = float(auc)
+                    cols[f"base_kept:{reading.judge}"] = bool(kept)
     rows = []
-    for r in stored.runs_of(name, root, error=ExperimentError):
-        cfg, m = r["config"], r["metrics"]
-        method, _, ckpt = cfg["population"].rpartition("_")
-        if m.get("failed"):  # one row per member the source could not prune, with why
-            rows += [{"target": cfg["source"]["target"], "method": method, "checkpoint": ckpt.replace("p", "."),
-                      "member": k, "seed": cfg["seed"] + k, "failed": m["failed"], "cpu_s": r["cpu_s"]}
-                     for k in range(m["members"])]  # fmt: skip
-            continue
-        judges = [k.removeprefix("auc_") for k in m if k.startswith("auc_")]
-        for k in range(len(m["nonzero"])):
-            row = {"target": cfg["source"]["target"], "method": method, "checkpoint": ckpt.replace("p", "."),
-                   "member": k, "seed": cfg["seed"] + k, "nonzero": m["nonzero"][k], "sparsity": m["sparsity"][k],
-                   "n_params": m["n_params"][k], "cpu_s": r["cpu_s"]}  # fmt: skip
-            for j in judges:
-                row[f"emc2_auc:{j}"] = m[f"auc_{j}"][k]
-                row[f"base_kept:{j}"] = m[f"base_kept_{j}"][k]
-            rows.append(row)
-    table = pd.DataFrame(rows)
-    if len(table) and not isinstance(name, str):  # one network scored in several chunks: one row, every judge's columns
-        keys = ["target", "method", "checkpoint", "member", "seed"]
-        table = table.groupby(keys, sort=False, as_index=False, dropna=False).first()
-    table = with_failed_reasons(table)
-    try:
-        fits = stored_table(sources, root=root)
-    except ExperimentError:
-        return table
-    on = ["target", "seed", "method", "checkpoint", "member"]
-    fits = fits[fits.kind == "checkpoint"][[*on, "loss", "loss_ratio", "collapsed", "net", "arch"]]
-    return table.merge(fits, on=on, how="left")
+    for chunk in dict.fromkeys(s.chunk for s in sets):
+        wanted = {a for s in sets if s.chunk == chunk for a in s.artifacts()}
+        table = stored_table(chunk, root)
+        for row in table[table.kind == "checkpoint"].to_dict("records"):
+            art = f"net_{artifact_name((row['method'], row['checkpoint']))}"
+            cols = scored.get((chunk, row["key"], art, row["member"]))
+            if cols is not None:
+                rows.append({**_fields(row), **cols})
+            elif isinstance(row.get("failed"), str) and art in wanted:
+                rows.append({**_fields(row), "failed": row["failed"]})
+    return pd.DataFrame(rows)
+
+
+_FIELDS = ("target", "method", "checkpoint", "member", "seed", "nonzero", "sparsity", "loss", "loss_ratio",
+           "collapsed", "net", "arch", "failed")  # fmt: skip
+
+
+def _fields(row: dict) -> dict:
+    return {f: row.get(f) for f in _FIELDS}
 
 
 def dense_drawn(table: pd.DataFrame, judge: str) -> tuple:

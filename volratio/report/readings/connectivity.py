@@ -2,15 +2,15 @@
 
 The verdict is read from the sparse regime's stored networks (experiment `sparse_regime`: SP from an
 over-parameterised start, every baseline matched to it per layer, both checkpoints pooled) under one
-reading, a judge and a `delta_scale`: "absolute" reads the chunks `CLAIM_SCORES` (the paper's
-w ← w + δ, every judge), "layer_std" the chunk `SCALED_CHUNK` (δ × the std of the weight's layer,
-the label-anchored judge only). A baseline network that has no path left from input to output
+reading, a judge and a `delta_scale`: "absolute" reads the score sets `regime.CLAIM` (the paper's
+w ← w + δ, every judge), "layer_std" the set `regime.SCORES["regime_scaled"]` (δ × the std of the
+weight's layer, the label-anchored judge only): the score stage's runs on the stored populations. A baseline network that has no path left from input to output
 draws nothing: it scores 0, or is left out (`failed_as_zero`).
 
 Chapters: book/connectivity.md decides the claim (`verdict`, `judges`, `layer_std_verdict`);
 book/evidence_connectivity.md audits it (`per_checkpoint`), reads the near-dense check beside it
-(`near_dense_verdict`: the same protocol's preset `NEAR_DENSE`, chunks `NEAR_DENSE_CHUNK` and
-`NEAR_DENSE_SCORE_CHUNK`) and words the quick-scale grid of SP's end points (`along_steps`,
+(`near_dense_verdict`: the same protocol's preset `NEAR_DENSE`, chunk `NEAR_DENSE_CHUNK` and its
+score set `regime.SCORES["near_dense"]`) and words the quick-scale grid of SP's end points (`along_steps`,
 `end_reasons`).
 """
 
@@ -35,10 +35,10 @@ from ..render import Verdict, unglued
 
 COMPARED = ("sp", "imp", "wanda", "llm-pruner")  # SP and the three pruners the claim names
 
-# delta_scale -> (the chunks that score the claim's networks, the chunks that pruned them)
+# delta_scale -> the score sets that read the claim's networks (`regime.SCORES`)
 SCORED = {
-    "absolute": (regime.CLAIM_SCORES, regime.CLAIM_SOURCES),
-    "layer_std": (regime.SCALED_CHUNK, regime.REFERENCE_CHUNK),
+    "absolute": regime.CLAIM,
+    "layer_std": (regime.SCORES["regime_scaled"],),
 }
 
 
@@ -47,8 +47,7 @@ def _scores(delta_scale: str) -> pd.DataFrame:
     # the store does not change under a book build: read each reading's chunks once per process
     if delta_scale not in SCORED:
         raise VolratioError(f"delta_scale {delta_scale!r} is not a reading of δ; use one of {', '.join(SCORED)}")
-    names, sources = SCORED[delta_scale]
-    return regime_scores.stored_scores(names, sources=sources)
+    return regime_scores.stored_scores(SCORED[delta_scale])
 
 
 def scores(delta_scale: str = "absolute") -> pd.DataFrame:
@@ -71,8 +70,8 @@ def rows(judge: str = DEFAULT_JUDGE, failed_as_zero: bool = True, delta_scale: s
     if f"emc2_auc:{judge}" not in table:
         raise VolratioError(
             f"the sparse regime's networks are not scored under judge {judge!r} with δ read {delta_scale!r} "
-            f"(stored: {', '.join(judges(delta_scale)) or 'none'}); score them with "
-            f"`volratio reference run examples/sweeps/reference.toml --chunk <chunk>` for a chunk under that judge"
+            f"(stored: {', '.join(judges(delta_scale)) or 'none'}); score them with the score stage, "
+            f"`volratio reference rescore CHUNK --judge {judge} …` as `regime.SCORES`' commands do"
         )
     return _under(table[table.method.isin(COMPARED)], judge, failed_as_zero)
 
@@ -116,13 +115,14 @@ def verdict(
 
 def layer_std_verdict(judge: str = "anchored") -> Verdict | None:
     """The verdict with every weight moved by δ × the std of its layer (never glued: the claims page
-    shows it beside the deciding one), or None until every run of `SCALED_CHUNK` is stored. `judge`:
-    the one judge that chunk is scored under."""
-    if regime.SCALED_CHUNK not in stored.chunks():
+    shows it beside the deciding one), or None until every score run of its set (`SCORED["layer_std"]`)
+    is stored. `judge`: the one judge that set scores under."""
+    if regime.REFERENCE_CHUNK not in stored.chunks():
         return None
-    cost = stored.cost(regime.SCALED_CHUNK)
-    if cost["runs"] != cost["of"]:
-        return None
+    for s in SCORED["layer_std"]:
+        done, total = s.progress()
+        if done != total:
+            return None
     with unglued():
         return verdict(judge, delta_scale="layer_std")[0]
 
@@ -146,7 +146,7 @@ def per_checkpoint(judge: str = DEFAULT_JUDGE) -> pd.DataFrame:
 
 @functools.cache
 def _near_dense() -> pd.DataFrame:
-    return regime_scores.stored_scores(regime.NEAR_DENSE_SCORE_CHUNK, sources=regime.NEAR_DENSE_CHUNK)
+    return regime_scores.stored_scores(regime.SCORES["near_dense"])
 
 
 def near_dense_table() -> pd.DataFrame:
@@ -157,7 +157,7 @@ def near_dense_table() -> pd.DataFrame:
 
 
 def near_dense_judges() -> list[str]:
-    """The judges the near-dense networks are scored under: the chunk's order (the deciding one first)."""
+    """The judges the near-dense networks are scored under: the set's order (the deciding one first)."""
     have = {c.split(":", 1)[1] for c in _near_dense().columns if c.startswith("emc2_auc:")}
     return [j for j in regime.NEAR_DENSE_JUDGES if j in have] + sorted(have - set(regime.NEAR_DENSE_JUDGES))
 
@@ -187,8 +187,7 @@ def near_dense_verdict(judge: str = DEFAULT_JUDGE) -> tuple[Verdict, pd.DataFram
 def near_dense_configs() -> tuple:
     """`(config, emc2)`: the settings of the stored near-dense runs (the first run's `sparse_regime.Config`:
     the runs differ in target and arch) and the EMC2 settings their networks were scored at."""
-    (first, *_) = stored.records(regime.NEAR_DENSE_SCORE_CHUNK)
-    return regime.stored_config(regime.NEAR_DENSE_CHUNK), regime_scores.parse_point(first["config"]).emc2
+    return regime.stored_config(regime.NEAR_DENSE_CHUNK), regime.SCORES["near_dense"].settings()
 
 
 def near_dense_archs() -> dict[str, Arch]:

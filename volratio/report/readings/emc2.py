@@ -16,6 +16,7 @@ from functools import cache
 import pandas as pd
 
 from ...emc2.reading import Reading
+from ...experiments import sparse_regime as regime
 from ...experiments import twins
 from ...experiments.sparse_regime import scores as regime_scores
 from ...judges import SELF_ANCHORED
@@ -147,12 +148,13 @@ def scaled_verdict(deciding: str, fallback: str = "anchored"):
     return verdict(judge, "layer_std")[0] if judge else None
 
 
-def size_twins(judge: str = "anchored", root=None) -> pd.DataFrame:
+def size_twins(judge: str = "anchored", root=None, scores=None) -> pd.DataFrame:
     """Claim 1 at equal size: the networks of the sparse regime's targets by size, one row per
     network: `target`, `kind` ("Picbreeder", "dense twin": the Picbreeder architecture trained
     densely (chunk twins16), "SP twin": SP's networks, "scratch twin": dense networks of SP's size,
     at each `checkpoint`), `member`, `nonzero`, `auc` and `base_kept` under `judge`
-    (`volratio.experiments.sparse_regime.scores.stored_scores` and the sixteen-target chunks).
+    (`volratio.experiments.sparse_regime.scores.stored_scores` of the score set `scores`, default
+    `regime.SCORES["regime"]`, and the sixteen-target chunks).
 
     Every network is judged against the target's own image at 64×64 (anchor "image": for a
     Picbreeder target, the Picbreeder network's render), the image the regime's networks are trained
@@ -160,7 +162,7 @@ def size_twins(judge: str = "anchored", root=None) -> pd.DataFrame:
     about its own render (its base RMSE is 0, the easier question on its side). The dense twins of
     twins16 were trained on target.png, so that anchor handicaps them (the EMC2 chapter's one-anchor
     reading judges them against target.png instead)."""
-    scores = regime_scores.stored_scores(root=root)
+    scores = regime_scores.stored_scores(regime.SCORES["regime"] if scores is None else scores, root=root)
     targets = {t.split(":", 1)[1] for t in scores.target}
     rows = []
     for chunk, kind in zip(SIXTEEN, ("Picbreeder", "dense twin")):
