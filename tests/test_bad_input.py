@@ -635,7 +635,7 @@ def test_every_option_is_validated():
         for path, p, a in VALUED
         if not a.choices
         and not isinstance(a.type, VALIDATORS)
-        and a.type not in (A.device, A.scheduler_address, A.key_value, int_list)
+        and a.type not in (A.device, A.scheduler_address, A.key_value, A.artifact_names, int_list)
         and a.dest not in FREE_TEXT
     ]
     assert loose == [], f"options without a validator: {loose}"
@@ -697,6 +697,8 @@ def _in_domain(action, value) -> bool:
         return bool(value) and min(value) >= 1
     if isinstance(action, argparse._AppendAction):
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if t is A.artifact_names:
+        return bool(value) and all(isinstance(v, str) and v for v in value)
     return isinstance(value, str)
 
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-from training_helpers import smooth_image
+from training_helpers import needs_compiler, smooth_image
 
 from volratio import prune as P
 from volratio.nets import CoordMLP, coords
@@ -261,6 +261,7 @@ def test_the_frontier_figure_draws_every_method_and_the_marks():
     assert any(list(line.get_xdata()) == [147, 147] for line in ax.lines)
 
 
+@needs_compiler  # the score sets read on the fused engine
 def test_the_score_stage_scores_a_stored_regime_population_as_score_does_in_memory(tmp_path):
     """Train once, score under any reading: the score stage (`volratio.runs.score`) reads each stored
     population of a `sparse_regime` run by its artifact, keyed by the source run's key and the reading,
@@ -308,15 +309,16 @@ def test_the_score_stage_scores_a_stored_regime_population_as_score_does_in_memo
         SC.point({**one, "source": {**one["source"], "artifact": "net"}}, tmp_path)  # "net" goes unnamed
 
 
+@needs_compiler  # the score sets read on the fused engine
 def test_stored_scores_list_the_populations_the_source_could_not_make_as_failed(tmp_path):
     """A stored source run records a baseline it could not match as `failed` rows and stores no network
     for it: the score stage plans no run for it, and `stored_scores` lists its members with why, beside
     every scored network (the stored NaN of the rows that did not fail is not a reason)."""
+    from volratio.cli import main
     from volratio.emc2.reading import Reading
     from volratio.experiments import sparse_regime as S
     from volratio.experiments.sparse_regime import scores as RS
     from volratio.runs import reference as R
-    from volratio.runs import score as SC
 
     source = {"target": "planted:0", "members": 1, "width": 8, "depth": 5, "res": 8, "dense_steps": 20,
               "target_nonzeros": 16, "checkpoints": [0.5], "methods": ["random", "random-units"],
@@ -328,9 +330,10 @@ def test_stored_scores_list_the_populations_the_source_could_not_make_as_failed(
     assert failed == {("random", "end")}  # random weights at SP's end counts leave no path here
     pops = tuple(f"{m}_{c}" for m in ("sp", "random", "random-units") for c in ("0p50", "end"))
     scores = RS.Scores("src", Reading(weights=8, engine="fused"), ("stability",), pops)
-    for reading in scores.readings():
-        SC.score_chunk("src", reading, tmp_path, progress=False, artifacts=scores.artifacts())
-    assert scores.progress(tmp_path) == (5, 5)  # every population but the one that failed
+    assert scores.progress(tmp_path) == (0, 5)  # every population but the one that failed
+    (command,) = scores.commands()  # the score stage's command line, as the plan's comments give it
+    assert main([*command.split()[1:], "--root", str(tmp_path), "--no-progress"]) == 0
+    assert scores.progress(tmp_path) == (5, 5)
     got = RS.stored_scores(scores, tmp_path)
     assert {(m, c) for m, c, f in zip(got.method, got.checkpoint, got.failed) if isinstance(f, str)} == failed
     assert got[got.failed.isna()]["emc2_auc:stability"].notna().all() and len(got) == 6
@@ -338,6 +341,7 @@ def test_stored_scores_list_the_populations_the_source_could_not_make_as_failed(
         RS.stored_scores([scores, RS.Scores("src", Reading(weights=9, engine="fused"), ("stability",), pops)], tmp_path)
 
 
+@needs_compiler  # the score sets read on the fused engine
 def test_size_twins_reads_claim_one_networks_of_the_regime_targets_on_one_anchor(tmp_path, picbreeder_dir):
     """Claim 1 at equal size: the Picbreeder network and its dense twins (only the runs judged against
     the target's own image, the regime's training image), and the regime's SP and scratch networks

@@ -166,6 +166,21 @@ def key_value(text: str) -> str:
 
 key_value.__name__ = "KEY=VALUE"
 
+_ARTIFACT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+def artifact_names(text: str) -> list[str]:
+    """A comma-separated list of a stored run's artifact names (e.g. `net_sp_end,net_imp_end`)."""
+    names = [a.strip() for a in str(text).split(",")]
+    if not all(_ARTIFACT.match(a) for a in names):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of artifact names; write e.g. net_sp_end,net_imp_0p75"
+        )
+    return names
+
+
+artifact_names.__name__ = "artifact names"
+
 # The common domains
 positive_int = Int(1)
 nonneg_int = Int(0)

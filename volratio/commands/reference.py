@@ -144,7 +144,7 @@ def register(sub) -> None:
     )
     rs.add_argument(
         "--artifacts",
-        type=lambda text: [a for a in text.split(",") if a],
+        type=A.artifact_names,
         metavar="A,B,…",
         help="score only the populations stored as these artifacts (e.g. net_sp_end,net_imp_end of a "
         "sparse_regime run; default: every population the chunk's runs store)",
