@@ -72,6 +72,18 @@ def test_load_refuses_a_reading_none_of_its_chunks_can_give():
         load("emc2_bench", reading=RECOVERY)
 
 
+def test_runs_that_store_several_populations_are_not_read_as_one_network_under_a_judge():
+    """A sparse_regime run stores a population per method and checkpoint, each scored by score runs of
+    its own: `load` and `judged` refuse to read such runs as one network's scores, and name the reader
+    that keeps the populations apart."""
+    with pytest.raises(ExperimentError, match=r"several populations.*sparse_regime\.scores\.stored_scores"):
+        load("sparse_regime", reading=Reading("anchored", weights=1000, engine="fused"))
+    with pytest.raises(ExperimentError, match="several populations"):
+        stored.judged("sparse_regime", reading=Reading("anchored"), error=ExperimentError)
+    assert stored.several_populations(stored.records("sparse_regime")[0])
+    assert not any(stored.several_populations(r) for r in stored.records("depth_picbreeder"))
+
+
 def test_load_says_when_an_experiment_owns_no_chunk(monkeypatch):
     """An experiment whose module declares no chunk of the reference plan has nothing stored: the
     error says so and names the command that computes it."""

@@ -86,8 +86,10 @@ def register(sub) -> None:
         "rescore",
         help="score a chunk's stored networks under another judge, without retraining",
         description="Score the networks a chunk's runs stored (depth_point / optimizer_point runs with "
-        "keep_net = true: the final SP population, artifact `net`; twin_point runs: the network) under JUDGE, into the chunk's own store: "
-        "one `rescore` run per (source run, judge), its key hashing the judge and the source run's key, "
+        "keep_net = true: the final SP population, artifact `net`; twin_point runs: the network; sparse_regime "
+        "runs: every population, artifacts net_<method>_<checkpoint>, or those --artifacts names) under JUDGE, "
+        "into the chunk's own store: one `rescore` run per (source run, population, judge), its key hashing the "
+        "reading, the source run's key and the artifact, "
         "with the EMC2 settings of the source run's config (float64 on CPU). Resumable: runs already "
         "stored are skipped. Each run is recorded in the chunk's manifest, and `volratio results verify` "
         "re-runs it like any other. Rescoring under the source runs' own judge reproduces their stored "
