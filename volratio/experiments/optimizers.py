@@ -22,7 +22,7 @@ from ..depth import point as depth_point
 from ..depth import sparse_point as sparse_depth
 from ..emc2.reading import Reading
 from ..nets import CoordMLP
-from ..runs import stored
+from ..runs import sixteen, stored
 from ..runs.depth_sweep import depth_sweep, rescored
 from ..runs.plan import Chunk, as_stored, changes
 from ..runs.registry import stored_config
@@ -562,4 +562,17 @@ def reference_chunks() -> dict:
             _at_count(planted),
             "planted",
         ),
+        **{
+            name: study(
+                sixteen.why(
+                    "muon-above-adam",
+                    names,
+                    "Step one: Adam and Muon at the rule's depth and settings (`sixteen.MUON_SETTINGS`), SP towards the "
+                    "fork network's count, each network read at its fit point; step two reruns both at the sparser "
+                    "optimizer's median fit-point count.",
+                ),
+                sixteen.muon_fit_cases(names),
+            )
+            for name, names in sixteen.MUON_FIT_CHUNKS.items()
+        },
     }

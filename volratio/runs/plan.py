@@ -91,7 +91,8 @@ ORDER = (
     "optimizers_sparse_butterfly", "optimizers_matched", "welch_frames", "welch_toy", "interference", "rho_basin",
     "twins16_picbreeder", "twins16", "sparse_regime", "sparse_regime_more", "depth_sparse_planted",
     "depth_sparse_picbreeder", "depth_matched_planted", "optimizers_planted", "sparse_regime_planted",
-    "sparse_regime_near_dense",
+    "sparse_regime_near_dense", "sparse_regime_fork_a", "sparse_regime_fork_b", "sparse_regime_fork_c",
+    "sparse_regime_fork_d", "sparse_regime_fork_e", "optimizers_fork_fit_a", "optimizers_fork_fit_b",
 )  # fmt: skip
 
 HEADER = """\

@@ -71,7 +71,7 @@ from ...prune.masks import weight_sparsity
 from ...prune.similarity_pruning import TAU_SCHEDULE, SPConfig
 from ...rho import RhoError
 from ...rho.recovery import RecoveryConfig
-from ...runs import recovered
+from ...runs import recovered, sixteen
 from ...runs.plan import Chunk
 from ...runs.registry import artifact_name
 from ...train import PATHS, TrainConfig
@@ -566,6 +566,9 @@ def _score_sets() -> dict:
         "regime_scaled": Scores(REFERENCE_CHUNK, SCORED.but(delta_scale="layer_std"), tuple(REGIME_JUDGES[:1]), every),
         # the claim's more networks (seeds 3–6), as the reference chunk's
         "more": Scores(MORE_CHUNK, SCORED, (*REGIME_JUDGES, V2_JUDGE), claim),
+        # the sixteen-target extension (`sixteen`, pre-registered): the claim's populations under the default
+        # judge, which decides it, and the label-anchored SSIM judge beside it
+        **{chunk: Scores(chunk, SCORED, (V2_JUDGE, "anchored-ssim"), claim) for chunk in sixteen.SP_CHUNKS},
         # the near-dense check: the dense networks, SP and every matched baseline at SP's end
         "near_dense": Scores(
             NEAR_DENSE_CHUNK,
@@ -656,6 +659,7 @@ def reference_chunks() -> dict:
             ],
             config={**REFERENCE_SOURCE, "width": PLANTED_WIDTH, "checkpoints": []},
         ),
+        **{name: replace(c, why=f"{c.why}\n{_scored_by(name)}") for name, c in sixteen.sp_chunks().items()},
         NEAR_DENSE_CHUNK: Chunk(
             run="sparse_regime",
             why=(

@@ -1,0 +1,53 @@
+"""The pre-registered sixteen-target plan (`volratio.runs.sixteen`): its counts, chunks and entry rule."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from volratio.commands.core import load_network, network_info
+from volratio.data.targets import get_target
+from volratio.runs import plan, sixteen
+
+
+def test_the_fork_counts_are_the_fork_networks(picbreeder_dir):
+    for name, count in sixteen.FORK_NONZEROS.items():
+        assert network_info(load_network(f"picbreeder:{name}"))["nonzero"] == count, name
+
+
+def test_every_fork_target_is_in_one_chunk_of_each_claim():
+    in_sp = [n for names in sixteen.SP_CHUNKS.values() for n in names]
+    in_muon = [n for names in sixteen.MUON_FIT_CHUNKS.values() for n in names]
+    assert sorted(in_sp) == sorted(in_muon) == sorted(sixteen.FORK_NONZEROS)
+    assert len(sixteen.FORK_NONZEROS) == 13
+
+
+def test_the_plan_declares_the_chunks_with_the_claims_pruners():
+    chunks = plan.chunks()
+    for name, names in sixteen.SP_CHUNKS.items():
+        owner, chunk = chunks[name]
+        assert owner == "sparse_regime" and chunk.config["methods"] == list(sixteen.SP_METHODS)
+        assert [c["target_nonzeros"] for c in chunk.cases] == [sixteen.FORK_NONZEROS[n] for n in names]
+    for name in sixteen.MUON_FIT_CHUNKS:
+        owner, chunk = chunks[name]
+        assert owner == "optimizers" and {c["depth"] for c in chunk.cases} == {sixteen.MUON_DEPTH}
+
+
+def test_flat_mse_is_the_variance_about_the_mean_colour():
+    t = "planted:3"
+    mse = sixteen.flat_mse(t, 16)
+    image = np.asarray(get_target(t).image(16), dtype=np.float64)
+    assert mse == pytest.approx(float(image.var()) if image.ndim == 2 else float(image.reshape(256, -1).var(0).mean()))
+    assert mse > 0
+
+
+def test_the_entry_rule_counts_fitting_dense_networks():
+    t = "planted:3"
+    flat = sixteen.flat_mse(t, 16)
+    share = sixteen.FIT_SHARE
+    fits_two = pd.DataFrame(
+        {"target": t, "member": [0, 1, 2], "dense_mse": [0.5 * share * flat, share * flat, 2 * flat]}
+    )
+    fits_one = fits_two.assign(dense_mse=[0.5 * share * flat, 1.01 * share * flat, 2 * flat])
+    got = sixteen.entry(pd.concat([fits_two, fits_one.assign(target="planted:4")]), 16)
+    assert got.set_index("target").enters.to_dict() == {"planted:3": True, "planted:4": False}
+    assert got.fitting.tolist() == [2, 1] and got.networks.tolist() == [3, 3]
