@@ -51,3 +51,14 @@ def test_the_entry_rule_counts_fitting_dense_networks():
     got = sixteen.entry(pd.concat([fits_two, fits_one.assign(target="planted:4")]), 16)
     assert got.set_index("target").enters.to_dict() == {"planted:3": True, "planted:4": False}
     assert got.fitting.tolist() == [2, 1] and got.networks.tolist() == [3, 3]
+
+
+def test_the_first_three_targets_enter_by_their_stored_fit(picbreeder_dir):
+    from volratio.report.readings import sixteen as reading
+
+    entered = reading.entry_table().set_index("target")
+    for t in ("picbreeder:skull", "picbreeder:butterfly", "picbreeder:apple"):
+        assert entered.enters[t] and entered.worst_share[t] < sixteen.FIT_SHARE, t
+    table, _ = reading.rows()
+    assert set(table.target) >= {"picbreeder:skull", "picbreeder:butterfly", "picbreeder:apple"}
+    assert set(table.method) == {"sp", *sixteen.SP_METHODS}
