@@ -248,6 +248,7 @@ def build(root=None, cfg: Clear16Config | None = None):
     neg = negatives(cfg).assign(stratum="generated", weight=1.0)
     rows = pd.concat([picked, neg], ignore_index=True)
     rows.insert(0, "id", np.arange(len(rows)))
+    rows.insert(2, "group", rows["kind"])  # the verdict sets' grouping column: the network kind
     images = render(rows, nets)
     rows["sha256"] = A.image_sha(images)
     sampling = cands.assign(stratum=strata(m, cfg.near), **{f"margin_{k}": m[k] for k in m.columns})
