@@ -1,6 +1,8 @@
 """The clear-drawings verdict set (volratio.calibration.clear16) and the inspection's repeatability
 (volratio.calibration.repeatability)."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -90,3 +92,28 @@ def test_the_builder_draws_the_stored_rows_from_its_seed(verdicts, extra_data, p
     cols = ["network", "kernel", "row", "col", "delta", "stratum", "weight", "sha256"]
     pd.testing.assert_frame_equal(rows[cols], verdicts[cols], check_dtype=False)
     assert sampling["picked"].sum() == (verdicts["kind"] != "generated").sum()
+
+
+def test_judge_check_holds_the_default_judge_to_the_inspections_repeat(extra_data, picbreeder_dir, capsys):
+    from volratio.cli import main
+
+    assert main(["judge-check", "--judge", "anchored-v2", "--sets", "clear16", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = pd.DataFrame(out["rows"]).set_index("group")
+    rep = R.repeat_kappa(C.load_verdicts(), n_boot=1000).set_index("group")
+    assert set(rows.index) == set(rep.index) and (rows["set"] == "clear16").all() and rows["held_out"].all()
+    assert rows.loc["overall", "n"] == len(C.load_verdicts())
+    assert rows["repeat_kappa"].to_dict() == pytest.approx(rep["kappa"].to_dict(), nan_ok=True)
+    assert (rows["false_rejections"] <= rows["both_keep"]).all()
+    ok = rows["meets"] == ((rows["kappa"] >= rows["repeat_kappa"] - 0.05) & ~rows["ambiguous"])
+    assert ok.all()
+
+
+def test_judge_check_refuses_what_the_inspection_comparison_cannot_do(capsys):
+    from volratio.cli import main
+
+    assert main(["judge-check", "--judge", "anchored-v2", "--sets", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+    assert main(["judge-check", "--judge", "anchored", "--set", "anchored", "--sets", "clear16"]) == 2
+    assert main(["judge-check", "--judge", "stability", "--sets", "clear16"]) == 2
+    assert "label-anchored" in capsys.readouterr().err
