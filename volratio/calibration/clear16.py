@@ -13,7 +13,7 @@ Network kinds (`KINDS`), all read from the Picbreeder data or the reference stor
 - `picbreeder` — the label's Picbreeder network (`picbreeder.network`);
 - `twin` — the three dense twins the chunk `twins16` stores per label;
 - `optimizer` — Adam and Muon networks of `optimizers` (depth-tuned, lightly SP-pruned), skull,
-  butterfly and apple, the first `n_per_optimizer` not collapsed per target and optimizer;
+  butterfly and apple (`_stored` says which);
 - `sp` — SP networks at their fit point of `optimizers_sparse` and `optimizers_sparse_butterfly`,
   chosen the same way;
 - `generated` — per label one flat page, its 4×4 pixelated and Gaussian-blurred targets, another
@@ -69,7 +69,7 @@ class Clear16Config:
     res: int = 64  # the claims' scoring resolution
     deltas: tuple = DEFAULT_DELTAS  # δ drawn uniformly from the claims' grid
     n_candidates: int = 24  # perturbed candidates per network, before sampling
-    n_per_optimizer: int = 2  # optimizer and SP networks per target and optimizer (Adam, Muon)
+    n_per_optimizer: int = 2  # runs chosen per target and optimizer (Adam, Muon) among optimizer and SP networks
     n_perturbed: int = 16  # perturbed images drawn per label (fork labels)
     n_perturbed_main: int = 24  # per label with optimizer and SP networks (skull, butterfly, apple)
     near: float = 0.1  # a judge's |score − threshold| below this puts a candidate in the "near" stratum
@@ -84,6 +84,11 @@ class Clear16Config:
 
 
 def _stored(kind: str, root, n_per_optimizer: int) -> dict[str, rv.RefNet]:
+    """The networks of `kind` in its reference chunks. Twins: all. Optimizer and SP networks: per
+    target and optimizer, the first `n_per_optimizer` runs not collapsed (by seed, then run key),
+    named by optimizer, depth and seed; two chosen runs that share those (they differ in other
+    settings) share the name, and the later by key is the one kept, so each name is one network
+    (the set was drawn so: 6 optimizer and 8 SP networks; the run keys are in `source`)."""
     chunks, run = CHUNKS[kind]
     out, taken = {}, {}
     for chunk in chunks:
@@ -93,12 +98,14 @@ def _stored(kind: str, root, n_per_optimizer: int) -> dict[str, rv.RefNet]:
                                             r["config"]["seed"], r["key"])):  # fmt: skip
             c = r["config"]
             label = c["target"].removeprefix("picbreeder:")
-            collapsed = np.any(r["metrics"].get("collapsed", False))
-            if kind != "twin" and (collapsed or taken.get((label, c["optimizer"]), 0) >= n_per_optimizer):
-                continue
-            if kind != "twin":
-                taken[(label, c["optimizer"])] = taken.get((label, c["optimizer"]), 0) + 1
-            tag = c["seed"] if kind == "twin" else f"{c['optimizer']}-d{c['depth']}-s{c['seed']}"
+            if kind == "twin":
+                tag = c["seed"]
+            else:
+                n = taken.get((label, c["optimizer"]), 0)
+                if np.any(r["metrics"].get("collapsed", False)) or n >= n_per_optimizer:
+                    continue
+                taken[(label, c["optimizer"])] = n + 1
+                tag = f"{c['optimizer']}-d{c['depth']}-s{c['seed']}"
             out[f"{kind}:{label}/{tag}"] = rv.RefNet(store.artifact(r["key"], "net"), 0, f"picbreeder:{label}",
                                                      label, f"{chunk} {r['key']}")  # fmt: skip
     if not out:
