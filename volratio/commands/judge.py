@@ -1,5 +1,6 @@
 """Judge commands: `judge` (verdicts for PNG images) and `judge-check` (a judge against the
-reference verdicts of `data/judge_reference/`)."""
+reference verdicts of `data/judge_reference/`: by default a label-anchored judge's κ beside the
+inspection's repeat κ on every verdict set, `volratio.calibration.judge_agreement`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import torch
 from PIL import Image, UnidentifiedImageError
 
 from .. import judges
-from ..calibration import fit_anchored, fit_calibrated
+from ..calibration import fit_anchored, fit_calibrated, judge_agreement
 from ..data.targets import FileTarget, get_target
 from ..emc2 import target_label
 from ..errors import ImageError, VolratioError
@@ -48,10 +49,17 @@ def register(sub) -> None:
     p.add_argument("--judge", required=True, choices=list(JUDGES))
     p.add_argument(
         "--set",
-        default="anchored",
-        choices=["anchored", "first"],
-        help="anchored: the anchored verdict set (is this a <label>?, networks stored; default); first: the first "
-        "set (perturbations of networks retrained on the fly; the self-anchored judges only)",
+        default=None,
+        choices=["inspection", "anchored", "first"],
+        help="inspection (default): per verdict set and group, the judge's κ beside the inspection's blind-repeat "
+        "κ, and its false rejections among images both inspections keep (label-anchored judges); anchored: the "
+        "anchored verdict set alone, with --groups / --max-images (the default when either is given); first: the "
+        "first set (perturbations of networks retrained on the fly; the self-anchored judges only)",
+    )
+    p.add_argument(
+        "--sets",
+        default=None,
+        help=f"with --set inspection: comma-separated verdict sets (default all: {','.join(judge_agreement.SETS)})",
     )
     p.add_argument("--model", default=None, help="local folder or cached model id for --judge clip/vlm")
     p.add_argument(
@@ -158,7 +166,12 @@ def cmd_check(args) -> int:
     if args.max_images is not None and args.max_images < 1:
         raise VolratioError(f"--max-images must be at least 1, got {args.max_images}")
     groups = [g.strip() for g in args.groups.split(",") if g.strip()] if args.groups else None
-    if args.set == "anchored":
+    which = args.set or ("anchored" if groups or args.max_images is not None else "inspection")
+    if args.sets is not None and which != "inspection":
+        raise VolratioError(f"--sets chooses the verdict sets of --set inspection, not of --set {which}")
+    if which == "inspection":
+        return _check_inspection(args)
+    if which == "anchored":
         return _check_anchored(args, groups)
 
     if args.judge not in SELF_ANCHORED and args.judge not in ("clip", "vlm"):
@@ -192,4 +205,29 @@ def _check_anchored(args, groups) -> int:
     lines += _agreement_lines("EMC2 verdicts (unperturbed and perturbed image shown)", res["emc2"])
     lines.append(f"  ROC AUC of the judge's score: {res['auc']:.3f}")
     emit(args, res, "\n".join(lines))
+    return 0
+
+
+def _check_inspection(args) -> int:
+    sets = judge_agreement.SETS
+    if args.sets is not None:
+        sets = tuple(x.strip() for x in args.sets.split(",") if x.strip())
+        if unknown := sorted(set(sets) - set(judge_agreement.SETS)) or not sets:
+            raise VolratioError(
+                f"--sets {args.sets!r}: unknown {unknown}; choose from {','.join(judge_agreement.SETS)}"
+            )
+    table = judge_agreement.compare(args.judge, sets)
+    payload = {"judge": args.judge, "tolerance": judge_agreement.TOLERANCE, "rows": table.to_dict("records")}
+    lines = [f"judge {args.judge} against inspection, held to the inspection's blind repeat (κ ≥ repeat κ − "
+             f"{judge_agreement.TOLERANCE} on groups that are not ambiguous)"]  # fmt: skip
+    for name, part in table.groupby("set", sort=False):
+        lines.append(f"  {name}{'' if part['held_out'].iloc[0] else ' (fitted on: not held out)'}")
+        for r in part.itertuples():
+            fr = f"{r.false_rejections}/{r.both_keep}" if r.both_keep else "–"
+            flag = (
+                "one-class repeat" if r.one_class else "ambiguous" if r.ambiguous else "meets" if r.meets else "short"
+            )
+            lines.append(f"    {r.group:<28} n {r.n:>4}  κ {r.kappa:6.3f}  repeat κ {r.repeat_kappa:6.3f} "
+                         f"(n {r.repeat_n:>3})  false rejections {fr:>7}  {flag}")  # fmt: skip
+    emit(args, payload, "\n".join(lines))
     return 0
