@@ -101,7 +101,11 @@ class ControlsConfig(Presets):
         check_limits(self, "ControlsConfig")
         if not self.targets:
             raise DepthError("ControlsConfig: no targets; name planted targets (planted:SEED:depth=L,width=W)")
-        if len(self.shares) < 3 or any(not 0 <= a <= 1 for a in self.shares) or list(self.shares) != sorted(set(self.shares)):
+        if (
+            len(self.shares) < 3
+            or any(not 0 <= a <= 1 for a in self.shares)
+            or list(self.shares) != sorted(set(self.shares))
+        ):
             raise DepthError(f"ControlsConfig: shares {self.shares} must be at least 3 increasing values in [0, 1]")
         for name in self.instruments:
             instrument(name, self)  # an unknown name fails here, before anything trains
@@ -147,20 +151,22 @@ def instrument(name: str, cfg: ControlsConfig) -> Instrument:
         return recovery_instrument(RECOVERY_READINGS[name], name.endswith("above-chance"), cfg.res)
     kind, _, judge = name.partition(":")
     if kind == "emc2" and judge:
-        emc2 = EMC2Config(res=cfg.res, deltas=tuple(cfg.deltas), max_params=cfg.max_weights, seed=cfg.seed, device="cpu")
+        emc2 = EMC2Config(
+            res=cfg.res, deltas=tuple(cfg.deltas), max_params=cfg.max_weights, seed=cfg.seed, device="cpu"
+        )
         return emc2_instrument(judge, emc2)
     raise DepthError(f"unknown instrument {name!r}; known: {', '.join(RECOVERY_READINGS)}, emc2:JUDGE")
 
 
 def sensitivity(gap_lo: float, m: float) -> str:
-    """"decides" when an instrument's control gap (the lower end of its interval, `gap_lo`) is at
-    least 3m, else "insensitive": an instrument that cannot tell a network compositional by
+    """An instrument's word for a claim whose smallest effect of interest is `m`: "decides" when its
+    control gap (the lower end of its interval, `gap_lo`) is at least 3m, else "insensitive": an instrument that cannot tell a network compositional by
     construction from one that is not by 3m cannot call an effect of size m absent."""
     if not np.isfinite(m) or m <= 0:
         raise DepthError(f"smallest effect of interest m = {m!r}: give a finite m > 0")
     if not np.isfinite(gap_lo):
         raise DepthError(f"control gap {gap_lo!r} is not a number: measure the controls first")
-    return "decides" if gap_lo >= 3 * m else "insensitive"
+    return "decides" if gap_lo >= 3 * m - 1e-12 else "insensitive"  # 3 × 0.1 is 0.30000000000000004
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,20 +217,20 @@ def blend(planted: CoordMLP, dense: CoordMLP, share: float) -> CoordMLP:
     if planted.population != 1 or dense.population != 1:
         raise DepthError("blend: give single networks (population 1)")
     if planted.depth != dense.depth or planted.head != dense.head or planted.n_inputs != dense.n_inputs:
-        raise DepthError(f"blend: {planted.arch} ({planted.head}) and {dense.arch} ({dense.head}) differ in depth, head or inputs")
+        raise DepthError(
+            f"blend: {planted.arch} ({planted.head}) and {dense.arch} ({dense.head}) differ in depth, head or inputs"
+        )
     if not 0 <= share <= 1:
         raise DepthError(f"blend: share {share!r} must lie in [0, 1]")
-    # columns of the blended layer: per activation, the planted group's units, then the dense group's
-    counts = {a: 0 for a, _ in planted.arch.groups + dense.arch.groups}
-    own = [{a: n for a, n in net.arch.groups} for net in (planted, dense)]
-    groups = tuple((a, own[0].get(a, 0) + own[1].get(a, 0)) for a in counts)
-    start = np.cumsum([0] + [n for _, n in groups])
-    cols = [], []
-    for b, net in enumerate((planted, dense)):
-        for a, n in net.arch.groups:
-            g = list(counts).index(a)
-            first = start[g] + (own[0].get(a, 0) if b else 0)
-            cols[b].extend(range(first, first + n))
+    # the blend's layer: per activation, the planted network's units of it, then the dense one's
+    acts = list(dict.fromkeys(a for net in (planted, dense) for a, _ in net.arch.groups))
+    count = [dict(net.arch.groups) for net in (planted, dense)]
+    groups = tuple((a, count[0].get(a, 0) + count[1].get(a, 0)) for a in acts)
+    first = dict(zip(acts, np.cumsum([0] + [n for _, n in groups])))  # activation → its first column
+    cols = [  # each network's units, in its own order → their columns in the blend
+        [first[a] + (count[0].get(a, 0) if b else 0) + i for a, n in net.arch.groups for i in range(n)]
+        for b, net in enumerate((planted, dense))
+    ]
     arch = Arch(planted.depth, groups)
     W, n_out = arch.width, planted.weights[-1].shape[2]
     dims = [planted.n_inputs] + [W] * arch.depth + [n_out]
@@ -345,4 +351,3 @@ def decisions(controls: Controls, m: dict[str, float]) -> pd.Series:
     if missing:
         raise DepthError(f"no controls measured for {', '.join(missing)}; measured: {', '.join(s.index)}")
     return pd.Series({k: sensitivity(s.loc[k, "gap_hardest_lo"], v) for k, v in m.items()}, name="sensitivity")
-
