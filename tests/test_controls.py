@@ -139,3 +139,15 @@ def test_measure_reads_every_control_with_every_instrument():
     assert np.isfinite(t.score).all()
     s = controls.summary(res)
     assert list(s.index) == list(CFG.instruments) and (s.targets == 1).all()
+
+
+def test_measure_is_seeded_and_takes_any_instrument():
+    """Same config, same table bit for bit; an instrument is any `(network, target) -> score`, so a
+    new one (the family judge's EMC2) joins without code in this module."""
+    cfg = controls.ControlsConfig.quick(targets=(SPEC,), steps=20, instruments=("per-unit", "emc2:anchored-v2"))
+    a, b = controls.measure(cfg), controls.measure(cfg)
+    pd.testing.assert_frame_equal(a.table, b.table)
+    nonzeros = controls.measure(cfg, instruments={"nonzeros": lambda net, t: float(net.nonzero()[0])}).table
+    assert set(nonzeros.instrument) == {"nonzeros"}
+    pos = nonzeros[nonzeros.control == "positive"].score.item()
+    assert pos == controls.planted_network(get_target(SPEC)).nonzero()[0]

@@ -25,7 +25,9 @@ For each planted target the controls are networks whose answer is known by const
   exactly (the student's block masked out), α = 1 the student exactly; in between the image stays
   the target's (up to the student's error, the `mse` column of `Controls.table`) while the share of
   it computed by the planted circuit, 1 − α, falls. The order is known by construction: a
-  compositional instrument should fall along α.
+  compositional instrument should fall along α. A structural reading of the units sees three
+  levels of it only (the planted units alone at α = 0, both blocks' for every 0 < α < 1, the
+  student's alone at α = 1); a reading of what the network computes (EMC2 under a judge) sees every α.
 
 What is reported (`summary`): the **control gap** of each instrument, positive − negative, per kind
 of negative and for the hardest one (its smallest gap), as the mean over targets with a t-interval
@@ -50,7 +52,7 @@ import torch
 
 from ..data.targets import PlantedTarget, get_target
 from ..emc2.scoring import EMC2Config, judges_for, score, target_label
-from ..judges import JUDGES
+from ..judges import DEFAULT_JUDGE, JUDGES
 from ..nets import Arch, CoordMLP, coords
 from ..rho import recovery
 from ..train import TrainConfig, train
@@ -84,7 +86,14 @@ class ControlsConfig(Presets):
     sgd_lr: float = 3e-2  # SGD's learning rate (momentum 0.9)
     seeds: int = 3  # negative controls of each kind per target
     shares: tuple = (0.0, 0.25, 0.5, 0.75, 1.0)  # the graded series: α, the dense fit's share of the output
-    instruments: tuple = ("recovery", "per-unit", "recovery-above-chance", "per-unit-above-chance", "emc2:anchored-v2")
+    # what reads the controls (`instrument`); the judges' EMC2 joins as one more "emc2:JUDGE" name
+    instruments: tuple = (
+        "recovery",
+        "per-unit",
+        "recovery-above-chance",
+        "per-unit-above-chance",
+        f"emc2:{DEFAULT_JUDGE}",
+    )
     max_weights: int = 60  # EMC2 scores a seeded sample of this many non-zero weights per network
     deltas: tuple = (-1.0, -0.5, 0.5, 1.0)  # EMC2's δ grid
     level: float = 0.95  # confidence of the intervals over targets
@@ -283,7 +292,6 @@ def measure(cfg: ControlsConfig, instruments: dict[str, Instrument] | None = Non
     `cfg.instruments`, or `instruments` (name → function) when given. `progress(target)`: called as
     each target starts."""
     instruments = instruments or {n: instrument(n, cfg) for n in cfg.instruments}
-    torch.manual_seed(cfg.seed)
     rows = []
     for spec in cfg.targets:
         target = get_target(spec)

@@ -5,7 +5,7 @@ primitive each.
 A planted target (`volratio.data.targets.PlantedTarget`) is a known DAG of primitives, each with its
 ground-truth map (`primitive_maps`). For a network (a `CoordMLP` population of K) the score reads the
 absolute Pearson correlation between every hidden unit's feature map and every planted map
-(`primitive_correlations`) and reports two numbers per network:
+(`primitive_correlations`) and reports three numbers per network:
 
 - **recovery**: the mean ``|r|`` over the target's hidden primitives under the optimal one-to-one
   assignment of primitives to *live* hidden units (`assigned_correlations`, scipy's
