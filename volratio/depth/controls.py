@@ -85,7 +85,7 @@ class ControlsConfig(Presets):
     adam_lr: float = 3e-3  # Adam's learning rate (the library's default)
     sgd_lr: float = 3e-2  # SGD's learning rate (momentum 0.9)
     seeds: int = 3  # negative controls of each kind per target
-    shares: tuple = (0.0, 0.25, 0.5, 0.75, 1.0)  # the graded series: α, the dense fit's share of the output
+    shares: tuple = (0.0, 0.25, 0.5, 0.75, 1.0)  # the graded series: α, the dense student's share of the output
     # what reads the controls (`instrument`); the judges' EMC2 joins as one more "emc2:JUDGE" name
     instruments: tuple = (
         "recovery",
@@ -169,8 +169,9 @@ def instrument(name: str, cfg: ControlsConfig) -> Instrument:
 
 def sensitivity(gap_lo: float, m: float) -> str:
     """An instrument's word for a claim whose smallest effect of interest is `m`: "decides" when its
-    control gap (the lower end of its interval, `gap_lo`) is at least 3m, else "insensitive": an instrument that cannot tell a network compositional by
-    construction from one that is not by 3m cannot call an effect of size m absent."""
+    control gap (the lower end of its interval, `gap_lo`) is at least 3m, else "insensitive". An
+    instrument that cannot tell a network compositional by construction from one that is not by 3m
+    cannot call an effect of size m absent."""
     if not np.isfinite(m) or m <= 0:
         raise DepthError(f"smallest effect of interest m = {m!r}: give a finite m > 0")
     if not np.isfinite(gap_lo):
@@ -187,11 +188,15 @@ def planted_network(target: PlantedTarget) -> CoordMLP:
     return target.graph.layerize(ink_as_hsv=False).net
 
 
+def dense_arch(planted: CoordMLP, widen: int) -> Arch:
+    """The dense controls' architecture: `planted`'s depth, each of its activation groups × `widen`."""
+    return Arch(planted.depth, tuple((a, n * widen) for a, n in planted.arch.groups))
+
+
 def dense_fit(target: PlantedTarget, planted: CoordMLP, optimizer: str, seed: int, cfg: ControlsConfig) -> CoordMLP:
     """A negative control: a dense network of `planted`'s architecture widened `cfg.widen` times,
     fitted to the target's image by `optimizer` ("adam" or "sgd")."""
-    arch = Arch(planted.depth, tuple((a, n * cfg.widen) for a, n in planted.arch.groups))
-    net = CoordMLP(arch, head=planted.head, seed=seed)
+    net = CoordMLP(dense_arch(planted, cfg.widen), head=planted.head, seed=seed)
     lr = cfg.adam_lr if optimizer == "adam" else cfg.sgd_lr
     tc = TrainConfig(steps=cfg.steps, optimizer=optimizer, lr=lr, device="cpu", log_every=cfg.steps)
     return train(net, target.image(cfg.res), tc).net
@@ -201,8 +206,7 @@ def distil(planted: CoordMLP, seed: int, cfg: ControlsConfig) -> CoordMLP:
     """A dense student of `planted`: the dense controls' architecture, fitted by Adam (`cfg.steps`
     full-grid steps at `cfg.adam_lr`) to `planted`'s signed output before the head on the `cfg.res`
     grid."""
-    arch = Arch(planted.depth, tuple((a, n * cfg.widen) for a, n in planted.arch.groups))
-    net = CoordMLP(arch, head=planted.head, seed=seed)
+    net = CoordMLP(dense_arch(planted, cfg.widen), head=planted.head, seed=seed)
     grid = coords(cfg.res)
     with torch.no_grad():
         want = planted(grid)  # (1, res², n_out)
