@@ -78,7 +78,7 @@ def test_instruments_by_name_and_bad_names(target):
     with pytest.raises(VolratioError, match="res"):
         controls.ControlsConfig(res=4)
     with pytest.raises(DepthError, match="planted target"):
-        controls.measure(controls.ControlsConfig.quick(targets=("picbreeder:skull",)))
+        controls.measure(controls.ControlsConfig.quick(targets=(SPEC, "image:camera")))  # before SPEC trains
 
 
 def fake_controls(rows) -> controls.Controls:

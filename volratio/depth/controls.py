@@ -296,11 +296,12 @@ def measure(cfg: ControlsConfig, instruments: dict[str, Instrument] | None = Non
     `cfg.instruments`, or `instruments` (name → function) when given. `progress(target)`: called as
     each target starts."""
     instruments = instruments or {n: instrument(n, cfg) for n in cfg.instruments}
-    rows = []
-    for spec in cfg.targets:
-        target = get_target(spec)
+    targets = [get_target(spec) for spec in cfg.targets]  # every target checked before anything trains
+    for spec, target in zip(cfg.targets, targets):
         if not isinstance(target, PlantedTarget):
             raise DepthError(f"{spec}: the controls need a planted target (planted:SEED:depth=L,width=W)")
+    rows = []
+    for spec, target in zip(cfg.targets, targets):
         if progress:
             progress(spec)
         for control, seed, share, net in control_networks(target, cfg):
