@@ -24,7 +24,7 @@ Layers, bottom to top; a module may import only from its own layer and the layer
     rho          volratio/rho/ (the volume ratio: Boolean targets, samplers, engines, intervals, the
                  decay fit, the theorem, the basin model that trains networks and scores them)
     depth        volratio/depth/ (complexity, depth curves and their sweet spot, the depth predictor, one
-                 run of a depth sweep)
+                 run of a depth sweep, the controls of the instruments on planted targets)
     runs         volratio/runs/ (sweeps and their executors, the results store and the readers of stored
                  results, the reference plans, rescoring, the depth sweep, the registry of experiments
                  and run functions): the

@@ -50,6 +50,7 @@ def test_planted_dag_scores_one(spec):
     s = recovery.structure(net, spec, CFG)
     assert s.recovery == pytest.approx([1.0], abs=1e-6)
     assert s.monosemanticity.tolist() == [1.0]
+    assert s.per_unit == pytest.approx([1.0], abs=1e-6)  # every live unit computes a planted node
     assert s.live.tolist() == [int(alive.sum())]
     assert "out" not in s.primitives and len(s.primitives) == len(get_target(spec).primitive_maps(8)) - 1
 
@@ -100,6 +101,7 @@ def test_copy_keeps_recovery_and_a_mixed_unit_lowers_monosemanticity():
     copy = recovery.score_maps([torch.cat([flat, flat[..., u : u + 1]], -1)], np.c_[alive, [[True]]], prims, CFG.margin)
     assert copy.recovery == pytest.approx(base.recovery)
     assert copy.monosemanticity.tolist() == [1.0]  # a copy carries one primitive too
+    assert copy.per_unit == pytest.approx(base.per_unit)
     p, q = (prims[n] for n in ("p1_0", "p2_0"))
     assert abs(np.corrcoef(p.flatten(), q.flatten())[0, 1]) < 1 - CFG.margin  # two distinguishable primitives
     z = lambda m: (m - m.mean()) / m.std()  # noqa: E731
@@ -108,6 +110,37 @@ def test_copy_keeps_recovery_and_a_mixed_unit_lowers_monosemanticity():
     assert mix.recovery == pytest.approx(base.recovery)
     n = int(alive.sum())
     assert mix.monosemanticity[0] == pytest.approx(n / (n + 1))  # the mixed unit is not monosemantic
+
+
+def test_random_units_lower_the_per_unit_reading_and_not_recovery():
+    """Recovery is a maximum over assignments: units added beside the planted DAG cannot lower it.
+    The per-unit reading averages over every live unit, so units that carry no primitive lower it,
+    more of them lower it more, and its chance level against other targets rises with them only by
+    what they carry of those targets."""
+    net, prims = planted_net(SHALLOW), get_target(SHALLOW).primitive_maps(32)
+    feats, alive = maps_of(net, 32)
+    flat = torch.cat(feats, dim=-1)  # (1, res, res, U)
+    base = recovery.score_maps([flat], alive, prims, CFG.margin)
+    noise = torch.randn(1, 32, 32, 8, generator=torch.Generator().manual_seed(0), dtype=flat.dtype)
+    per_unit = [base.per_unit[0]]
+    for extra in (2, 4, 8):
+        s = recovery.score_maps([torch.cat([flat, noise[..., :extra]], -1)], np.c_[alive, np.ones((1, extra), bool)],
+                                prims, CFG.margin)  # fmt: skip
+        assert s.recovery[0] >= base.recovery[0] - 1e-9
+        assert s.live.tolist() == [int(alive.sum()) + extra]
+        per_unit.append(s.per_unit[0])
+    assert per_unit[0] == pytest.approx(1.0) and all(a > b for a, b in zip(per_unit, per_unit[1:]))
+    assert per_unit[-1] < 0.8
+
+
+def test_above_chance_is_the_score_minus_the_other_targets_level():
+    net = planted_net(SHALLOW)
+    s, c = recovery.structure(net, SHALLOW, CFG), recovery.chance(net, SHALLOW, CFG)
+    above = recovery.above_chance(s, c)
+    assert above["recovery"] == pytest.approx(s.recovery - c.recovery_other)
+    assert above["per_unit"] == pytest.approx(s.per_unit - c.per_unit_other)
+    assert (above["recovery"] > 0.2).all() and (above["per_unit"] > 0.2).all()  # the DAG recovers its own target
+    assert np.isfinite(c.per_unit_init).all() and (c.per_unit_init < s.per_unit).all()
 
 
 def test_initialisation_scores_near_chance():

@@ -11,7 +11,10 @@ Layout (the names below without a module prefix are importable from `volratio.de
   on planted targets of known depth (`planted_specs`, `planted_predictor`);
 - `point` — one run of a depth sweep (the run function `depth_point`: SP networks of one depth on
   one target, scored with EMC2) and the sweep's settings (`point.Settings`, `point.Config`;
-  imported as a module: `from volratio.depth import point`).
+  imported as a module: `from volratio.depth import point`);
+- `controls` — the controls of the instruments that decide claims on planted targets (the planted
+  DAG, dense fits and masks at initialisation, a graded series of known order; each instrument's
+  control gap, its graded response and the 3m rule, `controls.sensitivity`; imported as a module).
 
 The sweep runs through `volratio.runs.depth_sweep`; the chapter's experiment is
 `volratio.experiments.depth_regime`; its figures are in `volratio.report.plots`. Chapters: "Depth: a

@@ -1,15 +1,21 @@
 """A judge-free structural score on planted targets: how well a network's hidden units recover the
-planted primitives, and how many of its units carry one primitive each.
+planted primitives, how close each of its units is to one, and how many of its units carry one
+primitive each.
 
 A planted target (`volratio.data.targets.PlantedTarget`) is a known DAG of primitives, each with its
 ground-truth map (`primitive_maps`). For a network (a `CoordMLP` population of K) the score reads the
 absolute Pearson correlation between every hidden unit's feature map and every planted map
-(`primitive_correlations`) and reports two numbers per network:
+(`primitive_correlations`) and reports three numbers per network:
 
 - **recovery**: the mean ``|r|`` over the target's hidden primitives under the optimal one-to-one
   assignment of primitives to *live* hidden units (`assigned_correlations`, scipy's
   `linear_sum_assignment`); a primitive left without a live unit counts 0. The output node is
   excluded: any network that fits its target draws it.
+- **per-unit recovery** (`per_unit`): the mean over *live* hidden units of each unit's best ``|r|``
+  with any planted node, the output node included (a unit that computes the output computes a node
+  of the DAG). Recovery is a maximum over assignments, so extra units can only raise it; the
+  per-unit reading averages over every live unit, so a unit that carries no planted node lowers it,
+  and a copy of a unit that carries one leaves it unchanged.
 - **monosemanticity**: the share of live units (`volratio.nets.live_unit_mask`) whose best planted
   node's ``|r|`` exceeds by at least `margin` their best ``|r|`` with a node distinguishable from it. Here
   the output node counts like the others (a unit that computes the output is dedicated to one
@@ -24,6 +30,9 @@ identical primitives with one unit gets the second one's best other unit.
 **Chance levels** (`chance`): the same networks against the primitives of other planted targets with
 the same layer sizes (`control_targets`), and networks at initialisation (`at_initialisation`:
 fresh LeCun-normal weights under the same masks, so the same live units) against the target itself.
+Both are read at the network's own live units, so a reading *above chance* (`above_chance`: the
+score minus its chance level against other targets) compares like with like: a network that
+raises its recovery only by having more units raises its chance level as much.
 
 The basin model (`volratio.rho.basin`) classifies a network as compositional with the same two
 functions (`primitive_correlations`, `assigned_correlations`): one definition of the assignment.
@@ -120,6 +129,7 @@ class Structure:
     monosemanticity: np.ndarray  # (K,) share of live units with best − second best ≥ margin (0: no live unit)
     assigned: np.ndarray  # (K, n_primitives) the |r| each primitive gets under the assignment
     live: np.ndarray  # (K,) live hidden units
+    per_unit: np.ndarray  # (K,) mean over live units of their best |r| with any planted node (0: no live unit)
 
 
 def structure(net: CoordMLP, target, cfg: RecoveryConfig = RecoveryConfig()) -> Structure:
@@ -152,7 +162,8 @@ def score_maps(feats, alive: np.ndarray, prims: dict, margin: float, name: str =
     gap = top - others.max(axis=1)  # (K, U)
     live = alive.sum(axis=1)
     mono = np.where(alive, gap >= margin - 1e-12, False).sum(axis=1) / np.maximum(live, 1)
-    return Structure(name, [names[i] for i in hidden], assigned.mean(axis=1), mono, assigned, live)
+    per_unit = np.where(alive, top, 0.0).sum(axis=1) / np.maximum(live, 1)
+    return Structure(name, [names[i] for i in hidden], assigned.mean(axis=1), mono, assigned, live, per_unit)
 
 
 def control_targets(target, n: int, seed: int = 0) -> list[PlantedTarget]:
@@ -188,6 +199,8 @@ class Chance:
     monosemanticity_other: np.ndarray
     recovery_init: np.ndarray
     monosemanticity_init: np.ndarray
+    per_unit_other: np.ndarray
+    per_unit_init: np.ndarray
 
 
 def chance(net: CoordMLP, target, cfg: RecoveryConfig = RecoveryConfig()) -> Chance:
@@ -200,7 +213,16 @@ def chance(net: CoordMLP, target, cfg: RecoveryConfig = RecoveryConfig()) -> Cha
         np.mean([s.monosemanticity for s in others], axis=0),
         init.recovery,
         init.monosemanticity,
+        np.mean([s.per_unit for s in others], axis=0),
+        init.per_unit,
     )
+
+
+def above_chance(s: Structure, c: Chance) -> dict[str, np.ndarray]:
+    """Recovery and per-unit recovery minus their chance levels against other planted targets, per
+    network (K,): the same networks, so the same live units, read against primitives they were not
+    trained on (`chance`)."""
+    return {"recovery": s.recovery - c.recovery_other, "per_unit": s.per_unit - c.per_unit_other}
 
 
 def _planted(target) -> PlantedTarget:
