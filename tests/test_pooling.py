@@ -76,8 +76,8 @@ def test_same_rows_same_interval_and_power_reading():
     rows = _rows(2, n=3, effect=0.1, seed=1)
     a, b = contrast(rows, "a", "b", seed=7), contrast(rows, "a", "b", seed=7)
     assert a == b
-    assert a.needed(a.half_width) == 3
-    assert a.needed(a.half_width / 2) == 12  # half the width: four times the networks
+    assert a.needed(2 * a.half_width) == 3  # the full width is already m
+    assert a.needed(a.half_width) == 12  # the full width halved: four times the networks
 
 
 @pytest.mark.parametrize(

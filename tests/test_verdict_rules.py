@@ -20,6 +20,7 @@ from volratio.errors import VolratioError
 from volratio.experiments.depth_regime import DepthCurve
 from volratio.report import claims
 from volratio.runs import stored
+from volratio.util.pooling import about_targets
 from volratio.util.verdicts import (
     VERDICTS,
     Estimate,
@@ -92,6 +93,103 @@ def test_every_claims_statistic_reaches_every_outcome(key, where, verdict):
     assert st.why and st.smallest > 0
 
 
+# the rule that weighs m, zone by zone: (a, b) the ends measured into the claimed side from t
+ZONES = [
+    ((-0.3, -0.1), "contradicted"),  # b < 0
+    ((-0.05, 0.0), "not reproduced"),  # a ≤ 0 ≤ b < m
+    ((-0.05, 0.05), "not reproduced"),
+    ((-0.05, 0.1), "inconclusive"),  # a ≤ 0 and b ≥ m
+    ((0.0, 0.3), "inconclusive"),
+    ((0.01, 0.05), "negligible"),  # a > 0 and b < m: real, too small to matter
+    ((0.01, 0.0999), "negligible"),
+    ((0.01, 0.1), "reproduced"),  # a > 0 and b ≥ m
+    ((0.2, 0.4), "reproduced"),
+]
+
+
+@pytest.mark.parametrize("threshold", [0.0, 2.0])  # 2 ± 0.1 − 2 rounds to ≥ 0.1, as the edges need
+@pytest.mark.parametrize("claimed", ["above", "below"])
+@pytest.mark.parametrize("ends, verdict", ZONES)
+def test_the_rule_weighs_m_in_every_zone_on_both_sides(ends, verdict, claimed, threshold):
+    a, b = ends
+    sign = 1 if claimed == "above" else -1
+    lo, hi = sorted((threshold + sign * a, threshold + sign * b))
+    assert verdict_on(E((lo + hi) / 2, lo, hi), threshold, claimed, M) == verdict
+
+
+@pytest.mark.parametrize("a", np.linspace(0.001, 0.099, 12))
+@pytest.mark.parametrize("share", np.linspace(0.0, 0.99, 7))
+@pytest.mark.parametrize("claimed", ["above", "below"])
+def test_an_interval_past_t_that_stops_short_of_m_is_negligible_never_reproduced(a, share, claimed):
+    b = a + share * (M - a)  # 0 < a ≤ b < m: past t, short of t + m
+    sign = 1 if claimed == "above" else -1
+    lo, hi = sorted((sign * a, sign * b))
+    assert verdict_on(E((lo + hi) / 2, lo, hi), 0.0, claimed, M) == "negligible"
+
+
+@pytest.mark.parametrize("claimed", ["above", "below"])
+def test_an_end_within_the_monte_carlo_error_of_t_or_t_plus_m_is_borderline(claimed):
+    sign = 1 if claimed == "above" else -1
+
+    def word(a, b, mc):
+        lo, hi = sorted((sign * a, sign * b))
+        return verdict_on(E((lo + hi) / 2, lo, hi, mc), 0.0, claimed, M)
+
+    assert word(0.002, 0.3, 0.005) == "borderline"  # a near t
+    assert word(-0.2, -0.003, 0.005) == "borderline"  # b near t
+    assert word(0.02, 0.098, 0.005) == "borderline"  # b near t + m
+    assert word(0.02, 0.3, 0.005) == "reproduced" and word(0.002, 0.3, 0.0) == "reproduced"
+    assert word(0.02, 0.09, 0.005) == "negligible"
+
+
+def test_the_welch_bound_keeps_its_rule():
+    """A bound-type statistic, m a rounding tolerance: reproduced as soon as the interval clears t,
+    however close to it (the rule that weighs m would call it negligible)."""
+    st = claims.CLAIMS["welch-r-le-d"].statistic
+    assert st.bound and not any(c.statistic.bound for k, c in claims.CLAIMS.items() if k != "welch-r-le-d")
+    at_bound = E(1.0, 1.0, 1.0)  # a frame exactly at the bound: 1e-9 past t, below m = 1e-6
+    assert (
+        st.decide(at_bound) == "reproduced" and verdict_on(at_bound, st.threshold, "above", st.smallest) == "negligible"
+    )
+    assert st.decide(E(0.9, 0.9, 0.9)) == "contradicted" and st.decide(None) == "not measured"
+    assert (
+        claims.welch_r_le_d(
+            _frames([1.0, 1.2, 1.5]), pd.DataFrame({"r": [3], "d": [2], "mean_sq_inner": [0.1]})
+        ).verdict
+        == "reproduced"
+    )
+
+
+def test_the_weaker_word_decides_a_claim_of_two_statements():
+    from volratio.util.verdicts import weaker
+
+    assert weaker("reproduced", "inconclusive") == "inconclusive"
+    assert weaker("negligible", "reproduced") == "negligible"
+    assert weaker("not reproduced", "contradicted") == "contradicted"
+    assert weaker("reproduced", "reproduced") == "reproduced"
+    with pytest.raises(VolratioError, match="verdict must be one of"):
+        weaker("reproduced", "partly")
+
+
+def test_the_power_line_asks_for_a_full_width_under_m_and_names_targets_and_networks():
+    """A full width under m decides (an interval that narrow cannot reach both t and t + m); a wider
+    one names the targets and networks per cell, from the observed between- and within-target
+    variances, that would bring it there."""
+    rng = np.random.default_rng(0)
+    rows = pd.DataFrame([{"target": t, "setting": t, "arm": arm, "stratum": t, "unit": i,
+                          "value": (0.2 if arm == "a" else 0.0) + rng.normal(0, 0.1 + 0.1 * (arm == "a"))}
+                         for t in range(4) for i in range(5) for arm in "ab"])  # fmt: skip
+    p = about_targets(rows, "a", "b")
+    st = claims.CLAIMS["sp-vs-pruners"].statistic
+    k, n = p.plan(st.smallest)
+    assert 2 * p.half_width >= st.smallest and k > 4 and p.width_at(k, n) < st.smallest
+    assert st.power(p) == (f"full width {2 * p.half_width:.3f} against m = 0.1, with 4 targets, 5 networks per cell; "
+                           f"about {k} targets, {n} networks per cell, would bring it under m")  # fmt: skip
+    assert p.between >= 0 and p.within > 0
+    narrow = about_targets(rows.assign(value=rows.value * 0.01), "a", "b")
+    assert st.power(narrow).endswith("(narrow enough to decide)") and 2 * narrow.half_width < st.smallest
+
+
 def test_verdict_on_refuses_a_missing_smallest_effect():
     with pytest.raises(VolratioError, match="smallest effect of interest"):
         verdict_on(E(1, 0, 2), 0.0, "above", 0.0)
@@ -107,7 +205,8 @@ def test_verdict_on_refuses_an_unknown_side():
 
 
 def test_every_verdict_word_is_known_and_coloured():
-    assert set(FOUR) | {"not measured"} == set(VERDICTS) and set(claims.BADGE_COLOURS) == set(VERDICTS)
+    words = set(FOUR) | {"negligible", "borderline", "not measured"}
+    assert words == set(VERDICTS) and set(claims.BADGE_COLOURS) == set(VERDICTS)
     assert len(set(claims.BADGE_COLOURS.values())) == len(VERDICTS)
 
 
@@ -313,7 +412,11 @@ def test_muon_from_networks_pools_over_targets_and_scores_what_does_not_draw_zer
     assert v.evidence["power"]["networks_per_cell"] == 3 and v.evidence["power"]["settings"] == 2
     one = _opt_runs([0.5, 0.55, 0.6], [0.5, 0.52, 0.54], targets=("t:a",))
     w = claims.muon_above_adam_by_target(_opt_summaries(one), runs=one)
-    assert v.evidence["power"]["half_width"] < w.evidence["power"]["half_width"]  # two targets: narrower
+    assert w.evidence["interval"].startswith("about these targets' networks")  # one target: its networks
+    assert v.evidence["interval"].startswith("about targets like these: 2 targets")  # two: targets like them
+    four = _opt_runs([0.5, 0.55, 0.6], [0.5, 0.52, 0.54], targets=("t:a", "t:b", "t:c", "t:d"))
+    x = claims.muon_above_adam_by_target(_opt_summaries(four), runs=four)
+    assert x.evidence["power"]["half_width"] < v.evidence["power"]["half_width"]  # more targets: narrower
     runs.loc[(runs.optimizer == "muon") & (runs.seed == 0), "drawn"] = False  # never draws: scored 0
     z = claims.muon_above_adam_by_target(_opt_summaries(runs), runs=runs)
     assert z.evidence["statistic"]["mean"] == pytest.approx(0.03 - 0.5 / 3)

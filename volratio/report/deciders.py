@@ -76,8 +76,8 @@ def sp_vs_pruners(
     unit = ("seed",) if "seed" in table else ("member",)  # a network's own seed names its dense start
 
     def pooled_on(t, v):
-        return decide_pooled("sp-vs-pruners", pooled_rows(t, "method", v, ("target", "checkpoint"), ("target",), unit),
-                             "sp", list(named))  # fmt: skip
+        rows = pooled_rows(t, "method", v, ("target", "checkpoint"), ("target",), unit, target=("target",))
+        return decide_pooled("sp-vs-pruners", rows, "sp", list(named))
 
     verdict, stated, decision, pooled = pooled_on(table, scores)
     kept = drawn(table)
@@ -255,9 +255,9 @@ def depth_rows(curves: dict, true_depths: dict, zero_undrawn: bool = True) -> tu
                     continue
                 draws = bool(kept[i, k] != 0)  # NaN: no verdict recorded
                 value = float(x) if draws or not zero_undrawn else 0.0
-                rows.append({"setting": t, "arm": arm, "stratum": f"{t} | {depth}", "unit": k, "value": value,
-                             "drawn": draws})  # fmt: skip
-    return pd.DataFrame(rows, columns=["setting", "arm", "stratum", "unit", "value", "drawn"]), unscored
+                rows.append({"target": t, "setting": t, "arm": arm, "stratum": f"{t} | {depth}", "unit": k,
+                             "value": value, "drawn": draws})  # fmt: skip
+    return pd.DataFrame(rows, columns=["target", "setting", "arm", "stratum", "unit", "value", "drawn"]), unscored
 
 
 def png_ratio_linear(
@@ -447,7 +447,8 @@ def muon_above_adam_by_target(
         nets = pd.concat(picked) if picked else pd.DataFrame(columns=["cell", "optimizer", "seed", "score"])
         scores, zeroed = score_or_zero(nets, "score", kept="drawn")
         verdict, stated, decision, pooled = decide_pooled(
-            "muon-above-adam", pooled_rows(nets, "optimizer", scores, ("cell",), ("cell",), ("seed",), paired=False),
+            "muon-above-adam", pooled_rows(nets, "optimizer", scores, ("cell",), ("cell",), ("seed",), paired=False,
+                                           target=("target",)),
             "muon", "adam",
         )  # fmt: skip
         power = f"; {zeroed} networks that do not draw their label scored 0" if zeroed else ""

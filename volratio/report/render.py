@@ -83,10 +83,12 @@ class Verdict:
         )
 
 
-BADGE_COLOURS = {  # verdict -> badge colour (colour-blind-safe: blue, orange, red-purple, black, grey)
-    "reproduced": "#0072b2",
-    "inconclusive": "#d55e00",
-    "not reproduced": "#cc79a7",
+BADGE_COLOURS = {  # verdict -> badge colour (Okabe–Ito, colour-blind-safe; dark enough for white text)
+    "reproduced": "#0072b2",  # blue
+    "negligible": "#00705a",  # a darkened bluish green
+    "inconclusive": "#d55e00",  # vermilion
+    "borderline": "#8a6d00",  # a darkened yellow
+    "not reproduced": "#cc79a7",  # reddish purple
     "contradicted": "#000000",
     "not measured": "#777777",
 }

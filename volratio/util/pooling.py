@@ -35,8 +35,9 @@ and networks per target whose full width would fall under m, from the observed b
 and within-target variances of a target's contrast. It draws as many resamples as keep each end
 within `TOLERANCE` of where another seed would put it.
 
-`Pooled.needed(m)` is the power reading of `contrast`: the units per stratum that would bring the half-width under
-a smallest effect of interest `m`, from the observed between-network variance (half-width ∝ 1/√n).
+`Pooled.needed(m)` is the power reading of `contrast`: the units per stratum that would bring the
+full width under a smallest effect of interest `m`, from the observed between-network variance
+(width ∝ 1/√n).
 """
 
 from __future__ import annotations
@@ -72,13 +73,14 @@ class Pooled:
         return float((self.estimate.hi - self.estimate.lo) / 2)
 
     def needed(self, m: float) -> int:
-        """Units per stratum that would bring the half-width under `m`, from the observed spread
-        (half-width ∝ 1/√n); at least the current count."""
+        """Units per stratum that would bring the full width under `m` (only then is the interval
+        sure to exclude t or t + m), from the observed spread (width ∝ 1/√n); at least the current
+        count."""
         if not m > 0:
             raise VolratioError(f"a smallest effect of interest must be > 0, got {m!r}")
         if not math.isfinite(self.half_width):
             return 0
-        return max(math.ceil(self.units), math.ceil(self.units * (self.half_width / m) ** 2))
+        return max(math.ceil(self.units), math.ceil(self.units * (2 * self.half_width / m) ** 2))
 
 
 def contrast(
@@ -251,7 +253,8 @@ class Design:
             for q in np.unique(cell):
                 sel = cell == q
                 num = v[:, sel] @ w_rows[:, sel].T  # (V, slots)
-                out[:, d_idx, j_idx, q] = num / w_rows[:, sel].sum(axis=1)
+                with np.errstate(invalid="ignore", divide="ignore"):  # NaN: the slot drew no unit of the cell
+                    out[:, d_idx, j_idx, q] = num / w_rows[:, sel].sum(axis=1)
         return out.reshape(len(values), drawn.shape[0], drawn.shape[1] * self.width, n_arms)
 
     def statistic(self, values: np.ndarray, drawn: np.ndarray, rng, within: bool, strongest: str) -> np.ndarray:
