@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats
 from verdict_data import ADAM, MUON
 from verdict_data import depth_curve as _curve
 from verdict_data import frames as _frames
@@ -375,7 +376,11 @@ def test_muon_above_adam_every_outcome(verdict):
     assert v.verdict == verdict and v.evidence["statistic"]["mean"] == pytest.approx(MUON[verdict][0] - 0.5)
     # over targets: the pooled statistic, whatever the loss sub-check says
     by = claims.muon_above_adam_by_target({"t:a": _summary(MUON[verdict], ADAM, loss=(0.05, 0.01))})
-    assert by.verdict == verdict and by.evidence["t:a"]["loss"] == "not reproduced"
+    # the claim joins two statements: Muon's loss five times Adam's contradicts it, whatever the score says
+    assert by.verdict == "contradicted" and by.evidence["score verdict"] == verdict
+    assert by.evidence["loss statistic"]["verdict"] == "contradicted" and by.evidence["t:a"]["loss"] == "not reproduced"
+    lower = claims.muon_above_adam_by_target({"t:a": _summary(MUON[verdict], ADAM, loss=(0.01, 0.05))})
+    assert lower.verdict == verdict and lower.evidence["loss statistic"]["verdict"] == "reproduced"
 
 
 def test_muon_pooled_over_targets():
@@ -430,8 +435,10 @@ def test_muon_from_networks_pools_over_targets_and_scores_what_does_not_draw_zer
         ([(-0.05, -0.2, 0.1)], "inconclusive"),
         ([(0.05, -0.05, 0.2)], "not reproduced"),  # below: the far end is lo, −0.05 > −0.1
         ([(0.2, 0.1, 0.3)], "contradicted"),
-        # above its parts in 6 of 8 settings, below in one: pooled +0.15 [+0.04, +0.26], contradicted
+        # eight scenes, above their parts in six: over the scenes +0.15 [+0.08, +0.22], contradicted
         ([(0.2, 0.1, 0.3)] * 6 + [(-0.05, -0.2, 0.1), (0.05, -0.1, 0.2)], "contradicted"),
+        # three scenes: the t-interval over them (2 degrees of freedom) reaches t and t + m
+        ([(-0.2, -0.3, -0.1), (-0.1, -0.2, 0.0), (0.05, -0.05, 0.15)], "inconclusive"),
         ([], "not measured"),
     ],
 )
@@ -440,7 +447,21 @@ def test_scenes_weaker_every_outcome(rows, verdict):
     assert v.verdict == verdict
     if rows:  # the forest ends with the deciding statistic
         last = v.forest.rows[-1]
-        assert last.label == f"pooled over {len(rows)} settings (deciding)" and last.group == 2
+        over = f"over {len(rows)} scenes" if len(rows) > 1 else "one scene"
+        assert last.label == f"best mean score, {over} (deciding)" and last.group == 2
+    if len(rows) > 1:  # the scenes are the units: a t-interval over them
+        e = Estimate.from_samples([d for d, _, _ in rows])
+        assert v.evidence["statistic"] == pytest.approx({"mean": e.mean, "lo": e.lo, "hi": e.hi})
+
+
+def test_scenes_are_decided_on_the_best_mean_score_and_peak_minus_rest_is_a_sub_check():
+    best = _scene_rows((-0.2, -0.3, -0.1), (-0.25, -0.35, -0.15), (-0.22, -0.3, -0.12))
+    peak = _scene_rows((0.2, 0.1, 0.3), (0.3, 0.2, 0.4), (0.25, 0.2, 0.3), measure="peak − rest")
+    v = claims.scenes_weaker(best + peak)
+    assert v.verdict == "reproduced" and v.evidence["peak − rest (sub-check)"]["verdict"] == "contradicted"
+    assert v.evidence["statistic"]["mean"] == pytest.approx(-0.67 / 3) and v.evidence["scenes"] == 3
+    with pytest.raises(VolratioError, match="names no measure"):
+        claims.scenes_weaker([{**best[0], "effect": "one weight"}])
         assert last.mean == pytest.approx(v.evidence["statistic"]["mean"])
 
 
@@ -629,9 +650,15 @@ def test_the_sixteen_target_verdict_says_how_many_targets_would_decide():
                           for n, a in (("Picbreeder", 0.9), ("FER SGD", 0.1))])  # fmt: skip
     wide, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=_sixteen([0.3, -0.1, 0.1]))
     p = wide.evidence["power"]
-    hw = (wide.evidence["statistic"]["hi"] - wide.evidence["statistic"]["lo"]) / 2
-    assert p["targets"] == 3 and p["needed_targets"] == int(np.ceil(3 * (hw / 0.1) ** 2)) > 3
-    assert f"about {p['needed_targets']} targets would bring it under m" in claims.power_line(wide)
+    sd = np.std([0.3, -0.1, 0.1], ddof=1)  # the spread between targets: the width at k targets is 2·t(k−1)·sd/√k
+    k = p["needed_targets"]
+    assert p["targets"] == 3 and k > 3
+    assert (
+        2 * scipy.stats.t.ppf(0.975, k - 1) * sd / np.sqrt(k)
+        < 0.1
+        <= 2 * scipy.stats.t.ppf(0.975, k - 2) * sd / np.sqrt(k - 1)
+    )
+    assert f"about {k} targets would bring it under m" in claims.power_line(wide)
     narrow, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=_sixteen([-0.01, 0.0, 0.01]))
-    assert narrow.evidence["power"]["needed_targets"] is None
-    assert claims.power_line(narrow).startswith("half-width 0.0248 against m = 0.1, with 3 targets")
+    assert narrow.evidence["power"]["needed_targets"] is None  # full width 0.0497 < m
+    assert claims.power_line(narrow) == "full width 0.0497 against m = 0.1, with 3 targets (narrow enough to decide)"

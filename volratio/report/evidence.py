@@ -82,13 +82,15 @@ def pooled_rows(table: pd.DataFrame, arm: str, value, setting=(), stratum=(), un
     ).reset_index(drop=True)
 
 
-def decide_pooled(key: str, rows: pd.DataFrame, high: str, low, strongest: str = "pooled", fmt: str = "+.3f"):
+def decide_pooled(key: str, rows: pd.DataFrame, high: str, low, strongest: str = "pooled", fmt: str = "+.3f",
+                  statistic=None):  # fmt: skip
     """Claim `key` decided on the pooled contrast of `high` against `low` in `rows` (see
     `pooled_rows`): `(verdict, stated, decision, pooled)`; `pooled` is None when an arm has no
     network (not measured). With two targets or more (a `target` column), the interval speaks of
     targets like these (`about_targets`: targets drawn too, t on K − 1 degrees of freedom); with one,
-    of that target's networks (`contrast`)."""
-    st = CLAIMS[key].statistic
+    of that target's networks (`contrast`). `statistic`: which of the claim's statistics decides
+    (`volratio.report.catalogue.Statistic`; default its deciding one)."""
+    st = statistic or CLAIMS[key].statistic
     low = [low] if isinstance(low, str) else list(low)
     present = set(rows["arm"]) if len(rows) else set()
     if high not in present or not present & set(low):
@@ -101,7 +103,7 @@ def decide_pooled(key: str, rows: pd.DataFrame, high: str, low, strongest: str =
     e = p.estimate
     decision = {
         "statistic": {"mean": float(e.mean), "lo": float(e.lo), "hi": float(e.hi)},
-        "power": power_numbers(key, p),
+        "power": power_numbers(key, p, st),
         "interval": about(p),
     }
     return st.decide(e), st.sentence(e, fmt), decision, p
@@ -115,11 +117,12 @@ def about(p: Pooled) -> str:
     return "about these targets' networks: the networks drawn within each, the targets held fixed"
 
 
-def power_numbers(key: str, p: Pooled) -> dict:
+def power_numbers(key: str, p: Pooled, statistic=None) -> dict:
     """The power of claim `key`'s pooled statistic: full width, m, networks per cell (or per target)
     now, and what would bring the full width under m: the networks per cell, or, for an interval
     about targets, the targets and networks per target (`AboutTargets.plan`)."""
-    m = CLAIMS[key].statistic.smallest
+    st = statistic or CLAIMS[key].statistic
+    m = st.smallest
     hw = p.half_width
     out = {
         "half_width": float(hw),
@@ -127,7 +130,7 @@ def power_numbers(key: str, p: Pooled) -> dict:
         "smallest_effect": float(m),
         "networks_per_cell": float(p.units),
         "settings": int(p.settings),
-        "text": CLAIMS[key].statistic.power(p),
+        "text": st.power(p),
     }
     if isinstance(p, AboutTargets):
         plan = p.plan(m) if np.isfinite(hw) else None

@@ -362,9 +362,12 @@ def about_targets(
     if n_boot is None:
         pilot = design.intervals(values, strongest, MIN_DRAWS, seed, level, within)
         c = float(scipy.stats.t.ppf(0.5 + level / 2, k - 1))
-        spread = (c * pilot["se"][0]) ** 2 * max(pilot["kurtosis"][0] - 1, 2.0) / 4  # D · var(end)
+        kurtosis = pilot["kurtosis"][0] if math.isfinite(pilot["kurtosis"][0]) else 3.0  # NaN: no spread at all
+        spread = (c * pilot["se"][0]) ** 2 * max(kurtosis - 1, 2.0) / 4  # D · var(end), var(se²) from the kurtosis
+        if not math.isfinite(spread):
+            raise VolratioError("an interval about targets needs a finite spread of its bootstrap draws")
         draws = int(min(MAX_DRAWS, max(MIN_DRAWS, math.ceil(spread / (TOLERANCE / 4) ** 2))))
-        mc = max(TOLERANCE, 4 * math.sqrt(spread / draws)) if math.isfinite(spread) else TOLERANCE
+        mc = max(TOLERANCE, 4 * math.sqrt(spread / draws))
     r = design.intervals(values, strongest, draws, seed, level, within)
     e = Estimate(float(r["point"][0]), float(r["lo"][0]), float(r["hi"][0]), mc)
     between, within_var = _components(kept, design, strongest, seed)
