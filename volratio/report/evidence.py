@@ -18,6 +18,9 @@ and the evidence entry that records them.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import numpy as np
 import pandas as pd
 
@@ -96,7 +99,7 @@ def decide_pooled(key: str, rows: pd.DataFrame, high: str, low, strongest: str =
     if high not in present or not present & set(low):
         return st.decide(None), st.sentence(None, fmt), {"statistic": None}, None
     arms = [a for a in low if a in present]
-    if "target" in rows and rows["target"].nunique() > 1:
+    if "target" in rows and rows["target"].nunique() > 1 and not _TARGETS_FIXED.get():
         p = about_targets(rows, high, arms, strongest=strongest)
     else:
         p = contrast(rows, high, arms, strongest=strongest)
@@ -107,6 +110,21 @@ def decide_pooled(key: str, rows: pd.DataFrame, high: str, low, strongest: str =
         "interval": about(p),
     }
     return st.decide(e), st.sentence(e, fmt), decision, p
+
+
+_TARGETS_FIXED: contextvars.ContextVar = contextvars.ContextVar("volratio_targets_fixed", default=False)
+
+
+@contextlib.contextmanager
+def targets_held_fixed():
+    """Within this block `decide_pooled` holds the targets fixed (`contrast`, the estimator of the
+    first committed rule), so that a verdict can be read as that rule read it
+    (`volratio.report.decisions`)."""
+    token = _TARGETS_FIXED.set(True)
+    try:
+        yield
+    finally:
+        _TARGETS_FIXED.reset(token)
 
 
 def about(p: Pooled) -> str:

@@ -1,0 +1,92 @@
+"""Where each claim stands: the deciding word beside the word under the earliest rule committed
+before its data, and how many targets and networks decide it.
+
+`table()` reads each claim decided from stored networks under the deciding reading (the default
+judge, absolute δ: `volratio.report.readings`) and lists its word, the rule committed before its
+data (`volratio.report.provenance`: a claim whose rule came after its data reads "none committed
+before its data") with that rule's word, and the targets and networks per cell behind it. The word
+under an earlier rule is computed, never typed: the same stored networks read with that rule's
+algebra (`volratio.util.verdicts.bound_verdict_on`, reproduced as soon as the interval clears t, which
+was the rule of commit 49ba7d0c), its estimator (targets held fixed: `evidence.targets_held_fixed`),
+its statistic (the score alone for Muon against Adam) and the default judge of its day ("anchored").
+The rule for networks that do not draw their label is today's in both readings.
+
+`deciding(key)` and `under_judge(key, judge)` are the verdicts `volratio.report.provenance.directions`
+compares with the readings its choices replaced. The claims of the volume ratio and of the Welch bound
+are decided in their chapters from computations, not from stored networks of targets, and are not
+read here.
+
+Chapter: "The paper's claims, tested" (book/claims.md).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pandas as pd
+
+from ..errors import VolratioError
+from ..judges import DEFAULT_JUDGE
+from ..util.verdicts import Estimate, bound_verdict_on
+from .catalogue import CLAIMS
+from .evidence import targets_held_fixed
+from .provenance import CLAIM_RULE_COMMITS
+from .readings import connectivity, depth, emc2, optimizers, scenes
+from .render import Verdict, unglued
+
+FIRST_JUDGE = "anchored"  # the default judge until commit b34c7426
+READERS = {  # claim -> its deciding reading under a judge
+    "picbreeder-vs-sgd": lambda judge: emc2.verdict(judge)[0],
+    "sp-vs-pruners": lambda judge: connectivity.verdict(judge)[0],
+    "depth-optimum": lambda judge: depth.optimum(judge)[0],
+    "png-ratio-linear": lambda judge: depth.predictor(judge)[0],
+    "muon-above-adam": lambda judge: optimizers.matched(judge),
+    "scenes-weaker": lambda judge: scenes.verdict(judge),
+}
+
+
+@cache
+def under_judge(key: str, judge: str) -> Verdict:
+    """Claim `key` under `judge` on its deciding reading (computed once per process, never glued)."""
+    if key not in READERS:
+        raise VolratioError(f"claim {key!r} is not read from stored networks here; read: {', '.join(READERS)}")
+    with unglued():
+        return READERS[key](judge)
+
+
+def deciding(key: str) -> Verdict:
+    """Claim `key`'s deciding verdict (the default judge)."""
+    return under_judge(key, DEFAULT_JUDGE)
+
+
+@cache
+def earliest(key: str) -> tuple[str, str]:
+    """`(commit, word)`: the earliest rule committed before claim `key`'s data and the word it gives,
+    or `("none committed before its data", "")`."""
+    if key not in CLAIM_RULE_COMMITS:
+        return "none committed before its data", ""
+    with unglued(), targets_held_fixed():
+        v = READERS[key](FIRST_JUDGE)
+    st = CLAIMS[key].statistic
+    e = Estimate(*(v.evidence["statistic"][k] for k in ("mean", "lo", "hi")))
+    return CLAIM_RULE_COMMITS[key][0], bound_verdict_on(e, st.threshold, st.claimed, st.smallest)
+
+
+def _counts(v: Verdict) -> tuple[int | None, float | None]:
+    """The targets and networks per cell behind a verdict, from its power entry."""
+    power = v.evidence.get("power") or {}
+    scenes_ = v.evidence.get("scenes")
+    return power.get("targets", scenes_), power.get("networks_per_cell")
+
+
+def table() -> pd.DataFrame:
+    """One row per claim read from stored networks: the deciding word, the earliest rule committed
+    before its data with its word, and the targets and networks per cell that decide it."""
+    rows = []
+    for key in READERS:
+        v = deciding(key)
+        commit, word = earliest(key)
+        targets, networks = _counts(v)
+        rows.append({"claim": key, "deciding word": v.verdict, "earliest rule before its data": commit,
+                     "its word": word or "—", "targets": targets, "networks per cell": networks})  # fmt: skip
+    return pd.DataFrame(rows).set_index("claim")
