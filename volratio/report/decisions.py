@@ -27,10 +27,10 @@ import pandas as pd
 
 from ..errors import VolratioError
 from ..judges import DEFAULT_JUDGE
-from ..util.verdicts import Estimate, bound_verdict_on
+from ..util.verdicts import VERDICTS, Estimate, bound_verdict_on
 from .catalogue import CLAIMS
 from .evidence import targets_held_fixed
-from .provenance import CLAIM_RULE_COMMITS
+from .provenance import CHOICES, CLAIM_RULE_COMMITS
 from .readings import connectivity, depth, emc2, optimizers, scenes
 from .render import Verdict, unglued
 
@@ -90,3 +90,68 @@ def table() -> pd.DataFrame:
         rows.append({"claim": key, "deciding word": v.verdict, "earliest rule before its data": commit,
                      "its word": word or "—", "targets": targets, "networks per cell": networks})  # fmt: skip
     return pd.DataFrame(rows).set_index("claim")
+
+
+def _estimate(numbers: dict) -> Estimate:
+    return Estimate(*(numbers[k] for k in ("mean", "lo", "hi")))
+
+
+def _decide(key: str, numbers: dict) -> str:
+    return CLAIMS[key].statistic.decide(_estimate(numbers))
+
+
+def _left_out(key: str) -> str:
+    """The deciding reading with the networks that do not draw their label left out, not scored 0."""
+    ev = deciding(key).evidence
+    entry = ev.get("sixteen_excluded") or ev.get("left out instead")
+    return entry["verdict"] if entry else deciding(key).verdict  # none to leave out: the same networks
+
+
+@cache
+def _targets_fixed(key: str) -> str:
+    with unglued(), targets_held_fixed():
+        return READERS[key](DEFAULT_JUDGE).verdict
+
+
+def _earlier_rule(key: str) -> str:
+    """The deciding statistic (for Muon, the score: its loss half was no statistic then) under the rule
+    before m was weighed: reproduced once the interval clears t, no borderline."""
+    v, st = deciding(key), CLAIMS[key].statistic
+    return bound_verdict_on(_estimate(v.evidence["statistic"]), st.threshold, st.claimed, st.smallest)
+
+
+ALTERNATIVES = {  # the reading a choice replaced -> claim's verdict under it
+    "earlier default judge": lambda key: under_judge(key, FIRST_JUDGE).verdict,
+    "left out": _left_out,
+    "against every other depth": lambda key: _decide(key, deciding(key).evidence["against every other depth"]),
+    "targets held fixed": _targets_fixed,
+    "earlier rule": _earlier_rule,
+    "score alone": lambda key: deciding(key).evidence["score verdict"],
+    "peak − rest": lambda key: deciding(key).evidence["peak − rest (sub-check)"]["verdict"],
+}
+
+
+def direction(chosen: str, instead: str) -> str:
+    """Which way a choice moved a verdict, from the word it gave (`chosen`) and the word of the reading
+    it replaced (`instead`): toward the paper when its word is the more favourable to the claim
+    (`VERDICTS` order), away from it when less, neither when the same."""
+    if chosen == instead:
+        return "neither"
+    return "toward the paper" if VERDICTS.index(chosen) < VERDICTS.index(instead) else "away from the paper"
+
+
+def directions() -> pd.DataFrame:
+    """One row per choice made after the data (`provenance.CHOICES`) and claim it touched: the
+    deciding word, the word under the reading it replaced, and the direction the choice moved it;
+    a choice with no other reading to compare reads "no other reading computed"."""
+    rows = []
+    for i, c in enumerate(CHOICES, 1):
+        if not c.instead:
+            rows.append({"choice": i, "claim": "—", "replaced": "—", "deciding word": "—", "instead": "—",
+                         "direction": "no other reading computed"})  # fmt: skip
+            continue
+        for key in c.claims:
+            chosen, instead = deciding(key).verdict, ALTERNATIVES[c.instead](key)
+            rows.append({"choice": i, "claim": key, "replaced": c.instead, "deciding word": chosen, "instead": instead,
+                         "direction": direction(chosen, instead)})  # fmt: skip
+    return pd.DataFrame(rows)
