@@ -100,9 +100,9 @@ def decide_pooled(key: str, rows: pd.DataFrame, high: str, low, strongest: str =
         return st.decide(None), st.sentence(None, fmt), {"statistic": None}, None
     arms = [a for a in low if a in present]
     if "target" in rows and rows["target"].nunique() > 1 and not _TARGETS_FIXED.get():
-        p = about_targets(rows, high, arms, strongest=strongest)
+        p = about_targets(rows, high, arms, strongest=strongest, seed=_SEED.get())
     else:
-        p = contrast(rows, high, arms, strongest=strongest)
+        p = contrast(rows, high, arms, strongest=strongest, seed=_SEED.get())
     e = p.estimate
     decision = {
         "statistic": {"mean": float(e.mean), "lo": float(e.lo), "hi": float(e.hi)},
@@ -113,6 +113,18 @@ def decide_pooled(key: str, rows: pd.DataFrame, high: str, low, strongest: str =
 
 
 _TARGETS_FIXED: contextvars.ContextVar = contextvars.ContextVar("volratio_targets_fixed", default=False)
+_SEED: contextvars.ContextVar = contextvars.ContextVar("volratio_bootstrap_seed", default=0)
+
+
+@contextlib.contextmanager
+def bootstrap_seed(seed: int):
+    """Within this block `decide_pooled` draws its bootstrap with `seed` (default 0): the check that
+    no verdict depends on it (`tests/test_seed_stable_words.py`)."""
+    token = _SEED.set(int(seed))
+    try:
+        yield
+    finally:
+        _SEED.reset(token)
 
 
 @contextlib.contextmanager

@@ -171,7 +171,7 @@ def _statistic(means: np.ndarray, strongest: str) -> np.ndarray:
 # --- the interval about targets: targets drawn too -------------------------------------------
 
 TOLERANCE = 0.005  # an interval end moves by less than this from one bootstrap seed to another
-MIN_DRAWS, MAX_DRAWS = 2000, 200_000  # the adaptive number of bootstrap draws stays within these
+MIN_DRAWS, MAX_DRAWS = 2000, 1_000_000  # the adaptive number of bootstrap draws stays within these
 
 
 @dataclass(frozen=True)
