@@ -20,7 +20,8 @@ What one verdict glues (`<name>` is `claim-<key>` for the live quick-scale run, 
                     networks per cell that would bring it under m (`power_line`)
 
 and `by_judge` / `single_judge` glue `claim-<key>-judges` (each judge's verdict, one line),
-`claim-<key>-robust` (robust to the judge or not, a few words) and `claim-<key>-robust-word`;
+`claim-<key>-robust` (robust to the judge or not, a few words), `claim-<key>-robust-word` and
+`claim-<key>-judge-caveat` (the front page's words after a verdict: `judge_caveat`);
 `delta_reading` glues `claim-<key>-delta`, the verdict with δ on each weight's scale beside the
 paper's δ, and `claim-<key>-delta-word` ("same", "differs", "not scored"). The claims page's
 robustness line pastes the two words (and, for the depth claim, the judge-free verdict's).
@@ -233,7 +234,14 @@ def glue_judges(key: str, line: str, short: str, word: str = "one judge") -> str
         glue(f"claim-{key}-judges", HTML(html.escape(line)), display=False)
         glue(f"claim-{key}-robust", HTML(html.escape(short)), display=False)
         glue(f"claim-{key}-robust-word", HTML(html.escape(word)), display=False)
+        glue(f"claim-{key}-judge-caveat", HTML(html.escape(judge_caveat(word))), display=False)
     return line
+
+
+def judge_caveat(word: str) -> str:
+    """The front page's few words after a verdict, from its robustness word (`robust_word`):
+    "depends on the judge", "robust to the judge", or "one judge"."""
+    return {"depends": "depends on the judge", "robust": "robust to the judge"}.get(word, "one judge")
 
 
 def glue_line(name: str, line: str) -> str:
