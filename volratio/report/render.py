@@ -16,8 +16,8 @@ What one verdict glues (`<name>` is `claim-<key>` for the live quick-scale run, 
     <name>-word     the verdict word alone (the front page's fixed sentences paste it with {glue})
     <name>-line     one sentence: the deciding number and its interval
     <name>-forest   the forest plot of the deciding effect and the claim's threshold (SVG)
-    <name>-power    the interval's half-width beside the smallest effect of interest m, and the
-                    networks per cell that would bring it under m (`power_line`)
+    <name>-power    the interval's full width beside the smallest effect of interest m, and the
+                    targets and networks per cell that would bring it under m (`power_line`)
 
 and `by_judge` / `single_judge` glue `claim-<key>-judges` (each judge's verdict, one line),
 `claim-<key>-robust` (robust to the judge or not, a few words), `claim-<key>-robust-word` and
@@ -176,9 +176,9 @@ def record(
 
 
 def power_line(v: Verdict) -> str:
-    """How far the verdict's interval is from deciding: the pooled statistic's half-width beside the
-    claim's smallest effect of interest m and the networks per cell that would bring it under m
-    (`evidence["power"]`, from `volratio.report.evidence`), else the half-width alone."""
+    """How far the verdict's interval is from deciding: the statistic's full width beside the claim's
+    smallest effect of interest m and the targets and networks per cell that would bring it under m
+    (`evidence["power"]`, from `volratio.report.evidence`), else the full width alone."""
     power = v.evidence.get("power") or {}
     if power.get("text"):
         return power["text"]
@@ -186,10 +186,10 @@ def power_line(v: Verdict) -> str:
     m = CLAIMS[v.key].statistic.smallest
     if st.get("mean") is None:
         return f"not measured; m = {m:g}"
-    hw = (st["hi"] - st["lo"]) / 2
-    if not math.isfinite(hw):
+    width = st["hi"] - st["lo"]
+    if not math.isfinite(width):
         return f"no interval; m = {m:g}"
-    return f"half-width {hw:.3g} against m = {m:g}" + (" (an exact quantity)" if hw == 0 else "")
+    return f"full width {width:.3g} against m = {m:g}" + (" (an exact quantity)" if width == 0 else "")
 
 
 _UNGLUED: contextvars.ContextVar = contextvars.ContextVar("volratio_claims_unglued", default=False)
