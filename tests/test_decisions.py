@@ -36,6 +36,7 @@ def test_the_table_gives_each_claims_word_its_earliest_rule_and_its_targets(tabl
         else:
             assert row["earliest rule before its data"] == "none committed before its data" and row["its word"] == "—"
     assert table.loc["picbreeder-vs-sgd", "targets"] == 16 and table.loc["sp-vs-pruners", "targets"] == 3
+    assert (table.drop(index="png-ratio-linear")["networks per cell"] >= 3).all()  # every pooled cell: 3 or more
 
 
 def test_each_direction_is_the_comparison_of_two_computed_words():

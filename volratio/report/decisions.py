@@ -72,21 +72,30 @@ def earliest(key: str) -> tuple[str, str]:
     return CLAIM_RULE_COMMITS[key][0], bound_verdict_on(e, st.threshold, st.claimed, st.smallest)
 
 
-def _counts(v: Verdict) -> tuple[int | None, float | None]:
-    """The targets and networks per cell behind a verdict, from its power entry."""
+def _counts(key: str, v: Verdict) -> tuple[int | None, float | None]:
+    """The targets and networks per cell behind a verdict: from its power entry where its interval
+    is pooled; the sixteen Picbreeder targets' twins per target and the scenes' seeds per depth from
+    the stored networks, whose t-intervals over the targets need no count of networks."""
     power = v.evidence.get("power") or {}
-    scenes_ = v.evidence.get("scenes")
-    return power.get("targets", scenes_), power.get("networks_per_cell")
+    targets, networks = power.get("targets", v.evidence.get("scenes")), power.get("networks_per_cell")
+    if key == "picbreeder-vs-sgd":
+        nets = emc2.sixteen(DEFAULT_JUDGE)
+        networks = float(nets[nets.network == "twin"].groupby("target").size().mean())
+    elif key == "scenes-weaker":
+        curves, _ = scenes.sparse_scenes()
+        networks = float(sum(c.score.shape[1] for c in curves.values()) / len(curves))
+    return targets, networks
 
 
 def table() -> pd.DataFrame:
     """One row per claim read from stored networks: the deciding word, the earliest rule committed
-    before its data with its word, and the targets and networks per cell that decide it."""
+    before its data with its word, and the targets and networks per cell that decide it (for the
+    sixteen Picbreeder targets, the dense twins of each; for the scenes, the seeds of each depth)."""
     rows = []
     for key in READERS:
         v = deciding(key)
         commit, word = earliest(key)
-        targets, networks = _counts(v)
+        targets, networks = _counts(key, v)
         rows.append({"claim": key, "deciding word": v.verdict, "earliest rule before its data": commit,
                      "its word": word or "—", "targets": targets, "networks per cell": networks})  # fmt: skip
     return pd.DataFrame(rows).set_index("claim")
