@@ -205,7 +205,16 @@ async function checkReading(page, page_) {
       badges: tr.querySelectorAll(".verdict-badge").length,
       verdictCell: (tr.cells[1]?.innerText || "").replace(/\s+/g, " ").trim(),
     }));
+    // the claims table: all four columns inside the article, nothing scrolled out of sight
+    const table = document.querySelector("table.claims-table");
+    const box = table && table.parentElement.getBoundingClientRect();
+    const fit = table && {
+      scroll: table.scrollWidth, client: table.clientWidth,
+      right: Math.round(table.getBoundingClientRect().right), boxRight: Math.round(box.right),
+      lastHeader: Math.round(table.querySelector("thead tr th:last-child, tr:first-child > :last-child")?.getBoundingClientRect().right || 0),
+    };
     return {
+      fit,
       raw,
       traceback: tb >= 0 ? all.slice(tb, tb + 160).replace(/\s+/g, " ") : null,
       errorBlocks: errorBlocks.map((e) => (e.innerText || "").trim().split("\n").slice(-1)[0].slice(0, 160)),
@@ -228,6 +237,13 @@ async function checkReading(page, page_) {
     if (wide.length) console.log(`     main figure: ${wide.map((m) => `${m.width} px of a ${m.column} px cell`).join(", ")}`);
   }
   if (page_ === "book/claims.html") {
+    const f = seen.fit;
+    if (!f) problems.push("no claims table (table.claims-table) on the claims page");
+    else if (f.scroll > f.client || f.right > f.boxRight + 1 || f.lastHeader > f.boxRight + 1) {
+      problems.push(`the claims table does not fit a 1280 px window: scrollWidth ${f.scroll} > clientWidth ${f.client}, ` +
+                    `or its right edge ${f.right} px (last column ${f.lastHeader} px) past its container's ${f.boxRight} px ` +
+                    "— check book/_ext/static/claims_table.css");
+    }
     if (seen.claimsRows.length !== N_CLAIMS) problems.push(`the claims table (table.claims-table) has ${seen.claimsRows.length} rows, expected ${N_CLAIMS}, one per claim`);
     for (const r of seen.claimsRows) {
       if (r.badges !== 1) problems.push(`claims table row "${r.claim}" has ${r.badges} verdict badges, expected 1 (is its glued verdict missing?)`);

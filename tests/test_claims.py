@@ -66,6 +66,11 @@ def test_front_page_shows_every_reference_verdict():
     for key, c in claims.CLAIMS.items():
         assert f"{{glue}}`{c.doc}.md::claim-{key}-reference-badge`" in page and c.statement in page, key
         assert f"{{glue}}`{c.doc}.md::claim-{key}-reference-word`" in brief[: brief.index("\n\n")], key
+        # where the row says the verdict depends on the judge, the summary says so too
+        caveat = f"{{glue}}`{c.doc}.md::claim-{key}-judge-caveat`"
+        assert (caveat in brief[: brief.index("\n\n")]) is (key not in ("rho-concentrated", "welch-r-le-d")), key
+    assert [claims.judge_caveat(w) for w in ("depends", "robust", "one judge")] == [
+        "depends on the judge", "robust to the judge", "one judge"]  # fmt: skip
 
 
 def test_sp_vs_pruners_verdict_from_a_table():

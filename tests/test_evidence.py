@@ -46,7 +46,12 @@ def test_no_network_counted_as_drawing_that_does_not_draw():
 
 def test_a_networks_methods_are_resampled_together():
     rows = pooled_rows(_networks(), "method", "emc2_auc", ("target", "checkpoint"), ("target",), ("member",))
-    assert set(rows.columns) == {"setting", "arm", "stratum", "unit", "value"}
+    assert set(rows.columns) == {"target", "setting", "arm", "stratum", "unit", "value"}
+    assert rows.target.eq("all").all()  # no target column named: one target
+    by_target = pooled_rows(
+        _networks(), "method", "emc2_auc", ("target",), ("target",), ("member",), target=("target",)
+    )
+    assert by_target.target.tolist() == _networks().target.astype(str).tolist()
     # one unit per target and member, shared by the four methods
     assert rows.groupby(["stratum", "unit"]).arm.nunique().eq(4).all()
     unpaired = pooled_rows(_networks(), "method", "emc2_auc", ("target",), ("target",), ("member",), paired=False)

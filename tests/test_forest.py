@@ -54,7 +54,7 @@ def test_claim_verdicts_carry_their_forest_into_the_claims_page_html():
     assert [r.label for r in v.forest.rows] == [
         "SP", "Lottery Ticket (IMP)", "Wanda", "LLM-Pruner", "SP − strongest, pooled (deciding)"]  # fmt: skip
     assert v.forest.threshold == 0.05 and "<svg" in v.html()
-    scenes = claims.scenes_weaker([{"effect": "one weight", "difference": -0.2, "lo": -0.3, "hi": -0.1,
+    scenes = claims.scenes_weaker([{"effect": "best mean score", "difference": -0.2, "lo": -0.3, "hi": -0.1,
                                     "verdict": "reproduced", "scene": 0.3, "parts": 0.5}])  # fmt: skip
     assert scenes.forest.threshold == 0.0 and scenes.forest.rows[0].hi < 0
     assert "<svg" not in claims.record("welch-r-le-d", "reproduced", "coherence").html()  # no forest given

@@ -25,8 +25,7 @@ def deciding():
 def test_the_deciding_verdict_is_the_decider_on_the_sparse_scenes(deciding):
     curves, rows = unknown_targets.stored_scenes(names=reading.SPARSE, reading=reading.EVERY.but(judge=DEFAULT_JUDGE))
     with claims.unglued():
-        direct = claims.scenes_weaker(rows, scale="reference", judge=DEFAULT_JUDGE, stored=True,
-                                      pooled=unknown_targets.scene_contrast(curves))  # fmt: skip
+        direct = claims.scenes_weaker(rows, scale="reference", judge=DEFAULT_JUDGE, stored=True)
     assert deciding.verdict == direct.verdict
     assert deciding.evidence["statistic"] == direct.evidence["statistic"]
     assert (deciding.key, deciding.judge, deciding.scale) == ("scenes-weaker", DEFAULT_JUDGE, "reference")

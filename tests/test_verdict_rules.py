@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats
 from verdict_data import ADAM, MUON
 from verdict_data import depth_curve as _curve
 from verdict_data import frames as _frames
@@ -20,6 +21,7 @@ from volratio.errors import VolratioError
 from volratio.experiments.depth_regime import DepthCurve
 from volratio.report import claims
 from volratio.runs import stored
+from volratio.util.pooling import about_targets
 from volratio.util.verdicts import (
     VERDICTS,
     Estimate,
@@ -92,6 +94,103 @@ def test_every_claims_statistic_reaches_every_outcome(key, where, verdict):
     assert st.why and st.smallest > 0
 
 
+# the rule that weighs m, zone by zone: (a, b) the ends measured into the claimed side from t
+ZONES = [
+    ((-0.3, -0.1), "contradicted"),  # b < 0
+    ((-0.05, 0.0), "not reproduced"),  # a ≤ 0 ≤ b < m
+    ((-0.05, 0.05), "not reproduced"),
+    ((-0.05, 0.1), "inconclusive"),  # a ≤ 0 and b ≥ m
+    ((0.0, 0.3), "inconclusive"),
+    ((0.01, 0.05), "negligible"),  # a > 0 and b < m: real, too small to matter
+    ((0.01, 0.0999), "negligible"),
+    ((0.01, 0.1), "reproduced"),  # a > 0 and b ≥ m
+    ((0.2, 0.4), "reproduced"),
+]
+
+
+@pytest.mark.parametrize("threshold", [0.0, 2.0])  # 2 ± 0.1 − 2 rounds to ≥ 0.1, as the edges need
+@pytest.mark.parametrize("claimed", ["above", "below"])
+@pytest.mark.parametrize("ends, verdict", ZONES)
+def test_the_rule_weighs_m_in_every_zone_on_both_sides(ends, verdict, claimed, threshold):
+    a, b = ends
+    sign = 1 if claimed == "above" else -1
+    lo, hi = sorted((threshold + sign * a, threshold + sign * b))
+    assert verdict_on(E((lo + hi) / 2, lo, hi), threshold, claimed, M) == verdict
+
+
+@pytest.mark.parametrize("a", np.linspace(0.001, 0.099, 12))
+@pytest.mark.parametrize("share", np.linspace(0.0, 0.99, 7))
+@pytest.mark.parametrize("claimed", ["above", "below"])
+def test_an_interval_past_t_that_stops_short_of_m_is_negligible_never_reproduced(a, share, claimed):
+    b = a + share * (M - a)  # 0 < a ≤ b < m: past t, short of t + m
+    sign = 1 if claimed == "above" else -1
+    lo, hi = sorted((sign * a, sign * b))
+    assert verdict_on(E((lo + hi) / 2, lo, hi), 0.0, claimed, M) == "negligible"
+
+
+@pytest.mark.parametrize("claimed", ["above", "below"])
+def test_an_end_within_the_monte_carlo_error_of_t_or_t_plus_m_is_borderline(claimed):
+    sign = 1 if claimed == "above" else -1
+
+    def word(a, b, mc):
+        lo, hi = sorted((sign * a, sign * b))
+        return verdict_on(E((lo + hi) / 2, lo, hi, mc), 0.0, claimed, M)
+
+    assert word(0.002, 0.3, 0.005) == "borderline"  # a near t
+    assert word(-0.2, -0.003, 0.005) == "borderline"  # b near t
+    assert word(0.02, 0.098, 0.005) == "borderline"  # b near t + m
+    assert word(0.02, 0.3, 0.005) == "reproduced" and word(0.002, 0.3, 0.0) == "reproduced"
+    assert word(0.02, 0.09, 0.005) == "negligible"
+
+
+def test_the_welch_bound_keeps_its_rule():
+    """A bound-type statistic, m a rounding tolerance: reproduced as soon as the interval clears t,
+    however close to it (the rule that weighs m would call it negligible)."""
+    st = claims.CLAIMS["welch-r-le-d"].statistic
+    assert st.bound and not any(c.statistic.bound for k, c in claims.CLAIMS.items() if k != "welch-r-le-d")
+    at_bound = E(1.0, 1.0, 1.0)  # a frame exactly at the bound: 1e-9 past t, below m = 1e-6
+    assert (
+        st.decide(at_bound) == "reproduced" and verdict_on(at_bound, st.threshold, "above", st.smallest) == "negligible"
+    )
+    assert st.decide(E(0.9, 0.9, 0.9)) == "contradicted" and st.decide(None) == "not measured"
+    assert (
+        claims.welch_r_le_d(
+            _frames([1.0, 1.2, 1.5]), pd.DataFrame({"r": [3], "d": [2], "mean_sq_inner": [0.1]})
+        ).verdict
+        == "reproduced"
+    )
+
+
+def test_the_weaker_word_decides_a_claim_of_two_statements():
+    from volratio.util.verdicts import weaker
+
+    assert weaker("reproduced", "inconclusive") == "inconclusive"
+    assert weaker("negligible", "reproduced") == "negligible"
+    assert weaker("not reproduced", "contradicted") == "contradicted"
+    assert weaker("reproduced", "reproduced") == "reproduced"
+    with pytest.raises(VolratioError, match="verdict must be one of"):
+        weaker("reproduced", "partly")
+
+
+def test_the_power_line_asks_for_a_full_width_under_m_and_names_targets_and_networks():
+    """A full width under m decides (an interval that narrow cannot reach both t and t + m); a wider
+    one names the targets and networks per cell, from the observed between- and within-target
+    variances, that would bring it there."""
+    rng = np.random.default_rng(0)
+    rows = pd.DataFrame([{"target": t, "setting": t, "arm": arm, "stratum": t, "unit": i,
+                          "value": (0.2 if arm == "a" else 0.0) + rng.normal(0, 0.1 + 0.1 * (arm == "a"))}
+                         for t in range(4) for i in range(5) for arm in "ab"])  # fmt: skip
+    p = about_targets(rows, "a", "b")
+    st = claims.CLAIMS["sp-vs-pruners"].statistic
+    k, n = p.plan(st.smallest)
+    assert 2 * p.half_width >= st.smallest and k > 4 and p.width_at(k, n) < st.smallest
+    assert st.power(p) == (f"full width {2 * p.half_width:.3f} against m = 0.1, with 4 targets, 5 networks per cell; "
+                           f"about {k} targets, {n} networks per cell, would bring it under m")  # fmt: skip
+    assert p.between >= 0 and p.within > 0
+    narrow = about_targets(rows.assign(value=rows.value * 0.01), "a", "b")
+    assert st.power(narrow).endswith("(narrow enough to decide)") and 2 * narrow.half_width < st.smallest
+
+
 def test_verdict_on_refuses_a_missing_smallest_effect():
     with pytest.raises(VolratioError, match="smallest effect of interest"):
         verdict_on(E(1, 0, 2), 0.0, "above", 0.0)
@@ -107,7 +206,8 @@ def test_verdict_on_refuses_an_unknown_side():
 
 
 def test_every_verdict_word_is_known_and_coloured():
-    assert set(FOUR) | {"not measured"} == set(VERDICTS) and set(claims.BADGE_COLOURS) == set(VERDICTS)
+    words = set(FOUR) | {"negligible", "borderline", "not measured"}
+    assert words == set(VERDICTS) and set(claims.BADGE_COLOURS) == set(VERDICTS)
     assert len(set(claims.BADGE_COLOURS.values())) == len(VERDICTS)
 
 
@@ -276,7 +376,11 @@ def test_muon_above_adam_every_outcome(verdict):
     assert v.verdict == verdict and v.evidence["statistic"]["mean"] == pytest.approx(MUON[verdict][0] - 0.5)
     # over targets: the pooled statistic, whatever the loss sub-check says
     by = claims.muon_above_adam_by_target({"t:a": _summary(MUON[verdict], ADAM, loss=(0.05, 0.01))})
-    assert by.verdict == verdict and by.evidence["t:a"]["loss"] == "not reproduced"
+    # the claim joins two statements: Muon's loss five times Adam's contradicts it, whatever the score says
+    assert by.verdict == "contradicted" and by.evidence["score verdict"] == verdict
+    assert by.evidence["loss statistic"]["verdict"] == "contradicted" and by.evidence["t:a"]["loss"] == "not reproduced"
+    lower = claims.muon_above_adam_by_target({"t:a": _summary(MUON[verdict], ADAM, loss=(0.01, 0.05))})
+    assert lower.verdict == verdict and lower.evidence["loss statistic"]["verdict"] == "reproduced"
 
 
 def test_muon_pooled_over_targets():
@@ -313,7 +417,11 @@ def test_muon_from_networks_pools_over_targets_and_scores_what_does_not_draw_zer
     assert v.evidence["power"]["networks_per_cell"] == 3 and v.evidence["power"]["settings"] == 2
     one = _opt_runs([0.5, 0.55, 0.6], [0.5, 0.52, 0.54], targets=("t:a",))
     w = claims.muon_above_adam_by_target(_opt_summaries(one), runs=one)
-    assert v.evidence["power"]["half_width"] < w.evidence["power"]["half_width"]  # two targets: narrower
+    assert w.evidence["interval"].startswith("about these targets' networks")  # one target: its networks
+    assert v.evidence["interval"].startswith("about targets like these: 2 targets")  # two: targets like them
+    four = _opt_runs([0.5, 0.55, 0.6], [0.5, 0.52, 0.54], targets=("t:a", "t:b", "t:c", "t:d"))
+    x = claims.muon_above_adam_by_target(_opt_summaries(four), runs=four)
+    assert x.evidence["power"]["half_width"] < v.evidence["power"]["half_width"]  # more targets: narrower
     runs.loc[(runs.optimizer == "muon") & (runs.seed == 0), "drawn"] = False  # never draws: scored 0
     z = claims.muon_above_adam_by_target(_opt_summaries(runs), runs=runs)
     assert z.evidence["statistic"]["mean"] == pytest.approx(0.03 - 0.5 / 3)
@@ -327,8 +435,10 @@ def test_muon_from_networks_pools_over_targets_and_scores_what_does_not_draw_zer
         ([(-0.05, -0.2, 0.1)], "inconclusive"),
         ([(0.05, -0.05, 0.2)], "not reproduced"),  # below: the far end is lo, −0.05 > −0.1
         ([(0.2, 0.1, 0.3)], "contradicted"),
-        # above its parts in 6 of 8 settings, below in one: pooled +0.15 [+0.04, +0.26], contradicted
+        # eight scenes, above their parts in six: over the scenes +0.15 [+0.08, +0.22], contradicted
         ([(0.2, 0.1, 0.3)] * 6 + [(-0.05, -0.2, 0.1), (0.05, -0.1, 0.2)], "contradicted"),
+        # three scenes: the t-interval over them (2 degrees of freedom) reaches t and t + m
+        ([(-0.2, -0.3, -0.1), (-0.1, -0.2, 0.0), (0.05, -0.05, 0.15)], "inconclusive"),
         ([], "not measured"),
     ],
 )
@@ -337,8 +447,22 @@ def test_scenes_weaker_every_outcome(rows, verdict):
     assert v.verdict == verdict
     if rows:  # the forest ends with the deciding statistic
         last = v.forest.rows[-1]
-        assert last.label == f"pooled over {len(rows)} settings (deciding)" and last.group == 2
+        over = f"over {len(rows)} scenes" if len(rows) > 1 else "one scene"
+        assert last.label == f"best mean score, {over} (deciding)" and last.group == 2
         assert last.mean == pytest.approx(v.evidence["statistic"]["mean"])
+    if len(rows) > 1:  # the scenes are the units: a t-interval over them
+        e = Estimate.from_samples([d for d, _, _ in rows])
+        assert v.evidence["statistic"] == pytest.approx({"mean": e.mean, "lo": e.lo, "hi": e.hi})
+
+
+def test_scenes_are_decided_on_the_best_mean_score_and_peak_minus_rest_is_a_sub_check():
+    best = _scene_rows((-0.2, -0.3, -0.1), (-0.25, -0.35, -0.15), (-0.22, -0.3, -0.12))
+    peak = _scene_rows((0.2, 0.1, 0.3), (0.3, 0.2, 0.4), (0.25, 0.2, 0.3), measure="peak − rest")
+    v = claims.scenes_weaker(best + peak)
+    assert v.verdict == "reproduced" and v.evidence["peak − rest (sub-check)"]["verdict"] == "contradicted"
+    assert v.evidence["statistic"]["mean"] == pytest.approx(-0.67 / 3) and v.evidence["scenes"] == 3
+    with pytest.raises(VolratioError, match="names no measure"):
+        claims.scenes_weaker([{**best[0], "effect": "one weight"}])
 
 
 @pytest.mark.parametrize(
@@ -526,9 +650,15 @@ def test_the_sixteen_target_verdict_says_how_many_targets_would_decide():
                           for n, a in (("Picbreeder", 0.9), ("FER SGD", 0.1))])  # fmt: skip
     wide, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=_sixteen([0.3, -0.1, 0.1]))
     p = wide.evidence["power"]
-    hw = (wide.evidence["statistic"]["hi"] - wide.evidence["statistic"]["lo"]) / 2
-    assert p["targets"] == 3 and p["needed_targets"] == int(np.ceil(3 * (hw / 0.1) ** 2)) > 3
-    assert f"about {p['needed_targets']} targets would bring it under m" in claims.power_line(wide)
+    sd = np.std([0.3, -0.1, 0.1], ddof=1)  # the spread between targets: the width at k targets is 2·t(k−1)·sd/√k
+    k = p["needed_targets"]
+    assert p["targets"] == 3 and k > 3
+    assert (
+        2 * scipy.stats.t.ppf(0.975, k - 1) * sd / np.sqrt(k)
+        < 0.1
+        <= 2 * scipy.stats.t.ppf(0.975, k - 2) * sd / np.sqrt(k - 1)
+    )
+    assert f"about {k} targets would bring it under m" in claims.power_line(wide)
     narrow, _ = claims.picbreeder_vs_sgd_stored(table, sixteen=_sixteen([-0.01, 0.0, 0.01]))
-    assert narrow.evidence["power"]["needed_targets"] is None
-    assert claims.power_line(narrow).startswith("half-width 0.0248 against m = 0.1, with 3 targets")
+    assert narrow.evidence["power"]["needed_targets"] is None  # full width 0.0497 < m
+    assert claims.power_line(narrow) == "full width 0.0497 against m = 0.1, with 3 targets (narrow enough to decide)"

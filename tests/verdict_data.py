@@ -41,8 +41,9 @@ MUON = {
 }
 
 
-def scene_rows(*estimates):
-    return [{"effect": f"e{i}", "scene": 0.5 + d, "parts": 0.5, "difference": d, "lo": lo, "hi": hi,
+def scene_rows(*estimates, measure="best mean score"):
+    """One row per scene (scene − parts on `measure`, with its interval over the networks)."""
+    return [{"effect": f"scene {i}: {measure}", "scene": 0.5 + d, "parts": 0.5, "difference": d, "lo": lo, "hi": hi,
              "below its parts": hi < 0} for i, (d, lo, hi) in enumerate(estimates)]  # fmt: skip
 
 

@@ -145,5 +145,6 @@ def setup(app):
     app.connect("env-updated", _dedupe_scripts, priority=900)
     app.connect("builder-inited", _check_mathjax)
     app.connect("build-finished", _copy_mathjax)
-    _load_explorer_directive().setup(app)
+    _load_explorer_directive().setup(app)  # puts book/_ext/static on the static path
+    app.add_css_file("claims_table.css")  # the claims table fits a 1280 px window and scrolls on a phone
     return {"parallel_read_safe": True, "parallel_write_safe": True}

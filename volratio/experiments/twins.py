@@ -329,7 +329,9 @@ def point(config: dict) -> dict:
     return out
 
 
-FAILED = ("excluded", "zero")  # how `paired` counts a network that never draws its label; the first decides
+# how `paired` counts a network that never draws its label: "zero" decides the claim (a network that
+# does not draw its label scores 0, `volratio.report.evidence`); "excluded" is the reading stated beside it
+FAILED = ("excluded", "zero")
 
 
 def rescored_as(table, rescored, judge: str = "anchored"):

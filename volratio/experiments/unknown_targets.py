@@ -29,7 +29,6 @@ from ..emc2.reading import Reading
 from ..runs import stored
 from ..runs.depth_sweep import depth_sweep, make_sweep, rescored
 from ..runs.plan import STORED_JUDGE, Chunk, as_stored, changes
-from ..util import pooling
 from ..util.limits import at_least, between, parsed_by
 from ._base import PAPER, Result, Trained, check_reading, unscored
 
@@ -127,33 +126,6 @@ def scene_vs_parts(
             }
         )
     return rows
-
-
-def scene_contrast(curves: dict, n_boot: int = 4000, level: float = 0.95, seed: int = 0):
-    """The scenes claim's pooled statistic (`volratio.util.pooling.Pooled`) over every scene in
-    `curves` whose parts are there too: scene − mean of its parts, per scene and effect (`EFFECTS`),
-    averaged over them all. Its interval comes from one bootstrap for all of them at once (each
-    target's networks, the seeds, resampled within it, the same draw for every scene that shares a
-    part), as `volratio.util.pooling` computes it; None when no scene has its parts."""
-    scenes = [t for t in curves if t.startswith("scene:") and all(p in curves for p in scene_parts(t))]
-    if not scenes:
-        return None
-    used = sorted({t for s in scenes for t in (s, *scene_parts(s))})
-    rng = np.random.default_rng(seed)
-
-    def stat(score_of) -> float:
-        diffs = [np.subtract(peak_effect(score_of(s)), np.mean([peak_effect(score_of(p)) for p in scene_parts(s)], 0))
-                 for s in scenes]  # fmt: skip
-        return float(np.nanmean(np.concatenate(diffs)))
-
-    draws = []
-    for _ in range(n_boot):
-        picked = {
-            t: curves[t].score[:, rng.integers(0, curves[t].score.shape[1], curves[t].score.shape[1])] for t in used
-        }
-        draws.append(stat(picked.__getitem__))
-    point = stat(lambda t: curves[t].score)
-    return pooling.from_draws(point, draws, [curves[t].score.shape[1] for t in used], len(scenes) * len(EFFECTS), level)
 
 
 def train(cfg: Config | None = None, *, out=None, executor=None) -> Trained:

@@ -5,9 +5,10 @@ under book/) whose experiment tests it, what that experiment measures, and its o
 `Statistic`: a quantity pooled over the claim's settings (`volratio.util.pooling.contrast`), a
 threshold t, the side of it the paper claims, and the smallest effect of interest m with the reason
 for it. `Statistic.decide` gives the verdict by the rule `volratio.util.verdicts.verdict_on`
-(reproduced / not reproduced / inconclusive / contradicted); everything else a decider measures is
-a sub-check, shown and never counted. `Statistic.power` says how far the interval is from deciding:
-its half-width beside m, and the networks per cell that would bring it under m. `table` lists the claims; `NO_JUDGE` are the claims measured
+(reproduced / negligible / not reproduced / inconclusive / contradicted, or borderline), or, for a
+bound-type statistic, `bound_verdict_on`; everything else a decider measures is a sub-check, shown
+and never counted. `Statistic.power` says how far the interval is from deciding: its full width
+beside m, and the targets and networks per target that would bring it under m. `table` lists the claims; `NO_JUDGE` are the claims measured
 without an EMC2 judge. The deciders (`volratio.report.deciders`) compute each statistic, and
 `volratio.report.render` shows the verdicts.
 
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..errors import VolratioError
-from ..util.verdicts import SIDES, Estimate, verdict_on
+from ..util.verdicts import SIDES, Estimate, bound_verdict_on, verdict_on
 
 # the EMC2 AUC differences' smallest effect of interest, and why
 AUC_M = 0.1
@@ -35,13 +36,16 @@ AUC_WHY = (
 class Statistic:
     """A claim's deciding statistic: what is measured (`name`, pooled over the claim's settings),
     the `threshold`, the side of it (`claimed`: "above" or "below") the paper claims, and the
-    `smallest` effect of interest m (in the statistic's units) with `why` it is that size."""
+    `smallest` effect of interest m (in the statistic's units) with `why` it is that size. `bound`:
+    a bound-type statistic, where m is only a rounding tolerance, decided by
+    `volratio.util.verdicts.bound_verdict_on` (reproduced as soon as its interval clears t)."""
 
     name: str
     threshold: float
     claimed: str
     smallest: float
     why: str
+    bound: bool = False
 
     def __post_init__(self):
         if self.claimed not in SIDES:
@@ -51,17 +55,29 @@ class Statistic:
 
     def decide(self, e: Estimate | None) -> str:
         """The verdict on the claim from the measured statistic `e` (None: not measured)."""
-        return verdict_on(e, self.threshold, self.claimed, self.smallest)
+        rule = bound_verdict_on if self.bound else verdict_on
+        return rule(e, self.threshold, self.claimed, self.smallest)
 
     def power(self, pooled) -> str:
-        """How far a pooled statistic (`volratio.util.pooling.Pooled`) is from deciding: its
-        half-width beside m and, when wider, the networks per cell that would bring it under m."""
-        hw = pooled.half_width
-        if not hw == hw:  # NaN: too few networks for an interval
+        """How far a pooled statistic (`volratio.util.pooling.Pooled`, or `AboutTargets`) is from
+        deciding: its full width beside m (only a width under m is sure to exclude t or t + m) and,
+        when wider, what would bring it under m — for an interval about targets, the targets and
+        networks per target (`AboutTargets.plan`), else the networks per cell."""
+        width = 2 * pooled.half_width
+        if not width == width:  # NaN: too few networks for an interval
             return f"no interval (one network per cell); m = {self.smallest:g}"
-        text = f"half-width {hw:.3f} against m = {self.smallest:g}, with {pooled.units:.0f} networks per cell"
-        if hw <= self.smallest:
+        targets = getattr(pooled, "targets", 0)
+        per = f"{pooled.units:.0f} networks per cell"
+        text = f"full width {width:.3f} against m = {self.smallest:g}, with " + (
+            f"{targets} targets, {per}" if targets else per
+        )
+        if width < self.smallest:
             return text + " (narrow enough to decide)"
+        if targets:
+            plan = pooled.plan(self.smallest)
+            if plan is None:
+                return text + "; no plan up to 400 targets would bring it under m"
+            return text + f"; about {plan[0]} targets, {plan[1]} networks per cell, would bring it under m"
         return text + f"; about {pooled.needed(self.smallest)} per cell would bring it under m"
 
     def sentence(self, e: Estimate | None, fmt: str = "+.3f") -> str:
@@ -82,6 +98,11 @@ class Claim:
     doc: str  # the chapter's file under book/ (the claims page pastes the verdict glued there)
     statistic: Statistic  # the one quantity that decides the verdict
     chunks: tuple = ()  # the stored chunks (results/reference/<chunk>) whose networks decide it
+    also: tuple = ()  # the statistics of the claim's further statements; its word is the weakest of all (`weaker`)
+
+    def statistics(self) -> tuple:
+        """Every statistic the claim is decided on: its deciding one, then `also`."""
+        return (self.statistic, *self.also)
 
 
 CLAIMS: dict[str, Claim] = {
@@ -150,6 +171,17 @@ CLAIMS: dict[str, Claim] = {
                 AUC_WHY,
             ),
             ("optimizers_matched",),
+            (
+                Statistic(
+                    "natural log of Muon's final dense MSE over Adam's, each at its best setting by dense MSE, pooled "
+                    "over the same cells",
+                    0.0,
+                    "below",
+                    0.1,
+                    "a loss a tenth lower (log ratio 0.1), a tenth of the scale as for the AUC; chosen after the "
+                    "per-cell loss comparisons had been read",
+                ),
+            ),
         ),
         Claim(
             "png-ratio-linear",
@@ -193,6 +225,7 @@ CLAIMS: dict[str, Claim] = {
                 "above",
                 1e-6,
                 "an exact bound: only rounding separates a frame at the bound from one below it",
+                bound=True,
             ),
             ("welch_frames", "welch_toy"),
         ),

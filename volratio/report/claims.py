@@ -55,6 +55,7 @@ from .render import (
     glue_line,
     interval,
     judge_brief,
+    judge_caveat,
     judge_comparison,
     judge_free_reading,
     judge_long,
@@ -123,4 +124,5 @@ __all__ = [
     "judge_long",
     "judge_short",
     "judge_brief",
+    "judge_caveat",
 ]

@@ -25,9 +25,9 @@ import pandas as pd
 import scipy.stats
 
 from ..errors import VolratioError
-from ..util.verdicts import Estimate, combine, compare_estimates, difference, lower_is_better, pool
+from ..util.verdicts import Estimate, combine, compare_estimates, difference, lower_is_better, pool, weaker
 from .catalogue import CLAIMS
-from .evidence import decide_pooled, drawn, pooled_rows, power_numbers, score_or_zero
+from .evidence import decide_pooled, drawn, pooled_rows, score_or_zero
 from .forest import Forest
 from .render import Verdict, forest_of, interval, judge_short, record
 
@@ -76,8 +76,8 @@ def sp_vs_pruners(
     unit = ("seed",) if "seed" in table else ("member",)  # a network's own seed names its dense start
 
     def pooled_on(t, v):
-        return decide_pooled("sp-vs-pruners", pooled_rows(t, "method", v, ("target", "checkpoint"), ("target",), unit),
-                             "sp", list(named))  # fmt: skip
+        rows = pooled_rows(t, "method", v, ("target", "checkpoint"), ("target",), unit, target=("target",))
+        return decide_pooled("sp-vs-pruners", rows, "sp", list(named))
 
     verdict, stated, decision, pooled = pooled_on(table, scores)
     kept = drawn(table)
@@ -255,9 +255,9 @@ def depth_rows(curves: dict, true_depths: dict, zero_undrawn: bool = True) -> tu
                     continue
                 draws = bool(kept[i, k] != 0)  # NaN: no verdict recorded
                 value = float(x) if draws or not zero_undrawn else 0.0
-                rows.append({"setting": t, "arm": arm, "stratum": f"{t} | {depth}", "unit": k, "value": value,
-                             "drawn": draws})  # fmt: skip
-    return pd.DataFrame(rows, columns=["setting", "arm", "stratum", "unit", "value", "drawn"]), unscored
+                rows.append({"target": t, "setting": t, "arm": arm, "stratum": f"{t} | {depth}", "unit": k,
+                             "value": value, "drawn": draws})  # fmt: skip
+    return pd.DataFrame(rows, columns=["target", "setting", "arm", "stratum", "unit", "value", "drawn"]), unscored
 
 
 def png_ratio_linear(
@@ -319,19 +319,25 @@ def _slope_power(pred) -> dict:
 
 
 def targets_power(key: str, e: Estimate, n: int, units: str = "targets") -> dict:
-    """Claim `key`'s statistic `e`, computed over `n` independent targets, against its smallest effect
-    of interest m: the half-width, and the targets that would bring it under m. A mean's (or a
-    slope's) standard error falls as 1/√n at the same spread between targets, so the half-width at
-    n′ targets is about hw·√(n/n′). More networks per target narrow only each target's own mean:
-    where the targets are the units, only more targets decide."""
+    """Claim `key`'s statistic `e`, a t-interval over `n` independent targets (n − 1 degrees of
+    freedom; a slope's n − 2 are read as n − 1 here), against its smallest effect of interest m: the
+    full width, and the targets that would bring it under m at the same spread between targets (the
+    width at n′ targets is 2 · t(n′ − 1) · s/√n′). More networks per target narrow only each
+    target's own mean: where the targets are the units, only more targets decide."""
     m = CLAIMS[key].statistic.smallest
     hw = float((e.hi - e.lo) / 2)
-    text = f"half-width {hw:.3g} against m = {m:g}, with {n} {units}"
+    text = f"full width {2 * hw:.3g} against m = {m:g}, with {n} {units}"
     needed = None
-    if np.isfinite(hw) and hw > m:
-        needed = int(np.ceil(n * (hw / m) ** 2))
-        text += f"; about {needed} targets would bring it under m"
-    return {"half_width": hw, "smallest_effect": m, "targets": int(n), "needed_targets": needed, "text": text}
+    if np.isfinite(hw) and 2 * hw >= m and n > 1:
+        sd = hw * np.sqrt(n) / scipy.stats.t.ppf(0.975, n - 1)
+        ks = np.arange(max(n, 2), 100_000)
+        under = np.flatnonzero(2 * scipy.stats.t.ppf(0.975, ks - 1) * sd / np.sqrt(ks) < m)
+        needed = int(ks[under[0]]) if len(under) else None
+        text += f"; about {needed} {units} would bring it under m" if needed else "; no count under 100,000 would"
+    elif np.isfinite(hw) and 2 * hw < m:
+        text += " (narrow enough to decide)"
+    return {"half_width": hw, "width": 2 * hw, "smallest_effect": m, "targets": int(n), "needed_targets": needed,
+            "text": text}  # fmt: skip
 
 
 def slope(pred) -> Estimate:
@@ -378,11 +384,14 @@ def muon_part(summary, col: str, better: str) -> str:
 
 def muon_above_adam(summary, detail: str = "", scale: str = "quick", judge: str | None = None) -> Verdict:
     """Claim "muon-above-adam" from the optimizer study's summary (one row per optimizer with
-    `loss`, `score` and their `_lo`/`_hi`). Deciding statistic: Muon's score minus Adam's
-    (`volratio.util.verdicts.difference`). Sub-checks: Muon's loss lower and score higher than
-    Adam's, each part judged by `compare_estimates`."""
+    `loss`, `score` and their `_lo`/`_hi`). The claim joins two statements, each decided on its own
+    statistic (`volratio.util.verdicts.difference` of the two optimizers' intervals): Muon's score
+    minus Adam's (the catalogue's statistic) and the log of Muon's loss over Adam's (its `also`); the
+    claim's word is the weaker of the two. Sub-checks: each part judged by `compare_estimates`."""
     parts, a, m = _muon_parts(summary)
-    verdict, stated, decision = decided("muon-above-adam", difference(_est(m, "score"), _est(a, "score")))
+    score, loss = difference(_est(m, "score"), _est(a, "score")), _log_ratio(m, a)
+    verdict, stated, decision = decided("muon-above-adam", score)
+    verdict, loss_stated = _with_loss(verdict, loss, decision)
     return record(
         "muon-above-adam",
         verdict,
@@ -394,9 +403,30 @@ def muon_above_adam(summary, detail: str = "", scale: str = "quick", judge: str 
         forest=forest_of(
             [("Adam", _est(a, "score"), 0), ("Muon", _est(m, "score"), 1)], "EMC2 AUC (mean, 95% interval)"
         ),
-        headline=f"{stated}: EMC2 AUC Muon {interval(_est(m, 'score'))} against Adam {interval(_est(a, 'score'))}; "
-        f"final loss Muon {m['loss']:.3g} against Adam {a['loss']:.3g}.",
+        headline=f"{stated}: EMC2 AUC Muon {interval(_est(m, 'score'))} against Adam {interval(_est(a, 'score'))}. "
+        f"{loss_stated}.",
     )
+
+
+def _log_ratio(m, a) -> Estimate:
+    """log(Muon's loss / Adam's) from two summary rows, its ends from the ends of their intervals
+    (NaN where a loss or an end is not positive)."""
+
+    def log(x) -> float:
+        return float(np.log(x)) if x > 0 else float("nan")
+
+    return Estimate(log(m["loss"]) - log(a["loss"]), log(m["loss_lo"]) - log(a["loss_hi"]),
+                    log(m["loss_hi"]) - log(a["loss_lo"]))  # fmt: skip
+
+
+def _with_loss(score_word: str, loss: Estimate | None, decision: dict) -> tuple[str, str]:
+    """The Muon claim's word from its score's and its loss's (`weaker`), the loss recorded in
+    `decision` (`"loss statistic"`, with its word, and the score's word); and the loss's sentence."""
+    st = CLAIMS["muon-above-adam"].also[0]
+    loss_word = st.decide(loss)
+    decision["score verdict"] = score_word
+    decision["loss statistic"] = {**_numbers(loss), "verdict": loss_word}
+    return weaker(score_word, loss_word), f"{st.sentence(loss)}: {loss_word}"
 
 
 def muon_above_adam_by_target(
@@ -407,6 +437,7 @@ def muon_above_adam_by_target(
     stored: bool = True,
     runs=None,
     matched: bool = False,
+    loss: str = "loss",
 ) -> Verdict:
     """Claim "muon-above-adam" over several targets (`{target: summary}` as for `muon_above_adam`,
     each optimizer at its best learning rate, e.g. `optimizers.at_best_lr`). Deciding statistic:
@@ -421,7 +452,7 @@ def muon_above_adam_by_target(
     one non-zero count (chunk optimizers_matched); the text and evidence then give how far apart the
     counts compared in each cell are (`MATCHED_WITHIN`, a share of the smaller), and the size-adjusted
     regression, a stand-in for matching, is left out."""
-    parts, texts, evidence, rows, gaps, diffs, pending, picked = [], [], {}, [], [], [], [], []
+    parts, texts, evidence, rows, gaps, diffs, pending, picked, losses = [], [], {}, [], [], [], [], [], []
     for target, summary in summaries.items():
         ran = set(summary["optimizer"] if "optimizer" in summary.columns else summary.index)
         if not {"adam", "muon"} <= ran:
@@ -430,6 +461,7 @@ def muon_above_adam_by_target(
         p, a, m = _muon_parts(summary)
         parts += p.values()
         diffs.append(difference(_est(m, "score"), _est(a, "score")))
+        losses.append(_log_ratio(m, a))
         gaps.append((abs(m["score"] - a["score"]), target.split(":", 1)[-1], _est(m, "score"), _est(a, "score")))
         texts.append(
             f"{target}: MSE Muon {m['loss']:.3g} vs Adam {a['loss']:.3g} ({p['loss']}), AUC Muon {m['score']:.3f} "
@@ -442,16 +474,33 @@ def muon_above_adam_by_target(
             picked += [_best_networks(runs, target, r) for r in (a, m)]
     if runs is None:
         verdict, stated, decision = decided("muon-above-adam", pool(diffs) if diffs else None)
+        verdict, loss_stated = _with_loss(verdict, pool(losses) if losses else None, decision)
         power = ""
     else:
         nets = pd.concat(picked) if picked else pd.DataFrame(columns=["cell", "optimizer", "seed", "score"])
         scores, zeroed = score_or_zero(nets, "score", kept="drawn")
         verdict, stated, decision, pooled = decide_pooled(
-            "muon-above-adam", pooled_rows(nets, "optimizer", scores, ("cell",), ("cell",), ("seed",), paired=False),
+            "muon-above-adam", pooled_rows(nets, "optimizer", scores, ("cell",), ("cell",), ("seed",), paired=False,
+                                           target=("target",)),
             "muon", "adam",
         )  # fmt: skip
+        loss_rows = pooled_rows(
+            nets,
+            "optimizer",
+            np.log(nets[loss].astype(float)),
+            ("cell",),
+            ("cell",),
+            ("seed",),
+            paired=False,
+            target=("target",),
+        )  # a network's loss is its own, drawn or not
+        also = CLAIMS["muon-above-adam"].also[0]
+        _, _, loss_decision, loss_pooled = decide_pooled("muon-above-adam", loss_rows, "muon", "adam", statistic=also)
+        verdict, loss_stated = _with_loss(verdict, loss_pooled and loss_pooled.estimate, decision)
+        decision["loss statistic"]["power"] = loss_decision.get("power")
         power = f"; {zeroed} networks that do not draw their label scored 0" if zeroed else ""
-        power += f"; {decision['power']['text']}" if pooled else ""
+        power += f"; score: {decision['power']['text']}" if pooled else ""
+        power += f"; loss: {loss_decision['power']['text']}" if loss_pooled else ""
         adjusted = None if matched else size_adjusted(nets, scores)
         if matched and len(nets):
             spread = count_spread(nets)
@@ -477,7 +526,7 @@ def muon_above_adam_by_target(
         judge,
         stored,
         forest_of(rows, "EMC2 AUC at each optimizer's best setting (mean, 95% interval)"),
-        (f"{stated}. " + _muon_headline(evidence, max(gaps))) if gaps else f"{stated}.",
+        (f"{stated}. {loss_stated}. " + _muon_headline(evidence, max(gaps))) if gaps else f"{stated}. {loss_stated}.",
     )
 
 
@@ -542,54 +591,79 @@ def _muon_headline(parts: dict, gap) -> str:
     )
 
 
+SCENE_MEASURES = ("best mean score", "peak − rest")  # `unknown_targets.EFFECTS`; the first decides
+
+
 def scenes_weaker(
-    rows, detail: str = "", scale: str = "quick", judge: str | None = None, stored: bool = False, pooled=None
+    rows, detail: str = "", scale: str = "quick", judge: str | None = None, stored: bool = False
 ) -> Verdict:
     """Claim "scenes-weaker" from `volratio.experiments.unknown_targets.scene_vs_parts` rows (one per
-    scene and effect size, each with the bootstrap interval of scene − parts) and `pooled`, the
-    pooled statistic of `unknown_targets.scene_contrast` over the same curves (one bootstrap for
-    every row at once: the rows share their networks). Deciding statistic: `pooled`, scene − parts
-    averaged over the rows, claimed below 0. Without `pooled`, the average of the rows' intervals
-    (`volratio.util.verdicts.pool`: conservative, it never narrows), said in what was measured.
-    Sub-checks: each row's own interval."""
+    scene and measure, `effect` ending in the measure's name, each with its bootstrap interval of
+    scene − parts over the networks). Deciding statistic, from the paper's words: "the effect" is the
+    compositional structure that emerges, which the EMC2 score measures, so it is the scene's best
+    mean score over depths (at its sweet spot) minus the mean of its parts', claimed below 0 — per
+    scene, then over the scenes with the t-interval on K − 1 degrees of freedom (the scenes are the
+    units: an interval about scenes like these); with one scene, its row's own interval, about that
+    scene's networks. Sub-check, with its own word: the same for peak − rest, how sharply the score
+    peaks at one depth (the narrowness of the regime, of which the sentence does not speak)."""
     rows = list(rows)
+    by = {m: [r for r in rows if _measure(r) == m] for m in SCENE_MEASURES}
+    deciding, sub = _over_scenes(by[SCENE_MEASURES[0]]), _over_scenes(by[SCENE_MEASURES[1]])
+    verdict, stated, decision = decided("scenes-weaker", deciding)
+    sub_word = CLAIMS["scenes-weaker"].statistic.decide(sub)
+    scenes = len(by[SCENE_MEASURES[0]])
+    decision["scenes"] = scenes
+    decision["peak − rest (sub-check)"] = {**_numbers(sub), "verdict": sub_word}
+    power = ""
+    if scenes > 1:
+        decision["power"] = targets_power("scenes-weaker", deciding, scenes, "scenes")
+        decision["interval"] = (
+            f"about scenes like these: a t-interval over {scenes} scenes, {scenes - 1} degrees of freedom"
+        )
+        power = f"; {decision['power']['text']}"
     texts = [f"{r['effect']}: scene − parts {r['difference']:+.3f} ({r['lo']:+.3f}..{r['hi']:+.3f})" for r in rows]
-    if pooled is not None and rows:
-        verdict, stated, decision = decided("scenes-weaker", pooled.estimate)
-        decision["power"] = power_numbers("scenes-weaker", pooled)
-        how = f"; {decision['power']['text']}"
-        deciding = pooled.estimate
-    else:
-        deciding = pool(Estimate(r["difference"], r["lo"], r["hi"]) for r in rows) if rows else None
-        verdict, stated, decision = decided("scenes-weaker", deciding)
-        how = "; the rows' intervals averaged (conservative: no pooled bootstrap given)" if rows else ""
+    sub_text = f"; sub-check, peak − rest over the scenes: {interval(sub, '+.3f')} ({sub_word})" if sub else ""
+    over = f"over {scenes} scenes" if scenes > 1 else "one scene"
     return record(
         "scenes-weaker",
         verdict,
-        "; ".join(texts) + how + (f" — {detail}" if detail else ""),
+        "; ".join(texts) + sub_text + power + (f" — {detail}" if detail else ""),
         {**decision, **{r["effect"]: {"scene": r["scene"], "parts": r["parts"]} for r in rows}},
         scale,
         judge,
         stored,
         forest_of(
-            [(str(r["effect"]), Estimate(r["difference"], r["lo"], r["hi"]), 0) for r in rows]
-            + ([(f"pooled over {len(rows)} settings (deciding)", deciding, 2)] if rows else []),
-            "scene − parts, mean score difference (bootstrap interval)",
+            [
+                (str(r["effect"]), Estimate(r["difference"], r["lo"], r["hi"]), int(_measure(r) != SCENE_MEASURES[0]))
+                for r in rows
+            ]
+            + ([(f"best mean score, {over} (deciding)", deciding, 2)] if deciding is not None else []),
+            "scene − parts, mean score difference (bootstrap interval per scene)",
             0.0,
             "no difference (the claim: below it)",
-        ),
-        (f"{stated}. " + _scenes_headline(rows)) if rows else f"{stated}.",
+        ),  # fmt: skip
+        f"{stated}" + (f". Sub-check, peak − rest: {interval(sub, '+.3f')} ({sub_word})." if sub else "."),
     )
 
 
-def _scenes_headline(rows) -> str:
-    """One sentence: at how many settings the scene scores below its parts, and the clearest one."""
-    below = sum(r["hi"] < 0 for r in rows)
-    r = min(rows, key=lambda r: r["hi"])  # the setting whose interval reaches least above 0
-    return (
-        f"The scene scores below its parts (interval below 0) at {below} of {len(rows)} settings; closest to the "
-        f"claim ({r['effect']}): scene − parts = {r['difference']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]."
-    )
+def _measure(row) -> str:
+    """The measure a scene row compares (its `effect` ends with one of `SCENE_MEASURES`)."""
+    name = str(row["effect"]).split(": ")[-1]
+    if name not in SCENE_MEASURES:
+        raise VolratioError(
+            f"scene row {row['effect']!r} names no measure of {SCENE_MEASURES}; see unknown_targets.EFFECTS"
+        )
+    return name
+
+
+def _over_scenes(rows) -> Estimate | None:
+    """One measure over the scenes: the t-interval of the scenes' differences (K − 1 degrees of
+    freedom); one scene, its row's own interval; None without a row."""
+    if not rows:
+        return None
+    if len(rows) == 1:
+        return Estimate(rows[0]["difference"], rows[0]["lo"], rows[0]["hi"])
+    return Estimate.from_samples([r["difference"] for r in rows])
 
 
 def welch_r_le_d(frames, toy, detail: str = "", scale: str = "quick", stored: bool = False) -> Verdict:

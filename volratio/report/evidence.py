@@ -8,18 +8,23 @@ two cases, on every side of every comparison: the network is collapsed
 or the deciding judge does not keep its base image (`base_kept`). `score_or_zero` applies it; a
 decider applies it before pooling, and states the verdict with those networks left out beside it.
 
-`pooled_rows` turns a decider's table into the rows of `volratio.util.pooling.contrast` (setting,
-arm, stratum, unit, value), and `decide_pooled` decides a claim on them: the verdict, the sentence
-that states the statistic, its power (half-width beside the smallest effect of interest m and the
-networks per cell that would bring it under m) and the evidence entry that records them.
+`pooled_rows` turns a decider's table into the rows of `volratio.util.pooling` (target, setting,
+arm, stratum, unit, value), and `decide_pooled` decides a claim on them: with two targets or more
+its interval speaks of targets like these (`about_targets`), with one of that target's networks
+(`contrast`); the verdict, the sentence that states the statistic, its power (full width beside the
+smallest effect of interest m, and the targets and networks per target that would bring it under m)
+and the evidence entry that records them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import numpy as np
 import pandas as pd
 
-from ..util.pooling import Pooled, contrast
+from ..util.pooling import AboutTargets, Pooled, about_targets, contrast
 from .catalogue import CLAIMS
 
 
@@ -48,12 +53,14 @@ def score_or_zero(table: pd.DataFrame, value: str, kept: str = "base_kept", coll
     return table[value].astype(float).where(ok, 0.0), int((~ok).sum())
 
 
-def pooled_rows(table: pd.DataFrame, arm: str, value, setting=(), stratum=(), unit=(), paired: bool = True):
+def pooled_rows(table: pd.DataFrame, arm: str, value, setting=(), stratum=(), unit=(), paired: bool = True,
+                target=()) -> pd.DataFrame:  # fmt: skip
     """The rows of `volratio.util.pooling.contrast` from `table`: `arm` names the column of the arm,
-    `value` the score (a column name or a Series); `setting`, `stratum` and `unit` are column names
-    (those the table lacks are skipped; none: one setting or stratum, each row its own unit).
-    `paired=False`, or no `unit` column in the table: each arm's networks are its own (the stratum
-    gains the arm), so nothing is resampled together across arms."""
+    `value` the score (a column name or a Series); `setting`, `stratum`, `unit` and `target` are
+    column names (those the table lacks are skipped; none: one setting or stratum, each row its own
+    unit, one target). `paired=False`, or no `unit` column in the table: each arm's networks are its
+    own (the stratum gains the arm), so nothing is resampled together across arms. `target` names the
+    top level an interval about targets draws (`volratio.util.pooling.about_targets`)."""
 
     def key(cols):
         cols = [c for c in cols if c in table]
@@ -68,6 +75,7 @@ def pooled_rows(table: pd.DataFrame, arm: str, value, setting=(), stratum=(), un
     values = table[value] if isinstance(value, str) else value
     return pd.DataFrame(
         {
+            "target": key(target),
             "setting": key(setting),
             "arm": table[arm].astype(str),
             "stratum": strata,
@@ -77,33 +85,87 @@ def pooled_rows(table: pd.DataFrame, arm: str, value, setting=(), stratum=(), un
     ).reset_index(drop=True)
 
 
-def decide_pooled(key: str, rows: pd.DataFrame, high: str, low, strongest: str = "pooled", fmt: str = "+.3f"):
+def decide_pooled(key: str, rows: pd.DataFrame, high: str, low, strongest: str = "pooled", fmt: str = "+.3f",
+                  statistic=None):  # fmt: skip
     """Claim `key` decided on the pooled contrast of `high` against `low` in `rows` (see
     `pooled_rows`): `(verdict, stated, decision, pooled)`; `pooled` is None when an arm has no
-    network (not measured)."""
-    st = CLAIMS[key].statistic
+    network (not measured). With two targets or more (a `target` column), the interval speaks of
+    targets like these (`about_targets`: targets drawn too, t on K − 1 degrees of freedom); with one,
+    of that target's networks (`contrast`). `statistic`: which of the claim's statistics decides
+    (`volratio.report.catalogue.Statistic`; default its deciding one)."""
+    st = statistic or CLAIMS[key].statistic
     low = [low] if isinstance(low, str) else list(low)
     present = set(rows["arm"]) if len(rows) else set()
     if high not in present or not present & set(low):
         return st.decide(None), st.sentence(None, fmt), {"statistic": None}, None
-    p = contrast(rows, high, [a for a in low if a in present], strongest=strongest)
+    arms = [a for a in low if a in present]
+    if "target" in rows and rows["target"].nunique() > 1 and not _TARGETS_FIXED.get():
+        p = about_targets(rows, high, arms, strongest=strongest, seed=_SEED.get())
+    else:
+        p = contrast(rows, high, arms, strongest=strongest, seed=_SEED.get())
     e = p.estimate
     decision = {
         "statistic": {"mean": float(e.mean), "lo": float(e.lo), "hi": float(e.hi)},
-        "power": power_numbers(key, p),
+        "power": power_numbers(key, p, st),
+        "interval": about(p),
     }
     return st.decide(e), st.sentence(e, fmt), decision, p
 
 
-def power_numbers(key: str, p: Pooled) -> dict:
-    """The power of claim `key`'s pooled statistic: half-width, m, networks per cell now and needed."""
-    m = CLAIMS[key].statistic.smallest
+_TARGETS_FIXED: contextvars.ContextVar = contextvars.ContextVar("volratio_targets_fixed", default=False)
+_SEED: contextvars.ContextVar = contextvars.ContextVar("volratio_bootstrap_seed", default=0)
+
+
+@contextlib.contextmanager
+def bootstrap_seed(seed: int):
+    """Within this block `decide_pooled` draws its bootstrap with `seed` (default 0): the check that
+    no verdict depends on it (`tests/test_seed_stable_words.py`)."""
+    token = _SEED.set(int(seed))
+    try:
+        yield
+    finally:
+        _SEED.reset(token)
+
+
+@contextlib.contextmanager
+def targets_held_fixed():
+    """Within this block `decide_pooled` holds the targets fixed (`contrast`, the estimator of the
+    first committed rule), so that a verdict can be read as that rule read it
+    (`volratio.report.decisions`)."""
+    token = _TARGETS_FIXED.set(True)
+    try:
+        yield
+    finally:
+        _TARGETS_FIXED.reset(token)
+
+
+def about(p: Pooled) -> str:
+    """What population pooled statistic `p`'s interval speaks of, in a few words."""
+    if isinstance(p, AboutTargets):
+        return (f"about targets like these: {p.targets} targets drawn, then their networks; t on {p.dof} degrees "
+                f"of freedom; {p.draws:,} draws, each end within {p.estimate.mc:.3f} of another seed's")  # fmt: skip
+    return "about these targets' networks: the networks drawn within each, the targets held fixed"
+
+
+def power_numbers(key: str, p: Pooled, statistic=None) -> dict:
+    """The power of claim `key`'s pooled statistic: full width, m, networks per cell (or per target)
+    now, and what would bring the full width under m: the networks per cell, or, for an interval
+    about targets, the targets and networks per target (`AboutTargets.plan`)."""
+    st = statistic or CLAIMS[key].statistic
+    m = st.smallest
     hw = p.half_width
-    return {
+    out = {
         "half_width": float(hw),
+        "width": float(2 * hw),
         "smallest_effect": float(m),
         "networks_per_cell": float(p.units),
         "settings": int(p.settings),
-        "needed_per_cell": int(p.needed(m)) if np.isfinite(hw) else None,
-        "text": CLAIMS[key].statistic.power(p),
+        "text": st.power(p),
     }
+    if isinstance(p, AboutTargets):
+        plan = p.plan(m) if np.isfinite(hw) else None
+        out.update(targets=p.targets, between=p.between, within=p.within, needed_targets=plan and plan[0],
+                   needed_per_target=plan and plan[1])  # fmt: skip
+    else:
+        out["needed_per_cell"] = int(p.needed(m)) if np.isfinite(hw) else None
+    return out

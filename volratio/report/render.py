@@ -16,11 +16,12 @@ What one verdict glues (`<name>` is `claim-<key>` for the live quick-scale run, 
     <name>-word     the verdict word alone (the front page's fixed sentences paste it with {glue})
     <name>-line     one sentence: the deciding number and its interval
     <name>-forest   the forest plot of the deciding effect and the claim's threshold (SVG)
-    <name>-power    the interval's half-width beside the smallest effect of interest m, and the
-                    networks per cell that would bring it under m (`power_line`)
+    <name>-power    the interval's full width beside the smallest effect of interest m, and the
+                    targets and networks per cell that would bring it under m (`power_line`)
 
 and `by_judge` / `single_judge` glue `claim-<key>-judges` (each judge's verdict, one line),
-`claim-<key>-robust` (robust to the judge or not, a few words) and `claim-<key>-robust-word`;
+`claim-<key>-robust` (robust to the judge or not, a few words), `claim-<key>-robust-word` and
+`claim-<key>-judge-caveat` (the front page's words after a verdict: `judge_caveat`);
 `delta_reading` glues `claim-<key>-delta`, the verdict with δ on each weight's scale beside the
 paper's δ, and `claim-<key>-delta-word` ("same", "differs", "not scored"). The claims page's
 robustness line pastes the two words (and, for the depth claim, the judge-free verdict's).
@@ -83,10 +84,12 @@ class Verdict:
         )
 
 
-BADGE_COLOURS = {  # verdict -> badge colour (colour-blind-safe: blue, orange, red-purple, black, grey)
-    "reproduced": "#0072b2",
-    "inconclusive": "#d55e00",
-    "not reproduced": "#cc79a7",
+BADGE_COLOURS = {  # verdict -> badge colour (Okabe–Ito, colour-blind-safe; dark enough for white text)
+    "reproduced": "#0072b2",  # blue
+    "negligible": "#00705a",  # a darkened bluish green
+    "inconclusive": "#d55e00",  # vermilion
+    "borderline": "#8a6d00",  # a darkened yellow
+    "not reproduced": "#cc79a7",  # reddish purple
     "contradicted": "#000000",
     "not measured": "#777777",
 }
@@ -173,9 +176,9 @@ def record(
 
 
 def power_line(v: Verdict) -> str:
-    """How far the verdict's interval is from deciding: the pooled statistic's half-width beside the
-    claim's smallest effect of interest m and the networks per cell that would bring it under m
-    (`evidence["power"]`, from `volratio.report.evidence`), else the half-width alone."""
+    """How far the verdict's interval is from deciding: the statistic's full width beside the claim's
+    smallest effect of interest m and the targets and networks per cell that would bring it under m
+    (`evidence["power"]`, from `volratio.report.evidence`), else the full width alone."""
     power = v.evidence.get("power") or {}
     if power.get("text"):
         return power["text"]
@@ -183,10 +186,10 @@ def power_line(v: Verdict) -> str:
     m = CLAIMS[v.key].statistic.smallest
     if st.get("mean") is None:
         return f"not measured; m = {m:g}"
-    hw = (st["hi"] - st["lo"]) / 2
-    if not math.isfinite(hw):
+    width = st["hi"] - st["lo"]
+    if not math.isfinite(width):
         return f"no interval; m = {m:g}"
-    return f"half-width {hw:.3g} against m = {m:g}" + (" (an exact quantity)" if hw == 0 else "")
+    return f"full width {width:.3g} against m = {m:g}" + (" (an exact quantity)" if width == 0 else "")
 
 
 _UNGLUED: contextvars.ContextVar = contextvars.ContextVar("volratio_claims_unglued", default=False)
@@ -231,7 +234,14 @@ def glue_judges(key: str, line: str, short: str, word: str = "one judge") -> str
         glue(f"claim-{key}-judges", HTML(html.escape(line)), display=False)
         glue(f"claim-{key}-robust", HTML(html.escape(short)), display=False)
         glue(f"claim-{key}-robust-word", HTML(html.escape(word)), display=False)
+        glue(f"claim-{key}-judge-caveat", HTML(html.escape(judge_caveat(word))), display=False)
     return line
+
+
+def judge_caveat(word: str) -> str:
+    """The front page's few words after a verdict, from its robustness word (`robust_word`):
+    "depends on the judge", "robust to the judge", or "one judge"."""
+    return {"depends": "depends on the judge", "robust": "robust to the judge"}.get(word, "one judge")
 
 
 def glue_line(name: str, line: str) -> str:

@@ -119,7 +119,7 @@ def matched(judge: str = DEFAULT_JUDGE, delta_scale: str = "absolute", read: Rea
     r = matched_runs(judge, delta_scale, read)
     best = experiment.at_best_lr(r, loss="dense_loss")
     return muon_above_adam_by_target(best, _matched_detail(), scale="reference", judge=judge, stored=True,
-                                     runs=r, matched=True)  # fmt: skip
+                                     runs=r, matched=True, loss="dense_loss")  # fmt: skip
 
 
 def matched_judges() -> tuple[list, list]:
@@ -166,7 +166,9 @@ def fit_point(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: Readi
     in size there), each optimizer at its best setting by dense MSE, which no reading changes."""
     r = fit_point_runs(judge, delta_scale, read)
     best = experiment.at_best_lr(r, loss="dense_loss")
-    return muon_above_adam_by_target(best, _fit_point_detail(), scale="reference", judge=judge, stored=True, runs=r)
+    return muon_above_adam_by_target(
+        best, _fit_point_detail(), scale="reference", judge=judge, stored=True, runs=r, loss="dense_loss"
+    )
 
 
 # --- a check: the near-dense networks --------------------------------------------------------
@@ -229,7 +231,7 @@ def judge_free(cfg: recovery.RecoveryConfig | None = None) -> tuple[Verdict, dic
                 "of the planted primitives"
             )
             out[field] = muon_above_adam_by_target(experiment.at_best_lr(r, loss="dense_loss"), detail,
-                                                   scale="reference", stored=True, runs=r)  # fmt: skip
+                                                   scale="reference", stored=True, runs=r, loss="dense_loss")  # fmt: skip
     chance = {f: Estimate(**{k: out[f].evidence["statistic"][k] for k in ("mean", "lo", "hi")})
               for f in ("chance_other", "chance_init")}  # fmt: skip
     return out["recovery"], chance

@@ -8,9 +8,9 @@ Two depth sweeps of scenes and their parts are stored (`volratio.experiments.unk
 - `near_dense` — a check (chunks depth_scenes and depth_picbreeder): four scenes, the natural-image
   scene among them, on width-12 networks that SP's loss guard keeps almost whole.
 
-Each scene is compared with the mean of its two parts on two effect sizes, and the verdict is
-decided by scene − parts pooled over the scenes and effects (`claims.scenes_weaker` with
-`unknown_targets.scene_contrast`). A reading is the judge the networks are scored under and how δ
+Each scene is compared with the mean of its two parts on two measures, and the verdict is decided
+by the first, the best mean score, over the scenes (`claims.scenes_weaker`: a t-interval over the
+scenes); the second, peak − rest, is its sub-check. A reading is the judge the networks are scored under and how δ
 is read (`delta_scale`), on every non-zero weight (`read=EVERY`) or on the runs' own seeded sample
 (`read=SAMPLE`; both `volratio.emc2.reading.Reading`s of `volratio.report.readings`). The curves are read once per process (the store does not change under a book build);
 the verdicts are computed at each call, so that a verdict asked for outside `claims.unglued()` is
@@ -105,9 +105,8 @@ def _where() -> str:
 def verdict(judge: str = DEFAULT_JUDGE, delta_scale: str = "absolute") -> Verdict:
     """The claim's verdict from the sparse regime's scenes and parts scored under `judge` on every
     weight, δ read as `delta_scale`: scene − parts pooled over the scenes and effects."""
-    curves, rows = sparse_scenes(judge, delta_scale)
-    return scenes_weaker(rows, _where(), scale="reference", judge=judge, stored=True,
-                         pooled=unknown_targets.scene_contrast(curves))  # fmt: skip
+    _, rows = sparse_scenes(judge, delta_scale)
+    return scenes_weaker(rows, _where(), scale="reference", judge=judge, stored=True)
 
 
 def judges() -> tuple[list, list]:
@@ -140,5 +139,4 @@ def near_dense(judge: str = OWN_JUDGE, delta_scale: str = "absolute", read: Read
     curves, rows = near_dense_scenes(judge, delta_scale, read)
     depths = curves[specs(rows)[0]].depths
     where = f"{_count(len(specs(rows)))} scenes vs their parts, depths {depths[0]}, {depths[1]}, …, {depths[-1]}"
-    return scenes_weaker(rows, where, scale="reference", pooled=unknown_targets.scene_contrast(curves),
-                         judge=judge, stored=True)  # fmt: skip
+    return scenes_weaker(rows, where, scale="reference", judge=judge, stored=True)
