@@ -409,11 +409,11 @@ def muon_above_adam(summary, detail: str = "", scale: str = "quick", judge: str 
 
 
 def _log_ratio(m, a) -> Estimate:
-    """log(Muon's loss / Adam's) from two summary rows, its ends from the ends of their intervals
+    """log10(Muon's loss / Adam's) from two summary rows, its ends from the ends of their intervals
     (NaN where a loss or an end is not positive)."""
 
     def log(x) -> float:
-        return float(np.log(x)) if x > 0 else float("nan")
+        return float(np.log10(x)) if x > 0 else float("nan")
 
     return Estimate(log(m["loss"]) - log(a["loss"]), log(m["loss_lo"]) - log(a["loss_hi"]),
                     log(m["loss_hi"]) - log(a["loss_lo"]))  # fmt: skip
@@ -487,7 +487,7 @@ def muon_above_adam_by_target(
         loss_rows = pooled_rows(
             nets,
             "optimizer",
-            np.log(nets[loss].astype(float)),
+            np.log10(nets[loss].astype(float)),
             ("cell",),
             ("cell",),
             ("seed",),

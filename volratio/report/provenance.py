@@ -138,7 +138,7 @@ CHOICES = (
         EMC2_CLAIMS,
     ),
     Choice(
-        "The Muon claim's loss half became a statistic of its own, with m a log ratio of 0.1, after the per-cell loss "
+        "The Muon claim's loss half became a statistic of its own, with m a log10 ratio of 0.1, after the per-cell loss "
         "comparisons had been read; the claim takes the weaker of its two words.",
         "score alone",
         ("muon-above-adam",),
