@@ -49,11 +49,13 @@ from ..emc2.source import Scoring, scoring_of
 from ..errors import VolratioError
 from ..util import machine as M
 from ..util.device import resolve_device
-from ..util.fileio import atomic_path
 from ..util.provenance import git_commit, versions
+from .manifest import MANIFEST, rebuild
+from .manifest import read as read_manifest
+from .manifest import write as write_manifest
 from .registry import get_run, stored_config
-from .store import config_key, sha256_bytes, sha256_file
-from .stored import DEFAULT_ROOT, MANIFEST, RESCORE, ReferenceError, chunks, records
+from .store import Store, config_key, sha256_bytes, sha256_file
+from .stored import DEFAULT_ROOT, RESCORE, ReferenceError, chunks, records
 from .sweep import Sweep, execute, run_sweep
 
 try:
@@ -288,7 +290,7 @@ def run_chunk(
     sweep = on_device(plan[name], device)
     out = Path(root) / name
     man_path = out / MANIFEST
-    manifest = json.loads(man_path.read_text()) if man_path.is_file() else {}
+    manifest = read_for_writing(man_path, name)
     runs = manifest.get("runs", {})
     session = {"started_at": now(), **machine()}
 
@@ -302,6 +304,18 @@ def run_chunk(
     report = run_sweep(sweep, out, executor, retry_failed=retry_failed, progress=progress, on_outcome=on_outcome)
     _write_manifest(man_path, sweep, sessions, runs)
     return report
+
+
+def read_for_writing(path: Path, name: str) -> dict:
+    """The manifest a writer of chunk `name` continues (`volratio.runs.manifest.read`; {} when there is
+    none), with the finished runs of the store beside it that it lacks added (`rebuild`: a writer killed
+    between the store and the manifest)."""
+    man = read_manifest(path, name) if path.is_file() else {}
+    if path.parent.is_dir():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the store's own damage is reported by the sweep that opens it
+            rebuild(man, Store(path.parent).rows.values())
+    return man
 
 
 def manifest_entry(outcome: dict, session: int, kind: str) -> dict:
@@ -325,28 +339,6 @@ def manifest_entry(outcome: dict, session: int, kind: str) -> dict:
     return entry
 
 
-def manifest_totals(runs: dict) -> dict:
-    """`runs_done`, `cpu_s_total`, `wall_s_total` of a manifest's runs: the chunk's own runs; the
-    rescore runs stored beside them (the score stage, `volratio.runs.score`, marked `"run": "rescore"`) are counted
-    apart (`rescores_done`, `rescore_cpu_s_total`) when there are any; `gpu_s_total` sums the runs'
-    GPU seconds when any run computed on CUDA."""
-
-    def totals(rs):
-        cpu = sum(r["cpu_s"] for r in rs if r["cpu_s"] == r["cpu_s"])
-        return len(rs), round(cpu, 1), round(sum(r["wall_s"] for r in rs), 1)
-
-    own = [r for r in runs.values() if r.get("run") != RESCORE]
-    rescored = [r for r in runs.values() if r.get("run") == RESCORE]
-    n, cpu, wall = totals(own)
-    out = {"runs_done": n, "cpu_s_total": cpu, "wall_s_total": wall}
-    if any("gpu_s" in r for r in own):
-        out["gpu_s_total"] = round(sum(r.get("gpu_s", 0.0) for r in own), 1)
-    if rescored:
-        n, cpu, _ = totals(rescored)
-        out.update(rescores_done=n, rescore_cpu_s_total=cpu)
-    return out
-
-
 def _write_manifest(path: Path, sweep, sessions: list, runs: dict) -> None:
     doc = {
         "chunk": sweep.name,
@@ -356,18 +348,6 @@ def _write_manifest(path: Path, sweep, sessions: list, runs: dict) -> None:
         "runs": runs,
     }
     write_manifest(path, doc)
-
-
-def write_manifest(path: Path, doc: dict) -> None:
-    """Write a chunk's manifest `doc` (atomically), its totals (`manifest_totals`) updated from its runs."""
-    totals = manifest_totals(doc["runs"])
-    head = {k: doc[k] for k in ("chunk", "spec", "runs_total") if k in doc}
-    rest = {k: v for k, v in doc.items() if k not in head and k not in _TOTALS}
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps({**head, **totals, **rest}, indent=1, sort_keys=False) + "\n")
-
-
-_TOTALS = ("runs_done", "cpu_s_total", "wall_s_total", "gpu_s_total", "rescores_done", "rescore_cpu_s_total")
 
 
 def now() -> str:
