@@ -173,12 +173,12 @@ def _kept(folder: Path, meta: dict | None) -> tuple:
             raise ValueError("not a recovery table's metadata")
     except (OSError, UnicodeDecodeError, ValueError) as e:
         return None, f"its metadata {META} is missing or damaged ({' '.join(str(e).split())})"
-    if meta is not None and {k: have.get(k) for k in meta} != meta:
-        return None, None  # computed for other networks, config or version: recomputed quietly
     if not table_path.is_file():
         return None, f"the table is missing beside its metadata {META}"
     if "table_sha256" in have and sha256_file(table_path) != have["table_sha256"]:
         return None, f"the table does not match the SHA-256 in {META}"
+    if meta is not None and {k: have.get(k) for k in meta} != meta:
+        return None, None  # an intact table of other networks, config or version: recomputed quietly
     try:
         kept = pd.read_parquet(table_path)
     except Exception as e:  # whatever a damaged file makes pyarrow raise (ArrowInvalid, OSError, …)

@@ -316,6 +316,12 @@ def plan(chunk: str, reading: Reading, root: "str | Path | None" = None, artifac
             f"{root / chunk}: its runs stored no networks; re-run the chunk with keep_net = true in its "
             f"config (`volratio reference run PLAN --chunk {chunk}`), then rescore it"
         )
+    store = Store(root / chunk)
+    for r, a in with_net:  # every network checked against the SHA-256 its run recorded, before any is scored
+        try:
+            store.artifact_path(r["key"], a)
+        except StoreError as e:
+            raise RescoreError(f"{e} before it is rescored (`git checkout` restores a committed chunk)") from None
     entry = get_run(RUN)
     out = {}
     for r, a in with_net:
@@ -374,7 +380,7 @@ def score_chunk(
 
     report = run_configs(
         get_run(RUN), list(todo.values()), root / chunk, executor, name=f"rescore {chunk}", retry_failed=True,
-        progress=progress, on_outcome=on_outcome,
+        progress=progress, on_outcome=on_outcome, heartbeat=True,
     )  # fmt: skip
     if report.ran:
         write_manifest(man_path, man)

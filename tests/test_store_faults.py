@@ -1,0 +1,326 @@
+"""Fault injection over a small stored chunk: every kind of file it holds, damaged every way, read by
+every reader, ends in a clear error or a correct rebuild — never a traceback, never a number that
+differs from the undamaged store's without a line saying so.
+
+The chunk `tiny` (one `depth_point` run keeping its networks, on a planted target) and its recovery
+table are stored in a temporary root beside a second chunk, `other` (another seed), whose files the
+"swap" fault puts in `tiny`'s place. Each fault is applied to a fresh copy of that root, and each
+reader runs on a fresh copy of the damaged one (a reader may repair what it reads).
+
+Outcomes (one word per file kind × fault × reader):
+- `unaffected`: the reader does not read that file, or reads it through an intact copy: the same
+  output as the undamaged store's;
+- `rebuilt`: the same output as the undamaged store's, with a line saying what was rebuilt;
+- `refused`: exit status 2 (or a `VolratioError`) with one line naming the problem and the fix;
+- `reported`: `results verify` exits 1 naming the damage;
+- `flagged`: a different output with a line naming the damage (a listing that shows a damaged run
+  as damaged, or leaves it out of the runs it counts as stored);
+- `TRACEBACK`, `SILENT` (a different output without a line saying so): failures.
+
+The kill rows kill the writer (`volratio reference run`, then `recovered.table`) before its k-th file
+is renamed into place (every file is written to a temporary name and renamed, `atomic_path`): the
+readers of the half-written store must not end in a traceback, and the writer run again must leave
+the undamaged store (timings aside).
+
+`VOLRATIO_FAULT_TABLE=PATH pytest tests/test_store_faults.py` writes the table as Markdown to PATH
+(the section "Fault injection" of results/reference/README.md is that file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shutil
+import warnings
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from volratio import cli
+from volratio.errors import VolratioError
+from volratio.rho import recovery
+from volratio.runs import recovered
+from volratio.runs import reference as R
+from volratio.runs import stored as S
+from volratio.runs.manifest import MANIFEST
+from volratio.runs.store import ARTIFACTS, RECORD, TABLE, Store
+from volratio.util import fileio
+
+CFG = recovery.RecoveryConfig(res=16, controls=1)
+KINDS = ("run table", "run record", "manifest", "artifact", "derived table", "derived metadata")
+FAULTS = ("truncate to 0", "truncate to half", "flip middle bytes", "delete", "swap with other chunk")
+READERS = ("results", "results verify", "reference list", "reference rescore", "recovery table", "chapter readers")
+BAD = ("TRACEBACK", "SILENT")
+
+
+def _file(root: Path, chunk: str, kind: str) -> Path:
+    """The file of `kind` in chunk `chunk` (the record and the network of its one run)."""
+    key = next(iter(Store(root / chunk).rows))
+    return {
+        "run table": root / chunk / TABLE,
+        "run record": root / chunk / ARTIFACTS / key / RECORD,
+        "manifest": root / chunk / MANIFEST,
+        "artifact": root / chunk / ARTIFACTS / key / "net.safetensors",
+        "derived table": root / chunk / recovered.FILE,
+        "derived metadata": root / chunk / recovered.META,
+    }[kind]
+
+
+def _damage(root: Path, kind: str, fault: str) -> None:
+    path = _file(root, "tiny", kind)
+    data = path.read_bytes()
+    if fault == "truncate to 0":
+        path.write_bytes(b"")
+    elif fault == "truncate to half":
+        path.write_bytes(data[: len(data) // 2])
+    elif fault == "flip middle bytes":
+        mid = len(data) // 2
+        path.write_bytes(data[:mid] + bytes(b ^ 0xFF for b in data[mid : mid + 8]) + data[mid + 8 :])
+    elif fault == "delete":
+        path.unlink()
+    elif fault == "swap with other chunk":
+        path.write_bytes(_file(root, "other", kind).read_bytes())
+
+
+# ---------------------------------------------------------------------------------------------
+# Readers: each returns what it shows (exit status, output with timings blanked, numbers read)
+
+
+class Cli(NamedTuple):
+    """What a command showed: exit status, stdout (timings blanked), stderr, and numbers it stored."""
+
+    rc: int
+    out: str
+    err: str
+    data: object = None
+
+
+def _main(*argv) -> Cli:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main([str(a) for a in argv])
+    return Cli(rc, _untimed(out.getvalue()), err.getvalue())
+
+
+def _untimed(text: str) -> str:
+    return re.sub(r"\d+(\.\d+)? (CPU )?s\b", "T s", text)
+
+
+def results(root: Path, plan: Path):
+    return _main("results", root / "tiny")
+
+
+def verify(root: Path, plan: Path):
+    return _main("results", "verify", root, "--chunk", "tiny", "--sample", "1")
+
+
+def reference_list(root: Path, plan: Path):
+    return _main("reference", "list", plan, "--out", root)
+
+
+def rescore(root: Path, plan: Path):
+    shown = _main("reference", "rescore", "tiny", "--judge", "stability", "--root", root, "--no-progress")
+    if shown.rc:
+        return shown
+    scores = S.rescore_table("tiny", root=root)[["source", "member", "score", "scores"]].to_dict("list")
+    return shown._replace(out=re.sub(r"ran \d+|skipped \d+", "N", shown.out), data=scores)
+
+
+def recovery_table(root: Path, plan: Path):
+    return recovered.table("tiny", CFG, root).to_dict("list")
+
+
+def chapter_readers(root: Path, plan: Path, timed: bool = True):
+    table = S.table("tiny", root)
+    cost = S.cost("tiny", root)
+    if not timed:  # a writer run again: its runs' own times
+        table = table.drop(columns=["cpu_s", "wall_s"])
+        cost = {k: v for k, v in cost.items() if not k.endswith("_s")}
+    return table.to_dict("list"), cost, [r["metrics"] for r in S.records("tiny", root)]
+
+
+READ = dict(zip(READERS, (results, verify, reference_list, rescore, recovery_table, chapter_readers)))
+
+
+def observe(reader: str, root: Path, plan: Path) -> tuple[str, object, str]:
+    """`(how it ended, what it showed, its lines to the user)` of one reader on a copy of `root`."""
+    copy = root.parent / f"{root.name}-{reader.replace(' ', '_')}"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(root, copy)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = READ[reader](copy, plan)
+        except VolratioError as e:
+            return "error", None, str(e)
+        except Exception as e:  # noqa: BLE001 - what the test looks for
+            return "traceback", None, f"{type(e).__name__}: {e}"
+    lines = "\n".join([str(w.message) for w in caught] + ([value.err] if isinstance(value, Cli) else []))
+    if isinstance(value, Cli):  # where the copy lies is no part of what a reader shows
+        value = value._replace(out=value.out.replace(str(copy), "ROOT"), err="")
+    return "ran", value, lines.replace(str(copy), "ROOT").strip()
+
+
+def outcome(ended: str, shown, lines: str, baseline) -> str:
+    if ended == "traceback":
+        return "TRACEBACK"
+    if ended == "error":
+        return "refused" if lines and "\n" not in lines else "TRACEBACK"
+    rc = shown.rc if isinstance(shown, Cli) else 0
+    if rc == 2:
+        errors = [ln for ln in lines.splitlines() if ": error: " in ln]
+        return "refused" if len(errors) == 1 and "Traceback" not in lines else "TRACEBACK"
+    if rc == 1:
+        return "reported" if ": error: " in lines else "SILENT"
+    if shown == baseline:
+        return "rebuilt" if lines else "unaffected"
+    return "flagged" if lines else "SILENT"
+
+
+# ---------------------------------------------------------------------------------------------
+# The stored chunks
+
+
+@pytest.fixture(scope="module")
+def pristine(run_plan, depth_plan, tmp_path_factory):
+    """`(root, plan)`: chunks `tiny` and `other` with their recovery tables, and the plan of both."""
+    folder = tmp_path_factory.mktemp("faults")
+    text = depth_plan(seeds=(0,)) + "\n" + depth_plan(seeds=(1,)).replace("chunks.tiny", "chunks.other")
+    plan, root, _ = run_plan(text, "tiny", folder)
+    R.run_chunk(R.load_plan(plan), "other", root, progress=False)
+    for chunk in ("tiny", "other"):
+        recovered.table(chunk, CFG, root)
+    return root, plan
+
+
+@pytest.fixture(scope="module")
+def baseline(pristine):
+    root, plan = pristine
+    seen = {reader: observe(reader, root, plan) for reader in READERS}
+    for reader, (ended, shown, lines) in seen.items():
+        assert ended == "ran" and (not isinstance(shown, Cli) or shown.rc == 0), (reader, lines)
+        assert not lines, (reader, lines)  # the undamaged store reads without a warning
+    return {reader: shown for reader, (_, shown, _) in seen.items()}
+
+
+def _table_md(rows: list) -> str:
+    head = "| file | fault | " + " | ".join(READERS) + " |"
+    out = [head, "|" + " --- |" * (len(READERS) + 2)]
+    out += [f"| {kind} | {fault} | " + " | ".join(cells[r] for r in READERS) + " |" for kind, fault, cells in rows]
+    return "\n".join(out)
+
+
+def test_every_fault_of_every_file_ends_in_a_clear_error_or_a_correct_rebuild(pristine, baseline, tmp_path):
+    root, plan = pristine
+    rows, problems = [], []
+    for kind in KINDS:
+        for fault in FAULTS:
+            damaged = tmp_path / "damaged"
+            shutil.rmtree(damaged, ignore_errors=True)
+            shutil.copytree(root, damaged)
+            _damage(damaged, kind, fault)
+            cells = {}
+            for reader in READERS:
+                ended, shown, lines = observe(reader, damaged, plan)
+                cells[reader] = outcome(ended, shown, lines, baseline[reader])
+                if cells[reader] in BAD:
+                    problems.append(f"{kind} / {fault} / {reader}: {cells[reader]}: {lines[:300]}")
+            rows.append((kind, fault, cells))
+    _write_table(rows, "faults")
+    counts = {o: sum(c[r] == o for _, _, c in rows for r in READERS) for o in ("TRACEBACK", "SILENT")}
+    assert len({k for k, _, _ in rows}) >= 5 and len({f for _, f, _ in rows}) >= 5 and len(READERS) >= 5
+    assert counts == {"TRACEBACK": 0, "SILENT": 0}, "\n".join(problems)
+    # the damage is seen: each file kind is refused, reported or rebuilt by some reader under each fault
+    for kind, fault, cells in rows:
+        assert set(cells.values()) - {"unaffected"}, (kind, fault)
+
+
+class _Killed(BaseException):
+    """The writer's death, raised by the hook in place of a file's rename."""
+
+
+class _KillingOs:
+    """`os` for `volratio.util.fileio` whose `replace` (the rename of every file the store writes)
+    dies at call `at` (0-based); counts the calls."""
+
+    def __init__(self, at: int | None):
+        self.at, self.calls = at, 0
+
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+    def replace(self, src, dst):
+        if self.calls == self.at:
+            raise _Killed(dst)
+        self.calls += 1
+        os.replace(src, dst)
+
+
+def _write_tiny(root: Path, plan: Path) -> None:
+    """The writer of `tiny`: its runs into its store and manifest, then its recovery table."""
+    R.run_chunk(R.load_plan(plan), "tiny", root, progress=False)
+    recovered.table("tiny", CFG, root)
+
+
+def test_a_writer_killed_at_each_write_step_leaves_a_store_that_reads_cleanly_and_resumes(
+    pristine, baseline, tmp_path, monkeypatch
+):
+    root, plan = pristine
+    fresh = tmp_path / "fresh"
+    shutil.copytree(root, fresh)
+    shutil.rmtree(fresh / "tiny")
+    count = _KillingOs(None)
+    monkeypatch.setattr(fileio, "os", count)
+    _write_tiny(fresh, plan)
+    steps = count.calls
+    assert steps >= 6  # artifact, record, run table, manifest (twice), recovery table and metadata
+    rows, problems = [], []
+    for at in range(steps):
+        killed = tmp_path / f"killed-{at}"
+        shutil.copytree(root, killed)
+        shutil.rmtree(killed / "tiny")
+        hook = _KillingOs(at)
+        monkeypatch.setattr(fileio, "os", hook)
+        with pytest.raises(_Killed) as death:
+            _write_tiny(killed, plan)
+        monkeypatch.setattr(fileio, "os", os)
+        what = Path(str(death.value)).name
+        cells = {}
+        for reader in READERS:
+            ended, shown, lines = observe(reader, killed, plan)
+            cells[reader] = "TRACEBACK" if ended == "traceback" else "read"
+            if ended == "traceback":
+                problems.append(f"killed before {what}: {reader}: {lines[:300]}")
+        _write_tiny(killed, plan)  # run again: the store is whole
+        for reader in READERS:
+            ended, shown, lines = observe(reader, killed, plan)
+            want = baseline[reader]
+            if reader == "chapter readers" and ended == "ran":
+                shown = chapter_readers(killed, plan, timed=False)
+                want = chapter_readers(root, plan, timed=False)
+            if reader == "results" and ended == "ran":  # the rerun's attempts and seconds are its own
+                shown, want = shown._replace(out=_untimed_rows(shown.out)), want._replace(out=_untimed_rows(want.out))
+            again = outcome(ended, shown, lines, want)
+            cells[reader] += ", resumed " + ("same" if again in ("unaffected", "rebuilt") else again)
+            if again not in ("unaffected", "rebuilt"):
+                problems.append(f"killed before {what}, run again: {reader}: {again}: {lines[:300]}")
+        rows.append((f"writer killed before renaming {what}", f"step {at + 1} of {steps}", cells))
+        shutil.rmtree(killed)
+    _write_table(rows, "kills")
+    assert not problems, "\n".join(problems)
+
+
+def _untimed_rows(text: str) -> str:
+    """`volratio results`' listing without its attempts and seconds columns (a rerun's own)."""
+    return "\n".join(
+        " ".join(ln.split()[:-2]) if ln.startswith(" ") or ln[:1].isalnum() else ln for ln in text.splitlines()
+    )
+
+
+def _write_table(rows: list, part: str) -> None:
+    path = os.environ.get("VOLRATIO_FAULT_TABLE")
+    if path:
+        Path(path).with_suffix(f".{part}.md").write_text(_table_md(rows) + "\n")
