@@ -10,11 +10,10 @@ Integrity:
 - `read` refuses, with one line naming the file and the fix (`ManifestError`), a manifest that is
   not valid JSON, not a manifest, of another chunk (swapped), or whose content does not match its
   digest;
-- a manifest without a digest (one written before digests existed: the stored chunks of
-  `results/reference/` until a writer next updates them) is accepted as legacy, its content checked
-  against itself: its totals must equal those of its runs, and its chunk name its folder's. A
-  changed digit in a legacy manifest's per-run entries is not caught; the next write of the chunk
-  (`volratio reference run`, `volratio reference rescore`) gives it a digest;
+- a manifest without a digest (the stored chunks' of `results/reference/` until
+  `tools/seal_manifests.py` gives them one, or a writer next updates them) is checked against
+  itself: its totals must equal those of its runs, and its chunk name its folder's. A changed digit
+  in its per-run entries is not caught until it carries a digest;
 - a writer killed between writing a run into the store and the manifest leaves a manifest that lacks
   the run: `rebuild` adds the store's finished runs the manifest lacks (from their rows: config,
   seed, wall seconds; their CPU seconds are lost with the kill and recorded as NaN, and the entry is
@@ -109,7 +108,7 @@ def read(path: "str | Path", chunk: str | None = None) -> dict:
         if doc[DIGEST] != digest(doc):
             raise ManifestError(f"{path}: damaged manifest (its content does not match its SHA-256); {fix}")
         return doc
-    try:  # legacy, without a digest: its totals must be those of its runs
+    try:  # without a digest: its totals must be those of its runs
         want = totals(doc["runs"])
     except (KeyError, TypeError) as e:
         raise ManifestError(f"{path}: damaged manifest (a run entry lacks {e}); {fix}") from None

@@ -25,8 +25,8 @@ Integrity (the rules of the store, `volratio.runs.store`, for a table derived fr
   stage does): a damaged network is a `RecoveryStoreError` naming the file, never a different score;
 - `verify(chunk)` checks the kept table against its metadata and recomputes a seeded sample exactly
   (`volratio results verify` runs it for every chunk that keeps one).
-A table kept before metadata held `table_sha256` (legacy) is read when it parses and holds one row
-per member of the networks its metadata names; `verify` recomputes a sample of it.
+The tables kept beside the stored chunks were given their SHA-256 by `tools/seal_recovery_tables.py`,
+after every row was recomputed exactly.
 """
 
 from __future__ import annotations
@@ -54,6 +54,11 @@ FIELDS = ("recovery", "monosemanticity", "chance_other", "chance_init", "mono_ot
 
 class RecoveryStoreError(VolratioError, ValueError):
     """A chunk whose networks cannot be scored by recovery as asked."""
+
+
+class StaleTable(RecoveryStoreError):
+    """A kept table, intact, computed for other networks, config or version than the chunk's now:
+    not damage; `table` recomputes it when it is next read."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,10 +147,24 @@ def table(chunk: str, cfg: recovery.RecoveryConfig | None = None, root=None, kee
         warnings.warn(
             f"{folder / FILE}: {damage}; recomputing it from the chunk's stored networks", CorruptResultWarning, 2
         )
-    out = pd.DataFrame([row for n in nets for row in score(n, cfg)])
+    out = _scored(nets, cfg)
     if keep:
         _write(folder, out, meta)
     return out
+
+
+def recompute(chunk: str, cfg: recovery.RecoveryConfig, root=None) -> pd.DataFrame:
+    """Every stored network of `chunk` scored anew under `cfg` (each file checked against its run's
+    SHA-256 first), as `table` computes it; nothing read from or written to the kept table."""
+    root = Path(stored.DEFAULT_ROOT if root is None else root)
+    nets = _networks(chunk, root)
+    for n in nets:
+        _checked(chunk, n)
+    return _scored(nets, cfg)
+
+
+def _scored(nets: list[Network], cfg: recovery.RecoveryConfig) -> pd.DataFrame:
+    return pd.DataFrame([row for n in nets for row in score(n, cfg)])
 
 
 def _meta(cfg: recovery.RecoveryConfig, hashes: list) -> dict:
@@ -175,7 +194,7 @@ def _kept(folder: Path, meta: dict | None) -> tuple:
         return None, f"its metadata {META} is missing or damaged ({' '.join(str(e).split())})"
     if not table_path.is_file():
         return None, f"the table is missing beside its metadata {META}"
-    if "table_sha256" in have and sha256_file(table_path) != have["table_sha256"]:
+    if sha256_file(table_path) != have.get("table_sha256"):
         return None, f"the table does not match the SHA-256 in {META}"
     if meta is not None and {k: have.get(k) for k in meta} != meta:
         return None, None  # an intact table of other networks, config or version: recomputed quietly
@@ -193,7 +212,7 @@ def _kept(folder: Path, meta: dict | None) -> tuple:
 def check(chunk: str, root=None) -> pd.DataFrame:
     """The kept table of `chunk`, checked against its metadata and the chunk's networks (their files
     against their runs' SHA-256); `RecoveryStoreError`, naming what is wrong and the fix, when it is
-    damaged or missing."""
+    damaged or missing, `StaleTable` when it is intact but out of date."""
     root = Path(stored.DEFAULT_ROOT if root is None else root)
     folder = root / chunk
     try:
@@ -204,10 +223,14 @@ def check(chunk: str, root=None) -> pd.DataFrame:
     nets = _networks(chunk, root)
     meta = None if cfg is None else _meta(cfg, sorted({_checked(chunk, n) for n in nets}))
     kept, damage = _kept(folder, meta)
+    if kept is None and damage is None:
+        raise StaleTable(
+            f"{folder / FILE}: computed for other networks, config or version than the chunk's now; "
+            f"volratio.runs.recovered.table({chunk!r}) recomputes it when it is next read"
+        )
     if kept is None:
-        what = damage or f"its metadata {META} names other networks, config or version than the chunk's"
         raise RecoveryStoreError(
-            f"{folder / FILE}: {what}; recompute it with volratio.runs.recovered.table({chunk!r}) "
+            f"{folder / FILE}: {damage}; recompute it with volratio.runs.recovered.table({chunk!r}) "
             "(or restore it with `git checkout` for a committed chunk)"
         )
     return kept
