@@ -45,7 +45,7 @@ from ..nets import CoordMLP
 from ..rho import recovery
 from ..util.fileio import atomic_path
 from . import stored
-from .store import CorruptResultWarning, Store, sha256_file
+from .store import CorruptResultWarning, sha256_file
 
 FILE = "recovery.parquet"
 META = "recovery.json"
@@ -74,19 +74,13 @@ class Network:
 
 def _networks(chunk: str, root) -> list[Network]:
     """Every network file a chunk's runs on planted targets stored."""
-    rows = None
     out = []
     for r in stored.runs_of(chunk, root, error=RecoveryStoreError):
         if not r["config"]["target"].startswith("planted:"):
             continue
         for name, path in sorted(r.get("artifacts", {}).items()):
             if name == "net" or name.startswith("net_"):
-                if rows is None:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")  # runs_of has read this store: any damage is known
-                        rows = Store(Path(root) / chunk).rows
-                sha = json.loads(rows[r["key"]]["artifacts"])[name]["sha256"]
-                out.append(Network(r, name[4:], path, sha))
+                out.append(Network(r, name[4:], path, r["artifact_sha256"][name]))
     if not out:
         raise RecoveryStoreError(
             f"chunk {chunk}: no stored network on a planted target (recovery needs a planted target's primitives, "

@@ -305,7 +305,8 @@ class Store:
         return problems
 
     def records(self, keys: Iterable[str] | None = None) -> list[dict]:
-        """Rows as plain dicts: key, status, config, metrics, artifacts (names -> paths), error,
+        """Rows as plain dicts: key, status, config, metrics, artifacts (names -> paths) and
+        artifact_sha256 (names -> the SHA-256 recorded when they were stored), error,
         plus attempts/seconds/host/finished_at. `keys` selects and orders them (missing keys are
         left out); by default all rows in table order."""
         keys = list(self.rows) if keys is None else [k for k in keys if k in self.rows]
@@ -323,6 +324,7 @@ class Store:
                     "config": json.loads(row["config"]),
                     "metrics": json.loads(row["metrics"]),
                     "artifacts": {n: str(self.root / a["file"]) for n, a in arts.items()},
+                    "artifact_sha256": {n: a["sha256"] for n, a in arts.items()},  # as recorded when stored
                     "error": row["error"],
                     "traceback": row["traceback"],
                     "attempts": row["attempts"],
