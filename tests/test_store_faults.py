@@ -31,6 +31,7 @@ the writer run again must leave the undamaged store (timings aside): `resumed sa
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
 import os
@@ -52,6 +53,7 @@ from volratio.runs.manifest import MANIFEST
 from volratio.runs.store import ARTIFACTS, RECORD, TABLE, Store
 from volratio.util import fileio
 
+ROOT = Path(__file__).resolve().parents[1]
 CFG = recovery.RecoveryConfig(res=16, controls=1)
 KINDS = ("run table", "run record", "manifest", "artifact", "derived table", "derived metadata")
 FAULTS = ("truncate to 0", "truncate to half", "flip middle bytes", "delete", "swap with other chunk")
@@ -371,3 +373,50 @@ def _write_table(rows: list, part: str) -> None:
     path = os.environ.get("VOLRATIO_FAULT_TABLE")
     if path:
         Path(path).with_suffix(f".{part}.md").write_text(_table_md(rows) + "\n")
+
+
+def test_a_changed_digit_that_still_parses_is_caught_by_the_manifest_s_digest(pristine, tmp_path):
+    root, _ = pristine
+    work = tmp_path / "ref"
+    shutil.copytree(root, work)
+    path = work / "tiny" / MANIFEST
+    text = path.read_text()
+    cpu = re.search(r'"cpu_s": (\d)', text)
+    path.write_text(text[: cpu.start(1)] + str((int(cpu.group(1)) + 1) % 10) + text[cpu.end(1) :])
+    json.loads(path.read_text())  # still valid JSON
+    with pytest.raises(
+        VolratioError, match=r"manifest.json: damaged manifest \(its content does not match its SHA-256\)"
+    ):
+        S.records("tiny", work)
+    # without a digest (as the stored chunks' manifests until sealed) it is checked against itself
+    doc = json.loads(path.read_text())
+    del doc["sha256"]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(VolratioError, match="its totals are not those of its runs"):
+        S.records("tiny", work)
+    doc = json.loads((root / "tiny" / MANIFEST).read_text())
+    del doc["sha256"]
+    path.write_text(json.dumps(doc))
+    assert len(S.records("tiny", work)) == 1
+
+
+def test_the_sealing_tool_gives_checked_manifests_their_digest_and_leaves_the_others(pristine, tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("seal_manifests", ROOT / "tools" / "seal_manifests.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    root, _ = pristine
+    work = tmp_path / "ref"
+    shutil.copytree(root, work)
+    for chunk in ("tiny", "other"):  # as the stored chunks' manifests: no digest
+        doc = json.loads((work / chunk / MANIFEST).read_text())
+        del doc["sha256"]
+        (work / chunk / MANIFEST).write_text(json.dumps(doc))
+    doc["runs"][next(iter(doc["runs"]))]["config"]["seed"] = 7  # `other`'s manifest: not its store's config
+    (work / "other" / MANIFEST).write_text(json.dumps(doc))
+    before = S.records("tiny", work)
+    assert tool.main([str(work)]) == 1
+    out = capsys.readouterr().out
+    assert "tiny: sealed (1 runs read back the same)" in out and "other: NOT sealed" in out
+    assert "sha256" in json.loads((work / "tiny" / MANIFEST).read_text()) and S.records("tiny", work) == before
+    assert "sha256" not in json.loads((work / "other" / MANIFEST).read_text())
+    assert tool.main([str(work)]) == 1 and "tiny: already sealed" in capsys.readouterr().out

@@ -15,6 +15,7 @@ it is sealed is refused by every reader.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -41,7 +42,9 @@ def problem(chunk: str, root: Path) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    root = Path(argv[0]) if argv else stored.DEFAULT_ROOT
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("root", nargs="?", type=Path, default=stored.DEFAULT_ROOT, help="reference root")
+    root = parser.parse_args(argv).root
     bad = 0
     for chunk in stored.chunks(root):
         path = root / chunk / M.MANIFEST

@@ -13,6 +13,7 @@ chunk's table as before (checked here too), and `volratio results verify` checks
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -48,7 +49,9 @@ def seal(chunk: str, root: Path) -> str:
 
 
 def main(argv: list[str]) -> int:
-    root = Path(argv[0]) if argv else stored.DEFAULT_ROOT
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("root", nargs="?", type=Path, default=stored.DEFAULT_ROOT, help="reference root")
+    root = parser.parse_args(argv).root
     bad = 0
     for chunk in stored.chunks(root):
         if (root / chunk / recovered.META).is_file():
