@@ -32,6 +32,7 @@ after every row was recomputed exactly.
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import warnings
 from pathlib import Path
@@ -45,7 +46,7 @@ from ..nets import CoordMLP
 from ..rho import recovery
 from ..util.fileio import atomic_path
 from . import stored
-from .store import CorruptResultWarning, sha256_file
+from .store import CorruptResultWarning, sha256_bytes, sha256_file
 
 FILE = "recovery.parquet"
 META = "recovery.json"
@@ -188,17 +189,17 @@ def _kept(folder: Path, meta: dict | None) -> tuple:
         return None, f"its metadata {META} is missing or damaged ({' '.join(str(e).split())})"
     if not table_path.is_file():
         return None, f"the table is missing beside its metadata {META}"
-    if sha256_file(table_path) != have.get("table_sha256"):
+    data = table_path.read_bytes()  # read once: hashed, then parsed
+    if sha256_bytes(data) != have.get("table_sha256"):
         return None, f"the table does not match the SHA-256 in {META}"
     if meta is not None and {k: have.get(k) for k in meta} != meta:
         return None, None  # an intact table of other networks, config or version: recomputed quietly
     try:
-        kept = pd.read_parquet(table_path)
+        kept = pd.read_parquet(io.BytesIO(data))
     except Exception as e:  # whatever a damaged file makes pyarrow raise (ArrowInvalid, OSError, …)
         return None, f"the table is unreadable ({type(e).__name__}: {' '.join(str(e).split())})"
-    if set(kept.columns) < {"key", "population", "member", "net_sha256", *FIELDS} or set(kept.net_sha256) != set(
-        have["networks"]
-    ):
+    columns = {"key", "population", "member", "net_sha256", *FIELDS}
+    if not columns <= set(kept.columns) or set(kept.net_sha256) != set(have["networks"]):
         return None, f"the table does not hold the networks {META} names"
     return kept, None
 

@@ -28,12 +28,11 @@ from ..emc2.reading import Reading
 from ..errors import VolratioError
 from ..judges import JUDGES
 from ..util import machine as M
-from .manifest import MANIFEST, rebuild
+from .manifest import MANIFEST, RESCORE, rebuild
 from .manifest import read as read_manifest
 from .store import Store
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "results" / "reference"
-RESCORE = "rescore"  # the run function of the score stage (`volratio.runs.score.point`), stored beside a chunk's runs
 
 
 OWN = Reading()  # each run's own scores, as stored
