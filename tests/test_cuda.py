@@ -344,7 +344,7 @@ def test_projection_reads_the_gpu_seconds_of_the_stored_runs(tmp_path, picbreede
     if torch.cuda.is_available():
         man["runs"][k2].pop("gpu_s", None)
     r1["gpu_s"] = 2.0  # the first run "on a GPU"; the second not piloted
-    man_path.write_text(json.dumps(man))
+    R.write_manifest(man_path, man)
     pilot = gpu_plan.pilot_runs(root)
     assert len(pilot) == 1 and pilot["gpu_s"][0] == 2.0 and pilot["images"][0] == 6 * 2
     proj = gpu_plan.projection(plan_file, root).set_index("chunk")

@@ -12,6 +12,7 @@ import pytest
 from volratio import cli, emc2
 from volratio.experiments import emc2_bench
 from volratio.report import external as X
+from volratio.runs.manifest import write as write_manifest
 from volratio.runs.registry import get_run
 from volratio.runs.store import Store, config_key
 from volratio.runs.sweep import execute
@@ -36,7 +37,7 @@ def chunk(tmp_path_factory, picbreeder_dir):
             assert out["status"] == "done", out.get("error")
             store.record(out)
             runs[key] = {"config": cfg, "seed": 0, "wall_s": 1.0, "cpu_s": 1.0}
-    (root / "tiny" / "manifest.json").write_text(json.dumps({"sessions": [], "runs": runs}))
+    write_manifest(root / "tiny" / "manifest.json", {"sessions": [], "runs": runs})
     return root
 
 

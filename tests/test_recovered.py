@@ -10,6 +10,7 @@ import pytest
 
 from volratio.rho import recovery
 from volratio.runs import recovered
+from volratio.runs.store import sha256_file
 
 CFG = recovery.RecoveryConfig(res=16, controls=1)
 
@@ -49,8 +50,16 @@ def test_verify_recomputes_a_sample_exactly_and_names_a_changed_value(root):
     kept = pd.read_parquet(root / "tiny" / recovered.FILE)
     kept["recovery"] += 0.01
     kept.to_parquet(root / "tiny" / recovered.FILE, index=False)
+    with pytest.raises(recovered.RecoveryStoreError, match="does not match the SHA-256 in recovery.json"):
+        recovered.verify("tiny", sample=2, root=root)
+    # a table whose metadata vouches for it (its SHA-256 recorded) but whose values are wrong
+    meta = json.loads((root / "tiny" / recovered.META).read_text())
+    meta["table_sha256"] = sha256_file(root / "tiny" / recovered.FILE)
+    (root / "tiny" / recovered.META).write_text(json.dumps(meta))
     with pytest.raises(recovered.RecoveryStoreError, match="recomputes differently"):
         recovered.verify("tiny", sample=2, root=root)
+    for f in (recovered.FILE, recovered.META):  # the next tests compute it anew
+        (root / "tiny" / f).unlink()
 
 
 def test_a_chunk_without_planted_networks_is_refused(run_plan, depth_plan, tmp_path):

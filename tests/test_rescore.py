@@ -1,8 +1,10 @@
 """Train, then score (volratio.runs.score): stored networks rescored under another judge, resumably,
 into the chunk's own store, re-checked by `results verify`."""
 
+import io
 import json
 import shutil
+import time
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from volratio.cli import main
 from volratio.emc2.reading import Reading, ReadingError
 from volratio.judges.anchored_rule import read_crossfit
 from volratio.nets import CoordMLP
+from volratio.runs import heartbeat
 from volratio.runs import reference as R
 from volratio.runs import score as RS
 from volratio.runs import stored as S
@@ -141,6 +144,31 @@ def test_chunks_without_networks_are_one_line_errors(run_plan, depth_plan, tmp_p
         RS.score_chunk("tiny", Reading("nosuch"), root)
     with pytest.raises(RS.RescoreError, match="give the judge"):
         RS.score_chunk("tiny", Reading(), root)
+
+
+def test_artifacts_naming_no_stored_network_list_the_ones_stored(root, capsys):
+    rc = main(["reference", "rescore", "tiny", "--judge", "stability", "--root", str(root), "--artifacts", "nosuch"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "nosuch" in err[0] and "its runs store net:" in err[0]
+    assert "stored no networks" not in err[0] and not S.rescores("tiny", root=root)
+
+
+def test_a_long_score_whose_output_is_no_terminal_beats_with_an_eta(monkeypatch):
+    assert heartbeat.line("rescore x", 0, 4, 12.0) == "rescore x: 0/4 runs done, 12 s elapsed, no run finished yet"
+    assert (
+        heartbeat.line("rescore x", 1, 4, 70.0) == "rescore x: 1/4 runs done, 1 min 10 s elapsed, about 3 min 30 s left"
+    )
+    assert heartbeat.line("rescore x", 4, 4, 3700.0) == "rescore x: 4/4 runs done, 1 h 01 min elapsed"
+    monkeypatch.setattr("sys.stdout.isatty", lambda: False)
+    assert heartbeat.wanted(None) and not heartbeat.wanted(False) and not heartbeat.wanted(True)
+    out, counts = io.StringIO(), {"done": 0, "failed": 0}
+    with heartbeat.beating("rescore x", 2, counts, every=0.02, out=out):
+        time.sleep(0.1)
+        counts["done"] = 1
+        time.sleep(0.1)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("rescore x: 0/2 runs done") and lines[-1].startswith("rescore x: 1/2 runs done")
+    assert "left" in lines[-1] and len(lines) >= 4
 
 
 def test_stored_curves_read_another_judges_scores_from_the_rescore_runs(root):

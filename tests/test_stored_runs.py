@@ -15,6 +15,7 @@ from volratio import __version__
 from volratio.depth import point as depth_point
 from volratio.runs import reference as R
 from volratio.runs import stored as S
+from volratio.runs.manifest import write as write_manifest
 from volratio.runs.registry import _BUILTIN_RUNS, EXPERIMENTS, get_run, module, stored_config
 from volratio.runs.store import Store, config_key
 from volratio.runs.sweep import Sweep, run_sweep
@@ -109,6 +110,6 @@ def test_verify_reruns_each_stored_run_under_its_stored_config(toy_store):
                    "artifacts": {}})  # fmt: skip
     man = json.loads((root / "tiny" / "manifest.json").read_text())
     man["runs"][config_key(row["run"], config)] = {**man["runs"][row["key"]], "config": config}
-    (root / "tiny" / "manifest.json").write_text(json.dumps(man))
+    write_manifest(root / "tiny" / "manifest.json", man)
     cannot = [r for r in R.verify(root, sample=7).runs if r["result"] == "cannot rerun"]
     assert len(cannot) == 1 and "not complete" in cannot[0]["problem"]

@@ -58,3 +58,8 @@ def _default(o):
     if isinstance(o, np.ndarray):
         return o.tolist()
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def warn_line(message, category, filename, lineno, file=None, line=None) -> None:
+    """`warnings.showwarning` for commands: a warning as one line on stderr ("warning: …")."""
+    print(f"warning: {message}", file=sys.stderr)

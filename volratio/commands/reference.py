@@ -19,6 +19,8 @@ from ..data.anchors import ANCHORS
 from ..emc2 import DELTA_SCALES
 from ..emc2.reading import ENGINES, Reading
 from ..judges import JUDGES
+from ..runs.manifest import MANIFEST
+from ..runs.manifest import read as read_manifest
 from ..runs.plan import SCALES, plan_text
 from ..runs.reference import device_name_here, load_plan, run_chunk
 from ..runs.score import score_chunk
@@ -26,7 +28,7 @@ from ..runs.store import Store
 from ..runs.sweep import make_executor
 from ..util.fileio import check_out
 from . import _args as A
-from ._common import add_json_flag, emit
+from ._common import add_json_flag, emit, warn_line
 
 
 def register(sub) -> None:
@@ -184,8 +186,11 @@ def _list(args) -> int:
     rows = []
     for name, sweep in plan.items():
         path = Path(args.out) / name
+        if (path / MANIFEST).exists():
+            read_manifest(path / MANIFEST, name)  # a damaged manifest is refused here too, in one line
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+            warnings.simplefilter("always")
+            warnings.showwarning = warn_line  # a damaged run is not stored: say why it is not counted
             done = sum(Store(path).status(k) == "done" for k in set(sweep.keys())) if path.is_dir() else 0
         rows.append({"chunk": name, "run": sweep.run, "runs": len(set(sweep.keys())), "done": done})
     w = max((len(r["chunk"]) for r in rows), default=0)

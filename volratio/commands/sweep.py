@@ -21,7 +21,7 @@ from ..runs.store import Store, StoreError, flatten
 from ..runs.sweep import Sweep, make_executor, run_sweep
 from ..util.fileio import check_out
 from . import _args as A
-from ._common import add_json_flag, emit
+from ._common import add_json_flag, emit, warn_line
 
 
 def register(sub) -> None:
@@ -106,7 +106,7 @@ def _sweep(args) -> int:
     progress = False if (args.no_progress or args.json) else None
     with warnings.catch_warnings():
         warnings.simplefilter("always")
-        warnings.showwarning = _warn_line
+        warnings.showwarning = warn_line
         report = run_sweep(sweep, args.out, executor, retry_failed=args.retry_failed, progress=progress)
     payload = {
         "name": report.name,
@@ -150,7 +150,7 @@ def _results(args) -> int:
         raise StoreError(f"{args.dir}: no such results store (write one with `volratio sweep SPEC --out {args.dir}`)")
     with warnings.catch_warnings():
         warnings.simplefilter("always")
-        warnings.showwarning = _warn_line
+        warnings.showwarning = warn_line
         store = Store(args.dir)
         if not store.is_store():
             raise StoreError(
@@ -227,7 +227,3 @@ def _table_text(store, records, tracebacks: bool) -> str:
             if r["traceback"]:
                 lines += [f"--- {r['key']} ---", r["traceback"].rstrip()]
     return "\n".join(lines)
-
-
-def _warn_line(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"warning: {message}", file=sys.stderr)

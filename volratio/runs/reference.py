@@ -49,11 +49,14 @@ from ..emc2.source import Scoring, scoring_of
 from ..errors import VolratioError
 from ..util import machine as M
 from ..util.device import resolve_device
-from ..util.fileio import atomic_path
 from ..util.provenance import git_commit, versions
+from . import recovered
+from .manifest import MANIFEST, rebuild
+from .manifest import read as read_manifest
+from .manifest import write as write_manifest
 from .registry import get_run, stored_config
-from .store import config_key, sha256_bytes, sha256_file
-from .stored import DEFAULT_ROOT, MANIFEST, RESCORE, ReferenceError, chunks, records
+from .store import CorruptResultWarning, Store, config_key, sha256_bytes, sha256_file
+from .stored import DEFAULT_ROOT, RESCORE, ReferenceError, chunks, records
 from .sweep import Sweep, execute, run_sweep
 
 try:
@@ -288,7 +291,7 @@ def run_chunk(
     sweep = on_device(plan[name], device)
     out = Path(root) / name
     man_path = out / MANIFEST
-    manifest = json.loads(man_path.read_text()) if man_path.is_file() else {}
+    manifest = read_for_writing(man_path, name)
     runs = manifest.get("runs", {})
     session = {"started_at": now(), **machine()}
 
@@ -302,6 +305,18 @@ def run_chunk(
     report = run_sweep(sweep, out, executor, retry_failed=retry_failed, progress=progress, on_outcome=on_outcome)
     _write_manifest(man_path, sweep, sessions, runs)
     return report
+
+
+def read_for_writing(path: Path, name: str) -> dict:
+    """The manifest a writer of chunk `name` continues (`volratio.runs.manifest.read`; {} when there is
+    none), with the finished runs of the store beside it that it lacks added (`rebuild`: a writer killed
+    between the store and the manifest)."""
+    man = read_manifest(path, name) if path.is_file() else {}
+    if path.parent.is_dir():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the store's own damage is reported by the sweep that opens it
+            rebuild(man, Store(path.parent).rows.values())
+    return man
 
 
 def manifest_entry(outcome: dict, session: int, kind: str) -> dict:
@@ -325,28 +340,6 @@ def manifest_entry(outcome: dict, session: int, kind: str) -> dict:
     return entry
 
 
-def manifest_totals(runs: dict) -> dict:
-    """`runs_done`, `cpu_s_total`, `wall_s_total` of a manifest's runs: the chunk's own runs; the
-    rescore runs stored beside them (the score stage, `volratio.runs.score`, marked `"run": "rescore"`) are counted
-    apart (`rescores_done`, `rescore_cpu_s_total`) when there are any; `gpu_s_total` sums the runs'
-    GPU seconds when any run computed on CUDA."""
-
-    def totals(rs):
-        cpu = sum(r["cpu_s"] for r in rs if r["cpu_s"] == r["cpu_s"])
-        return len(rs), round(cpu, 1), round(sum(r["wall_s"] for r in rs), 1)
-
-    own = [r for r in runs.values() if r.get("run") != RESCORE]
-    rescored = [r for r in runs.values() if r.get("run") == RESCORE]
-    n, cpu, wall = totals(own)
-    out = {"runs_done": n, "cpu_s_total": cpu, "wall_s_total": wall}
-    if any("gpu_s" in r for r in own):
-        out["gpu_s_total"] = round(sum(r.get("gpu_s", 0.0) for r in own), 1)
-    if rescored:
-        n, cpu, _ = totals(rescored)
-        out.update(rescores_done=n, rescore_cpu_s_total=cpu)
-    return out
-
-
 def _write_manifest(path: Path, sweep, sessions: list, runs: dict) -> None:
     doc = {
         "chunk": sweep.name,
@@ -356,18 +349,6 @@ def _write_manifest(path: Path, sweep, sessions: list, runs: dict) -> None:
         "runs": runs,
     }
     write_manifest(path, doc)
-
-
-def write_manifest(path: Path, doc: dict) -> None:
-    """Write a chunk's manifest `doc` (atomically), its totals (`manifest_totals`) updated from its runs."""
-    totals = manifest_totals(doc["runs"])
-    head = {k: doc[k] for k in ("chunk", "spec", "runs_total") if k in doc}
-    rest = {k: v for k, v in doc.items() if k not in head and k not in _TOTALS}
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps({**head, **totals, **rest}, indent=1, sort_keys=False) + "\n")
-
-
-_TOTALS = ("runs_done", "cpu_s_total", "wall_s_total", "gpu_s_total", "rescores_done", "rescore_cpu_s_total")
 
 
 def now() -> str:
@@ -388,7 +369,11 @@ class Verification:
     for bit (`checked_bit_for_bit`) and by their scores (`checked_scores`). `kinds`: kind ->
     description of every other kind met. `runs`: the drawn runs — chunk, key, kind, comparable,
     `check` ("bit for bit" or "scores"), `rerun` (the run function re-run), ok, `result` (one word), seconds, stored_cpu_s, and
-    `problem` (one line) when it does not reproduce."""
+    `problem` (one line) when it does not reproduce. `checks`: the files of each chunk — its store's (every run's record against its row, every
+    artifact against its SHA-256: `volratio.runs.store.Store.check`) and the tables kept beside it
+    (the recovery table, `volratio.runs.recovered`: against its SHA-256, a seeded sample
+    recomputed) — as chunk, `what` ("store files" or the table's file name), ok, `detail` and
+    `problem` (one line) when something is damaged or differs."""
 
     machine: dict
     max_cpu_seconds: float | None = None
@@ -396,11 +381,14 @@ class Verification:
     chunks: list = field(default_factory=list)
     kinds: dict = field(default_factory=dict)
     runs: list = field(default_factory=list)
+    checks: list = field(default_factory=list)
 
     @property
     def failures(self) -> list:
-        """Drawn runs that fail: a comparable run that does not reproduce, or a rerun that failed."""
-        return [r for r in self.runs if not r["ok"] and (r["comparable"] or r["result"] == "rerun failed")]
+        """Drawn runs that fail — a comparable run that does not reproduce, or a rerun that failed — and
+        the chunks' files that are damaged (`checks`)."""
+        runs = [r for r in self.runs if not r["ok"] and (r["comparable"] or r["result"] == "rerun failed")]
+        return runs + [c for c in self.checks if not c["ok"]]
 
     def to_json(self) -> dict:
         return {
@@ -410,6 +398,7 @@ class Verification:
             "kinds": self.kinds,
             "chunks": self.chunks,
             "runs": self.runs,
+            "checks": self.checks,
         }
 
     def summary(self) -> str:
@@ -446,6 +435,8 @@ class Verification:
                 lines.append(r["problem"])
             else:
                 lines.append(f"{name}: differs (other CPU kind {r['kind']}; not a failure): {r['difference']}")
+        for c in self.checks:
+            lines.append(f"{c['chunk']} {c['what']}: {c['detail']}" if c["ok"] else c["problem"])
         n_ok = sum(r["ok"] for r in self.runs)
         other = sum(1 for r in self.runs if not r["ok"] and r not in self.failures)
         lines.append(
@@ -492,34 +483,21 @@ def verify(
     if not names:
         raise ReferenceError(f"{root}: no reference chunks (folders with results.parquet); nothing to verify")
     report = Verification(machine=here, max_cpu_seconds=max_cpu_seconds)
-    pool, within = [], 0
+    pool = []
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # a damaged store is an error here, not a silent recompute
-        for name in names:
-            summary = {"chunk": name, "runs": 0, "comparable": 0, "independent": 0, "scores": 0, "other": {}}
-            summary.update(checked_bit_for_bit=0, checked_scores=0)
-            for r in records(name, root, rescores=True):
-                if max_cpu_seconds is not None and (r["cpu_s"] is None or r["cpu_s"] > max_cpu_seconds):
-                    continue
-                summary["runs"] += 1
-                why = comparable(r, here)
-                check = "bit for bit" if why else None
-                if why:
-                    summary["comparable"] += 1
-                    summary["independent"] += why == "machine-independent"
-                elif score_checkable(r):
-                    summary["scores"] += 1
-                    where = "on a GPU" if _on_cuda(r.get("config") or {}) else "on another CPU kind"
-                    why, check = f"scores re-computed (stored {where})", "scores"
-                    report.kinds.setdefault((r["machine"] or {}).get("kind", "unknown"), M.describe(r["machine"] or {}))
-                else:
-                    kind = (r["machine"] or {}).get("kind", "unknown")
-                    summary["other"][kind] = summary["other"].get(kind, 0) + 1
-                    report.kinds.setdefault(kind, M.describe(r["machine"] or {}))
-                if why or any_machine:
-                    pool.append((name, r, why, check))
-            within += summary["runs"]
-            report.chunks.append(summary)
+        warnings.simplefilter("error", CorruptResultWarning)  # a damaged store is an error here, not a silent recompute
+        try:
+            _summarise(root, names, report, here, max_cpu_seconds, any_machine, pool)
+            for n in names:
+                report.checks.append(_check_files(root, n))
+                if _keeps_derived(root / n):
+                    report.checks.append(_verify_derived(root, n, sample, seed))
+        except CorruptResultWarning as e:
+            raise ReferenceError(
+                f"{e}; `results verify` does not repair a store: restore the chunk (`git checkout` for a committed "
+                "one), or let `volratio reference run` rebuild it"
+            ) from None
+    within = sum(c["runs"] for c in report.chunks)
     if not within:
         raise ReferenceError(f"{root}: no stored run with CPU time ≤ {max_cpu_seconds} s; raise --max-cpu-seconds")
     if not pool:
@@ -575,6 +553,69 @@ def verify(
             res["result"] = "reproduced" if res["ok"] else "differs"
         report.runs.append(res)
     return report
+
+
+def _summarise(
+    root: Path, names: list, report: Verification, here: dict, max_cpu_seconds, any_machine: bool, pool: list
+):
+    """`verify`'s count of the stored runs of each chunk (`report.chunks`), and the runs that can be
+    drawn (`pool`: chunk, record, why comparable, how checked)."""
+    for name in names:
+        summary = {"chunk": name, "runs": 0, "comparable": 0, "independent": 0, "scores": 0, "other": {}}
+        summary.update(checked_bit_for_bit=0, checked_scores=0)
+        for r in records(name, root, rescores=True):
+            if max_cpu_seconds is not None and (r["cpu_s"] is None or r["cpu_s"] > max_cpu_seconds):
+                continue
+            summary["runs"] += 1
+            why = comparable(r, here)
+            check = "bit for bit" if why else None
+            if why:
+                summary["comparable"] += 1
+                summary["independent"] += why == "machine-independent"
+            elif score_checkable(r):
+                summary["scores"] += 1
+                where = "on a GPU" if _on_cuda(r.get("config") or {}) else "on another CPU kind"
+                why, check = f"scores re-computed (stored {where})", "scores"
+                report.kinds.setdefault((r["machine"] or {}).get("kind", "unknown"), M.describe(r["machine"] or {}))
+            else:
+                kind = (r["machine"] or {}).get("kind", "unknown")
+                summary["other"][kind] = summary["other"].get(kind, 0) + 1
+                report.kinds.setdefault(kind, M.describe(r["machine"] or {}))
+            if why or any_machine:
+                pool.append((name, r, why, check))
+        report.chunks.append(summary)
+
+
+def _keeps_derived(folder: Path) -> bool:
+    """Whether a chunk keeps a derived table beside its store (the recovery table or its metadata)."""
+    return (folder / recovered.FILE).exists() or (folder / recovered.META).exists()
+
+
+def _check_files(root: Path, name: str) -> dict:
+    """The store files of chunk `name` checked (`volratio.runs.store.Store.check`), as a
+    `Verification.checks` entry."""
+    store = Store(root / name)
+    problems = store.check()
+    out = {"chunk": name, "what": "store files", "ok": not problems}
+    out["detail"] = f"{len(store.rows)} run(s): every record and artifact intact"
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        out["problem"] = f"{problems[0]}{more}; restore the chunk (`git checkout` for a committed one) or re-run it"
+    return out
+
+
+def _verify_derived(root: Path, name: str, sample: int, seed: int) -> dict:
+    """The recovery table kept beside chunk `name`, checked and a seeded sample of `sample` network
+    files recomputed (`volratio.runs.recovered.verify`), as a `Verification.checks` entry."""
+    out = {"chunk": name, "what": recovered.FILE}
+    try:
+        rows = recovered.verify(name, sample=sample, root=root, seed=seed)
+        out.update(ok=True, detail=f"intact, {rows} row(s) recomputed exactly")
+    except recovered.StaleTable as e:  # not damage: out of date, recomputed when next read
+        out.update(ok=True, detail=" ".join(str(e).split()))
+    except recovered.RecoveryStoreError as e:
+        out.update(ok=False, problem=" ".join(str(e).split()))
+    return out
 
 
 def _stored_by(record: dict) -> tuple:

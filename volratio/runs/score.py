@@ -52,7 +52,6 @@ Used by `volratio reference rescore` (volratio/commands/reference.py); results/r
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -70,12 +69,14 @@ from ..judges import DEFAULT_JUDGE, JUDGES, check_res
 from ..nets import CoordMLP
 from ..util.limits import LimitError, check_limits
 from . import stored
+from .manifest import MANIFEST
 from .reference import (
     NET,
     RUN,
     machine,
     manifest_entry,
     now,
+    read_for_writing,
     rescorable,
     rescore_config,
     source_scoring,
@@ -83,7 +84,7 @@ from .reference import (
 )
 from .registry import get_run
 from .store import Store, StoreError, config_key, sha256_file
-from .stored import DEFAULT_ROOT, MANIFEST
+from .stored import DEFAULT_ROOT
 from .sweep import run_configs
 
 
@@ -303,11 +304,24 @@ def plan(chunk: str, reading: Reading, root: "str | Path | None" = None, artifac
     wanted = None if artifacts is None else set(artifacts)
     with_net = [(r, a) for r in sources for a in source_scoring(r).artifacts
                 if a in r["artifacts"] and (wanted is None or a in wanted)]  # fmt: skip
+    if not with_net and wanted is not None:
+        stored_names = sorted({a for r in sources for a in source_scoring(r).artifacts if a in r["artifacts"]})
+        if stored_names:
+            raise RescoreError(
+                f"{root / chunk}: no run stores the artifact(s) {', '.join(sorted(wanted))}; its runs store "
+                f"{', '.join(stored_names)}: name those in --artifacts, or leave it out to score every one"
+            )
     if not with_net:
         raise RescoreError(
             f"{root / chunk}: its runs stored no networks; re-run the chunk with keep_net = true in its "
             f"config (`volratio reference run PLAN --chunk {chunk}`), then rescore it"
         )
+    store = Store(root / chunk)
+    for r, a in with_net:  # every network checked against the SHA-256 its run recorded, before any is scored
+        try:
+            store.artifact_path(r["key"], a)
+        except StoreError as e:
+            raise RescoreError(f"{e} before it is rescored (`git checkout` restores a committed chunk)") from None
     entry = get_run(RUN)
     out = {}
     for r, a in with_net:
@@ -352,7 +366,7 @@ def score_chunk(
     root = Path(DEFAULT_ROOT if root is None else root)
     todo = plan(chunk, reading, root, artifacts)
     man_path = root / chunk / MANIFEST
-    man = json.loads(man_path.read_text()) if man_path.is_file() else {}
+    man = read_for_writing(man_path, chunk)
     session = {"started_at": now(), **machine(), "reading": reading.as_dict()}
     man.setdefault("sessions", []).append(session)
     runs = man.setdefault("runs", {})
@@ -366,7 +380,7 @@ def score_chunk(
 
     report = run_configs(
         get_run(RUN), list(todo.values()), root / chunk, executor, name=f"rescore {chunk}", retry_failed=True,
-        progress=progress, on_outcome=on_outcome,
+        progress=progress, on_outcome=on_outcome, heartbeat=True,
     )  # fmt: skip
     if report.ran:
         write_manifest(man_path, man)

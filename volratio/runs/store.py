@@ -16,7 +16,8 @@ Reliability:
 - every file appears atomically (`volratio.util.fileio.atomic_path`): a crash leaves the old table or the
   new one, never half of one; leftover temporary files are removed on the next open;
 - the table is written with Parquet page checksums, and a SHA-256 of its rows is stored in the
-  file's metadata, so a damaged table is detected (not silently read): it is set aside as
+  file's metadata, so a damaged table is detected (not silently read) — as is another store's table
+  copied over it (its runs have no folder here) —: it is set aside as
   `results.parquet.corrupt-N` and rebuilt from the per-run records, so only runs whose record or
   artifacts are damaged too are recomputed;
 - each artifact's SHA-256 is recorded in its row; a missing or damaged artifact makes the run
@@ -199,6 +200,7 @@ class Store:
             return
         try:
             rows = _read_table(self.table_path)
+            self._check_own(rows)
         except _Corrupt as e:
             self.damage = f"damaged results table ({e})"
             if self._lock_file is not None:
@@ -214,6 +216,17 @@ class Store:
                 )
                 continue
             self.rows[row["key"]] = row
+
+    def _check_own(self, rows: list[dict]) -> None:
+        """A table that is intact but not this store's (another store's, copied over it) holds runs
+        without a folder here: every run this format writes has one (its record, `RECORD`)."""
+        if rows and self._records_exist():
+            strangers = [r["key"] for r in rows if not (self.artifact_root / str(r["key"])).is_dir()]
+            if strangers:
+                raise _Corrupt(
+                    f"it holds {len(strangers)} run(s) without a folder in {ARTIFACTS}/, e.g. {strangers[0]}: "
+                    "another store's table?"
+                )
 
     def is_store(self) -> bool:
         """Whether the folder holds a results table or run records (an empty new store holds a table)."""
@@ -270,8 +283,30 @@ class Store:
                     return None
         return row["status"]
 
+    def check(self) -> list[str]:
+        """What is wrong with the store's files, one line each (none: intact): a run's record
+        (`RECORD`) missing, unreadable or not its row of the table; a finished run's artifact missing
+        or not the SHA-256 its row recorded. Reads every file: `volratio results verify` runs it."""
+        problems = []
+        for key, row in self.rows.items():
+            path = self.artifact_root / key / RECORD
+            try:
+                rec = json.loads(path.read_text())
+                if not isinstance(rec, dict) or {c: rec.get(c) for c in COLUMNS} != row:
+                    problems.append(f"{path}: the record of run {key} is not its row in {TABLE}")
+            except (OSError, UnicodeDecodeError, ValueError):
+                problems.append(f"{path}: the record of run {key} is missing or unreadable")
+            if row["status"] != "done":
+                continue
+            for name, art in json.loads(row["artifacts"]).items():
+                file = self._artifact_file(key, art)
+                if file is None or not file.is_file() or sha256_file(file) != art["sha256"]:
+                    problems.append(f"{file}: artifact {name!r} of run {key} is missing or damaged")
+        return problems
+
     def records(self, keys: Iterable[str] | None = None) -> list[dict]:
-        """Rows as plain dicts: key, status, config, metrics, artifacts (names -> paths), error,
+        """Rows as plain dicts: key, status, config, metrics, artifacts (names -> paths) and
+        artifact_sha256 (names -> the SHA-256 recorded when they were stored), error,
         plus attempts/seconds/host/finished_at. `keys` selects and orders them (missing keys are
         left out); by default all rows in table order."""
         keys = list(self.rows) if keys is None else [k for k in keys if k in self.rows]
@@ -289,6 +324,7 @@ class Store:
                     "config": json.loads(row["config"]),
                     "metrics": json.loads(row["metrics"]),
                     "artifacts": {n: str(self.root / a["file"]) for n, a in arts.items()},
+                    "artifact_sha256": {n: a["sha256"] for n, a in arts.items()},  # as recorded when stored
                     "error": row["error"],
                     "traceback": row["traceback"],
                     "attempts": row["attempts"],

@@ -18,7 +18,6 @@ Chapters: every chapter that reads `results/reference/`; commands: `volratio res
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,11 +28,11 @@ from ..emc2.reading import Reading
 from ..errors import VolratioError
 from ..judges import JUDGES
 from ..util import machine as M
+from .manifest import MANIFEST, RESCORE, rebuild
+from .manifest import read as read_manifest
 from .store import Store
 
-MANIFEST = "manifest.json"
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "results" / "reference"
-RESCORE = "rescore"  # the run function of the score stage (`volratio.runs.score.point`), stored beside a chunk's runs
 
 
 OWN = Reading()  # each run's own scores, as stored
@@ -49,12 +48,17 @@ def chunks(root: "str | Path" = DEFAULT_ROOT) -> list[str]:
     return sorted(p.parent.name for p in root.glob("*/results.parquet")) if root.is_dir() else []
 
 
-def manifest(name: str, root: "str | Path" = DEFAULT_ROOT) -> dict:
-    """The manifest of chunk `name` (spec, sessions with versions and machine, runs with times)."""
-    path = Path(root) / name / MANIFEST
-    if not path.is_file():
-        raise ReferenceError(f"{path}: no manifest; run the chunk with `volratio reference run PLAN --chunk {name}`")
-    return json.loads(path.read_text())
+def manifest(name: str, root: "str | Path" = DEFAULT_ROOT, store: Store | None = None) -> dict:
+    """The manifest of chunk `name` (spec, sessions with versions and machine, runs with times), checked
+    by `volratio.runs.manifest.read` (a damaged one is a `volratio.runs.manifest.ManifestError`, one line
+    naming the file and the fix), with the store's finished runs it lacks added (`rebuild`: a writer
+    killed between the store and the manifest; `store`: the chunk's, when the caller has it open)."""
+    man = read_manifest(Path(root) / name / MANIFEST, name)
+    if store is None and (Path(root) / name / "results.parquet").is_file():
+        store = Store(Path(root) / name)
+    if store is not None:
+        rebuild(man, store.rows.values())
+    return man
 
 
 def records(name: str, root: "str | Path" = DEFAULT_ROOT, rescores: bool = False) -> list[dict]:
@@ -66,7 +70,7 @@ def records(name: str, root: "str | Path" = DEFAULT_ROOT, rescores: bool = False
     if not (path / "results.parquet").is_file():
         raise ReferenceError(f"{path}: no reference results for chunk {name!r} (run it with `volratio reference run`)")
     store = Store(path)
-    man = manifest(name, root)
+    man = manifest(name, root, store)
     out = []
     for r in store.records():
         if r["status"] == "done" and (rescores or r["run"] != RESCORE):

@@ -62,6 +62,7 @@ from ..errors import VolratioError
 from ..util import autopick
 from ..util.presets import ConfigError
 from ..util.provenance import git_commit
+from .heartbeat import beating, wanted
 from .registry import get_run, known_run, run_names
 from .store import Store, _plain, config_key, encode_array, encode_net
 
@@ -525,13 +526,16 @@ def run_configs(
     progress: bool | None = None,
     timeout: float | None = None,
     on_outcome: Callable[[dict], None] | None = None,
+    heartbeat: bool = False,
 ) -> SweepReport:
     """`run_sweep` on explicit configs: every complete config (`RunFunction.keyed`) of run function
     `entry` that `out` does not hold yet, as `run_sweep` runs a sweep's (see there). A sweep's
     configs are a grid; the score stage's (`volratio.runs.score`) are one per stored run.
 
     A run function that reads stored networks (`RunFunction.reads_store`) reads them from the chunks
-    beside `out` (`out`'s parent folder), in this process and in worker processes alike."""
+    beside `out` (`out`'s parent folder), in this process and in worker processes alike. `heartbeat`:
+    where the progress bar is hidden (`volratio.runs.heartbeat.wanted`), print a line of progress every
+    few seconds instead."""
     t0 = time.perf_counter()
     executor = executor or InProcess()
     fn = entry.reading_store(Path(out).parent)
@@ -552,7 +556,8 @@ def run_configs(
         queue = list(todo.items())
         bar = tqdm(total=len(queue), desc=name, unit="run", disable=(None if progress is None else not progress))
         counts = {"done": 0, "running": 0, "failed": 0}
-        with executor.open() as (ex, slots):
+        beat = heartbeat and queue and wanted(progress)
+        with beating(name, len(queue), counts) if beat else contextlib.nullcontext(), executor.open() as (ex, slots):
             inflight: dict[cf.Future, str] = {}
             try:
                 while queue or inflight:
