@@ -62,3 +62,28 @@ def test_the_first_three_targets_enter_by_their_stored_fit(picbreeder_dir):
     table, _ = reading.rows()
     assert set(table.target) >= {"picbreeder:skull", "picbreeder:butterfly", "picbreeder:apple"}
     assert set(table.method) == {"sp", *sixteen.SP_METHODS}
+
+
+def test_the_plan_commit_is_the_one_that_added_the_plan():
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("needs git and the repository's history (a clone, not an unpacked archive)")
+    out = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--", sixteen.PLAN],
+                         cwd=root, capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    if not out:
+        pytest.skip("the clone's history does not reach the plan's commit (a shallow clone)")
+    assert out[-1].startswith(sixteen.PLAN_COMMIT)
+
+
+def test_the_plan_status_counts_what_is_stored(picbreeder_dir):
+    from volratio.report.readings import sixteen as reading
+
+    status = reading.plan_status()
+    assert list(status.index) == ["sp-vs-pruners", "muon-above-adam"]
+    assert (status["targets planned"] == 16).all() and (status.run >= 3).all()
+    assert (status.entered <= status.scored).all() and (status.scored <= status.run).all()
+    assert sixteen.PLAN_COMMIT in reading.announcement()

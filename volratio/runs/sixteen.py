@@ -64,6 +64,7 @@ MUON_FIT_CHUNKS = {
     "optimizers_fork_fit_b": tuple(FORK_NONZEROS)[7:],
 }
 PLAN = "results/reference/PREREGISTRATION.md"  # the plan in words, committed before these runs
+PLAN_COMMIT = "9fc525cc"  # the commit that added PLAN (tests/test_sixteen.py checks it against git)
 
 
 def why(claim: str, names: tuple, extra: str) -> str:
