@@ -27,6 +27,7 @@ from volratio.experiments import (
 from volratio.nets import CoordMLP
 from volratio.report.readings import EVERY
 from volratio.runs import reference as R
+from volratio.runs import sixteen
 from volratio.runs import stored as S
 from volratio.runs.registry import get_run
 from volratio.util.presets import complete
@@ -86,7 +87,12 @@ def test_regime_scores_read_every_source_run_at_every_compared_population():
     assert {c["emc2"]["max_params"] for c in todo} == {1000}
     assert all(c["emc2"]["engine"] == "fused" for c in todo)
     for name, scores in sparse_regime.SCORES.items():
+        if name in sixteen.SP_CHUNKS and name not in S.chunks(STORE):
+            continue  # the pre-registered plan's chunks: not run yet
         done, total = scores.progress(STORE)
+        if name in sixteen.SP_CHUNKS:  # … being run and scored
+            assert done <= total, name
+            continue
         assert done == total > 0, name
 
 
