@@ -14,12 +14,13 @@ structure gate; otherwise nothing is kept (the EMC2 base rule: a network that ne
 keeps nothing).
 
 **A perturbed image `x`** is judged by its change `Δ = x − b`: the part of Δ that no family move
-from θ_b explains, `s = RMS(Δ − (draw(θ) − draw(θ_b))) / max(RMS(Δ), floor)` at the best θ of the
+from θ_b explains, `s = (RMS(Δ − (draw(θ) − draw(θ_b))) − floor)⁺ / max(RMS(Δ), floor)` at the best θ of the
 box. The base's own misfit cancels: it is not held against the perturbation. `x` is kept when
 `s ≤ tolerance`, the base is in the family, and the member's image `draw(θ)` passes the structure
 gate — the gate of the default judge (`anchored-v2`'s `LogisticRule.gate`: edges lined up with the
 target's and not much less detail, after aligning within its shift), against the target's image.
-A change below `floor` RMS (a fraction of one grey level) has nothing to explain. The score is the
+Up to `floor` RMS (one grey level: a PNG's rounding) of what is left is not counted, so a change
+below it has nothing to explain. The score is the
 explained share `1 − s` (clipped to [0, 1]; 0 where the gate rejects the member).
 
 **Cost.** One Jacobian J at θ_b per network; every image is first judged by its tangent projection
@@ -78,7 +79,7 @@ class FamilyConfig:
     share: float = 0.25  # every link keeps its sign and at least this share of its generator magnitude
     band: float = 1.0  # full LM fit where the tangent's or a witness's share lies within tolerance·(1 + band)
     steps: tuple = (-2.0, -1.0, -0.5, -0.25, -0.1, 0.1, 0.25, 0.5, 1.0, 2.0)  # single-link moves tried as witnesses
-    floor: float = 0.5 / 255  # RMS change below this (half a grey level) needs no explaining
+    floor: float = 1 / 255  # this much RMS of what is left unexplained is not counted (one grey level: rounding)
     ridge: float = 1e-6  # tangent projection's damping, × mean(diag JᵀJ)
     lm: LMConfig = field(default_factory=LMConfig)  # the fits (base and near-tolerance images)
 
@@ -139,7 +140,7 @@ class FamilyJudge(Judge):
         self.draw_b = self.family.draw(self.theta_b[None])[0]  # (P,)
         spread = _rms((self.base - self.base.mean())[None])[0]
         miss = _rms((self.base - self.draw_b[:, None])[None])[0]
-        self.base_misfit = float(miss / max(float(spread), self.cfg.floor))
+        self.base_misfit = float(self._share(miss, spread))
         self.base_in_family = self.base_misfit <= self.cfg.tolerance and bool(self._passes(self.draw_b[None])[0])
         J = self.family.jacobian(self.theta_b)  # (P, n)
         A = J.T @ J
@@ -164,6 +165,11 @@ class FamilyJudge(Judge):
             "gate": {"rule": GATE_RULE, **dict(self.gate.gate), "shift": int(self.gate.shift)},
         }
 
+    def _share(self, unexplained: torch.Tensor, change: torch.Tensor) -> torch.Tensor:
+        """The share of a change (RMS `change`) left unexplained (RMS `unexplained`), the first `floor`
+        of it not counted."""
+        return (unexplained - self.cfg.floor).clamp_min(0.0) / torch.as_tensor(change).clamp_min(self.cfg.floor)
+
     def _passes(self, grey: torch.Tensor) -> np.ndarray:
         """`(B,)` bool: the family members' grey images `(B, P)` pass the structure gate against the target."""
         img = grey.reshape(-1, self.res, self.res, 1).expand(-1, -1, -1, 3)
@@ -180,17 +186,17 @@ class FamilyJudge(Judge):
                 "image; render both at one size"
             )
         delta = x.reshape(len(x), -1, 3) - self.base  # (B, P, 3)
-        scale = _rms(delta).clamp_min(self.cfg.floor)  # (B,)
+        scale = _rms(delta)  # (B,)
         mean = delta.mean(2)  # (B, P) the change's grey part: the only part a family move can explain
         colour = (delta - mean[..., None]).pow(2).mean((1, 2))  # (B,) the rest, never explained
         c = mean @ self.K.T  # (B, n) the tangent projection
-        lin = ((mean - c @ self.J.T).pow(2).mean(1) + colour).sqrt() / scale
+        lin = self._share(((mean - c @ self.J.T).pow(2).mean(1) + colour).sqrt(), scale)
         share, theta = torch.empty(len(x), dtype=torch.float64), torch.empty(len(x), self.family.n, dtype=torch.float64)
         for i in range(len(x)):  # the witnesses: the tangent's member and every single-link move
             cand = self.family.project(torch.cat([self.theta_b + c[i : i + 1], self.theta_b + self.moves]))
             miss = (self.family.draw(cand) - self.draw_b - mean[i]).pow(2).mean(1) + colour[i]  # (1 + n·m,)
             k = int(miss.argmin())
-            share[i], theta[i] = miss[k].sqrt() / scale[i], cand[k]
+            share[i], theta[i] = self._share(miss[k].sqrt(), scale[i]), cand[k]
         share = share.numpy()
         gate = self._passes(self.family.draw(theta))
         tol = self.cfg.tolerance
@@ -198,7 +204,7 @@ class FamilyJudge(Judge):
         for i in np.flatnonzero(near):
             t, _ = self.family.fit(mean[i] + self.draw_b, theta[i], self.cfg.lm)
             g = self.family.draw(t[None])
-            s = float(((g[0] - self.draw_b - mean[i]).pow(2).mean() + colour[i]).sqrt() / scale[i])
+            s = float(self._share(((g[0] - self.draw_b - mean[i]).pow(2).mean() + colour[i]).sqrt(), scale[i]))
             ok = bool(self._passes(g)[0])
             if (s <= tol and ok) or s < share[i]:  # the fit's member: kept by it, or closer than the witness
                 share[i], gate[i] = s, ok
