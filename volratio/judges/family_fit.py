@@ -69,7 +69,9 @@ class Family:
 
     def __init__(self, graph: Graph, res: int, share: float):
         if graph.head != "grey":
-            raise JudgeError(f"{graph.name}: the family judge draws planted (grey-head) graphs; this one has {graph.head}")
+            raise JudgeError(
+                f"{graph.name}: the family judge draws planted (grey-head) graphs; this one has {graph.head}"
+            )
         if not 0.0 <= float(share) < 1.0:
             raise JudgeError(f"family magnitude share {share!r}: give a number in [0, 1)")
         self.graph, self.res, self.share = graph, int(res), float(share)
