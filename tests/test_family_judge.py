@@ -187,3 +187,13 @@ def test_the_judge_command_keeps_the_target_and_a_small_move_and_rejects_flat_an
     rc = main(["judge", files[0], "--target", "picbreeder:skull", "--judge", "planted-family"])
     err = capsys.readouterr().err
     assert rc == 2 and "needs a planted target" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_emc2_command_scores_a_saved_planted_network_under_the_family_judge(target, tmp_path, capsys):
+    path = target.graph.layerize(ink_as_hsv=False, dtype=torch.float64).net.save(tmp_path / "planted.safetensors")
+    argv = ["emc2", str(path), "--target", SPEC, "--judge", "planted-family", "--res", str(RES)]
+    rc = main([*argv, "--deltas", "-0.25,0.25", "--max-params", "6", "--device", "cpu", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["judge"] == "planted-family" and out["base_kept"] and out["auc"] > 0.5
+    rc = main([*argv[:3], "picbreeder:skull", *argv[4:], "--deltas", "0.25", "--device", "cpu"])
+    assert rc == 2 and "needs a planted target" in capsys.readouterr().err
