@@ -13,9 +13,11 @@ from volratio import emc2, judges
 from volratio.cli import main
 from volratio.data.graph import Graph
 from volratio.data.targets import get_target
+from volratio.errors import BudgetError
 from volratio.judges.family import FamilyConfig, FamilyJudge
 from volratio.judges.family_fit import FORWARD, Family
 from volratio.nets import ACTIVATIONS
+from volratio.util import budget
 
 RES = 32
 SPEC = "planted:3"
@@ -197,3 +199,14 @@ def test_the_emc2_command_scores_a_saved_planted_network_under_the_family_judge(
     assert rc == 0 and out["judge"] == "planted-family" and out["base_kept"] and out["auc"] > 0.5
     rc = main([*argv[:3], "picbreeder:skull", *argv[4:], "--deltas", "0.25", "--device", "cpu"])
     assert rc == 2 and "needs a planted target" in capsys.readouterr().err
+
+
+def test_a_family_too_large_for_the_memory_budget_is_refused_before_any_work(target, monkeypatch):
+    monkeypatch.setenv(budget.ENV, "1MB")
+    with pytest.raises(BudgetError, match="lower resolution") as e:
+        Family(target.graph, 256, 0.25)
+    assert "\n" not in str(e.value)
+    monkeypatch.setenv(budget.ENV, "64MB")  # a big batch of weight vectors is drawn in chunks, not refused
+    fam = Family(target.graph, RES, 0.25)
+    many = fam.theta0[None].repeat(3000, 1)
+    assert torch.equal(fam.draw(many)[-1], fam.draw(fam.theta0[None])[0])

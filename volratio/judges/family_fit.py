@@ -40,6 +40,7 @@ import torch
 
 from ..data.graph import INPUT_INDEX, Graph
 from ..nets import ACTIVATIONS, coords, head_to_rgb
+from ..util import budget
 from .base import JudgeError
 
 
@@ -49,6 +50,9 @@ def _gaussian(z: torch.Tensor) -> torch.Tensor:
 
 # activations with plain torch operations (forward-mode differentiable); every other name is the library's own
 FORWARD = {**ACTIVATIONS, "gaussian": _gaussian}
+
+
+CHUNK_BYTES = 64 << 20  # `Family.draw` evaluates at most this many bytes of node values at once
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,12 @@ class Family:
         for i, (s, t, _) in enumerate(graph.links):
             self.into[t].append((s, i))
         self.out = graph.outputs().get("ink") or next(iter(graph.outputs().values()))
+        # the Jacobian pushes one tangent per link through every node at once
+        budget.check(
+            budget.graph_render_bytes(len(self.grid), len(graph.nodes)) * (2 * self.n + 1),
+            f"the family of {graph.name} ({self.n} links) at {self.res}×{self.res}",
+            "judge at a lower resolution (--res)",
+        )
 
     @property
     def n(self) -> int:
@@ -110,8 +120,12 @@ class Family:
         return val[self.out]
 
     def draw(self, theta: torch.Tensor) -> torch.Tensor:
-        """Grey level `(B, P)` in [0, 1] of each weight vector of `theta` `(B, n)` (the grey head)."""
-        return head_to_rgb(self.raw(theta)[..., None], "grey")[..., 0]
+        """Grey level `(B, P)` in [0, 1] of each weight vector of `theta` `(B, n)` (the grey head),
+        evaluated in chunks of weight vectors that keep every node's values under `CHUNK_BYTES`."""
+        per = budget.graph_render_bytes(len(self.grid), len(self.graph.nodes))  # one weight vector
+        step = max(1, CHUNK_BYTES // per)
+        parts = [self.raw(theta[i : i + step]) for i in range(0, len(theta), step)]
+        return head_to_rgb(torch.cat(parts)[..., None], "grey")[..., 0]
 
     def jacobian(self, theta: torch.Tensor) -> torch.Tensor:
         """`(P, n)`: d draw / dθ at one weight vector `theta` `(n,)` (forward mode, one pass per link)."""
