@@ -14,22 +14,26 @@ structure gate; otherwise nothing is kept (the EMC2 base rule: a network that ne
 keeps nothing).
 
 **A perturbed image `x`** is judged by its change `Δ = x − b`: the part of Δ that no family move
-from θ_b explains, `s = (RMS(Δ − (draw(θ) − draw(θ_b))) − floor)⁺ / max(RMS(Δ), floor)` at the best θ of the
-box. The base's own misfit cancels: it is not held against the perturbation. `x` is kept when
+from θ_b explains, `s = (RMS(Δ − (draw(θ) − draw(θ_b))) − floor)⁺ / max(RMS(Δ), floor)` at the
+best θ of the box found. The base's own misfit cancels: it is not held against the perturbation. `x` is kept when
 `s ≤ tolerance`, the base is in the family, and the member's image `draw(θ)` passes the structure
 gate — the gate of the default judge (`anchored-v2`'s `LogisticRule.gate`: edges lined up with the
 target's and not much less detail, after aligning within its shift), against the target's image.
 Up to `floor` RMS (one grey level: a PNG's rounding) of what is left is not counted, so a change
-below it has nothing to explain. The score is the
-explained share `1 − s` (clipped to [0, 1]; 0 where the gate rejects the member).
+below it has nothing to explain. The score is the explained share `1 − s` (clipped to [0, 1]; 0
+where the gate rejects the member).
 
-**Cost.** One Jacobian J at θ_b per network; every image is first judged by its tangent projection
-`c = (JᵀJ + ridge)⁻¹ Jᵀ Δ̄` (Δ̄: the change's mean over colour channels), drawn exactly at the
-projected member `θ_b + c` (clamped into the box): a member whose true share is within the
-tolerance and whose image passes the gate is a witness, and the image is kept without a fit. Only
-an image not so kept whose linear or witnessed share lies within `tolerance·(1 + band)` gets the
-full projected LM fit from the witness. `counts` says how many images took each path;
-`benchmarks/family_judge.py` measures the cost.
+**Cost.** One Jacobian J at θ_b per network. Every image first gets cheap *witnesses*, members
+drawn exactly: its tangent projection `θ_b + c`, `c = (JᵀJ + ridge)⁻¹ Jᵀ Δ̄` (Δ̄: the change's mean
+over colour channels), and every single-link move `θ_b + s·e_i` for s in `steps` (a move of one
+weight is the family's own answer to a one-weight perturbation, which the tangent misses once the
+image responds nonlinearly), each clamped into the box. When the best witness leaves at most the
+tolerance unexplained and its image passes the gate, the image is kept without a fit. Only an image
+not so kept whose tangent (linear) or best witnessed share lies within `tolerance·(1 + band)` gets
+the full projected LM fit, started from that witness; the rest are rejected. A fit can stop in a
+local minimum, so a rejection is "no member found", not a proof that none exists. `counts` says
+how many images took each path; `benchmarks/family_judge.py` measures the cost against a full fit
+of every image and the agreement of the two.
 
 **Weights that are not graph links.** A layerized network's head units and cache weights
 (`volratio.data.graph.Layered`) are not links of the DAG; their perturbations are judged like any
@@ -159,7 +163,7 @@ class FamilyJudge(Judge):
         steps = torch.tensor(self.cfg.steps, dtype=torch.float64)
         eye = torch.eye(self.family.n, dtype=torch.float64)
         self.moves = (eye[:, None, :] * steps[None, :, None]).reshape(-1, self.family.n)  # (n·m, n) single-link moves
-        self.counts = {"images": 0, "tangent": 0, "full_fit": 0}
+        self.counts = {"images": 0, "witnesses": 0, "full_fit": 0}  # how the images were judged
 
     def settings(self) -> dict:
         cfg = asdict(self.cfg)
@@ -220,7 +224,7 @@ class FamilyJudge(Judge):
                 share[i], gate[i] = s, ok
         self.counts["images"] += len(x)
         self.counts["full_fit"] += int(near.sum())
-        self.counts["tangent"] += int(len(x) - near.sum())
+        self.counts["witnesses"] += int(len(x) - near.sum())
         return share, gate
 
     def _judge(self, images, label):
