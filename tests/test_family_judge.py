@@ -17,6 +17,7 @@ from volratio.errors import BudgetError
 from volratio.judges.family import FamilyConfig, FamilyJudge
 from volratio.judges.family_fit import FORWARD, Family
 from volratio.nets import ACTIVATIONS
+from volratio.runs import score as score_stage
 from volratio.util import budget
 
 RES = 32
@@ -210,3 +211,11 @@ def test_a_family_too_large_for_the_memory_budget_is_refused_before_any_work(tar
     fam = Family(target.graph, RES, 0.25)
     many = fam.theta0[None].repeat(3000, 1)
     assert torch.equal(fam.draw(many)[-1], fam.draw(fam.theta0[None])[0])
+
+
+def test_a_rescore_under_the_family_judge_refuses_a_chunk_of_other_targets_before_reading_a_network():
+    src = {"chunk": "c", "key": "k", "run": "depth_point", "net_sha256": "0" * 64}
+    cfg = {"source": src, "judge": "planted-family", "emc2": {"res": RES}}
+    assert score_stage.parse_point({**cfg, "target": SPEC}).judge == "planted-family"
+    with pytest.raises(score_stage.RescoreError, match="needs a planted target"):
+        score_stage.parse_point({**cfg, "target": "picbreeder:skull"})
