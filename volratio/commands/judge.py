@@ -134,9 +134,8 @@ def cmd_judge(args) -> int:
                 f"--reference is {ref.shape[0]}×{ref.shape[1]}, the images {batch.shape[1]}×{batch.shape[2]}; render both at one size"
             )
         judge = judges.make_judge(args.judge, ref, args.target, model=args.model, device=args.device)
-    elif (
-        args.judge == "planted-family"
-    ):  # each image's change from the network's base image: --reference, else the target's own
+    elif args.judge == judges.FamilyJudge.name:
+        # each image is judged by its change from the network's base image: --reference, else the target's own
         base = ref if ref is not None else get_target(args.target).image(batch.shape[1]).double()
         if base.shape != batch.shape[1:]:
             raise VolratioError(
