@@ -33,7 +33,8 @@ def register(sub) -> None:
         help=f"{DEFAULT_JUDGE} (default): is each image a <label>? judged against the target image, with the "
         "structure gate; anchored, anchored-*: the same question under other rules; clip / vlm: a local "
         "model asked about the label; stability, calibrated, calibrated-pooled, ssim: similarity to the "
-        "network's own render (how stable its picture is, not the compositional score)",
+        "network's own render (how stable its picture is, not the compositional score); planted-family (planted "
+        "targets): each change drawn by the planted DAG with its link weights moved",
     )
     p.add_argument("--judge-model", default=None, help="local folder or cached model id for the clip/vlm judges")
     p.add_argument("--label", default=None, help="what the judge is asked about (default: the target's name)")

@@ -27,7 +27,8 @@ def register(sub) -> None:
         "--reference",
         default=None,
         help="an image (PNG) of what the label looks like, for a target of your own (instead of --target); "
-        "for the self-anchored judges: the unperturbed image they compare with",
+        "for the self-anchored judges and planted-family: the network's unperturbed image they compare with "
+        "(planted-family: default the target's own image)",
     )
     p.add_argument("--label", default=None, help="what the image should show (default: the target's name)")
     p.add_argument(
@@ -36,7 +37,8 @@ def register(sub) -> None:
         choices=list(JUDGES),
         help=f"{DEFAULT_JUDGE} (default): against the target image, with the structure gate; anchored, anchored-*: "
         "the same question under other rules; clip, vlm: local model weights; stability, "
-        "calibrated, calibrated-pooled, ssim: similarity to the --reference image (stability)",
+        "calibrated, calibrated-pooled, ssim: similarity to the --reference image (stability); planted-family "
+        "(planted targets): the change from --reference drawn by the planted DAG with its link weights moved",
     )
     p.add_argument("--model", default=None, help="local folder or cached model id for --judge clip/vlm")
     p.add_argument("--device", default="auto", type=A.device, help="auto, cpu, cuda or cuda:N")
@@ -140,6 +142,14 @@ def cmd_judge(args) -> int:
                 f"--reference is {ref.shape[0]}×{ref.shape[1]}, the images {batch.shape[1]}×{batch.shape[2]}; render both at one size"
             )
         judge = judges.make_judge(args.judge, ref, args.target, model=args.model, device=args.device)
+    elif args.judge == judges.FamilyJudge.name:
+        # each image is judged by its change from the network's base image: --reference, else the target's own
+        base = ref if ref is not None else get_target(args.target).image(batch.shape[1]).double()
+        if base.shape != batch.shape[1:]:
+            raise VolratioError(
+                f"--reference is {base.shape[0]}×{base.shape[1]}, the images {batch.shape[1]}×{batch.shape[2]}; render both at one size"
+            )
+        judge = judges.make_judge(args.judge, base, args.target)
     else:
         judge = judges.make_judge(args.judge, batch[0], args.target, model=args.model, device=args.device, anchor=ref)
     v = judge(batch, label)

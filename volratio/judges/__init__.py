@@ -23,6 +23,10 @@ Layout (every public name of the judge modules is importable from `volratio.judg
   threshold calibrated per network against other targets, random CPPN images and noise (`calibrate`);
 - `models` — `CLIPJudge` (CLIP zero-shot) and `VLMJudge` (a vision-language model asked yes/no),
   local weights only (`transformers`, the `judges` extra);
+- `family` — `FamilyJudge` ("planted-family", planted targets only): an image is still the object
+  when the planted DAG's own family (its link weights moved, signs and a share of each magnitude
+  kept) explains its change from the network's base image; `family_fit` is that family (`Family`,
+  drawing, Jacobian, the damped Levenberg–Marquardt fit, `LMConfig`);
 - `registry` — `make_judge`, `JUDGES`, `DEFAULT_JUDGE`, `SELF_ANCHORED`, `anchor_of`, `default_judge`,
   `judge_class`, `judge_text`, `min_res`, `check_res` (the smallest image a judge answers for, `Judge.min_res`);
 - the rules the fitted judges read (import them as modules; not re-exported here):
@@ -49,6 +53,8 @@ from .base import (
     resample,
     to_uint8,
 )
+from .family import FamilyConfig, FamilyJudge
+from .family_fit import Family, LMConfig
 from .models import (
     DEFAULT_DISTRACTORS,
     VLM_PROMPT,
@@ -138,6 +144,11 @@ __all__ = [
     "choose_threshold",
     "calibrate",
     "calibrated_ssim_judge",
+    # family
+    "FamilyJudge",
+    "FamilyConfig",
+    "Family",
+    "LMConfig",
     # models
     "CLIPJudge",
     "VLMJudge",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from .anchored import ANCHORED, AnchoredJudge, target_anchor
 from .base import Judge, JudgeError, JudgeText, as_images
+from .family import FamilyJudge
 from .models import CLIPJudge, VLMJudge
 from .similarity import SSIMJudge, calibrated_ssim_judge
 from .stability import PooledCalibratedJudge, ReferenceCalibratedJudge, StabilityJudge
@@ -32,6 +33,7 @@ CLASSES = (
     StabilityJudge,
     CLIPJudge,
     VLMJudge,
+    FamilyJudge,
 )
 _BY_NAME = {name: cls for cls in CLASSES for name in cls.texts}
 JUDGES = tuple(_BY_NAME)  # make_judge names
@@ -97,6 +99,9 @@ def make_judge(
       "picbreeder:skull"), the rule fitted without that network's verdict rows (`ANCHORED`);
     - "clip" / "vlm": a model asked about the label, loaded from `model` (a local folder or a
       cached id; default the judge's own);
+    - "planted-family" (planted targets only): is each image's change from `reference` (the
+      network's unperturbed image) drawn by the planted DAG's own family, its link weights moved
+      (`FamilyJudge`); it is anchored on the generator, so `anchor` is refused;
     - self-anchored, measuring *stability* (`SELF_ANCHORED`): "stability" (SSIM@4 against the own
       render, one threshold), "calibrated" (the same with per-label thresholds fitted on the first
       verdict set), "calibrated-pooled", and "ssim" (SSIM calibrated on the own render against other
@@ -110,6 +115,13 @@ def make_judge(
         ref = as_images(reference)
         a = anchor if anchor is not None else target_anchor(target_spec, int(ref.shape[1]))
         return AnchoredJudge(a, anchor_name=str(target_spec or "image"), variant=name, network=network)
+    if name == "planted-family":
+        if anchor is not None:
+            raise JudgeError(
+                "the planted-family judge is anchored on the planted generator, not on an image: "
+                "leave out the anchor image (--anchor image, no --reference PNG for the target)"
+            )
+        return FamilyJudge(reference, target_spec)
     if name == "ssim":
         return calibrated_ssim_judge(reference, exclude=target_spec, seed=seed)
     if name == "calibrated":  # SSIM@4 with thresholds fitted on the reference verdicts (data/judge_reference)

@@ -66,6 +66,7 @@ from ..emc2 import EMC2Config
 from ..emc2.reading import Reading
 from ..errors import VolratioError
 from ..judges import DEFAULT_JUDGE, JUDGES, check_res
+from ..judges.family import FamilyJudge, planted_target
 from ..nets import CoordMLP
 from ..util.limits import LimitError, check_limits
 from . import stored
@@ -146,6 +147,11 @@ def parse_point(config: dict) -> Config:
         raise RescoreError(f"rescore config: judge {cfg.judge!r}; choose one of {', '.join(JUDGES)}")
     if not isinstance(cfg.target, str) or not cfg.target:
         raise RescoreError(f"rescore config: target {cfg.target!r}; give the source run's target spec")
+    if cfg.judge == FamilyJudge.name:  # its family is the planted DAG's: refused before any network is read
+        try:
+            planted_target(cfg.target)
+        except VolratioError as e:
+            raise RescoreError(f"rescore config: {e}") from None
     for name in ("members", "calibration_seed", "seed"):
         v = getattr(cfg, name)
         if not isinstance(v, int) or isinstance(v, bool) or v < (1 if name == "members" else 0):
