@@ -118,7 +118,9 @@ COMMANDS = {"build": build, "record": record, "repeat": repeat, "record2": recor
 
 if __name__ == "__main__":
     if not 3 <= len(sys.argv) <= 4 or sys.argv[1] not in COMMANDS or (len(sys.argv) == 4 and sys.argv[1] != "build"):
-        sys.exit(f"usage: python tools/clear16_verdicts.py {{{','.join(COMMANDS)}}} DIR  (build takes a BATCH after DIR)")
+        sys.exit(
+            f"usage: python tools/clear16_verdicts.py {{{','.join(COMMANDS)}}} DIR  (build takes a BATCH after DIR)"
+        )
     if len(sys.argv) == 4:
         if not sys.argv[3].isdigit():
             sys.exit(f"batch {sys.argv[3]!r}: give a batch number of clear16.BATCHES, e.g. 2")
