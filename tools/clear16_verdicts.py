@@ -4,6 +4,7 @@
     python tools/clear16_verdicts.py record DIR   # DIR/answers1.json -> data/judge_reference/clear16/verdicts.csv
     python tools/clear16_verdicts.py repeat DIR   # the blind repeat's mosaics (a seeded 30% of the batch, labels mixed)
     python tools/clear16_verdicts.py record2 DIR  # DIR/answers2.json -> the verdicts' pass2 column
+    python tools/clear16_verdicts.py report DIR   # DIR/report.md: repeat κ, judges' κ, false rejections per label
 
 BATCH (default 1) names a config of `clear16.BATCHES`. A later batch is drawn from fresh candidates,
 none of whose images is already in the stored set; `record` appends it to the stored verdicts and
@@ -24,6 +25,10 @@ import pandas as pd
 
 from volratio.calibration import anchored_set as A
 from volratio.calibration import clear16 as C
+from volratio.calibration import judge_agreement as J
+from volratio.calibration import repeatability as R
+
+REPORT_JUDGES = ("anchored-v2", "anchored-xfit", "anchored-ssim")  # the judges the set's README reports
 
 
 def _rows_images(folder: Path):
@@ -114,7 +119,33 @@ def record2(folder: Path) -> None:
     print(f"pass2 on {len(agree)} rows: {int(agree.sum())} agree with pass1")
 
 
-COMMANDS = {"build": build, "record": record, "repeat": repeat, "record2": record2}
+def _table(df: pd.DataFrame) -> str:
+    fmt = {c: "{:.3f}" for c in df.columns if df[c].dtype.kind == "f"}
+    cells = [[fmt.get(c, "{}").format(v) for c, v in row.items()] for _, row in df.iterrows()]
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + " --- |" * len(df.columns)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in cells])
+
+
+def report(folder: Path) -> None:
+    """The tables of the set's README, from the stored verdicts (seeded bootstraps: same numbers every run)."""
+    loaded = J.load("clear16")
+    df, images = loaded
+    parts = ["## Repeat κ per group (weighted)", _table(R.repeat_kappa(df, n_boot=2000).drop(columns=["level"]))]
+    by_batch = pd.concat([R.repeat_kappa(part, levels=((),), n_boot=2000).head(1).assign(group=f"batch {b}")
+                          for b, part in df.groupby("batch")])  # fmt: skip
+    parts += ["## Repeat κ per batch (weighted)", _table(by_batch[["group", "n", "agree", "kappa", "lo", "hi"]])]
+    cols = ["group", "n", "kappa", "lo", "hi", "repeat_kappa", "ambiguous", "both_keep", "false_rejections", "meets"]
+    for judge in REPORT_JUDGES:
+        t = J.compare(judge, sets=("clear16",), loaded={"clear16": loaded})
+        parts += [f"## {judge} (held out: {bool(t['held_out'].all())})", _table(t[cols])]
+    parts += ["## False rejections per label (images both inspections keep)",
+              _table(J.false_rejections(REPORT_JUDGES, df, images))]  # fmt: skip
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.md").write_text("\n\n".join(parts) + "\n")
+    print(f"{len(df)} verdicts reported in {folder / 'report.md'}")
+
+
+COMMANDS = {"build": build, "record": record, "repeat": repeat, "record2": record2, "report": report}
 
 if __name__ == "__main__":
     if not 3 <= len(sys.argv) <= 4 or sys.argv[1] not in COMMANDS or (len(sys.argv) == 4 and sys.argv[1] != "build"):
