@@ -125,6 +125,7 @@ def test_the_sets_rows_regenerate_bit_for_bit(verdicts, extra_data, picbreeder_d
     assert A.image_sha(images) == rows["sha256"].tolist()
 
 
+@pytest.mark.slow  # two builds, each scoring every candidate with three judges (~20 s each)
 def test_the_builder_draws_the_stored_rows_of_every_batch_from_its_seed(verdicts, extra_data, picbreeder_dir):
     cols = ["id", "network", "kernel", "row", "col", "delta", "stratum", "batch", "batch_weight", "sha256"]
     for b, cfg in C.BATCHES.items():
