@@ -81,6 +81,8 @@ def record(folder: Path) -> None:
     v = _answers(folder, 1)
     rows["pass1"] = rows["id"].map(v)
     rows["pass2"] = np.nan
+    if int(rows["batch"].iloc[0]) == 1 and C.VERDICTS_CSV.exists():
+        sys.exit(f"{C.VERDICTS_CSV} exists: batch 1 is recorded once (remove the file to record the set afresh)")
     if int(rows["batch"].iloc[0]) > 1:
         stored = C.load_verdicts()
         if set(stored["id"]) & set(rows["id"]) or set(stored["sha256"]) & set(rows["sha256"]):

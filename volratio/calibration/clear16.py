@@ -27,6 +27,11 @@ Each row records its stratum and sampling weight (candidates in its stratum / dr
 unperturbed and generated rows). The judges' scores are kept apart (`sampling.csv`) and never shown
 while inspecting.
 
+Batches (`BATCHES`): the set grows by batches, each inspected as drawn. Batch 1 holds the
+unperturbed images, the negatives and the first perturbed draws; a later batch draws only perturbed
+images from fresh candidates (its own seed), none whose image the set already shows (`build` with
+`previous`). `union_weights` combines the batches' sampling weights into the set's `weight`.
+
 Chapter: "EMC2-Bench" (book/emc2.md), section "The judge, validated".
 """
 
