@@ -64,6 +64,7 @@ def test_every_stored_verdict_set_reports_its_repeat_kappa():
     assert (overall["n"] > 0).all()
     assert overall.loc["anchored", "kappa"] == pytest.approx(0.94, abs=0.005)  # the set's README: κ 0.94
     assert overall.loc["clear16", "weighted"]  # rows with sampling weights are weighted
+    assert overall.loc["clear16", "n"] == 252 and overall.loc["clear16", "kappa"] == pytest.approx(0.856, abs=0.0005)
 
 
 @pytest.fixture(scope="module")
@@ -72,26 +73,68 @@ def verdicts():
 
 
 def test_the_set_covers_all_sixteen_labels_with_negatives_and_a_thirty_percent_blind_repeat(verdicts):
-    assert set(verdicts["label"]) == set(C.LABELS)
+    assert len(verdicts) >= 800 and set(verdicts["label"]) == set(C.LABELS)
+    assert verdicts["id"].is_unique and set(verdicts["batch"]) == set(C.BATCHES)
     for lab, part in verdicts.groupby("label"):
         gen = part[part["kind"] == "generated"]
         assert len(gen) == len(C.NEGATIVE_KINDS) and (gen["pass1"] == 0).all(), lab
-        assert (part["kind"] != "generated").sum() >= 20, lab
-        assert part["pass2"].notna().mean() >= 0.3, lab
-    assert verdicts["pass1"].isin([0, 1]).all() and (verdicts["weight"] >= 1).all()
+        assert len(part) >= 45 and (part["kind"] != "generated").sum() >= 40, lab
+        for b, batch in part.groupby("batch"):  # each batch repeated on a seeded 30% of each label's rows
+            assert batch["pass2"].notna().sum() == int(np.ceil(0.3 * len(batch))), (lab, b)
+    assert verdicts["pass2"].notna().mean() >= 0.3
+    assert verdicts["pass1"].isin([0, 1]).all() and (verdicts["batch_weight"] >= 1).all()
     assert set(verdicts.loc[verdicts["kernel"] >= 0, "delta"].abs()) <= {0.25, 0.5, 1.0, 2.0}
 
 
+def test_a_later_batch_repeats_no_image_and_holds_perturbed_draws_only(verdicts):
+    first, later = verdicts[verdicts["batch"] == 1], verdicts[verdicts["batch"] > 1]
+    assert len(later) and not later["sha256"].duplicated().any()
+    assert not later["sha256"].isin(set(first["sha256"])).any()
+    assert (later["kernel"] >= 0).all() and set(later["stratum"]) <= {"near", "far"}
+    assert later["id"].min() > first["id"].max()
+
+
+def test_union_weights_halve_each_batchs_weight_and_credit_left_out_copies_to_the_row_showing_them():
+    rows = pd.DataFrame({"id": [0, 1, 2, 3], "kernel": [-1, 4, -1, 7], "batch": [1, 1, 2, 2],
+                         "batch_weight": [1.0, 6.0, 1.0, 3.0]})  # fmt: skip
+    none = pd.DataFrame({"same_as": [-1, -1]})
+    assert C.union_weights(rows, none).tolist() == [1.0, 3.0, 1.0, 1.5]
+    one = rows[rows["batch"] == 1]
+    assert C.union_weights(one, none).tolist() == [1.0, 6.0]  # one batch: its own weights
+    copies = pd.DataFrame({"same_as": [0, 1, 1, -1]})  # three copies left out of batch 2, one without a row
+    assert C.union_weights(rows, copies).tolist() == [1.5, 4.0, 1.0, 1.5]
+    with pytest.raises(VolratioError, match="same_as"):
+        C.union_weights(rows, pd.DataFrame({"same_as": [9]}))
+
+
+def test_the_stored_weights_are_the_union_weights_of_the_stored_batches(verdicts):
+    sampling = pd.read_csv(C.SAMPLING_CSV)
+    assert verdicts["weight"].to_numpy() == pytest.approx(C.union_weights(verdicts, sampling))
+    for b, part in sampling.groupby("batch"):
+        drawn = verdicts[(verdicts["batch"] == b) & (verdicts["kind"] != "generated")]
+        assert part["picked"].sum() == len(drawn), b
+        left_out = part[part["stratum"] == "duplicate"]
+        assert (b > 1) or left_out.empty
+        assert left_out["same_as"].isin(set(verdicts["id"]) | {-1}).all()
+
+
 def test_the_sets_rows_regenerate_bit_for_bit(verdicts, extra_data, picbreeder_dir):
-    images = C.render(verdicts, C.networks())
-    assert A.image_sha(images) == verdicts["sha256"].tolist()
+    rows = verdicts.iloc[np.sort(np.random.default_rng(0).choice(len(verdicts), 160, replace=False))]  # seeded, fast
+    assert set(rows["batch"]) == set(C.BATCHES) and set(rows["kind"]) == set(C.KINDS)
+    images = C.render(rows, C.networks())
+    assert A.image_sha(images) == rows["sha256"].tolist()
 
 
-def test_the_builder_draws_the_stored_rows_from_its_seed(verdicts, extra_data, picbreeder_dir):
-    rows, _, sampling = C.build()
-    cols = ["network", "kernel", "row", "col", "delta", "stratum", "weight", "sha256"]
-    pd.testing.assert_frame_equal(rows[cols], verdicts[cols], check_dtype=False)
-    assert sampling["picked"].sum() == (verdicts["kind"] != "generated").sum()
+@pytest.mark.slow  # two builds, each scoring every candidate with three judges (~20 s each)
+def test_the_builder_draws_the_stored_rows_of_every_batch_from_its_seed(verdicts, extra_data, picbreeder_dir):
+    cols = ["id", "network", "kernel", "row", "col", "delta", "stratum", "batch", "batch_weight", "sha256"]
+    for b, cfg in C.BATCHES.items():
+        stored = verdicts[verdicts["batch"] == b].reset_index(drop=True)
+        rows, _, sampling = C.build(cfg=cfg, previous=verdicts[verdicts["batch"] < b] if b > 1 else None)
+        pd.testing.assert_frame_equal(rows[cols], stored[cols], check_dtype=False)
+        assert sampling["picked"].sum() == (stored["kind"] != "generated").sum()
+    with pytest.raises(VolratioError, match="previous"):
+        C.build(cfg=C.BATCHES[2])
 
 
 def test_judge_check_holds_the_default_judge_to_the_inspections_repeat(extra_data, picbreeder_dir, capsys):

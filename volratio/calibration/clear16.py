@@ -27,6 +27,11 @@ Each row records its stratum and sampling weight (candidates in its stratum / dr
 unperturbed and generated rows). The judges' scores are kept apart (`sampling.csv`) and never shown
 while inspecting.
 
+Batches (`BATCHES`): the set grows by batches, each inspected as drawn. Batch 1 holds the
+unperturbed images, the negatives and the first perturbed draws; a later batch draws only perturbed
+images from fresh candidates (its own seed), none whose image the set already shows (`build` with
+`previous`). `union_weights` combines the batches' sampling weights into the set's `weight`.
+
 Chapter: "EMC2-Bench" (book/emc2.md), section "The judge, validated".
 """
 
@@ -74,9 +79,16 @@ class Clear16Config:
     n_perturbed_main: int = 24  # per label with optimizer and SP networks (skull, butterfly, apple)
     near: float = 0.1  # a judge's |score − threshold| below this puts a candidate in the "near" stratum
     seed: int = 7201  # candidates, strata draws and the generated negatives' choice
+    batch: int = 1  # 1 draws the unperturbed images and negatives too; a later batch only new perturbed images
 
     def to_json(self) -> dict:
         return {**asdict(self), "deltas": [float(d) for d in self.deltas]}
+
+
+BATCHES = {  # batch id -> its config: the set is their union, each batch inspected as drawn
+    1: Clear16Config(),
+    2: Clear16Config(n_perturbed=23, n_perturbed_main=23, seed=7221, batch=2),  # ≥ 45 images a label, ≥ 800 in all
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,24 +256,76 @@ def sample(cands: pd.DataFrame, m: pd.DataFrame, cfg: Clear16Config | None = Non
     return pd.concat(picked).sort_index()
 
 
-def build(root=None, cfg: Clear16Config | None = None):
-    """`(rows, images, sampling)`: the set's rows (network rows from `sample`, then the generated
-    negatives, ids 0…), their images, and every candidate's margins and stratum (`sampling`)."""
+def build(root=None, cfg: Clear16Config | None = None, previous: pd.DataFrame | None = None):
+    """`(rows, images, sampling)` of one batch: the batch's rows (network rows from `sample`, then
+    the generated negatives, ids 0…), their images, and every candidate's margins and stratum
+    (`sampling`). A later batch (`cfg.batch` > 1) draws from fresh candidates (its own seed) only
+    perturbed images, none whose image (`sha256`) is already in `previous` (the rows of the earlier
+    batches) or drawn twice in the batch: such candidates leave its pool before the strata are drawn
+    (`sampling`'s stratum `duplicate`). Its ids continue `previous`'s. `batch_weight` is the row's
+    weight within its batch; `union_weights` combines the batches'."""
     cfg = cfg or Clear16Config()
+    later = cfg.batch > 1
+    if later and previous is None:
+        raise VolratioError(f"clear16 batch {cfg.batch}: pass the earlier batches' rows (previous) to exclude them")
     nets = networks(root, cfg)
     cands = candidates(nets, cfg)
-    m = margins(cands, render(cands, nets))
-    picked = sample(cands, m, cfg)
-    neg = negatives(cfg).assign(stratum="generated", weight=1.0)
-    rows = pd.concat([picked, neg], ignore_index=True)
-    rows.insert(0, "id", np.arange(len(rows)))
+    cand_images = render(cands, nets)
+    dup = np.zeros(len(cands), bool)
+    sha = pd.Series(A.image_sha(cand_images))
+    if later:
+        dup = ((cands["kernel"] < 0) | sha.isin(set(previous["sha256"])) | sha.duplicated()).to_numpy()
+    keep = np.flatnonzero(~dup)  # the pool's rows in `cands`
+    pool = cands.iloc[keep].reset_index(drop=True)
+    m = margins(pool, [cand_images[i] for i in keep])
+    picked = sample(pool, m, cfg)
+    parts = [picked]
+    if not later:
+        parts.append(negatives(cfg).assign(stratum="generated", weight=1.0))
+    rows = pd.concat(parts, ignore_index=True).rename(columns={"weight": "batch_weight"})
+    start = int(previous["id"].max()) + 1 if later else 0
+    rows.insert(0, "id", np.arange(start, start + len(rows)))
     rows.insert(2, "group", rows["kind"])  # the verdict sets' grouping column: the network kind
+    rows.insert(rows.columns.get_loc("batch_weight"), "batch", cfg.batch)
     images = render(rows, nets)
     rows["sha256"] = A.image_sha(images)
-    sampling = cands.assign(stratum=strata(m, cfg.near), **{f"margin_{k}": m[k] for k in m.columns})
-    sampling.loc[sampling["kernel"] < 0, "stratum"] = "base"
-    sampling["picked"] = sampling.index.isin(picked.index)
-    return rows, images, sampling
+    sampling = cands.assign(stratum="duplicate", **{f"margin_{k}": np.nan for k in m.columns})
+    sampling.loc[keep, "stratum"] = strata(m, cfg.near)
+    sampling.loc[(sampling["kernel"] < 0) & ~dup, "stratum"] = "base"
+    for k in m.columns:
+        sampling.loc[keep, f"margin_{k}"] = m[k].to_numpy()
+    sampling["picked"] = sampling.index.isin(keep[picked.index.to_numpy()])
+    sampling["same_as"] = -1
+    if later:  # each perturbed candidate left out as a copy: the id of the set's row showing its image
+        held = pd.concat([previous, rows])
+        held = held.assign(_gen=held["kind"] == "generated").sort_values(["_gen", "id"])
+        first = held.drop_duplicates(["label", "sha256"]).set_index(["label", "sha256"])["id"]
+        out = np.flatnonzero(dup & (cands["kernel"] >= 0).to_numpy())
+        found = first.reindex(list(zip(cands["label"].iloc[out], sha.iloc[out])))
+        sampling.loc[out, "same_as"] = found.fillna(-1).astype(int).to_numpy()
+    return rows, images, sampling.assign(batch=cfg.batch)
+
+
+def union_weights(rows: pd.DataFrame, sampling: pd.DataFrame) -> np.ndarray:
+    """The sampling weights of the union of batches (the `weight` κ is weighted by), from the rows
+    and every batch's candidates (`sampling`, `build`'s third value).
+
+    Each batch is a stratified sample of its own pool of candidates, a row drawn at rate
+    1 / `batch_weight` in its label × stratum; a row can be drawn only in its batch, so that rate is
+    also its rate in the union of the pools. Every batch has as many candidates per network as the
+    first, so the union holds `B` times one batch's perturbed candidates (`B` batches): a perturbed
+    row weighs `batch_weight / B`, an unperturbed or generated row 1, so that each network's
+    unperturbed image stays one in `n_candidates + 1` of its images, as in the first batch alone.
+    A later batch's candidate left out of its pool because the set already shows its image (same
+    label, `same_as`) adds its own share, 1 / `B`, to the row that shows it: its verdict is that
+    row's. Copies of a candidate the batch did not draw have no row and drop out (`same_as` −1)."""
+    n = rows["batch"].nunique()
+    w = pd.Series(np.where(rows["kernel"] >= 0, rows["batch_weight"] / n, 1.0), index=rows["id"].to_numpy())
+    credit = sampling.loc[sampling["same_as"] >= 0, "same_as"].value_counts() / n
+    if unknown := set(credit.index) - set(w.index):
+        raise VolratioError(f"clear16 sampling: same_as names rows {sorted(unknown)[:5]} the verdicts lack")
+    w = w.add(credit, fill_value=0.0)
+    return w.loc[rows["id"].to_numpy()].to_numpy()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,6 +12,9 @@ For every verdict set with a blind repeat whose images regenerate here (`SETS`),
 - whether the judge meets the line the default judge is held to: κ ≥ repeat κ − `TOLERANCE` on a
   group that is not ambiguous.
 
+`false_rejections` gives the false rejections per label (or any column) for several judges side by
+side: among the images both inspections keep, how many each judge rejects.
+
 Each judge is asked about each row as EMC2 asks: built for the row's network and target, so a
 cross-fitted judge ("anchored-v2", "anchored-xfit") reads the rule fitted without that network's
 fold — its verdicts are held out on every set. The other anchored judges were fitted on the anchored
@@ -119,3 +122,23 @@ def compare(judge: str, sets=SETS, root=None, min_group: int = R.MIN_GROUP, n_bo
             row = _group_row(part, said[idx], reps.get(g, {}), min_group, n_boot, seed)
             out.append({"set": name, "group": g, "judge": judge, "held_out": held, **row})
     return pd.DataFrame(out)
+
+
+def false_rejections(judges, df: pd.DataFrame, images, by: str = "label") -> pd.DataFrame:
+    """Per value of column `by` of the verdicts `df` (rows judged twice, `pass1` and `pass2`), the
+    images both inspections keep (`both_keep`) and, per judge of `judges` (label-anchored), how many
+    of them it rejects (`<judge>`) with the share (`<judge> rate`); a last row `all`. Unweighted:
+    counts of images, as `compare`'s false-rejection rate."""
+    if by not in df.columns:
+        raise VolratioError(f"verdicts have no column {by!r} to group the false rejections by")
+    both = ((df["pass1"] == 1) & (df["pass2"] == 1)).to_numpy()
+    idx = np.flatnonzero(both)
+    part = df.iloc[idx].reset_index(drop=True)
+    out = part.groupby(by, sort=True).size().rename("both_keep").to_frame()
+    for judge in judges:
+        rejected = ~verdicts(judge, part, [images[i] for i in idx])
+        out[judge] = part.assign(r=rejected).groupby(by, sort=True)["r"].sum()
+    out.loc["all"] = out.sum()
+    for judge in judges:
+        out[f"{judge} rate"] = out[judge] / out["both_keep"]
+    return out.reset_index().rename(columns={"index": by})
