@@ -88,7 +88,7 @@ def plan_status(judge: str = DEFAULT_JUDGE) -> pd.DataFrame:
     stored, those scored under `judge` and entered by the fit rule (the sparse regime's), and the
     chunks still to run (`volratio reference list` gives each one's runs)."""
     present = set(stored.chunks())
-    first = 3  # skull, butterfly, apple: stored before the plan
+    first = 3  # skull, butterfly, apple: in the store when the plan was made
     planned = first + len(sixteen.FORK_NONZEROS)
     entered = entry_table(judge)
     sp_runs = _targets_run(sixteen.SP_CHUNKS)
