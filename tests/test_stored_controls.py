@@ -21,6 +21,7 @@ import pytest
 from volratio.calibration import planted_kappa
 from volratio.depth import controls, stored_controls
 from volratio.depth.curves import DepthError
+from volratio.report.catalogue import CLAIMS
 
 SPECS = controls.DEPTH_TARGETS[:4]
 
@@ -87,12 +88,13 @@ def test_load_refuses_missing_incomplete_and_damaged_tables(tmp_path):
 
 def test_the_stored_controls_decide_only_with_a_gap_of_three_m_and_order_the_graded_series():
     c, meta = stored_controls.load()
-    t = stored_controls.controls_table(c)
+    m = CLAIMS["depth-optimum"].statistic.smallest  # the planted EMC2 claims' m
+    t = stored_controls.controls_table(c, m)
     assert set(c.config.targets) == set(controls.DEPTH_TARGETS) and "emc2:planted-family" in t.index
     assert set(t.sensitivity) <= {"decides", "insensitive"}
     for name, row in t.iterrows():
         if row.sensitivity == "decides":
-            assert row.gap_hardest_lo >= 3 * stored_controls.M - 1e-12, name
+            assert row.gap_hardest_lo >= 3 * m - 1e-12, name
             assert row.gap_hardest_hi >= row.gap_hardest >= row.gap_hardest_lo, name
     # the graded series is ordered by construction for what reads the network's computation (EMC2):
     # its score falls as the planted circuit's share 1 − α does, on average over targets

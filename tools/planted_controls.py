@@ -46,10 +46,17 @@ CONFIG = ControlsConfig(
 COMMAND = "OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONPATH=. python tools/planted_controls.py"
 
 
+def read(path: Path) -> pd.DataFrame:
+    """A stored table, every float read back exactly as written."""
+    return pd.read_csv(path, float_precision="round_trip")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_DIR, help="folder of the table (default %(default)s)")
     parser.add_argument("--resume", action="store_true", help="keep the targets already in the table")
+    parser.add_argument("--reverse", action="store_true", help="run the targets last first (a second process)")
+    parser.add_argument("--merge", type=Path, help="add the targets of this folder's table (same config), then stop")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     table, config = args.out / TABLE_FILE, args.out / CONFIG_FILE
@@ -59,22 +66,36 @@ def main(argv: list[str]) -> int:
         if meta["config"] != config_json(CONFIG):
             print(f"{config}: stored for another config; run without --resume", file=sys.stderr)
             return 2
-        done, seconds = pd.read_csv(table), meta["cpu_seconds"]
+        done, seconds = read(table), meta["cpu_seconds"]
     args.out.mkdir(parents=True, exist_ok=True)
-    for spec in CONFIG.targets:
-        if len(done) and spec in set(done.target):
+    if args.merge:
+        other = json.loads((args.merge / CONFIG_FILE).read_text())
+        if other["config"] != config_json(CONFIG) or not args.resume:
+            print(f"{args.merge}: give --resume, and a table of the same config", file=sys.stderr)
+            return 2
+        more = read(args.merge / TABLE_FILE)
+        more = more[~more.target.isin(set(done.target))] if len(done) else more
+        pending = [(None, more)] if len(more) else []
+        seconds += other["cpu_seconds"]
+    else:
+        pending = [(s, None) for s in (reversed(CONFIG.targets) if args.reverse else CONFIG.targets)]
+    for spec, rows in pending:
+        if spec is not None and len(done) and spec in set(done.target):
             continue
-        t0 = time.process_time()
-        rows = measure(dataclasses.replace(CONFIG, targets=(spec,))).table
-        seconds += time.process_time() - t0
+        if rows is None:
+            t0 = time.process_time()
+            rows = measure(dataclasses.replace(CONFIG, targets=(spec,))).table
+            seconds += time.process_time() - t0
         done = pd.concat([done, rows], ignore_index=True) if len(done) else rows
+        order = {t: i for i, t in enumerate(CONFIG.targets)}  # rows in the config's target order, whatever ran first
+        done = done.sort_values("target", key=lambda t: t.map(order), kind="stable", ignore_index=True)
         write_text_atomic(table, done.to_csv(index=False))
         finished = [t for t in CONFIG.targets if t in set(done.target)]
         meta = {"config": config_json(CONFIG), "command": COMMAND, "cpu_seconds": round(seconds, 1),
                 "cpu": platform.processor() or platform.machine(), "torch": torch.__version__,
                 "complete": len(finished) == len(CONFIG.targets), "targets_done": finished}  # fmt: skip
         write_text_atomic(config, json.dumps(meta, indent=1) + "\n")
-        print(f"{spec}: {len(rows)} rows, {seconds:.0f} CPU-s so far", flush=True)
+        print(f"{spec or args.merge}: {len(rows)} rows, {seconds:.0f} CPU-s so far", flush=True)
     return 0
 
 

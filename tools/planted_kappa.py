@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
         if meta["config"] != config_json(CONFIG):
             print(f"{config}: stored for another config; run without --resume", file=sys.stderr)
             return 2
-        done, seconds = pd.read_csv(table), meta["cpu_seconds"]
+        done, seconds = pd.read_csv(table, float_precision="round_trip"), meta["cpu_seconds"]
     args.out.mkdir(parents=True, exist_ok=True)
     entries = sample(CONFIG)
     have = set(zip(done.key, done.network)) if len(done) else set()

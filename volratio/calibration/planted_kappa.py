@@ -166,7 +166,7 @@ def load(folder: str | Path = DEFAULT_DIR) -> tuple[pd.DataFrame, PlantedKappaCo
             f"{meta_file}: the stored run is incomplete; finish it with tools/planted_kappa.py --resume"
         )
     try:
-        t = pd.read_csv(table)
+        t = pd.read_csv(table, float_precision="round_trip")  # every float as written
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise PlantedKappaError(f"{table}: not a readable table ({e}); rebuild with tools/planted_kappa.py") from e
     kappa(t, cfg.judges)  # every verdict column present

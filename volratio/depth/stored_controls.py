@@ -24,7 +24,6 @@ DEFAULT_DIR = Path(__file__).resolve().parents[2] / "data" / "controls"  # the r
 TABLE_FILE = "planted_controls.csv"  # one row per (target, control, seed, α, instrument)
 CONFIG_FILE = "planted_controls.json"  # its ControlsConfig, the command that wrote it, its CPU time
 COLUMNS = ("target", "control", "seed", "share", "instrument", "score", "mse")
-M = 0.1  # the planted claims' smallest effect of interest (DESIGN §3.9)
 # instruments whose graded series is ordered by construction: EMC2 reads what the network computes,
 # and the planted circuit's share of it, 1 − α, falls along the series (`controls` module docstring)
 ORDERED_BY_CONSTRUCTION = ("emc2:",)
@@ -65,7 +64,7 @@ def load(folder: str | Path = DEFAULT_DIR) -> tuple[Controls, dict]:
             f"{meta_file}: the stored run is incomplete; finish it with tools/planted_controls.py --resume"
         )
     try:
-        t = pd.read_csv(table)
+        t = pd.read_csv(table, float_precision="round_trip")  # every float as written
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise DepthError(f"{table}: not a readable table ({e}); rebuild with tools/planted_controls.py") from e
     missing = sorted(set(COLUMNS) - set(t.columns))
@@ -78,11 +77,12 @@ def load(folder: str | Path = DEFAULT_DIR) -> tuple[Controls, dict]:
     return Controls(cfg, t[list(COLUMNS)]), meta
 
 
-def controls_table(controls: Controls, m: float = M) -> pd.DataFrame:
+def controls_table(controls: Controls, m: float) -> pd.DataFrame:
     """The controls table: per instrument, the positive control's mean; per kind of negative its
     mean and the gap to it with its interval; the gap to the hardest negative with its interval;
     the graded response (mean Spearman ρ between α and the score, its interval, the share of targets
-    whose series falls); and the instrument's word at `m` from the hardest gap's lower end."""
+    whose series falls); and the instrument's word at `m` (the smallest effect of interest of the
+    claims it would decide, in the instrument's units) from the hardest gap's lower end."""
     s = summary(controls)
     s["sensitivity"] = [sensitivity(lo, m) for lo in s.gap_hardest_lo]
     cols = ["targets", "positive"]
