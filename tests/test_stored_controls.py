@@ -109,10 +109,13 @@ def test_the_stored_controls_decide_only_with_a_gap_of_three_m_and_order_the_gra
 def test_kappa_reads_agreement_per_target_and_pooled():
     fam = np.array([1, 1, 0, 0, 1, 0, 1, 0], bool)
     t = pd.DataFrame({"target": ["a"] * 4 + ["b"] * 4, f"verdict_{planted_kappa.FAMILY}": fam,
-                      "verdict_same": fam, "verdict_flip": ~fam})  # fmt: skip
+                      f"base_{planted_kappa.FAMILY}": [True] * 4 + [False] * 4, "verdict_same": fam,
+                      "verdict_flip": ~fam})  # fmt: skip
     k = planted_kappa.kappa(t, ["same", "flip"])
     assert list(k.index) == ["a", "b", "all"] and (k.kappa_same == 1.0).all() and (k.kappa_flip == -1.0).all()
     assert k.loc["all", "images"] == 8 and k.loc["a", f"kept_{planted_kappa.FAMILY}"] == 0.5
+    assert k.loc["all", f"base_{planted_kappa.FAMILY}"] == 0.5 and np.isnan(k.loc["b", "kappa_same_base_kept"])
+    assert k.loc["all", "kappa_flip_base_kept"] == -1.0  # κ on target a's images alone
     with pytest.raises(planted_kappa.PlantedKappaError, match="verdict_other"):
         planted_kappa.kappa(t, ["other"])
     with pytest.raises(planted_kappa.PlantedKappaError, match="image judge"):

@@ -25,6 +25,7 @@ import torch
 from volratio.calibration.planted_kappa import (
     CONFIG_FILE,
     DEFAULT_DIR,
+    FAMILY,
     KAPPA_FLOOR,
     TABLE_FILE,
     PlantedKappaConfig,
@@ -53,7 +54,7 @@ def main(argv: list[str]) -> int:
         if meta["config"] != config_json(CONFIG):
             print(f"{config}: stored for another config; run without --resume", file=sys.stderr)
             return 2
-        done, seconds = pd.read_csv(table, float_precision="round_trip"), meta["cpu_seconds"]
+        done, seconds = pd.read_csv(table), meta["cpu_seconds"]
     args.out.mkdir(parents=True, exist_ok=True)
     entries = sample(CONFIG)
     have = set(zip(done.key, done.network)) if len(done) else set()
@@ -71,15 +72,15 @@ def main(argv: list[str]) -> int:
                 "cpu": platform.processor() or platform.machine(), "torch": torch.__version__,
                 "complete": complete, "networks_done": len(have), "networks": len(entries)}  # fmt: skip
         if complete:
-            k = kappa(done, CONFIG.judges).loc["all", f"kappa_{DEFAULT_JUDGE}"]
+            k = kappa(done, CONFIG.judges).loc["all"]
+            kd, kb = k[f"kappa_{DEFAULT_JUDGE}"], k[f"kappa_{DEFAULT_JUDGE}_base_kept"]
+            where = "below" if kd < KAPPA_FLOOR else "at least"
             meta["readme"] = (
                 f"The default judge ({DEFAULT_JUDGE})'s κ against the family judge on these planted perturbations is "
-                f"{k:.3f}"
-                + (
-                    f", below {KAPPA_FLOOR}: on planted targets the family judge decides."
-                    if k < KAPPA_FLOOR
-                    else f", at least {KAPPA_FLOOR}."
-                )
+                f"{kd:.3f}, {where} {KAPPA_FLOOR}"
+                + (": on planted targets the family judge decides. " if kd < KAPPA_FLOOR else ". ")
+                + f"The family judge kept the base image of {k[f'base_{FAMILY}']:.0%} of the images' networks "
+                f"(it keeps no perturbation of a base it does not keep); on those images alone κ is {kb:.3f}."
             )
         write_text_atomic(config, json.dumps(meta, indent=1) + "\n")
         if complete:

@@ -121,14 +121,17 @@ def judge_network(entry: dict, cfg: PlantedKappaConfig) -> pd.DataFrame:
         if not same.all():
             raise PlantedKappaError(f"{entry['path']}: the judges scored different perturbations; report this as a bug")
         rows[f"verdict_{name}"] = r.table.verdict.to_numpy().astype(bool)
+        rows[f"base_{name}"] = bool(r.base_kept)  # the judge kept the unperturbed image
     return rows
 
 
 def kappa(table: pd.DataFrame, judges) -> pd.DataFrame:
     """κ of each judge's verdicts against the family judge's, per target and pooled ("all"): with the
-    images, the family judge's keep rate and each judge's (`kept_<judge>`)."""
+    images, the family judge's keep rate and each judge's (`kept_<judge>`), the share of images
+    whose base the family judge kept (`base_planted-family`; a base it does not keep keeps none of
+    its perturbations), and κ on those images alone (`kappa_<judge>_base_kept`, NaN where none)."""
     fam = f"verdict_{FAMILY}"
-    missing = [c for c in [fam, *(f"verdict_{j}" for j in judges)] if c not in table.columns]
+    missing = [c for c in [fam, f"base_{FAMILY}", *(f"verdict_{j}" for j in judges)] if c not in table.columns]
     if missing:
         raise PlantedKappaError(
             f"planted κ table: no columns {', '.join(missing)}; rebuild it with tools/planted_kappa.py"
@@ -136,10 +139,13 @@ def kappa(table: pd.DataFrame, judges) -> pd.DataFrame:
     groups = [*table.groupby("target", sort=True), ("all", table)]
     out = []
     for target, d in groups:
-        row = {"target": target, "images": len(d), f"kept_{FAMILY}": float(d[fam].mean())}
+        based = d[d[f"base_{FAMILY}"]]
+        row = {"target": target, "images": len(d), f"kept_{FAMILY}": float(d[fam].mean()),
+               f"base_{FAMILY}": float(d[f"base_{FAMILY}"].mean())}  # fmt: skip
         for j in judges:
             row[f"kept_{j}"] = float(d[f"verdict_{j}"].mean())
             row[f"kappa_{j}"] = cohen_kappa(d[f"verdict_{j}"], d[fam])
+            row[f"kappa_{j}_base_kept"] = cohen_kappa(based[f"verdict_{j}"], based[fam]) if len(based) else np.nan
         out.append(row)
     return pd.DataFrame(out).set_index("target")
 
@@ -166,7 +172,7 @@ def load(folder: str | Path = DEFAULT_DIR) -> tuple[pd.DataFrame, PlantedKappaCo
             f"{meta_file}: the stored run is incomplete; finish it with tools/planted_kappa.py --resume"
         )
     try:
-        t = pd.read_csv(table, float_precision="round_trip")  # every float as written
+        t = pd.read_csv(table)  # pandas reads every float back as written
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise PlantedKappaError(f"{table}: not a readable table ({e}); rebuild with tools/planted_kappa.py") from e
     kappa(t, cfg.judges)  # every verdict column present

