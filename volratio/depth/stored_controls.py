@@ -24,9 +24,12 @@ DEFAULT_DIR = Path(__file__).resolve().parents[2] / "data" / "controls"  # the r
 TABLE_FILE = "planted_controls.csv"  # one row per (target, control, seed, α, instrument)
 CONFIG_FILE = "planted_controls.json"  # its ControlsConfig, the command that wrote it, its CPU time
 COLUMNS = ("target", "control", "seed", "share", "instrument", "score", "mse")
-# instruments whose graded series is ordered by construction: EMC2 reads what the network computes,
-# and the planted circuit's share of it, 1 − α, falls along the series (`controls` module docstring)
-ORDERED_BY_CONSTRUCTION = ("emc2:",)
+# instruments whose graded series cannot rise along α by construction: they read the planted units
+# themselves. Recovery (the best assignment of primitives to live units) is 1 while the planted units
+# are live (α < 1) and the student's alone at α = 1; the per-unit reading (the mean over live units)
+# is 1 at α = 0 and falls as the student's units join. What an EMC2 judge reads is the image, which
+# stays the target's along the series: whether it falls is what the control measures, not a given.
+ORDERED_BY_CONSTRUCTION = ("recovery", "per-unit")
 
 
 def config_json(cfg: ControlsConfig) -> dict:
@@ -92,5 +95,6 @@ def controls_table(controls: Controls, m: float) -> pd.DataFrame:
 
 
 def ordered_by_construction(name: str) -> bool:
-    """Whether instrument `name`'s graded series must fall along α by construction."""
-    return name.startswith(ORDERED_BY_CONSTRUCTION)
+    """Whether instrument `name`'s graded series cannot rise along α by construction
+    (`ORDERED_BY_CONSTRUCTION`)."""
+    return name in ORDERED_BY_CONSTRUCTION
