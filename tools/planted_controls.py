@@ -3,10 +3,14 @@
 `volratio.depth.stored_controls` reads for the depth evidence page: the book never trains these.
 
 The controls are `volratio.depth.controls.measure` at `ControlsConfig` with the family judge's EMC2
-(`emc2:planted-family`) as one more instrument; the settings below keep the run to about 15 CPU-minutes
-(20 weights per network, one seed of each negative, 32×32). Each target's rows are computed on their
+(`emc2:planted-family`) as one more instrument, at settings cut to fit a budget of about 20
+CPU-minutes on one core: 20 weights per network, one seed of each negative, 32×32, and the depth
+chunks' first TARGETS planted targets (L* = 2 to 5) of twelve. The family judge's EMC2 costs 50 to
+120 CPU-s per target at L* ≤ 4 and about 250 at L* = 5; one L* = 7 target had not finished after
+470 CPU-s, so the four deepest (L* = 6, 7) are left out. Each target's rows are computed on their
 own (every seed depends on the config, not on the other targets), so the run resumes target by target
-and a rebuild gives the same table bit for bit on the same CPU and torch:
+(`--reverse` runs them last first, for a second process whose table `--merge` adds) and a rebuild
+gives the same table bit for bit on the same CPU and torch (checked on the first target):
 
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONPATH=. python tools/planted_controls.py [--out DIR] [--resume]
 """
@@ -24,13 +28,15 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from volratio.depth.controls import ControlsConfig, measure
+from volratio.depth.controls import DEPTH_TARGETS, ControlsConfig, measure
 from volratio.depth.stored_controls import CONFIG_FILE, DEFAULT_DIR, TABLE_FILE, config_json
 from volratio.judges import DEFAULT_JUDGE
 from volratio.util.fileio import write_text_atomic
 
 # the stored run's settings: the depth chunks' 12 targets, the family judge added
+TARGETS = 8  # the depth chunks' first eight planted targets (L* = 2..5): the CPU budget above
 CONFIG = ControlsConfig(
+    targets=DEPTH_TARGETS[:TARGETS],
     res=32,
     seeds=1,
     max_weights=20,
