@@ -12,6 +12,8 @@ how, above the experiments because the sets are rebuilt by training, pruning and
 - `anchored_set` — the target-anchored verdict set (`data/judge_reference/anchored/`);
 - `fit_anchored` — the anchored judge's logistic rule (`volratio.judges.anchored_rule`) fitted,
   compared and checked on it.
+- `planted_kappa` — the image judges checked against the family judge (`planted-family`) on
+  single-weight perturbations of the stored planted networks (`data/planted_kappa/`).
 
 Chapter: "EMC2-Bench" (book/emc2.md), section "The judge, validated".
 """

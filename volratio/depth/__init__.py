@@ -15,6 +15,8 @@ Layout (the names below without a module prefix are importable from `volratio.de
 - `controls` — the controls of the instruments that decide claims on planted targets (the planted
   DAG, dense fits and masks at initialisation, a graded series of known order; each instrument's
   control gap, its graded response and the 3m rule, `controls.sensitivity`; imported as a module).
+- `stored_controls` — the controls measured once and stored in `data/controls` (by
+  `tools/planted_controls.py`), read back as the evidence page's controls table (imported as a module).
 
 The sweep runs through `volratio.runs.depth_sweep`; the chapter's experiment is
 `volratio.experiments.depth_regime`; its figures are in `volratio.report.plots`. Chapters: "Depth: a
