@@ -581,6 +581,7 @@ FREE_TEXT = {
     "reference",
     "model",
     "groups",
+    "sets",
     "name",
     "note",
 }  # checked by their commands (base_url, image loading, model loading, group names)

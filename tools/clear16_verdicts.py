@@ -150,6 +150,12 @@ def report(folder: Path) -> None:
 COMMANDS = {"build": build, "record": record, "repeat": repeat, "record2": record2, "report": report}
 
 if __name__ == "__main__":
+    if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
+        print(
+            f"usage: python tools/clear16_verdicts.py {{{','.join(COMMANDS)}}} DIR  (build takes a BATCH after DIR)\n"
+            + (__doc__ or "")
+        )
+        sys.exit(0)
     if not 3 <= len(sys.argv) <= 4 or sys.argv[1] not in COMMANDS or (len(sys.argv) == 4 and sys.argv[1] != "build"):
         sys.exit(
             f"usage: python tools/clear16_verdicts.py {{{','.join(COMMANDS)}}} DIR  (build takes a BATCH after DIR)"
