@@ -343,7 +343,9 @@ def summary(controls: Controls) -> pd.DataFrame:
             row[f"gap_{k}"], row[f"gap_{k}_lo"], row[f"gap_{k}_hi"] = mean_ci(g.to_numpy(), level)
         g = d[d.control == "graded"]
         rho = np.array([spearman(s.share, s.score) for _, s in g.groupby("target", sort=False)])
-        row["graded_rho"], row["graded_rho_lo"], row["graded_rho_hi"] = mean_ci(rho, level)
+        mean, lo, hi = mean_ci(rho, level)
+        # a mean of correlations lies in [−1, 1]: its t-interval is clipped there, never shown outside it
+        row["graded_rho"], row["graded_rho_lo"], row["graded_rho_hi"] = mean, max(lo, -1.0), min(hi, 1.0)
         row["graded_falls"] = float((rho < 0).mean())
         out.append(row)
     return pd.DataFrame(out).set_index("instrument")
