@@ -61,5 +61,5 @@ def test_a_later_rule_commit_is_in_the_history_and_fixed_its_comparison(claim):
 
 
 def test_a_missing_manifest_is_named(tmp_path):
-    with pytest.raises(VolratioError, match="no manifest for chunk 'rho'"):
+    with pytest.raises(VolratioError, match=r"rho/manifest\.json: no manifest; run the chunk"):
         provenance.stored_between("rho", tmp_path)

@@ -17,14 +17,13 @@ Chapter: "The paper's claims, tested" (book/claims.md).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import VolratioError
-from ..runs import stored
+from ..runs import manifest, stored
 from .catalogue import CLAIMS
 
 # the commit that fixed the verdict words, every claim's statistic and m, and the pooled estimator
@@ -156,10 +155,8 @@ CHOICES_AFTER_DATA = tuple(c.text for c in CHOICES)
 
 def stored_between(chunk: str, root=None) -> tuple[str, str]:
     """`(first, last)`: when the sessions that stored `chunk` began (its manifest's `sessions`)."""
-    path = Path(root or stored.DEFAULT_ROOT) / chunk / "manifest.json"
-    if not path.is_file():
-        raise VolratioError(f"no manifest for chunk {chunk!r} at {path}; run or fetch the reference results first")
-    sessions = json.loads(path.read_text(encoding="utf-8")).get("sessions") or []
+    # the store's one reader of manifests: a missing, damaged or tampered one is refused in one line
+    sessions = manifest.read(Path(root or stored.DEFAULT_ROOT) / chunk / manifest.MANIFEST, chunk).get("sessions") or []
     if not sessions:
         raise VolratioError(f"the manifest of chunk {chunk!r} records no session")
     starts = sorted(s["started_at"] for s in sessions)
