@@ -22,8 +22,8 @@ def test_every_choice_names_a_reading_the_library_computes():
 
 
 @pytest.fixture(scope="module")
-def table():
-    return decisions.table()
+def table(picbreeder_dir):
+    return decisions.table()  # the claims' readers render Picbreeder targets
 
 
 def test_the_table_gives_each_claims_word_its_earliest_rule_and_its_targets(table):
@@ -39,7 +39,7 @@ def test_the_table_gives_each_claims_word_its_earliest_rule_and_its_targets(tabl
     assert (table.drop(index="png-ratio-linear")["networks per cell"] >= 3).all()  # every pooled cell: 3 or more
 
 
-def test_each_direction_is_the_comparison_of_two_computed_words():
+def test_each_direction_is_the_comparison_of_two_computed_words(picbreeder_dir):
     d = decisions.directions()
     read = d[d.claim != "—"]
     assert len(read) and set(read.direction) <= {"toward the paper", "away from the paper", "neither"}

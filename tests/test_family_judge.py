@@ -187,7 +187,7 @@ def test_the_judge_command_keeps_the_target_and_a_small_move_and_rejects_flat_an
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["judge"] == "planted-family"
     assert [im["kept"] for im in out["images"]] == [True, True, False, False]
-    rc = main(["judge", files[0], "--target", "picbreeder:skull", "--judge", "planted-family"])
+    rc = main(["judge", files[0], "--target", "image:camera", "--judge", "planted-family"])
     err = capsys.readouterr().err
     assert rc == 2 and "needs a planted target" in err and len(err.strip().splitlines()) == 1
 
