@@ -4,6 +4,7 @@ The manifest records what is needed to trust and re-run a chunk (`volratio.runs.
 it holds); the store beside it holds the runs. This module is the one place that reads or writes it.
 
 Integrity:
+
 - `write` writes it atomically, its totals (`totals`) recomputed from its runs and, last, `sha256`:
   the SHA-256 of the rest of its content (`digest`), so that a changed digit that still parses is
   caught;

@@ -16,6 +16,7 @@ of every network file it read, and `table_sha256`, the SHA-256 of the table file
 when a network file's hash, the config or the version differs.
 
 Integrity (the rules of the store, `volratio.runs.store`, for a table derived from it):
+
 - the table and then its metadata are each written to a temporary name and renamed into place, the
   metadata last, so a writer killed in between leaves a table its metadata does not vouch for;
 - a reader that finds the kept table or its metadata damaged, missing or disagreeing (the table's
@@ -25,6 +26,7 @@ Integrity (the rules of the store, `volratio.runs.store`, for a table derived fr
   stage does): a damaged network is a `RecoveryStoreError` naming the file, never a different score;
 - `verify(chunk)` checks the kept table against its metadata and recomputes a seeded sample exactly
   (`volratio results verify` runs it for every chunk that keeps one).
+
 The tables kept beside the stored chunks were given their SHA-256 by `tools/seal_recovery_tables.py`,
 after every row was recomputed exactly.
 """

@@ -13,6 +13,7 @@ also records the library version and git commit that made it, as provenance: the
 came from, never what it means, and are not part of its key.
 
 Reliability:
+
 - every file appears atomically (`volratio.util.fileio.atomic_path`): a crash leaves the old table or the
   new one, never half of one; leftover temporary files are removed on the next open;
 - the table is written with Parquet page checksums, and a SHA-256 of its rows is stored in the
