@@ -60,7 +60,7 @@ def test_only_the_reference_plan_is_generated():
 
 # chunks being run (resumable): the store holds some of their runs, never a run the plan does not name
 IN_PROGRESS: tuple = (
-    "sparse_regime_fork_b", "sparse_regime_fork_c", "sparse_regime_fork_d",
+    "sparse_regime_fork_c", "sparse_regime_fork_d",
     "sparse_regime_fork_e", "optimizers_fork_fit_a", "optimizers_fork_fit_b",
 )  # fmt: skip
 
